@@ -1,0 +1,115 @@
+# fusc: build, test, install. `make demo` and `make check` are the README's two commands.
+# Everything generated goes to build/ (BUILD=...); SAN=1 builds with ASan/UBSan.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CUDA    ?= /usr/local/cuda
+CC      ?= cc
+NVCC    ?= $(CUDA)/bin/nvcc
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -I$(BUILD) -Iinclude \
+           -I$(CUDA)/include -fPIC
+LDLIBS  += -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lm -lpthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+BUILD   := $(BUILD)/san
+endif
+
+LIB_DIRS := support frontend ir passes backend interp runtime
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+GEN_SRC  := $(BUILD)/fus.tab.c $(BUILD)/fus.lex.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:.c=.o)
+HEADERS  := $(wildcard */*.h) include/fusrt.h $(BUILD)/fus.tab.h
+
+FUSC     := $(BUILD)/fusc
+LIBFUSC  := $(BUILD)/libfusc.a
+
+TEST_SRC := $(wildcard tests/unit/*.c)
+SUITE_SRC := $(filter-out tests/unit/check_main.c,$(wildcard tests/unit/check_*.c))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+
+.PHONY: all deps demo check check-unit check-golden check-gpu bench install clean
+all: deps $(FUSC) $(LIBFUSC)
+
+# Installs flex, bison, check and pkg-config when they are missing (root only).
+deps:
+	@missing=""; \
+	command -v flex >/dev/null || missing="$$missing flex"; \
+	command -v bison >/dev/null || missing="$$missing bison"; \
+	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
+	pkg-config --exists check 2>/dev/null || missing="$$missing check"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
+	      { echo "error: apt-get install$$missing failed"; exit 1; }; \
+	  else echo "error: please install:$$missing (apt-get install$$missing)"; exit 1; fi; \
+	fi
+
+$(BUILD)/fus.tab.c $(BUILD)/fus.tab.h &: grammar/fus.y | deps
+	@mkdir -p $(BUILD)
+	bison -Wall -Werror --defines=$(BUILD)/fus.tab.h -o $(BUILD)/fus.tab.c $<
+
+$(BUILD)/fus.lex.c $(BUILD)/fus.lex.h &: grammar/fus.l $(BUILD)/fus.tab.h | deps
+	@mkdir -p $(BUILD)
+	flex --header-file=$(BUILD)/fus.lex.h -o $(BUILD)/fus.lex.c $<
+
+$(BUILD)/fus.tab.o: $(BUILD)/fus.tab.c $(BUILD)/fus.lex.h $(HEADERS)
+	$(CC) $(CFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
+$(BUILD)/fus.lex.o: $(BUILD)/fus.lex.c $(HEADERS)
+	$(CC) $(CFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
+
+$(BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIBFUSC): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUSC): $(BUILD)/tools/fusc.o $(LIBFUSC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- tests -----------------------------------------------------------------------------
+$(BUILD)/suites.h: $(SUITE_SRC)
+	@mkdir -p $(BUILD)
+	@for f in $(SUITE_SRC); do n=$$(basename $$f .c); echo "SUITE($${n#check_})"; done > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/tests/unit/%.o: tests/unit/%.c $(HEADERS) $(BUILD)/suites.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+
+$(BUILD)/check_unit: $(TEST_OBJ) $(LIBFUSC)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIBFUSC) $(CHECK_LIBS) $(LDLIBS)
+
+check-unit: deps $(BUILD)/check_unit
+	$(BUILD)/check_unit
+
+check-golden: deps $(FUSC)
+	FUSC=$(FUSC) sh tests/golden.sh
+
+# Both layers run even when the first fails; the exit status is nonzero if either failed.
+check: deps
+	@$(MAKE) --no-print-directory $(FUSC) $(BUILD)/check_unit
+	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
+	 $(MAKE) --no-print-directory check-golden || rc=1; \
+	 if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; exit $$rc
+
+demo: all
+	@mkdir -p $(BUILD)/demo
+	$(FUSC) examples/saxpy.fus -o $(BUILD)/demo/saxpy.cu
+	@echo "----- $(BUILD)/demo/saxpy.h -----"; grep -A3 '^cudaError_t' $(BUILD)/demo/saxpy.h
+	@echo "----- kernel in $(BUILD)/demo/saxpy.cu -----"; sed -n '/__global__/,/^}/p' $(BUILD)/demo/saxpy.cu
+	@echo "demo: wrote $(BUILD)/demo/saxpy.cu and $(BUILD)/demo/saxpy.h from examples/saxpy.fus"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(FUSC) $(DESTDIR)$(PREFIX)/bin/fusc
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,1126 @@
+/* cuda.c: the CUDA emitter. One .cu per .fus file:
+ *
+ *   // comment header
+ *   device preamble     f16/bf16 storage types and conversions (inline PTX / integer
+ *                       arithmetic), __fus_vec, math helpers; no #include (NVRTC-clean)
+ *   kernels             one `extern "C" __global__ FUSION_kernel` per fusion
+ *   #ifndef __CUDACC_RTC__
+ *   host part           per fusion: FUSION_last_error() and the launcher FUSION(...)
+ *   #endif
+ *
+ * Expressions are printed with the fewest parentheses C precedence allows, and every value is
+ * converted explicitly to the dtype it is used as (f16/bf16 through the preamble's helpers);
+ * C's own implicit conversions are relied on only where they give the same value (widening,
+ * or an operand converted to the other operand's type by the usual arithmetic conversions).
+ * The output depends only on the kernels: no pointers, no hash order, no clock.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+/* C++ keywords, CUDA built-ins, math functions the generated code calls, and names the
+ * launcher uses. A .fus name equal to one of these gets a trailing '_'. */
+static const char *const reserved_names[] = {
+	"alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+	"case", "catch", "char", "char16_t", "char32_t", "char8_t", "class", "compl", "concept",
+	"const", "const_cast", "consteval", "constexpr", "constinit", "continue", "co_await",
+	"co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+	"else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+	"if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+	"nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+	"reinterpret_cast", "requires", "restrict", "return", "short", "signed", "sizeof",
+	"static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+	"thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+	"unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+	"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "main",
+	"expf", "exp", "logf", "log", "sqrtf", "sqrt", "rsqrtf", "rsqrt", "tanhf", "tanh", "erff",
+	"erf", "fabsf", "fabs", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
+	"powf", "pow", "fmodf", "fmod", "fmaxf", "fminf", "fmax", "fmin", "abs", "min", "max",
+	"stream", "uint16_t", "int32_t", "int64_t", "uintptr_t", "cudaError_t", "cudaStream_t",
+	"snprintf", "va_list", "NULL",
+};
+
+static bool is_reserved(const char *s)
+{
+	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
+		return true;
+	for (int i = 0; i < countof(reserved_names); i++)
+		if (strcmp(s, reserved_names[i]) == 0)
+			return true;
+	return false;
+}
+
+void cuda_name(Buf *out, const char *name)
+{
+	buf_puts(out, name);
+	if (is_reserved(name))
+		buf_puts(out, "_");
+}
+
+/* The file name without directories, so output does not depend on where fusc ran. */
+static const char *base_name(const char *path)
+{
+	if (!path || strcmp(path, "-") == 0)
+		return "<stdin>";
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* ---- values: text + precedence + dtype ------------------------------------------------ */
+
+/* C precedence levels (higher binds tighter). */
+enum {
+	P_TERNARY = 3,
+	P_OR = 4,
+	P_AND = 5,
+	P_EQ = 9,
+	P_REL = 10,
+	P_ADD = 12,
+	P_MUL = 13,
+	P_UNARY = 15,
+	P_PRIMARY = 16,
+};
+
+/* A printed expression: its text, the precedence of its top operator and its dtype. */
+typedef struct Val {
+	Buf b;
+	int prec;
+	DType dt;
+} Val;
+
+static Val val_new(int prec, DType dt)
+{
+	Val v = {{0}, prec, dt};
+	buf_puts(&v.b, "");
+	return v;
+}
+
+/* Wraps v in parentheses when its operator binds less tightly than `min`. */
+static void val_paren(Val *v, int min)
+{
+	if (v->prec >= min)
+		return;
+	Val w = val_new(P_PRIMARY, v->dt);
+	buf_printf(&w.b, "(%s)", v->b.s);
+	buf_free(&v->b);
+	*v = w;
+}
+
+/* Appends v's text to out and frees v. */
+static void val_put(Buf *out, Val *v)
+{
+	buf_puts(out, v->b.s);
+	buf_free(&v->b);
+}
+
+static bool is_half(DType t) { return t == DT_F16 || t == DT_BF16; }
+static bool is_intlike(DType t) { return t == DT_I32 || t == DT_I64 || t == DT_BOOL; }
+
+/* Conversions C performs implicitly without changing the value. */
+static bool widening(DType have, DType want)
+{
+	if (is_intlike(have) && is_intlike(want))
+		return want != DT_BOOL && dtype_size(want) >= dtype_size(have);
+	return have == DT_F32 && want == DT_F64;
+}
+
+/* `name(arg)` around v. */
+static Val val_call1(const char *name, Val *v, DType dt)
+{
+	Val w = val_new(P_PRIMARY, dt);
+	buf_printf(&w.b, "%s(%s)", name, v->b.s);
+	buf_free(&v->b);
+	return w;
+}
+
+/* Converts a printed value to `want`. `implicit`: the context converts by itself (an operand
+ * next to one of type `want`, a condition), so only f16/bf16 need a helper. */
+static Val val_to(Val v, DType want, bool implicit)
+{
+	if (v.dt == want)
+		return v;
+	if (v.dt == DT_F16)
+		return val_to(val_call1("__fus_half2float", &v, DT_F32), want, implicit);
+	if (v.dt == DT_BF16)
+		return val_to(val_call1("__fus_bfloat2float", &v, DT_F32), want, implicit);
+	if (is_half(want)) {
+		v = val_to(v, DT_F32, false);
+		return val_call1(want == DT_F16 ? "__fus_float2half" : "__fus_float2bfloat", &v,
+				 want);
+	}
+	if (implicit || widening(v.dt, want)) {
+		v.dt = want;
+		return v;
+	}
+	val_paren(&v, P_UNARY);
+	Val w = val_new(P_UNARY, want);
+	buf_printf(&w.b, "(%s)%s", dtype_ctype(want), v.b.s);
+	buf_free(&v.b);
+	return w;
+}
+
+/* A float literal that reads back as exactly v (shortest such text). */
+static void put_float(Buf *out, double v, bool f32)
+{
+	char s[64];
+
+	if (isnan(v)) {
+		buf_puts(out, f32 ? "__int_as_float(0x7fffffff)" :
+				    "__longlong_as_double(0x7fffffffffffffffLL)");
+		return;
+	}
+	if (isinf(v)) {
+		if (f32)
+			buf_puts(out, v > 0 ? "__int_as_float(0x7f800000)" :
+					      "__int_as_float(0xff800000)");
+		else
+			buf_puts(out, v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" :
+					      "__longlong_as_double(0xfff0000000000000LL)");
+		return;
+	}
+	if (f32)
+		v = (float)v;
+	for (int p = 1; p <= 17; p++) {
+		snprintf(s, sizeof s, "%.*g", p, v);
+		if (f32 ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v)
+			break;
+	}
+	buf_puts(out, s);
+	if (!strpbrk(s, ".e"))
+		buf_puts(out, ".0");
+	if (f32)
+		buf_puts(out, "f");
+}
+
+static void put_int(Buf *out, int64_t v)
+{
+	if (v == INT64_MIN)
+		buf_puts(out, "(-9223372036854775807LL - 1)");
+	else if (v > INT32_MAX || v < INT32_MIN)
+		buf_printf(out, "%lldLL", (long long)v);
+	else
+		buf_printf(out, "%lld", (long long)v);
+}
+
+static bool is_literal(IrExpr *e) { return e->kind == EX_INT || e->kind == EX_FLOAT; }
+
+/* A literal printed directly in dtype `want` (f16/bf16: converted from an f32 literal). */
+static Val val_literal(IrExpr *e, DType want)
+{
+	DType ct = dtype_compute(want);
+	bool is_int = e->kind == EX_INT;
+	double fv = is_int ? (double)e->ival : e->fval;
+	int64_t iv = is_int ? e->ival : (int64_t)e->fval;
+	Val v = val_new(P_PRIMARY, ct);
+
+	if (ct == DT_BOOL) {
+		buf_puts(&v.b, (is_int ? iv != 0 : fv != 0) ? "true" : "false");
+	} else if (is_intlike(ct)) {
+		put_int(&v.b, iv);
+		if (iv < 0)
+			v.prec = P_UNARY;
+	} else {
+		put_float(&v.b, fv, ct == DT_F32);
+		if (v.b.s[0] == '-' || v.b.s[0] == '(')
+			v.prec = v.b.s[0] == '-' ? P_UNARY : P_PRIMARY;
+	}
+	return val_to(v, want, false);
+}
+
+static Val val_expr(IrExpr *e);
+
+/* e converted to `want`. */
+static Val val_conv(IrExpr *e, DType want, bool implicit)
+{
+	if (is_literal(e))
+		return val_literal(e, want);
+	return val_to(val_expr(e), want, implicit);
+}
+
+/* `l OP r` computed in ct. An operand is converted implicitly when the other already has
+ * type ct (C's usual arithmetic conversions then give ct). Comparison chains and && inside
+ * || get parentheses for the reader's sake. */
+static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, DType result)
+{
+	int lmin = prec, rmin = prec + 1;
+
+	if (prec == P_REL || prec == P_EQ)
+		lmin = rmin = P_REL + 1;
+	if (prec == P_OR)
+		lmin = rmin = P_AND + 1;
+	Val a = val_conv(l, ct, r->dtype == ct && !is_literal(r));
+	Val b = val_conv(r, ct, l->dtype == ct && !is_literal(l));
+	val_paren(&a, lmin);
+	val_paren(&b, rmin);
+	Val v = val_new(prec, result);
+	buf_printf(&v.b, "%s %s %s", a.b.s, op, b.b.s);
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
+/* `name(args...)` with every argument converted explicitly to ct. */
+static Val val_callv(const char *name, IrExpr **args, int n, DType ct)
+{
+	Val v = val_new(P_PRIMARY, ct);
+	buf_printf(&v.b, "%s(", name);
+	for (int i = 0; i < n; i++) {
+		Val a = val_conv(args[i], ct, false);
+		buf_puts(&v.b, i ? ", " : "");
+		val_put(&v.b, &a);
+	}
+	buf_puts(&v.b, ")");
+	return v;
+}
+
+static Val val_prefix(const char *op, Val a, DType dt)
+{
+	val_paren(&a, P_UNARY);
+	if (a.b.s[0] == op[0]) /* - -x would read as --x */
+		a.prec = 0, val_paren(&a, P_UNARY);
+	Val v = val_new(P_UNARY, dt);
+	buf_printf(&v.b, "%s%s", op, a.b.s);
+	buf_free(&a.b);
+	return v;
+}
+
+/* (a + b - 1) / b, for non-negative index arithmetic. */
+static Val val_ceildiv(IrExpr *l, IrExpr *r)
+{
+	int64_t c;
+	Val a = val_conv(l, DT_I64, true);
+	Val b = val_conv(r, DT_I64, true);
+	Val v = val_new(P_MUL, DT_I64);
+
+	val_paren(&a, P_ADD);
+	val_paren(&b, P_MUL + 1);
+	if (ir_is_const(r, &c))
+		buf_printf(&v.b, "(%s + %lld) / %s", a.b.s, (long long)(c - 1), b.b.s);
+	else
+		buf_printf(&v.b, "(%s + %s - 1) / %s", a.b.s, b.b.s, b.b.s);
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
+static Val val_arith(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype);
+	IrExpr **x = e->args;
+
+	switch (e->op) {
+	case OP_ADD: return val_infix(x[0], x[1], ct, "+", P_ADD, ct);
+	case OP_SUB: return val_infix(x[0], x[1], ct, "-", P_ADD, ct);
+	case OP_MUL: return val_infix(x[0], x[1], ct, "*", P_MUL, ct);
+	case OP_DIV: return val_infix(x[0], x[1], ct, "/", P_MUL, ct);
+	case OP_MOD:
+		if (dtype_is_float(ct))
+			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
+		return val_infix(x[0], x[1], ct, "%", P_MUL, ct);
+	case OP_NEG: return val_prefix("-", val_conv(x[0], ct, true), ct);
+	case OP_CEILDIV: return val_ceildiv(x[0], x[1]);
+	default: die("not an arithmetic op: %s", op_name(e->op));
+	}
+}
+
+static Val val_compare(IrExpr *e)
+{
+	static const struct { IrOp op; const char *text; int prec; } ops[] = {
+		{OP_LT, "<", P_REL}, {OP_LE, "<=", P_REL}, {OP_GT, ">", P_REL},
+		{OP_GE, ">=", P_REL}, {OP_EQ, "==", P_EQ}, {OP_NE, "!=", P_EQ},
+	};
+	DType ct = dtype_compute(dtype_promote(e->args[0]->dtype, e->args[1]->dtype));
+
+	for (int i = 0; i < countof(ops); i++)
+		if (ops[i].op == e->op)
+			return val_infix(e->args[0], e->args[1], ct, ops[i].text, ops[i].prec,
+					 DT_BOOL);
+	die("not a comparison: %s", op_name(e->op));
+}
+
+static Val val_logical(IrExpr *e)
+{
+	switch (e->op) {
+	case OP_AND: return val_infix(e->args[0], e->args[1], DT_BOOL, "&&", P_AND, DT_BOOL);
+	case OP_OR: return val_infix(e->args[0], e->args[1], DT_BOOL, "||", P_OR, DT_BOOL);
+	case OP_NOT: return val_prefix("!", val_conv(e->args[0], DT_BOOL, true), DT_BOOL);
+	default: die("not a logical op: %s", op_name(e->op));
+	}
+}
+
+/* Float built-ins: the CUDA math function for f32 and for f64. */
+static const struct { IrOp op; const char *f32, *f64; } float_fns[] = {
+	{OP_EXP, "expf", "exp"},       {OP_LOG, "logf", "log"},
+	{OP_SQRT, "sqrtf", "sqrt"},    {OP_RSQRT, "rsqrtf", "rsqrt"},
+	{OP_TANH, "tanhf", "tanh"},    {OP_SIGMOID, "__fus_sigmoid", "__fus_sigmoid"},
+	{OP_ERF, "erff", "erf"},       {OP_SIN, "sinf", "sin"},
+	{OP_COS, "cosf", "cos"},       {OP_FLOOR, "floorf", "floor"},
+	{OP_CEIL, "ceilf", "ceil"},    {OP_POW, "powf", "pow"},
+};
+
+static Val val_func(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
+
+	for (int i = 0; i < countof(float_fns); i++) {
+		if (float_fns[i].op != e->op)
+			continue;
+		const char *fn = ct == DT_F64 ? float_fns[i].f64 : float_fns[i].f32;
+		return val_to(val_callv(fn, e->args, e->nargs, ct), e->dtype, false);
+	}
+	die("not a float function: %s", op_name(e->op));
+}
+
+/* max/min/abs on any numeric type; max/min propagate NaN like PyTorch (preamble helpers). */
+static Val val_minmax(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype);
+	Val v;
+
+	if (e->op == OP_ABS) {
+		if (ct == DT_BOOL)
+			return val_conv(e->args[0], ct, false);
+		const char *fn = ct == DT_F32 ? "fabsf" : ct == DT_F64 ? "fabs" : "__fus_abs";
+		v = val_callv(fn, e->args, 1, ct);
+	} else {
+		v = val_callv(e->op == OP_MAX ? "__fus_max" : "__fus_min", e->args, 2, ct);
+	}
+	return val_to(v, e->dtype, false);
+}
+
+static Val val_op(IrExpr *e)
+{
+	switch (op_kind(e->op)) {
+	case 'a': return val_arith(e);
+	case 'c': return val_compare(e);
+	case 'l': return val_logical(e);
+	case 'f': return val_func(e);
+	case 'm': return val_minmax(e);
+	}
+	die("bad op kind for %s", op_name(e->op));
+}
+
+static Val val_select(IrExpr *e)
+{
+	IrExpr *c = e->args[0], *t = e->args[1], *f = e->args[2];
+	Val vc = val_conv(c, DT_BOOL, true);
+	Val vt = val_conv(t, e->dtype, f->dtype == e->dtype && !is_literal(f));
+	Val vf = val_conv(f, e->dtype, t->dtype == e->dtype && !is_literal(t));
+
+	val_paren(&vc, P_OR);
+	val_paren(&vt, P_OR);
+	val_paren(&vf, P_OR);
+	Val v = val_new(P_TERNARY, e->dtype);
+	buf_printf(&v.b, "%s ? %s : %s", vc.b.s, vt.b.s, vf.b.s);
+	buf_free(&vc.b);
+	buf_free(&vt.b);
+	buf_free(&vf.b);
+	return v;
+}
+
+static Val val_name(const char *name, DType dt)
+{
+	Val v = val_new(P_PRIMARY, dt);
+	cuda_name(&v.b, name);
+	return v;
+}
+
+static const char *par_index_text(ParType p)
+{
+	switch (p) {
+	case PT_BIDX: return "blockIdx.x";
+	case PT_BIDY: return "blockIdx.y";
+	case PT_BIDZ: return "blockIdx.z";
+	case PT_TIDX: return "threadIdx.x";
+	case PT_TIDY: return "threadIdx.y";
+	case PT_TIDZ: return "threadIdx.z";
+	default: die("not a parallel index: %d", (int)p);
+	}
+}
+
+/* e printed in its own dtype. */
+static Val val_expr(IrExpr *e)
+{
+	Val v;
+
+	switch (e->kind) {
+	case EX_INT:
+	case EX_FLOAT:
+		return val_literal(e, e->dtype);
+	case EX_PARAM:
+		return val_name(e->param->name, e->dtype);
+	case EX_SIZE:
+		return val_name(e->size->name, e->dtype);
+	case EX_VAR:
+		return val_name(e->var->name, e->dtype);
+	case EX_PAR:
+		v = val_new(P_PRIMARY, e->dtype);
+		buf_printf(&v.b, "((%s)%s)", dtype_ctype(e->dtype), par_index_text(e->par));
+		return v;
+	case EX_LOAD: {
+		Val off = val_conv(e->args[0], DT_I64, true);
+		v = val_name(e->tensor->name, e->tensor->dtype);
+		buf_printf(&v.b, "[%s]", off.b.s);
+		buf_free(&off.b);
+		return val_to(v, e->dtype, false);
+	}
+	case EX_OP:
+		return val_op(e);
+	case EX_SELECT:
+		return val_select(e);
+	case EX_CAST:
+		return val_conv(e->args[0], e->dtype, false);
+	case EX_AXIS:
+	case EX_ACCESS:
+	case EX_REDUCE:
+		break;
+	}
+	die("expression kind %d cannot reach the CUDA backend", (int)e->kind);
+}
+
+/* Appends e converted to want. */
+static void put_expr(Buf *out, IrExpr *e, DType want, bool implicit)
+{
+	Val v = val_conv(e, want, implicit);
+	val_put(out, &v);
+}
+
+/* ---- device preamble ------------------------------------------------------------------ */
+
+static const char preamble[] =
+	"// ---- fusc device preamble: no headers, so NVRTC compiles it as is ----\n"
+	"\n"
+	"// f16 and bf16 are stored as their bits; arithmetic happens in f32.\n"
+	"struct __align__(2) __fus_half { unsigned short bits; };\n"
+	"struct __align__(2) __fus_bfloat { unsigned short bits; };\n"
+	"\n"
+	"// N elements moved by one 2/4/8/16-byte access.\n"
+	"template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N]; };\n"
+	"\n"
+	"static __device__ __forceinline__ float __fus_half2float(__fus_half h)\n"
+	"{\n"
+	"  float f;\n"
+	"  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.bits));\n"
+	"  return f;\n"
+	"}\n"
+	"\n"
+	"static __device__ __forceinline__ __fus_half __fus_float2half(float f)\n"
+	"{\n"
+	"  __fus_half h;\n"
+	"  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.bits) : \"f\"(f));\n"
+	"  return h;\n"
+	"}\n"
+	"\n"
+	"static __device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)\n"
+	"{\n"
+	"  return __uint_as_float((unsigned int)b.bits << 16);\n"
+	"}\n"
+	"\n"
+	"// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.\n"
+	"static __device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)\n"
+	"{\n"
+	"  unsigned int u = __float_as_uint(f);\n"
+	"  __fus_bfloat b;\n"
+	"  if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+	"    b.bits = (unsigned short)(u >> 16 | 0x40u);\n"
+	"  else\n"
+	"    b.bits = (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);\n"
+	"  return b;\n"
+	"}\n"
+	"\n"
+	"static __device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + "
+	"expf(-x)); }\n"
+	"static __device__ __forceinline__ double __fus_sigmoid(double x) { return 1.0 / (1.0 + "
+	"exp(-x)); }\n"
+	"\n"
+	"// max/min propagate NaN (like PyTorch): a + b is NaN when either is.\n"
+	"static __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || b "
+	"!= b ? a + b : fmaxf(a, b); }\n"
+	"static __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b "
+	"!= b ? a + b : fminf(a, b); }\n"
+	"static __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || "
+	"b != b ? a + b : fmax(a, b); }\n"
+	"static __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
+	"b != b ? a + b : fmin(a, b); }\n"
+	"static __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
+	"static __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
+	"static __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a "
+	"> b ? a : b; }\n"
+	"static __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a "
+	"< b ? a : b; }\n"
+	"static __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }\n"
+	"static __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }\n"
+	"static __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }\n"
+	"static __device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : "
+	"a; }\n";
+
+/* ---- kernels -------------------------------------------------------------------------- */
+
+typedef struct Em {
+	Kernel *k;
+	Buf *out;
+	int depth;
+} Em;
+
+static void line_start(Em *em)
+{
+	buf_indent(em->out, em->depth);
+}
+
+/* The largest vector access (bytes) that touches t, so its buffer can be aligned for it. */
+static int vector_bytes(Stmt *s, Tensor *t)
+{
+	int best = 0;
+
+	for (; s; s = s->next) {
+		int b = 0;
+		if (s->kind == KS_VSTORE && (s->tensor == t || s->src == t))
+			b = s->vec * dtype_size(t->dtype);
+		else if (s->kind == KS_FOR)
+			b = vector_bytes(s->body, t);
+		else if (s->kind == KS_IF)
+			b = vector_bytes(s->then, t) > vector_bytes(s->els, t) ?
+				    vector_bytes(s->then, t) : vector_bytes(s->els, t);
+		if (b > best)
+			best = b;
+	}
+	return best;
+}
+
+static void emit_stmts(Em *em, Stmt *s);
+
+static void emit_block(Em *em, Stmt *body)
+{
+	buf_puts(em->out, " {\n");
+	em->depth++;
+	emit_stmts(em, body);
+	em->depth--;
+	line_start(em);
+	buf_puts(em->out, "}");
+}
+
+static void emit_for(Em *em, Stmt *s)
+{
+	if (s->unroll || s->vectorize) {
+		line_start(em);
+		buf_puts(em->out, "#pragma unroll\n");
+	}
+	line_start(em);
+	buf_printf(em->out, "for (%s ", dtype_ctype(s->var->dtype));
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " = 0; ");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " < ");
+	put_expr(em->out, s->var->extent, s->var->dtype, true);
+	buf_puts(em->out, "; ++");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ")");
+	emit_block(em, s->body);
+	buf_puts(em->out, "\n");
+}
+
+/* if / else if / else chains. */
+static void emit_if(Em *em, Stmt *s)
+{
+	line_start(em);
+	for (;;) {
+		buf_puts(em->out, "if (");
+		put_expr(em->out, s->cond, DT_BOOL, true);
+		buf_puts(em->out, ")");
+		emit_block(em, s->then);
+		if (!s->els)
+			break;
+		buf_puts(em->out, " else ");
+		if (s->els->kind == KS_IF && !s->els->next) {
+			s = s->els;
+			continue;
+		}
+		buf_puts(em->out, "{\n");
+		em->depth++;
+		emit_stmts(em, s->els);
+		em->depth--;
+		line_start(em);
+		buf_puts(em->out, "}");
+		break;
+	}
+	buf_puts(em->out, "\n");
+}
+
+static void emit_alloc(Em *em, Stmt *s)
+{
+	Tensor *t = s->tensor;
+	int align = vector_bytes(em->k->body, t);
+
+	line_start(em);
+	if (s->mem == MEM_SHARED)
+		buf_puts(em->out, "__shared__ __align__(16) ");
+	else if (s->mem != MEM_LOCAL)
+		die("%s: only local and shared buffers are allocated in kernels", t->name);
+	else if (align > dtype_size(t->dtype))
+		buf_printf(em->out, "__align__(%d) ", align);
+	buf_printf(em->out, "%s ", dtype_ctype(t->dtype));
+	cuda_name(em->out, t->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, s->size, DT_I64, true);
+	buf_puts(em->out, "];\n");
+}
+
+static void emit_store(Em *em, Stmt *s)
+{
+	if (s->idx)
+		die("%s: store reached the backend before indexing", s->tensor->name);
+	line_start(em);
+	cuda_name(em->out, s->tensor->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, s->offset, DT_I64, true);
+	buf_puts(em->out, "] = ");
+	DType want = s->tensor->dtype;
+	put_expr(em->out, s->value, want, widening(s->value->dtype, want));
+	buf_puts(em->out, ";\n");
+}
+
+/* *reinterpret_cast<__fus_vec<T, N> *>(&dst[o]) = *reinterpret_cast<const ...>(&src[so]); */
+static void emit_vstore(Em *em, Stmt *s)
+{
+	Tensor *d = s->tensor, *src = s->src;
+
+	if (d->dtype != src->dtype)
+		die("vector copy %s <- %s changes dtype", d->name, src->name);
+	line_start(em);
+	buf_printf(em->out, "*reinterpret_cast<__fus_vec<%s, %d> *>(&", dtype_ctype(d->dtype),
+		   s->vec);
+	cuda_name(em->out, d->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, s->offset, DT_I64, true);
+	buf_printf(em->out, "]) = *reinterpret_cast<const __fus_vec<%s, %d> *>(&",
+		   dtype_ctype(d->dtype), s->vec);
+	cuda_name(em->out, src->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, s->src_offset, DT_I64, true);
+	buf_puts(em->out, "]);\n");
+}
+
+static bool is_local(Kernel *k, Var *v)
+{
+	for (int i = 0; i < k->locals.len; i++)
+		if (VEC_AT(k->locals, Var, i) == v)
+			return true;
+	return false;
+}
+
+/* A let of a kernel-scope local assigns it; any other let declares its variable. */
+static void emit_let(Em *em, Stmt *s)
+{
+	line_start(em);
+	if (!is_local(em->k, s->var))
+		buf_printf(em->out, "%s ", dtype_ctype(s->var->dtype));
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " = ");
+	put_expr(em->out, s->value, s->var->dtype, widening(s->value->dtype, s->var->dtype));
+	buf_puts(em->out, ";\n");
+}
+
+static void emit_comment(Em *em, Stmt *s)
+{
+	const char *p = s->text ? s->text : "";
+
+	/* one // line per line of text */
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		line_start(em);
+		buf_printf(em->out, "// %.*s\n", (int)n, p);
+		p += n + (nl != NULL);
+	}
+}
+
+static void emit_stmts(Em *em, Stmt *s)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case KS_FOR: emit_for(em, s); break;
+		case KS_IF: emit_if(em, s); break;
+		case KS_ALLOC: emit_alloc(em, s); break;
+		case KS_STORE: emit_store(em, s); break;
+		case KS_VSTORE: emit_vstore(em, s); break;
+		case KS_LET: emit_let(em, s); break;
+		case KS_COMMENT: emit_comment(em, s); break;
+		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
+		}
+	}
+}
+
+/* Threads per block when every thread dimension is a constant; 0 otherwise. */
+static int64_t block_threads(Kernel *k)
+{
+	int64_t n = 1, c;
+
+	for (ParType p = PT_TIDX; p <= PT_TIDZ; p++) {
+		if (!k->launch[p])
+			continue;
+		if (!ir_is_const(k->launch[p], &c))
+			return 0;
+		n *= c;
+	}
+	return n;
+}
+
+static void emit_kernel_params(Fusion *f, Buf *out)
+{
+	bool first = true;
+
+	for (int i = 0; i < f->nsig; i++) {
+		struct SigEntry *e = &f->sig[i];
+		buf_puts(out, first ? "" : ", ");
+		first = false;
+		if (e->kind == 'p') {
+			buf_printf(out, "%s ", dtype_ctype(e->param->dtype));
+			cuda_name(out, e->param->name);
+			continue;
+		}
+		buf_printf(out, "%s%s *__restrict__ ", e->kind == 't' ? "const " : "",
+			   dtype_ctype(e->tensor->dtype));
+		cuda_name(out, e->tensor->name);
+	}
+	for (int i = 0; i < f->nsizes; i++) {
+		buf_puts(out, first ? "long long " : ", long long ");
+		first = false;
+		cuda_name(out, f->sizes[i]->name);
+	}
+}
+
+static void emit_kernel(Kernel *k, Buf *out)
+{
+	int64_t threads = block_threads(k);
+	Em em = {k, out, 1};
+
+	buf_puts(out, "\nextern \"C\" __global__ void ");
+	if (threads > 0)
+		buf_printf(out, "__launch_bounds__(%lld) ", (long long)threads);
+	buf_printf(out, "%s(", k->name);
+	emit_kernel_params(k->fusion, out);
+	buf_puts(out, ")\n{\n");
+	for (int i = 0; i < k->locals.len; i++) {
+		Var *v = VEC_AT(k->locals, Var, i);
+		buf_printf(out, "  %s ", dtype_ctype(v->dtype));
+		cuda_name(out, v->name);
+		buf_puts(out, ";\n");
+	}
+	emit_stmts(&em, k->body);
+	buf_puts(out, "}\n");
+}
+
+void cuda_emit_device(Kernel **ks, int nk, Buf *out)
+{
+	buf_puts(out, preamble);
+	for (int i = 0; i < nk; i++)
+		emit_kernel(ks[i], out);
+}
+
+/* ---- host part ------------------------------------------------------------------------ */
+
+/* The C99 spelling of a dtype in launcher signatures (f16/bf16 travel as their bits). */
+static const char *host_type(DType t)
+{
+	switch (t) {
+	case DT_F16: case DT_BF16: return "uint16_t";
+	case DT_I32: return "int32_t";
+	case DT_I64: return "int64_t";
+	default: return dtype_ctype(t);
+	}
+}
+
+void cuda_launcher_signature(Fusion *f, Buf *out)
+{
+	buf_puts(out, "cudaError_t ");
+	cuda_name(out, f->name);
+	buf_puts(out, "(");
+	for (int i = 0; i < f->nsig; i++) {
+		struct SigEntry *e = &f->sig[i];
+		if (e->kind == 'p') {
+			buf_printf(out, "%s ", host_type(e->param->dtype));
+			cuda_name(out, e->param->name);
+		} else {
+			buf_printf(out, "%s%s *", e->kind == 't' ? "const " : "",
+				   host_type(e->tensor->dtype));
+			cuda_name(out, e->tensor->name);
+		}
+		buf_puts(out, ", ");
+	}
+	for (int i = 0; i < f->nsizes; i++) {
+		buf_puts(out, "int64_t ");
+		cuda_name(out, f->sizes[i]->name);
+		buf_puts(out, ", ");
+	}
+	buf_puts(out, "cudaStream_t stream)");
+}
+
+/* Appends s to a C string literal's body that is also a printf format printing exactly s. */
+static void put_format_text(Buf *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			buf_printf(out, "\\%c", c);
+		else if (c == '%')
+			buf_puts(out, "%%");
+		else if (c < 0x20 || c >= 0x7f)
+			buf_printf(out, "\\%03o", c);
+		else
+			buf_printf(out, "%c", c);
+	}
+}
+
+/* ` (vectorized access, saxpy.fus:4:3)` */
+static const char *precond_why(Arena *a, Precond *p)
+{
+	const char *reason = p->reason ? p->reason : "vectorized access";
+	if (p->where)
+		return arena_printf(a, " (%s, %s)", reason, p->where);
+	return arena_printf(a, " (%s)", reason);
+}
+
+/* A refusal: `  if (COND)\n    return fus_fail(ERR, "PRE" SPEC "POST", ARG);` where PRE and
+ * POST are plain text, SPEC a printf conversion for ARG (both may be empty). */
+typedef struct Fail {
+	const char *cond, *pre, *spec, *post, *arg;
+} Fail;
+
+static void emit_fail(Buf *out, Fusion *f, Fail m)
+{
+	buf_printf(out, "  if (%s)\n    return fus_fail(", m.cond);
+	cuda_name(out, f->name);
+	buf_puts(out, "_error_text, \"");
+	put_format_text(out, m.pre);
+	buf_puts(out, m.spec ? m.spec : "");
+	put_format_text(out, m.post ? m.post : "");
+	buf_puts(out, "\"");
+	if (m.arg)
+		buf_printf(out, ", %s", m.arg);
+	buf_puts(out, ");\n");
+}
+
+static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
+{
+	for (int i = 0; i < f->nsizes; i++) {
+		Buf n = {0};
+		cuda_name(&n, f->sizes[i]->name);
+		emit_fail(out, f, (Fail){
+			.cond = arena_printf(a, "%s < 0", n.s),
+			.pre = arena_printf(a, "%s: size %s = ", f->name, f->sizes[i]->name),
+			.spec = "%lld",
+			.post = " is negative",
+			.arg = arena_printf(a, "(long long)%s", n.s),
+		});
+		buf_free(&n);
+	}
+}
+
+static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
+{
+	Fusion *f = k->fusion;
+
+	for (int i = 0; i < k->preconds.len; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		long long v = (long long)p->value;
+		Buf n = {0};
+		if (p->kind == PC_ALIGNED) {
+			cuda_name(&n, p->tensor->name);
+			emit_fail(out, f, (Fail){
+				.cond = arena_printf(a, "(uintptr_t)%s %% %lld != 0", n.s, v),
+				.pre = arena_printf(a, "%s: %s is not %lld-byte aligned%s", f->name,
+						    p->tensor->name, v, precond_why(a, p)),
+			});
+		} else {
+			cuda_name(&n, p->size->name);
+			emit_fail(out, f, (Fail){
+				.cond = arena_printf(a, "%s %% %lld != 0", n.s, v),
+				.pre = arena_printf(a, "%s: %s = ", f->name, p->size->name),
+				.spec = "%lld",
+				.post = arena_printf(a, " is not a multiple of %lld%s", v,
+						     precond_why(a, p)),
+				.arg = arena_printf(a, "(long long)%s", n.s),
+			});
+		}
+		buf_free(&n);
+	}
+}
+
+static const char *const dim_names[] = {"x", "y", "z"};
+
+/* Grid or block dimension d: `fus_grid_x` etc. when it is not the constant 1. */
+static bool dim_is_one(IrExpr *e)
+{
+	int64_t c;
+	return !e || (ir_is_const(e, &c) && c == 1);
+}
+
+static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first,
+			     const int64_t *limits)
+{
+	for (int d = 0; d < 3; d++) {
+		IrExpr *e = k->launch[first + d];
+		int64_t c;
+		if (dim_is_one(e))
+			continue;
+		const char *v = arena_printf(a, "fus_%s_%s", what, dim_names[d]);
+		buf_printf(out, "  const long long %s = ", v);
+		put_expr(out, e, DT_I64, true);
+		buf_puts(out, ";\n");
+		if (ir_is_const(e, &c) && c > 0 && c <= limits[d])
+			continue;
+		emit_fail(out, k->fusion, (Fail){
+			.cond = arena_printf(a, "%s > %lld", v, (long long)limits[d]),
+			.pre = arena_printf(a, "%s: %s dimension %s = ", k->fusion->name, what,
+					    dim_names[d]),
+			.spec = "%lld",
+			.post = arena_printf(a, " exceeds the CUDA limit %lld", (long long)limits[d]),
+			.arg = v,
+		});
+	}
+}
+
+/* `dim3(fus_grid_x, 1, 1)` */
+static void put_dim3(Buf *out, Kernel *k, const char *what, ParType first)
+{
+	buf_puts(out, "dim3(");
+	for (int d = 0; d < 3; d++) {
+		buf_puts(out, d ? ", " : "");
+		if (dim_is_one(k->launch[first + d]))
+			buf_puts(out, "1");
+		else
+			buf_printf(out, "(unsigned)fus_%s_%s", what, dim_names[d]);
+	}
+	buf_puts(out, ")");
+}
+
+static void emit_zero_check(Buf *out, Kernel *k)
+{
+	bool any = false;
+
+	for (ParType p = PT_BIDX; p <= PT_TIDZ; p++) {
+		if (dim_is_one(k->launch[p]))
+			continue;
+		bool grid = par_is_block(p);
+		int d = grid ? p - PT_BIDX : p - PT_TIDX;
+		buf_printf(out, "%sfus_%s_%s == 0", any ? " || " : "  if (", grid ? "grid" : "block",
+			   dim_names[d]);
+		any = true;
+	}
+	if (any)
+		buf_puts(out, ")\n    return cudaSuccess; /* nothing to do */\n");
+}
+
+static void emit_launch_args(Buf *out, Fusion *f)
+{
+	for (int i = 0; i < f->nsig; i++) {
+		struct SigEntry *e = &f->sig[i];
+		buf_puts(out, i ? ", " : "");
+		if (e->kind == 'p') {
+			if (is_half(e->param->dtype))
+				buf_printf(out, "%s{", dtype_ctype(e->param->dtype));
+			cuda_name(out, e->param->name);
+			if (is_half(e->param->dtype))
+				buf_puts(out, "}");
+			continue;
+		}
+		DType t = e->tensor->dtype;
+		if (strcmp(host_type(t), dtype_ctype(t)) != 0)
+			buf_printf(out, "(%s%s *)", e->kind == 't' ? "const " : "", dtype_ctype(t));
+		cuda_name(out, e->tensor->name);
+	}
+	for (int i = 0; i < f->nsizes; i++) {
+		buf_puts(out, i || f->nsig ? ", " : "");
+		cuda_name(out, f->sizes[i]->name);
+	}
+}
+
+static void emit_launcher(Arena *a, Kernel *k, Buf *out)
+{
+	static const int64_t grid_limits[3] = {2147483647, 65535, 65535};
+	static const int64_t block_limits[3] = {1024, 1024, 64};
+	Fusion *f = k->fusion;
+	Buf err = {0};
+
+	cuda_name(&err, f->name);
+	buf_puts(&err, "_error_text");
+	buf_printf(out, "\n// Why the last call of %s() failed (\"\" after a success).\n",
+		   f->name);
+	buf_printf(out, "static thread_local char %s[256];\n\n", err.s);
+	buf_puts(out, "extern \"C\" const char *");
+	cuda_name(out, f->name);
+	buf_printf(out, "_last_error(void)\n{\n  return %s;\n}\n\n", err.s);
+	buf_puts(out, "extern \"C\" ");
+	cuda_launcher_signature(f, out);
+	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
+	emit_size_checks(a, out, f);
+	emit_precond_checks(a, out, k);
+	emit_launch_dims(a, out, k, "grid", PT_BIDX, grid_limits);
+	emit_launch_dims(a, out, k, "block", PT_TIDX, block_limits);
+	if (block_threads(k) == 0) {
+		buf_puts(out, "  if (");
+		bool any = false;
+		for (int d = 0; d < 3; d++) {
+			if (dim_is_one(k->launch[PT_TIDX + d]))
+				continue;
+			buf_printf(out, "%sfus_block_%s", any ? " * " : "", dim_names[d]);
+			any = true;
+		}
+		buf_printf(out, " > 1024)\n    return fus_fail(%s, \"%s: more than 1024 threads "
+				"per block\");\n", err.s, f->name);
+	}
+	emit_zero_check(out, k);
+	buf_printf(out, "  %s<<<", k->name);
+	put_dim3(out, k, "grid", PT_BIDX);
+	buf_puts(out, ", ");
+	put_dim3(out, k, "block", PT_TIDX);
+	buf_puts(out, ", 0, stream>>>(");
+	emit_launch_args(out, f);
+	buf_puts(out, ");\n");
+	buf_puts(out, "  cudaError_t fus_err = cudaGetLastError();\n");
+	buf_printf(out, "  if (fus_err != cudaSuccess)\n"
+			"    fus_fail(%s, \"%s: launch failed: %%s\", cudaGetErrorString(fus_err));\n",
+		   err.s, f->name);
+	buf_puts(out, "  return fus_err;\n}\n");
+	buf_free(&err);
+}
+
+static const char host_prelude[] =
+	"\n#ifndef __CUDACC_RTC__\n"
+	"// ---- host part: launchers (nvcc only; NVRTC skips it) ----\n"
+	"#include <cuda_runtime.h>\n"
+	"#include <stdarg.h>\n"
+	"#include <stdint.h>\n"
+	"#include <stdio.h>\n"
+	"\n"
+	"// Records why a launch was refused; returns cudaErrorInvalidValue.\n"
+	"static cudaError_t fus_fail(char *text, const char *fmt, ...)\n"
+	"{\n"
+	"  va_list ap;\n"
+	"  va_start(ap, fmt);\n"
+	"  vsnprintf(text, 256, fmt, ap);\n"
+	"  va_end(ap);\n"
+	"  return cudaErrorInvalidValue;\n"
+	"}\n";
+
+void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out)
+{
+	Arena *a = arena_new();
+
+	buf_printf(out, "// Generated by fusc %s from %s. Do not edit.\n", FUSC_VERSION,
+		   base_name(source_name));
+	buf_puts(out, "// Kernels:");
+	for (int i = 0; i < nk; i++)
+		buf_printf(out, " %s", ks[i]->name);
+	buf_puts(out, ". Launchers: see the generated header.\n\n");
+	cuda_emit_device(ks, nk, out);
+	buf_puts(out, host_prelude);
+	for (int i = 0; i < nk; i++)
+		emit_launcher(a, ks[i], out);
+	buf_puts(out, "#endif // __CUDACC_RTC__\n");
+	arena_free(a);
+}

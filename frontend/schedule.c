@@ -1,0 +1,955 @@
+/* schedule.c: applies a fusion's schedule block to its IR (SPEC §3), directive by directive, in
+ * the order written. Each directive is checked completely before it changes anything, so a
+ * rejected directive leaves the fusion as it was and the next ones are still checked: one run
+ * reports every independent mistake. Vectorization is checked after the last directive (a
+ * vectorized axis only has to be innermost in the final loop order).
+ *
+ * compute_at(t, u, a) replays on t the transforms of u that produce u's axes 0..pos(a)
+ * (docs/design.md): t's root axes are first matched with u's root axes through the subscripts
+ * with which u reads t (and take u's names), then each split/merge in u's history that is an
+ * ancestor of a shared axis is applied to t's matching axes. t's new domain is u's first pos+1
+ * axes (t's replayed axis, or a bare alias where t has none: a broadcast) followed by t's
+ * remaining leaves.
+ */
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+/* X(enum suffix, name, argument kinds, usage): kinds 'n' name, 'i' integer, 'p' parallel type,
+ * '*' one or more names; NULL kinds: not supported yet. */
+#define SCHED_VERBS(X)                                                                     \
+	X(SPLIT, "split", "ni", "split(axis, factor) -> (outer, inner)")                   \
+	X(MERGE, "merge", "nn", "merge(outer, inner) -> name")                             \
+	X(REORDER, "reorder", "*", "reorder(axis, axis, ...)")                             \
+	X(BIND, "bind", "np", "bind(axis, blockIdx.x)")                                    \
+	X(UNROLL, "unroll", "n", "unroll(axis)")                                           \
+	X(VECTORIZE, "vectorize", "n", "vectorize(axis)")                                  \
+	X(INLINE, "inline", "", "inline()")                                                \
+	X(COMPUTE_AT, "compute_at", "nn", "compute_at(tensor, axis)")                      \
+	X(MEMORY, "memory", "n", "memory(global|shared|local)")                            \
+	X(CACHE_AFTER, "cache_after", NULL, "")                                            \
+	X(CACHE_BEFORE, "cache_before", NULL, "")                                          \
+	X(CP_ASYNC, "cp_async", NULL, "")                                                  \
+	X(DOUBLE_BUFFER, "double_buffer", NULL, "")                                        \
+	X(STAGES, "stages", NULL, "")                                                      \
+	X(RFACTOR, "rfactor", NULL, "")
+
+typedef enum Verb {
+#define X(e, n, k, u) V_##e,
+	SCHED_VERBS(X)
+#undef X
+	V_COUNT
+} Verb;
+
+static const struct {
+	const char *name, *kinds, *usage;
+} verbs[] = {
+#define X(e, n, k, u) {n, k, u},
+	SCHED_VERBS(X)
+#undef X
+};
+
+#define MAX_THREADS 1024
+#define MAX_GRID_YZ 65535
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+static int edit_distance(const char *x, const char *y)
+{
+	int n = (int)strlen(y), prev[64], cur[64];
+	if (n >= 63 || strlen(x) >= 63)
+		return 99;
+	for (int j = 0; j <= n; j++)
+		prev[j] = j;
+	for (int i = 1; x[i - 1]; i++) {
+		cur[0] = i;
+		for (int j = 1; j <= n; j++) {
+			int c = prev[j - 1] + (x[i - 1] != y[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			cur[j] = c;
+		}
+		memcpy(prev, cur, sizeof(int) * (n + 1));
+	}
+	return prev[n];
+}
+
+static const char *closest_verb(const char *s)
+{
+	const char *best = NULL;
+	int bestd = 3;
+	for (int i = 0; i < V_COUNT; i++) {
+		int dd = edit_distance(s, verbs[i].name);
+		if (dd < bestd) {
+			bestd = dd;
+			best = verbs[i].name;
+		}
+	}
+	return best;
+}
+
+/* "[i, jo, ji]": a tensor's loop order, for notes. */
+static const char *domain_text(Arena *a, Tensor *t)
+{
+	Buf b = {0};
+	buf_puts(&b, "[");
+	for (int i = 0; i < t->ndomain; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", t->domain[i]->name);
+	buf_puts(&b, "]");
+	char *s = arena_strdup(a, b.s);
+	buf_free(&b);
+	return s;
+}
+
+static Axis *new_axis(Arena *a, Tensor *t, AxisKind kind, const char *name, IrExpr *extent,
+		      Span at)
+{
+	Axis *ax = NEW(a, Axis);
+	ax->kind = kind;
+	ax->name = name;
+	ax->span = at;
+	ax->owner = t;
+	ax->extent = extent;
+	ax->par = PT_SERIAL;
+	return ax;
+}
+
+/* Replaces domain[pos .. pos+nold) with the axes in `with`. */
+static void domain_replace(Arena *a, Tensor *t, int pos, int nold, Axis **with, int nnew)
+{
+	int n = t->ndomain - nold + nnew;
+	Axis **d = arena_alloc(a, sizeof(Axis *) * (n ? n : 1));
+	memcpy(d, t->domain, sizeof(Axis *) * pos);
+	if (nnew)
+		memcpy(d + pos, with, sizeof(Axis *) * nnew);
+	memcpy(d + pos + nnew, t->domain + pos + nold, sizeof(Axis *) * (t->ndomain - pos - nold));
+	t->domain = d;
+	t->ndomain = n;
+}
+
+/* A domain name already taken (other than by `except`): the new name would be ambiguous. */
+static Axis *name_taken(Tensor *t, const char *name, Axis *except)
+{
+	for (int i = 0; i < t->ndomain; i++)
+		if (t->domain[i] != except && strcmp(t->domain[i]->name, name) == 0)
+			return t->domain[i];
+	return NULL;
+}
+
+/* ---- the directives as operations on the IR ------------------------------------------ */
+
+bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const char *outer,
+		 const char *inner, Span at)
+{
+	int pos = tensor_axis_pos(t, ax);
+	if (pos < 0)
+		die("split of an axis outside the domain");
+	if (factor <= 0) {
+		diag_error(d, at, "split factor must be a positive integer, not %lld", (long long)factor);
+		return false;
+	}
+	if (strcmp(outer, inner) == 0 || name_taken(t, outer, ax) || name_taken(t, inner, ax)) {
+		const char *n = strcmp(outer, inner) == 0 || name_taken(t, outer, ax) ? outer : inner;
+		diag_error(d, at, "axis name '%s' is already used in '%s' %s", n, t->name,
+			   domain_text(a, t));
+		return false;
+	}
+	if (ax->par != PT_SERIAL) {
+		diag_error(d, at, "cannot split '%s': it is already bound to %s", ax->name,
+			   par_name(ax->par));
+		return false;
+	}
+	IrExpr *f = ir_int(a, factor);
+	Axis *o = new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
+	Axis *in = new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
+	o->from[0] = in->from[0] = ax;
+	o->factor = in->factor = factor;
+	o->reduction = in->reduction = ax->reduction;
+	ax->to[0] = o;
+	ax->to[1] = in;
+	Axis *with[2] = {o, in};
+	domain_replace(a, t, pos, 1, with, 2);
+	vec_push(a, &t->history, o);
+	vec_push(a, &t->history, in);
+	return true;
+}
+
+bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const char *name,
+		 Span at)
+{
+	int po = tensor_axis_pos(t, outer), pi = tensor_axis_pos(t, inner);
+	if (po < 0 || pi < 0)
+		die("merge of an axis outside the domain");
+	if (outer == inner || pi != po + 1) {
+		diag_error(d, at, "cannot merge '%s' and '%s': they are not adjacent in '%s' %s%s",
+			   outer->name, inner->name, t->name, domain_text(a, t),
+			   pi + 1 == po ? " (the outer axis comes first)" : "");
+		return false;
+	}
+	if (outer->reduction != inner->reduction) {
+		diag_error(d, at, "cannot merge reduction axis '%s' with non-reduction axis '%s'",
+			   outer->reduction ? outer->name : inner->name,
+			   outer->reduction ? inner->name : outer->name);
+		return false;
+	}
+	if (outer->par != PT_SERIAL || inner->par != PT_SERIAL) {
+		Axis *b = outer->par != PT_SERIAL ? outer : inner;
+		diag_error(d, at, "cannot merge '%s': it is already bound to %s", b->name,
+			   par_name(b->par));
+		return false;
+	}
+	Axis *old = name_taken(t, name, NULL);
+	if (old && old != outer && old != inner) {
+		diag_error(d, at, "axis name '%s' is already used in '%s' %s", name, t->name,
+			   domain_text(a, t));
+		return false;
+	}
+	Axis *m = new_axis(a, t, AX_MERGE, name, ix_mul(a, outer->extent, inner->extent), at);
+	m->from[0] = outer;
+	m->from[1] = inner;
+	m->reduction = outer->reduction;
+	outer->to[0] = inner->to[0] = m;
+	domain_replace(a, t, po, 2, &m, 1);
+	vec_push(a, &t->history, m);
+	return true;
+}
+
+static int64_t thread_product(Tensor *t, Axis *extra)
+{
+	int64_t p = 1, v;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if ((par_is_thread(ax->par) || ax == extra) && ir_is_const(ax->extent, &v))
+			p *= v;
+	}
+	return p;
+}
+
+bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
+{
+	int64_t v;
+	bool is_const = ir_is_const(ax->extent, &v);
+	if (ax->par != PT_SERIAL) {
+		diag_error(d, at, "axis '%s' is already bound to %s", ax->name, par_name(ax->par));
+		diag_note(d, ax->par_span, "bound here");
+		return false;
+	}
+	for (int i = 0; i < t->ndomain; i++) {
+		if (t->domain[i]->par == p) {
+			diag_error(d, at, "%s is already bound in '%s' (to axis '%s')", par_name(p),
+				   t->name, t->domain[i]->name);
+			diag_note(d, t->domain[i]->par_span, "bound here");
+			return false;
+		}
+	}
+	if (ax->reduction) {
+		diag_error(d, at, "binding reduction axis '%s' to %s is not supported yet", ax->name,
+			   par_name(p));
+		return false;
+	}
+	if (ax->vectorize) {
+		diag_error(d, at, "cannot bind '%s': it is vectorized", ax->name);
+		return false;
+	}
+	if (par_is_thread(p) && !is_const) {
+		diag_error(d, at, "%s needs an axis of constant extent; '%s' has a symbolic extent (split it by a constant first)",
+			   par_name(p), ax->name);
+		return false;
+	}
+	if (par_is_thread(p) && thread_product(t, ax) > MAX_THREADS) {
+		diag_error(d, at, "a block of %lld threads exceeds the limit of %d",
+			   (long long)thread_product(t, ax), MAX_THREADS);
+		return false;
+	}
+	if ((p == PT_BIDY || p == PT_BIDZ) && is_const && v > MAX_GRID_YZ) {
+		diag_error(d, at, "%s extent %lld exceeds the limit of %d", par_name(p), (long long)v,
+			   MAX_GRID_YZ);
+		return false;
+	}
+	ax->par = p;
+	ax->par_span = at;
+	return true;
+}
+
+/* ---- directive checking --------------------------------------------------------------- */
+
+typedef struct Sched {
+	Arena *a;
+	Diag *d;
+	Fusion *f;
+} Sched;
+
+/* Another tensor computed at t that shares axis ax (so ax cannot be transformed any more). */
+static Tensor *shared_with(Fusion *f, Axis *ax)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *p = f->tensors[i];
+		for (int j = 0; j < p->ndomain; j++)
+			if (p->domain[j]->ca_alias == ax)
+				return p;
+	}
+	return NULL;
+}
+
+/* An axis of the tensor's current domain named by argument `arg`, or NULL after an error. */
+static Axis *arg_axis(Sched *s, Tensor *t, AstArg *arg)
+{
+	Axis *ax = tensor_find_axis(t, arg->name);
+	if (ax)
+		return ax;
+	diag_error(s->d, arg->span, "'%s' has no axis '%s'", t->name, arg->name);
+	diag_note(s->d, t->def_span, "the axes of '%s' are %s", t->name, domain_text(s->a, t));
+	return NULL;
+}
+
+/* Axes that belong to another tensor's loops after compute_at cannot be changed here; axes that
+ * a compute_at copied cannot be transformed any more. */
+static bool axis_changeable(Sched *s, Tensor *t, Axis *ax, Span at, bool transform)
+{
+	if (ax->ca_alias) {
+		diag_error(s->d, at, "axis '%s' of '%s' is a loop of '%s' (compute_at); schedule it on '%s'",
+			   ax->name, t->name, ax->ca_alias->owner->name, ax->ca_alias->owner->name);
+		return false;
+	}
+	Tensor *p = transform ? shared_with(s->f, ax) : NULL;
+	if (p) {
+		diag_error(s->d, at, "axis '%s' of '%s' is shared with '%s' by compute_at; transform it before the compute_at",
+			   ax->name, t->name, p->name);
+		diag_note(s->d, p->ca_span, "compute_at here");
+		return false;
+	}
+	return true;
+}
+
+/* Argument count and kinds against the verb's signature. */
+static bool check_args(Sched *s, AstDirective *dir, Verb v)
+{
+	const char *k = verbs[v].kinds;
+	bool ok = true;
+	if (strcmp(k, "*") == 0) {
+		if (dir->nargs < 1) {
+			diag_error(s->d, dir->span, "'%s' needs at least one axis: %s", verbs[v].name,
+				   verbs[v].usage);
+			return false;
+		}
+		for (int i = 0; i < dir->nargs; i++) {
+			if (dir->args[i].kind != AA_NAME) {
+				diag_error(s->d, dir->args[i].span, "expected an axis name");
+				ok = false;
+			}
+		}
+		return ok;
+	}
+	int n = (int)strlen(k);
+	if (dir->nargs != n) {
+		diag_error(s->d, dir->span, "'%s' takes %d argument%s, not %d: %s", verbs[v].name, n,
+			   n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		AstArg *g = &dir->args[i];
+		if (k[i] == 'n' && g->kind != AA_NAME) {
+			diag_error(s->d, g->span, "expected a name: %s", verbs[v].usage);
+			ok = false;
+		} else if (k[i] == 'i' && g->kind != AA_INT) {
+			diag_error(s->d, g->span, "expected an integer: %s", verbs[v].usage);
+			ok = false;
+		} else if (k[i] == 'p' && g->kind != AA_DOTTED) {
+			diag_error(s->d, g->span,
+				   "expected a parallel type (blockIdx.x/y/z or threadIdx.x/y/z)");
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* `NAME = t.verb(...)` and `-> (names)` are only for verbs that create something. */
+static bool check_results(Sched *s, AstDirective *dir, Verb v)
+{
+	if (dir->result.name) {
+		diag_error(s->d, dir->result.span, "'%s' does not create a tensor; remove '%s ='",
+			   verbs[v].name, dir->result.name);
+		return false;
+	}
+	int allowed = v == V_SPLIT ? 2 : v == V_MERGE ? 1 : 0;
+	if (dir->nouts == 0 || dir->nouts == allowed)
+		return true;
+	Span at = span_join(dir->outs[0].span, dir->outs[dir->nouts - 1].span);
+	if (allowed == 0)
+		diag_error(s->d, at, "'%s' does not name new axes; remove '->'", verbs[v].name);
+	else
+		diag_error(s->d, at, "'%s' makes %d ax%s, but %d name%s given: %s", verbs[v].name,
+			   allowed, allowed == 1 ? "is" : "es", dir->nouts, dir->nouts == 1 ? " is" : "s are",
+			   verbs[v].usage);
+	return false;
+}
+
+static bool do_split(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, true))
+		return false;
+	int64_t f = dir->args[1].value;
+	if (f <= 0) {
+		diag_error(s->d, dir->args[1].span, "split factor must be a positive integer, not %lld",
+			   (long long)f);
+		return false;
+	}
+	const char *o = dir->nouts ? dir->outs[0].name : arena_printf(s->a, "%so", ax->name);
+	const char *in = dir->nouts ? dir->outs[1].name : arena_printf(s->a, "%si", ax->name);
+	Span names = dir->nouts ? span_join(dir->outs[0].span, dir->outs[1].span) : dir->span;
+	for (int i = 0; i < 2; i++) {
+		const char *n = i ? in : o;
+		Axis *old = name_taken(t, n, ax);
+		if (old || (i == 1 && strcmp(o, in) == 0)) {
+			diag_error(s->d, dir->nouts ? dir->outs[i].span : names,
+				   "axis name '%s' is already used in '%s' %s", n, t->name,
+				   domain_text(s->a, t));
+			return false;
+		}
+	}
+	return sched_split(s->a, s->d, t, ax, f, o, in, dir->verb.span);
+}
+
+static bool do_merge(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Axis *o = arg_axis(s, t, &dir->args[0]);
+	Axis *in = arg_axis(s, t, &dir->args[1]);
+	if (!o || !in)
+		return false;
+	if (!axis_changeable(s, t, o, dir->args[0].span, true) ||
+	    !axis_changeable(s, t, in, dir->args[1].span, true))
+		return false;
+	const char *name = dir->nouts ? dir->outs[0].name : arena_printf(s->a, "%s%s", o->name, in->name);
+	Axis *old = name_taken(t, name, NULL);
+	if (old && old != o && old != in) {
+		diag_error(s->d, dir->nouts ? dir->outs[0].span : dir->span,
+			   "axis name '%s' is already used in '%s' %s", name, t->name,
+			   domain_text(s->a, t));
+		return false;
+	}
+	return sched_merge(s->a, s->d, t, o, in, name, dir->verb.span);
+}
+
+/* The listed axes take the listed relative order, in the positions they occupied. */
+static bool do_reorder(Sched *s, Tensor *t, AstDirective *dir)
+{
+	int n = dir->nargs;
+	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * n);
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		axes[i] = arg_axis(s, t, &dir->args[i]);
+		if (!axes[i]) {
+			ok = false;
+			continue;
+		}
+		for (int j = 0; j < i; j++) {
+			if (axes[j] == axes[i]) {
+				diag_error(s->d, dir->args[i].span, "axis '%s' is listed twice",
+					   axes[i]->name);
+				ok = false;
+			}
+		}
+		if (ok && !axis_changeable(s, t, axes[i], dir->args[i].span, true))
+			ok = false;
+	}
+	if (!ok)
+		return false;
+	bool *slot = arena_alloc(s->a, sizeof(bool) * (t->ndomain ? t->ndomain : 1));
+	for (int i = 0; i < n; i++)
+		slot[tensor_axis_pos(t, axes[i])] = true;
+	Axis **d = arena_alloc(s->a, sizeof(Axis *) * t->ndomain);
+	for (int i = 0, k = 0; i < t->ndomain; i++)
+		d[i] = slot[i] ? axes[k++] : t->domain[i];
+	t->domain = d;
+	return true;
+}
+
+static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	ParType p;
+	if (!par_from_name(dir->args[1].name, &p) || p == PT_SERIAL) {
+		diag_error(s->d, dir->args[1].span,
+			   "unknown parallel type '%s' (expected blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y or threadIdx.z)",
+			   dir->args[1].name);
+		return false;
+	}
+	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
+		return false;
+	return sched_bind(s->d, t, ax, p, dir->span);
+}
+
+static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec)
+{
+	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
+		return false;
+	const char *what = vec ? "vectorize" : "unroll";
+	int64_t v;
+	if (!ir_is_const(ax->extent, &v)) {
+		Buf b = {0};
+		ir_print_expr(ax->extent, &b);
+		diag_error(s->d, dir->args[0].span,
+			   "cannot %s '%s': its extent %s is not a constant (split it by a constant first)",
+			   what, ax->name, b.s ? b.s : "?");
+		buf_free(&b);
+		return false;
+	}
+	if (ax->par != PT_SERIAL) {
+		diag_error(s->d, dir->args[0].span, "cannot %s '%s': it is bound to %s", what, ax->name,
+			   par_name(ax->par));
+		return false;
+	}
+	if (vec) {
+		if (ax->reduction) {
+			diag_error(s->d, dir->args[0].span, "cannot vectorize reduction axis '%s'",
+				   ax->name);
+			return false;
+		}
+		ax->vectorize = true;
+		ax->vectorize_span = dir->span;
+	} else {
+		ax->unroll = true;
+		ax->unroll_span = dir->span;
+	}
+	return true;
+}
+
+static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
+{
+	if (t->kind == TK_OUTPUT) {
+		diag_error(s->d, dir->span, "cannot inline output '%s': it must be written to memory",
+			   t->name);
+		return false;
+	}
+	if (tensor_is_reduction(t)) {
+		diag_error(s->d, dir->span, "cannot inline reduction '%s'", t->name);
+		return false;
+	}
+	t->inlined = true;
+	t->inline_span = dir->span;
+	t->ca_tensor = NULL;
+	return true;
+}
+
+static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
+{
+	AstArg *g = &dir->args[0];
+	MemType m;
+	if (strcmp(g->name, "global") == 0)
+		m = MEM_GLOBAL;
+	else if (strcmp(g->name, "shared") == 0)
+		m = MEM_SHARED;
+	else if (strcmp(g->name, "local") == 0)
+		m = MEM_LOCAL;
+	else {
+		diag_error(s->d, g->span, "unknown memory '%s' (expected global, shared or local)",
+			   g->name);
+		return false;
+	}
+	if ((t->kind == TK_INPUT || t->kind == TK_OUTPUT) && m != MEM_GLOBAL) {
+		diag_error(s->d, g->span, "%s '%s' must stay in global memory",
+			   t->kind == TK_INPUT ? "input" : "output", t->name);
+		return false;
+	}
+	if (t->kind == TK_INPUT || t->kind == TK_OUTPUT)
+		return true;
+	if (m != MEM_LOCAL) {
+		diag_error(s->d, g->span, "memory(%s) for an intermediate is not supported yet",
+			   mem_name(m));
+		return false;
+	}
+	t->mem = m;
+	t->mem_span = dir->span;
+	return true;
+}
+
+/* ---- compute_at ----------------------------------------------------------------------- */
+
+/* The subscripts with which u's definition reads t (first access); NULL if none. Reports
+ * reads with different subscripts. */
+static IrExpr *find_access(IrExpr *e, Tensor *t)
+{
+	if (!e)
+		return NULL;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		return e;
+	for (int i = 0; i < e->nargs; i++) {
+		IrExpr *r = find_access(e->args[i], t);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+static bool same_subscripts_everywhere(IrExpr *e, Tensor *t, IrExpr *first)
+{
+	if (!e)
+		return true;
+	if (e->kind == EX_ACCESS && e->tensor == t) {
+		for (int i = 0; i < e->nargs; i++)
+			if (e->args[i]->kind != first->args[i]->kind ||
+			    (e->args[i]->kind == EX_AXIS && e->args[i]->axis != first->args[i]->axis) ||
+			    (e->args[i]->kind == EX_INT && e->args[i]->ival != first->args[i]->ival))
+				return false;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (!same_subscripts_everywhere(e->args[i], t, first))
+			return false;
+	return true;
+}
+
+/* Working state of a replay: map[i] is t's axis standing for u's axis umap[i]. */
+typedef struct Replay {
+	Axis **uaxes, **taxes;
+	int n, cap;
+} Replay;
+
+static void replay_put(Arena *a, Replay *r, Axis *u, Axis *t)
+{
+	if (r->n == r->cap) {
+		int cap = r->cap ? r->cap * 2 : 16;
+		Axis **nu = arena_alloc(a, sizeof(Axis *) * cap), **nt = arena_alloc(a, sizeof(Axis *) * cap);
+		if (r->n) {
+			memcpy(nu, r->uaxes, sizeof(Axis *) * r->n);
+			memcpy(nt, r->taxes, sizeof(Axis *) * r->n);
+		}
+		r->uaxes = nu;
+		r->taxes = nt;
+		r->cap = cap;
+	}
+	r->uaxes[r->n] = u;
+	r->taxes[r->n++] = t;
+}
+
+static Axis *replay_get(Replay *r, Axis *u)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->uaxes[i] == u)
+			return r->taxes[i];
+	return NULL;
+}
+
+static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos);
+
+/* Is x one of u.domain[0..pos] or an ancestor of one? */
+static bool feeds(Axis *x, Axis *leaf)
+{
+	if (!leaf)
+		return false;
+	if (x == leaf)
+		return true;
+	return feeds(x, leaf->from[0]) || feeds(x, leaf->from[1]);
+}
+
+static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos)
+{
+	for (int i = 0; i <= pos; i++)
+		if (feeds(x, u->domain[i]))
+			return true;
+	return false;
+}
+
+/* Step 1: t's root axes take the names of the u root axes they are read through. */
+static bool map_roots(Sched *s, Tensor *t, Tensor *u, Replay *r, Span at)
+{
+	IrExpr *acc = find_access(u->def, t);
+	if (!acc)
+		die("compute_at: reader without access");
+	if (!same_subscripts_everywhere(u->def, t, acc)) {
+		diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with different subscripts",
+			   t->name, u->name, u->name, t->name);
+		return false;
+	}
+	for (int k = 0; k < acc->nargs; k++) {
+		IrExpr *sub = acc->args[k];
+		if (sub->kind != EX_AXIS)
+			continue;
+		if (replay_get(r, sub->axis)) {
+			diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with the index '%s' twice",
+				   t->name, u->name, u->name, t->name, sub->axis->name);
+			return false;
+		}
+		replay_put(s->a, r, sub->axis, t->root[k]);
+	}
+	/* Rename (and make room): u's names for mapped axes, t's own names must not collide. */
+	for (int k = 0; k < t->nroot; k++) {
+		Axis *tx = t->root[k];
+		for (int i = 0; i < r->n; i++)
+			if (r->taxes[i] == tx)
+				tx->name = r->uaxes[i]->name;
+	}
+	return true;
+}
+
+/* Step 2: replay u's transforms that produce the shared axes. */
+static bool replay_history(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, Span at)
+{
+	for (int h = 0; h < u->history.len; h++) {
+		Axis *ux = VEC_AT(u->history, Axis, h);
+		if (ux->kind == AX_SPLIT_INNER)
+			continue; /* handled with its outer half */
+		bool needed = is_ancestor_of_shared(ux, u, pos) ||
+			       (ux->kind == AX_SPLIT_OUTER && is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
+		if (!needed)
+			continue;
+		if (ux->kind == AX_SPLIT_OUTER) {
+			Axis *src = replay_get(r, ux->from[0]);
+			if (!src)
+				continue; /* t does not have this axis: u's loop is a bare alias */
+			Axis *uin = ux->from[0]->to[1];
+			if (!sched_split(s->a, s->d, t, src, ux->factor, ux->name, uin->name, at))
+				return false;
+			replay_put(s->a, r, ux, src->to[0]);
+			replay_put(s->a, r, uin, src->to[1]);
+		} else if (ux->kind == AX_MERGE) {
+			Axis *x = replay_get(r, ux->from[0]), *y = replay_get(r, ux->from[1]);
+			if (!x && !y)
+				continue;
+			if (!x || !y) {
+				diag_error(s->d, at,
+					   "cannot compute '%s' at '%s': '%s' merges '%s' with '%s', which '%s' does not have",
+					   t->name, u->name, u->name, ux->from[0]->name, ux->from[1]->name,
+					   t->name);
+				return false;
+			}
+			/* Bring y right after x so the merge is adjacent, as in u. */
+			int px = tensor_axis_pos(t, x), py = tensor_axis_pos(t, y);
+			if (py != px + 1) {
+				domain_replace(s->a, t, py, 1, NULL, 0);
+				px = tensor_axis_pos(t, x);
+				domain_replace(s->a, t, px + 1, 0, &y, 1);
+			}
+			if (!sched_merge(s->a, s->d, t, x, y, ux->name, at))
+				return false;
+			replay_put(s->a, r, ux, x->to[0]);
+		}
+	}
+	return true;
+}
+
+/* Step 3: the new domain: u's shared axes, then t's remaining leaves (renamed on clash). */
+static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, Span at)
+{
+	int n = pos + 1;
+	Axis **d = arena_alloc(s->a, sizeof(Axis *) * (n + t->ndomain));
+	for (int i = 0; i < n; i++) {
+		Axis *ua = u->domain[i];
+		Axis *tx = replay_get(r, ua);
+		if (!tx || tensor_axis_pos(t, tx) < 0) {
+			tx = new_axis(s->a, t, AX_ROOT, ua->name, ua->extent, at);
+			tx->root_index = -1; /* a bare alias: t has no such axis (broadcast) */
+			tx->reduction = ua->reduction;
+		}
+		tx->ca_alias = ua;
+		d[i] = tx;
+	}
+	for (int j = 0; j < t->ndomain; j++) {
+		Axis *tx = t->domain[j];
+		if (tx->ca_alias)
+			continue;
+		/* A remaining axis whose name a shared axis took gets a numeric suffix. */
+		const char *base = tx->name;
+		for (int k = 2; ; k++) {
+			bool clash = false;
+			for (int i = 0; i < n; i++)
+				clash |= strcmp(d[i]->name, tx->name) == 0;
+			if (!clash)
+				break;
+			tx->name = arena_printf(s->a, "%s%d", base, k);
+		}
+		d[n++] = tx;
+	}
+	t->domain = d;
+	t->ndomain = n;
+}
+
+static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Tensor *u = fusion_find_tensor(s->f, dir->args[0].name);
+	if (!u) {
+		diag_error(s->d, dir->args[0].span, "unknown tensor '%s'", dir->args[0].name);
+		return false;
+	}
+	Axis *ua = u->def ? arg_axis(s, u, &dir->args[1]) : NULL;
+	if (t->kind != TK_INTERMEDIATE) {
+		diag_error(s->d, dir->verb.span, "only intermediates can be computed at another tensor; '%s' is %s",
+			   t->name, t->kind == TK_OUTPUT ? "an output" : "a scalar temporary");
+		return false;
+	}
+	bool feeds_u = false;
+	for (int i = 0; i < t->readers.len; i++)
+		feeds_u |= VEC_AT(t->readers, Tensor, i) == u;
+	if (!feeds_u) {
+		diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s' ('%s' does not read '%s')",
+			   t->name, u->name, u->name, t->name);
+		return false;
+	}
+	if (!ua)
+		return false;
+	if (t->history.len || t->ca_tensor) {
+		diag_error(s->d, dir->span, "compute_at must come before the other loop transforms of '%s'",
+			   t->name);
+		return false;
+	}
+	int pos = tensor_axis_pos(u, ua);
+	for (int i = 0; i <= pos; i++) {
+		if (u->domain[i]->vectorize) {
+			diag_error(s->d, dir->args[1].span,
+				   "cannot compute '%s' inside vectorized axis '%s' of '%s'", t->name,
+				   u->domain[i]->name, u->name);
+			return false;
+		}
+	}
+	Replay r = {0};
+	if (!map_roots(s, t, u, &r, dir->span) || !replay_history(s, t, u, pos, &r, dir->span))
+		return false;
+	build_ca_domain(s, t, u, pos, &r, dir->span);
+	t->ca_tensor = u;
+	t->ca_pos = pos;
+	t->ca_span = dir->span;
+	t->inlined = false;
+	return true;
+}
+
+/* ---- driver --------------------------------------------------------------------------- */
+
+static bool find_verb(const char *name, Verb *out)
+{
+	for (int i = 0; i < V_COUNT; i++) {
+		if (strcmp(verbs[i].name, name) == 0) {
+			*out = (Verb)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool apply_directive(Sched *s, AstDirective *dir)
+{
+	Tensor *t = fusion_find_tensor(s->f, dir->tensor.name);
+	if (!t) {
+		diag_error(s->d, dir->tensor.span, "unknown tensor '%s' in fusion '%s'", dir->tensor.name,
+			   s->f->name);
+		return false;
+	}
+	Verb v;
+	if (!find_verb(dir->verb.name, &v)) {
+		const char *c = closest_verb(dir->verb.name);
+		if (c)
+			diag_error(s->d, dir->verb.span, "unknown directive '%s'; did you mean '%s'?",
+				   dir->verb.name, c);
+		else
+			diag_error(s->d, dir->verb.span, "unknown directive '%s'", dir->verb.name);
+		return false;
+	}
+	if (!verbs[v].kinds) {
+		diag_error(s->d, dir->verb.span, "'%s' is not supported yet", verbs[v].name);
+		return false;
+	}
+	if (!check_args(s, dir, v) || !check_results(s, dir, v))
+		return false;
+	if (t->kind == TK_INPUT && v != V_MEMORY) {
+		diag_error(s->d, dir->tensor.span, "'%s' is an input: it has no loop domain to %s",
+			   t->name, v == V_INLINE ? "inline" : "schedule");
+		return false;
+	}
+	switch (v) {
+	case V_SPLIT: return do_split(s, t, dir);
+	case V_MERGE: return do_merge(s, t, dir);
+	case V_REORDER: return do_reorder(s, t, dir);
+	case V_BIND: return do_bind(s, t, dir);
+	case V_UNROLL: return do_unroll_vectorize(s, t, dir, false);
+	case V_VECTORIZE: return do_unroll_vectorize(s, t, dir, true);
+	case V_INLINE: return do_inline(s, t, dir);
+	case V_COMPUTE_AT: return do_compute_at(s, t, dir);
+	case V_MEMORY: return do_memory(s, t, dir);
+	default: unreachable();
+	}
+}
+
+/* Root index range [lo, hi] that axis x covers completely in row-major order, if any. */
+static bool whole_range(Axis *x, int *lo, int *hi)
+{
+	int l0, h0, l1, h1;
+	switch (x->kind) {
+	case AX_ROOT:
+		if (x->reduction || x->root_index < 0)
+			return false;
+		*lo = *hi = x->root_index;
+		return true;
+	case AX_MERGE:
+		if (x->from[0]->kind == AX_SPLIT_OUTER && x->from[1]->kind == AX_SPLIT_INNER &&
+		    x->from[0]->from[0] == x->from[1]->from[0])
+			return whole_range(x->from[0]->from[0], lo, hi);
+		if (!whole_range(x->from[0], &l0, &h0) || !whole_range(x->from[1], &l1, &h1) ||
+		    h0 + 1 != l1)
+			return false;
+		*lo = l0;
+		*hi = h1;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Consecutive values of x are consecutive elements of t: x is the innermost root axis (or a
+ * row-major merge ending with it), or an inner split of such an axis. */
+static bool axis_contiguous(Tensor *t, Axis *x)
+{
+	int lo, hi;
+	if (x->kind == AX_SPLIT_INNER)
+		return axis_contiguous(t, x->from[0]);
+	return whole_range(x, &lo, &hi) && hi == t->ndim - 1;
+}
+
+static bool check_vectorized(Sched *s, Tensor *t)
+{
+	bool ok = true;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (!ax->vectorize)
+			continue;
+		int64_t n = 0;
+		ir_is_const(ax->extent, &n);
+		int64_t bytes = n * dtype_size(t->dtype);
+		if (i != t->ndomain - 1) {
+			diag_error(s->d, ax->vectorize_span,
+				   "vectorized axis '%s' must be the innermost axis of '%s' %s", ax->name,
+				   t->name, domain_text(s->a, t));
+			ok = false;
+		} else if (!axis_contiguous(t, ax)) {
+			diag_error(s->d, ax->vectorize_span,
+				   "vectorized axis '%s' is not contiguous in memory: it must come from the innermost dimension of '%s' through inner splits",
+				   ax->name, t->name);
+			ok = false;
+		} else if (ax->par != PT_SERIAL) {
+			diag_error(s->d, ax->vectorize_span, "vectorized axis '%s' is bound to %s",
+				   ax->name, par_name(ax->par));
+			ok = false;
+		} else if (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16) {
+			diag_error(s->d, ax->vectorize_span,
+				   "a vector of %lld x %s is %lld bytes; it must be 2, 4, 8 or 16 bytes",
+				   (long long)n, dtype_name(t->dtype), (long long)bytes);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+bool schedule_apply(Arena *a, Diag *d, Fusion *f)
+{
+	AstSchedule *sc = f->ast_schedule;
+	if (!sc || sc->is_auto)
+		return auto_schedule(a, d, f);
+	Sched s = {a, d, f};
+	bool ok = true;
+	for (int i = 0; i < sc->ndirs; i++)
+		ok &= apply_directive(&s, sc->dirs[i]);
+	for (int i = 0; i < f->ntensors; i++)
+		ok &= check_vectorized(&s, f->tensors[i]);
+	return ok;
+}

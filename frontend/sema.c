@@ -1,0 +1,942 @@
+/* sema.c: checks the AST of a .fus file and builds the fusion IR (SPEC §2, docs/design.md).
+ *
+ * Per fusion, in one pass over the signature and the statements in order:
+ *   - names: parameters, outputs, size symbols and defined tensors share one namespace; dtype
+ *     and built-in names are reserved; every duplicate is reported with a note at the first;
+ *   - statements: each defines one tensor once, reads only inputs and tensors defined earlier;
+ *   - indices: the left-hand indices, then the reduction indices of a top-level reduction, are
+ *     the root axes of the defined tensor; the range of each index is inferred from the
+ *     dimensions it subscripts (and, for outputs, the declared dimensions); two different ranges
+ *     for one index are an error naming both places;
+ *   - dtypes: an operator's result is dtype_compute(promote(operands)); comparisons give bool;
+ *     literals adapt to the other operand (so `x[i] * 2.0` stays f16 in, f32 compute).
+ * Errors are collected; a subexpression that failed yields NULL and its parents stay silent, so
+ * each mistake is reported once. The Program returned after errors must not be lowered.
+ */
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+/* A fusion-level name: scalar parameter, tensor (input, output, defined) or size symbol. */
+typedef enum SymKind { SYM_PARAM, SYM_TENSOR, SYM_SIZE } SymKind;
+
+typedef struct Sym {
+	const char *name;
+	SymKind kind;
+	Span span;
+	Param *param;
+	Tensor *tensor;
+	SizeSym *size;
+	bool attempted; /* an output some statement tried to define (no "never defined" then) */
+} Sym;
+
+/* An index variable in scope within one statement. */
+typedef struct Index {
+	const char *name;
+	Span span;          /* where it is bound (left side or reduction) */
+	Axis *axis;         /* the root axis of the tensor being defined */
+	IrExpr *range;      /* NULL until inferred */
+	Span range_span;    /* the text that fixed the range */
+	const char *range_what; /* "dimension 0 of 'x'" */
+	bool lhs;
+} Index;
+
+typedef struct Sema {
+	Arena *a;
+	Diag *d;
+	AstFusion *ast;
+	Fusion *f;
+	Vec syms;      /* Sym* */
+	Vec params;    /* Param* */
+	Vec inputs, outputs, tensors, sizes, sig;
+	/* the statement being checked */
+	AstStmt *stmt;
+	int stmt_index;
+	Tensor *cur;
+	Vec scope;     /* Index*, innermost last */
+	Vec reads;     /* Tensor* read by the current definition */
+	bool quiet;    /* do not report unranged indices (the statement already had an error) */
+} Sema;
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+static bool is_builtin_name(const char *s)
+{
+	IrOp op;
+	return op_builtin(s, 1, &op) || op_builtin(s, 2, &op) || strcmp(s, "where") == 0 ||
+	       strcmp(s, "sum") == 0;
+}
+
+/* Dtype and built-in names cannot name anything (a parameter `exp` would make `exp(x)`
+ * ambiguous). Reports and returns false for a reserved name. */
+static bool check_not_reserved(Sema *s, const char *name, Span at)
+{
+	DType dt;
+	if (dtype_from_name(name, &dt)) {
+		diag_error(s->d, at, "'%s' is a dtype name and cannot be used as a name", name);
+		return false;
+	}
+	if (is_builtin_name(name)) {
+		diag_error(s->d, at, "'%s' is a built-in function and cannot be used as a name", name);
+		return false;
+	}
+	return true;
+}
+
+static Sym *find_sym(Sema *s, const char *name)
+{
+	for (int i = 0; i < s->syms.len; i++) {
+		Sym *y = VEC_AT(s->syms, Sym, i);
+		if (strcmp(y->name, name) == 0)
+			return y;
+	}
+	return NULL;
+}
+
+static const char *sym_what(Sym *y)
+{
+	switch (y->kind) {
+	case SYM_PARAM: return "parameter";
+	case SYM_SIZE: return "size symbol";
+	case SYM_TENSOR:
+		switch (y->tensor->kind) {
+		case TK_INPUT: return "parameter";
+		case TK_OUTPUT: return "output";
+		case TK_INTERMEDIATE: return "tensor";
+		case TK_SCALAR: return "scalar";
+		}
+	}
+	unreachable();
+}
+
+/* Adds a fusion-level name; reports a clash with an existing one (note at the first). */
+static Sym *add_sym(Sema *s, const char *name, SymKind kind, Span at)
+{
+	if (!check_not_reserved(s, name, at))
+		return NULL;
+	Sym *old = find_sym(s, name);
+	if (old) {
+		diag_error(s->d, at, "'%s' is already declared as a %s", name, sym_what(old));
+		diag_note(s->d, old->span, "'%s' first declared here", name);
+		return NULL;
+	}
+	Sym *y = NEW(s->a, Sym);
+	y->name = name;
+	y->kind = kind;
+	y->span = at;
+	vec_push(s->a, &s->syms, y);
+	return y;
+}
+
+/* ---- signature ------------------------------------------------------------------------ */
+
+static bool resolve_dtype(Sema *s, AstName n, DType *out)
+{
+	if (dtype_from_name(n.name, out))
+		return true;
+	diag_error(s->d, n.span, "unknown dtype '%s' (expected f16, bf16, f32, f64, i32, i64 or bool)",
+		   n.name);
+	*out = DT_F32;
+	return false;
+}
+
+static SizeSym *size_sym(Sema *s, const char *name, Span at)
+{
+	Sym *y = find_sym(s, name);
+	if (y && y->kind == SYM_SIZE)
+		return y->size;
+	if (y) {
+		diag_error(s->d, at, "size symbol '%s' has the name of a %s", name, sym_what(y));
+		diag_note(s->d, y->span, "'%s' declared here", name);
+		return NULL;
+	}
+	y = add_sym(s, name, SYM_SIZE, at);
+	if (!y)
+		return NULL;
+	SizeSym *z = NEW(s->a, SizeSym);
+	z->name = name;
+	z->index = s->sizes.len;
+	z->span = at;
+	y->size = z;
+	vec_push(s->a, &s->sizes, z);
+	return z;
+}
+
+static IrExpr *dim_expr(Sema *s, AstDim *dim)
+{
+	IrExpr *e;
+	if (dim->sym) {
+		SizeSym *z = size_sym(s, dim->sym, dim->span);
+		e = z ? ir_size(s->a, z) : ir_int(s->a, 1);
+	} else {
+		if (dim->value <= 0)
+			diag_error(s->d, dim->span, "a dimension must be positive, not %lld",
+				   (long long)dim->value);
+		e = ir_int(s->a, dim->value);
+	}
+	e->span = dim->span;
+	return e;
+}
+
+static void push_sig(Sema *s, char kind, Param *p, Tensor *t)
+{
+	struct SigEntry *e = NEW(s->a, struct SigEntry);
+	e->kind = kind;
+	e->param = p;
+	e->tensor = t;
+	vec_push(s->a, &s->sig, e);
+}
+
+static Tensor *new_tensor(Sema *s, const char *name, TensorKind kind, DType dt, Span at)
+{
+	Tensor *t = NEW(s->a, Tensor);
+	t->name = name;
+	t->kind = kind;
+	t->dtype = dt;
+	t->span = at;
+	t->mem = kind == TK_INPUT || kind == TK_OUTPUT ? MEM_GLOBAL : MEM_LOCAL;
+	return t;
+}
+
+static void declare_param(Sema *s, AstParam *ap, bool is_output)
+{
+	DType dt;
+	resolve_dtype(s, ap->dtype, &dt);
+	/* Symbols of the dims first: `x: f32[x]` reports the clash at the declaration name. */
+	IrExpr **shape = arena_alloc(s->a, sizeof(IrExpr *) * (ap->ndims ? ap->ndims : 1));
+	for (int i = 0; i < ap->ndims; i++)
+		shape[i] = dim_expr(s, &ap->dims[i]);
+	Sym *y = add_sym(s, ap->name.name, ap->ndims || is_output ? SYM_TENSOR : SYM_PARAM,
+			 ap->name.span);
+	if (!ap->ndims && !is_output) {
+		Param *p = NEW(s->a, Param);
+		p->name = ap->name.name;
+		p->dtype = dt;
+		p->index = s->sig.len;
+		p->span = ap->name.span;
+		if (y)
+			y->param = p;
+		vec_push(s->a, &s->params, p);
+		push_sig(s, 'p', p, NULL);
+		return;
+	}
+	Tensor *t = new_tensor(s, ap->name.name, is_output ? TK_OUTPUT : TK_INPUT, dt,
+			       ap->name.span);
+	t->ndim = ap->ndims;
+	t->shape = shape;
+	t->param_index = s->sig.len;
+	if (y)
+		y->tensor = t;
+	if (is_output) {
+		vec_push(s->a, &s->outputs, t);
+	} else {
+		t->index = s->tensors.len;
+		vec_push(s->a, &s->inputs, t);
+		vec_push(s->a, &s->tensors, t);
+	}
+	push_sig(s, is_output ? 'o' : 't', NULL, t);
+}
+
+/* ---- index scope ---------------------------------------------------------------------- */
+
+static Index *find_index(Sema *s, const char *name)
+{
+	for (int i = s->scope.len - 1; i >= 0; i--) {
+		Index *x = VEC_AT(s->scope, Index, i);
+		if (strcmp(x->name, name) == 0)
+			return x;
+	}
+	return NULL;
+}
+
+static void dim_text(IrExpr *e, char *buf, size_t n)
+{
+	if (e->kind == EX_SIZE)
+		snprintf(buf, n, "%s", e->size->name);
+	else
+		snprintf(buf, n, "%lld", (long long)e->ival);
+}
+
+/* Shapes are EX_INT or EX_SIZE, so equality is by value or by symbol. */
+static bool dim_equal(IrExpr *x, IrExpr *y)
+{
+	if (x->kind != y->kind)
+		return false;
+	return x->kind == EX_SIZE ? x->size == y->size : x->ival == y->ival;
+}
+
+/* Index x subscripts a dimension of extent `range`: infer or check its range. */
+static void use_range(Sema *s, Index *x, IrExpr *range, Span at, const char *what)
+{
+	if (!x->range) {
+		x->range = range;
+		x->range_span = at;
+		x->range_what = what;
+		return;
+	}
+	if (dim_equal(x->range, range))
+		return;
+	char now[64], first[64];
+	dim_text(range, now, sizeof now);
+	dim_text(x->range, first, sizeof first);
+	diag_error(s->d, at, "conflicting ranges for index '%s': %s here (%s), but %s elsewhere",
+		   x->name, now, what, first);
+	diag_note(s->d, x->range_span, "index '%s' has range %s here (%s)", x->name, first,
+		  x->range_what);
+}
+
+/* Binds a new index (left-hand or reduction) and its root axis. */
+static Index *bind_index(Sema *s, AstName n, bool lhs, bool reduction)
+{
+	check_not_reserved(s, n.name, n.span);
+	Sym *y = find_sym(s, n.name);
+	if (y) {
+		diag_error(s->d, n.span, "index '%s' has the name of a %s", n.name, sym_what(y));
+		diag_note(s->d, y->span, "'%s' declared here", n.name);
+	}
+	Index *old = find_index(s, n.name);
+	if (old && reduction && old->lhs) {
+		diag_error(s->d, n.span, "reduction index '%s' also appears on the left-hand side",
+			   n.name);
+		diag_note(s->d, old->span, "'%s' is a left-hand index here", n.name);
+	} else if (old) {
+		diag_error(s->d, n.span, "index '%s' is repeated", n.name);
+		diag_note(s->d, old->span, "'%s' first bound here", n.name);
+	}
+	Index *x = NEW(s->a, Index);
+	x->name = n.name;
+	x->span = n.span;
+	x->lhs = lhs;
+	Axis *ax = NEW(s->a, Axis);
+	ax->kind = AX_ROOT;
+	ax->name = n.name;
+	ax->span = n.span;
+	ax->owner = s->cur;
+	ax->reduction = reduction;
+	ax->par = PT_SERIAL;
+	x->axis = ax;
+	vec_push(s->a, &s->scope, x);
+	return x;
+}
+
+/* Fixes the extent of an index's axis once its statement (or reduction) is checked. */
+static bool finish_index(Sema *s, Index *x)
+{
+	if (!x->range) {
+		if (!s->quiet)
+			diag_error(s->d, x->span,
+			   "cannot infer the range of index '%s': it subscripts no tensor", x->name);
+		x->axis->extent = ir_int(s->a, 1);
+		return false;
+	}
+	x->axis->extent = x->range;
+	return true;
+}
+
+/* ---- expressions ---------------------------------------------------------------------- */
+
+static IrExpr *check_expr(Sema *s, AstExpr *e);
+
+static bool is_literal(IrExpr *e)
+{
+	return e && (e->kind == EX_FLOAT || (e->kind == EX_INT && e->dtype != DT_BOOL));
+}
+
+/* A literal takes the dtype of the other operand of its operator (SPEC §2: "float literals
+ * adapt"); an integer literal next to a float becomes a float literal. */
+static IrExpr *adapt(Sema *s, IrExpr *lit, IrExpr *other)
+{
+	if (!is_literal(lit) || !other || is_literal(other))
+		return lit;
+	DType o = other->dtype;
+	if (lit->kind == EX_FLOAT) {
+		if (dtype_is_float(o))
+			lit->dtype = o;
+		return lit;
+	}
+	if (dtype_is_float(o)) {
+		IrExpr *f = ir_float(s->a, o, (double)lit->ival);
+		f->span = lit->span;
+		return f;
+	}
+	if (o == DT_I32 || o == DT_I64)
+		lit->dtype = o;
+	return lit;
+}
+
+static IrExpr *mk_op(Sema *s, IrOp op, DType t, IrExpr *l, IrExpr *r, Span at)
+{
+	IrExpr *e = ir_op(s->a, op, t, l, r);
+	e->span = at;
+	return e;
+}
+
+static IrExpr *check_binary(Sema *s, AstExpr *e, IrOp op, IrExpr *l, IrExpr *r)
+{
+	if (!l || !r)
+		return NULL;
+	l = adapt(s, l, r);
+	r = adapt(s, r, l);
+	char k = op_kind(op);
+	if (k == 'l') {
+		if (l->dtype != DT_BOOL || r->dtype != DT_BOOL) {
+			diag_error(s->d, e->span, "operands of '%s' must be bool, not %s and %s",
+				   op_name(op), dtype_name(l->dtype), dtype_name(r->dtype));
+			return NULL;
+		}
+		return mk_op(s, op, DT_BOOL, l, r, e->span);
+	}
+	DType t = dtype_compute(dtype_promote(l->dtype, r->dtype));
+	if (k == 'c')
+		return mk_op(s, op, DT_BOOL, l, r, e->span);
+	if (t == DT_BOOL) {
+		diag_error(s->d, e->span, "'%s' needs numeric operands, not bool", op_name(op));
+		return NULL;
+	}
+	if (k == 'f' && !dtype_is_float(t))
+		t = DT_F32;
+	return mk_op(s, op, t, l, r, e->span);
+}
+
+static IrExpr *check_unary(Sema *s, AstExpr *e, IrOp op, IrExpr *x)
+{
+	if (!x)
+		return NULL;
+	if (op == OP_NOT) {
+		if (x->dtype != DT_BOOL) {
+			diag_error(s->d, e->span, "operand of '!' must be bool, not %s",
+				   dtype_name(x->dtype));
+			return NULL;
+		}
+		return mk_op(s, op, DT_BOOL, x, NULL, e->span);
+	}
+	if (x->dtype == DT_BOOL) {
+		diag_error(s->d, e->span, "'%s' needs a numeric operand, not bool",
+			   op == OP_NEG ? "-" : op_name(op));
+		return NULL;
+	}
+	if (op == OP_NEG && is_literal(x)) { /* fold, so `-1.0` still adapts */
+		IrExpr *lit = x->kind == EX_INT ? ir_int(s->a, -x->ival) : ir_float(s->a, x->dtype, -x->fval);
+		lit->dtype = x->dtype;
+		lit->span = e->span;
+		return lit;
+	}
+	DType t = dtype_compute(x->dtype);
+	if (op_kind(op) == 'f' && !dtype_is_float(t))
+		t = DT_F32;
+	return mk_op(s, op, t, x, NULL, e->span);
+}
+
+static IrExpr *check_select(Sema *s, Span at, IrExpr *c, IrExpr *x, IrExpr *y, Span cspan)
+{
+	if (!c || !x || !y)
+		return NULL;
+	if (c->dtype != DT_BOOL) {
+		diag_error(s->d, cspan, "condition must be bool, not %s", dtype_name(c->dtype));
+		return NULL;
+	}
+	x = adapt(s, x, y);
+	y = adapt(s, y, x);
+	IrExpr *r = ir_select(s->a, c, x, y);
+	r->dtype = dtype_compute(dtype_promote(x->dtype, y->dtype));
+	r->span = at;
+	return r;
+}
+
+/* The tensor `name` as read at `at`: must be an input or defined by an earlier statement. */
+static Tensor *readable_tensor(Sema *s, const char *name, Span at, bool indexed)
+{
+	Sym *y = find_sym(s, name);
+	if (y && y->kind == SYM_TENSOR && y->tensor && (y->tensor->kind == TK_INPUT || y->tensor->def ||
+							 y->tensor->root)) {
+		return y->tensor;
+	}
+	if (y && y->kind != SYM_TENSOR) {
+		diag_error(s->d, at, "'%s' is a %s, not a tensor%s", name, sym_what(y),
+			   indexed ? "; it cannot be indexed" : "");
+		return NULL;
+	}
+	/* Defined by this or a later statement? */
+	for (int i = s->stmt_index; i < s->ast->nstmts; i++) {
+		AstStmt *st = s->ast->stmts[i];
+		if (strcmp(st->lhs.name, name) != 0)
+			continue;
+		if (i == s->stmt_index)
+			diag_error(s->d, at, "'%s' is read by its own definition", name);
+		else
+			diag_error(s->d, at, "'%s' is read before it is defined", name);
+		diag_note(s->d, st->lhs.span, "'%s' is defined here", name);
+		return NULL;
+	}
+	if (y) { /* an output that no statement defines: reported at the end */
+		diag_error(s->d, at, "output '%s' is read but never defined", name);
+		return NULL;
+	}
+	diag_error(s->d, at, "unknown %s '%s'", indexed ? "tensor" : "name", name);
+	return NULL;
+}
+
+static void add_read(Sema *s, Tensor *t)
+{
+	for (int i = 0; i < s->reads.len; i++)
+		if (VEC_AT(s->reads, Tensor, i) == t)
+			return;
+	vec_push(s->a, &s->reads, t);
+}
+
+static IrExpr *check_access(Sema *s, AstExpr *e)
+{
+	Tensor *t = readable_tensor(s, e->name, e->name_span, true);
+	if (!t)
+		return NULL;
+	if (e->nargs != t->ndim) {
+		diag_error(s->d, e->span, "'%s' has %d dimension%s but is accessed with %d subscript%s",
+			   t->name, t->ndim, t->ndim == 1 ? "" : "s", e->nargs, e->nargs == 1 ? "" : "s");
+		return NULL;
+	}
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (e->nargs ? e->nargs : 1));
+	bool ok = true;
+	for (int k = 0; k < e->nargs; k++) {
+		AstExpr *sub = e->args[k];
+		IrExpr *dim = t->shape[k];
+		if (sub->kind == AE_INT) {
+			bool oob = sub->ival < 0 || (dim->kind == EX_INT && sub->ival >= dim->ival);
+			if (oob) {
+				char ext[64];
+				dim_text(dim, ext, sizeof ext);
+				diag_error(s->d, sub->span,
+					   "subscript %lld is out of bounds for dimension %d of '%s' (extent %s)",
+					   (long long)sub->ival, k, t->name, ext);
+				ok = false;
+			}
+			idx[k] = ir_int(s->a, sub->ival);
+			idx[k]->span = sub->span;
+			continue;
+		}
+		if (sub->kind != AE_NAME) {
+			diag_error(s->d, sub->span,
+				   "a subscript must be an index or an integer constant");
+			ok = false;
+			continue;
+		}
+		Index *x = find_index(s, sub->name);
+		if (!x) {
+			Sym *y = find_sym(s, sub->name);
+			if (y)
+				diag_error(s->d, sub->span,
+					   "'%s' is a %s, not an index; a subscript must be an index or an integer constant",
+					   sub->name, sym_what(y));
+			else
+				diag_error(s->d, sub->span,
+					   "unknown index '%s': it is neither on the left-hand side nor bound by an enclosing reduction",
+					   sub->name);
+			ok = false;
+			continue;
+		}
+		use_range(s, x, dim, sub->span,
+			  arena_printf(s->a, "dimension %d of '%s'", k, t->name));
+		idx[k] = ir_axis(s->a, x->axis);
+		idx[k]->span = sub->span;
+	}
+	if (!ok)
+		return NULL;
+	add_read(s, t);
+	IrExpr *r = ir_access(s->a, t, idx, e->nargs);
+	r->span = e->span;
+	return r;
+}
+
+static IrExpr *check_name(Sema *s, AstExpr *e)
+{
+	Index *x = find_index(s, e->name);
+	if (x) {
+		IrExpr *r = ir_axis(s->a, x->axis);
+		r->span = e->span;
+		return r;
+	}
+	Sym *y = find_sym(s, e->name);
+	if (y && y->kind == SYM_PARAM) {
+		if (!y->param)
+			return NULL;
+		IrExpr *r = NEW(s->a, IrExpr);
+		r->kind = EX_PARAM;
+		r->param = y->param;
+		r->dtype = y->param->dtype;
+		r->span = e->span;
+		return r;
+	}
+	if (y && y->kind == SYM_SIZE) {
+		if (!y->size)
+			return NULL;
+		IrExpr *r = ir_size(s->a, y->size);
+		r->span = e->span;
+		return r;
+	}
+	if (y && y->tensor && y->tensor->ndim > 0) {
+		diag_error(s->d, e->span, "'%s' is a tensor with %d dimension%s; index it as %s[...]",
+			   e->name, y->tensor->ndim, y->tensor->ndim == 1 ? "" : "s", e->name);
+		return NULL;
+	}
+	/* A 0-d tensor or scalar temporary: an access without subscripts. */
+	Tensor *t = readable_tensor(s, e->name, e->span, false);
+	if (!t)
+		return NULL;
+	add_read(s, t);
+	IrExpr *r = ir_access(s->a, t, NULL, 0);
+	r->span = e->span;
+	return r;
+}
+
+static IrExpr *check_cast(Sema *s, AstExpr *e, DType dt)
+{
+	if (dt == DT_BOOL) {
+		diag_error(s->d, e->name_span, "there is no cast to bool; compare with 0 instead");
+		return NULL;
+	}
+	if (e->nargs != 1) {
+		diag_error(s->d, e->span, "the cast %s() takes 1 argument, not %d", dtype_name(dt),
+			   e->nargs);
+		return NULL;
+	}
+	IrExpr *x = check_expr(s, e->args[0]);
+	if (!x)
+		return NULL;
+	IrExpr *r = ir_cast(s->a, dt, x);
+	r->span = e->span;
+	return r;
+}
+
+static IrExpr *check_call(Sema *s, AstExpr *e)
+{
+	DType dt;
+	if (dtype_from_name(e->name, &dt))
+		return check_cast(s, e, dt);
+	IrExpr *args[3] = {NULL, NULL, NULL};
+	int want;
+	IrOp op = OP_ADD;
+	if (strcmp(e->name, "where") == 0)
+		want = 3;
+	else if (op_builtin(e->name, 1, &op))
+		want = 1;
+	else if (op_builtin(e->name, 2, &op))
+		want = 2;
+	else if (strcmp(e->name, "sum") == 0) {
+		diag_error(s->d, e->span, "'sum' is a reduction: write sum(j: EXPR)");
+		return NULL;
+	} else {
+		diag_error(s->d, e->name_span, "unknown function '%s'", e->name);
+		return NULL;
+	}
+	if (e->nargs != want) {
+		diag_error(s->d, e->span, "'%s' takes %d argument%s, not %d%s", e->name, want,
+			   want == 1 ? "" : "s", e->nargs,
+			   (op == OP_MAX || op == OP_MIN) && want == 2 ? " (a reduction is written max(j: EXPR))" : "");
+		return NULL;
+	}
+	bool ok = true;
+	for (int i = 0; i < want; i++)
+		ok &= (args[i] = check_expr(s, e->args[i])) != NULL;
+	if (!ok)
+		return NULL;
+	if (want == 3)
+		return check_select(s, e->span, args[0], args[1], args[2], e->args[0]->span);
+	if (want == 2)
+		return check_binary(s, e, op, args[0], args[1]);
+	return check_unary(s, e, op, args[0]);
+}
+
+static bool reduce_op(const char *name, ReduceOp *out)
+{
+	if (strcmp(name, "sum") == 0)
+		*out = RED_SUM;
+	else if (strcmp(name, "max") == 0)
+		*out = RED_MAX;
+	else if (strcmp(name, "min") == 0)
+		*out = RED_MIN;
+	else
+		return false;
+	return true;
+}
+
+/* Accumulation dtype: floats at least f32 (SPEC §2), bool sums count in i64. */
+static DType reduce_dtype(ReduceOp red, DType body)
+{
+	if (red == RED_SUM && body == DT_BOOL)
+		return DT_I64;
+	return dtype_compute(body);
+}
+
+/* A reduction; `top` when it is the whole right-hand side (its indices then become root axes
+ * of the defined tensor, appended to `raxes`). */
+static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
+{
+	ReduceOp red;
+	if (!reduce_op(e->name, &red)) {
+		diag_error(s->d, e->name_span, "unknown reduction '%s' (expected sum, max or min)",
+			   e->name);
+		return NULL;
+	}
+	if (!top)
+		diag_error(s->d, e->span,
+			   "a reduction must be the whole right-hand side of a statement; define it as its own tensor");
+	int base = s->scope.len;
+	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * (e->nidx ? e->nidx : 1));
+	for (int i = 0; i < e->nidx; i++)
+		axes[i] = bind_index(s, e->idx[i], false, true)->axis;
+	IrExpr *body = check_expr(s, e->args[0]);
+	bool ok = true;
+	for (int i = base; i < s->scope.len; i++)
+		ok &= finish_index(s, VEC_AT(s->scope, Index, i));
+	s->scope.len = base;
+	if (top && raxes)
+		for (int i = 0; i < e->nidx; i++)
+			vec_push(s->a, raxes, axes[i]);
+	if (!body || !ok || !top)
+		return NULL;
+	IrExpr *r = NEW(s->a, IrExpr);
+	r->kind = EX_REDUCE;
+	r->red = red;
+	r->red_axes = axes;
+	r->nred = e->nidx;
+	r->args = arena_alloc(s->a, sizeof(IrExpr *));
+	r->args[0] = body;
+	r->nargs = 1;
+	r->dtype = reduce_dtype(red, body->dtype);
+	r->span = e->span;
+	return r;
+}
+
+static IrExpr *check_expr(Sema *s, AstExpr *e)
+{
+	IrExpr *r;
+	switch (e->kind) {
+	case AE_INT:
+		r = ir_int(s->a, e->ival);
+		r->dtype = DT_I64;
+		r->span = e->span;
+		return r;
+	case AE_FLOAT:
+		r = ir_float(s->a, DT_F32, e->fval);
+		r->span = e->span;
+		return r;
+	case AE_NAME:
+		return check_name(s, e);
+	case AE_ACCESS:
+		return check_access(s, e);
+	case AE_UNARY: {
+		IrExpr *x = check_expr(s, e->args[0]);
+		return check_unary(s, e, e->op == '!' ? OP_NOT : OP_NEG, x);
+	}
+	case AE_BINARY: {
+		IrExpr *l = check_expr(s, e->args[0]);
+		IrExpr *rr = check_expr(s, e->args[1]);
+		return check_binary(s, e, (IrOp)e->op, l, rr);
+	}
+	case AE_TERNARY: {
+		IrExpr *c = check_expr(s, e->args[0]);
+		IrExpr *x = check_expr(s, e->args[1]);
+		IrExpr *y = check_expr(s, e->args[2]);
+		return check_select(s, e->span, c, x, y, e->args[0]->span);
+	}
+	case AE_CALL:
+		return check_call(s, e);
+	case AE_REDUCE:
+		return check_reduce(s, e, false, NULL);
+	}
+	unreachable();
+}
+
+/* ---- statements ----------------------------------------------------------------------- */
+
+/* The tensor a statement defines: a declared output, or a new intermediate / scalar. Returns
+ * NULL after an error (the statement is still checked, into a throwaway tensor). */
+static Tensor *stmt_target(Sema *s, AstStmt *st)
+{
+	const char *name = st->lhs.name;
+	if (!check_not_reserved(s, name, st->lhs.span))
+		return NULL;
+	Sym *y = find_sym(s, name);
+	if (!y) {
+		TensorKind k = st->is_scalar && st->rhs->kind != AE_REDUCE ? TK_SCALAR : TK_INTERMEDIATE;
+		Tensor *t = new_tensor(s, name, k, DT_F32, st->span);
+		add_sym(s, name, SYM_TENSOR, st->lhs.span)->tensor = t;
+		return t;
+	}
+	if (y->kind == SYM_SIZE || y->kind == SYM_PARAM || (y->tensor && y->tensor->kind == TK_INPUT)) {
+		diag_error(s->d, st->lhs.span, "cannot assign to %s '%s'", sym_what(y), name);
+		diag_note(s->d, y->span, "'%s' declared here", name);
+		return NULL;
+	}
+	Tensor *t = y->tensor;
+	if (t && t->kind == TK_OUTPUT && !t->root && y->attempted)
+		return NULL; /* its first definition was already reported as wrong */
+	y->attempted = true;
+	if (!t || t->kind != TK_OUTPUT || t->root) {
+		diag_error(s->d, st->lhs.span, "'%s' is defined twice (single assignment)", name);
+		diag_note(s->d, t && t->root ? t->def_span : y->span, "'%s' %s here", name,
+			  t && t->root ? "first defined" : "declared");
+		return NULL;
+	}
+	int n = st->is_scalar ? 0 : st->nidx;
+	if (n != t->ndim) {
+		diag_error(s->d, st->lhs.span, "output '%s' has %d dimension%s but is defined with %d index%s",
+			   name, t->ndim, t->ndim == 1 ? "" : "s", n, n == 1 ? "" : "es");
+		diag_note(s->d, y->span, "'%s' declared here", name);
+		return NULL;
+	}
+	return t;
+}
+
+static void finish_tensor(Sema *s, Tensor *t, Index **lhs, int nlhs, Vec *raxes, IrExpr *def)
+{
+	t->nroot = nlhs + raxes->len;
+	t->root = arena_alloc(s->a, sizeof(Axis *) * (t->nroot ? t->nroot : 1));
+	for (int i = 0; i < nlhs; i++) {
+		t->root[i] = lhs[i]->axis;
+		t->root[i]->root_index = i;
+	}
+	for (int i = 0; i < raxes->len; i++) {
+		t->root[nlhs + i] = VEC_AT(*raxes, Axis, i);
+		t->root[nlhs + i]->root_index = nlhs + i;
+	}
+	t->domain = arena_alloc(s->a, sizeof(Axis *) * (t->nroot ? t->nroot : 1));
+	memcpy(t->domain, t->root, sizeof(Axis *) * t->nroot);
+	t->ndomain = t->nroot;
+	if (t->kind != TK_OUTPUT) {
+		t->ndim = nlhs;
+		t->shape = arena_alloc(s->a, sizeof(IrExpr *) * (nlhs ? nlhs : 1));
+		for (int i = 0; i < nlhs; i++)
+			t->shape[i] = t->root[i]->extent;
+		t->dtype = def ? def->dtype : DT_F32;
+	}
+	t->def = def;
+	t->def_span = s->stmt->span;
+	bool red = def && def->kind == EX_REDUCE;
+	t->inlined = (t->kind == TK_INTERMEDIATE && !red) || t->kind == TK_SCALAR;
+	t->index = s->tensors.len;
+	vec_push(s->a, &s->tensors, t);
+	for (int i = 0; i < s->reads.len; i++)
+		vec_push(s->a, &VEC_AT(s->reads, Tensor, i)->readers, t);
+}
+
+static void check_stmt(Sema *s, AstStmt *st, int index)
+{
+	s->stmt = st;
+	s->stmt_index = index;
+	s->scope.len = 0;
+	s->reads = (Vec){0};
+	Tensor *t = stmt_target(s, st);
+	s->cur = t ? t : new_tensor(s, st->lhs.name, TK_INTERMEDIATE, DT_F32, st->span);
+	int n = st->is_scalar ? 0 : st->nidx;
+	Index **lhs = arena_alloc(s->a, sizeof(Index *) * (n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		lhs[i] = bind_index(s, st->idx[i], true, false);
+		if (t && t->kind == TK_OUTPUT)
+			use_range(s, lhs[i], t->shape[i], t->shape[i]->span,
+				  arena_printf(s->a, "declared dimension %d of '%s'", i, t->name));
+	}
+	Vec raxes = {0};
+	int errors = diag_error_count(s->d);
+	IrExpr *def = st->rhs->kind == AE_REDUCE ? check_reduce(s, st->rhs, true, &raxes)
+						 : check_expr(s, st->rhs);
+	/* After an error in the statement, an index without a range is a consequence of it. */
+	s->quiet = !t || diag_error_count(s->d) > errors;
+	bool ok = true;
+	for (int i = 0; i < n; i++)
+		ok &= finish_index(s, lhs[i]);
+	s->quiet = false;
+	if (!t)
+		return;
+	if (!def || !ok) {
+		/* Keep the name defined (so later reads do not cascade) but mark it unusable. */
+		def = NULL;
+	}
+	finish_tensor(s, t, lhs, n, &raxes, def);
+}
+
+/* ---- fusions -------------------------------------------------------------------------- */
+
+static void freeze(Vec *v, void *items, int *n)
+{
+	*(void ***)items = v->items;
+	*n = v->len;
+}
+
+static Fusion *check_fusion(Arena *a, Diag *d, AstFusion *af)
+{
+	Sema s = {.a = a, .d = d, .ast = af};
+	Fusion *f = NEW(a, Fusion);
+	s.f = f;
+	f->name = af->name.name;
+	f->span = af->name.span;
+	for (int i = 0; i < af->nparams; i++)
+		declare_param(&s, af->params[i], false);
+	for (int i = 0; i < af->nouts; i++)
+		declare_param(&s, af->outs[i], true);
+	for (int i = 0; i < af->nstmts; i++)
+		check_stmt(&s, af->stmts[i], i);
+	for (int i = 0; i < s.outputs.len; i++) {
+		Tensor *t = VEC_AT(s.outputs, Tensor, i);
+		if (!t->root) {
+			Sym *y = find_sym(&s, t->name);
+			if (y && y->tensor == t && !y->attempted)
+				diag_error(d, t->span, "output '%s' is never defined", t->name);
+			t->index = s.tensors.len;
+			vec_push(a, &s.tensors, t);
+		}
+	}
+	freeze(&s.params, &f->params, &f->nparams);
+	freeze(&s.inputs, &f->inputs, &f->ninputs);
+	freeze(&s.outputs, &f->outputs, &f->noutputs);
+	freeze(&s.tensors, &f->tensors, &f->ntensors);
+	freeze(&s.sizes, &f->sizes, &f->nsizes);
+	f->nsig = s.sig.len;
+	f->sig = arena_alloc(a, sizeof(struct SigEntry) * (s.sig.len ? s.sig.len : 1));
+	for (int i = 0; i < s.sig.len; i++)
+		f->sig[i] = *VEC_AT(s.sig, struct SigEntry, i);
+	return f;
+}
+
+static void attach_schedules(Diag *d, Program *p, AstFile *file)
+{
+	for (int i = 0; i < file->nschedules; i++) {
+		AstSchedule *sc = file->schedules[i];
+		Fusion *f = NULL;
+		for (int j = 0; j < p->nfusions && !f; j++)
+			if (strcmp(p->fusions[j]->name, sc->fusion.name) == 0)
+				f = p->fusions[j];
+		if (!f) {
+			diag_error(d, sc->fusion.span, "schedule for unknown fusion '%s'", sc->fusion.name);
+			continue;
+		}
+		if (f->ast_schedule) {
+			diag_error(d, sc->fusion.span, "fusion '%s' has two schedule blocks",
+				   sc->fusion.name);
+			diag_note(d, f->ast_schedule->fusion.span, "first schedule block here");
+			continue;
+		}
+		f->ast_schedule = sc;
+		for (int j = 0; j < file->nfusions; j++)
+			if (strcmp(file->fusions[j]->name.name, f->name) == 0 && !file->fusions[j]->schedule)
+				file->fusions[j]->schedule = sc;
+	}
+}
+
+Program *sema_program(Arena *a, Diag *d, AstFile *file)
+{
+	Program *p = NEW(a, Program);
+	p->fusions = arena_alloc(a, sizeof(Fusion *) * (file->nfusions ? file->nfusions : 1));
+	for (int i = 0; i < file->nfusions; i++) {
+		AstFusion *af = file->fusions[i];
+		for (int j = 0; j < i; j++) {
+			if (strcmp(file->fusions[j]->name.name, af->name.name) == 0) {
+				diag_error(d, af->name.span, "fusion '%s' is defined twice", af->name.name);
+				diag_note(d, file->fusions[j]->name.span, "first defined here");
+				break;
+			}
+		}
+		p->fusions[p->nfusions++] = check_fusion(a, d, af);
+	}
+	attach_schedules(d, p, file);
+	return p;
+}

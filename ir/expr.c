@@ -1,0 +1,568 @@
+/* expr.c: expression constructors, index-arithmetic helpers that fold as they build, structural
+ * equality, deep copy, bottom-up rewriting, and the expression printer.
+ *
+ * Index arithmetic is i64. The ix_* helpers fold constants and the obvious identities so that
+ * the lowered code stays readable even before the simplify pass runs; they never change the
+ * value of an expression for any value of its variables (they rely on ir_range for the
+ * division identities, which are only applied when the remainder is provably in [0, F)).
+ *
+ * The printer writes C-like infix text with the fewest parentheses that keep the precedence
+ * of C; it prints only names and numbers (never pointers), so it is deterministic.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* ---- constructors --------------------------------------------------------------------- */
+
+static IrExpr *mk(Arena *a, ExprKind k, DType t)
+{
+	IrExpr *e = NEW(a, IrExpr);
+	e->kind = k;
+	e->dtype = t;
+	return e;
+}
+
+static IrExpr **args_of(Arena *a, int n)
+{
+	return arena_alloc(a, sizeof(IrExpr *) * (size_t)(n ? n : 1));
+}
+
+IrExpr *ir_int(Arena *a, int64_t v)
+{
+	IrExpr *e = mk(a, EX_INT, DT_I64);
+	e->ival = v;
+	return e;
+}
+
+IrExpr *ir_float(Arena *a, DType t, double v)
+{
+	IrExpr *e = mk(a, EX_FLOAT, t);
+	e->fval = v;
+	return e;
+}
+
+IrExpr *ir_bool(Arena *a, bool v)
+{
+	IrExpr *e = mk(a, EX_INT, DT_BOOL);
+	e->ival = v;
+	return e;
+}
+
+IrExpr *ir_var(Arena *a, Var *v)
+{
+	IrExpr *e = mk(a, EX_VAR, v->dtype);
+	e->var = v;
+	return e;
+}
+
+IrExpr *ir_par(Arena *a, ParType p)
+{
+	IrExpr *e = mk(a, EX_PAR, DT_I64);
+	e->par = p;
+	return e;
+}
+
+IrExpr *ir_size(Arena *a, SizeSym *s)
+{
+	IrExpr *e = mk(a, EX_SIZE, DT_I64);
+	e->size = s;
+	return e;
+}
+
+IrExpr *ir_axis(Arena *a, Axis *ax)
+{
+	IrExpr *e = mk(a, EX_AXIS, DT_I64);
+	e->axis = ax;
+	return e;
+}
+
+IrExpr *ir_op(Arena *a, IrOp op, DType t, IrExpr *l, IrExpr *r)
+{
+	int n = op_arity(op);
+	IrExpr *e = mk(a, EX_OP, t);
+	e->op = op;
+	e->nargs = n;
+	e->args = args_of(a, n);
+	e->args[0] = l;
+	if (n == 2)
+		e->args[1] = r;
+	return e;
+}
+
+IrExpr *ir_select(Arena *a, IrExpr *c, IrExpr *t, IrExpr *f)
+{
+	IrExpr *e = mk(a, EX_SELECT, dtype_promote(t->dtype, f->dtype));
+	e->nargs = 3;
+	e->args = args_of(a, 3);
+	e->args[0] = c;
+	e->args[1] = t;
+	e->args[2] = f;
+	return e;
+}
+
+IrExpr *ir_cast(Arena *a, DType t, IrExpr *x)
+{
+	IrExpr *e = mk(a, EX_CAST, t);
+	e->nargs = 1;
+	e->args = args_of(a, 1);
+	e->args[0] = x;
+	return e;
+}
+
+IrExpr *ir_access(Arena *a, Tensor *t, IrExpr **idx, int n)
+{
+	IrExpr *e = mk(a, EX_ACCESS, t->dtype);
+	e->tensor = t;
+	e->nargs = n;
+	e->args = args_of(a, n);
+	for (int i = 0; i < n; i++)
+		e->args[i] = idx[i];
+	return e;
+}
+
+IrExpr *ir_load(Arena *a, Tensor *t, IrExpr *offset)
+{
+	IrExpr *e = mk(a, EX_LOAD, t->dtype);
+	e->tensor = t;
+	e->nargs = 1;
+	e->args = args_of(a, 1);
+	e->args[0] = offset;
+	return e;
+}
+
+/* ---- folding index helpers ------------------------------------------------------------ */
+
+bool ir_is_const(IrExpr *e, int64_t *v)
+{
+	if (!e || e->kind != EX_INT)
+		return false;
+	if (v)
+		*v = e->ival;
+	return true;
+}
+
+static bool is_val(IrExpr *e, int64_t v)
+{
+	int64_t c;
+	return ir_is_const(e, &c) && c == v;
+}
+
+/* Floor division and modulo of constants. Index values are non-negative in practice; for
+ * negative operands we follow C (truncation), which is what the generated code computes. */
+static int64_t cdiv(int64_t a, int64_t b) { return a / b; }
+static int64_t cmod(int64_t a, int64_t b) { return a % b; }
+
+IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y))
+		return ir_int(a, x + y);
+	if (is_val(l, 0))
+		return r;
+	if (is_val(r, 0))
+		return l;
+	/* (e + c1) + c2 -> e + (c1 + c2): keeps constant offsets together */
+	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD &&
+	    ir_is_const(l->args[1], &x))
+		return ix_add(a, l->args[0], ir_int(a, x + y));
+	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
+		return ix_add(a, r, l);
+	/* left-associated sums print without parentheses: l + (b + c) -> (l + b) + c */
+	if (r->kind == EX_OP && r->op == OP_ADD && r->dtype == DT_I64)
+		return ix_add(a, ix_add(a, l, r->args[0]), r->args[1]);
+	return ir_op(a, OP_ADD, DT_I64, l, r);
+}
+
+IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y))
+		return ir_int(a, x - y);
+	if (is_val(r, 0))
+		return l;
+	if (ir_equal(l, r))
+		return ir_int(a, 0);
+	/* (e + c1) - c2 -> e + (c1 - c2) */
+	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD &&
+	    ir_is_const(l->args[1], &x))
+		return ix_add(a, l->args[0], ir_int(a, x - y));
+	return ir_op(a, OP_SUB, DT_I64, l, r);
+}
+
+IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y))
+		return ir_int(a, x * y);
+	if (is_val(l, 0) || is_val(r, 0))
+		return ir_int(a, 0);
+	if (is_val(l, 1))
+		return r;
+	if (is_val(r, 1))
+		return l;
+	/* constants on the right: `i * 4`, and (e * c1) * c2 -> e * (c1 * c2) */
+	if (ir_is_const(l, &x))
+		return ix_mul(a, r, l);
+	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_MUL &&
+	    ir_is_const(l->args[1], &x))
+		return ix_mul(a, l->args[0], ir_int(a, x * y));
+	return ir_op(a, OP_MUL, DT_I64, l, r);
+}
+
+/* Splits a sum into q*F + rem: the terms `x * c` (c a multiple of F) and constant multiples
+ * of F go to q (divided by F), every other term to rem. Returns false when no term divides. */
+static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **rem)
+{
+	int64_t c;
+	if (e->kind == EX_OP && e->op == OP_ADD && e->dtype == DT_I64) {
+		IrExpr *q0, *r0, *q1, *r1;
+		bool d0 = split_multiple(a, e->args[0], f, &q0, &r0);
+		bool d1 = split_multiple(a, e->args[1], f, &q1, &r1);
+		if (!d0 && !d1)
+			return false;
+		*q = ix_add(a, q0, q1);
+		*rem = ix_add(a, r0, r1);
+		return true;
+	}
+	if (e->kind == EX_OP && e->op == OP_MUL && ir_is_const(e->args[1], &c) && c % f == 0) {
+		*q = ix_mul(a, e->args[0], ir_int(a, c / f));
+		*rem = ir_int(a, 0);
+		return true;
+	}
+	if (ir_is_const(e, &c) && c % f == 0) {
+		*q = ir_int(a, c / f);
+		*rem = ir_int(a, 0);
+		return true;
+	}
+	*q = ir_int(a, 0);
+	*rem = e;
+	return false;
+}
+
+/* 0 <= e < f, provably */
+static bool in_range(IrExpr *e, int64_t f)
+{
+	int64_t lo, hi;
+	return ir_range(e, &lo, &hi) && lo >= 0 && hi < f;
+}
+
+IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y != 0)
+		return ir_int(a, cdiv(x, y));
+	if (is_val(r, 1))
+		return l;
+	if (ir_is_const(r, &y) && y > 0) {
+		IrExpr *q, *rem;
+		if (in_range(l, y))
+			return ir_int(a, 0);
+		/* C division truncates: the identity needs q >= 0 as well */
+		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
+			return q;
+	}
+	return ir_op(a, OP_DIV, DT_I64, l, r);
+}
+
+IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y != 0)
+		return ir_int(a, cmod(x, y));
+	if (is_val(r, 1))
+		return ir_int(a, 0);
+	if (ir_is_const(r, &y) && y > 0) {
+		IrExpr *q, *rem;
+		if (in_range(l, y))
+			return l;
+		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
+			return rem;
+	}
+	return ir_op(a, OP_MOD, DT_I64, l, r);
+}
+
+IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y > 0)
+		return ir_int(a, x >= 0 ? (x + y - 1) / y : x / y);
+	if (is_val(r, 1))
+		return l;
+	return ir_op(a, OP_CEILDIV, DT_I64, l, r);
+}
+
+IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y))
+		return ir_bool(a, x < y);
+	return ir_op(a, OP_LT, DT_BOOL, l, r);
+}
+
+IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r)
+{
+	if (!l)
+		return r;
+	if (!r)
+		return l;
+	if (is_val(l, 1))
+		return r;
+	if (is_val(r, 1))
+		return l;
+	if (is_val(l, 0))
+		return l;
+	if (is_val(r, 0))
+		return r;
+	return ir_op(a, OP_AND, DT_BOOL, l, r);
+}
+
+/* ---- equality, copy, rewrite ---------------------------------------------------------- */
+
+bool ir_equal(IrExpr *a, IrExpr *b)
+{
+	if (a == b)
+		return true;
+	if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || a->nargs != b->nargs)
+		return false;
+	switch (a->kind) {
+	case EX_INT:
+		if (a->ival != b->ival)
+			return false;
+		break;
+	case EX_FLOAT:
+		/* bitwise: NaN equals NaN, 0.0 differs from -0.0 */
+		if (memcmp(&a->fval, &b->fval, sizeof a->fval) != 0)
+			return false;
+		break;
+	case EX_PARAM: if (a->param != b->param) return false; break;
+	case EX_SIZE: if (a->size != b->size) return false; break;
+	case EX_AXIS: if (a->axis != b->axis) return false; break;
+	case EX_VAR: if (a->var != b->var) return false; break;
+	case EX_PAR: if (a->par != b->par) return false; break;
+	case EX_ACCESS:
+	case EX_LOAD:
+		if (a->tensor != b->tensor)
+			return false;
+		break;
+	case EX_OP: if (a->op != b->op) return false; break;
+	case EX_SELECT:
+	case EX_CAST:
+		break;
+	case EX_REDUCE:
+		if (a->red != b->red || a->nred != b->nred)
+			return false;
+		for (int i = 0; i < a->nred; i++)
+			if (a->red_axes[i] != b->red_axes[i])
+				return false;
+		break;
+	}
+	for (int i = 0; i < a->nargs; i++)
+		if (!ir_equal(a->args[i], b->args[i]))
+			return false;
+	return true;
+}
+
+static IrExpr *shallow_copy(Arena *a, IrExpr *e)
+{
+	IrExpr *c = NEW(a, IrExpr);
+	*c = *e;
+	if (e->nargs) {
+		c->args = args_of(a, e->nargs);
+		memcpy(c->args, e->args, sizeof(IrExpr *) * (size_t)e->nargs);
+	}
+	if (e->nred) {
+		c->red_axes = arena_alloc(a, sizeof(Axis *) * (size_t)e->nred);
+		memcpy(c->red_axes, e->red_axes, sizeof(Axis *) * (size_t)e->nred);
+	}
+	return c;
+}
+
+IrExpr *ir_copy(Arena *a, IrExpr *e)
+{
+	if (!e)
+		return NULL;
+	IrExpr *c = shallow_copy(a, e);
+	for (int i = 0; i < c->nargs; i++)
+		c->args[i] = ir_copy(a, e->args[i]);
+	return c;
+}
+
+IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx)
+{
+	if (!e)
+		return NULL;
+	IrExpr *c = shallow_copy(a, e);
+	for (int i = 0; i < c->nargs; i++)
+		c->args[i] = ir_rewrite(a, e->args[i], fn, ctx);
+	return fn(a, c, ctx);
+}
+
+/* ---- printer -------------------------------------------------------------------------- */
+
+/* C precedence levels; higher binds tighter. */
+enum {
+	PREC_SELECT = 3,
+	PREC_OR = 4,
+	PREC_AND = 5,
+	PREC_EQ = 9,
+	PREC_REL = 10,
+	PREC_ADD = 12,
+	PREC_MUL = 13,
+	PREC_UNARY = 14,
+	PREC_PRIMARY = 16,
+};
+
+static int op_prec(IrOp op)
+{
+	switch (op) {
+	case OP_ADD: case OP_SUB: return PREC_ADD;
+	case OP_MUL: case OP_DIV: case OP_MOD: return PREC_MUL;
+	case OP_LT: case OP_LE: case OP_GT: case OP_GE: return PREC_REL;
+	case OP_EQ: case OP_NE: return PREC_EQ;
+	case OP_AND: return PREC_AND;
+	case OP_OR: return PREC_OR;
+	case OP_NEG: case OP_NOT: return PREC_UNARY;
+	default: return PREC_PRIMARY; /* printed as a call: exp(x), max(a, b) */
+	}
+}
+
+static int expr_prec(IrExpr *e)
+{
+	switch (e->kind) {
+	case EX_INT: return e->ival < 0 && e->dtype != DT_BOOL ? PREC_UNARY : PREC_PRIMARY;
+	case EX_FLOAT: return signbit(e->fval) && !isnan(e->fval) ? PREC_UNARY : PREC_PRIMARY;
+	case EX_OP: return op_prec(e->op);
+	case EX_SELECT: return PREC_SELECT;
+	default: return PREC_PRIMARY;
+	}
+}
+
+/* Shortest text that reads back as the same double; always looks like a float literal. */
+static void print_float(double v, DType t, Buf *out)
+{
+	if (isnan(v)) {
+		buf_puts(out, "nan");
+		return;
+	}
+	if (isinf(v)) {
+		buf_puts(out, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	char s[64];
+	int prec = t == DT_F64 ? 17 : 9;
+	for (int p = 1; p <= prec; p++) {
+		snprintf(s, sizeof s, "%.*g", p, v);
+		if (t == DT_F64 ? strtod(s, NULL) == v : (float)strtod(s, NULL) == (float)v)
+			break;
+	}
+	buf_puts(out, s);
+	if (!strpbrk(s, ".e"))
+		buf_puts(out, ".0");
+}
+
+static void print_prec(IrExpr *e, int min_prec, Buf *out);
+
+static void print_list(IrExpr **args, int n, Buf *out)
+{
+	for (int i = 0; i < n; i++) {
+		if (i)
+			buf_puts(out, ", ");
+		print_prec(args[i], 0, out);
+	}
+}
+
+static const char *red_name(ReduceOp r)
+{
+	switch (r) {
+	case RED_SUM: return "sum";
+	case RED_MAX: return "max";
+	case RED_MIN: return "min";
+	case RED_NONE: break;
+	}
+	return "reduce";
+}
+
+static void print_op(IrExpr *e, Buf *out)
+{
+	int p = op_prec(e->op);
+	if (p == PREC_PRIMARY) {
+		buf_printf(out, "%s(", op_name(e->op));
+		print_list(e->args, e->nargs, out);
+		buf_puts(out, ")");
+	} else if (e->nargs == 1) {
+		buf_puts(out, e->op == OP_NEG ? "-" : "!");
+		print_prec(e->args[0], PREC_UNARY, out);
+	} else {
+		/* left-associative: the right operand needs parentheses at equal precedence */
+		print_prec(e->args[0], p, out);
+		buf_printf(out, " %s ", op_name(e->op));
+		print_prec(e->args[1], p + 1, out);
+	}
+}
+
+static void print_node(IrExpr *e, Buf *out)
+{
+	switch (e->kind) {
+	case EX_INT:
+		if (e->dtype == DT_BOOL)
+			buf_puts(out, e->ival ? "true" : "false");
+		else
+			buf_printf(out, "%lld", (long long)e->ival);
+		break;
+	case EX_FLOAT: print_float(e->fval, e->dtype, out); break;
+	case EX_PARAM: buf_puts(out, e->param->name); break;
+	case EX_SIZE: buf_puts(out, e->size->name); break;
+	case EX_AXIS: buf_puts(out, e->axis->name); break;
+	case EX_VAR: buf_puts(out, e->var->name); break;
+	case EX_PAR: buf_puts(out, par_name(e->par)); break;
+	case EX_ACCESS:
+	case EX_LOAD:
+		buf_printf(out, "%s[", e->tensor->name);
+		print_list(e->args, e->nargs, out);
+		buf_puts(out, "]");
+		break;
+	case EX_OP: print_op(e, out); break;
+	case EX_SELECT:
+		print_prec(e->args[0], PREC_SELECT + 1, out);
+		buf_puts(out, " ? ");
+		print_prec(e->args[1], PREC_SELECT + 1, out);
+		buf_puts(out, " : ");
+		print_prec(e->args[2], PREC_SELECT, out);
+		break;
+	case EX_CAST:
+		buf_printf(out, "%s(", dtype_name(e->dtype));
+		print_prec(e->args[0], 0, out);
+		buf_puts(out, ")");
+		break;
+	case EX_REDUCE:
+		buf_printf(out, "%s(", red_name(e->red));
+		for (int i = 0; i < e->nred; i++)
+			buf_printf(out, "%s%s", i ? ", " : "", e->red_axes[i]->name);
+		buf_puts(out, ": ");
+		print_prec(e->args[0], 0, out);
+		buf_puts(out, ")");
+		break;
+	}
+}
+
+static void print_prec(IrExpr *e, int min_prec, Buf *out)
+{
+	if (!e) {
+		buf_puts(out, "<null>");
+		return;
+	}
+	bool paren = expr_prec(e) < min_prec;
+	if (paren)
+		buf_puts(out, "(");
+	print_node(e, out);
+	if (paren)
+		buf_puts(out, ")");
+}
+
+void ir_print_expr(IrExpr *e, Buf *out)
+{
+	print_prec(e, 0, out);
+}

@@ -1,0 +1,310 @@
+/* fusion.c: the IR tables (generated from the X-macros of ir.h), lookups on the fusion IR and
+ * its text printer (`fusc --emit=ir`, golden .ir files).
+ *
+ * The printer is deterministic: it walks the fusion in declaration/definition order and prints
+ * only names, dtypes and expressions, never pointers, so the same input gives the same text. */
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* ---- dtypes --------------------------------------------------------------------------- */
+
+static const struct {
+	const char *name, *ctype;
+	int size;
+	bool is_float;
+} dtype_table[] = {
+#define X(e, n, c, s, f) {n, c, s, f},
+	DTYPES(X)
+#undef X
+};
+
+static void check_dtype(DType t)
+{
+	if ((unsigned)t >= DT_COUNT)
+		die("bad dtype %d", (int)t);
+}
+
+const char *dtype_name(DType t) { check_dtype(t); return dtype_table[t].name; }
+const char *dtype_ctype(DType t) { check_dtype(t); return dtype_table[t].ctype; }
+int dtype_size(DType t) { check_dtype(t); return dtype_table[t].size; }
+bool dtype_is_float(DType t) { check_dtype(t); return dtype_table[t].is_float; }
+
+bool dtype_from_name(const char *s, DType *out)
+{
+	for (int i = 0; i < DT_COUNT; i++) {
+		if (strcmp(dtype_table[i].name, s) == 0) {
+			*out = (DType)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+DType dtype_compute(DType t)
+{
+	return t == DT_F16 || t == DT_BF16 ? DT_F32 : t;
+}
+
+/* Promotion rank: f64 > f32 > bf16/f16 > i64 > i32 > bool. */
+static int dtype_rank(DType t)
+{
+	switch (t) {
+	case DT_BOOL: return 0;
+	case DT_I32: return 1;
+	case DT_I64: return 2;
+	case DT_F16: case DT_BF16: return 3;
+	case DT_F32: return 4;
+	case DT_F64: return 5;
+	default: die("bad dtype %d", (int)t);
+	}
+}
+
+DType dtype_promote(DType a, DType b)
+{
+	if (a == b)
+		return a;
+	if ((a == DT_F16 && b == DT_BF16) || (a == DT_BF16 && b == DT_F16))
+		return DT_F32;
+	return dtype_rank(a) >= dtype_rank(b) ? a : b;
+}
+
+/* ---- operators ------------------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	int arity;
+	char kind;
+} op_table[] = {
+#define X(e, n, a, k) {n, a, k},
+	IR_OPS(X)
+#undef X
+};
+
+static void check_op(IrOp op)
+{
+	if ((unsigned)op >= OP_COUNT)
+		die("bad op %d", (int)op);
+}
+
+const char *op_name(IrOp op) { check_op(op); return op_table[op].name; }
+int op_arity(IrOp op) { check_op(op); return op_table[op].arity; }
+char op_kind(IrOp op) { check_op(op); return op_table[op].kind; }
+
+/* The user-visible built-ins are exactly the float functions ('f') and min/max-like ('m')
+ * ops; ceildiv is index arithmetic only, and where() and casts are handled by sema. */
+bool op_builtin(const char *name, int nargs, IrOp *out)
+{
+	for (int i = 0; i < OP_COUNT; i++) {
+		if (op_table[i].kind != 'f' && op_table[i].kind != 'm')
+			continue;
+		if (strcmp(op_table[i].name, name) == 0 && op_table[i].arity == nargs) {
+			*out = (IrOp)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- parallel types and memory -------------------------------------------------------- */
+
+static const char *par_names[] = {
+#define X(e, n) n,
+	PAR_TYPES(X)
+#undef X
+};
+
+const char *par_name(ParType p)
+{
+	if ((unsigned)p >= PT_COUNT)
+		die("bad parallel type %d", (int)p);
+	return par_names[p];
+}
+
+bool par_from_name(const char *s, ParType *out)
+{
+	for (int i = 0; i < PT_COUNT; i++) {
+		if (strcmp(par_names[i], s) == 0) {
+			*out = (ParType)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *mem_name(MemType m)
+{
+	switch (m) {
+	case MEM_GLOBAL: return "global";
+	case MEM_SHARED: return "shared";
+	case MEM_LOCAL: return "local";
+	}
+	die("bad memory type %d", (int)m);
+}
+
+/* ---- lookups -------------------------------------------------------------------------- */
+
+Tensor *fusion_find_tensor(Fusion *f, const char *name)
+{
+	for (int i = 0; i < f->ntensors; i++)
+		if (strcmp(f->tensors[i]->name, name) == 0)
+			return f->tensors[i];
+	return NULL;
+}
+
+Axis *tensor_find_axis(Tensor *t, const char *name)
+{
+	for (int i = 0; i < t->ndomain; i++)
+		if (strcmp(t->domain[i]->name, name) == 0)
+			return t->domain[i];
+	return NULL;
+}
+
+int tensor_axis_pos(Tensor *t, Axis *ax)
+{
+	for (int i = 0; i < t->ndomain; i++)
+		if (t->domain[i] == ax)
+			return i;
+	return -1;
+}
+
+bool tensor_is_reduction(Tensor *t)
+{
+	return t->def && t->def->kind == EX_REDUCE;
+}
+
+/* ---- printer -------------------------------------------------------------------------- */
+
+static const char *tensor_kind_name(TensorKind k)
+{
+	switch (k) {
+	case TK_INPUT: return "input";
+	case TK_OUTPUT: return "output";
+	case TK_INTERMEDIATE: return "intermediate";
+	case TK_SCALAR: return "scalar";
+	}
+	die("bad tensor kind %d", (int)k);
+}
+
+/* `f32[N, 4]`, or `f32` for 0-d */
+static void print_type(Buf *out, DType dt, IrExpr **shape, int ndim)
+{
+	buf_puts(out, dtype_name(dt));
+	if (ndim == 0)
+		return;
+	buf_puts(out, "[");
+	for (int i = 0; i < ndim; i++) {
+		if (i)
+			buf_puts(out, ", ");
+		ir_print_expr(shape[i], out);
+	}
+	buf_puts(out, "]");
+}
+
+static void print_signature(Fusion *f, Buf *out)
+{
+	buf_printf(out, "fusion %s(", f->name);
+	bool first = true;
+	for (int i = 0; i < f->nsig; i++) {
+		struct SigEntry *e = &f->sig[i];
+		if (e->kind == 'o')
+			continue;
+		buf_puts(out, first ? "" : ", ");
+		first = false;
+		if (e->kind == 'p') {
+			buf_printf(out, "%s: %s", e->param->name, dtype_name(e->param->dtype));
+		} else {
+			buf_printf(out, "%s: ", e->tensor->name);
+			print_type(out, e->tensor->dtype, e->tensor->shape, e->tensor->ndim);
+		}
+	}
+	buf_puts(out, ") -> (");
+	for (int i = 0; i < f->noutputs; i++) {
+		Tensor *t = f->outputs[i];
+		buf_printf(out, "%s%s: ", i ? ", " : "", t->name);
+		print_type(out, t->dtype, t->shape, t->ndim);
+	}
+	buf_puts(out, ")\n");
+	if (f->nsizes) {
+		buf_puts(out, "  sizes:");
+		for (int i = 0; i < f->nsizes; i++)
+			buf_printf(out, " %s", f->sizes[i]->name);
+		buf_puts(out, "\n");
+	}
+	buf_printf(out, "  schedule: %s\n", f->auto_scheduled ? "auto" : "user");
+}
+
+/* `def z[i, j] = EXPR` */
+static void print_def(Tensor *t, Buf *out)
+{
+	buf_printf(out, "    def %s", t->name);
+	if (t->kind != TK_SCALAR) {
+		buf_puts(out, "[");
+		for (int i = 0; i < t->ndim; i++)
+			buf_printf(out, "%s%s", i ? ", " : "", t->root[i]->name);
+		buf_puts(out, "]");
+	}
+	buf_puts(out, " = ");
+	ir_print_expr(t->def, out);
+	buf_puts(out, "\n");
+}
+
+/* One leaf axis: `name: extent [reduction] [binding] [unroll] [vectorize] (derivation)` */
+static void print_axis(Axis *ax, Buf *out)
+{
+	buf_printf(out, "      %s: ", ax->name);
+	ir_print_expr(ax->extent, out);
+	if (ax->reduction)
+		buf_puts(out, " reduction");
+	if (ax->par != PT_SERIAL)
+		buf_printf(out, " %s", par_name(ax->par));
+	if (ax->unroll)
+		buf_puts(out, " unroll");
+	if (ax->vectorize)
+		buf_puts(out, " vectorize");
+	if (ax->ca_alias)
+		buf_printf(out, " = %s.%s", ax->ca_alias->owner ? ax->ca_alias->owner->name : "?",
+			   ax->ca_alias->name);
+	switch (ax->kind) {
+	case AX_ROOT:
+		buf_printf(out, " (root %d)", ax->root_index);
+		break;
+	case AX_SPLIT_OUTER:
+		buf_printf(out, " (split of %s by %lld, outer)", ax->from[0]->name,
+			   (long long)ax->factor);
+		break;
+	case AX_SPLIT_INNER:
+		buf_printf(out, " (split of %s by %lld, inner)", ax->from[0]->name,
+			   (long long)ax->factor);
+		break;
+	case AX_MERGE:
+		buf_printf(out, " (merge of %s and %s)", ax->from[0]->name, ax->from[1]->name);
+		break;
+	}
+	buf_puts(out, "\n");
+}
+
+static void print_tensor(Tensor *t, Buf *out)
+{
+	buf_printf(out, "  tensor %s: ", t->name);
+	print_type(out, t->dtype, t->shape, t->ndim);
+	buf_printf(out, " %s %s", tensor_kind_name(t->kind), mem_name(t->mem));
+	if (t->inlined)
+		buf_puts(out, " inline");
+	if (t->ca_tensor)
+		buf_printf(out, " compute_at(%s, %d)", t->ca_tensor->name, t->ca_pos);
+	buf_puts(out, "\n");
+	if (!t->def)
+		return;
+	print_def(t, out);
+	buf_puts(out, "    domain:\n");
+	for (int i = 0; i < t->ndomain; i++)
+		print_axis(t->domain[i], out);
+}
+
+void ir_print_fusion(Fusion *f, Buf *out)
+{
+	print_signature(f, out);
+	for (int i = 0; i < f->ntensors; i++)
+		print_tensor(f->tensors[i], out);
+}

@@ -1,0 +1,413 @@
+/* ir.h: the IR layer's umbrella header: dtypes, expressions, the fusion IR (tensors with
+ * scheduled loop domains), the kernel IR (loops, ifs, stores, allocations), printers and the
+ * verifier.
+ *
+ * One expression type (IrExpr) serves both IRs. In the fusion IR a tensor's definition reads
+ * other tensors through EX_ACCESS nodes whose subscripts are EX_AXIS (a root axis of the tensor
+ * being defined) or integer constants. The loop-nest pass rewrites subscripts into functions of
+ * loop variables (EX_VAR) and parallel indices (EX_PAR); the indexing pass turns EX_ACCESS into
+ * EX_LOAD with one flattened offset. Every node lives in the compilation's arena.
+ */
+#ifndef FUSC_IR_H
+#define FUSC_IR_H
+
+#include "../support/support.h"
+
+/* ---- tables (X-macros) --------------------------------------------------------------- */
+
+/* X(enum suffix, .fus name, CUDA storage type, size in bytes, is_float) */
+#define DTYPES(X)                                      \
+	X(F16, "f16", "__fus_half", 2, true)           \
+	X(BF16, "bf16", "__fus_bfloat", 2, true)       \
+	X(F32, "f32", "float", 4, true)                \
+	X(F64, "f64", "double", 8, true)               \
+	X(I32, "i32", "int", 4, false)                 \
+	X(I64, "i64", "long long", 8, false)           \
+	X(BOOL, "bool", "bool", 1, false)
+
+typedef enum DType {
+#define X(e, n, c, s, f) DT_##e,
+	DTYPES(X)
+#undef X
+	DT_COUNT
+} DType;
+
+const char *dtype_name(DType t);     /* "f32" */
+const char *dtype_ctype(DType t);    /* "float" */
+int dtype_size(DType t);
+bool dtype_is_float(DType t);
+bool dtype_from_name(const char *s, DType *out);
+/* The dtype arithmetic is done in: f16/bf16 compute in f32 (SPEC §2). */
+DType dtype_compute(DType t);
+/* Promotion of a binary operation's operands (f64 > f32 > bf16/f16 > i64 > i32 > bool;
+ * f16 with bf16 gives f32). */
+DType dtype_promote(DType a, DType b);
+
+/* Operators and built-ins. X(enum suffix, name in .fus / dumps, arity, kind)
+ * kind: 'a' arithmetic, 'c' comparison (result bool), 'l' logical (bool operands),
+ *       'f' float function (computed in f32/f64), 'm' min/max-like (any numeric). */
+#define IR_OPS(X)                  \
+	X(ADD, "+", 2, 'a')        \
+	X(SUB, "-", 2, 'a')        \
+	X(MUL, "*", 2, 'a')        \
+	X(DIV, "/", 2, 'a')        \
+	X(MOD, "%", 2, 'a')        \
+	X(LT, "<", 2, 'c')         \
+	X(LE, "<=", 2, 'c')        \
+	X(GT, ">", 2, 'c')         \
+	X(GE, ">=", 2, 'c')        \
+	X(EQ, "==", 2, 'c')        \
+	X(NE, "!=", 2, 'c')        \
+	X(AND, "&&", 2, 'l')       \
+	X(OR, "||", 2, 'l')        \
+	X(NEG, "neg", 1, 'a')      \
+	X(NOT, "!", 1, 'l')        \
+	X(EXP, "exp", 1, 'f')      \
+	X(LOG, "log", 1, 'f')      \
+	X(SQRT, "sqrt", 1, 'f')    \
+	X(RSQRT, "rsqrt", 1, 'f')  \
+	X(TANH, "tanh", 1, 'f')    \
+	X(SIGMOID, "sigmoid", 1, 'f') \
+	X(ERF, "erf", 1, 'f')      \
+	X(ABS, "abs", 1, 'm')      \
+	X(SIN, "sin", 1, 'f')      \
+	X(COS, "cos", 1, 'f')      \
+	X(FLOOR, "floor", 1, 'f')  \
+	X(CEIL, "ceil", 1, 'f')    \
+	X(POW, "pow", 2, 'f')      \
+	X(MAX, "max", 2, 'm')      \
+	X(MIN, "min", 2, 'm')      \
+	X(CEILDIV, "ceildiv", 2, 'a') /* index arithmetic only: ceil(a / b), b > 0 */
+
+typedef enum IrOp {
+#define X(e, n, a, k) OP_##e,
+	IR_OPS(X)
+#undef X
+	OP_COUNT
+} IrOp;
+
+const char *op_name(IrOp op);
+int op_arity(IrOp op);
+char op_kind(IrOp op);
+/* Looks up a built-in function by its .fus name (exp, max, ...); false if none. */
+bool op_builtin(const char *name, int nargs, IrOp *out);
+
+/* Parallel types. X(enum suffix, text) */
+#define PAR_TYPES(X)                  \
+	X(SERIAL, "serial")           \
+	X(BIDX, "blockIdx.x")         \
+	X(BIDY, "blockIdx.y")         \
+	X(BIDZ, "blockIdx.z")         \
+	X(TIDX, "threadIdx.x")        \
+	X(TIDY, "threadIdx.y")        \
+	X(TIDZ, "threadIdx.z")
+
+typedef enum ParType {
+#define X(e, n) PT_##e,
+	PAR_TYPES(X)
+#undef X
+	PT_COUNT
+} ParType;
+const char *par_name(ParType p);
+bool par_from_name(const char *s, ParType *out);
+static inline bool par_is_block(ParType p) { return p >= PT_BIDX && p <= PT_BIDZ; }
+static inline bool par_is_thread(ParType p) { return p >= PT_TIDX && p <= PT_TIDZ; }
+
+typedef enum MemType { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } MemType;
+const char *mem_name(MemType m);
+
+typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN } ReduceOp;
+
+/* ---- expressions --------------------------------------------------------------------- */
+
+typedef struct IrExpr IrExpr;
+typedef struct Tensor Tensor;
+typedef struct Axis Axis;
+typedef struct Var Var;
+typedef struct Fusion Fusion;
+
+typedef enum ExprKind {
+	EX_INT,     /* ival (dtype I64 or I32 or BOOL) */
+	EX_FLOAT,   /* fval */
+	EX_PARAM,   /* param: a scalar parameter of the fusion */
+	EX_SIZE,    /* size: a size symbol (i64) */
+	EX_AXIS,    /* axis: a root axis of the tensor being defined (fusion IR only) */
+	EX_VAR,     /* var: a loop variable or a scalar temporary (kernel IR) */
+	EX_PAR,     /* par: threadIdx.x, blockIdx.y, ... */
+	EX_ACCESS,  /* tensor[args[0..nargs)]: logical subscripts, one per dim */
+	EX_LOAD,    /* tensor[args[0]]: flattened element offset (after the indexing pass) */
+	EX_OP,      /* op(args[0..arity)) */
+	EX_SELECT,  /* args[0] ? args[1] : args[2] */
+	EX_CAST,    /* (dtype) args[0] */
+	EX_REDUCE,  /* red over red_axes of args[0] (fusion IR only) */
+} ExprKind;
+
+struct IrExpr {
+	ExprKind kind;
+	DType dtype;  /* result dtype */
+	Span span;    /* the .fus text this came from, when any */
+	int64_t ival;
+	double fval;
+	IrOp op;
+	IrExpr **args;
+	int nargs;
+	struct Param *param;
+	struct SizeSym *size;
+	Axis *axis;
+	Var *var;
+	ParType par;
+	Tensor *tensor;
+	ReduceOp red;
+	Axis **red_axes;
+	int nred;
+};
+
+/* Constructors (ir/expr.c). Index arithmetic is i64. The ix_* helpers fold constants and the
+ * obvious identities (x*1, x+0, (a*F+b)/F with 0<=b<F, ...) so lowered code stays readable. */
+IrExpr *ir_int(Arena *a, int64_t v);
+IrExpr *ir_float(Arena *a, DType t, double v);
+IrExpr *ir_bool(Arena *a, bool v);
+IrExpr *ir_var(Arena *a, Var *v);
+IrExpr *ir_par(Arena *a, ParType p);
+IrExpr *ir_size(Arena *a, struct SizeSym *s);
+IrExpr *ir_axis(Arena *a, Axis *ax);
+IrExpr *ir_op(Arena *a, IrOp op, DType t, IrExpr *l, IrExpr *r /* NULL for unary */);
+IrExpr *ir_select(Arena *a, IrExpr *c, IrExpr *t, IrExpr *f);
+IrExpr *ir_cast(Arena *a, DType t, IrExpr *e);
+IrExpr *ir_access(Arena *a, Tensor *t, IrExpr **idx, int n);
+IrExpr *ir_load(Arena *a, Tensor *t, IrExpr *offset);
+IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
+bool ir_is_const(IrExpr *e, int64_t *v);
+bool ir_equal(IrExpr *a, IrExpr *b); /* structural equality */
+IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
+/* Rebuilds e with fn applied bottom-up to every node (fn returns the node or a replacement). */
+typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
+IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
+/* Simplifies an expression with range facts about variables (ir/simplify.c). */
+IrExpr *ir_simplify(Arena *a, IrExpr *e);
+/* Bounds of an integer expression when they are known constants: var ranges come from
+ * Var.extent, par ranges from the kernel's launch dims if set (else unknown). */
+bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi);
+/* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
+bool ir_nonneg(IrExpr *e);
+struct Kernel;
+/* The kernel whose launch dims bound EX_PAR in ir_range (NULL: threadIdx.* in [0, 1023],
+ * blockIdx.* in [0, unknown)). Set by lower_fusion for the passes. */
+void ir_range_set_kernel(struct Kernel *k);
+
+/* ---- fusion IR ----------------------------------------------------------------------- */
+
+typedef struct SizeSym {
+	const char *name;
+	int index;     /* position among the fusion's size symbols (launcher argument order) */
+	Span span;     /* first appearance */
+} SizeSym;
+
+typedef struct Param {
+	const char *name;
+	DType dtype;
+	int index;     /* position in the signature */
+	Span span;
+} Param;
+
+/* An axis of a tensor's loop domain. Root axes are the indices of the tensor's definition (left
+ * side first, then reduction indices); split and merge make new axes from old ones. A tensor's
+ * loop domain is the ordered list of its current leaf axes. */
+typedef enum AxisKind {
+	AX_ROOT,        /* root_index: position among the tensor's root axes */
+	AX_SPLIT_OUTER, /* from[0] split by factor: extent ceil(n / factor) */
+	AX_SPLIT_INNER, /* from[0] split by factor: extent factor */
+	AX_MERGE,       /* from[0] (outer) merged with from[1] (inner) */
+} AxisKind;
+
+struct Axis {
+	AxisKind kind;
+	const char *name;
+	Span span;          /* where it was named: the statement index or the directive */
+	Tensor *owner;
+	IrExpr *extent;     /* i64 */
+	Axis *from[2];      /* parents (see AxisKind) */
+	Axis *to[2];        /* children once transformed: split [outer, inner]; merge [merged] */
+	int64_t factor;     /* split factor */
+	int root_index;
+	bool reduction;     /* a reduction axis (root) or derived only from reduction axes */
+	ParType par;        /* binding; PT_SERIAL if none */
+	Span par_span;      /* the bind directive */
+	bool unroll, vectorize;
+	Span unroll_span, vectorize_span;
+	/* After compute_at: this axis is `ca_alias`, a loop of the tensor computed at. */
+	Axis *ca_alias;
+};
+
+typedef enum TensorKind {
+	TK_INPUT,        /* a tensor parameter */
+	TK_OUTPUT,       /* an output (0-d allowed) */
+	TK_INTERMEDIATE, /* defined by a statement */
+	TK_SCALAR,       /* a scalar temporary `t = EXPR;` (0-d, always inlined) */
+} TensorKind;
+
+struct Tensor {
+	const char *name;
+	Span span;          /* declaration or defining statement */
+	TensorKind kind;
+	DType dtype;
+	int index;          /* position among the fusion's tensors (definition order) */
+	int param_index;    /* inputs/outputs: position in the launcher signature */
+	int ndim;
+	IrExpr **shape;     /* ndim extents (EX_INT or EX_SIZE; intermediates: inferred) */
+	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
+	IrExpr *def;
+	Span def_span;
+	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
+	int nroot;
+	Axis **domain;      /* the loop domain: leaf axes in loop order */
+	int ndomain;
+	Vec history;        /* Axis* produced by transforms, in order (for compute_at replay) */
+	MemType mem;
+	Span mem_span;
+	bool inlined;       /* recomputed inside readers (default for pointwise intermediates) */
+	Span inline_span;
+	Tensor *ca_tensor;  /* compute_at target, or NULL */
+	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops */
+	Span ca_span;
+	Vec readers;        /* Tensor* whose definitions read this one */
+};
+
+typedef struct Fusion {
+	const char *name;
+	Span span;
+	Param **params;     /* scalar parameters, in signature order */
+	int nparams;
+	Tensor **inputs;    /* tensor parameters */
+	int ninputs;
+	Tensor **outputs;
+	int noutputs;
+	Tensor **tensors;   /* every tensor: inputs, then definitions in statement order */
+	int ntensors;
+	SizeSym **sizes;    /* size symbols in first-appearance order */
+	int nsizes;
+	/* The signature in declaration order, for launchers: kind 'p' param, 't' input tensor,
+	 * 'o' output. */
+	int nsig;
+	struct SigEntry { char kind; Param *param; Tensor *tensor; } *sig;
+	struct AstSchedule *ast_schedule; /* NULL: automatic */
+	bool auto_scheduled;
+} Fusion;
+
+typedef struct Program {
+	Fusion **fusions;
+	int nfusions;
+	const char *file_name;
+} Program;
+
+Tensor *fusion_find_tensor(Fusion *f, const char *name);
+Axis *tensor_find_axis(Tensor *t, const char *name); /* among the current domain */
+int tensor_axis_pos(Tensor *t, Axis *ax);            /* -1 if not in the domain */
+bool tensor_is_reduction(Tensor *t);
+
+/* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
+void ir_print_fusion(Fusion *f, Buf *out);
+void ir_print_expr(IrExpr *e, Buf *out);
+
+/* ---- kernel IR ----------------------------------------------------------------------- */
+
+/* A loop variable or a scalar local. */
+struct Var {
+	const char *name;   /* unique within the kernel */
+	int id;
+	DType dtype;
+	IrExpr *extent;     /* loop variables: the loop's extent (range [0, extent)) */
+	Axis *axis;         /* the axis the loop runs over, if any */
+};
+
+typedef struct Stmt Stmt;
+
+typedef enum StmtKind {
+	KS_FOR,    /* for (var = 0; var < var->extent; ++var) body; unroll/vectorize from axis */
+	KS_IF,     /* if (cond) then else els */
+	KS_ALLOC,  /* tensor's buffer in memory mem with size elements (local/shared) */
+	KS_STORE,  /* tensor[idx...] = value (logical, before indexing) or
+		    * tensor[offset] = value (after indexing, idx == NULL) */
+	KS_VSTORE, /* vector copy: tensor[offset .. offset+vec) = src[src_offset .. +vec);
+		    * one 2/4/8/16-byte access on each side */
+	KS_LET,    /* var = value (a scalar local) */
+	KS_COMMENT,/* text */
+} StmtKind;
+
+struct Stmt {
+	StmtKind kind;
+	Stmt *next;       /* statement lists are singly linked */
+	Span span;        /* the .fus text responsible (statement or directive) */
+	/* KS_FOR */
+	Var *var;
+	bool unroll, vectorize;
+	Stmt *body;
+	/* KS_IF */
+	IrExpr *cond;
+	Stmt *then, *els;
+	/* KS_ALLOC, KS_STORE, KS_VSTORE */
+	Tensor *tensor;
+	MemType mem;
+	IrExpr *size;
+	IrExpr **idx;
+	int nidx;
+	IrExpr *offset;
+	IrExpr *value;    /* KS_STORE, KS_LET */
+	Tensor *src;      /* KS_VSTORE */
+	IrExpr *src_offset;
+	int vec;          /* KS_VSTORE: elements per access */
+	const char *text; /* KS_COMMENT */
+};
+
+/* A precondition the launcher checks before launching (vectorized accesses need aligned
+ * pointers and sizes that keep every vector aligned). */
+typedef enum PrecondKind {
+	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
+	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
+} PrecondKind;
+typedef struct Precond {
+	PrecondKind kind;
+	Tensor *tensor;
+	SizeSym *size;
+	int64_t value;
+	Span span;    /* the directive that needs it */
+	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
+	const char *reason; /* e.g. "vectorized access"; NULL means that */
+} Precond;
+
+typedef struct Kernel {
+	Fusion *fusion;
+	const char *name;      /* CUDA kernel name: FUSION_kernel */
+	Stmt *body;
+	IrExpr *launch[PT_COUNT]; /* grid/block extent per parallel type (i64); NULL = 1 */
+	Vec preconds;          /* Precond* */
+	Vec locals;            /* Var* declared at kernel scope (loop vars are declared by loops) */
+	int min_arch;          /* e.g. 80: from the features used */
+	int nvars;             /* counter for unique Var names */
+	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
+	Arena *arena;
+} Kernel;
+
+/* ir/kir.c */
+Kernel *kir_new(Arena *a, Fusion *f);
+Var *kir_new_var(Kernel *k, const char *base, DType t); /* unique name base_N */
+Stmt *kir_for(Kernel *k, Var *v, Stmt *body);
+Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);
+Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value);
+Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size);
+Stmt *kir_comment(Kernel *k, const char *text);
+/* Appends b's list to a's list; returns the head. */
+Stmt *kir_append(Stmt *a, Stmt *b);
+/* Prints the kernel IR (`--dump-after`). */
+void kir_print(Kernel *k, Buf *out);
+/* Checks structural invariants; reports internal errors into d (returns false on failure). */
+bool ir_verify(Kernel *k, Diag *d, const char *after_pass);
+
+#endif

@@ -1,0 +1,277 @@
+/* kir.c: kernel IR constructors and the kernel IR printer (`fusc --dump-after`).
+ *
+ * Variable names are unique within a kernel and never clash with the fusion's tensors,
+ * parameters and size symbols (the backend prints them as they are, in one C scope): a loop
+ * keeps its axis name when it is free, else gets a numeric suffix (`i_1`).
+ *
+ * The printer is indented, one statement a line, deterministic (names only):
+ *
+ *   kernel saxpy_kernel grid(ceildiv(N, 1024)) block(256) {
+ *     for iv in [0, 4) vectorize {
+ *       if (io * 1024 + it * 4 + iv < N) {
+ *         z[io * 1024 + it * 4 + iv] = a * x[...] + y[...];
+ *       }
+ *     }
+ *   }
+ */
+#include <string.h>
+
+#include "ir/ir.h"
+
+Kernel *kir_new(Arena *a, Fusion *f)
+{
+	Kernel *k = NEW(a, Kernel);
+	k->fusion = f;
+	k->name = arena_printf(a, "%s_kernel", f->name);
+	k->arena = a;
+	return k;
+}
+
+/* Names the generated C code cannot use for a variable. */
+static const char *reserved[] = {
+	"auto", "bool", "break", "case", "char", "const", "continue", "default", "do",
+	"double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int",
+	"long", "register", "return", "short", "signed", "sizeof", "static", "struct",
+	"switch", "typedef", "union", "unsigned", "void", "volatile", "while", "threadIdx",
+	"blockIdx", "blockDim", "gridDim", "true", "false", "stream",
+};
+
+static bool name_taken(Kernel *k, const char *s)
+{
+	for (int i = 0; i < countof(reserved); i++)
+		if (strcmp(reserved[i], s) == 0)
+			return true;
+	for (int i = 0; i < k->vars.len; i++)
+		if (strcmp(VEC_AT(k->vars, Var, i)->name, s) == 0)
+			return true;
+	Fusion *f = k->fusion;
+	if (!f)
+		return false;
+	for (int i = 0; i < f->ntensors; i++)
+		if (strcmp(f->tensors[i]->name, s) == 0)
+			return true;
+	for (int i = 0; i < f->nparams; i++)
+		if (strcmp(f->params[i]->name, s) == 0)
+			return true;
+	for (int i = 0; i < f->nsizes; i++)
+		if (strcmp(f->sizes[i]->name, s) == 0)
+			return true;
+	return strcmp(f->name, s) == 0 || strcmp(k->name, s) == 0;
+}
+
+Var *kir_new_var(Kernel *k, const char *base, DType t)
+{
+	Var *v = NEW(k->arena, Var);
+	const char *name = base;
+	for (int n = 1; name_taken(k, name); n++)
+		name = arena_printf(k->arena, "%s_%d", base, n);
+	v->name = arena_strdup(k->arena, name);
+	v->id = k->nvars++;
+	v->dtype = t;
+	vec_push(k->arena, &k->vars, v);
+	return v;
+}
+
+static Stmt *stmt(Kernel *k, StmtKind kind)
+{
+	Stmt *s = NEW(k->arena, Stmt);
+	s->kind = kind;
+	return s;
+}
+
+Stmt *kir_for(Kernel *k, Var *v, Stmt *body)
+{
+	Stmt *s = stmt(k, KS_FOR);
+	s->var = v;
+	s->body = body;
+	if (v->axis) {
+		s->unroll = v->axis->unroll;
+		s->vectorize = v->axis->vectorize;
+		s->span = v->axis->span;
+	}
+	return s;
+}
+
+Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els)
+{
+	Stmt *s = stmt(k, KS_IF);
+	s->cond = cond;
+	s->then = then;
+	s->els = els;
+	return s;
+}
+
+Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value)
+{
+	Stmt *s = stmt(k, KS_STORE);
+	s->tensor = t;
+	s->mem = t->mem;
+	s->nidx = nidx;
+	s->idx = arena_alloc(k->arena, sizeof(IrExpr *) * (size_t)(nidx ? nidx : 1));
+	for (int i = 0; i < nidx; i++)
+		s->idx[i] = idx[i];
+	s->value = value;
+	s->span = t->def_span;
+	return s;
+}
+
+Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size)
+{
+	Stmt *s = stmt(k, KS_ALLOC);
+	s->tensor = t;
+	s->mem = m;
+	s->size = size;
+	s->span = t->span;
+	return s;
+}
+
+Stmt *kir_comment(Kernel *k, const char *text)
+{
+	Stmt *s = stmt(k, KS_COMMENT);
+	s->text = arena_strdup(k->arena, text);
+	return s;
+}
+
+Stmt *kir_append(Stmt *a, Stmt *b)
+{
+	if (!a)
+		return b;
+	Stmt *t = a;
+	while (t->next)
+		t = t->next;
+	t->next = b;
+	return a;
+}
+
+/* ---- printer -------------------------------------------------------------------------- */
+
+static void print_list(Stmt *s, int level, Buf *out);
+
+static void print_block(Stmt *body, int level, Buf *out)
+{
+	buf_puts(out, "{\n");
+	print_list(body, level + 1, out);
+	buf_indent(out, level);
+	buf_puts(out, "}");
+}
+
+static void print_stmt(Stmt *s, int level, Buf *out)
+{
+	buf_indent(out, level);
+	switch (s->kind) {
+	case KS_FOR:
+		buf_printf(out, "for %s in [0, ", s->var->name);
+		ir_print_expr(s->var->extent, out);
+		buf_puts(out, ")");
+		if (s->unroll)
+			buf_puts(out, " unroll");
+		if (s->vectorize)
+			buf_puts(out, " vectorize");
+		buf_puts(out, " ");
+		print_block(s->body, level, out);
+		break;
+	case KS_IF:
+		buf_puts(out, "if (");
+		ir_print_expr(s->cond, out);
+		buf_puts(out, ") ");
+		print_block(s->then, level, out);
+		if (s->els) {
+			buf_puts(out, " else ");
+			print_block(s->els, level, out);
+		}
+		break;
+	case KS_ALLOC:
+		buf_printf(out, "alloc %s %s %s[", mem_name(s->mem), dtype_name(s->tensor->dtype),
+			   s->tensor->name);
+		ir_print_expr(s->size, out);
+		buf_puts(out, "];");
+		break;
+	case KS_STORE:
+		buf_printf(out, "%s[", s->tensor->name);
+		if (s->idx && !s->offset) {
+			for (int i = 0; i < s->nidx; i++) {
+				if (i)
+					buf_puts(out, ", ");
+				ir_print_expr(s->idx[i], out);
+			}
+		} else {
+			ir_print_expr(s->offset, out);
+		}
+		buf_puts(out, "] = ");
+		ir_print_expr(s->value, out);
+		buf_puts(out, ";");
+		break;
+	case KS_VSTORE:
+		buf_printf(out, "%s[", s->tensor->name);
+		ir_print_expr(s->offset, out);
+		buf_printf(out, " : %d] = %s[", s->vec, s->src ? s->src->name : "?");
+		ir_print_expr(s->src_offset, out);
+		buf_printf(out, " : %d];", s->vec);
+		break;
+	case KS_LET:
+		buf_printf(out, "%s = ", s->var->name);
+		ir_print_expr(s->value, out);
+		buf_puts(out, ";");
+		break;
+	case KS_COMMENT:
+		buf_printf(out, "// %s", s->text);
+		break;
+	}
+	buf_puts(out, "\n");
+}
+
+static void print_list(Stmt *s, int level, Buf *out)
+{
+	for (; s; s = s->next)
+		print_stmt(s, level, out);
+}
+
+/* ` grid(X, Y, Z)`: trailing 1s are left out; nothing when every extent is 1 */
+static void print_dims(Kernel *k, const char *what, ParType first, Buf *out)
+{
+	int n = 0;
+	for (int i = 0; i < 3; i++)
+		if (k->launch[first + i])
+			n = i + 1;
+	if (!n)
+		return;
+	buf_printf(out, " %s(", what);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			buf_puts(out, ", ");
+		IrExpr *e = k->launch[first + i];
+		if (e)
+			ir_print_expr(e, out);
+		else
+			buf_puts(out, "1");
+	}
+	buf_puts(out, ")");
+}
+
+static void print_precond(Precond *p, Buf *out)
+{
+	buf_indent(out, 1);
+	if (p->kind == PC_ALIGNED)
+		buf_printf(out, "require aligned(%s, %lld);\n", p->tensor ? p->tensor->name : "?",
+			   (long long)p->value);
+	else
+		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
+			   (long long)p->value);
+}
+
+void kir_print(Kernel *k, Buf *out)
+{
+	buf_printf(out, "kernel %s", k->name);
+	print_dims(k, "grid", PT_BIDX, out);
+	print_dims(k, "block", PT_TIDX, out);
+	buf_puts(out, " {\n");
+	for (int i = 0; i < k->preconds.len; i++)
+		print_precond(VEC_AT(k->preconds, Precond, i), out);
+	for (int i = 0; i < k->locals.len; i++) {
+		Var *v = VEC_AT(k->locals, Var, i);
+		buf_indent(out, 1);
+		buf_printf(out, "local %s %s;\n", dtype_name(v->dtype), v->name);
+	}
+	print_list(k->body, 1, out);
+	buf_puts(out, "}\n");
+}

@@ -1,0 +1,401 @@
+/* simplify.c: value ranges of integer expressions and the expression simplifier.
+ *
+ * A range is an interval whose ends may each be unknown. Facts used:
+ *   loop variables   [0, extent - 1] (Var.extent; the upper end is unknown when symbolic)
+ *   parallel indices [0, launch - 1] when a kernel is set (ir_range_set_kernel) and its launch
+ *                    extent is known; otherwise threadIdx.* in [0, 1023] (the CUDA limit) and
+ *                    blockIdx.* in [0, unknown)
+ *   size symbols     [0, unknown) (launchers reject negative sizes)
+ * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
+ * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
+ * decides comparisons whose operands' ranges do not overlap. It never changes a value: float
+ * identities that NaN, infinities or -0.0 would break (x*0, x+0.0) are left alone.
+ */
+#include <math.h>
+
+#include "ir/ir.h"
+
+typedef struct Range {
+	bool has_lo, has_hi;
+	int64_t lo, hi;
+} Range;
+
+static Kernel *range_kernel;
+
+void ir_range_set_kernel(Kernel *k)
+{
+	range_kernel = k;
+}
+
+static Range unknown(void) { return (Range){0}; }
+static Range exact(int64_t v) { return (Range){true, true, v, v}; }
+static Range from(int64_t lo) { return (Range){true, false, lo, 0}; }
+static Range between(int64_t lo, int64_t hi) { return (Range){true, true, lo, hi}; }
+
+static Range range_of(IrExpr *e);
+
+/* [0, extent - 1] */
+static Range index_range(IrExpr *extent)
+{
+	Range r = extent ? range_of(extent) : unknown();
+	if (r.has_hi && r.hi >= 1)
+		return between(0, r.hi - 1);
+	return from(0);
+}
+
+static Range par_range(ParType p)
+{
+	if (range_kernel) {
+		IrExpr *l = range_kernel->launch[p];
+		return l ? index_range(l) : exact(0);
+	}
+	return par_is_thread(p) ? between(0, 1023) : from(0);
+}
+
+static Range add_range(Range a, Range b)
+{
+	Range r = unknown();
+	r.has_lo = a.has_lo && b.has_lo && !__builtin_add_overflow(a.lo, b.lo, &r.lo);
+	r.has_hi = a.has_hi && b.has_hi && !__builtin_add_overflow(a.hi, b.hi, &r.hi);
+	return r;
+}
+
+static Range neg_range(Range a)
+{
+	Range r = unknown();
+	r.has_lo = a.has_hi && a.hi != INT64_MIN;
+	r.lo = r.has_lo ? -a.hi : 0;
+	r.has_hi = a.has_lo && a.lo != INT64_MIN;
+	r.hi = r.has_hi ? -a.lo : 0;
+	return r;
+}
+
+static Range mul_range(Range a, Range b)
+{
+	if (a.has_lo && a.has_hi && b.has_lo && b.has_hi) {
+		int64_t p[4];
+		if (__builtin_mul_overflow(a.lo, b.lo, &p[0]) ||
+		    __builtin_mul_overflow(a.lo, b.hi, &p[1]) ||
+		    __builtin_mul_overflow(a.hi, b.lo, &p[2]) ||
+		    __builtin_mul_overflow(a.hi, b.hi, &p[3]))
+			return unknown();
+		Range r = between(p[0], p[0]);
+		for (int i = 1; i < 4; i++) {
+			r.lo = p[i] < r.lo ? p[i] : r.lo;
+			r.hi = p[i] > r.hi ? p[i] : r.hi;
+		}
+		return r;
+	}
+	/* both non-negative with an unknown upper end */
+	if (a.has_lo && b.has_lo && a.lo >= 0 && b.lo >= 0) {
+		int64_t lo;
+		if (__builtin_mul_overflow(a.lo, b.lo, &lo))
+			return unknown();
+		return from(lo);
+	}
+	return unknown();
+}
+
+/* Truncating division by a constant c > 0 is monotone. */
+static Range div_range(Range a, int64_t c)
+{
+	Range r = a;
+	r.lo = a.lo / c;
+	r.hi = a.hi / c;
+	return r;
+}
+
+static Range ceildiv_range(Range a, int64_t c)
+{
+	if (!a.has_lo || a.lo < 0)
+		return unknown();
+	Range r = a;
+	r.lo = a.lo / c + (a.lo % c != 0);
+	r.hi = a.has_hi ? a.hi / c + (a.hi % c != 0) : 0;
+	return r;
+}
+
+static Range mod_range(Range a, Range b)
+{
+	if (!b.has_lo || b.lo <= 0)
+		return unknown();
+	if (a.has_lo && a.lo >= 0) {
+		if (a.has_hi && b.has_lo && a.hi < b.lo)
+			return a; /* x % c == x */
+		if (b.has_hi)
+			return between(0, a.has_hi && a.hi < b.hi - 1 ? a.hi : b.hi - 1);
+		return a.has_hi ? between(0, a.hi) : from(0);
+	}
+	if (b.has_hi)
+		return between(-(b.hi - 1), b.hi - 1);
+	return unknown();
+}
+
+static Range minmax_range(Range a, Range b, bool is_max)
+{
+	Range r = unknown();
+	if (is_max) {
+		r.has_lo = a.has_lo || b.has_lo;
+		r.lo = a.has_lo && b.has_lo ? (a.lo > b.lo ? a.lo : b.lo) : a.has_lo ? a.lo : b.lo;
+		r.has_hi = a.has_hi && b.has_hi;
+		r.hi = a.hi > b.hi ? a.hi : b.hi;
+	} else {
+		r.has_hi = a.has_hi || b.has_hi;
+		r.hi = a.has_hi && b.has_hi ? (a.hi < b.hi ? a.hi : b.hi) : a.has_hi ? a.hi : b.hi;
+		r.has_lo = a.has_lo && b.has_lo;
+		r.lo = a.lo < b.lo ? a.lo : b.lo;
+	}
+	return r;
+}
+
+static Range union_range(Range a, Range b)
+{
+	Range r = unknown();
+	r.has_lo = a.has_lo && b.has_lo;
+	r.lo = a.lo < b.lo ? a.lo : b.lo;
+	r.has_hi = a.has_hi && b.has_hi;
+	r.hi = a.hi > b.hi ? a.hi : b.hi;
+	return r;
+}
+
+static Range op_range(IrExpr *e)
+{
+	if (op_kind(e->op) == 'c' || op_kind(e->op) == 'l')
+		return between(0, 1);
+	if (dtype_is_float(e->dtype))
+		return unknown();
+	Range a = range_of(e->args[0]);
+	Range b = e->nargs > 1 ? range_of(e->args[1]) : unknown();
+	int64_t c;
+	bool cpos = e->nargs > 1 && ir_is_const(e->args[1], &c) && c > 0;
+	switch (e->op) {
+	case OP_ADD: return add_range(a, b);
+	case OP_SUB: return add_range(a, neg_range(b));
+	case OP_NEG: return neg_range(a);
+	case OP_MUL: return mul_range(a, b);
+	case OP_DIV: return cpos ? div_range(a, c) : unknown();
+	case OP_CEILDIV: return cpos ? ceildiv_range(a, c) : unknown();
+	case OP_MOD: return mod_range(a, b);
+	case OP_MAX: return minmax_range(a, b, true);
+	case OP_MIN: return minmax_range(a, b, false);
+	case OP_ABS:
+		if (a.has_lo && a.lo >= 0)
+			return a;
+		return from(0);
+	default: return unknown();
+	}
+}
+
+static Range range_of(IrExpr *e)
+{
+	switch (e->kind) {
+	case EX_INT: return exact(e->ival);
+	case EX_VAR: return e->var->extent ? index_range(e->var->extent) : unknown();
+	case EX_AXIS: return index_range(e->axis->extent);
+	case EX_PAR: return par_range(e->par);
+	case EX_SIZE: return from(0);
+	case EX_OP: return op_range(e);
+	case EX_SELECT: return union_range(range_of(e->args[1]), range_of(e->args[2]));
+	case EX_CAST:
+		if (dtype_is_float(e->dtype) || dtype_is_float(e->args[0]->dtype))
+			return unknown();
+		return range_of(e->args[0]);
+	default: return unknown();
+	}
+}
+
+bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi)
+{
+	Range r = range_of(e);
+	if (!r.has_lo || !r.has_hi)
+		return false;
+	*lo = r.lo;
+	*hi = r.hi;
+	return true;
+}
+
+bool ir_nonneg(IrExpr *e)
+{
+	Range r = range_of(e);
+	return r.has_lo && r.lo >= 0;
+}
+
+/* ---- simplifier ----------------------------------------------------------------------- */
+
+/* l < r (strict) or l <= r decided by ranges: 1 true, 0 false, -1 unknown. */
+static int decide_lt(IrExpr *l, IrExpr *r, bool strict)
+{
+	/* a loop variable is below its own extent */
+	if (strict && l->kind == EX_VAR && l->var->extent && ir_equal(l->var->extent, r))
+		return 1;
+	if (ir_equal(l, r))
+		return strict ? 0 : 1;
+	Range a = range_of(l), b = range_of(r);
+	if (a.has_hi && b.has_lo && (strict ? a.hi < b.lo : a.hi <= b.lo))
+		return 1;
+	if (a.has_lo && b.has_hi && (strict ? a.lo >= b.hi : a.lo > b.hi))
+		return 0;
+	return -1;
+}
+
+static int decide_cmp(IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->args[1];
+	if (dtype_is_float(l->dtype) || dtype_is_float(r->dtype))
+		return -1;
+	int d;
+	switch (e->op) {
+	case OP_LT: return decide_lt(l, r, true);
+	case OP_LE: return decide_lt(l, r, false);
+	case OP_GT: return decide_lt(r, l, true);
+	case OP_GE: return decide_lt(r, l, false);
+	case OP_EQ:
+	case OP_NE:
+		if (ir_equal(l, r))
+			d = 1;
+		else if (decide_lt(l, r, true) == 1 || decide_lt(r, l, true) == 1)
+			d = 0;
+		else
+			return -1;
+		return e->op == OP_EQ ? d : !d;
+	default: return -1;
+	}
+}
+
+static bool is_bool_const(IrExpr *e, bool *v)
+{
+	int64_t c;
+	if (e->dtype != DT_BOOL || !ir_is_const(e, &c))
+		return false;
+	*v = c != 0;
+	return true;
+}
+
+static IrExpr *simplify_logic(Arena *a, IrExpr *e)
+{
+	bool x, y;
+	bool lc = is_bool_const(e->args[0], &x);
+	if (e->op == OP_NOT)
+		return lc ? ir_bool(a, !x) : e;
+	bool rc = is_bool_const(e->args[1], &y);
+	if (e->op == OP_AND) {
+		if ((lc && !x) || (rc && !y))
+			return ir_bool(a, false);
+		if (lc)
+			return e->args[1];
+		if (rc)
+			return e->args[0];
+	} else {
+		if ((lc && x) || (rc && y))
+			return ir_bool(a, true);
+		if (lc)
+			return e->args[1];
+		if (rc)
+			return e->args[0];
+	}
+	return e;
+}
+
+static IrExpr *fold_float(Arena *a, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->nargs > 1 ? e->args[1] : NULL;
+	if (l->kind != EX_FLOAT || (r && r->kind != EX_FLOAT))
+		return e;
+	double x = l->fval, y = r ? r->fval : 0, v;
+	switch (e->op) {
+	case OP_ADD: v = x + y; break;
+	case OP_SUB: v = x - y; break;
+	case OP_MUL: v = x * y; break;
+	case OP_DIV: v = x / y; break;
+	case OP_NEG: v = -x; break;
+	default: return e;
+	}
+	if (e->dtype == DT_F32)
+		v = (float)v;
+	else if (e->dtype != DT_F64)
+		return e;
+	return ir_float(a, e->dtype, v);
+}
+
+static IrExpr *fold_int(Arena *a, IrExpr *e)
+{
+	int64_t x, y = 0;
+	if (!ir_is_const(e->args[0], &x) || (e->nargs > 1 && !ir_is_const(e->args[1], &y)))
+		return e;
+	switch (e->op) {
+	case OP_NEG: return ir_int(a, -x);
+	case OP_MAX: return ir_int(a, x > y ? x : y);
+	case OP_MIN: return ir_int(a, x < y ? x : y);
+	case OP_ABS: return ir_int(a, x < 0 ? -x : x);
+	default: return e;
+	}
+}
+
+/* i64 index arithmetic goes through the folding helpers */
+static IrExpr *simplify_index(Arena *a, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->nargs > 1 ? e->args[1] : NULL;
+	switch (e->op) {
+	case OP_ADD: return ix_add(a, l, r);
+	case OP_SUB: return ix_sub(a, l, r);
+	case OP_MUL: return ix_mul(a, l, r);
+	case OP_DIV: return ix_div(a, l, r);
+	case OP_MOD: return ix_mod(a, l, r);
+	case OP_CEILDIV: return ix_ceildiv(a, l, r);
+	case OP_MAX:
+	case OP_MIN: {
+		/* decided by ranges: max(a, b) == b when a <= b */
+		int d = decide_lt(l, r, false);
+		if (d >= 0)
+			return (d == 1) == (e->op == OP_MAX) ? r : l;
+		return fold_int(a, e);
+	}
+	default: return fold_int(a, e);
+	}
+}
+
+static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	switch (e->kind) {
+	case EX_OP: {
+		char k = op_kind(e->op);
+		if (k == 'c') {
+			int d = decide_cmp(e);
+			return d < 0 ? e : ir_bool(a, d);
+		}
+		if (k == 'l')
+			return simplify_logic(a, e);
+		if (dtype_is_float(e->dtype))
+			return fold_float(a, e);
+		if (e->dtype == DT_I64)
+			return simplify_index(a, e);
+		return fold_int(a, e);
+	}
+	case EX_SELECT: {
+		bool c;
+		if (is_bool_const(e->args[0], &c))
+			return c ? e->args[1] : e->args[2];
+		return e;
+	}
+	case EX_CAST: {
+		int64_t v;
+		if (ir_is_const(e->args[0], &v) && (e->dtype == DT_I64 || e->dtype == DT_I32) &&
+		    e->args[0]->dtype != DT_BOOL) {
+			IrExpr *c = ir_int(a, e->dtype == DT_I32 ? (int32_t)v : v);
+			c->dtype = e->dtype;
+			return c;
+		}
+		if (e->args[0]->dtype == e->dtype)
+			return e->args[0];
+		return e;
+	}
+	default:
+		return e;
+	}
+}
+
+IrExpr *ir_simplify(Arena *a, IrExpr *e)
+{
+	return ir_rewrite(a, e, simplify_node, NULL);
+}

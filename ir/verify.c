@@ -1,0 +1,162 @@
+/* verify.c: structural invariants of the kernel IR, checked between passes (--verify, tests).
+ *
+ *   - every EX_VAR names a loop variable of an enclosing KS_FOR or a kernel-scope local
+ *     (Kernel.locals);
+ *   - fusion-IR-only nodes (EX_AXIS, EX_REDUCE) are gone;
+ *   - once the indexing pass has run, no EX_ACCESS remains and every store has an offset;
+ *   - stores and allocations target a tensor that is not an input.
+ * A failure is a compiler bug, reported as "internal: after pass X: ..." so that a test shows
+ * which pass broke the IR.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+typedef struct Verifier {
+	Kernel *k;
+	Diag *d;
+	const char *pass;
+	bool indexed;   /* the indexing pass has run */
+	Var **scope;    /* loop variables of the enclosing loops */
+	int nscope, cap;
+	bool ok;
+} Verifier;
+
+static void fail(Verifier *v, const char *what, const char *name)
+{
+	if (!v->ok)
+		return; /* one report per pass is enough */
+	v->ok = false;
+	diag_error(v->d, (Span){0}, "internal: after pass %s: %s%s%s", v->pass, what,
+		   name ? " " : "", name ? name : "");
+}
+
+static bool var_visible(Verifier *v, Var *x)
+{
+	for (int i = 0; i < v->nscope; i++)
+		if (v->scope[i] == x)
+			return true;
+	for (int i = 0; i < v->k->locals.len; i++)
+		if (VEC_AT(v->k->locals, Var, i) == x)
+			return true;
+	return false;
+}
+
+static void check_expr(Verifier *v, IrExpr *e)
+{
+	if (!e) {
+		fail(v, "missing expression", NULL);
+		return;
+	}
+	switch (e->kind) {
+	case EX_VAR:
+		if (!var_visible(v, e->var))
+			fail(v, "variable used outside its loop:", e->var->name);
+		break;
+	case EX_AXIS:
+		fail(v, "fusion-IR axis left in the kernel:", e->axis->name);
+		break;
+	case EX_REDUCE:
+		fail(v, "reduction left in the kernel", NULL);
+		break;
+	case EX_ACCESS:
+		if (v->indexed)
+			fail(v, "unindexed access to", e->tensor->name);
+		break;
+	default:
+		break;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		check_expr(v, e->args[i]);
+}
+
+static void check_target(Verifier *v, Tensor *t)
+{
+	if (!t)
+		fail(v, "store without a tensor", NULL);
+	else if (t->kind == TK_INPUT)
+		fail(v, "store to input", t->name);
+}
+
+static void check_list(Verifier *v, Stmt *s);
+
+static void check_stmt(Verifier *v, Stmt *s)
+{
+	switch (s->kind) {
+	case KS_FOR:
+		if (!s->var || !s->var->extent) {
+			fail(v, "loop without a variable or extent", NULL);
+			return;
+		}
+		check_expr(v, s->var->extent);
+		if (v->nscope == v->cap) {
+			v->cap = v->cap ? 2 * v->cap : 16;
+			v->scope = xrealloc(v->scope, sizeof(Var *) * (size_t)v->cap);
+		}
+		v->scope[v->nscope++] = s->var;
+		check_list(v, s->body);
+		v->nscope--;
+		break;
+	case KS_IF:
+		check_expr(v, s->cond);
+		check_list(v, s->then);
+		check_list(v, s->els);
+		break;
+	case KS_ALLOC:
+		check_target(v, s->tensor);
+		check_expr(v, s->size);
+		break;
+	case KS_STORE:
+		check_target(v, s->tensor);
+		if (v->indexed && !s->offset)
+			fail(v, "store without an offset to", s->tensor ? s->tensor->name : "?");
+		if (s->offset)
+			check_expr(v, s->offset);
+		else
+			for (int i = 0; i < s->nidx; i++)
+				check_expr(v, s->idx[i]);
+		check_expr(v, s->value);
+		break;
+	case KS_VSTORE:
+		check_target(v, s->tensor);
+		check_expr(v, s->offset);
+		check_expr(v, s->src_offset);
+		break;
+	case KS_LET:
+		if (!var_visible(v, s->var))
+			fail(v, "assignment to an undeclared local", s->var->name);
+		check_expr(v, s->value);
+		break;
+	case KS_COMMENT:
+		break;
+	}
+}
+
+static void check_list(Verifier *v, Stmt *s)
+{
+	for (; s; s = s->next)
+		check_stmt(v, s);
+}
+
+/* The passes that run after indexing (passes/pipeline.c order). */
+static bool is_after_indexing(const char *pass)
+{
+	static const char *after[] = {"indexing", "vectorize", "allocation", "arch", "simplify"};
+	for (int i = 0; i < countof(after); i++)
+		if (pass && strcmp(pass, after[i]) == 0)
+			return true;
+	return false;
+}
+
+bool ir_verify(Kernel *k, Diag *d, const char *after_pass)
+{
+	Verifier v = {.k = k, .d = d, .pass = after_pass ? after_pass : "?", .ok = true};
+	v.indexed = is_after_indexing(after_pass);
+	check_list(&v, k->body);
+	for (int p = 0; p < PT_COUNT; p++)
+		if (k->launch[p])
+			check_expr(&v, k->launch[p]);
+	free(v.scope);
+	return v.ok;
+}

@@ -1,0 +1,66 @@
+/* allocation.c: buffers for materialized intermediates.
+ *
+ * A tensor computed at another one (compute_at) gets a KS_ALLOC right where its nest starts
+ * inside the shared loop (the KS_COMMENT marker that loop_nest leaves with `tensor` set). The
+ * buffer holds one compute-at iteration's worth: the product of the extents of its buffer
+ * axes (index_buffer_axes), which must be constants: registers and static shared memory have
+ * a size fixed at compile time. Inputs and outputs are the launcher's pointers: no buffer.
+ */
+#include "passes/passes.h"
+
+static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
+{
+	Axis **axes;
+	int n = index_buffer_axes(k->arena, t, &axes);
+	int64_t total = 1;
+	for (int i = 0; i < n; i++) {
+		int64_t e;
+		if (!ir_is_const(axes[i]->extent, &e)) {
+			Buf b = {0};
+			ir_print_expr(axes[i]->extent, &b);
+			diag_error(d, t->ca_span.file ? t->ca_span : t->span,
+				   "the %s buffer of %s needs constant extents, but axis %s has "
+				   "extent %s; split it by a constant and compute %s inside the outer "
+				   "part", mem_name(t->mem), t->name, axes[i]->name, b.s, t->name);
+			buf_free(&b);
+			return false;
+		}
+		total *= e;
+	}
+	*size = ir_int(k->arena, total);
+	return true;
+}
+
+static bool alloc_list(Kernel *k, Diag *d, Stmt **list)
+{
+	for (Stmt **p = list; *p; p = &(*p)->next) {
+		Stmt *s = *p;
+		if (s->kind == KS_FOR && !alloc_list(k, d, &s->body))
+			return false;
+		if (s->kind == KS_IF && (!alloc_list(k, d, &s->then) || !alloc_list(k, d, &s->els)))
+			return false;
+		if (s->kind != KS_COMMENT || !s->tensor || s->tensor->kind != TK_INTERMEDIATE)
+			continue;
+		Tensor *t = s->tensor;
+		if (t->mem == MEM_GLOBAL) {
+			diag_error(d, t->mem_span.file ? t->mem_span : t->span,
+				   "intermediate %s in global memory is not supported yet; use "
+				   "local or shared", t->name);
+			return false;
+		}
+		IrExpr *size;
+		if (!buffer_size(k, d, t, &size))
+			return false;
+		Stmt *a = kir_alloc(k, t, t->mem, size);
+		a->span = t->ca_span;
+		a->next = s;
+		*p = a;
+		p = &a->next; /* continue after the marker */
+	}
+	return true;
+}
+
+bool pass_allocation(Kernel *k, Diag *d)
+{
+	return alloc_list(k, d, &k->body);
+}

@@ -1,0 +1,113 @@
+/* indexing.c: logical subscripts -> flattened element offsets.
+ *
+ * Inputs and outputs are row-major contiguous over their shape: offset = sum over d of
+ * subs[d] * (shape[d+1] * ... * shape[n-1]). A materialized intermediate lives in a buffer
+ * that holds only what one iteration of its compute-at loop needs: it is row-major over its
+ * buffer axes (index_buffer_axes), and the position along each buffer axis is computed
+ * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
+ * subscripts are functions of the loop variables, so the folding helpers reduce those
+ * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`).
+ *
+ * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
+ */
+#include "passes/passes.h"
+
+int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
+{
+	Axis **v = arena_alloc(a, sizeof(Axis *) * (size_t)(t->ndomain ? t->ndomain : 1));
+	int n = 0;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (ax->ca_alias || ax->reduction)
+			continue;
+		if (ax->par == PT_SERIAL || (t->mem == MEM_SHARED && par_is_thread(ax->par)))
+			v[n++] = ax;
+	}
+	*out = v;
+	return n;
+}
+
+/* Position along axis ax of the element with root values subs. */
+static IrExpr *forward(Arena *a, Axis *ax, IrExpr **subs, int n)
+{
+	switch (ax->kind) {
+	case AX_ROOT:
+		if (ax->root_index >= n)
+			die("indexing: root %s of %s has no subscript", ax->name, ax->owner->name);
+		return subs[ax->root_index];
+	case AX_SPLIT_OUTER:
+		return ix_div(a, forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+	case AX_SPLIT_INNER:
+		return ix_mod(a, forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+	case AX_MERGE:
+		return ix_add(a, ix_mul(a, forward(a, ax->from[0], subs, n), ax->from[1]->extent),
+			      forward(a, ax->from[1], subs, n));
+	}
+	unreachable();
+}
+
+IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
+{
+	IrExpr *off = ir_int(a, 0);
+	if (t->kind == TK_INTERMEDIATE) {
+		Axis **axes;
+		int na = index_buffer_axes(a, t, &axes);
+		for (int i = 0; i < na; i++)
+			off = ix_add(a, ix_mul(a, off, axes[i]->extent), forward(a, axes[i], subs, n));
+		return off;
+	}
+	for (int d = 0; d < n; d++) {
+		IrExpr *term = subs[d];
+		for (int e = d + 1; e < n; e++)
+			term = ix_mul(a, term, t->shape[e]);
+		off = ix_add(a, off, term);
+	}
+	return off;
+}
+
+static IrExpr *lower_access(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	if (e->kind != EX_ACCESS)
+		return e;
+	return ir_load(a, e->tensor, index_offset(a, e->tensor, e->args, e->nargs));
+}
+
+static IrExpr *lower(Kernel *k, IrExpr *e)
+{
+	return e ? ir_rewrite(k->arena, e, lower_access, NULL) : NULL;
+}
+
+static void index_list(Kernel *k, Stmt *s)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case KS_FOR:
+			index_list(k, s->body);
+			break;
+		case KS_IF:
+			s->cond = lower(k, s->cond);
+			index_list(k, s->then);
+			index_list(k, s->els);
+			break;
+		case KS_STORE:
+			if (!s->offset)
+				s->offset = index_offset(k->arena, s->tensor, s->idx, s->nidx);
+			s->idx = NULL;
+			s->nidx = 0;
+			s->value = lower(k, s->value);
+			break;
+		case KS_LET:
+			s->value = lower(k, s->value);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+bool pass_indexing(Kernel *k, Diag *d)
+{
+	index_list(k, k->body);
+	return true;
+}

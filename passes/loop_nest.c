@@ -1,0 +1,430 @@
+/* loop_nest.c: the first pass: kernel IR loop nests from the scheduled fusion IR.
+ *
+ * One nest per top-level tensor (an output not computed at another tensor), in definition
+ * order. Inside it:
+ *   - each leaf axis of the domain is a KS_FOR (serial; unroll/vectorize flags from the axis)
+ *     or, when bound, no loop at all: its value is EX_PAR;
+ *   - tensors computed at it (compute_at) are nested at the start of the body of the shared
+ *     loop, in definition order; their axes with `ca_alias` take the consumer's loop value; a
+ *     KS_COMMENT whose `tensor` is the producer marks where its nest starts (the allocation
+ *     pass puts the buffer there);
+ *   - the root index values come from the leaves by inverting the transforms (split:
+ *     outer*F + inner; merge: m / E_inner and m % E_inner);
+ *   - the value stored is the definition with its root axes replaced by those values; reads of
+ *     inlined tensors (and of outputs and scalar temporaries) are replaced by their definition
+ *     with the subscripts mapped, so a pointwise fusion never reads back what it wrote;
+ *   - a reduction accumulates into a kernel-scope local (KS_LET) over its serial innermost
+ *     reduction loops and stores the accumulator after them.
+ * Launch dims: per parallel type, the largest extent bound to it by any materialized tensor.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+typedef struct Binding {
+	Axis *axis;
+	IrExpr *value;
+} Binding;
+
+typedef struct Nest {
+	Kernel *k;
+	Arena *a;
+	Diag *d;
+	Fusion *f;
+	Tensor *top;        /* the top-level tensor whose nest is being built */
+	Binding *env;       /* axis values of the enclosing loops (a stack) */
+	int nenv, cap;
+	bool ok;
+} Nest;
+
+static Span stmt_span(Tensor *t)
+{
+	return t->def_span.file ? t->def_span : t->span;
+}
+
+PRINTF(3, 4) static void error_once(Nest *n, Span at, const char *fmt, ...)
+{
+	if (!n->ok)
+		return;
+	n->ok = false;
+	Buf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	diag_error(n->d, at, "%s", b.s);
+	buf_free(&b);
+}
+
+static void push(Nest *n, Axis *ax, IrExpr *v)
+{
+	if (n->nenv == n->cap) {
+		/* the arena cannot grow a block: copy into a bigger one */
+		int cap = n->cap ? 2 * n->cap : 32;
+		Binding *env = arena_alloc(n->a, sizeof(Binding) * (size_t)cap);
+		if (n->nenv)
+			memcpy(env, n->env, sizeof(Binding) * (size_t)n->nenv);
+		n->env = env;
+		n->cap = cap;
+	}
+	n->env[n->nenv++] = (Binding){ax, v};
+}
+
+/* The value of any axis of a materialized tensor at the current point of the nest. */
+static IrExpr *axis_value(Nest *n, Axis *ax)
+{
+	if (ax->ca_alias)
+		return axis_value(n, ax->ca_alias);
+	for (int i = n->nenv - 1; i >= 0; i--)
+		if (n->env[i].axis == ax)
+			return n->env[i].value;
+	Axis *c = ax->to[0];
+	if (!c)
+		die("loop_nest: axis %s of %s has no value", ax->name, ax->owner->name);
+	if (c->kind == AX_SPLIT_OUTER) {
+		Axis *in = ax->to[1];
+		return ix_add(n->a, ix_mul(n->a, axis_value(n, c), ir_int(n->a, in->factor)),
+			      axis_value(n, in));
+	}
+	/* merge: the merged value m = outer * E_inner + inner */
+	IrExpr *m = axis_value(n, c);
+	IrExpr *e_inner = c->from[1]->extent;
+	return ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
+}
+
+static IrExpr **root_values(Nest *n, Tensor *t, int count)
+{
+	IrExpr **v = arena_alloc(n->a, sizeof(IrExpr *) * (size_t)(count ? count : 1));
+	for (int i = 0; i < count; i++)
+		v[i] = axis_value(n, t->root[i]);
+	return v;
+}
+
+/* ---- definitions: root axes -> values, inlining ------------------------------------- */
+
+static Tensor *top_of(Tensor *t)
+{
+	while (t->ca_tensor)
+		t = t->ca_tensor;
+	return t;
+}
+
+/* Materialized tensors are stored and read back; every other defined tensor is recomputed
+ * in its readers. Outputs read by another statement are recomputed too (never read back). */
+static bool is_materialized_read(Tensor *t)
+{
+	return t->kind == TK_INTERMEDIATE && t->ca_tensor;
+}
+
+static IrExpr *translate(Nest *n, IrExpr *e, IrExpr **map, int nmap);
+
+static IrExpr *translate_access(Nest *n, IrExpr *e, IrExpr **subs)
+{
+	Tensor *y = e->tensor;
+	if (y->kind == TK_INPUT)
+		return ir_access(n->a, y, subs, e->nargs);
+	if (is_materialized_read(y)) {
+		if (top_of(y) != n->top)
+			error_once(n, stmt_span(y),
+				   "%s is computed at %s but also read outside its loop nest; "
+				   "this is not supported yet",
+				   y->name, y->ca_tensor->name);
+		return ir_access(n->a, y, subs, e->nargs);
+	}
+	if (tensor_is_reduction(y)) {
+		error_once(n, stmt_span(y),
+			   "reductions read by another statement without compute_at are not "
+			   "supported yet (%s)", y->name);
+		return ir_access(n->a, y, subs, e->nargs);
+	}
+	/* recompute: the reader's subscripts become y's root axes */
+	IrExpr *v = translate(n, y->def, subs, e->nargs);
+	return v;
+}
+
+static IrExpr *translate(Nest *n, IrExpr *e, IrExpr **map, int nmap)
+{
+	if (!e)
+		return NULL;
+	switch (e->kind) {
+	case EX_AXIS:
+		if (e->axis->root_index >= nmap)
+			die("loop_nest: axis %s out of the map", e->axis->name);
+		return map[e->axis->root_index];
+	case EX_REDUCE:
+		error_once(n, e->span, "a reduction nested in an expression is not supported yet");
+		return ir_int(n->a, 0);
+	default:
+		break;
+	}
+	IrExpr *c = NEW(n->a, IrExpr);
+	*c = *e;
+	if (e->nargs) {
+		c->args = arena_alloc(n->a, sizeof(IrExpr *) * (size_t)e->nargs);
+		for (int i = 0; i < e->nargs; i++)
+			c->args[i] = translate(n, e->args[i], map, nmap);
+	}
+	if (e->kind == EX_ACCESS)
+		return translate_access(n, c, c->args);
+	return c;
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+static DType acc_dtype(Tensor *t)
+{
+	return dtype_compute(t->dtype);
+}
+
+static IrExpr *typed_int(Arena *a, DType t, int64_t v)
+{
+	IrExpr *e = ir_int(a, v);
+	e->dtype = t;
+	return e;
+}
+
+static IrExpr *reduce_init(Arena *a, ReduceOp r, DType t)
+{
+	bool fl = dtype_is_float(t);
+	switch (r) {
+	case RED_MAX:
+		if (fl)
+			return ir_float(a, t, -INFINITY);
+		return typed_int(a, t, t == DT_I32 ? INT32_MIN : t == DT_BOOL ? 0 : INT64_MIN);
+	case RED_MIN:
+		if (fl)
+			return ir_float(a, t, INFINITY);
+		return typed_int(a, t, t == DT_I32 ? INT32_MAX : t == DT_BOOL ? 1 : INT64_MAX);
+	default:
+		return fl ? ir_float(a, t, 0.0) : typed_int(a, t, 0);
+	}
+}
+
+static Stmt *let(Kernel *k, Var *v, IrExpr *value)
+{
+	Stmt *s = NEW(k->arena, Stmt);
+	s->kind = KS_LET;
+	s->var = v;
+	s->value = value;
+	return s;
+}
+
+static Var *new_local(Kernel *k, const char *name, DType t)
+{
+	Var *v = kir_new_var(k, name, t);
+	vec_push(k->arena, &k->locals, v);
+	return v;
+}
+
+/* acc = acc op body. max/min keep NaN like PyTorch: a NaN element makes the result NaN. */
+static Stmt *accumulate(Nest *n, Tensor *t, Var *acc, IrExpr *body)
+{
+	Arena *a = n->a;
+	DType dt = acc->dtype;
+	IrExpr *x = ir_var(a, acc);
+	ReduceOp r = t->def->red;
+	if (r == RED_SUM || r == RED_NONE)
+		return let(n->k, acc, ir_op(a, OP_ADD, dt, x, body));
+	IrOp op = r == RED_MAX ? OP_MAX : OP_MIN;
+	if (!dtype_is_float(dt))
+		return let(n->k, acc, ir_op(a, op, dt, x, body));
+	Var *tmp = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
+	IrExpr *v = ir_var(a, tmp);
+	IrExpr *better = ir_op(a, r == RED_MAX ? OP_GT : OP_LT, DT_BOOL, v, x);
+	IrExpr *nan = ir_op(a, OP_NE, DT_BOOL, v, v);
+	IrExpr *take = ir_op(a, OP_OR, DT_BOOL, better, nan);
+	Stmt *s = let(n->k, tmp, body);
+	s->next = let(n->k, acc, ir_select(a, take, v, x));
+	return s;
+}
+
+/* First reduction axis of the domain; checks that the reduction axes are serial and
+ * innermost. Returns ndomain for a non-reduction. */
+static int reduction_start(Nest *n, Tensor *t)
+{
+	if (!tensor_is_reduction(t))
+		return t->ndomain;
+	int start = t->ndomain;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (ax->reduction && start == t->ndomain)
+			start = i;
+		if (ax->reduction && ax->par != PT_SERIAL)
+			error_once(n, stmt_span(t),
+				   "reductions with a reduction axis bound to a parallel type are not "
+				   "supported yet (%s.%s)", t->name, ax->name);
+		if (!ax->reduction && start < i)
+			error_once(n, stmt_span(t),
+				   "reductions with reduction axes that are not innermost are not "
+				   "supported yet (%s.%s)", t->name, ax->name);
+	}
+	return start;
+}
+
+/* ---- nests ---------------------------------------------------------------------------- */
+
+typedef struct Frame {
+	Tensor *t;
+	int rstart;  /* first reduction axis position (ndomain if none) */
+	Var *acc;    /* reduction accumulator */
+} Frame;
+
+static Stmt *build(Nest *n, Frame *fr, int pos);
+static Stmt *build_tensor(Nest *n, Tensor *t);
+
+/* The axis a compute_at position resolves to: through aliases to a real loop. */
+static void placement(Tensor *t, Tensor **owner, int *pos)
+{
+	Tensor *o = t->ca_tensor;
+	int p = t->ca_pos;
+	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
+		Axis *al = o->domain[p]->ca_alias;
+		o = al->owner;
+		p = tensor_axis_pos(o, al);
+	}
+	*owner = o;
+	*pos = p;
+}
+
+/* Producers nested at the start of the body of t's loop `pos`, in definition order. */
+static Stmt *producers_at(Nest *n, Tensor *t, int pos)
+{
+	Stmt *list = NULL;
+	for (int i = 0; i < n->f->ntensors; i++) {
+		Tensor *p = n->f->tensors[i];
+		if (!p->ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
+			continue;
+		Tensor *o;
+		int at;
+		placement(p, &o, &at);
+		if (o != t || at != pos)
+			continue;
+		Stmt *mark = kir_comment(n->k, arena_printf(n->a, "%s computed at %s.%s", p->name,
+							    p->ca_tensor->name,
+							    p->ca_tensor->domain[p->ca_pos]->name));
+		mark->tensor = p;
+		mark->span = p->ca_span;
+		list = kir_append(list, mark);
+		list = kir_append(list, build_tensor(n, p));
+	}
+	return list;
+}
+
+static Stmt *store(Nest *n, Tensor *t, IrExpr *value)
+{
+	IrExpr **subs = root_values(n, t, t->ndim);
+	return kir_store(n->k, t, subs, t->ndim, value);
+}
+
+static Stmt *innermost(Nest *n, Frame *fr)
+{
+	Tensor *t = fr->t;
+	IrExpr **map = root_values(n, t, t->nroot);
+	if (fr->acc)
+		return accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
+	return kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot));
+}
+
+/* The loop (or parallel index) of domain axis `pos` around the rest of the nest. */
+static Stmt *open_axis(Nest *n, Frame *fr, int pos)
+{
+	Axis *ax = fr->t->domain[pos];
+	if (ax->ca_alias)
+		return build(n, fr, pos + 1); /* the consumer's loop, already open */
+	if (ax->par != PT_SERIAL) {
+		push(n, ax, ir_par(n->a, ax->par));
+		Stmt *s = build(n, fr, pos + 1);
+		n->nenv--;
+		return s;
+	}
+	Var *v = kir_new_var(n->k, ax->name, DT_I64);
+	v->extent = ax->extent;
+	v->axis = ax;
+	push(n, ax, ir_var(n->a, v));
+	Stmt *body = build(n, fr, pos + 1);
+	n->nenv--;
+	return kir_for(n->k, v, body);
+}
+
+static Stmt *build(Nest *n, Frame *fr, int pos)
+{
+	Tensor *t = fr->t;
+	Stmt *list = NULL;
+	if (!n->ok)
+		return NULL;
+	if (pos > 0 && !t->domain[pos - 1]->ca_alias)
+		list = producers_at(n, t, pos - 1);
+	if (pos == fr->rstart && tensor_is_reduction(t)) {
+		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
+		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));
+		fr->acc = acc;
+		list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+		list = kir_append(list, store(n, t, ir_var(n->a, acc)));
+		fr->acc = NULL;
+		return list;
+	}
+	if (pos == t->ndomain)
+		return kir_append(list, innermost(n, fr));
+	return kir_append(list, open_axis(n, fr, pos));
+}
+
+static Stmt *build_tensor(Nest *n, Tensor *t)
+{
+	Frame fr = {.t = t};
+	fr.rstart = reduction_start(n, t);
+	if (!n->ok)
+		return NULL;
+	return build(n, &fr, 0);
+}
+
+/* ---- launch dims ---------------------------------------------------------------------- */
+
+static void add_launch(Kernel *k, ParType p, IrExpr *extent)
+{
+	IrExpr *cur = k->launch[p];
+	int64_t x, y;
+	if (!cur || ir_equal(cur, extent))
+		k->launch[p] = cur ? cur : extent;
+	else if (ir_is_const(cur, &x) && ir_is_const(extent, &y))
+		k->launch[p] = ir_int(k->arena, x > y ? x : y);
+	else
+		k->launch[p] = ir_op(k->arena, OP_MAX, DT_I64, cur, extent);
+}
+
+static bool is_nest_tensor(Tensor *t)
+{
+	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && t->ca_tensor);
+}
+
+static void launch_dims(Kernel *k)
+{
+	Fusion *f = k->fusion;
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *t = f->tensors[i];
+		if (!is_nest_tensor(t))
+			continue;
+		for (int j = 0; j < t->ndomain; j++) {
+			Axis *ax = t->domain[j];
+			if (!ax->ca_alias && ax->par != PT_SERIAL)
+				add_launch(k, ax->par, ax->extent);
+		}
+	}
+}
+
+bool pass_loop_nest(Kernel *k, Diag *d)
+{
+	Nest n = {.k = k, .a = k->arena, .d = d, .f = k->fusion, .ok = true};
+	Fusion *f = k->fusion;
+	for (int i = 0; i < f->ntensors && n.ok; i++) {
+		Tensor *t = f->tensors[i];
+		if (t->kind != TK_OUTPUT || t->ca_tensor)
+			continue;
+		n.top = t;
+		k->body = kir_append(k->body, build_tensor(&n, t));
+	}
+	if (!n.ok)
+		return false;
+	launch_dims(k);
+	return true;
+}

@@ -1,0 +1,88 @@
+/* pipeline.c: the pass manager. The pipeline is the list below; adding a pass is adding a line.
+ *
+ * lower_fusion makes an empty kernel, runs the passes in order and stops at the first one that
+ * reports an error. With LowerOptions.verify, ir_verify checks the kernel IR after every pass;
+ * `--dump-after=NAME|all` prints the kernel IR after the named pass(es), `--time-passes` one
+ * line per pass with its time in microseconds.
+ */
+#include <string.h>
+
+#include "passes/passes.h"
+
+const Pass pass_list[] = {
+	{"loop_nest", pass_loop_nest, "loop nests from the scheduled domains; inlining"},
+	{"predicate", pass_predicate, "bounds predicates for non-divisible splits and pars"},
+	{"redundant_write", pass_redundant_write, "only index 0 of an unused par writes memory"},
+	{"indexing", pass_indexing, "logical subscripts -> flattened offsets"},
+	{"vectorize", pass_vectorize, "vector loads/stores with a scalar tail"},
+	{"allocation", pass_allocation, "buffers for materialized intermediates"},
+	{"arch", pass_arch, "minimum architecture from the features used"},
+	{"simplify", pass_simplify, "constant folding and dead branch removal"},
+};
+const int pass_count = countof(pass_list);
+
+const LowerOptions *pass_options;
+
+static const LowerOptions default_options = {.arch = 80};
+
+void passes_print(FILE *out)
+{
+	for (int i = 0; i < pass_count; i++)
+		fprintf(out, "%-16s %s\n", pass_list[i].name, pass_list[i].what);
+}
+
+bool pass_exists(const char *name)
+{
+	if (strcmp(name, "all") == 0)
+		return true;
+	for (int i = 0; i < pass_count; i++)
+		if (strcmp(pass_list[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static void dump(Kernel *k, const char *pass, FILE *out)
+{
+	Buf b = {0};
+	buf_printf(&b, "// ---- after %s ----\n", pass);
+	kir_print(k, &b);
+	fputs(b.s, out);
+	buf_free(&b);
+}
+
+Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+{
+	if (!o)
+		o = &default_options;
+	const LowerOptions *saved = pass_options;
+	pass_options = o;
+	FILE *out = o->dump_out ? o->dump_out : stdout;
+	FILE *tout = o->dump_out ? o->dump_out : stderr;
+	Kernel *k = kir_new(a, f);
+	bool ok = true;
+	/* par ranges are unknown until loop_nest has set the launch dims */
+	ir_range_set_kernel(NULL);
+	for (int i = 0; i < pass_count && ok; i++) {
+		const Pass *p = &pass_list[i];
+		double t0 = now_seconds();
+		int errors = diag_error_count(d);
+		ok = p->run(k, d) && diag_error_count(d) == errors;
+		if (o->time_passes)
+			fprintf(tout, "%s: pass %-16s %8.0f us\n", f->name, p->name,
+				(now_seconds() - t0) * 1e6);
+		if (!ok)
+			break;
+		if (i == 0)
+			ir_range_set_kernel(k);
+		if (o->verify && !ir_verify(k, d, p->name)) {
+			ok = false;
+			break;
+		}
+		if (o->dump_after && (strcmp(o->dump_after, "all") == 0 ||
+				      strcmp(o->dump_after, p->name) == 0))
+			dump(k, p->name, out);
+	}
+	ir_range_set_kernel(NULL);
+	pass_options = saved;
+	return ok ? k : NULL;
+}

@@ -1,0 +1,133 @@
+/* predicate.c: bounds predicates. No lane ever reads or writes out of bounds.
+ *
+ * Each store (KS_STORE) and each accumulation (KS_LET whose value reads memory) is wrapped in
+ * `if (c1 && c2 ...)` where the conditions are
+ *   - for every access in the statement (the store target and every EX_ACCESS read):
+ *     `subscript_d < shape_d` per dimension: a non-divisible split makes the root index
+ *     reconstructed from the leaves exceed the extent;
+ *   - for a store, `par < extent` for each axis of the stored tensor bound to a parallel type
+ *     whose extent may be smaller than the kernel's launch extent (another tensor launched it
+ *     wider): the extra threads must not write.
+ * A condition that ir_range proves true is dropped (e.g. a split of 33 by 11), duplicates are
+ * merged, and a statement with no condition left is not wrapped. Index values are never
+ * negative (loop variables, parallel indices and sizes are not), so only upper bounds matter.
+ */
+#include "passes/passes.h"
+
+typedef struct Conds {
+	IrExpr **c;
+	int n, cap;
+	Arena *a;
+} Conds;
+
+static void add_cond(Conds *cs, IrExpr *c)
+{
+	c = ir_simplify(cs->a, c);
+	int64_t v;
+	if (ir_is_const(c, &v) && v)
+		return;
+	for (int i = 0; i < cs->n; i++)
+		if (ir_equal(cs->c[i], c))
+			return;
+	if (cs->n == cs->cap) {
+		int cap = cs->cap ? 2 * cs->cap : 8;
+		IrExpr **c2 = arena_alloc(cs->a, sizeof(IrExpr *) * (size_t)cap);
+		for (int i = 0; i < cs->n; i++)
+			c2[i] = cs->c[i];
+		cs->c = c2;
+		cs->cap = cap;
+	}
+	cs->c[cs->n++] = c;
+}
+
+static void bounds(Conds *cs, Tensor *t, IrExpr **subs, int n)
+{
+	for (int d = 0; d < n && d < t->ndim; d++)
+		add_cond(cs, ix_lt(cs->a, subs[d], t->shape[d]));
+}
+
+static void access_conds(Conds *cs, IrExpr *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nargs; i++)
+		access_conds(cs, e->args[i]);
+	if (e->kind == EX_ACCESS)
+		bounds(cs, e->tensor, e->args, e->nargs);
+}
+
+static Axis *resolve(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax;
+}
+
+/* par < extent where the launch may be wider than this tensor's bound axis */
+static void par_conds(Conds *cs, Kernel *k, Tensor *t)
+{
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = resolve(t->domain[i]);
+		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+			continue;
+		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ax->extent));
+	}
+}
+
+static IrExpr *conjunction(Conds *cs)
+{
+	IrExpr *c = NULL;
+	for (int i = 0; i < cs->n; i++)
+		c = ix_and(cs->a, c, cs->c[i]);
+	return c;
+}
+
+static Stmt *guard(Kernel *k, Stmt *s)
+{
+	Conds cs = {.a = k->arena};
+	if (s->kind == KS_STORE) {
+		bounds(&cs, s->tensor, s->idx, s->nidx);
+		par_conds(&cs, k, s->tensor);
+	}
+	access_conds(&cs, s->value);
+	IrExpr *c = conjunction(&cs);
+	if (!c)
+		return s;
+	Stmt *next = s->next;
+	s->next = NULL;
+	Stmt *g = kir_if(k, c, s, NULL);
+	g->span = s->span;
+	g->next = next;
+	return g;
+}
+
+static Stmt *predicate_list(Kernel *k, Stmt *s)
+{
+	Stmt head = {0}, *prev = &head;
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case KS_FOR:
+			s->body = predicate_list(k, s->body);
+			break;
+		case KS_IF:
+			s->then = predicate_list(k, s->then);
+			s->els = predicate_list(k, s->els);
+			break;
+		case KS_STORE:
+		case KS_LET:
+			s = guard(k, s);
+			break;
+		default:
+			break;
+		}
+		prev->next = s;
+		prev = s;
+	}
+	return head.next;
+}
+
+bool pass_predicate(Kernel *k, Diag *d)
+{
+	k->body = predicate_list(k, k->body);
+	return true;
+}

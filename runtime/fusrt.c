@@ -1,0 +1,534 @@
+/* fusrt.c: compile .fus text into a loaded CUDA module and launch its fusions by name.
+ *
+ * fusrt_compile: front end (errors need no GPU) -> driver -> lowering for the device's arch
+ * -> device CUDA source -> cache lookup keyed by (source, options, arch, FUSC_VERSION) or
+ * NVRTC -> cuModuleLoadData. A module owns the arena holding its fusion and kernel IR, which
+ * the launcher reads: signature, size symbols, launch dims and preconditions.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "frontend/frontend.h"
+#include "interp/interp.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+struct fusrt_module {
+	Arena *arena;
+	Program *prog;
+	Kernel **kernels;   /* one per fusion, in program order */
+	CUfunction *funcs;
+	int n;
+	CUmodule mod;
+	bool loaded;
+};
+
+static _Thread_local int last_cached;
+
+int fusrt_last_compile_cached(void) { return last_cached; }
+
+void fusrt_module_free(fusrt_module *m)
+{
+	if (!m)
+		return;
+	if (m->loaded && rt_driver_init() == FUSRT_OK)
+		rt_cu.module_unload(m->mod);
+	free(m->funcs);
+	arena_free(m->arena);
+	free(m);
+}
+
+/* Front end + lowering of every fusion for `arch`. Arch problems are checked by the caller
+ * (no_arch_check: a kernel that needs a newer GPU is an FUSRT_ERR_ARCH, not a diagnostic). */
+static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const char *name,
+			     int arch)
+{
+	Diag *d = diag_new();
+	int file = diag_add_file(d, name, src, len);
+	fusrt_status s = FUSRT_OK;
+
+	m->prog = frontend_compile(m->arena, d, file);
+	if (m->prog && diag_error_count(d) == 0) {
+		LowerOptions o = {0};
+		o.arch = arch;
+		o.no_arch_check = true;
+		m->n = m->prog->nfusions;
+		m->kernels = arena_alloc(m->arena, sizeof(Kernel *) * (m->n + 1));
+		for (int i = 0; i < m->n && s == FUSRT_OK; i++) {
+			m->kernels[i] = lower_fusion(m->arena, d, m->prog->fusions[i], &o);
+			if (!m->kernels[i])
+				s = FUSRT_ERR_COMPILE;
+		}
+	}
+	if (!m->prog || diag_error_count(d) > 0 || s != FUSRT_OK) {
+		char *text = diag_render(d);
+		s = rt_fail(FUSRT_ERR_COMPILE, "%s", text && *text ? text : "compilation failed\n");
+		free(text);
+	}
+	diag_free(d);
+	return s;
+}
+
+static fusrt_status check_arch(fusrt_module *m, int arch)
+{
+	for (int i = 0; i < m->n; i++) {
+		Kernel *k = m->kernels[i];
+		if (k->min_arch > arch)
+			return rt_fail(FUSRT_ERR_ARCH, "fusion %s needs sm_%d or newer; the target is "
+				       "sm_%d", k->fusion->name, k->min_arch, arch);
+	}
+	return FUSRT_OK;
+}
+
+/* The binary for `src`: from the cache, else from NVRTC (then stored). PTX text keeps its
+ * terminating NUL so cuModuleLoadData can read it. */
+static fusrt_status get_binary(const char *src, const char *name, int arch, bool cubin,
+			       const char *cache_dir, bool use_cache, char **bin, size_t *len)
+{
+	const char *opts = cubin ? "cubin" : "ptx";
+	uint64_t key = rt_cache_key(src, opts, arch);
+	char *log = NULL;
+
+	if (use_cache && cache_dir && rt_cache_load(cache_dir, key, bin, len, NULL)) {
+		last_cached = 1;
+		return FUSRT_OK;
+	}
+	if (!nvrtc_compile(src, name, arch, cubin, bin, len, &log)) {
+		fusrt_status s = rt_fail(FUSRT_ERR_NVRTC, "NVRTC failed for sm_%d:\n%s", arch,
+					 log ? log : "(no log)");
+		free(log);
+		return s;
+	}
+	free(log);
+	if (!cubin) {
+		*len = strlen(*bin) + 1;
+	}
+	if (cache_dir)
+		rt_cache_store(cache_dir, key, *bin, *len, NULL); /* a cache that fails is no cache */
+	return FUSRT_OK;
+}
+
+static fusrt_status load_module(fusrt_module *m, const char *bin)
+{
+	CUresult r = rt_cu.module_load_data(&m->mod, bin);
+
+	if (r != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuModuleLoadData");
+	m->loaded = true;
+	m->funcs = xmalloc(sizeof(CUfunction) * (m->n + 1));
+	for (int i = 0; i < m->n; i++) {
+		r = rt_cu.module_get_function(&m->funcs[i], m->mod, m->kernels[i]->name);
+		if (r != CUDA_SUCCESS)
+			return rt_cu_fail(r, m->kernels[i]->name);
+	}
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
+			   const fusrt_options *opt, fusrt_module **out)
+{
+	fusrt_options o = {0, NULL};
+	fusrt_module *m;
+	fusrt_status s;
+	char *dir = NULL, *bin = NULL;
+	size_t blen = 0;
+	Buf cu = {0};
+
+	rt_clear_error();
+	last_cached = 0;
+	if (!out)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL result pointer");
+	*out = NULL;
+	if (!source)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL source");
+	if (opt)
+		o = *opt;
+	if (o.arch < 0)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: bad arch %d", o.arch);
+	m = calloc(1, sizeof *m);
+	m->arena = arena_new();
+	/* The front end first, so that errors in the text are reported without a GPU. */
+	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90);
+	if (s == FUSRT_OK)
+		s = rt_driver_init();
+	int dev_arch = rt_device_arch();
+	if (s == FUSRT_OK && o.arch > dev_arch)
+		s = rt_fail(FUSRT_ERR_ARCH, "target sm_%d is newer than the device (sm_%d)", o.arch,
+			    dev_arch);
+	int arch = o.arch ? o.arch : dev_arch;
+	if (s == FUSRT_OK && !o.arch && arch != 90) { /* lower again for the real arch */
+		arena_free(m->arena);
+		m->arena = arena_new();
+		s = build_ir(m, source, len, name ? name : "<source>", arch);
+	}
+	if (s == FUSRT_OK)
+		s = check_arch(m, arch);
+	if (s == FUSRT_OK) {
+		cuda_emit_device(m->kernels, m->n, &cu);
+		dir = o.cache_dir ? (*o.cache_dir ? xstrdup(o.cache_dir) : NULL)
+				  : rt_cache_default_dir();
+		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
+		bool cubin = arch == dev_arch;
+		s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
+		if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
+			/* A well-formed entry that the driver rejects: rebuild it once. */
+			free(bin);
+			bin = NULL;
+			last_cached = 0;
+			s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, false, &bin,
+				       &blen);
+			if (s == FUSRT_OK)
+				s = load_module(m, bin);
+		}
+	}
+	free(bin);
+	free(dir);
+	buf_free(&cu);
+	if (s != FUSRT_OK) {
+		fusrt_module_free(m);
+		return s;
+	}
+	*out = m;
+	return FUSRT_OK;
+}
+
+/* ---- introspection -------------------------------------------------------------------- */
+
+static int find_fusion(const fusrt_module *m, const char *name)
+{
+	if (!m || !name || !m->prog)
+		return -1;
+	for (int i = 0; i < m->n; i++)
+		if (strcmp(m->prog->fusions[i]->name, name) == 0)
+			return i;
+	return -1;
+}
+
+Fusion *rt_module_fusion(const fusrt_module *m, const char *name)
+{
+	int i = find_fusion(m, name);
+
+	return i < 0 ? NULL : m->prog->fusions[i];
+}
+
+int fusrt_fusion_count(const fusrt_module *m) { return m ? m->n : 0; }
+
+const char *fusrt_fusion_name(const fusrt_module *m, int i)
+{
+	return m && i >= 0 && i < m->n ? m->prog->fusions[i]->name : NULL;
+}
+
+int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	return f ? f->nsig : -1;
+}
+
+fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
+			      fusrt_arg_info *out)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	rt_clear_error();
+	if (!f || !out || i < 0 || i >= f->nsig)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_fusion_arg: no argument %d of fusion %s", i,
+			       fusion ? fusion : "(null)");
+	struct SigEntry *e = &f->sig[i];
+	if (e->kind == 'p') {
+		out->name = e->param->name;
+		out->kind = FUSRT_SCALAR;
+		out->dtype = dtype_name(e->param->dtype);
+		out->ndim = 0;
+	} else {
+		out->name = e->tensor->name;
+		out->kind = e->kind == 't' ? FUSRT_INPUT : FUSRT_OUTPUT;
+		out->dtype = dtype_name(e->tensor->dtype);
+		out->ndim = e->tensor->ndim;
+	}
+	return FUSRT_OK;
+}
+
+int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	return f ? f->nsizes : -1;
+}
+
+const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion, int i)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	return f && i >= 0 && i < f->nsizes ? f->sizes[i]->name : NULL;
+}
+
+/* ---- launching ------------------------------------------------------------------------ */
+
+/* Storage for one kernel argument: scalars by value in their dtype, pointers, sizes. */
+typedef union ArgSlot {
+	float f32;
+	double f64;
+	int32_t i32;
+	long long i64;
+	uint16_t bits;
+	unsigned char b;
+	CUdeviceptr ptr;
+} ArgSlot;
+
+static ArgSlot scalar_slot(DType t, const fusrt_arg *a)
+{
+	ArgSlot s;
+
+	memset(&s, 0, sizeof s);
+	switch (t) {
+	case DT_F16: s.bits = interp_f16_bits(a->f); break;
+	case DT_BF16: s.bits = interp_bf16_bits(a->f); break;
+	case DT_F32: s.f32 = (float)a->f; break;
+	case DT_F64: s.f64 = a->f; break;
+	case DT_I32: s.i32 = (int32_t)a->i; break;
+	case DT_I64: s.i64 = a->i; break;
+	case DT_BOOL: s.b = a->i != 0; break;
+	default: unreachable();
+	}
+	return s;
+}
+
+static const char *arg_name(struct SigEntry *e)
+{
+	return e->kind == 'p' ? e->param->name : e->tensor->name;
+}
+
+static int sig_pos(Fusion *f, Tensor *t)
+{
+	for (int i = 0; i < f->nsig; i++)
+		if (f->sig[i].tensor == t)
+			return i;
+	return -1;
+}
+
+/* Counts, sizes, pointers and the kernel's preconditions. */
+static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
+				 const int64_t *sizes, int nsizes)
+{
+	Fusion *f = k->fusion;
+	char *err = NULL;
+
+	if (nargs != f->nsig || (nargs > 0 && !args)) {
+		Buf b = {0};
+		for (int i = 0; i < f->nsig; i++)
+			buf_printf(&b, "%s%s", i ? ", " : "", arg_name(&f->sig[i]));
+		fusrt_status s = rt_fail(FUSRT_ERR_INVALID, "fusion %s takes %d arguments (%s), got %d",
+					 f->name, f->nsig, b.s ? b.s : "", args ? nargs : 0);
+		buf_free(&b);
+		return s;
+	}
+	if (nsizes != f->nsizes || (nsizes > 0 && !sizes)) {
+		Buf b = {0};
+		for (int i = 0; i < f->nsizes; i++)
+			buf_printf(&b, "%s%s", i ? ", " : "", f->sizes[i]->name);
+		fusrt_status s = rt_fail(FUSRT_ERR_INVALID, "fusion %s takes %d sizes (%s), got %d",
+					 f->name, f->nsizes, b.s ? b.s : "", sizes ? nsizes : 0);
+		buf_free(&b);
+		return s;
+	}
+	if (!interp_check_sizes(f, sizes, &err)) {
+		fusrt_status s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: %s", f->name, err);
+		free(err);
+		return s;
+	}
+	for (int i = 0; i < f->nsig; i++) {
+		Tensor *t = f->sig[i].tensor;
+		int64_t dims[INTERP_MAX_DIMS];
+		if (f->sig[i].kind == 'p' || args[i].ptr)
+			continue;
+		if (!interp_tensor_dims(t, sizes, dims, NULL) || interp_numel(dims, t->ndim) != 0)
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
+				       f->name, t->name);
+	}
+	for (int i = 0; i < k->preconds.len; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		if (p->kind == PC_ALIGNED) {
+			int pos = sig_pos(f, p->tensor);
+			if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
+				return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: pointer %s (0x%llx) is "
+					       "not aligned to %lld bytes", f->name, p->tensor->name,
+					       (unsigned long long)args[pos].ptr, (long long)p->value);
+		} else if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0) {
+			return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: size %s = %lld is not a "
+				       "multiple of %lld", f->name, p->size->name,
+				       (long long)sizes[p->size->index], (long long)p->value);
+		}
+	}
+	return FUSRT_OK;
+}
+
+/* Grid (x, y, z) then block (x, y, z). */
+static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6])
+{
+	static const ParType pts[6] = {PT_BIDX, PT_BIDY, PT_BIDZ, PT_TIDX, PT_TIDY, PT_TIDZ};
+	static const int64_t limit[6] = {2147483647, 65535, 65535, 1024, 1024, 64};
+
+	for (int i = 0; i < 6; i++) {
+		dims[i] = 1;
+		if (k->launch[pts[i]] && !interp_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the %s launch "
+				       "dimension", k->fusion->name, par_name(pts[i]));
+		if (dims[i] < 0)
+			dims[i] = 0;
+	}
+	for (int i = 0; i < 6; i++)
+		if (dims[i] > limit[i])
+			return rt_fail(FUSRT_ERR_LAUNCH, "fusion %s: %s = %lld exceeds the limit %lld",
+				       k->fusion->name, par_name(pts[i]), (long long)dims[i],
+				       (long long)limit[i]);
+	if (dims[3] * dims[4] * dims[5] > 1024)
+		return rt_fail(FUSRT_ERR_LAUNCH, "fusion %s: a block of %lld threads exceeds 1024",
+			       k->fusion->name, (long long)(dims[3] * dims[4] * dims[5]));
+	return FUSRT_OK;
+}
+
+static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
+			      const int64_t *sizes, const int64_t dims[6], CUstream stream)
+{
+	Fusion *f = m->kernels[fi]->fusion;
+	int n = f->nsig + f->nsizes;
+	ArgSlot *slots = xmalloc(sizeof(ArgSlot) * (n + 1));
+	void **params = xmalloc(sizeof(void *) * (n + 1));
+	CUresult r;
+
+	for (int i = 0; i < f->nsig; i++) {
+		if (f->sig[i].kind == 'p')
+			slots[i] = scalar_slot(f->sig[i].param->dtype, &args[i]);
+		else
+			slots[i].ptr = (CUdeviceptr)args[i].ptr;
+		params[i] = &slots[i];
+	}
+	for (int i = 0; i < f->nsizes; i++) {
+		slots[f->nsig + i].i64 = sizes[i];
+		params[f->nsig + i] = &slots[f->nsig + i];
+	}
+	r = rt_cu.launch_kernel(m->funcs[fi], (unsigned)dims[0], (unsigned)dims[1],
+				(unsigned)dims[2], (unsigned)dims[3], (unsigned)dims[4],
+				(unsigned)dims[5], 0, stream, params, NULL);
+	free(slots);
+	free(params);
+	if (r != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuLaunchKernel");
+	return FUSRT_OK;
+}
+
+/* Everything before the launch: the module, the fusion, the arguments, the dims. *skip is
+ * set when a grid dimension is 0 (nothing to launch). */
+static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg *args,
+			    int nargs, const int64_t *sizes, int nsizes, int *fi, int64_t dims[6],
+			    bool *skip)
+{
+	fusrt_status s;
+
+	if (!m || !m->loaded)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL module");
+	if (!fusion)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL fusion name");
+	if ((*fi = find_fusion(m, fusion)) < 0) {
+		Buf b = {0};
+		for (int i = 0; i < m->n; i++)
+			buf_printf(&b, "%s%s", i ? ", " : "", m->prog->fusions[i]->name);
+		s = rt_fail(FUSRT_ERR_INVALID, "no fusion named '%s' (the module has: %s)", fusion,
+			    b.s ? b.s : "none");
+		buf_free(&b);
+		return s;
+	}
+	Kernel *k = m->kernels[*fi];
+	if ((s = check_launch(k, args, nargs, sizes, nsizes)) != FUSRT_OK)
+		return s;
+	if ((s = launch_dims(k, sizes, dims)) != FUSRT_OK)
+		return s;
+	*skip = false;
+	for (int i = 0; i < 6; i++)
+		if (dims[i] == 0)
+			*skip = true;
+	return rt_driver_init();
+}
+
+fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
+			  const int64_t *sizes, int nsizes, fusrt_stream stream)
+{
+	int64_t dims[6];
+	bool skip = false;
+	int fi;
+	fusrt_status s;
+
+	rt_clear_error();
+	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+		return s;
+	if (skip)
+		return FUSRT_OK;
+	return do_launch(m, fi, args, sizes, dims, (CUstream)stream);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
+			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
+			       double *median_ms)
+{
+	int64_t dims[6];
+	bool skip = false;
+	int fi;
+	fusrt_status s;
+	CUresult r = CUDA_SUCCESS;
+
+	rt_clear_error();
+	if (!median_ms || iters < 1 || warmup < 0)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_time_launch: bad arguments");
+	*median_ms = 0;
+	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+		return s;
+	if (skip)
+		return FUSRT_OK;
+	for (int i = 0; i < warmup; i++)
+		if ((s = do_launch(m, fi, args, sizes, dims, NULL)) != FUSRT_OK)
+			return s;
+	CUevent *ev = calloc(iters + 1, sizeof(CUevent));
+	double *ms = calloc(iters, sizeof(double));
+	int made = 0;
+	for (; made <= iters && r == CUDA_SUCCESS; made++)
+		r = rt_cu.event_create(&ev[made], CU_EVENT_DEFAULT);
+	if (r != CUDA_SUCCESS) {
+		made--;
+		s = rt_cu_fail(r, "cuEventCreate");
+	}
+	for (int i = 0; i < iters && s == FUSRT_OK; i++) {
+		if (i == 0 && (r = rt_cu.event_record(ev[0], NULL)) != CUDA_SUCCESS)
+			s = rt_cu_fail(r, "cuEventRecord");
+		if (s == FUSRT_OK)
+			s = do_launch(m, fi, args, sizes, dims, NULL);
+		if (s == FUSRT_OK && (r = rt_cu.event_record(ev[i + 1], NULL)) != CUDA_SUCCESS)
+			s = rt_cu_fail(r, "cuEventRecord");
+	}
+	if (s == FUSRT_OK && (r = rt_cu.event_synchronize(ev[iters])) != CUDA_SUCCESS)
+		s = rt_cu_fail(r, "kernel execution failed (cuEventSynchronize)");
+	for (int i = 0; i < iters && s == FUSRT_OK; i++) {
+		float t = 0;
+		if ((r = rt_cu.event_elapsed_time(&t, ev[i], ev[i + 1])) != CUDA_SUCCESS)
+			s = rt_cu_fail(r, "cuEventElapsedTime");
+		ms[i] = t;
+	}
+	if (s == FUSRT_OK) {
+		qsort(ms, iters, sizeof(double), cmp_double);
+		*median_ms = iters % 2 ? ms[iters / 2] : (ms[iters / 2 - 1] + ms[iters / 2]) / 2;
+	}
+	for (int i = 0; i < made; i++)
+		rt_cu.event_destroy(ev[i]);
+	free(ev);
+	free(ms);
+	return s;
+}

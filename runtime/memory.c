@@ -1,0 +1,137 @@
+/* memory.c: device memory and synchronization through the driver, and the per-thread last
+ * error that every fusrt call sets on failure. */
+#include <stdlib.h>
+
+#include "runtime/runtime.h"
+
+static _Thread_local char *last_error;
+
+fusrt_status rt_fail(fusrt_status s, const char *fmt, ...)
+{
+	Buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	free(last_error);
+	last_error = b.s;
+	return s;
+}
+
+void rt_clear_error(void)
+{
+	free(last_error);
+	last_error = NULL;
+}
+
+const char *fusrt_last_error(void) { return last_error ? last_error : ""; }
+
+const char *fusrt_status_name(fusrt_status s)
+{
+	static const char *names[] = {
+		"FUSRT_OK", "FUSRT_ERR_INVALID", "FUSRT_ERR_COMPILE", "FUSRT_ERR_NO_DRIVER",
+		"FUSRT_ERR_NO_DEVICE", "FUSRT_ERR_ARCH", "FUSRT_ERR_NVRTC",
+		"FUSRT_ERR_OUT_OF_MEMORY", "FUSRT_ERR_PRECONDITION", "FUSRT_ERR_LAUNCH",
+		"FUSRT_ERR_CUDA",
+	};
+
+	if ((unsigned)s >= (unsigned)countof(names))
+		return "FUSRT_ERR_UNKNOWN";
+	return names[s];
+}
+
+fusrt_status fusrt_malloc(fusrt_devptr *out, size_t bytes)
+{
+	fusrt_status s;
+	CUdeviceptr p = 0;
+	CUresult r;
+
+	rt_clear_error();
+	if (!out)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_malloc: NULL result pointer");
+	*out = 0;
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if ((r = rt_cu.mem_alloc(&p, bytes ? bytes : 1)) != CUDA_SUCCESS) {
+		rt_cu_fail(r, "cuMemAlloc");
+		return rt_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? FUSRT_ERR_OUT_OF_MEMORY : FUSRT_ERR_CUDA,
+			       "out of device memory allocating %zu bytes (%s)", bytes,
+			       fusrt_last_error());
+	}
+	*out = (fusrt_devptr)p;
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_free(fusrt_devptr p)
+{
+	fusrt_status s;
+	CUresult r;
+
+	rt_clear_error();
+	if (!p)
+		return FUSRT_OK;
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if ((r = rt_cu.mem_free((CUdeviceptr)p)) != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuMemFree");
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_copy_to_device(fusrt_devptr dst, const void *src, size_t bytes)
+{
+	fusrt_status s;
+	CUresult r;
+
+	rt_clear_error();
+	if (bytes && (!dst || !src))
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_copy_to_device: NULL pointer");
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if (bytes && (r = rt_cu.memcpy_htod((CUdeviceptr)dst, src, bytes)) != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuMemcpyHtoD");
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_copy_to_host(void *dst, fusrt_devptr src, size_t bytes)
+{
+	fusrt_status s;
+	CUresult r;
+
+	rt_clear_error();
+	if (bytes && (!dst || !src))
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_copy_to_host: NULL pointer");
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if (bytes && (r = rt_cu.memcpy_dtoh(dst, (CUdeviceptr)src, bytes)) != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuMemcpyDtoH");
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_memset(fusrt_devptr dst, unsigned char byte, size_t bytes)
+{
+	fusrt_status s;
+	CUresult r;
+
+	rt_clear_error();
+	if (bytes && !dst)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_memset: NULL pointer");
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if (bytes && (r = rt_cu.memset_d8((CUdeviceptr)dst, byte, bytes)) != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuMemsetD8");
+	return FUSRT_OK;
+}
+
+fusrt_status fusrt_synchronize(void)
+{
+	fusrt_status s;
+	CUresult r;
+
+	rt_clear_error();
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	if ((r = rt_cu.ctx_synchronize()) != CUDA_SUCCESS)
+		return rt_cu_fail(r, "kernel execution failed (cuCtxSynchronize)");
+	return FUSRT_OK;
+}

@@ -1,0 +1,92 @@
+/* runtime.h: libfusrt's internals (the public API is include/fusrt.h), shared by its files,
+ * the `fusc run` tool and the unit tests.
+ *
+ *   driver.c   dlopen("libcuda.so.1") and the driver entry points we use; device probing
+ *   cache.c    the on-disk cubin cache (header with magic, key, length and checksum)
+ *   fusrt.c    compile (front end, lowering, NVRTC, cache), module loading, launching
+ *   memory.c   device memory, synchronization, the thread's last error
+ */
+#ifndef FUSC_RUNTIME_H
+#define FUSC_RUNTIME_H
+
+#include <cuda.h> /* types and constants only: libcuda is loaded with dlopen, never linked */
+
+#include "../include/fusrt.h"
+#include "../ir/ir.h"
+
+/* runtime/driver.c */
+
+/* The driver entry points libfusrt uses, filled by rt_driver_init from dlsym. */
+typedef struct RtDriver {
+	CUresult (*init)(unsigned flags);
+	CUresult (*device_get_count)(int *n);
+	CUresult (*device_get)(CUdevice *d, int ordinal);
+	CUresult (*device_get_attribute)(int *v, CUdevice_attribute a, CUdevice d);
+	CUresult (*device_get_name)(char *name, int len, CUdevice d);
+	CUresult (*primary_ctx_retain)(CUcontext *c, CUdevice d);
+	CUresult (*ctx_set_current)(CUcontext c);
+	CUresult (*ctx_synchronize)(void);
+	CUresult (*module_load_data)(CUmodule *m, const void *image);
+	CUresult (*module_unload)(CUmodule m);
+	CUresult (*module_get_function)(CUfunction *f, CUmodule m, const char *name);
+	CUresult (*launch_kernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+				  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+				  void **extra);
+	CUresult (*mem_alloc)(CUdeviceptr *p, size_t n);
+	CUresult (*mem_free)(CUdeviceptr p);
+	CUresult (*memcpy_htod)(CUdeviceptr dst, const void *src, size_t n);
+	CUresult (*memcpy_dtoh)(void *dst, CUdeviceptr src, size_t n);
+	CUresult (*memset_d8)(CUdeviceptr dst, unsigned char v, size_t n);
+	CUresult (*event_create)(CUevent *e, unsigned flags);
+	CUresult (*event_record)(CUevent e, CUstream s);
+	CUresult (*event_synchronize)(CUevent e);
+	CUresult (*event_elapsed_time)(float *ms, CUevent a, CUevent b);
+	CUresult (*event_destroy)(CUevent e);
+	CUresult (*get_error_name)(CUresult r, const char **s);
+	CUresult (*get_error_string)(CUresult r, const char **s);
+} RtDriver;
+extern RtDriver rt_cu;
+
+/* Sets the last error from a failed driver call: "WHAT: CUDA_ERROR_X: description", with the
+ * status that fits the error (out of memory, launch failure, ...). */
+fusrt_status rt_cu_fail(CUresult r, const char *what);
+
+/* 1 when libcuda loads, cuInit succeeds and there is at least one device. The probe runs in
+ * a forked child, so the calling process never initializes CUDA (a parent that called cuInit
+ * cannot use CUDA in children it forks later: the unit-test runner forks every test). */
+int rt_have_cuda_device(void);
+/* Loads the driver, initializes it and makes device 0's primary context current. Idempotent;
+ * sets the last error and returns the status on failure. */
+fusrt_status rt_driver_init(void);
+/* The device's compute capability as major*10+minor (after rt_driver_init). */
+int rt_device_arch(void);
+
+/* runtime/memory.c: the thread's last error. */
+fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
+void rt_clear_error(void);
+
+/* runtime/cache.c: the cache stores one binary per key in DIR/KEY.cubin (KEY: 16 hex digits).
+ * An entry is a header (magic "FUSCBIN1", key, payload length, FNV-1a checksum of the payload)
+ * then the payload. Stores go to a temporary file renamed into place, so readers never see a
+ * partial entry; a truncated or corrupt entry is rejected by the loader (and then rebuilt). */
+uint64_t rt_cache_key(const char *source, const char *options, int arch);
+/* The default folder: $FUSRT_CACHE_DIR, else $XDG_CACHE_HOME/fusc, else $HOME/.cache/fusc;
+ * NULL when none can be determined or FUSRT_NO_CACHE is set. Caller frees. */
+char *rt_cache_default_dir(void);
+char *rt_cache_path(const char *dir, uint64_t key); /* caller frees */
+/* Loads an entry: true with *data (malloc'd) and *len, or false with *why (malloc'd, may be
+ * NULL when the entry does not exist). */
+bool rt_cache_load(const char *dir, uint64_t key, char **data, size_t *len, char **why);
+/* Stores an entry (creating dir and its parents). False with *err (malloc'd). */
+bool rt_cache_store(const char *dir, uint64_t key, const void *data, size_t len, char **err);
+
+/* runtime/fusrt.c */
+/* The fusion IR of a compiled module's fusion (NULL when there is none of that name). */
+Fusion *rt_module_fusion(const fusrt_module *m, const char *name);
+
+/* tools/run.c: `fusc run FILE [--fusion NAME] [--dims M=..,N=..] [--seed S] [--bench]`.
+ * argv[0] is the subcommand's name ("run"), options follow. Returns the exit status: 0 PASS,
+ * 1 a mismatch or diagnostics in the file, 2 usage, I/O, bad dims or no CUDA device. */
+int fusc_run_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,119 @@
+/* arena.c: a chunked bump allocator. Chunks come from calloc and memory is never reused, so
+ * every allocation is zeroed; offsets are rounded up to 16 bytes from a 16-aligned base. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/support.h"
+
+enum { ARENA_ALIGN = 16, ARENA_CHUNK = 64 * 1024 };
+
+typedef struct Chunk {
+	struct Chunk *next;
+	size_t size, used;
+	_Alignas(16) unsigned char data[];
+} Chunk;
+
+struct Arena {
+	Chunk *head; /* the chunk being filled; older chunks follow */
+};
+
+Arena *arena_new(void)
+{
+	Arena *a = xmalloc(sizeof *a);
+
+	a->head = NULL;
+	return a;
+}
+
+void arena_free(Arena *a)
+{
+	if (!a)
+		return;
+	for (Chunk *c = a->head, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(a);
+}
+
+static Chunk *chunk_new(size_t size)
+{
+	Chunk *c = calloc(1, sizeof(Chunk) + size);
+
+	if (!c)
+		die("out of memory (arena chunk of %zu bytes)", size);
+	c->size = size;
+	return c;
+}
+
+void *arena_alloc(Arena *a, size_t n)
+{
+	n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	if (n == 0)
+		n = ARENA_ALIGN;
+	Chunk *c = a->head;
+	if (!c || c->size - c->used < n) {
+		if (n > ARENA_CHUNK / 4) {
+			/* A big block gets a chunk of its own behind the current one, so the
+			 * current chunk's free space is not wasted. */
+			Chunk *big = chunk_new(n);
+			big->used = n;
+			if (c) {
+				big->next = c->next;
+				c->next = big;
+			} else {
+				a->head = big;
+			}
+			return big->data;
+		}
+		c = chunk_new(ARENA_CHUNK);
+		c->next = a->head;
+		a->head = c;
+	}
+	void *p = c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+	char *p = arena_alloc(a, n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *arena_strdup(Arena *a, const char *s)
+{
+	return arena_strndup(a, s, strlen(s));
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...)
+{
+	va_list ap, ap2;
+
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die("arena_printf: bad format '%s'", fmt);
+	char *p = arena_alloc(a, (size_t)n + 1);
+	vsnprintf(p, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	return p;
+}
+
+void vec_push(Arena *a, Vec *v, void *item)
+{
+	if (v->len == v->cap) {
+		int cap = v->cap ? v->cap * 2 : 4;
+		void **items = arena_alloc(a, (size_t)cap * sizeof(void *));
+		if (v->len)
+			memcpy(items, v->items, (size_t)v->len * sizeof(void *));
+		v->items = items;
+		v->cap = cap;
+	}
+	v->items[v->len++] = item;
+}

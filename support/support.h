@@ -1,0 +1,98 @@
+/* support.h: the ground every layer stands on.
+ *
+ *   arena    one per compilation; every AST and IR node lives in it and dies with it.
+ *   Vec      growable arrays of pointers, allocated from an arena.
+ *   Buf      a growable text buffer (malloc'd: it outlives arenas, e.g. generated code).
+ *   Span     a source range: file id + byte offsets. Line/column are computed only when a
+ *            diagnostic is printed.
+ *   Diag     collected diagnostics (errors, warnings, notes), printed cproc-style:
+ *            file:line:col: error: message / source line / ^~~~ underline / note: lines.
+ *   die()    internal bugs only: a user can never trigger it with any input.
+ */
+#ifndef FUSC_SUPPORT_H
+#define FUSC_SUPPORT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FUSC_VERSION "0.1.0"
+
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define NORETURN __attribute__((noreturn))
+#define countof(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* support/util.c */
+NORETURN void die_at(const char *file, int line, const char *fmt, ...) PRINTF(3, 4);
+#define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define unreachable() die_at(__FILE__, __LINE__, "unreachable")
+void *xmalloc(size_t n);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+uint64_t hash_fnv1a(uint64_t h, const void *data, size_t n);
+double now_seconds(void); /* monotonic clock */
+
+/* support/arena.c */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t n); /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) PRINTF(2, 3);
+#define NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+
+/* A vector of pointers in an arena. */
+typedef struct Vec {
+	void **items;
+	int len, cap;
+} Vec;
+void vec_push(Arena *a, Vec *v, void *item);
+#define VEC_AT(v, T, i) ((T *)(v).items[i])
+
+/* support/buf.c: malloc'd text buffer, always NUL-terminated. */
+typedef struct Buf {
+	char *s;
+	size_t len, cap;
+} Buf;
+void buf_printf(Buf *b, const char *fmt, ...) PRINTF(2, 3);
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+void buf_puts(Buf *b, const char *s);
+void buf_indent(Buf *b, int level); /* two spaces per level */
+void buf_free(Buf *b);
+
+/* support/diag.c */
+typedef struct Span {
+	int file;         /* index into the Diag's file table; 0 = no location */
+	uint32_t lo, hi;  /* byte offsets [lo, hi) */
+} Span;
+
+Span span_join(Span a, Span b);
+
+typedef enum DiagLevel { DL_ERROR, DL_WARNING, DL_NOTE } DiagLevel;
+
+typedef struct Diag Diag;
+Diag *diag_new(void);
+void diag_free(Diag *d);
+/* Registers a source text; returns its file id (>= 1). The text is copied. */
+int diag_add_file(Diag *d, const char *name, const char *text, size_t len);
+const char *diag_file_name(Diag *d, int file);
+const char *diag_file_text(Diag *d, int file);
+void diag_error(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
+void diag_warning(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
+/* A note attached to the last error or warning. */
+void diag_note(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
+int diag_error_count(Diag *d);
+/* Prints every collected diagnostic in order and forgets them. */
+void diag_print(Diag *d, FILE *out);
+/* Renders into a string instead (for libfusrt and tests); caller frees. */
+char *diag_render(Diag *d);
+/* Line and column (1-based) of an offset. */
+void diag_line_col(Diag *d, int file, uint32_t off, int *line, int *col);
+
+/* Diagnostics stop being collected past this many errors. */
+#define DIAG_MAX_ERRORS 20
+
+#endif

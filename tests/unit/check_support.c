@@ -1,0 +1,300 @@
+/* check_support.c: arena, Vec, Buf, hashing and diagnostics (positions and exact rendering). */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/support.h"
+
+/* ---- arena and Vec ----------------------------------------------------------------------- */
+
+START_TEST(arena_zeroed_aligned)
+{
+	Arena *a = arena_new();
+	for (int i = 1; i < 3000; i += 7) {
+		unsigned char *p = arena_alloc(a, (size_t)i);
+		ck_assert_uint_eq((uintptr_t)p % 16, 0);
+		for (int j = 0; j < i; j++)
+			ck_assert_uint_eq(p[j], 0);
+		memset(p, 0xAB, (size_t)i); /* must not overlap later blocks */
+	}
+	/* A block bigger than a chunk. */
+	unsigned char *big = arena_alloc(a, 1 << 20);
+	ck_assert_uint_eq((uintptr_t)big % 16, 0);
+	ck_assert_uint_eq(big[0], 0);
+	ck_assert_uint_eq(big[(1 << 20) - 1], 0);
+	arena_free(a);
+}
+END_TEST
+
+START_TEST(arena_blocks_distinct)
+{
+	Arena *a = arena_new();
+	int *p[1000];
+	for (int i = 0; i < 1000; i++) {
+		p[i] = NEW(a, int);
+		*p[i] = i;
+	}
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(*p[i], i);
+	arena_free(a);
+}
+END_TEST
+
+START_TEST(arena_strings)
+{
+	Arena *a = arena_new();
+	ck_assert_str_eq(arena_strdup(a, "fusion"), "fusion");
+	ck_assert_str_eq(arena_strndup(a, "blockIdx.x", 8), "blockIdx");
+	ck_assert_str_eq(arena_printf(a, "%s_%d", "t", 42), "t_42");
+	arena_free(a);
+}
+END_TEST
+
+START_TEST(vec_grows)
+{
+	Arena *a = arena_new();
+	Vec v = {0};
+	static int xs[100];
+	for (int i = 0; i < 100; i++)
+		vec_push(a, &v, &xs[i]);
+	ck_assert_int_eq(v.len, 100);
+	ck_assert_int_ge(v.cap, 100);
+	for (int i = 0; i < 100; i++)
+		ck_assert_ptr_eq(VEC_AT(v, int, i), &xs[i]);
+	arena_free(a);
+}
+END_TEST
+
+/* ---- Buf, hashing ------------------------------------------------------------------------ */
+
+START_TEST(buf_text)
+{
+	Buf b = {0};
+	buf_puts(&b, "");
+	ck_assert_str_eq(b.s, "");
+	buf_printf(&b, "%d-%s", 7, "x");
+	buf_indent(&b, 2);
+	buf_puts(&b, "end");
+	ck_assert_str_eq(b.s, "7-x    end");
+	ck_assert_uint_eq(b.len, 10);
+	for (int i = 0; i < 1000; i++)
+		buf_puts(&b, "0123456789");
+	ck_assert_uint_eq(b.len, 10010);
+	ck_assert_uint_eq(strlen(b.s), 10010);
+	buf_free(&b);
+	ck_assert_ptr_null(b.s);
+	ck_assert_uint_eq(b.len, 0);
+}
+END_TEST
+
+START_TEST(hash_known_values)
+{
+	/* FNV-1a 64 reference values; 0 starts a new hash. */
+	ck_assert_uint_eq(hash_fnv1a(0, "", 0), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(hash_fnv1a(0, "a", 1), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(hash_fnv1a(0, "foobar", 6), 0x85944171f73967e8ull);
+	/* Hashing in pieces equals hashing at once. */
+	ck_assert_uint_eq(hash_fnv1a(hash_fnv1a(0, "foo", 3), "bar", 3),
+			  hash_fnv1a(0, "foobar", 6));
+}
+END_TEST
+
+START_TEST(clock_monotonic)
+{
+	double t0 = now_seconds(), t1 = now_seconds();
+	ck_assert(t0 > 0);
+	ck_assert(t1 >= t0);
+}
+END_TEST
+
+/* ---- diagnostics ------------------------------------------------------------------------- */
+
+static const char *src = "fusion f(x: f32) -> (y: f32) {\n"
+			 "\ty = x @ 2;\n"
+			 "}\n";
+
+static Span at(int file, uint32_t lo, uint32_t hi)
+{
+	return (Span){file, lo, hi};
+}
+
+START_TEST(diag_positions)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	int line, col;
+	ck_assert_int_eq(f, 1);
+	ck_assert_str_eq(diag_file_name(d, f), "t.fus");
+	ck_assert_str_eq(diag_file_text(d, f), src);
+	diag_line_col(d, f, 0, &line, &col);
+	ck_assert_int_eq(line, 1);
+	ck_assert_int_eq(col, 1);
+	diag_line_col(d, f, 30, &line, &col); /* the '\n' ending line 1 */
+	ck_assert_int_eq(line, 1);
+	ck_assert_int_eq(col, 31);
+	diag_line_col(d, f, 31, &line, &col); /* the tab */
+	ck_assert_int_eq(line, 2);
+	ck_assert_int_eq(col, 1);
+	diag_line_col(d, f, 38, &line, &col); /* '@' */
+	ck_assert_int_eq(line, 2);
+	ck_assert_int_eq(col, 8);
+	diag_line_col(d, f, (uint32_t)strlen(src), &line, &col); /* end of text */
+	ck_assert_int_eq(line, 4);
+	ck_assert_int_eq(col, 1);
+	int g = diag_add_file(d, "u.fus", "abc", 3);
+	ck_assert_int_eq(g, 2);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(diag_render_error_with_tab)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	diag_error(d, at(f, 38, 39), "unexpected character '%c'", '@');
+	diag_error(d, at(f, 33, 42), "span %d", 2);
+	ck_assert_int_eq(diag_error_count(d), 2);
+	char *s = diag_render(d);
+	ck_assert_str_eq(s, "t.fus:2:8: error: unexpected character '@'\n"
+			    "\ty = x @ 2;\n"
+			    "\t      ^\n"
+			    "t.fus:2:3: error: span 2\n"
+			    "\ty = x @ 2;\n"
+			    "\t ^~~~~~~~~\n");
+	free(s);
+	/* Rendering forgot them; the count remains. */
+	s = diag_render(d);
+	ck_assert_str_eq(s, "");
+	free(s);
+	ck_assert_int_eq(diag_error_count(d), 2);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(diag_render_levels_and_notes)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	diag_warning(d, at(f, 7, 8), "unused fusion '%s'", "f");
+	diag_error(d, at(f, 21, 22), "bad output");
+	diag_note(d, at(f, 9, 10), "input '%s' is here", "x");
+	diag_error(d, at(0, 0, 0), "no location");
+	diag_note(d, at(0, 0, 0), "neither");
+	ck_assert_int_eq(diag_error_count(d), 2);
+	char *s = diag_render(d);
+	ck_assert_str_eq(s, "t.fus:1:8: warning: unused fusion 'f'\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "       ^\n"
+			    "t.fus:1:22: error: bad output\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "                     ^\n"
+			    "t.fus:1:10: note: input 'x' is here\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "         ^\n"
+			    "fusc: error: no location\n"
+			    "fusc: note: neither\n");
+	free(s);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(diag_render_edges)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	/* Empty span: one caret. A span running past its line: underline stops at the line end. */
+	diag_error(d, at(f, 43, 43), "empty");
+	diag_error(d, at(f, 26, 45), "multi-line");
+	/* At the very end of the text (an empty last line). */
+	diag_error(d, at(f, (uint32_t)strlen(src), (uint32_t)strlen(src)), "at end");
+	char *s = diag_render(d);
+	ck_assert_str_eq(s, "t.fus:3:1: error: empty\n"
+			    "}\n"
+			    "^\n"
+			    "t.fus:1:27: error: multi-line\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "                          ^~~~\n"
+			    "t.fus:4:1: error: at end\n"
+			    "\n"
+			    "^\n");
+	free(s);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(diag_too_many_errors)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", "x", 1);
+	for (int i = 0; i < DIAG_MAX_ERRORS + 5; i++) {
+		diag_error(d, at(f, 0, 1), "error %d", i);
+		diag_note(d, at(0, 0, 0), "note %d", i);
+	}
+	ck_assert_int_eq(diag_error_count(d), DIAG_MAX_ERRORS + 5);
+	char *s = diag_render(d);
+	char last[64];
+	snprintf(last, sizeof last, "fusc: note: note %d\nfusc: too many errors, stopping\n",
+		 DIAG_MAX_ERRORS - 1);
+	ck_assert_ptr_nonnull(strstr(s, last));
+	ck_assert_uint_eq(strlen(strstr(s, last)), strlen(last)); /* it is the very end */
+	char dropped[32];
+	snprintf(dropped, sizeof dropped, "error %d\n", DIAG_MAX_ERRORS);
+	ck_assert_ptr_null(strstr(s, dropped));
+	free(s);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(diag_print_matches_render)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	diag_error(d, at(f, 38, 39), "stray");
+	char *want = diag_render(d);
+	diag_error(d, at(f, 38, 39), "stray");
+	char *got = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&got, &len);
+	diag_print(d, mem);
+	fclose(mem);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	diag_free(d);
+}
+END_TEST
+
+START_TEST(span_join_covers_both)
+{
+	Span s = span_join(at(1, 10, 12), at(1, 3, 5));
+	ck_assert_int_eq(s.file, 1);
+	ck_assert_uint_eq(s.lo, 3);
+	ck_assert_uint_eq(s.hi, 12);
+	s = span_join(at(0, 0, 0), at(2, 4, 6));
+	ck_assert_int_eq(s.file, 2);
+	ck_assert_uint_eq(s.lo, 4);
+}
+END_TEST
+
+Suite *support_suite(void)
+{
+	Suite *s = suite_create("support");
+	TCase *tc = tcase_create("support");
+	tcase_add_test(tc, arena_zeroed_aligned);
+	tcase_add_test(tc, arena_blocks_distinct);
+	tcase_add_test(tc, arena_strings);
+	tcase_add_test(tc, vec_grows);
+	tcase_add_test(tc, buf_text);
+	tcase_add_test(tc, hash_known_values);
+	tcase_add_test(tc, clock_monotonic);
+	tcase_add_test(tc, diag_positions);
+	tcase_add_test(tc, diag_render_error_with_tab);
+	tcase_add_test(tc, diag_render_levels_and_notes);
+	tcase_add_test(tc, diag_render_edges);
+	tcase_add_test(tc, diag_too_many_errors);
+	tcase_add_test(tc, diag_print_matches_render);
+	tcase_add_test(tc, span_join_covers_both);
+	suite_add_tcase(s, tc);
+	return s;
+}

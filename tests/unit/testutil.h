@@ -1,0 +1,36 @@
+/* testutil.h: helpers shared by the Check suites: compile .fus text through the real pipeline
+ * and get at every stage's result as text. Every helper uses one arena per call chain; the
+ * caller frees the TestCompile with tc_free. */
+#ifndef FUSC_TESTUTIL_H
+#define FUSC_TESTUTIL_H
+
+#include "backend/backend.h"
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+
+typedef struct TestCompile {
+	Arena *arena;
+	Diag *diag;
+	int file;
+	Program *prog;     /* NULL after front-end errors */
+	Kernel **kernels;  /* NULL after front-end or lowering errors */
+	char *diags;       /* rendered diagnostics (malloc'd), "" if none */
+} TestCompile;
+
+/* Parses, checks, schedules and (when lower is true) lowers `text` named "t.fus" for sm_80
+ * with the verifier on. */
+TestCompile *tc_compile(const char *text, bool lower);
+/* Like tc_compile with explicit lowering options (arch, no_arch_check). */
+TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
+void tc_free(TestCompile *tc);
+/* Text of stages (malloc'd; caller frees). */
+char *tc_kernel_ir(TestCompile *tc, int i);
+char *tc_fusion_ir(TestCompile *tc, int i);
+char *tc_cuda(TestCompile *tc);
+/* True when `needle` occurs in `hay`; a failing assertion prints both. */
+#define ck_assert_contains(hay, needle) \
+	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected to find\n%s\nin\n%s", (needle), (hay))
+#define ck_assert_not_contains(hay, needle) \
+	ck_assert_msg(strstr((hay), (needle)) == NULL, "expected NOT to find\n%s\nin\n%s", (needle), (hay))
+
+#endif
