@@ -18,7 +18,8 @@ BUILD   := $(BUILD)/san
 endif
 
 LIB_DIRS := support frontend ir passes backend interp runtime
-LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+# The subcommands of tools/ (run.c, check.c) live in the library too, so tests can call them.
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(filter-out tools/fusc.c,$(wildcard tools/*.c))
 GEN_SRC  := $(BUILD)/fus.tab.c $(BUILD)/fus.lex.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:.c=.o)
 HEADERS  := $(wildcard */*.h) include/fusrt.h $(BUILD)/fus.tab.h

@@ -279,9 +279,10 @@ static Val val_callv(const char *name, IrExpr **args, int n, DType ct)
 
 static Val val_prefix(const char *op, Val a, DType dt)
 {
+	/* an operand starting with the same sign gets parentheses: - -x would read as --x */
+	if (a.b.s[0] == op[0])
+		a.prec = 0;
 	val_paren(&a, P_UNARY);
-	if (a.b.s[0] == op[0]) /* - -x would read as --x */
-		a.prec = 0, val_paren(&a, P_UNARY);
 	Val v = val_new(P_UNARY, dt);
 	buf_printf(&v.b, "%s%s", op, a.b.s);
 	buf_free(&a.b);
@@ -501,27 +502,27 @@ static const char preamble[] =
 	"// N elements moved by one 2/4/8/16-byte access.\n"
 	"template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N]; };\n"
 	"\n"
-	"static __device__ __forceinline__ float __fus_half2float(__fus_half h)\n"
+	"__device__ __forceinline__ float __fus_half2float(__fus_half h)\n"
 	"{\n"
 	"  float f;\n"
 	"  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.bits));\n"
 	"  return f;\n"
 	"}\n"
 	"\n"
-	"static __device__ __forceinline__ __fus_half __fus_float2half(float f)\n"
+	"__device__ __forceinline__ __fus_half __fus_float2half(float f)\n"
 	"{\n"
 	"  __fus_half h;\n"
 	"  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.bits) : \"f\"(f));\n"
 	"  return h;\n"
 	"}\n"
 	"\n"
-	"static __device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)\n"
+	"__device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)\n"
 	"{\n"
 	"  return __uint_as_float((unsigned int)b.bits << 16);\n"
 	"}\n"
 	"\n"
 	"// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.\n"
-	"static __device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)\n"
+	"__device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)\n"
 	"{\n"
 	"  unsigned int u = __float_as_uint(f);\n"
 	"  __fus_bfloat b;\n"
@@ -532,30 +533,30 @@ static const char preamble[] =
 	"  return b;\n"
 	"}\n"
 	"\n"
-	"static __device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + "
+	"__device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + "
 	"expf(-x)); }\n"
-	"static __device__ __forceinline__ double __fus_sigmoid(double x) { return 1.0 / (1.0 + "
+	"__device__ __forceinline__ double __fus_sigmoid(double x) { return 1.0 / (1.0 + "
 	"exp(-x)); }\n"
 	"\n"
 	"// max/min propagate NaN (like PyTorch): a + b is NaN when either is.\n"
-	"static __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || b "
+	"__device__ __forceinline__ float __fus_max(float a, float b) { return a != a || b "
 	"!= b ? a + b : fmaxf(a, b); }\n"
-	"static __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b "
+	"__device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b "
 	"!= b ? a + b : fminf(a, b); }\n"
-	"static __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || "
+	"__device__ __forceinline__ double __fus_max(double a, double b) { return a != a || "
 	"b != b ? a + b : fmax(a, b); }\n"
-	"static __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
+	"__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
 	"b != b ? a + b : fmin(a, b); }\n"
-	"static __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
-	"static __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
-	"static __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a "
+	"__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
+	"__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
+	"__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a "
 	"> b ? a : b; }\n"
-	"static __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a "
+	"__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a "
 	"< b ? a : b; }\n"
-	"static __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }\n"
-	"static __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }\n"
-	"static __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }\n"
-	"static __device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : "
+	"__device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }\n"
+	"__device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }\n"
+	"__device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }\n"
+	"__device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : "
 	"a; }\n";
 
 /* ---- kernels -------------------------------------------------------------------------- */
@@ -582,9 +583,11 @@ static int vector_bytes(Stmt *s, Tensor *t)
 			b = s->vec * dtype_size(t->dtype);
 		else if (s->kind == KS_FOR)
 			b = vector_bytes(s->body, t);
-		else if (s->kind == KS_IF)
-			b = vector_bytes(s->then, t) > vector_bytes(s->els, t) ?
-				    vector_bytes(s->then, t) : vector_bytes(s->els, t);
+		else if (s->kind == KS_IF) {
+			int e = vector_bytes(s->els, t);
+			b = vector_bytes(s->then, t);
+			b = e > b ? e : b;
+		}
 		if (b > best)
 			best = b;
 	}
@@ -671,7 +674,7 @@ static void emit_alloc(Em *em, Stmt *s)
 
 static void emit_store(Em *em, Stmt *s)
 {
-	if (s->idx)
+	if (!s->offset)
 		die("%s: store reached the backend before indexing", s->tensor->name);
 	line_start(em);
 	cuda_name(em->out, s->tensor->name);
@@ -952,27 +955,35 @@ static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
 
 static const char *const dim_names[] = {"x", "y", "z"};
 
-/* Grid or block dimension d: `fus_grid_x` etc. when it is not the constant 1. */
-static bool dim_is_one(IrExpr *e)
+/* A launch dimension printed as a constant: absent or a constant within [1, limit]. A
+ * dimension that is not gets a variable `fus_grid_x` and launch-time checks. */
+static bool dim_const(IrExpr *e, int64_t limit, int64_t *c)
 {
-	int64_t c;
-	return !e || (ir_is_const(e, &c) && c == 1);
+	*c = 1;
+	return !e || (ir_is_const(e, c) && *c >= 1 && *c <= limit);
 }
 
-static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first,
-			     const int64_t *limits)
+static const int64_t grid_limits[3] = {2147483647, 65535, 65535};
+static const int64_t block_limits[3] = {1024, 1024, 64};
+
+static const int64_t *dim_limits(ParType first)
 {
+	return first == PT_BIDX ? grid_limits : block_limits;
+}
+
+static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first)
+{
+	const int64_t *limits = dim_limits(first);
+
 	for (int d = 0; d < 3; d++) {
 		IrExpr *e = k->launch[first + d];
 		int64_t c;
-		if (dim_is_one(e))
+		if (dim_const(e, limits[d], &c))
 			continue;
 		const char *v = arena_printf(a, "fus_%s_%s", what, dim_names[d]);
 		buf_printf(out, "  const long long %s = ", v);
 		put_expr(out, e, DT_I64, true);
 		buf_puts(out, ";\n");
-		if (ir_is_const(e, &c) && c > 0 && c <= limits[d])
-			continue;
 		emit_fail(out, k->fusion, (Fail){
 			.cond = arena_printf(a, "%s > %lld", v, (long long)limits[d]),
 			.pre = arena_printf(a, "%s: %s dimension %s = ", k->fusion->name, what,
@@ -984,35 +995,60 @@ static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, Pa
 	}
 }
 
-/* `dim3(fus_grid_x, 1, 1)` */
+/* `dim3((unsigned)fus_grid_x, 1, 1)` */
 static void put_dim3(Buf *out, Kernel *k, const char *what, ParType first)
 {
+	int64_t c;
+
 	buf_puts(out, "dim3(");
 	for (int d = 0; d < 3; d++) {
 		buf_puts(out, d ? ", " : "");
-		if (dim_is_one(k->launch[first + d]))
-			buf_puts(out, "1");
+		if (dim_const(k->launch[first + d], dim_limits(first)[d], &c))
+			buf_printf(out, "%lld", (long long)c);
 		else
 			buf_printf(out, "(unsigned)fus_%s_%s", what, dim_names[d]);
 	}
 	buf_puts(out, ")");
 }
 
+/* A launch with an empty grid or block does nothing and succeeds. */
 static void emit_zero_check(Buf *out, Kernel *k)
 {
 	bool any = false;
+	int64_t c;
 
 	for (ParType p = PT_BIDX; p <= PT_TIDZ; p++) {
-		if (dim_is_one(k->launch[p]))
-			continue;
 		bool grid = par_is_block(p);
 		int d = grid ? p - PT_BIDX : p - PT_TIDX;
+		if (dim_const(k->launch[p], dim_limits(grid ? PT_BIDX : PT_TIDX)[d], &c))
+			continue;
 		buf_printf(out, "%sfus_%s_%s == 0", any ? " || " : "  if (", grid ? "grid" : "block",
 			   dim_names[d]);
 		any = true;
 	}
 	if (any)
 		buf_puts(out, ")\n    return cudaSuccess; /* nothing to do */\n");
+}
+
+/* Block dimensions known only at launch time: their product must not pass 1024. */
+static void emit_block_check(Buf *out, Kernel *k, const char *err)
+{
+	bool any = false;
+	int64_t c;
+
+	if (block_threads(k) > 0)
+		return;
+	for (int d = 0; d < 3; d++) {
+		IrExpr *e = k->launch[PT_TIDX + d];
+		buf_puts(out, any ? " * " : "  if (");
+		any = true;
+		if (dim_const(e, block_limits[d], &c))
+			buf_printf(out, "%lld", (long long)c);
+		else
+			buf_printf(out, "fus_block_%s", dim_names[d]);
+	}
+	buf_printf(out, " > 1024)\n    return fus_fail(%s, \"%s: more than 1024 threads per "
+			"block\");\n", err, k->fusion->name);
 }
 
 static void emit_launch_args(Buf *out, Fusion *f)
@@ -1041,8 +1077,6 @@ static void emit_launch_args(Buf *out, Fusion *f)
 
 static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 {
-	static const int64_t grid_limits[3] = {2147483647, 65535, 65535};
-	static const int64_t block_limits[3] = {1024, 1024, 64};
 	Fusion *f = k->fusion;
 	Buf err = {0};
 
@@ -1059,20 +1093,9 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
 	emit_size_checks(a, out, f);
 	emit_precond_checks(a, out, k);
-	emit_launch_dims(a, out, k, "grid", PT_BIDX, grid_limits);
-	emit_launch_dims(a, out, k, "block", PT_TIDX, block_limits);
-	if (block_threads(k) == 0) {
-		buf_puts(out, "  if (");
-		bool any = false;
-		for (int d = 0; d < 3; d++) {
-			if (dim_is_one(k->launch[PT_TIDX + d]))
-				continue;
-			buf_printf(out, "%sfus_block_%s", any ? " * " : "", dim_names[d]);
-			any = true;
-		}
-		buf_printf(out, " > 1024)\n    return fus_fail(%s, \"%s: more than 1024 threads "
-				"per block\");\n", err.s, f->name);
-	}
+	emit_launch_dims(a, out, k, "grid", PT_BIDX);
+	emit_launch_dims(a, out, k, "block", PT_TIDX);
+	emit_block_check(out, k, err.s);
 	emit_zero_check(out, k);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);

@@ -9,7 +9,7 @@
  *   3. split(x, vec) -> (x, v); split(x, 128) -> (x, tx); split(x, 4) -> (bx, u): the domain
  *      [bx, u, tx, v] with bx on blockIdx.x, tx on threadIdx.x, u unrolled and v vectorized, so
  *      consecutive threads access consecutive 16-byte vectors (coalesced) and each thread keeps
- *      four of them in flight;
+ *      four of them in flight (a short constant axis gets fewer threads and less unrolling);
  *   4. the merged outer axis of a non-mergeable output goes on blockIdx.y when its extent is a
  *      constant <= 65535, else it is folded into bx.
  *
@@ -164,12 +164,26 @@ static bool schedule_output(Arena *a, Diag *d, Tensor *o)
 		v = x->to[1];
 		x = x->to[0];
 	}
-	split(a, d, o, x, AUTO_THREADS, arena_printf(a, "%sb", base), "tx");
+	/* A short constant axis gets fewer threads (a warp at least) and less unrolling, so
+	 * small tensors do not launch mostly idle threads. */
+	int64_t threads = AUTO_THREADS, unroll = AUTO_UNROLL, n;
+	if (ir_is_const(x->extent, &n)) {
+		while (threads > 32 && threads / 2 >= n)
+			threads /= 2;
+		while (unroll > 1 && threads * (unroll / 2) >= n)
+			unroll /= 2;
+	}
+	split(a, d, o, x, threads, arena_printf(a, "%sb", base), "tx");
 	Axis *tx = x->to[1];
 	x = x->to[0];
-	split(a, d, o, x, AUTO_UNROLL, "bx", "u");
-	Axis *bx = x->to[0], *u = x->to[1];
-	int64_t n;
+	Axis *bx = x, *u = NULL;
+	if (unroll > 1) {
+		split(a, d, o, x, unroll, "bx", "u");
+		bx = x->to[0];
+		u = x->to[1];
+	} else {
+		bx->name = fresh(a, o, "bx");
+	}
 	if (outer && !(ir_is_const(outer->extent, &n) && n <= AUTO_GRID_YZ)) {
 		const char *name = fresh(a, o, arena_printf(a, "%s%s", outer->name, bx->name));
 		if (!sched_merge(a, d, o, outer, bx, name, o->span))
@@ -181,8 +195,10 @@ static bool schedule_output(Arena *a, Diag *d, Tensor *o)
 		die("auto_schedule: bind failed");
 	if (outer && !sched_bind(d, o, outer, PT_BIDY, o->span))
 		die("auto_schedule: bind failed");
-	u->unroll = true;
-	u->unroll_span = o->span;
+	if (u) {
+		u->unroll = true;
+		u->unroll_span = o->span;
+	}
 	if (v) {
 		v->vectorize = true;
 		v->vectorize_span = o->span;

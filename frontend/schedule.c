@@ -138,6 +138,20 @@ static Axis *name_taken(Tensor *t, const char *name, Axis *except)
 	return NULL;
 }
 
+/* A bound, unrolled or vectorized axis keeps its attribute only while it is a leaf. */
+static bool transformable(Diag *d, Axis *ax, const char *verb, Span at)
+{
+	const char *why = ax->par != PT_SERIAL ? par_name(ax->par) : ax->vectorize ? "vectorized"
+			: ax->unroll ? "unrolled" : NULL;
+	if (!why)
+		return true;
+	if (ax->par != PT_SERIAL)
+		diag_error(d, at, "cannot %s '%s': it is already bound to %s", verb, ax->name, why);
+	else
+		diag_error(d, at, "cannot %s '%s': it is already %s", verb, ax->name, why);
+	return false;
+}
+
 /* ---- the directives as operations on the IR ------------------------------------------ */
 
 bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const char *outer,
@@ -156,11 +170,8 @@ bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const c
 			   domain_text(a, t));
 		return false;
 	}
-	if (ax->par != PT_SERIAL) {
-		diag_error(d, at, "cannot split '%s': it is already bound to %s", ax->name,
-			   par_name(ax->par));
+	if (!transformable(d, ax, "split", at))
 		return false;
-	}
 	IrExpr *f = ir_int(a, factor);
 	Axis *o = new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
 	Axis *in = new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
@@ -194,12 +205,8 @@ bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const c
 			   outer->reduction ? inner->name : outer->name);
 		return false;
 	}
-	if (outer->par != PT_SERIAL || inner->par != PT_SERIAL) {
-		Axis *b = outer->par != PT_SERIAL ? outer : inner;
-		diag_error(d, at, "cannot merge '%s': it is already bound to %s", b->name,
-			   par_name(b->par));
+	if (!transformable(d, outer, "merge", at) || !transformable(d, inner, "merge", at))
 		return false;
-	}
 	Axis *old = name_taken(t, name, NULL);
 	if (old && old != outer && old != inner) {
 		diag_error(d, at, "axis name '%s' is already used in '%s' %s", name, t->name,
@@ -569,37 +576,49 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 
 /* ---- compute_at ----------------------------------------------------------------------- */
 
-/* The subscripts with which u's definition reads t (first access); NULL if none. Reports
- * reads with different subscripts. */
-static IrExpr *find_access(IrExpr *e, Tensor *t)
+/* How u reads t, looking through inlined tensors (`y[i, j] = e[i, j] / s[i]` with e inlined
+ * reads what e reads): for each dim of t, the u root axis that subscripts it (NULL for a
+ * constant). Every read must agree, else t cannot follow one loop nest of u. */
+typedef struct ReadMap {
+	Arena *a;
+	Tensor *t;
+	Axis **first;   /* t->ndim entries, once found */
+	bool found, differ;
+} ReadMap;
+
+static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 {
 	if (!e)
-		return NULL;
-	if (e->kind == EX_ACCESS && e->tensor == t)
-		return e;
-	for (int i = 0; i < e->nargs; i++) {
-		IrExpr *r = find_access(e->args[i], t);
-		if (r)
-			return r;
+		return;
+	if (e->kind != EX_ACCESS) {
+		for (int i = 0; i < e->nargs; i++)
+			collect_reads(m, e->args[i], map);
+		return;
 	}
-	return NULL;
+	Tensor *x = e->tensor;
+	Axis **sub = arena_alloc(m->a, sizeof(Axis *) * (e->nargs ? e->nargs : 1));
+	for (int k = 0; k < e->nargs; k++) {
+		IrExpr *g = e->args[k];
+		sub[k] = g->kind == EX_AXIS && g->axis->root_index >= 0 ? map[g->axis->root_index] : NULL;
+	}
+	if (x == m->t) {
+		if (!m->found) {
+			m->first = sub;
+			m->found = true;
+		}
+		for (int k = 0; k < e->nargs; k++)
+			m->differ |= sub[k] != m->first[k];
+		return;
+	}
+	if (x->def && x->inlined && x->kind != TK_OUTPUT && !tensor_is_reduction(x))
+		collect_reads(m, x->def, sub);
 }
 
-static bool same_subscripts_everywhere(IrExpr *e, Tensor *t, IrExpr *first)
+static ReadMap read_map(Arena *a, Tensor *t, Tensor *u)
 {
-	if (!e)
-		return true;
-	if (e->kind == EX_ACCESS && e->tensor == t) {
-		for (int i = 0; i < e->nargs; i++)
-			if (e->args[i]->kind != first->args[i]->kind ||
-			    (e->args[i]->kind == EX_AXIS && e->args[i]->axis != first->args[i]->axis) ||
-			    (e->args[i]->kind == EX_INT && e->args[i]->ival != first->args[i]->ival))
-				return false;
-	}
-	for (int i = 0; i < e->nargs; i++)
-		if (!same_subscripts_everywhere(e->args[i], t, first))
-			return false;
-	return true;
+	ReadMap m = {a, t, NULL, false, false};
+	collect_reads(&m, u->def, u->root);
+	return m;
 }
 
 /* Working state of a replay: map[i] is t's axis standing for u's axis umap[i]. */
@@ -656,24 +675,22 @@ static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos)
 /* Step 1: t's root axes take the names of the u root axes they are read through. */
 static bool map_roots(Sched *s, Tensor *t, Tensor *u, Replay *r, Span at)
 {
-	IrExpr *acc = find_access(u->def, t);
-	if (!acc)
-		die("compute_at: reader without access");
-	if (!same_subscripts_everywhere(u->def, t, acc)) {
+	ReadMap m = read_map(s->a, t, u);
+	if (m.differ) {
 		diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with different subscripts",
 			   t->name, u->name, u->name, t->name);
 		return false;
 	}
-	for (int k = 0; k < acc->nargs; k++) {
-		IrExpr *sub = acc->args[k];
-		if (sub->kind != EX_AXIS)
+	for (int k = 0; k < t->ndim; k++) {
+		Axis *ux = m.first[k];
+		if (!ux)
 			continue;
-		if (replay_get(r, sub->axis)) {
+		if (replay_get(r, ux)) {
 			diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with the index '%s' twice",
-				   t->name, u->name, u->name, t->name, sub->axis->name);
+				   t->name, u->name, u->name, t->name, ux->name);
 			return false;
 		}
-		replay_put(s->a, r, sub->axis, t->root[k]);
+		replay_put(s->a, r, ux, t->root[k]);
 	}
 	/* Rename (and make room): u's names for mapped axes, t's own names must not collide. */
 	for (int k = 0; k < t->nroot; k++) {
@@ -711,9 +728,9 @@ static bool replay_history(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, S
 				continue;
 			if (!x || !y) {
 				diag_error(s->d, at,
-					   "cannot compute '%s' at '%s': '%s' merges '%s' with '%s', which '%s' does not have",
+					   "cannot compute '%s' at '%s': '%s' merges '%s' and '%s', but '%s' has no axis for '%s'",
 					   t->name, u->name, u->name, ux->from[0]->name, ux->from[1]->name,
-					   t->name);
+					   t->name, (x ? ux->from[1] : ux->from[0])->name);
 				return false;
 			}
 			/* Bring y right after x so the merge is adjacent, as in u. */
@@ -780,10 +797,7 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 			   t->name, t->kind == TK_OUTPUT ? "an output" : "a scalar temporary");
 		return false;
 	}
-	bool feeds_u = false;
-	for (int i = 0; i < t->readers.len; i++)
-		feeds_u |= VEC_AT(t->readers, Tensor, i) == u;
-	if (!feeds_u) {
+	if (!u->def || !read_map(s->a, t, u).found) {
 		diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s' ('%s' does not read '%s')",
 			   t->name, u->name, u->name, t->name);
 		return false;
@@ -940,6 +954,38 @@ static bool check_vectorized(Sched *s, Tensor *t)
 	return ok;
 }
 
+/* All tensors share one launch: each thread dimension is the largest extent bound to it, so the
+ * block is the product of those maxima (SPEC §3), even when no single tensor exceeds 1024. */
+static bool check_block_size(Sched *s)
+{
+	Axis *widest[PT_COUNT] = {0};
+	int64_t ext[PT_COUNT] = {0}, v;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *t = s->f->tensors[i];
+		for (int j = 0; j < t->ndomain; j++) {
+			Axis *ax = t->domain[j];
+			if (par_is_thread(ax->par) && ir_is_const(ax->extent, &v) && v > ext[ax->par]) {
+				ext[ax->par] = v;
+				widest[ax->par] = ax;
+			}
+		}
+	}
+	int64_t total = 1;
+	Axis *last = NULL;
+	for (int p = PT_TIDX; p <= PT_TIDZ; p++) {
+		if (widest[p]) {
+			total *= ext[p];
+			last = widest[p];
+		}
+	}
+	if (total <= MAX_THREADS)
+		return true;
+	diag_error(s->d, last->par_span,
+		   "the kernel of fusion '%s' needs a block of %lld threads (the largest extent bound to each threadIdx dimension, over all tensors); the limit is %d",
+		   s->f->name, (long long)total, MAX_THREADS);
+	return false;
+}
+
 bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 {
 	AstSchedule *sc = f->ast_schedule;
@@ -951,5 +997,7 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 		ok &= apply_directive(&s, sc->dirs[i]);
 	for (int i = 0; i < f->ntensors; i++)
 		ok &= check_vectorized(&s, f->tensors[i]);
+	if (ok)
+		ok = check_block_size(&s);
 	return ok;
 }

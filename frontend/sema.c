@@ -325,7 +325,8 @@ static bool finish_index(Sema *s, Index *x)
 	if (!x->range) {
 		if (!s->quiet)
 			diag_error(s->d, x->span,
-			   "cannot infer the range of index '%s': it subscripts no tensor", x->name);
+				   "cannot infer the range of index '%s': it subscripts no tensor",
+				   x->name);
 		x->axis->extent = ir_int(s->a, 1);
 		return false;
 	}
@@ -683,10 +684,13 @@ static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
 	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * (e->nidx ? e->nidx : 1));
 	for (int i = 0; i < e->nidx; i++)
 		axes[i] = bind_index(s, e->idx[i], false, true)->axis;
+	int errors = diag_error_count(s->d);
 	IrExpr *body = check_expr(s, e->args[0]);
+	s->quiet = diag_error_count(s->d) > errors;
 	bool ok = true;
 	for (int i = base; i < s->scope.len; i++)
 		ok &= finish_index(s, VEC_AT(s->scope, Index, i));
+	s->quiet = false;
 	s->scope.len = base;
 	if (top && raxes)
 		for (int i = 0; i < e->nidx; i++)
@@ -763,7 +767,8 @@ static Tensor *stmt_target(Sema *s, AstStmt *st)
 		return t;
 	}
 	if (y->kind == SYM_SIZE || y->kind == SYM_PARAM || (y->tensor && y->tensor->kind == TK_INPUT)) {
-		diag_error(s->d, st->lhs.span, "cannot assign to %s '%s'", sym_what(y), name);
+		diag_error(s->d, st->lhs.span, "cannot assign to %s '%s'",
+			   y->tensor ? "input" : sym_what(y), name);
 		diag_note(s->d, y->span, "'%s' declared here", name);
 		return NULL;
 	}
@@ -825,6 +830,7 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 	s->stmt_index = index;
 	s->scope.len = 0;
 	s->reads = (Vec){0};
+	int errors = diag_error_count(s->d);
 	Tensor *t = stmt_target(s, st);
 	s->cur = t ? t : new_tensor(s, st->lhs.name, TK_INTERMEDIATE, DT_F32, st->span);
 	int n = st->is_scalar ? 0 : st->nidx;
@@ -836,7 +842,6 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 				  arena_printf(s->a, "declared dimension %d of '%s'", i, t->name));
 	}
 	Vec raxes = {0};
-	int errors = diag_error_count(s->d);
 	IrExpr *def = st->rhs->kind == AE_REDUCE ? check_reduce(s, st->rhs, true, &raxes)
 						 : check_expr(s, st->rhs);
 	/* After an error in the statement, an index without a range is a consequence of it. */

@@ -6,8 +6,10 @@
  * are joined by YYLLOC_DEFAULT and turned into Spans with SPAN().
  *
  * Error recovery, so one run reports every independent mistake:
- *   - a bad statement / directive resyncs at its ';' (`stmts error ';'`),
- *   - a body broken at its end resyncs at the closing '}' (`'{' stmts error '}'`),
+ *   - a bad statement / directive resyncs at its ';' (`stmts error ';'`), and yyerrok makes
+ *     the next statement's errors reported at once,
+ *   - a body broken at its end resyncs at the closing '}' (`'{' stmts error '}'`), or ends
+ *     without one before a `fusion`, `schedule` or the end of file (a missing '}'),
  *   - anything else at the top level skips to the next `fusion`, `schedule` or end of file
  *     (`file error`: tokens that cannot start a definition are discarded).
  */
@@ -16,6 +18,9 @@
 %define api.location.type {FusLoc}
 %define parse.error custom
 %define parse.lac full
+/* No default reductions in states that can also shift: a body cut short by an error ends
+ * only at a token that may follow a definition (see `stmts error` below). */
+%define lr.default-reduction consistent
 %locations
 %expect 0
 %param {yyscan_t scanner}
@@ -140,6 +145,8 @@ fusion:
 	  "fusion" name '(' params ')' "->" '(' params ')' '{' stmts '}'
 		{ $$ = ast_fusion(A, SPAN(@$), *$2, $4, $8, $11); }
 	| "fusion" name '(' params ')' "->" '(' params ')' '{' stmts error '}'
+		{ yyerrok; $$ = ast_fusion(A, SPAN(@$), *$2, $4, $8, $11); }
+	| "fusion" name '(' params ')' "->" '(' params ')' '{' stmts error
 		{ $$ = ast_fusion(A, SPAN(@$), *$2, $4, $8, $11); }
 	;
 
@@ -171,7 +178,7 @@ dim:
 stmts:
 	  %empty		{ $$ = NEW(A, Vec); }
 	| stmts stmt		{ $$ = list_add(A, $1, $2); }
-	| stmts error ';'	{ $$ = $1; }
+	| stmts error ';'	{ yyerrok; $$ = $1; }
 	;
 
 stmt:
@@ -275,6 +282,8 @@ schedule:
 	  "schedule" name '{' directives '}'
 		{ $$ = ast_schedule(A, SPAN(@$), *$2, false, $4); }
 	| "schedule" name '{' directives error '}'
+		{ yyerrok; $$ = ast_schedule(A, SPAN(@$), *$2, false, $4); }
+	| "schedule" name '{' directives error
 		{ $$ = ast_schedule(A, SPAN(@$), *$2, false, $4); }
 	| "schedule" name "auto" ';'
 		{ $$ = ast_schedule(A, SPAN(@$), *$2, true, NULL); }
@@ -283,7 +292,7 @@ schedule:
 directives:
 	  %empty			{ $$ = NEW(A, Vec); }
 	| directives directive		{ $$ = list_add(A, $1, $2); }
-	| directives error ';'		{ $$ = $1; }
+	| directives error ';'		{ yyerrok; $$ = $1; }
 	;
 
 directive:
@@ -373,7 +382,7 @@ static bool is_token(yysymbol_kind_t k, const char *name)
 
 /* Messages read "expected ';' before '}'", "expected identifier or ')' before ':'",
  * "expected expression before '*'" or, when too many tokens could follow, "unexpected '}'".
- * A missing closer (';', ')', ']', '}') at the end of a line is reported right after the
+ * A missing ';', ')' or ']' at the end of a line is reported right after the
  * previous token, where it is missing, rather than at the start of the next line. */
 static int yyreport_syntax_error(const yypcontext_t *pc, yyscan_t scanner, ParseCtx *ctx)
 {
@@ -403,7 +412,10 @@ static int yyreport_syntax_error(const yypcontext_t *pc, yyscan_t scanner, Parse
 	for (int i = 0; i < n; i++)
 		expr |= expected[i] == YYSYMBOL_FLOAT; /* only an expression can start with one */
 	Span at = SPAN(loc);
-	if (closer != YYSYMBOL_YYEMPTY && ctx->prev_hi < loc.lo && on_later_line(ctx, ctx->prev_hi, loc.lo))
+	/* '}' is left out: "expected identifier or '}'" before a new line's first token is as
+	 * likely a mistake in that token. */
+	if (closer != YYSYMBOL_YYEMPTY && !is_token(closer, "'}'") && ctx->prev_hi < loc.lo &&
+	    on_later_line(ctx, ctx->prev_hi, loc.lo))
 		at.lo = at.hi = ctx->prev_hi;
 	if (expr) {
 		diag_error(ctx->d, at, "expected expression before %s", what);

@@ -66,9 +66,87 @@ double interp_bf16_value(uint16_t bits);
 /* Rounds x to the value set of a floating dtype (f16, bf16, f32; f64 unchanged). */
 double interp_round_float(DType t, double x);
 
-/* The number of terms summed into an element of t: the product of the reduction extents of
- * t and, transitively, of the materialized tensors its definition reads (1 without any). Used
- * to scale comparison tolerances. */
+/* The number of terms summed into an element of t: the product of the extents of the sum
+ * reductions of t and, transitively, of the tensors its definition reads (1 without any; max
+ * and min add no rounding error and do not count). Used to scale comparison tolerances. */
 double interp_reduction_terms(Tensor *t, const int64_t *sizes);
+
+
+/* interp/simulate.c: the kernel simulator behind `fusc check` (docs/check.md). It runs a
+ * lowered Kernel (the IR the CUDA backend prints) on the CPU, thread by thread, with CUDA's
+ * memory and barrier semantics, and reports the faults its detectors find. */
+
+/* X(enum suffix, text) */
+#define SIM_FAULTS(X)                                        \
+	X(OOB, "out-of-bounds access")                       \
+	X(UNINIT, "read of uninitialized memory")            \
+	X(MISALIGNED, "misaligned vector access")            \
+	X(RACE, "shared-memory data race")                   \
+	X(GLOBAL_RACE, "global-memory data race")            \
+	X(ASYNC_READ, "read of a cp.async destination before its wait") \
+	X(BARRIER, "barrier not reached by every thread")    \
+	X(ASYNC_PENDING, "cp.async group in flight at kernel end") \
+	X(ERROR, "simulation error")
+
+typedef enum SimFault {
+#define X(e, s) SF_##e,
+	SIM_FAULTS(X)
+#undef X
+	SF_COUNT
+} SimFault;
+const char *sim_fault_name(SimFault f);
+
+/* One fault, with the first occurrence's details and how often it recurred (reports are
+ * merged by kind, statement and buffer). */
+typedef struct SimReport {
+	SimFault kind;
+	Stmt *stmt;          /* the kernel-IR statement at fault (NULL: none) */
+	const char *buffer;  /* tensor or variable name (NULL: none) */
+	MemType mem;
+	bool write;
+	int64_t offset;      /* element offset of the access */
+	int64_t size;        /* elements in the buffer */
+	int64_t block[3], thread[3];
+	/* RACE/GLOBAL_RACE: the conflicting access; BARRIER: a thread that did not arrive */
+	Stmt *other;
+	bool other_write;
+	bool has_other_thread;
+	int64_t other_block[3], other_thread[3];
+	char *detail;        /* extra text or NULL (malloc'd) */
+	int64_t count;
+} SimReport;
+
+typedef struct SimOptions {
+	int64_t max_blocks;  /* simulate at most this many blocks (a seeded sample that always
+			      * includes the first and the last); 0: every block */
+	uint64_t seed;
+} SimOptions;
+
+typedef struct SimResult {
+	SimReport *reports;
+	int nreports;
+	int64_t blocks_total, blocks_run;
+	int64_t threads_per_block;
+	/* per output (f->outputs order): 1 for each element the kernel wrote (malloc'd) */
+	unsigned char **written;
+	int noutputs;
+	char *error;         /* a setup failure (sizes, memory), malloc'd; NULL if none */
+} SimResult;
+
+/* Runs kernel k with the given sizes (by SizeSym.index), scalars (f->params order), inputs
+ * and outputs (raw host buffers as for interp_run). Elements the kernel does not write are left
+ * as they were. False only when the simulation could not be set up (r->error). */
+bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inputs,
+	     void **outputs, const SimOptions *o, SimResult *r);
+void sim_result_free(SimResult *r);
+/* Prints one report: `file:line:col: check: KIND ...` (the span of the .fus text that produced
+ * the statement, via diag_line_col), the block/thread/address, and the kernel-IR statement. */
+void sim_report_print(Diag *d, const SimReport *r, FILE *out);
+/* The kernel-IR statement as one line (no nested bodies); malloc'd. */
+char *sim_stmt_text(Stmt *s);
+
+/* tools/check.c: `fusc check FILE [--fusion NAME] [--dims M=..] [--size S] [--seed S]
+ * [--max-blocks N]`. Returns the exit status (0 PASS, 1 report or mismatch, 2 usage). */
+int fusc_check_main(int argc, char **argv);
 
 #endif

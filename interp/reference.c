@@ -847,7 +847,7 @@ static double terms_expr(IrExpr *e, const int64_t *sizes, int depth)
 		if (t > m)
 			m = t;
 	}
-	if (e->kind == EX_REDUCE) {
+	if (e->kind == EX_REDUCE && e->red == RED_SUM) { /* max/min add no rounding error */
 		for (int k = 0; k < e->nred; k++) {
 			int64_t n;
 			if (interp_eval_i64(e->red_axes[k]->extent, sizes, &n) && n > 1)

@@ -170,6 +170,12 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 		return ix_add(a, l->args[0], ir_int(a, x + y));
 	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
 		return ix_add(a, r, l);
+	/* (x / d) * d + x % d -> x (a merge of two axes read back in order) */
+	if (l->kind == EX_OP && l->op == OP_MUL && l->args[0]->kind == EX_OP &&
+	    l->args[0]->op == OP_DIV && r->kind == EX_OP && r->op == OP_MOD &&
+	    ir_equal(l->args[1], l->args[0]->args[1]) && ir_equal(r->args[1], l->args[1]) &&
+	    ir_equal(r->args[0], l->args[0]->args[0]))
+		return r->args[0];
 	/* left-associated sums print without parentheses: l + (b + c) -> (l + b) + c */
 	if (r->kind == EX_OP && r->op == OP_ADD && r->dtype == DT_I64)
 		return ix_add(a, ix_add(a, l, r->args[0]), r->args[1]);
@@ -209,6 +215,9 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_MUL &&
 	    ir_is_const(l->args[1], &x))
 		return ix_mul(a, l->args[0], ir_int(a, x * y));
+	/* (p + q) * c -> p * c + q * c: flat sums of scaled terms, which divide cleanly */
+	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64)
+		return ix_add(a, ix_mul(a, l->args[0], r), ix_mul(a, l->args[1], r));
 	return ir_op(a, OP_MUL, DT_I64, l, r);
 }
 
@@ -291,6 +300,10 @@ IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r)
 		return ir_int(a, x >= 0 ? (x + y - 1) / y : x / y);
 	if (is_val(r, 1))
 		return l;
+	/* ceildiv(ceildiv(x, p), q) == ceildiv(x, p * q) for x >= 0 and p, q > 0 */
+	if (ir_is_const(r, &y) && y > 0 && l->kind == EX_OP && l->op == OP_CEILDIV &&
+	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(l->args[0]))
+		return ix_ceildiv(a, l->args[0], ir_int(a, x * y));
 	return ir_op(a, OP_CEILDIV, DT_I64, l, r);
 }
 
@@ -493,8 +506,9 @@ static void print_op(IrExpr *e, Buf *out)
 		print_list(e->args, e->nargs, out);
 		buf_puts(out, ")");
 	} else if (e->nargs == 1) {
+		/* `-(-2)`, never `--2` */
 		buf_puts(out, e->op == OP_NEG ? "-" : "!");
-		print_prec(e->args[0], PREC_UNARY, out);
+		print_prec(e->args[0], e->op == OP_NEG ? PREC_PRIMARY : PREC_UNARY, out);
 	} else {
 		/* left-associative: the right operand needs parentheses at equal precedence */
 		print_prec(e->args[0], p, out);

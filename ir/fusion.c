@@ -238,7 +238,7 @@ static void print_signature(Fusion *f, Buf *out)
 static void print_def(Tensor *t, Buf *out)
 {
 	buf_printf(out, "    def %s", t->name);
-	if (t->kind != TK_SCALAR) {
+	if (t->ndim > 0) {
 		buf_puts(out, "[");
 		for (int i = 0; i < t->ndim; i++)
 			buf_printf(out, "%s%s", i ? ", " : "", t->root[i]->name);
@@ -267,7 +267,10 @@ static void print_axis(Axis *ax, Buf *out)
 			   ax->ca_alias->name);
 	switch (ax->kind) {
 	case AX_ROOT:
-		buf_printf(out, " (root %d)", ax->root_index);
+		if (ax->root_index < 0)
+			buf_puts(out, " (alias)"); /* compute_at: a loop of the consumer only */
+		else
+			buf_printf(out, " (root %d)", ax->root_index);
 		break;
 	case AX_SPLIT_OUTER:
 		buf_printf(out, " (split of %s by %lld, outer)", ax->from[0]->name,

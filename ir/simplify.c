@@ -230,6 +230,11 @@ static int decide_lt(IrExpr *l, IrExpr *r, bool strict)
 		return 1;
 	if (ir_equal(l, r))
 		return strict ? 0 : 1;
+	/* x % d < d for x >= 0: d > 0 wherever x % d runs, since d is the inner extent of a
+	 * merge and a zero extent makes the enclosing loop or launch empty */
+	if (strict && l->kind == EX_OP && l->op == OP_MOD && ir_equal(l->args[1], r) &&
+	    ir_nonneg(l->args[0]))
+		return 1;
 	Range a = range_of(l), b = range_of(r);
 	if (a.has_hi && b.has_lo && (strict ? a.hi < b.lo : a.hi <= b.lo))
 		return 1;

@@ -5,9 +5,10 @@
  *   - each leaf axis of the domain is a KS_FOR (serial; unroll/vectorize flags from the axis)
  *     or, when bound, no loop at all: its value is EX_PAR;
  *   - tensors computed at it (compute_at) are nested at the start of the body of the shared
- *     loop, in definition order; their axes with `ca_alias` take the consumer's loop value; a
- *     KS_COMMENT whose `tensor` is the producer marks where its nest starts (the allocation
- *     pass puts the buffer there);
+ *     loop, in definition order; their axes with `ca_alias` take the consumer's loop value;
+ *   - a KS_COMMENT whose `tensor` is set marks where the nest of that tensor starts: "nest of
+ *     z" for a top-level tensor (at kernel level), "t computed at z.i" for a producer (the
+ *     allocation pass puts the buffer there);
  *   - the root index values come from the leaves by inverting the transforms (split:
  *     outer*F + inner; merge: m / E_inner and m % E_inner);
  *   - the value stored is the definition with its root axes replaced by those values; reads of
@@ -421,6 +422,11 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 		if (t->kind != TK_OUTPUT || t->ca_tensor)
 			continue;
 		n.top = t;
+		/* the marker tells later passes where each top-level nest starts */
+		Stmt *mark = kir_comment(k, arena_printf(k->arena, "nest of %s", t->name));
+		mark->tensor = t;
+		mark->span = stmt_span(t);
+		k->body = kir_append(k->body, mark);
 		k->body = kir_append(k->body, build_tensor(&n, t));
 	}
 	if (!n.ok)

@@ -82,19 +82,42 @@ static IrExpr *conjunction(Conds *cs)
 	return c;
 }
 
+static bool uses_var(IrExpr *e, Var *v)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_VAR && e->var == v)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (uses_var(e->args[i], v))
+			return true;
+	return false;
+}
+
+/* Wraps s in its predicate. A local assigned under a condition is only read under it: the
+ * assignments right after s that read s's variable go into the same `if` (a max reduction's
+ * `m_v = x[...]; m_acc = m_v > m_acc ... ;`). */
 static Stmt *guard(Kernel *k, Stmt *s)
 {
 	Conds cs = {.a = k->arena};
+	Stmt *last = s;
 	if (s->kind == KS_STORE) {
 		bounds(&cs, s->tensor, s->idx, s->nidx);
 		par_conds(&cs, k, s->tensor);
 	}
 	access_conds(&cs, s->value);
+	if (s->kind == KS_LET) {
+		while (last->next && last->next->kind == KS_LET &&
+		       uses_var(last->next->value, s->var)) {
+			last = last->next;
+			access_conds(&cs, last->value);
+		}
+	}
 	IrExpr *c = conjunction(&cs);
 	if (!c)
-		return s;
-	Stmt *next = s->next;
-	s->next = NULL;
+		return last;
+	Stmt *next = last->next;
+	last->next = NULL;
 	Stmt *g = kir_if(k, c, s, NULL);
 	g->span = s->span;
 	g->next = next;

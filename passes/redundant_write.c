@@ -28,22 +28,38 @@ static bool launched(Kernel *k, ParType p)
 	return e && !(ir_range(e, &lo, &hi) && hi <= 1);
 }
 
-/* The `par == 0` conditions a store needs, or NULL. */
-static IrExpr *write_cond(Kernel *k, Stmt *s)
+/* `p == 0 && ...` for the parallel types in mask, or NULL */
+static IrExpr *zero_cond(Kernel *k, unsigned mask)
 {
-	Tensor *t = s->tensor;
+	IrExpr *c = NULL;
+	for (int p = PT_BIDX; p < PT_COUNT; p++)
+		if (mask & (1u << p))
+			c = ix_and(k->arena, c, ir_op(k->arena, OP_EQ, DT_BOOL,
+						      ir_par(k->arena, (ParType)p),
+						      ir_int(k->arena, 0)));
+	return c;
+}
+
+/* The launched parallel types that t is not bound to (for memory m: shared memory is per
+ * block, so only thread types count for it). */
+static unsigned unbound_mask(Kernel *k, Tensor *t, MemType m)
+{
+	unsigned mask = 0;
+	for (int p = PT_BIDX; p < PT_COUNT; p++) {
+		if (m == MEM_SHARED && !par_is_thread((ParType)p))
+			continue;
+		if (launched(k, (ParType)p) && !bound_to(t, (ParType)p))
+			mask |= 1u << p;
+	}
+	return mask;
+}
+
+/* The `par == 0` conditions a store needs beyond those already `covered`, or NULL. */
+static IrExpr *write_cond(Kernel *k, Stmt *s, unsigned covered)
+{
 	if (s->mem != MEM_GLOBAL && s->mem != MEM_SHARED)
 		return NULL;
-	IrExpr *c = NULL;
-	for (int p = PT_BIDX; p < PT_COUNT; p++) {
-		if (s->mem == MEM_SHARED && !par_is_thread((ParType)p))
-			continue;
-		if (!launched(k, (ParType)p) || bound_to(t, (ParType)p))
-			continue;
-		c = ix_and(k->arena, c, ir_op(k->arena, OP_EQ, DT_BOOL, ir_par(k->arena, (ParType)p),
-					      ir_int(k->arena, 0)));
-	}
-	return c;
+	return zero_cond(k, unbound_mask(k, s->tensor, s->mem) & ~covered);
 }
 
 static bool is_store(Stmt *s)
@@ -51,21 +67,21 @@ static bool is_store(Stmt *s)
 	return s && (s->kind == KS_STORE || s->kind == KS_VSTORE);
 }
 
-static Stmt *rw_list(Kernel *k, Stmt *s)
+static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
 {
 	Stmt head = {0}, *prev = &head;
 	for (; s; s = s->next) {
 		IrExpr *c;
 		if (s->kind == KS_FOR) {
-			s->body = rw_list(k, s->body);
+			s->body = rw_list(k, s->body, covered);
 		} else if (s->kind == KS_IF && !s->els && is_store(s->then) && !s->then->next) {
 			/* a predicated store: join the conditions */
-			if ((c = write_cond(k, s->then)))
+			if ((c = write_cond(k, s->then, covered)))
 				s->cond = ix_and(k->arena, s->cond, c);
 		} else if (s->kind == KS_IF) {
-			s->then = rw_list(k, s->then);
-			s->els = rw_list(k, s->els);
-		} else if (is_store(s) && (c = write_cond(k, s))) {
+			s->then = rw_list(k, s->then, covered);
+			s->els = rw_list(k, s->els, covered);
+		} else if (is_store(s) && (c = write_cond(k, s, covered))) {
 			Stmt *g = kir_if(k, c, s, NULL);
 			g->span = s->span;
 			g->next = s->next;
@@ -78,8 +94,67 @@ static Stmt *rw_list(Kernel *k, Stmt *s)
 	return head.next;
 }
 
+static bool has_shared_store(Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (is_store(s) && s->mem == MEM_SHARED)
+			return true;
+		if (has_shared_store(s->body) || has_shared_store(s->then) ||
+		    has_shared_store(s->els))
+			return true;
+	}
+	return false;
+}
+
+static bool is_top_marker(Stmt *s)
+{
+	return s && s->kind == KS_COMMENT && s->tensor && !s->tensor->ca_tensor;
+}
+
+/* A top-level nest whose tensor is not bound to a launched parallel type is run by index 0
+ * of that type alone, not only stored by it: a 0-d reduction beside a parallel output would
+ * otherwise be computed by every thread. Nests that use shared memory stay whole (all threads
+ * take part in their barriers); their stores are guarded one by one. */
+static Stmt *rw_top(Kernel *k, Stmt *s)
+{
+	Stmt head = {0}, *prev = &head;
+	while (s) {
+		if (!is_top_marker(s)) {
+			Stmt *next = s->next;
+			s->next = NULL;
+			prev->next = rw_list(k, s, 0);
+			while (prev->next)
+				prev = prev->next;
+			s = next;
+			continue;
+		}
+		Stmt *mark = s, *last = s;
+		while (last->next && !is_top_marker(last->next))
+			last = last->next;
+		Stmt *next = last->next;
+		last->next = NULL;
+		Stmt *group = mark->next;
+		unsigned mask = unbound_mask(k, mark->tensor, MEM_GLOBAL);
+		prev->next = mark;
+		prev = mark;
+		if (mask && group && !has_shared_store(group)) {
+			Stmt *g = kir_if(k, zero_cond(k, mask), rw_list(k, group, mask), NULL);
+			g->span = mark->span;
+			mark->next = g;
+			prev = g;
+		} else {
+			mark->next = rw_list(k, group, 0);
+			while (prev->next)
+				prev = prev->next;
+		}
+		s = next;
+	}
+	prev->next = NULL;
+	return head.next;
+}
+
 bool pass_redundant_write(Kernel *k, Diag *d)
 {
-	k->body = rw_list(k, k->body);
+	k->body = rw_top(k, k->body);
 	return true;
 }

@@ -390,6 +390,14 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 	return FUSRT_OK;
 }
 
+fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
+			     const int64_t *sizes, int nsizes, int64_t dims[6])
+{
+	fusrt_status s = check_launch(k, args, nargs, sizes, nsizes);
+
+	return s != FUSRT_OK ? s : launch_dims(k, sizes, dims);
+}
+
 static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 			      const int64_t *sizes, const int64_t dims[6], CUstream stream)
 {
@@ -441,10 +449,7 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 		buf_free(&b);
 		return s;
 	}
-	Kernel *k = m->kernels[*fi];
-	if ((s = check_launch(k, args, nargs, sizes, nsizes)) != FUSRT_OK)
-		return s;
-	if ((s = launch_dims(k, sizes, dims)) != FUSRT_OK)
+	if ((s = rt_launch_check(m->kernels[*fi], args, nargs, sizes, nsizes, dims)) != FUSRT_OK)
 		return s;
 	*skip = false;
 	for (int i = 0; i < 6; i++)

@@ -81,6 +81,11 @@ bool rt_cache_load(const char *dir, uint64_t key, char **data, size_t *len, char
 bool rt_cache_store(const char *dir, uint64_t key, const void *data, size_t len, char **err);
 
 /* runtime/fusrt.c */
+/* The checks fusrt_launch makes before launching (no GPU needed): argument and size counts,
+ * sizes consistent with the file, null pointers, preconditions; then the launch dimensions,
+ * dims = grid x, y, z, block x, y, z. */
+fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs, const int64_t *sizes,
+			     int nsizes, int64_t dims[6]);
 /* The fusion IR of a compiled module's fusion (NULL when there is none of that name). */
 Fusion *rt_module_fusion(const fusrt_module *m, const char *name);
 

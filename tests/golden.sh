@@ -9,6 +9,7 @@
 #                            with nvcc; the header x.h (tests/golden/cuda/x.h) is plain C99.
 # UPDATE=1 rewrites the expected files. Prints "N passed, N failed" and exits 1 on any failure.
 FUSC=${FUSC:-build/fusc}
+export FUSC_VERIFY=1  # the IR verifier runs between passes
 FUSC=$(cd "$(dirname "$FUSC")" && pwd)/$(basename "$FUSC")
 CUDA=${CUDA:-/usr/local/cuda}
 NVCC=${NVCC:-$CUDA/bin/nvcc}
@@ -71,7 +72,7 @@ for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
 	# The whole .cu (kernels and launchers) builds with nvcc, and the header is C99.
 	if $NVCC -std=c++17 -arch=sm_80 -c "$tmp/$name.cu" -o "$tmp/$name.o" 2>"$tmp/$name.nvcc" &&
 	   printf '#include "%s.h"\nint main(void){return 0;}\n' "$name" >"$tmp/$name.main.c" &&
-	   cc -std=c99 -Wall -Wextra -Werror -pedantic -I"$tmp" -I"$CUDA/include" -c "$tmp/$name.main.c" -o "$tmp/$name.main.o" 2>>"$tmp/$name.nvcc"
+	   cc -std=c99 -Wall -Wextra -Werror -pedantic -I"$tmp" -isystem "$CUDA/include" -c "$tmp/$name.main.c" -o "$tmp/$name.main.o" 2>>"$tmp/$name.nvcc"
 	then ok; else bad "$f: nvcc or the C99 header failed"; sed 's/^/    /' "$tmp/$name.nvcc" | head -n 10; fi
 	(cd "$dir" && "$FUSC" "$name.fus" --emit=ir -o "$tmp/$name.ir" 2>/dev/null)
 	if expect "tests/golden/ir/$name.ir" "$tmp/$name.ir"; then ok; else bad "$f: IR differs from tests/golden/ir/$name.ir"; fi

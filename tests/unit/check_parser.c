@@ -199,8 +199,8 @@ START_TEST(literal_values_and_spans)
 	AstExpr *acc = mul->args[1];
 	ck_assert_int_eq(acc->kind, AE_ACCESS);
 	ck_assert_str_eq(acc->name, "x");
-	ck_assert_uint_eq(acc->name_span.lo, 58);
-	ck_assert_uint_eq(acc->name_span.hi, 59);
+	ck_assert_uint_eq(acc->name_span.lo, 59);
+	ck_assert_uint_eq(acc->name_span.hi, 60);
 	ck_assert_int_eq(acc->nargs, 2);
 	ck_assert_int_eq(acc->args[0]->kind, AE_NAME);
 	ck_assert_int_eq(acc->args[1]->kind, AE_INT);
@@ -272,7 +272,7 @@ START_TEST(directive_fields)
 	ck_assert_int_eq(d->nouts, 2);
 	ck_assert_str_eq(d->outs[1].name, "i");
 	ck_assert_uint_eq(d->span.lo, 13);
-	ck_assert_uint_eq(d->span.hi, 53);
+	ck_assert_uint_eq(d->span.hi, 52);
 	done(&p);
 }
 END_TEST
@@ -317,9 +317,9 @@ START_TEST(three_errors_reported)
 	ck_assert_str_eq(p.diags, "t.fus:2:16: error: expected expression before '*'\n"
 				  "  t[i] = x[i] +* 2;\n"
 				  "               ^\n"
-				  "t.fus:4:14: error: expected ')' before ';'\n"
+				  "t.fus:4:15: error: expected ')' before ';'\n"
 				  "  v[i] = (x[i];\n"
-				  "             ^\n"
+				  "              ^\n"
 				  "t.fus:8:13: error: expected ')', ',' or '.' before integer literal '4'\n"
 				  "  y.split(i 4) -> (a, b);\n"
 				  "            ^\n");
@@ -380,16 +380,27 @@ END_TEST
 
 START_TEST(unbalanced_braces)
 {
-	/* A missing '}' is reported where it is missing; an extra one at the top level too. */
-	check_diags("fusion f(x: f32) -> (y: f32) {\n"
-		    "  y = x;\n"
-		    "\n"
-		    "schedule f auto;\n"
-		    "}\n",
-		    1,
-		    "t.fus:2:9: error: expected identifier or '}' before 'schedule'\n"
-		    "  y = x;\n"
-		    "        ^\n");
+	/* A '}' moved from its fusion to after the schedule: both places are reported, and the
+	 * schedule between them is parsed. */
+	Parsed p = parse("fusion f(x: f32) -> (y: f32) {\n"
+			 "  y = x;\n"
+			 "\n"
+			 "schedule f { y.inline(); }\n"
+			 "}\n");
+	ck_assert_str_eq(p.diags, "t.fus:4:1: error: expected identifier or '}' before 'schedule'\n"
+				  "schedule f { y.inline(); }\n"
+				  "^~~~~~~~\n"
+				  "t.fus:5:1: error: expected 'fusion' or 'schedule' before '}'\n"
+				  "}\n"
+				  "^\n");
+	ck_assert_int_eq(p.errors, 2);
+	ck_assert_str_eq(p.ast, "(fusion f\n"
+				"  (param x f32)\n"
+				"  (out y f32)\n"
+				"  (assign y x))\n"
+				"(schedule f\n"
+				"  (y.inline))\n");
+	done(&p);
 	check_diags("fusion f(x: f32) -> (y: f32) { y = x; }}\n", 1,
 		    "t.fus:1:40: error: expected 'fusion' or 'schedule' before '}'\n"
 		    "fusion f(x: f32) -> (y: f32) { y = x; }}\n"
@@ -410,13 +421,13 @@ START_TEST(bad_directives)
 		    "t.fus:2:23: error: expected ')' or ',' before identifier 'b'\n"
 		    "  y.split(i, 4) -> (a b);\n"
 		    "                      ^\n"
-		    "t.fus:3:21: error: expected identifier before ')'\n"
+		    "t.fus:3:22: error: expected identifier before ')'\n"
 		    "  y.bind(a, blockIdx.);\n"
-		    "                    ^\n"
+		    "                     ^\n"
 		    "t.fus:4:3: error: expected identifier or '}' before '='\n"
 		    "  = y.inline();\n"
 		    "  ^\n"
-		    "t.fus:5:24: error: expected ';' or '->' before '}'\n"
+		    "t.fus:5:24: error: expected '->' or ';' before '}'\n"
 		    "  y.bind(a, blockIdx.x)\n"
 		    "                       ^\n"
 		    "t.fus:7:16: error: expected ';' before end of file\n"
@@ -428,9 +439,9 @@ END_TEST
 START_TEST(reduction_index_must_be_name)
 {
 	check_diags("fusion f(x: f32[N]) -> (y: f32) { y = sum(j, 2: x[j]); }\n", 1,
-		    "t.fus:1:47: error: a reduction index must be a name\n"
+		    "t.fus:1:46: error: a reduction index must be a name\n"
 		    "fusion f(x: f32[N]) -> (y: f32) { y = sum(j, 2: x[j]); }\n"
-		    "                                              ^\n");
+		    "                                             ^\n");
 }
 END_TEST
 
@@ -454,22 +465,25 @@ END_TEST
 
 START_TEST(stray_characters)
 {
-	/* A stray character is reported and skipped; the statement still parses. */
+	/* A stray character is one error; the parser resyncs after it without a second one. */
 	Parsed p = parse("fusion f(x: f32) -> (y: f32) {\n"
-			 "  y = x @ ;\n"
-			 "  y = $x;\n"
+			 "  y = x @ x;\n"
+			 "  y = $x # 2;\n"
+			 "  y = x;\n"
 			 "}\n");
 	ck_assert_str_eq(p.diags, "t.fus:2:9: error: unexpected character '@'\n"
-				  "  y = x @ ;\n"
+				  "  y = x @ x;\n"
 				  "        ^\n"
 				  "t.fus:3:7: error: unexpected character '$'\n"
-				  "  y = $x;\n"
-				  "      ^\n");
-	ck_assert_int_eq(p.errors, 2);
+				  "  y = $x # 2;\n"
+				  "      ^\n"
+				  "t.fus:3:10: error: unexpected character '#'\n"
+				  "  y = $x # 2;\n"
+				  "         ^\n");
+	ck_assert_int_eq(p.errors, 3);
 	ck_assert_str_eq(p.ast, "(fusion f\n"
 				"  (param x f32)\n"
 				"  (out y f32)\n"
-				"  (assign y x)\n"
 				"  (assign y x))\n");
 	done(&p);
 }
@@ -500,7 +514,7 @@ END_TEST
 
 START_TEST(unterminated_comment)
 {
-	/* Reported at the opening "/*" only: the sudden end of file is not a second error. */
+	/* Reported at the opening of the comment only: the sudden end of file is not a second error. */
 	check_diags("fusion f(x: f32) -> (y: f32) {\n"
 		    "  y = x; /* unfinished\n"
 		    "}\n",
@@ -525,7 +539,7 @@ START_TEST(garbage_bytes_no_crash)
 	check_diags("fusion f(x: f32) -> (y: f32) { y = x \xc3\xa9; }\n", 1,
 		    "t.fus:1:38: error: unexpected character '\xc3\xa9'\n"
 		    "fusion f(x: f32) -> (y: f32) { y = x \xc3\xa9; }\n"
-		    "                                     ^~\n");
+		    "                                     ^\n");
 }
 END_TEST
 

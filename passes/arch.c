@@ -1,0 +1,59 @@
+/* arch.c: the minimum architecture a kernel needs, from the features it uses, checked against
+ * the target (--arch).
+ *
+ * The baseline is sm_75, the oldest target NVRTC of CUDA 13 accepts: the generated code needs
+ * nothing newer (f16 conversions are PTX available everywhere, bf16 rounding is done in integer
+ * arithmetic). A feature that needs more raises Kernel.min_arch and names the .fus text that
+ * asked for it, so an error points at the directive. Add new features to `features` below.
+ */
+#include "passes/passes.h"
+
+#define ARCH_BASELINE 75
+
+/* A feature found in the kernel: what it is, the arch it needs, the text that asked for it. */
+typedef struct Need {
+	int arch;
+	const char *what;
+	Span span;
+} Need;
+
+/* The statements that need a newer architecture than the baseline. No statement kind does
+ * yet; cp.async (sm_80) joins here when the kernel IR gets it. */
+static void stmt_needs(Stmt *s, Need *worst)
+{
+	(void)s;
+	(void)worst;
+}
+
+static void scan(Stmt *s, Need *worst)
+{
+	for (; s; s = s->next) {
+		stmt_needs(s, worst);
+		scan(s->body, worst);
+		scan(s->then, worst);
+		scan(s->els, worst);
+	}
+}
+
+bool pass_arch(Kernel *k, Diag *d)
+{
+	Need worst = {ARCH_BASELINE, NULL, {0}};
+	int target = pass_options ? pass_options->arch : 80;
+
+	scan(k->body, &worst);
+	if (k->min_arch < worst.arch)
+		k->min_arch = worst.arch;
+	if (target >= k->min_arch)
+		return true;
+	const char *what = worst.what ? worst.what : "the generated code";
+	if (pass_options && pass_options->no_arch_check) {
+		diag_warning(d, worst.span, "%s needs sm_%d, but the target is sm_%d; emitting it "
+			     "anyway (--no-arch-check)", what, k->min_arch, target);
+		return true;
+	}
+	diag_error(d, worst.span, "%s needs sm_%d, but the target is sm_%d", what, k->min_arch,
+		   target);
+	diag_note(d, (Span){0}, "use --arch=sm_%d or newer, or --no-arch-check to emit it anyway",
+		  k->min_arch);
+	return false;
+}

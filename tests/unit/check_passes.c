@@ -1,0 +1,390 @@
+/* check_passes.c: the lowering passes, through the real front end: exact kernel IR after
+ * specific passes (`--dump-after`) for the shapes that matter: the SPEC §1 saxpy schedule, a
+ * non-divisible 2-D split with a broadcast, a transpose through a merge, a serial reduction,
+ * a max reduction computed at its reader (NaN-propagating), a local buffer computed at a
+ * split loop, 0-d outputs, partially used parallel dims; plus the pass manager's options. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/testutil.h"
+
+/* Compiles `src` and lowers its first fusion with the verifier on; returns the dump after
+ * `pass` (without the "// ---- after" line), or the rendered diagnostics when it fails.
+ * Caller frees. */
+static char *lower_dump(const char *src, const char *pass)
+{
+	Arena *a = arena_new();
+	Diag *d = diag_new();
+	int file = diag_add_file(d, "t.fus", src, strlen(src));
+	Program *p = frontend_compile(a, d, file);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	LowerOptions o = {.arch = 80, .verify = true, .dump_after = pass, .dump_out = out};
+	Kernel *k = p ? lower_fusion(a, d, p->fusions[0], &o) : NULL;
+	fclose(out);
+	char *result;
+	if (!k) {
+		result = diag_render(d);
+		free(text);
+	} else {
+		char *nl = strchr(text, '\n');
+		result = xstrdup(nl ? nl + 1 : text);
+		free(text);
+	}
+	diag_free(d);
+	arena_free(a);
+	return result;
+}
+
+#define ASSERT_DUMP(src, pass, expected)                     \
+	do {                                                 \
+		char *got_ = lower_dump((src), (pass));      \
+		ck_assert_str_eq(got_, (expected));          \
+		free(got_);                                  \
+	} while (0)
+
+static const char *saxpy =
+	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
+	"  z[i] = a * x[i] + y[i];\n"
+	"}\n"
+	"schedule saxpy {\n"
+	"  z.split(i, 1024) -> (io, ii);\n"
+	"  z.split(ii, 4) -> (it, iv);\n"
+	"  z.bind(io, blockIdx.x);\n"
+	"  z.bind(it, threadIdx.x);\n"
+	"  z.vectorize(iv);\n"
+	"}\n";
+
+START_TEST(saxpy_loop_nest)
+{
+	ASSERT_DUMP(saxpy, "loop_nest",
+		    "kernel saxpy_kernel grid(ceildiv(N, 1024)) block(256) {\n"
+		    "  // nest of z\n"
+		    "  for iv in [0, 4) vectorize {\n"
+		    "    z[blockIdx.x * 1024 + threadIdx.x * 4 + iv] = a * x[blockIdx.x * 1024 + threadIdx.x * 4 + iv] + y[blockIdx.x * 1024 + threadIdx.x * 4 + iv];\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(saxpy_indexing)
+{
+	/* a symbolic N always keeps its bound */
+	ASSERT_DUMP(saxpy, "indexing",
+		    "kernel saxpy_kernel grid(ceildiv(N, 1024)) block(256) {\n"
+		    "  // nest of z\n"
+		    "  for iv in [0, 4) vectorize {\n"
+		    "    if (blockIdx.x * 1024 + threadIdx.x * 4 + iv < N) {\n"
+		    "      z[blockIdx.x * 1024 + threadIdx.x * 4 + iv] = a * x[blockIdx.x * 1024 + threadIdx.x * 4 + iv] + y[blockIdx.x * 1024 + threadIdx.x * 4 + iv];\n"
+		    "    }\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(split_2d_broadcast)
+{
+	/* 33 = 3 * 11 needs no predicate on i; 10 is not a multiple of 4: j is predicated */
+	ASSERT_DUMP("fusion add2(x: f32[33, 10], b: f32[10]) -> (z: f32[33, 10]) {\n"
+		    "  z[i, j] = x[i, j] + b[j];\n"
+		    "}\n"
+		    "schedule add2 {\n"
+		    "  z.split(i, 11) -> (io, ii);\n"
+		    "  z.split(j, 4) -> (jo, ji);\n"
+		    "  z.bind(io, blockIdx.x);\n"
+		    "  z.bind(ii, threadIdx.x);\n"
+		    "  z.unroll(ji);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel add2_kernel grid(3) block(11) {\n"
+		    "  // nest of z\n"
+		    "  for jo in [0, 3) {\n"
+		    "    for ji in [0, 4) unroll {\n"
+		    "      if (jo * 4 + ji < 10) {\n"
+		    "        z[blockIdx.x * 110 + threadIdx.x * 10 + jo * 4 + ji] = x[blockIdx.x * 110 + threadIdx.x * 10 + jo * 4 + ji] + b[jo * 4 + ji];\n"
+		    "      }\n"
+		    "    }\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(no_predicate_when_divisible)
+{
+	char *got = lower_dump("fusion div(x: f32[1024]) -> (z: f32[1024]) {\n"
+			       "  z[i] = x[i] + 1.0;\n"
+			       "}\n"
+			       "schedule div {\n"
+			       "  z.split(i, 128) -> (io, ii);\n"
+			       "  z.bind(io, blockIdx.x);\n"
+			       "  z.bind(ii, threadIdx.x);\n"
+			       "}\n",
+			       "predicate");
+	ck_assert_str_eq(got, "kernel div_kernel grid(8) block(128) {\n"
+			      "  // nest of z\n"
+			      "  z[blockIdx.x * 128 + threadIdx.x] = x[blockIdx.x * 128 + threadIdx.x] + 1.0;\n"
+			      "}\n");
+	ck_assert_not_contains(got, "if (");
+	free(got);
+}
+END_TEST
+
+START_TEST(transpose_merge)
+{
+	/* the merged index reads back as itself; the inner bound m % M < M is dropped */
+	ASSERT_DUMP("fusion tr(x: f32[M, N]) -> (y: f32[N, M]) {\n"
+		    "  y[i, j] = x[j, i];\n"
+		    "}\n"
+		    "schedule tr {\n"
+		    "  y.merge(i, j) -> m;\n"
+		    "  y.split(m, 128) -> (mo, mi);\n"
+		    "  y.bind(mo, blockIdx.x);\n"
+		    "  y.bind(mi, threadIdx.x);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel tr_kernel grid(ceildiv(N * M, 128)) block(128) {\n"
+		    "  // nest of y\n"
+		    "  if ((blockIdx.x * 128 + threadIdx.x) / M < N) {\n"
+		    "    y[blockIdx.x * 128 + threadIdx.x] = x[(blockIdx.x * 128 + threadIdx.x) % M * N + (blockIdx.x * 128 + threadIdx.x) / M];\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(serial_reduction)
+{
+	ASSERT_DUMP("fusion rs(x: f32[M, N]) -> (s: f32[M]) {\n"
+		    "  s[i] = sum(j: x[i, j]);\n"
+		    "}\n"
+		    "schedule rs {\n"
+		    "  s.split(i, 128) -> (io, ii);\n"
+		    "  s.bind(io, blockIdx.x);\n"
+		    "  s.bind(ii, threadIdx.x);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel rs_kernel grid(ceildiv(M, 128)) block(128) {\n"
+		    "  local f32 s_acc;\n"
+		    "  // nest of s\n"
+		    "  s_acc = 0.0;\n"
+		    "  for j in [0, N) {\n"
+		    "    if (blockIdx.x * 128 + threadIdx.x < M) {\n"
+		    "      s_acc = s_acc + x[(blockIdx.x * 128 + threadIdx.x) * N + j];\n"
+		    "    }\n"
+		    "  }\n"
+		    "  if (blockIdx.x * 128 + threadIdx.x < M) {\n"
+		    "    s[blockIdx.x * 128 + threadIdx.x] = s_acc;\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(max_computed_at)
+{
+	/* the max keeps NaN; the value and the accumulation share one predicate */
+	ASSERT_DUMP("fusion nm(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		    "  m[i] = max(j: x[i, j]);\n"
+		    "  y[i, j] = x[i, j] - m[i];\n"
+		    "}\n"
+		    "schedule nm {\n"
+		    "  y.split(i, 128) -> (io, ii);\n"
+		    "  y.bind(io, blockIdx.x);\n"
+		    "  y.bind(ii, threadIdx.x);\n"
+		    "  m.compute_at(y, ii);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel nm_kernel grid(ceildiv(M, 128)) block(128) {\n"
+		    "  local f32 m_acc;\n"
+		    "  local f32 m_v;\n"
+		    "  // nest of y\n"
+		    "  alloc local f32 m[1];\n"
+		    "  // m computed at y.ii\n"
+		    "  m_acc = -inf;\n"
+		    "  for j in [0, N) {\n"
+		    "    if (blockIdx.x * 128 + threadIdx.x < M) {\n"
+		    "      m_v = x[(blockIdx.x * 128 + threadIdx.x) * N + j];\n"
+		    "      m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;\n"
+		    "    }\n"
+		    "  }\n"
+		    "  if (blockIdx.x * 128 + threadIdx.x < M) {\n"
+		    "    m[0] = m_acc;\n"
+		    "  }\n"
+		    "  for j_1 in [0, N) {\n"
+		    "    if (blockIdx.x * 128 + threadIdx.x < M) {\n"
+		    "      y[(blockIdx.x * 128 + threadIdx.x) * N + j_1] = x[(blockIdx.x * 128 + threadIdx.x) * N + j_1] - m[0];\n"
+		    "    }\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+static const char *ca_src =
+	"fusion ca(x: f32[N]) -> (z: f32[N]) {\n"
+	"  t[i] = exp(x[i]);\n"
+	"  z[i] = t[i] * 2.0;\n"
+	"}\n"
+	"schedule ca {\n"
+	"  z.split(i, 4) -> (io, ii);\n"
+	"  z.split(io, 64) -> (ib, it);\n"
+	"  z.bind(ib, blockIdx.x);\n"
+	"  z.bind(it, threadIdx.x);\n"
+	"  t.compute_at(z, it);\n"
+	"}\n";
+
+START_TEST(compute_at_local_buffer)
+{
+	/* t's buffer is indexed by its own inner loop: (...* 4 + ii) % 4 -> ii */
+	ASSERT_DUMP(ca_src, "simplify",
+		    "kernel ca_kernel grid(ceildiv(N, 256)) block(64) {\n"
+		    "  // nest of z\n"
+		    "  alloc local f32 t[4];\n"
+		    "  // t computed at z.it\n"
+		    "  for ii in [0, 4) {\n"
+		    "    if (blockIdx.x * 256 + threadIdx.x * 4 + ii < N) {\n"
+		    "      t[ii] = exp(x[blockIdx.x * 256 + threadIdx.x * 4 + ii]);\n"
+		    "    }\n"
+		    "  }\n"
+		    "  for ii_1 in [0, 4) {\n"
+		    "    if (blockIdx.x * 256 + threadIdx.x * 4 + ii_1 < N) {\n"
+		    "      z[blockIdx.x * 256 + threadIdx.x * 4 + ii_1] = t[ii_1] * 2.0;\n"
+		    "    }\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(compute_at_logical_before_indexing)
+{
+	char *got = lower_dump(ca_src, "loop_nest");
+	ck_assert_contains(got, "t[blockIdx.x * 256 + threadIdx.x * 4 + ii] = exp(x[blockIdx.x * 256 + threadIdx.x * 4 + ii]);");
+	ck_assert_not_contains(got, "alloc");
+	free(got);
+}
+END_TEST
+
+START_TEST(zero_d_output_beside_parallel)
+{
+	/* the 0-d reduction is computed and written by the first thread only */
+	ASSERT_DUMP("fusion two(x: f32[N]) -> (z: f32[N], total: f32) {\n"
+		    "  z[i] = x[i] * 2.0;\n"
+		    "  total = sum(i: x[i]);\n"
+		    "}\n"
+		    "schedule two {\n"
+		    "  z.split(i, 128) -> (io, ii);\n"
+		    "  z.bind(io, blockIdx.x);\n"
+		    "  z.bind(ii, threadIdx.x);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel two_kernel grid(ceildiv(N, 128)) block(128) {\n"
+		    "  local f32 total_acc;\n"
+		    "  // nest of z\n"
+		    "  if (blockIdx.x * 128 + threadIdx.x < N) {\n"
+		    "    z[blockIdx.x * 128 + threadIdx.x] = x[blockIdx.x * 128 + threadIdx.x] * 2.0;\n"
+		    "  }\n"
+		    "  // nest of total\n"
+		    "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+		    "    total_acc = 0.0;\n"
+		    "    for i in [0, N) {\n"
+		    "      total_acc = total_acc + x[i];\n"
+		    "    }\n"
+		    "    total[0] = total_acc;\n"
+		    "  }\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(partial_launch_dims)
+{
+	/* y uses 64 of 128 threads and no block index: both get predicates */
+	ASSERT_DUMP("fusion rw(x: f32[64], w: f32[4096]) -> (y: f32[64], v: f32[4096]) {\n"
+		    "  y[i] = x[i] + 1.0;\n"
+		    "  v[i] = w[i] * 3.0;\n"
+		    "}\n"
+		    "schedule rw {\n"
+		    "  y.bind(i, threadIdx.x);\n"
+		    "  v.split(i, 128) -> (io, ii);\n"
+		    "  v.bind(io, blockIdx.x);\n"
+		    "  v.bind(ii, threadIdx.x);\n"
+		    "}\n",
+		    "simplify",
+		    "kernel rw_kernel grid(32) block(128) {\n"
+		    "  // nest of y\n"
+		    "  if (blockIdx.x == 0) {\n"
+		    "    if (threadIdx.x < 64) {\n"
+		    "      y[threadIdx.x] = x[threadIdx.x] + 1.0;\n"
+		    "    }\n"
+		    "  }\n"
+		    "  // nest of v\n"
+		    "  v[blockIdx.x * 128 + threadIdx.x] = w[blockIdx.x * 128 + threadIdx.x] * 3.0;\n"
+		    "}\n");
+}
+END_TEST
+
+START_TEST(inline_recomputes_outputs)
+{
+	/* t is inlined; the output u read by v is recomputed, never read back */
+	char *got = lower_dump("fusion f(x: f32[256]) -> (u: f32[256], v: f32[256]) {\n"
+			       "  t[i] = x[i] + 1.0;\n"
+			       "  u[i] = t[i] * t[i];\n"
+			       "  v[i] = u[i] - 2.0;\n"
+			       "}\n"
+			       "schedule f {\n"
+			       "  u.bind(i, threadIdx.x);\n"
+			       "  v.bind(i, threadIdx.x);\n"
+			       "}\n",
+			       "simplify");
+	ck_assert_contains(got, "u[threadIdx.x] = (x[threadIdx.x] + 1.0) * (x[threadIdx.x] + 1.0);");
+	ck_assert_contains(got, "v[threadIdx.x] = (x[threadIdx.x] + 1.0) * (x[threadIdx.x] + 1.0) - 2.0;");
+	free(got);
+}
+END_TEST
+
+START_TEST(dump_and_time_options)
+{
+	TestCompile *tc = tc_compile(saxpy, false);
+	ck_assert_ptr_nonnull(tc->prog);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	LowerOptions o = {.arch = 80, .dump_after = "all", .dump_out = out, .time_passes = true};
+	ck_assert_ptr_nonnull(lower_fusion(tc->arena, tc->diag, tc->prog->fusions[0], &o));
+	fclose(out);
+	int dumps = 0, times = 0;
+	for (char *p = text; (p = strstr(p, "// ---- after ")); p++)
+		dumps++;
+	for (char *p = text; (p = strstr(p, "saxpy: pass ")); p++)
+		times++;
+	ck_assert_int_eq(dumps, pass_count);
+	ck_assert_int_eq(times, pass_count);
+	ck_assert_contains(text, "// ---- after loop_nest ----\nkernel saxpy_kernel");
+	free(text);
+	tc_free(tc);
+	ck_assert(pass_exists("predicate"));
+	ck_assert(pass_exists("all"));
+	ck_assert(!pass_exists("nope"));
+	ck_assert_str_eq(pass_list[0].name, "loop_nest");
+	ck_assert_str_eq(pass_list[pass_count - 1].name, "simplify");
+}
+END_TEST
+
+Suite *passes_suite(void)
+{
+	Suite *s = suite_create("passes");
+	TCase *tc = tcase_create("lowering");
+	tcase_add_test(tc, saxpy_loop_nest);
+	tcase_add_test(tc, saxpy_indexing);
+	tcase_add_test(tc, split_2d_broadcast);
+	tcase_add_test(tc, no_predicate_when_divisible);
+	tcase_add_test(tc, transpose_merge);
+	tcase_add_test(tc, serial_reduction);
+	tcase_add_test(tc, max_computed_at);
+	tcase_add_test(tc, compute_at_local_buffer);
+	tcase_add_test(tc, compute_at_logical_before_indexing);
+	tcase_add_test(tc, zero_d_output_beside_parallel);
+	tcase_add_test(tc, partial_launch_dims);
+	tcase_add_test(tc, inline_recomputes_outputs);
+	tcase_add_test(tc, dump_and_time_options);
+	suite_add_tcase(s, tc);
+	return s;
+}

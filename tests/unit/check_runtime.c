@@ -1,0 +1,675 @@
+/* check_runtime.c: libfusrt and `fusc run`.
+ *
+ * Without a GPU: every call fails with a clear error (no driver, NULL arguments, bad names,
+ * bad sizes) and never crashes; the launch checks (counts, sizes, alignment, launch dims) and
+ * the disk cache (truncated, corrupted, renamed entries are rejected) work on their own; `fusc
+ * run` rejects bad options, dims and fusion names with exit 2 before any launch.
+ * With a GPU (TCase "gpu"): saxpy through libfusrt matches the interpreter, the cache is hit
+ * and a corrupt entry is rebuilt, and `fusc run` passes.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "interp/interp.h"
+#include "runtime/runtime.h"
+#include "tests/unit/testutil.h"
+
+static const char saxpy_src[] =
+	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
+	"  z[i] = a * x[i] + y[i];\n"
+	"}\n";
+
+/* A vectorized bias add: needs N % 4 == 0 and 16-byte aligned pointers. */
+static const char bias_src[] =
+	"fusion bias(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) {\n"
+	"  y[i, j] = x[i, j] + b[j];\n"
+	"}\n"
+	"schedule bias {\n"
+	"  y.split(j, 4) -> (jo, jv);\n"
+	"  y.split(jo, 128) -> (jb, jt);\n"
+	"  y.bind(i, blockIdx.x);\n"
+	"  y.bind(jt, threadIdx.x);\n"
+	"  y.vectorize(jv);\n"
+	"}\n";
+
+static const char *no_lib = "/nonexistent/libcuda.so.1";
+
+/* A fresh temporary folder (removed by the test process's exit? no: left in /tmp, small). */
+static char *temp_dir(void)
+{
+	char *d = xstrdup("/tmp/fusc_rt_XXXXXX");
+
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	return d;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *s;
+	long n;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	s = xmalloc(n + 1);
+	ck_assert_int_eq(fread(s, 1, n, f), n);
+	s[n] = 0;
+	fclose(f);
+	if (len)
+		*len = n;
+	return s;
+}
+
+static void write_all(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/* ---- no driver ------------------------------------------------------------------------ */
+
+START_TEST(test_no_driver)
+{
+	fusrt_module *m = (fusrt_module *)1;
+	fusrt_devptr p = 123;
+	const char *want = "no CUDA driver (/nonexistent/libcuda.so.1 not found)";
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_init(), FUSRT_ERR_NO_DRIVER);
+	ck_assert_str_eq(fusrt_last_error(), want);
+	ck_assert_int_eq(fusrt_malloc(&p, 16), FUSRT_ERR_NO_DRIVER);
+	ck_assert_uint_eq(p, 0);
+	ck_assert_str_eq(fusrt_last_error(), want);
+	ck_assert_int_eq(fusrt_synchronize(), FUSRT_ERR_NO_DRIVER);
+	ck_assert_int_eq(fusrt_copy_to_device(8, &p, 8), FUSRT_ERR_NO_DRIVER);
+	ck_assert_int_eq(fusrt_device_info(NULL, 0, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", NULL, &m),
+			 FUSRT_ERR_NO_DRIVER);
+	ck_assert_ptr_null(m);
+	ck_assert_str_eq(fusrt_last_error(), want);
+	ck_assert_int_eq(rt_have_cuda_device(), 0);
+	ck_assert_str_eq(fusrt_status_name(FUSRT_ERR_NO_DRIVER), "FUSRT_ERR_NO_DRIVER");
+}
+END_TEST
+
+/* On a machine without libcuda.so.1 the message names it exactly. */
+START_TEST(test_no_driver_default_name)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	unsetenv("FUSRT_LIBCUDA");
+	if (lib) { /* a driver is installed: nothing to check here */
+		dlclose(lib);
+		return;
+	}
+	ck_assert_int_eq(fusrt_init(), FUSRT_ERR_NO_DRIVER);
+	ck_assert_str_eq(fusrt_last_error(), "no CUDA driver (libcuda.so.1 not found)");
+	ck_assert_int_eq(rt_have_cuda_device(), 0);
+}
+END_TEST
+
+/* Errors in the text are reported before the driver is needed. */
+START_TEST(test_compile_error_without_gpu)
+{
+	const char *bad = "fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n";
+	fusrt_module *m = NULL;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(bad, strlen(bad), "bad.fus", NULL, &m), FUSRT_ERR_COMPILE);
+	ck_assert_ptr_null(m);
+	ck_assert_contains(fusrt_last_error(), "bad.fus:2:");
+	ck_assert_contains(fusrt_last_error(), "error:");
+}
+END_TEST
+
+START_TEST(test_null_arguments)
+{
+	fusrt_module *m = NULL;
+	fusrt_arg_info info;
+	fusrt_arg args[1] = {{0, 0, 0}};
+	int64_t n = 4;
+	double ms;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(NULL, 0, NULL, NULL, &m), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusrt_compile: NULL source");
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), NULL, NULL, NULL),
+			 FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_compile("", 0, NULL, NULL, &m) != FUSRT_OK, 1);
+	ck_assert_int_eq(fusrt_launch(NULL, "saxpy", args, 1, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusrt_launch: NULL module");
+	ck_assert_int_eq(fusrt_launch(NULL, NULL, NULL, -1, NULL, -5, NULL), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_time_launch(NULL, "x", args, 1, &n, 1, 1, 1, &ms),
+			 FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_time_launch(NULL, "x", args, 1, &n, 1, 1, 0, NULL),
+			 FUSRT_ERR_INVALID);
+	fusrt_module_free(NULL);
+	ck_assert_int_eq(fusrt_fusion_count(NULL), 0);
+	ck_assert_ptr_null(fusrt_fusion_name(NULL, 0));
+	ck_assert_int_eq(fusrt_fusion_nargs(NULL, "saxpy"), -1);
+	ck_assert_int_eq(fusrt_fusion_nsizes(NULL, NULL), -1);
+	ck_assert_ptr_null(fusrt_fusion_size_name(NULL, "saxpy", 0));
+	ck_assert_int_eq(fusrt_fusion_arg(NULL, "saxpy", 0, &info), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_malloc(NULL, 4), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_copy_to_device(0, &n, 8), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_copy_to_host(NULL, 8, 8), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_memset(0, 0, 8), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_status_name((fusrt_status)99), "FUSRT_ERR_UNKNOWN");
+	ck_assert_int_eq(fusrt_free(0), FUSRT_OK); /* like free(NULL) */
+	ck_assert_str_eq(fusrt_last_error(), "");
+}
+END_TEST
+
+/* ---- launch checks (no GPU) ----------------------------------------------------------- */
+
+START_TEST(test_launch_check)
+{
+	TestCompile *tc = tc_compile(saxpy_src, true);
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t n = 4096, dims[6];
+
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *k = tc->kernels[0];
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
+	ck_assert_int_eq(dims[1], 1);
+	ck_assert_int_eq(dims[4] * dims[5], 1);
+	int64_t grid = dims[0], block = dims[3];
+	n = 4096 * 8; /* the grid grows with N, the block does not */
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
+	ck_assert_int_eq(dims[0], grid * 8);
+	ck_assert_int_eq(dims[3], block);
+	n = 4096;
+
+	ck_assert_int_eq(rt_launch_check(k, args, 3, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy takes 4 arguments (a, x, y, z), got 3");
+	ck_assert_int_eq(rt_launch_check(k, NULL, 4, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(rt_launch_check(k, args, 4, NULL, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 2, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy takes 1 sizes (N), got 2");
+
+	n = -1;
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy: size N is negative (-1)");
+
+	n = 4;
+	args[2] = fusrt_ptr(0);
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy: argument y is a null pointer");
+	n = 0; /* an empty tensor needs no memory, and nothing is launched */
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
+	ck_assert_int_eq(dims[0], 0);
+
+	/* the vectorized saxpy needs 16-byte aligned pointers (a Precond from the lowering) */
+	n = 4096;
+	args[2] = fusrt_ptr(0x2000);
+	args[1] = fusrt_ptr(0x1004);
+	bool needs_alignment = false;
+	for (int i = 0; i < k->preconds.len; i++)
+		needs_alignment |= VEC_AT(k->preconds, Precond, i)->kind == PC_ALIGNED;
+	if (needs_alignment) {
+		ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_ERR_PRECONDITION);
+		ck_assert_contains(fusrt_last_error(), "is not aligned to");
+	}
+	tc_free(tc);
+}
+END_TEST
+
+START_TEST(test_launch_check_preconditions)
+{
+	TestCompile *tc = tc_compile(bias_src, true);
+	fusrt_arg args[3] = {fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t sizes[2] = {3, 1024}, dims[6]; /* M, N */
+
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	ck_assert_str_eq(tc->prog->fusions[0]->sizes[0]->name, "M");
+	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 3, sizes, 2, dims), FUSRT_OK);
+	ck_assert_int_eq(dims[0], 3);
+	ck_assert_int_eq(dims[3], 128);
+	sizes[1] = 1001;
+	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 3, sizes, 2, dims),
+			 FUSRT_ERR_PRECONDITION);
+	ck_assert_str_eq(fusrt_last_error(), "fusion bias: size N = 1001 is not a multiple of 4");
+	sizes[1] = 1024;
+	args[1] = fusrt_ptr(0x2008);
+	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 3, sizes, 2, dims),
+			 FUSRT_ERR_PRECONDITION);
+	ck_assert_str_eq(fusrt_last_error(), "fusion bias: pointer b (0x2008) is not aligned to 16 "
+			 "bytes");
+	tc_free(tc);
+}
+END_TEST
+
+START_TEST(test_launch_check_block_limit)
+{
+	const char *src = "fusion big(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n"
+			  "schedule big {\n  y.split(i, 512) -> (io, ii);\n"
+			  "  y.bind(io, blockIdx.x);\n  y.bind(ii, threadIdx.x);\n}\n";
+	TestCompile *tc = tc_compile(src, true);
+	fusrt_arg args[2] = {fusrt_ptr(0x1000), fusrt_ptr(0x2000)};
+	int64_t n = 1000, dims[6];
+
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 2, &n, 1, dims), FUSRT_OK);
+	ck_assert_int_eq(dims[0], 2);
+	ck_assert_int_eq(dims[3], 512);
+	tc_free(tc);
+}
+END_TEST
+
+/* ---- the disk cache ------------------------------------------------------------------- */
+
+static const char payload[] = "\x7f" "ELF fake cubin payload with some bytes \x01\x02\x03";
+
+START_TEST(test_cache_roundtrip)
+{
+	char *dir = temp_dir(), *sub = NULL, *data = NULL, *why = NULL;
+	size_t len = 0;
+	Buf b = {0};
+
+	buf_printf(&b, "%s/a/b", dir); /* parents are created */
+	sub = b.s;
+	ck_assert(!rt_cache_load(sub, 42, &data, &len, &why));
+	ck_assert_ptr_null(why); /* a missing entry is not an error */
+	ck_assert(rt_cache_store(sub, 42, payload, sizeof payload, NULL));
+	ck_assert(rt_cache_load(sub, 42, &data, &len, &why));
+	ck_assert_uint_eq(len, sizeof payload);
+	ck_assert_int_eq(memcmp(data, payload, len), 0);
+	free(data);
+	/* no temporary file is left behind */
+	char *path = rt_cache_path(sub, 42);
+	ck_assert_str_eq(path + strlen(sub), "/000000000000002a.cubin");
+	Buf cmd = {0};
+	buf_printf(&cmd, "test $(ls -A %s | wc -l) -eq 1", sub);
+	ck_assert_int_eq(system(cmd.s), 0);
+	buf_free(&cmd);
+	/* an empty payload is a valid entry */
+	ck_assert(rt_cache_store(sub, 7, "", 0, NULL));
+	ck_assert(rt_cache_load(sub, 7, &data, &len, NULL));
+	ck_assert_uint_eq(len, 0);
+	free(data);
+	free(path);
+	free(sub);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_cache_truncated)
+{
+	char *dir = temp_dir(), *data, *why = NULL, *path, *full;
+	size_t len, flen;
+
+	ck_assert(rt_cache_store(dir, 99, payload, sizeof payload, NULL));
+	path = rt_cache_path(dir, 99);
+	full = read_all(path, &flen);
+	for (size_t cut = 0; cut < flen; cut++) {
+		write_all(path, full, cut);
+		ck_assert_msg(!rt_cache_load(dir, 99, &data, &len, &why), "cut at %zu loaded", cut);
+		ck_assert_ptr_nonnull(why);
+		ck_assert_ptr_null(data);
+		free(why);
+	}
+	/* a longer file is rejected too */
+	char *longer = xmalloc(flen + 1);
+	memcpy(longer, full, flen);
+	longer[flen] = 'x';
+	write_all(path, longer, flen + 1);
+	ck_assert(!rt_cache_load(dir, 99, &data, &len, NULL));
+	/* a store replaces the bad entry */
+	ck_assert(rt_cache_store(dir, 99, payload, sizeof payload, NULL));
+	ck_assert(rt_cache_load(dir, 99, &data, &len, NULL));
+	free(data);
+	free(longer);
+	free(full);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_cache_corrupt)
+{
+	char *dir = temp_dir(), *data, *why = NULL, *path, *full;
+	size_t len, flen;
+
+	ck_assert(rt_cache_store(dir, 5, payload, sizeof payload, NULL));
+	path = rt_cache_path(dir, 5);
+	full = read_all(path, &flen);
+	for (size_t i = 0; i < flen; i++) { /* every single-byte corruption is caught */
+		full[i] ^= 0x20;
+		write_all(path, full, flen);
+		ck_assert_msg(!rt_cache_load(dir, 5, &data, &len, &why), "flip at %zu loaded", i);
+		ck_assert_ptr_nonnull(why);
+		free(why);
+		full[i] ^= 0x20;
+	}
+	write_all(path, full, flen);
+	ck_assert(rt_cache_load(dir, 5, &data, &len, NULL));
+	free(data);
+	/* an entry renamed to another key is rejected */
+	char *other = rt_cache_path(dir, 6);
+	ck_assert_int_eq(rename(path, other), 0);
+	ck_assert(!rt_cache_load(dir, 6, &data, &len, &why));
+	ck_assert_contains(why, "stored under another key");
+	free(why);
+	/* garbage */
+	write_all(other, "hello", 5);
+	ck_assert(!rt_cache_load(dir, 6, &data, &len, NULL));
+	free(other);
+	free(full);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_cache_store_failure)
+{
+	char *err = NULL;
+
+	ck_assert(!rt_cache_store("/proc/fusc_no_such_dir", 1, "x", 1, &err));
+	ck_assert_ptr_nonnull(err);
+	free(err);
+}
+END_TEST
+
+START_TEST(test_cache_key_and_dir)
+{
+	uint64_t k = rt_cache_key("src", "cubin", 80);
+	char *d;
+
+	ck_assert_uint_eq(k, rt_cache_key("src", "cubin", 80));
+	ck_assert_uint_ne(k, rt_cache_key("src2", "cubin", 80));
+	ck_assert_uint_ne(k, rt_cache_key("src", "ptx", 80));
+	ck_assert_uint_ne(k, rt_cache_key("src", "cubin", 90));
+
+	unsetenv("FUSRT_NO_CACHE");
+	unsetenv("FUSRT_CACHE_DIR");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	setenv("HOME", "/home/u", 1);
+	ck_assert_str_eq(d = rt_cache_default_dir(), "/xdg/fusc");
+	free(d);
+	unsetenv("XDG_CACHE_HOME");
+	ck_assert_str_eq(d = rt_cache_default_dir(), "/home/u/.cache/fusc");
+	free(d);
+	setenv("FUSRT_CACHE_DIR", "/c", 1);
+	ck_assert_str_eq(d = rt_cache_default_dir(), "/c");
+	free(d);
+	setenv("FUSRT_NO_CACHE", "1", 1);
+	ck_assert_ptr_null(rt_cache_default_dir());
+}
+END_TEST
+
+/* ---- fusc run: checks before any launch ----------------------------------------------- */
+
+/* Runs fusc_run_main with stdout and stderr captured into *out (malloc'd). */
+static int run_capture(char **out, int argc, char **argv)
+{
+	char path[] = "/tmp/fusc_run_out_XXXXXX";
+	int fd = mkstemp(path), save_out = dup(1), save_err = dup(2);
+
+	ck_assert_int_ge(fd, 0);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	int rc = fusc_run_main(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(save_out, 1);
+	dup2(save_err, 2);
+	close(save_out);
+	close(save_err);
+	close(fd);
+	*out = read_all(path, NULL);
+	unlink(path);
+	return rc;
+}
+
+static char *write_fus(const char *text)
+{
+	char *dir = temp_dir();
+	Buf b = {0};
+
+	buf_printf(&b, "%s/t.fus", dir);
+	write_all(b.s, text, strlen(text));
+	free(dir);
+	return b.s;
+}
+
+#define RUN(out, ...) \
+	run_capture(out, countof(((char *[]){__VA_ARGS__})), (char *[]){__VA_ARGS__})
+
+START_TEST(test_run_bad_usage)
+{
+	char *file = write_fus(saxpy_src), *out;
+	Buf want = {0};
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(RUN(&out, "run"), 2);
+	ck_assert_contains(out, "usage: fusc run FILE");
+	ck_assert_int_eq(RUN(&out, "run", file, "--bogus"), 2);
+	ck_assert_str_eq(out, "fusc run: unknown option '--bogus'\n");
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims"), 2);
+	ck_assert_str_eq(out, "fusc run: option '--dims' needs a value\n");
+	ck_assert_int_eq(RUN(&out, "run", "/nonexistent/x.fus", "--dims", "N=4"), 2);
+	ck_assert_str_eq(out, "fusc run: cannot read /nonexistent/x.fus: No such file or directory\n");
+	ck_assert_int_eq(RUN(&out, "run", file), 2);
+	ck_assert_str_eq(out, "fusc run: missing dimension N for fusion saxpy (give --dims N=...)\n");
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4,K=3"), 2);
+	ck_assert_str_eq(out, "fusc run: unknown dimension K (no selected fusion has a size of that "
+			      "name)\n");
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims=N=-4"), 2);
+	ck_assert_str_eq(out, "fusc run: bad --dims value in 'N=-4' (expected a non-negative "
+			      "integer)\n");
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4,N=5"), 2);
+	ck_assert_str_eq(out, "fusc run: dimension N is given two different values\n");
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N4"), 2);
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4", "--seed", "x"), 2);
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4", "--fusion", "nope"), 2);
+	buf_printf(&want, "fusc run: no fusion named 'nope' in %s (it has: saxpy)\n", file);
+	ck_assert_str_eq(out, want.s);
+	/* all good, but no driver */
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4", "--fusion=saxpy"), 2);
+	ck_assert_str_eq(out, "fusc run: no CUDA device: no CUDA driver "
+			      "(/nonexistent/libcuda.so.1 not found)\n");
+	buf_free(&want);
+}
+END_TEST
+
+START_TEST(test_run_file_errors)
+{
+	char *file = write_fus("fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n"), *out;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4"), 1);
+	ck_assert_contains(out, "t.fus:2:");
+	ck_assert_contains(out, "error:");
+}
+END_TEST
+
+/* ---- GPU ------------------------------------------------------------------------------ */
+
+static fusrt_module *compile_in(const char *src, const char *cache_dir)
+{
+	fusrt_options o = {0, cache_dir};
+	fusrt_module *m = NULL;
+	fusrt_status s = fusrt_compile(src, strlen(src), "saxpy.fus", &o, &m);
+
+	ck_assert_msg(s == FUSRT_OK, "%s: %s", fusrt_status_name(s), fusrt_last_error());
+	return m;
+}
+
+/* Runs saxpy on n elements through libfusrt and checks it against the interpreter. */
+static void check_saxpy(fusrt_module *m, int64_t n)
+{
+	Fusion *f = rt_module_fusion(m, "saxpy");
+	HostTensor x, y, z, ref;
+	fusrt_devptr dx, dy, dz;
+	double a = 1.5;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert(host_tensor_init(&x, f->inputs[0], &n, NULL));
+	ck_assert(host_tensor_init(&y, f->inputs[1], &n, NULL));
+	ck_assert(host_tensor_init(&z, f->outputs[0], &n, NULL));
+	ck_assert(host_tensor_init(&ref, f->outputs[0], &n, NULL));
+	host_tensor_fill_random(&x, 1);
+	host_tensor_fill_random(&y, 2);
+	size_t bytes = host_tensor_bytes(&x);
+	ck_assert_int_eq(fusrt_malloc(&dx, bytes), FUSRT_OK);
+	ck_assert_int_eq(fusrt_malloc(&dy, bytes), FUSRT_OK);
+	ck_assert_int_eq(fusrt_malloc(&dz, bytes), FUSRT_OK);
+	ck_assert_int_eq(fusrt_copy_to_device(dx, x.data, bytes), FUSRT_OK);
+	ck_assert_int_eq(fusrt_copy_to_device(dy, y.data, bytes), FUSRT_OK);
+	ck_assert_int_eq(fusrt_memset(dz, 0xff, bytes), FUSRT_OK);
+	fusrt_arg args[4] = {fusrt_f(a), fusrt_ptr(dx), fusrt_ptr(dy), fusrt_ptr(dz)};
+	fusrt_status s = fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL);
+	ck_assert_msg(s == FUSRT_OK, "%s", fusrt_last_error());
+	ck_assert_int_eq(fusrt_synchronize(), FUSRT_OK);
+	ck_assert_int_eq(fusrt_copy_to_host(z.data, dz, bytes), FUSRT_OK);
+	void *in[] = {x.data, y.data}, *out[] = {ref.data};
+	ck_assert(interp_run(f, &n, &a, in, out, NULL));
+	for (int64_t i = 0; i < n; i++) {
+		double g = host_tensor_get(&z, i), r = host_tensor_get(&ref, i);
+		ck_assert_msg(fabs(g - r) <= 1e-6 * (1 + fabs(r)), "z[%lld]: gpu %g ref %g",
+			      (long long)i, g, r);
+	}
+	fusrt_free(dx);
+	fusrt_free(dy);
+	fusrt_free(dz);
+	host_tensor_free(&x);
+	host_tensor_free(&y);
+	host_tensor_free(&z);
+	host_tensor_free(&ref);
+}
+
+START_TEST(test_gpu_saxpy)
+{
+	char *dir = temp_dir(), *path;
+	fusrt_module *m = compile_in(saxpy_src, dir);
+	fusrt_arg_info info;
+
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_int_eq(fusrt_fusion_count(m), 1);
+	ck_assert_str_eq(fusrt_fusion_name(m, 0), "saxpy");
+	ck_assert_int_eq(fusrt_fusion_nargs(m, "saxpy"), 4);
+	ck_assert_int_eq(fusrt_fusion_arg(m, "saxpy", 3, &info), FUSRT_OK);
+	ck_assert_str_eq(info.name, "z");
+	ck_assert_int_eq(info.kind, FUSRT_OUTPUT);
+	ck_assert_str_eq(fusrt_fusion_size_name(m, "saxpy", 0), "N");
+	check_saxpy(m, 10007); /* not a multiple of anything */
+	check_saxpy(m, 1);
+	check_saxpy(m, 0);
+	fusrt_module_free(m);
+
+	/* the second compile comes from the cache */
+	m = compile_in(saxpy_src, dir);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 1);
+	check_saxpy(m, 4096);
+	fusrt_module_free(m);
+
+	/* corrupt every entry: it is rebuilt, not loaded */
+	Buf cmd = {0};
+	buf_printf(&cmd, "for f in %s/*.cubin; do printf garbage | dd of=$f bs=1 seek=40 "
+		   "conv=notrunc 2>/dev/null; done", dir);
+	ck_assert_int_eq(system(cmd.s), 0);
+	m = compile_in(saxpy_src, dir);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	check_saxpy(m, 4096);
+	fusrt_module_free(m);
+	buf_free(&cmd);
+	(void)path;
+}
+END_TEST
+
+START_TEST(test_gpu_launch_errors)
+{
+	fusrt_module *m = compile_in(saxpy_src, "");
+	fusrt_devptr d;
+	int64_t n = 1024;
+	double ms = 0;
+
+	ck_assert_int_eq(fusrt_malloc(&d, 3 * 4096 + 16), FUSRT_OK);
+	fusrt_arg args[4] = {fusrt_f(1), fusrt_ptr(d), fusrt_ptr(d + 4096), fusrt_ptr(d + 8192)};
+	ck_assert_int_eq(fusrt_launch(m, "nope", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "no fusion named 'nope' (the module has: saxpy)");
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 2, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_OK);
+	ck_assert_int_eq(fusrt_time_launch(m, "saxpy", args, 4, &n, 1, 2, 5, &ms), FUSRT_OK);
+	ck_assert(ms > 0);
+	args[1] = fusrt_ptr(d + 4);
+	fusrt_status s = fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL);
+	ck_assert_msg(s == FUSRT_OK || s == FUSRT_ERR_PRECONDITION, "%s", fusrt_last_error());
+	ck_assert_int_eq(fusrt_synchronize(), FUSRT_OK);
+	char name[256];
+	int arch = 0;
+	ck_assert_int_eq(fusrt_device_info(name, sizeof name, &arch), FUSRT_OK);
+	ck_assert_int_ge(arch, 50);
+	ck_assert_int_eq(fusrt_free(d), FUSRT_OK);
+	fusrt_module_free(m);
+}
+END_TEST
+
+START_TEST(test_gpu_fusc_run)
+{
+	char *file = write_fus(saxpy_src), *bias = write_fus(bias_src), *out;
+	char *rs = write_fus("fusion rowsum(x: f32[M, N]) -> (s: f32[M]) {\n"
+			     "  s[i] = sum(j: x[i, j]);\n}\n"
+			     "fusion scale(x: f16[N], k: i32[N]) -> (y: f16[N], z: i32[N]) {\n"
+			     "  y[i] = x[i] * 3.0;\n  z[i] = k[i] * k[i] - 1;\n}\n");
+
+	setenv("FUSRT_NO_CACHE", "1", 1);
+	ck_assert_msg(RUN(&out, "run", file, "--dims", "N=100003", "--seed", "3") == 0, "%s", out);
+	ck_assert_contains(out, "saxpy: PASS");
+	ck_assert_msg(RUN(&out, "run", file, "--dims", "N=1048576", "--bench") == 0, "%s", out);
+	ck_assert_contains(out, "GB/s");
+	ck_assert_msg(RUN(&out, "run", rs, "--dims", "M=33,N=1000") == 0, "%s", out);
+	ck_assert_contains(out, "rowsum: PASS");
+	ck_assert_contains(out, "scale: PASS");
+	ck_assert_msg(RUN(&out, "run", bias, "--dims", "M=5,N=1000") == 0, "%s", out);
+	ck_assert_contains(out, "bias: PASS");
+	/* a launch precondition: exit 2, nothing compared */
+	ck_assert_int_eq(RUN(&out, "run", bias, "--dims", "M=5,N=1001"), 2);
+	ck_assert_contains(out, "fusc run: fusion bias: size N = 1001 is not a multiple of 4\n");
+	ck_assert_not_contains(out, "PASS");
+}
+END_TEST
+
+Suite *runtime_suite(void)
+{
+	Suite *s = suite_create("runtime");
+	TCase *tc = tcase_create("core");
+	TCase *gpu = tcase_create("gpu");
+
+	tcase_add_test(tc, test_no_driver);
+	tcase_add_test(tc, test_no_driver_default_name);
+	tcase_add_test(tc, test_compile_error_without_gpu);
+	tcase_add_test(tc, test_null_arguments);
+	tcase_add_test(tc, test_launch_check);
+	tcase_add_test(tc, test_launch_check_preconditions);
+	tcase_add_test(tc, test_launch_check_block_limit);
+	tcase_add_test(tc, test_cache_roundtrip);
+	tcase_add_test(tc, test_cache_truncated);
+	tcase_add_test(tc, test_cache_corrupt);
+	tcase_add_test(tc, test_cache_store_failure);
+	tcase_add_test(tc, test_cache_key_and_dir);
+	tcase_add_test(tc, test_run_bad_usage);
+	tcase_add_test(tc, test_run_file_errors);
+	suite_add_tcase(s, tc);
+
+	tcase_set_tags(gpu, "gpu");
+	tcase_set_timeout(gpu, 120);
+	tcase_add_test(gpu, test_gpu_saxpy);
+	tcase_add_test(gpu, test_gpu_launch_errors);
+	tcase_add_test(gpu, test_gpu_fusc_run);
+	suite_add_tcase(s, gpu);
+	return s;
+}

@@ -1,0 +1,342 @@
+/* check_sema.c: sema (frontend/sema.c) and the fusion IR printer (ir/fusion.c). Each test
+ * compiles a small .fus text and compares the exact fusion IR text, or the exact error and note
+ * lines (file:line:col: message), so a changed message or position fails. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+/* Compiles `text` (named "t.fus"): sema only, or the whole front end (parse, sema, schedule).
+ * Returns the fusion IR text of every fusion (malloc'd) and the error lines of the rendered
+ * diagnostics, i.e. the `t.fus:L:C: error/note: ...` lines without source excerpts. */
+typedef struct Result {
+	char *ir;
+	char *errors;
+} Result;
+
+static Result compile(const char *text, bool schedule)
+{
+	Result r = {0};
+	Diag *d = diag_new();
+	int file = diag_add_file(d, "t.fus", text, strlen(text));
+	Arena *a = arena_new();
+	Program *p;
+	if (schedule) {
+		p = frontend_compile(a, d, file);
+	} else {
+		AstFile *f = parse_file(a, d, file);
+		p = diag_error_count(d) ? NULL : sema_program(a, d, f);
+	}
+	Buf ir = {0}, errs = {0};
+	buf_puts(&ir, "");
+	buf_puts(&errs, "");
+	if (p && !diag_error_count(d))
+		for (int i = 0; i < p->nfusions; i++)
+			ir_print_fusion(p->fusions[i], &ir);
+	char *all = diag_render(d);
+	for (char *line = all; *line;) {
+		char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		if (strncmp(line, "t.fus:", 6) == 0)
+			buf_printf(&errs, "%.*s\n", (int)n, line);
+		line += n + (end != NULL);
+	}
+	free(all);
+	diag_free(d);
+	arena_free(a);
+	r.ir = ir.s;
+	r.errors = errs.s;
+	return r;
+}
+
+static void done(Result *r)
+{
+	free(r->ir);
+	free(r->errors);
+}
+
+static void expect_ir(const char *text, bool schedule, const char *want)
+{
+	Result r = compile(text, schedule);
+	ck_assert_msg(r.errors[0] == 0, "unexpected diagnostics:\n%s", r.errors);
+	ck_assert_str_eq(r.ir, want);
+	done(&r);
+}
+
+/* Fusion IR right after sema (root domains, no schedule applied). */
+#define check_sema_ir(text, want) expect_ir((text), false, (want))
+/* Fusion IR after the schedule (or the automatic one). */
+#define check_ir(text, want) expect_ir((text), true, (want))
+
+/* The exact error and note lines, in order. */
+static void check_errors(const char *text, const char *want)
+{
+	Result r = compile(text, true);
+	ck_assert_str_eq(r.errors, want);
+	ck_assert_str_eq(r.ir, "");
+	done(&r);
+}
+
+START_TEST(test_saxpy_ir)
+{
+	check_sema_ir(
+		"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
+		"  z[i] = a * x[i] + y[i];\n"
+		"}\n",
+		"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])\n"
+		"  sizes: N\n"
+		"  schedule: user\n"
+		"  tensor x: f32[N] input global\n"
+		"  tensor y: f32[N] input global\n"
+		"  tensor z: f32[N] output global\n"
+		"    def z[i] = a * x[i] + y[i]\n"
+		"    domain:\n"
+		"      i: N (root 0)\n");
+}
+END_TEST
+
+START_TEST(test_softmax_ir)
+{
+	check_sema_ir(
+		"fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  m[i] = max(j: x[i, j]);\n"
+		"  e[i, j] = exp(x[i, j] - m[i]);\n"
+		"  s[i] = sum(j: e[i, j]);\n"
+		"  y[i, j] = e[i, j] / s[i];\n"
+		"}\n",
+		"fusion softmax(x: f32[M, N]) -> (y: f32[M, N])\n"
+		"  sizes: M N\n"
+		"  schedule: user\n"
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor m: f32[M] intermediate local\n"
+		"    def m[i] = max(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor e: f32[M, N] intermediate local inline\n"
+		"    def e[i, j] = exp(x[i, j] - m[i])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N (root 1)\n"
+		"  tensor s: f32[M] intermediate local\n"
+		"    def s[i] = sum(j: e[i, j])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor y: f32[M, N] output global\n"
+		"    def y[i, j] = e[i, j] / s[i]\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N (root 1)\n");
+}
+END_TEST
+
+START_TEST(test_dtypes_ir)
+{
+	check_sema_ir(
+		"fusion d(h: f16[N], b: bf16[N], k: i32[N], c: f64) -> (o: f16[N], p: bool[N], q: i32[N]) {\n"
+		"  t[i] = h[i] * 2.0 + b[i];\n"
+		"  w = c * 3;\n"
+		"  o[i] = t[i] > 0 ? t[i] : w;\n"
+		"  p[i] = k[i] >= 1 && !(h[i] < 0.5);\n"
+		"  q[i] = k[i] + 1 + i32(f32(k[i]) * 0.5);\n"
+		"}\n",
+		"fusion d(h: f16[N], b: bf16[N], k: i32[N], c: f64) -> (o: f16[N], p: bool[N], q: i32[N])\n"
+		"  sizes: N\n"
+		"  schedule: user\n"
+		"  tensor h: f16[N] input global\n"
+		"  tensor b: bf16[N] input global\n"
+		"  tensor k: i32[N] input global\n"
+		"  tensor t: f32[N] intermediate local inline\n"
+		"    def t[i] = h[i] * 2.0 + b[i]\n"
+		"    domain:\n"
+		"      i: N (root 0)\n"
+		"  tensor w: f64 scalar local inline\n"
+		"    def w = c * 3.0\n"
+		"    domain:\n"
+		"  tensor o: f16[N] output global\n"
+		"    def o[i] = t[i] > 0.0 ? t[i] : w[]\n"
+		"    domain:\n"
+		"      i: N (root 0)\n"
+		"  tensor p: bool[N] output global\n"
+		"    def p[i] = k[i] >= 1 && !(h[i] < 0.5)\n"
+		"    domain:\n"
+		"      i: N (root 0)\n"
+		"  tensor q: i32[N] output global\n"
+		"    def q[i] = k[i] + 1 + i32(f32(k[i]) * 0.5)\n"
+		"    domain:\n"
+		"      i: N (root 0)\n");
+}
+END_TEST
+
+START_TEST(test_sizes_ir)
+{
+	check_sema_ir(
+		"fusion mean(x: f32[M, N], bias: f32[N]) -> (total: f32, r: f32[M, N]) {\n"
+		"  total = sum(i, j: x[i, j]);\n"
+		"  r[i, j] = where(x[i, j] > bias[j], x[i, j], bias[j]) + max(x[i, 0], abs(x[i, 3])) + total / f32(M * N);\n"
+		"}\n",
+		"fusion mean(x: f32[M, N], bias: f32[N]) -> (total: f32, r: f32[M, N])\n"
+		"  sizes: M N\n"
+		"  schedule: user\n"
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor bias: f32[N] input global\n"
+		"  tensor total: f32 output global\n"
+		"    def total = sum(i, j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M reduction (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor r: f32[M, N] output global\n"
+		"    def r[i, j] = (x[i, j] > bias[j] ? x[i, j] : bias[j]) + max(x[i, 0], abs(x[i, 3])) + total[] / f32(M * N)\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N (root 1)\n");
+}
+END_TEST
+
+START_TEST(test_transpose_matmul_ir)
+{
+	check_sema_ir(
+		"fusion mm(A: f32[M, K], B: f32[K, 8]) -> (C: f32[M, 8], T: f32[8, M]) {\n"
+		"  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+		"  T[j, i] = C[i, j];\n"
+		"}\n",
+		"fusion mm(A: f32[M, K], B: f32[K, 8]) -> (C: f32[M, 8], T: f32[8, M])\n"
+		"  sizes: M K\n"
+		"  schedule: user\n"
+		"  tensor A: f32[M, K] input global\n"
+		"  tensor B: f32[K, 8] input global\n"
+		"  tensor C: f32[M, 8] output global\n"
+		"    def C[i, j] = sum(k: A[i, k] * B[k, j])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: 8 (root 1)\n"
+		"      k: K reduction (root 2)\n"
+		"  tensor T: f32[8, M] output global\n"
+		"    def T[j, i] = C[i, j]\n"
+		"    domain:\n"
+		"      j: 8 (root 0)\n"
+		"      i: M (root 1)\n");
+}
+END_TEST
+
+START_TEST(test_err_names)
+{
+	check_errors(
+		"fusion f(x: f32[N], y: f32[M], x: f32[N], q: f33) -> (z: f32[N], exp: f32[N]) {\n"
+		"  z[i] = x[i] + y[i];\n"
+		"}\n",
+		"t.fus:1:32: error: 'x' is already declared as a parameter\n"
+		"t.fus:1:10: note: 'x' first declared here\n"
+		"t.fus:1:46: error: unknown dtype 'f33' (expected f16, bf16, f32, f64, i32, i64 or bool)\n"
+		"t.fus:1:66: error: 'exp' is a built-in function and cannot be used as a name\n"
+		"t.fus:2:19: error: conflicting ranges for index 'i': M here (dimension 0 of 'y'), but N elsewhere\n"
+		"t.fus:1:62: note: index 'i' has range N here (declared dimension 0 of 'z')\n");
+}
+END_TEST
+
+START_TEST(test_err_defs)
+{
+	check_errors(
+		"fusion f(x: f32[N]) -> (z: f32[N], w: f32[N, N]) {\n"
+		"  x[i] = 1.0;\n"
+		"  t[i] = u[i] + later[i];\n"
+		"  later[i] = x[i];\n"
+		"  z[i] = x[i];\n"
+		"  z[i] = x[i] * 2.0;\n"
+		"  w[i] = x[i];\n"
+		"  v[i] = v[i] + 1.0;\n"
+		"}\n",
+		"t.fus:2:3: error: cannot assign to input 'x'\n"
+		"t.fus:1:10: note: 'x' declared here\n"
+		"t.fus:3:10: error: unknown tensor 'u'\n"
+		"t.fus:3:17: error: 'later' is read before it is defined\n"
+		"t.fus:4:3: note: 'later' is defined here\n"
+		"t.fus:6:3: error: 'z' is defined twice (single assignment)\n"
+		"t.fus:5:3: note: 'z' first defined here\n"
+		"t.fus:7:3: error: output 'w' has 2 dimensions but is defined with 1 index\n"
+		"t.fus:1:36: note: 'w' declared here\n"
+		"t.fus:8:10: error: 'v' is read by its own definition\n"
+		"t.fus:8:3: note: 'v' is defined here\n");
+}
+END_TEST
+
+START_TEST(test_err_indices)
+{
+	check_errors(
+		"fusion f(x: f32[N, 4]) -> (z: f32[N]) {\n"
+		"  t[i] = x[k, 0];\n"
+		"  r[i] = sum(i: x[i, 0]);\n"
+		"  u[i, i] = x[i, 1];\n"
+		"  s[j] = 2.0;\n"
+		"  z[i] = x[i] + x[i, 4] + x[N, 0];\n"
+		"}\n",
+		"t.fus:2:12: error: unknown index 'k': it is neither on the left-hand side nor bound by an enclosing reduction\n"
+		"t.fus:3:14: error: reduction index 'i' also appears on the left-hand side\n"
+		"t.fus:3:5: note: 'i' is a left-hand index here\n"
+		"t.fus:4:8: error: index 'i' is repeated\n"
+		"t.fus:4:5: note: 'i' first bound here\n"
+		"t.fus:5:5: error: cannot infer the range of index 'j': it subscripts no tensor\n"
+		"t.fus:6:10: error: 'x' has 2 dimensions but is accessed with 1 subscript\n"
+		"t.fus:6:22: error: subscript 4 is out of bounds for dimension 1 of 'x' (extent 4)\n"
+		"t.fus:6:29: error: 'N' is a size symbol, not an index; a subscript must be an index or an integer constant\n");
+}
+END_TEST
+
+START_TEST(test_err_types)
+{
+	check_errors(
+		"fusion g(a: f32, x: f32[4], b: bool[4]) -> (z: f32[4]) {\n"
+		"  z[i] = a[i] + x;\n"
+		"  q[i] = b[i] && x[i];\n"
+		"  s[i] = where(x[i], 1.0, 2.0) + pow(x[i]) + foo(x[i]) + bool(x[i]) + max(x[i]);\n"
+		"  c[i] = x[i] * sum(j: x[j]);\n"
+		"  d[i] = -b[i] + f32(x[i], 2);\n"
+		"}\n",
+		"t.fus:2:10: error: 'a' is a parameter, not a tensor; it cannot be indexed\n"
+		"t.fus:2:17: error: 'x' is a tensor with 1 dimension; index it as x[...]\n"
+		"t.fus:3:10: error: operands of '&&' must be bool, not bool and f32\n"
+		"t.fus:4:16: error: condition must be bool, not f32\n"
+		"t.fus:4:34: error: 'pow' takes 2 arguments, not 1\n"
+		"t.fus:4:46: error: unknown function 'foo'\n"
+		"t.fus:4:58: error: there is no cast to bool; compare with 0 instead\n"
+		"t.fus:4:71: error: 'max' takes 2 arguments, not 1 (a reduction is written max(j: EXPR))\n"
+		"t.fus:5:17: error: a reduction must be the whole right-hand side of a statement; define it as its own tensor\n"
+		"t.fus:6:10: error: '-' needs a numeric operand, not bool\n"
+		"t.fus:6:18: error: the cast f32() takes 1 argument, not 2\n");
+}
+END_TEST
+
+START_TEST(test_err_schedule_blocks)
+{
+	check_errors(
+		"fusion g(x: f32[4]) -> (z: f32[4]) {\n"
+		"  z[i] = x[i];\n"
+		"}\n"
+		"schedule nosuch { z.split(i, 2); }\n"
+		"schedule g { z.split(i, 2); }\n"
+		"schedule g { z.split(i, 2); }\n",
+		"t.fus:4:10: error: schedule for unknown fusion 'nosuch'\n"
+		"t.fus:6:10: error: fusion 'g' has two schedule blocks\n"
+		"t.fus:5:10: note: first schedule block here\n");
+}
+END_TEST
+
+Suite *sema_suite(void)
+{
+	Suite *s = suite_create("sema");
+	TCase *tc = tcase_create("sema");
+	tcase_add_test(tc, test_saxpy_ir);
+	tcase_add_test(tc, test_softmax_ir);
+	tcase_add_test(tc, test_dtypes_ir);
+	tcase_add_test(tc, test_sizes_ir);
+	tcase_add_test(tc, test_transpose_matmul_ir);
+	tcase_add_test(tc, test_err_names);
+	tcase_add_test(tc, test_err_defs);
+	tcase_add_test(tc, test_err_indices);
+	tcase_add_test(tc, test_err_types);
+	tcase_add_test(tc, test_err_schedule_blocks);
+	suite_add_tcase(s, tc);
+	return s;
+}
