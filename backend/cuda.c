@@ -752,6 +752,7 @@ static void emit_stmts(Em *em, Stmt *s)
 		case KS_VSTORE: emit_vstore(em, s); break;
 		case KS_LET: emit_let(em, s); break;
 		case KS_COMMENT: emit_comment(em, s); break;
+		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
 		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
 		}
 	}

@@ -101,6 +101,8 @@ const char *sim_fault_name(SimFault f);
 typedef struct SimReport {
 	SimFault kind;
 	Stmt *stmt;          /* the kernel-IR statement at fault (NULL: none) */
+	Span span;           /* the .fus text responsible: stmt's span, else the fusion's */
+	DType dtype;         /* the buffer's dtype */
 	const char *buffer;  /* tensor or variable name (NULL: none) */
 	MemType mem;
 	bool write;
@@ -109,6 +111,7 @@ typedef struct SimReport {
 	int64_t block[3], thread[3];
 	/* RACE/GLOBAL_RACE: the conflicting access; BARRIER: a thread that did not arrive */
 	Stmt *other;
+	Span other_span;
 	bool other_write;
 	bool has_other_thread;
 	int64_t other_block[3], other_thread[3];

@@ -278,6 +278,18 @@ struct Tensor {
 	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops */
 	Span ca_span;
 	Vec readers;        /* Tensor* whose definitions read this one */
+	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
+	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
+	 * definition computes into c, then t[...] = c[...]). */
+	Tensor *cache_of;
+	bool cache_before;  /* c was made by t.cache_before(M) */
+	Span cache_span;    /* the cache_after / cache_before directive */
+	bool cp_async;      /* the copy into this tensor is cp.async */
+	bool cp_async_cg;   /* .cg (16 bytes, bypasses L1) instead of .ca */
+	Span cp_async_span;
+	int stages;         /* circular buffer slots (0: not buffered; double_buffer() = 2) */
+	int prefetch;       /* prefetch distance (default stages - 1) */
+	Span stages_span;
 };
 
 typedef struct Fusion {
@@ -339,6 +351,13 @@ typedef enum StmtKind {
 		    * one 2/4/8/16-byte access on each side */
 	KS_LET,    /* var = value (a scalar local) */
 	KS_COMMENT,/* text */
+	KS_CP_ASYNC, /* cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
+		      * src[src_offset .. +vec), vec elements (4, 8 or 16 bytes); cond, when set, is
+		      * the in-bounds predicate of the global read: false lanes are zero-filled
+		      * (src-size 0) without reading global memory; cg from Tensor.cp_async_cg */
+	KS_CP_COMMIT, /* cp.async.commit_group */
+	KS_CP_WAIT,   /* cp.async.wait_group n (n = wait_n), or cp.async.wait_all when wait_n < 0 */
+	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no members) */
 } StmtKind;
 
 struct Stmt {
@@ -363,7 +382,8 @@ struct Stmt {
 	Tensor *src;      /* KS_VSTORE */
 	IrExpr *src_offset;
 	int vec;          /* KS_VSTORE: elements per access */
-	const char *text; /* KS_COMMENT */
+	const char *text; /* KS_COMMENT, KS_SYNC */
+	int wait_n;       /* KS_CP_WAIT */
 };
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned

@@ -216,6 +216,9 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 	case KS_COMMENT:
 		buf_printf(out, "// %s", s->text);
 		break;
+	case KS_SYNC:
+		buf_puts(out, "__syncthreads();");
+		break;
 	}
 	buf_puts(out, "\n");
 }

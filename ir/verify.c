@@ -129,6 +129,7 @@ static void check_stmt(Verifier *v, Stmt *s)
 		check_expr(v, s->value);
 		break;
 	case KS_COMMENT:
+	case KS_SYNC:
 		break;
 	}
 }

@@ -60,6 +60,7 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 			s->value = simp(k, s->value);
 			break;
 		case KS_COMMENT:
+		case KS_SYNC:
 			break;
 		}
 		if (repl != s) {

@@ -13,6 +13,7 @@ export FUSC_VERIFY=1  # the IR verifier runs between passes
 FUSC=$(cd "$(dirname "$FUSC")" && pwd)/$(basename "$FUSC")
 CUDA=${CUDA:-/usr/local/cuda}
 NVCC=${NVCC:-$CUDA/bin/nvcc}
+top=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -85,6 +86,43 @@ for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
 		else bad "$f: NVRTC compilation for $arch failed"; sed 's/^/    /' "$tmp/$name.nvrtc" | head -n 10; fi
 	done
 done
+
+# ---- the command line (SPEC §5) ----
+# cli NAME EXPECTED_RC COMMAND...: runs in $tmp/cli, checks the exit status.
+mkdir -p "$tmp/cli"
+cli() {
+	name=$1 want=$2; shift 2
+	(cd "$tmp/cli" && "$@" >"$tmp/cli.out" 2>"$tmp/cli.err")
+	got=$?
+	if [ $got -eq "$want" ]; then ok; else bad "cli $name: exit $got, expected $want"; sed 's/^/    /' "$tmp/cli.err" | head -n 5; fi
+}
+sax="$top/examples/saxpy.fus"
+cli default-outputs 0 "$FUSC" "$sax"
+[ -s "$tmp/cli/saxpy.cu" ] && [ -s "$tmp/cli/saxpy.h" ] && ok || bad "cli: fusc FILE did not write STEM.cu and STEM.h"
+cli stdin-to-stdout 0 sh -c "\"$FUSC\" - < \"$sax\""
+grep -q '__global__' "$tmp/cli.out" && ok || bad "cli: stdin input did not write CUDA to stdout"
+cli dash-o 0 "$FUSC" "$sax" -o sub.cu
+[ -s "$tmp/cli/sub.cu" ] && [ -s "$tmp/cli/sub.h" ] && ok || bad "cli: -o PATH did not put the header beside the .cu"
+for e in cuda header ir ast ptx; do
+	cli "emit-$e" 0 "$FUSC" "$sax" --emit=$e
+	[ -s "$tmp/cli.out" ] && ok || bad "cli: --emit=$e wrote nothing"
+done
+cli dump-after-all 0 "$FUSC" "$sax" --dump-after=all -o /dev/null
+[ "$(grep -c '^// ---- after ' "$tmp/cli.err")" -eq "$("$FUSC" --print-passes | wc -l)" ] && ok || bad "cli: --dump-after=all does not dump after every pass"
+cli time-passes 0 "$FUSC" "$sax" --time-passes -o /dev/null
+grep -q 'total: text to output' "$tmp/cli.err" && ok || bad "cli: --time-passes printed no total"
+cli unknown-pass 2 "$FUSC" "$sax" --dump-after=nosuchpass
+cli unknown-option 2 "$FUSC" --frobnicate "$sax"
+cli bad-arch 2 "$FUSC" "$sax" --arch=volta
+cli bad-emit 2 "$FUSC" "$sax" --emit=asm
+cli missing-file 2 "$FUSC" nosuch.fus
+cli no-input 2 "$FUSC"
+cli help 0 "$FUSC" --help
+cli version 0 "$FUSC" --version
+printf 'fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n' > "$tmp/cli/bad.fus"
+rm -f "$tmp/cli/bad.cu" "$tmp/cli/bad.h"
+cli diagnostics 1 "$FUSC" bad.fus
+[ ! -e "$tmp/cli/bad.cu" ] && [ ! -e "$tmp/cli/bad.h" ] && ok || bad "cli: a failed compilation left an output file"
 
 echo "golden: $pass passed, $fail failed"
 [ $fail -eq 0 ]

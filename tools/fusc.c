@@ -323,6 +323,7 @@ static int compile_main(int argc, char **argv)
 
 	Program *p = NULL;
 	Kernel **ks = NULL;
+	double t0 = now_seconds();
 	if (o.emit == EMIT_AST) {
 		/* The AST is printed straight from the parser, before sema. */
 		AstFile *af = parse_file(a, d, file);
@@ -337,6 +338,8 @@ static int compile_main(int argc, char **argv)
 	} else if ((ks = compile(a, d, file, &o, &p)) && diag_error_count(d) == 0) {
 		diag_print(d, stderr); /* warnings */
 		rc = emit_outputs(ks, p->nfusions, p, &o, stem, base_name(shown));
+		if (o.lower.time_passes)
+			fprintf(stderr, "total: text to output %.0f us\n", (now_seconds() - t0) * 1e6);
 	} else {
 		rc = 1;
 	}

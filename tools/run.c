@@ -420,6 +420,35 @@ static void print_sizes(Job *j)
 	printf("\n");
 }
 
+/* --bench: 10 warm-up launches and 100 timed ones, fewer when one launch is slow (about two
+ * seconds of timed launches at most, 5 at least). Returns an exit status. */
+static int bench(Fusion *f, Bufs *b, Job *j, fusrt_module *m)
+{
+	double first = 0, ms = 0;
+	int warmup = 10, iters = 100;
+	fusrt_status s;
+
+	s = fusrt_time_launch(m, f->name, b->args, f->nsig, j->sizes, f->nsizes, 0, 1, &first);
+	if (s == FUSRT_OK && first > 0) {
+		double fit = 2000.0 / first;
+		if (fit < iters)
+			iters = fit < 5 ? 5 : (int)fit;
+		if (fit < 100)
+			warmup = 1;
+	}
+	if (s == FUSRT_OK)
+		s = fusrt_time_launch(m, f->name, b->args, f->nsig, j->sizes, f->nsizes, warmup,
+				      iters, &ms);
+	if (s != FUSRT_OK) {
+		run_error("bench: %s", fusrt_last_error());
+		return 1;
+	}
+	double gbs = ms > 0 ? total_bytes(f, b) / (ms * 1e-3) / 1e9 : 0;
+	printf("%s: bench: median %.4f ms over %d runs (%d warm-up), %.1f GB/s\n", f->name, ms,
+	       iters, warmup + 1, gbs);
+	return 0;
+}
+
 /* GPU run, reference run, comparison (and the benchmark). Returns an exit status. */
 static int run_job(RunOpts *o, Job *j, fusrt_module *m)
 {
@@ -462,18 +491,8 @@ static int run_job(RunOpts *o, Job *j, fusrt_module *m)
 		if (!compare(f->outputs[i], &b.out[i], &b.ref[i], tolerance(f->outputs[i], j->sizes)))
 			rc = 1;
 	printf("%s: %s\n", f->name, rc ? "FAIL" : "PASS");
-	if (o->bench) {
-		double ms = 0;
-		s = fusrt_time_launch(m, f->name, b.args, f->nsig, j->sizes, f->nsizes, 10, 100, &ms);
-		if (s != FUSRT_OK) {
-			run_error("bench: %s", fusrt_last_error());
-			rc = 1;
-		} else {
-			double gbs = ms > 0 ? total_bytes(f, &b) / (ms * 1e-3) / 1e9 : 0;
-			printf("%s: bench: median %.4f ms over 100 runs (10 warm-up), %.1f GB/s\n",
-			       f->name, ms, gbs);
-		}
-	}
+	if (o->bench && bench(f, &b, j, m) != 0)
+		rc = 1;
 done:
 	bufs_free(f, &b);
 	return rc;

@@ -1,0 +1,1186 @@
+/* simulate.c: the kernel simulator (interp.h, model in sim.h, docs/check.md).
+ *
+ * It executes the kernel IR after all passes, the same IR the CUDA backend prints: every block
+ * (or a seeded sample), every thread of a block. Expressions are evaluated straight from the
+ * IrExpr trees with a per-thread variable environment indexed by Var.id, with the backend's
+ * semantics: an operator computes in dtype_compute of its dtype, loads convert from the
+ * buffer's dtype, stores round to it.
+ *
+ * Statements run on an explicit per-thread stack of frames (a continuation), so a thread can
+ * stop at a __syncthreads() and resume later. A kernel without barriers runs each thread to
+ * completion, one after another, with one reused thread context; a kernel with barriers runs
+ * every thread of the block until it reaches a barrier or ends, then releases the barrier.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/sim.h"
+
+SimHook sim_test_hook;
+
+static void fail(Sim *S, const char *fmt, ...) PRINTF(2, 3);
+static void fail(Sim *S, const char *fmt, ...)
+{
+	Buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	SimReport *r = sim_report_new(S, SF_ERROR, S->stmt, NULL);
+	if (r)
+		r->detail = b.s;
+	else
+		buf_free(&b);
+}
+
+/* ---- values --------------------------------------------------------------------------- */
+
+static SVal vf(double f) { SVal v; v.f = f; return v; }
+static SVal vi(int64_t i) { SVal v; v.i = i; return v; }
+
+static double rnd(DType t, double x)
+{
+	if (t == DT_F32)
+		return (double)(float)x;
+	if (t == DT_F64)
+		return x;
+	return interp_round_float(t, x);
+}
+
+/* CUDA's float -> int conversion saturates; NaN gives 0. */
+static int64_t f2i(double x, DType to)
+{
+	double lo = to == DT_I32 ? -2147483648.0 : -9223372036854775808.0;
+	double hi = to == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
+
+	if (isnan(x))
+		return 0;
+	x = trunc(x);
+	if (x <= lo)
+		return to == DT_I32 ? INT32_MIN : INT64_MIN;
+	if (x >= hi)
+		return to == DT_I32 ? INT32_MAX : INT64_MAX;
+	return (int64_t)x;
+}
+
+static int64_t wrapi(int64_t x, DType t)
+{
+	if (t == DT_I32)
+		return (int32_t)(uint32_t)(uint64_t)x;
+	if (t == DT_BOOL)
+		return x != 0;
+	return x;
+}
+
+static SVal cv(SVal v, DType from, DType to)
+{
+	bool ff = dtype_is_float(from);
+
+	if (from == to)
+		return v;
+	if (to == DT_BOOL)
+		return vi(ff ? v.f != 0 : v.i != 0);
+	if (dtype_is_float(to))
+		return vf(rnd(to, ff ? v.f : (double)v.i));
+	if (ff)
+		return vi(f2i(v.f, to));
+	return vi(wrapi(v.i, to));
+}
+
+static double asf(SVal v, DType t) { return dtype_is_float(t) ? v.f : (double)v.i; }
+static int64_t asi(SVal v, DType t) { return dtype_is_float(t) ? f2i(v.f, DT_I64) : v.i; }
+static bool truthy(SVal v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
+
+static SVal arith(IrOp op, DType ct, SVal a, SVal b)
+{
+	if (dtype_is_float(ct)) {
+		double x = a.f, y = b.f, r;
+		switch (op) {
+		case OP_ADD: r = x + y; break;
+		case OP_SUB: r = x - y; break;
+		case OP_MUL: r = x * y; break;
+		case OP_DIV: r = x / y; break;
+		case OP_MOD: r = fmod(x, y); break;
+		case OP_NEG: r = -x; break;
+		case OP_CEILDIV: r = ceil(x / y); break;
+		default: unreachable();
+		}
+		return vf(rnd(ct, r));
+	}
+	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+	int64_t sx = a.i, sy = b.i, r;
+	switch (op) {
+	case OP_ADD: r = (int64_t)(x + y); break;
+	case OP_SUB: r = (int64_t)(x - y); break;
+	case OP_MUL: r = (int64_t)(x * y); break;
+	case OP_NEG: r = (int64_t)(0 - x); break;
+	case OP_DIV:
+	case OP_MOD:
+	case OP_CEILDIV:
+		/* the GPU's result is undefined for / 0; the reference gives 0 */
+		if (sy == 0)
+			r = 0;
+		else if (sy == -1)
+			r = op == OP_MOD ? 0 : (int64_t)(0 - x);
+		else if (op == OP_DIV)
+			r = sx / sy;
+		else if (op == OP_MOD)
+			r = sx % sy;
+		else
+			r = sx / sy + ((sx % sy != 0) && ((sx < 0) == (sy < 0)));
+		break;
+	default: unreachable();
+	}
+	return vi(wrapi(r, ct));
+}
+
+static bool compare(IrOp op, DType ct, SVal a, SVal b)
+{
+	if (dtype_is_float(ct)) {
+		double x = a.f, y = b.f;
+		switch (op) {
+		case OP_LT: return x < y;
+		case OP_LE: return x <= y;
+		case OP_GT: return x > y;
+		case OP_GE: return x >= y;
+		case OP_EQ: return x == y;
+		case OP_NE: return x != y;
+		default: unreachable();
+		}
+	}
+	int64_t x = a.i, y = b.i;
+	switch (op) {
+	case OP_LT: return x < y;
+	case OP_LE: return x <= y;
+	case OP_GT: return x > y;
+	case OP_GE: return x >= y;
+	case OP_EQ: return x == y;
+	case OP_NE: return x != y;
+	default: unreachable();
+	}
+}
+
+static double fmath(IrOp op, double x, double y)
+{
+	switch (op) {
+	case OP_EXP: return exp(x);
+	case OP_LOG: return log(x);
+	case OP_SQRT: return sqrt(x);
+	case OP_RSQRT: return 1.0 / sqrt(x);
+	case OP_TANH: return tanh(x);
+	case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+	case OP_ERF: return erf(x);
+	case OP_SIN: return sin(x);
+	case OP_COS: return cos(x);
+	case OP_FLOOR: return floor(x);
+	case OP_CEIL: return ceil(x);
+	case OP_POW: return pow(x, y);
+	default: unreachable();
+	}
+}
+
+/* max/min/abs in ct; max/min propagate NaN like the preamble's __fus_max. */
+static SVal minmax(IrOp op, DType ct, SVal a, SVal b)
+{
+	if (dtype_is_float(ct)) {
+		double x = a.f, y = b.f, r;
+		if (op == OP_ABS)
+			r = fabs(x);
+		else if (isnan(x) || isnan(y))
+			r = NAN;
+		else if (op == OP_MAX)
+			r = x > y ? x : y;
+		else
+			r = x < y ? x : y;
+		return vf(rnd(ct, r));
+	}
+	int64_t x = a.i, y = b.i, r;
+	if (op == OP_ABS)
+		r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+	else if (op == OP_MAX)
+		r = x > y ? x : y;
+	else
+		r = x < y ? x : y;
+	return vi(wrapi(r, ct));
+}
+
+/* ---- buffers -------------------------------------------------------------------------- */
+
+static unsigned slot_hash(void *p, int cap) { return (unsigned)(((uintptr_t)p >> 4) * 2654435761u) & (unsigned)(cap - 1); }
+
+static int map_find(Sim *S, void *key)
+{
+	unsigned h = slot_hash(key, S->mapcap);
+
+	while (S->map[h].key) {
+		if (S->map[h].key == key)
+			return S->map[h].val;
+		h = (h + 1) & (unsigned)(S->mapcap - 1);
+	}
+	return -1;
+}
+
+static void map_put(Sim *S, void *key, int val)
+{
+	if (2 * (S->nbufs + 1) > S->mapcap) {
+		struct SimSlot *old = S->map;
+		int oldcap = S->mapcap;
+		S->mapcap = oldcap ? 2 * oldcap : 64;
+		S->map = calloc((size_t)S->mapcap, sizeof *S->map);
+		for (int i = 0; i < oldcap; i++)
+			if (old[i].key)
+				map_put(S, old[i].key, old[i].val);
+		free(old);
+	}
+	unsigned h = slot_hash(key, S->mapcap);
+	while (S->map[h].key)
+		h = (h + 1) & (unsigned)(S->mapcap - 1);
+	S->map[h].key = key;
+	S->map[h].val = val;
+}
+
+static SimBuf *add_buf(Sim *S, Tensor *t, MemType mem)
+{
+	SimBuf *b = calloc(1, sizeof *b);
+
+	b->t = t;
+	b->mem = mem;
+	b->dt = t->dtype;
+	if (mem == MEM_LOCAL) {
+		b->ln = calloc((size_t)S->nctx, sizeof *b->ln);
+		b->lv = calloc((size_t)S->nctx, sizeof *b->lv);
+		b->linit = calloc((size_t)S->nctx, sizeof *b->linit);
+	}
+	S->bufs = realloc(S->bufs, sizeof *S->bufs * (size_t)(S->nbufs + 1));
+	map_put(S, t, S->nbufs);
+	S->bufs[S->nbufs++] = b;
+	return b;
+}
+
+SimBuf *sim_buf(Sim *S, Tensor *t)
+{
+	int i = S->mapcap ? map_find(S, t) : -1;
+
+	return i < 0 ? NULL : S->bufs[i];
+}
+
+static void free_buf(Sim *S, SimBuf *b)
+{
+	free(b->v);
+	free(b->init);
+	free(b->sh);
+	free(b->gl);
+	for (int c = 0; b->lv && c < S->nctx; c++) {
+		free(b->lv[c]);
+		free(b->linit[c]);
+	}
+	free(b->ln);
+	free(b->lv);
+	free(b->linit);
+	free(b);
+}
+
+/* The elements of b that thread T sees. */
+typedef struct View {
+	SVal *v;
+	uint8_t *init;
+	int64_t n;
+} View;
+
+static View view(Sim *S, SimThread *T, SimBuf *b)
+{
+	if (b->mem == MEM_LOCAL)
+		return (View){b->lv[T->ctx], b->linit[T->ctx], b->ln[T->ctx]};
+	if (b->mem == MEM_SHARED && b->gen != S->gen)
+		return (View){NULL, NULL, 0}; /* not allocated in this block yet */
+	return (View){b->v, b->init, b->n};
+}
+
+/* (Re)allocates a shared buffer for the current block or a local one for T's context. */
+static void alloc_buf(Sim *S, SimThread *T, SimBuf *b, int64_t n)
+{
+	if (n < 0)
+		n = 0;
+	if (b->mem == MEM_LOCAL) {
+		int c = T->ctx;
+		if (n > b->ln[c] || !b->lv[c]) {
+			free(b->lv[c]);
+			free(b->linit[c]);
+			b->lv[c] = calloc((size_t)(n ? n : 1), sizeof(SVal));
+			b->linit[c] = malloc((size_t)(n ? n : 1));
+		}
+		b->ln[c] = n;
+		memset(b->linit[c], 0, (size_t)(n ? n : 1));
+		return;
+	}
+	if (b->gen == S->gen && b->n == n)
+		return; /* another thread of this block declared it already */
+	if (b->gen == S->gen && b->n != n)
+		fail(S, "shared buffer %s allocated with %lld and %lld elements in one block",
+		     b->t->name, (long long)b->n, (long long)n);
+	if (n > b->n || !b->v) {
+		free(b->v);
+		free(b->init);
+		free(b->sh);
+		b->v = calloc((size_t)(n ? n : 1), sizeof(SVal));
+		b->init = malloc((size_t)(n ? n : 1));
+		b->sh = calloc((size_t)(n ? n : 1), sizeof(SimShared));
+	}
+	b->n = n;
+	b->gen = S->gen;
+	memset(b->init, 0, (size_t)(n ? n : 1));
+	memset(b->sh, 0, sizeof(SimShared) * (size_t)(n ? n : 1));
+}
+
+/* ---- detectors on one element --------------------------------------------------------- */
+
+static void set_other(SimReport *r, Stmt *s, bool write, Sim *S, int64_t block, int32_t tid)
+{
+	if (!r)
+		return;
+	r->other = s;
+	r->other_span = s ? s->span : (Span){0, 0, 0};
+	r->other_write = write;
+	r->has_other_thread = tid >= 0;
+	int64_t b = block;
+	r->other_block[0] = b % S->grid[0];
+	r->other_block[1] = b / S->grid[0] % S->grid[1];
+	r->other_block[2] = b / S->grid[0] / S->grid[1];
+	r->other_thread[0] = tid % S->block[0];
+	r->other_thread[1] = tid / S->block[0] % S->block[1];
+	r->other_thread[2] = tid / S->block[0] / S->block[1];
+}
+
+static void race(Sim *S, SimBuf *b, int64_t off, bool write, Stmt *other, bool other_write,
+		 int64_t block, int32_t tid)
+{
+	SimFault kind = b->mem == MEM_SHARED ? SF_RACE : SF_GLOBAL_RACE;
+	SimReport *r = sim_report_new(S, kind, S->stmt, b->t->name);
+
+	if (!r)
+		return;
+	r->mem = b->mem;
+	r->dtype = b->dt;
+	r->write = write;
+	r->offset = off;
+	r->size = b->n;
+	const char *what = write ? (other_write ? "write-after-write" : "write-after-read")
+				 : "read-after-write";
+	r->detail = xstrdup(what);
+	set_other(r, other, other_write, S, block, tid);
+}
+
+static void shared_read(Sim *S, SimThread *T, SimBuf *b, int64_t off)
+{
+	SimShared *m = &b->sh[off];
+
+	if (m->pending) {
+		SimReport *r = sim_report_new(S, SF_ASYNC_READ, S->stmt, b->t->name);
+		if (r) {
+			r->mem = b->mem, r->dtype = b->dt, r->offset = off, r->size = b->n;
+			set_other(r, NULL, true, S, S->blin, m->pending - 1);
+		}
+	}
+	if (m->w_epoch == S->epoch && m->w_tid != T->lin)
+		race(S, b, off, false, m->w_stmt, true, S->blin, m->w_tid);
+	if (m->r_epoch != S->epoch) {
+		m->r_epoch = S->epoch;
+		m->r_tid = T->lin;
+		m->r_tid2 = -1;
+		m->r_stmt = S->stmt;
+	} else if (m->r_tid != T->lin) {
+		m->r_tid2 = T->lin;
+	}
+}
+
+static void shared_write(Sim *S, SimThread *T, SimBuf *b, int64_t off)
+{
+	SimShared *m = &b->sh[off];
+
+	if (m->w_epoch == S->epoch && m->w_tid != T->lin)
+		race(S, b, off, true, m->w_stmt, true, S->blin, m->w_tid);
+	else if (m->r_epoch == S->epoch && (m->r_tid != T->lin || m->r_tid2 >= 0))
+		race(S, b, off, true, m->r_stmt, false, S->blin,
+		     m->r_tid != T->lin ? m->r_tid : m->r_tid2);
+	m->w_epoch = S->epoch;
+	m->w_tid = T->lin;
+	m->w_stmt = S->stmt;
+}
+
+/* Global memory has no barrier across blocks: another block's write always conflicts. */
+static bool global_conflict(Sim *S, SimThread *T, SimGlobal *g)
+{
+	return g->epoch && (g->block != S->blin || (g->epoch == S->epoch && g->tid != T->lin));
+}
+
+static void global_access(Sim *S, SimThread *T, SimBuf *b, int64_t off, bool write)
+{
+	SimGlobal *g = &b->gl[off];
+
+	if (global_conflict(S, T, g))
+		race(S, b, off, write, NULL, true, g->block, g->tid);
+	if (write) {
+		g->epoch = S->epoch;
+		g->tid = T->lin;
+		g->block = S->blin;
+	}
+}
+
+/* Bounds and initialization; true when the access may proceed. */
+static bool check_access(Sim *S, SimThread *T, SimBuf *b, View w, int64_t off, bool write)
+{
+	if (off < 0 || off >= w.n) {
+		sim_report(S, SF_OOB, b, off, w.n, write);
+		return false;
+	}
+	if (!write && !w.init[off])
+		sim_report(S, SF_UNINIT, b, off, w.n, false);
+	if (b->sh)
+		(write ? shared_write : shared_read)(S, T, b, off);
+	else if (b->gl)
+		global_access(S, T, b, off, write);
+	return true;
+}
+
+static SVal read_elem(Sim *S, SimThread *T, SimBuf *b, int64_t off)
+{
+	View w = view(S, T, b);
+
+	if (!check_access(S, T, b, w, off, false))
+		return vi(0);
+	return w.v[off];
+}
+
+static void write_elem(Sim *S, SimThread *T, SimBuf *b, int64_t off, SVal v)
+{
+	View w = view(S, T, b);
+
+	if (!check_access(S, T, b, w, off, true))
+		return;
+	w.v[off] = v;
+	w.init[off] = 1;
+}
+
+/* ---- expressions ---------------------------------------------------------------------- */
+
+static SVal eval(Sim *S, SimThread *T, IrExpr *e);
+
+static SimBuf *buf_of(Sim *S, Tensor *t)
+{
+	SimBuf *b = sim_buf(S, t);
+
+	if (!b)
+		fail(S, "buffer %s is used but never allocated", t->name);
+	return b;
+}
+
+static SVal eval_load(Sim *S, SimThread *T, IrExpr *e)
+{
+	SimBuf *b = buf_of(S, e->tensor);
+	int64_t off = asi(eval(S, T, e->args[0]), e->args[0]->dtype);
+
+	if (!b)
+		return cv(vi(0), DT_I64, e->dtype);
+	return cv(read_elem(S, T, b, off), b->dt, e->dtype);
+}
+
+static SVal eval_op(Sim *S, SimThread *T, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = op_arity(e->op) == 2 ? e->args[1] : NULL;
+	char kind = op_kind(e->op);
+
+	if (kind == 'l') { /* short-circuit, like C */
+		bool x = truthy(eval(S, T, l), l->dtype);
+		if (e->op == OP_NOT)
+			return cv(vi(!x), DT_BOOL, e->dtype);
+		bool y = e->op == OP_AND ? x && truthy(eval(S, T, r), r->dtype)
+					 : x || truthy(eval(S, T, r), r->dtype);
+		return cv(vi(y), DT_BOOL, e->dtype);
+	}
+	SVal a = eval(S, T, l), b = vi(0);
+	if (r)
+		b = eval(S, T, r);
+	DType ct;
+	switch (kind) {
+	case 'a':
+	case 'm':
+		ct = dtype_compute(e->dtype);
+		a = cv(a, l->dtype, ct);
+		if (r)
+			b = cv(b, r->dtype, ct);
+		return cv(kind == 'a' ? arith(e->op, ct, a, b) : minmax(e->op, ct, a, b), ct,
+			  e->dtype);
+	case 'c':
+		ct = dtype_compute(dtype_promote(l->dtype, r->dtype));
+		return cv(vi(compare(e->op, ct, cv(a, l->dtype, ct), cv(b, r->dtype, ct))), DT_BOOL,
+			  e->dtype);
+	case 'f': {
+		ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
+		double x = asf(cv(a, l->dtype, ct), ct), y = r ? asf(cv(b, r->dtype, ct), ct) : 0;
+		return cv(vf(rnd(ct, fmath(e->op, x, y))), ct, e->dtype);
+	}
+	default:
+		unreachable();
+	}
+}
+
+static SVal eval_var(Sim *S, SimThread *T, IrExpr *e)
+{
+	Var *v = e->var;
+
+	if (v->id < 0 || v->id >= S->k->nvars) {
+		fail(S, "variable %s has no slot", v->name);
+		return vi(0);
+	}
+	if (!T->var_init[v->id]) {
+		SimReport *r = sim_report_new(S, SF_UNINIT, S->stmt, v->name);
+		if (r)
+			r->mem = MEM_LOCAL, r->dtype = v->dtype, r->offset = -1, r->size = 1;
+	}
+	return cv(T->vars[v->id], v->dtype, e->dtype);
+}
+
+static SVal eval(Sim *S, SimThread *T, IrExpr *e)
+{
+	switch (e->kind) {
+	case EX_INT:
+		return cv(vi(e->ival), DT_I64, e->dtype);
+	case EX_FLOAT:
+		return cv(vf(e->fval), DT_F64, e->dtype);
+	case EX_PARAM:
+		for (int i = 0; i < S->f->nparams; i++)
+			if (S->f->params[i] == e->param)
+				return cv(S->params[i], e->param->dtype, e->dtype);
+		fail(S, "unknown parameter %s", e->param->name);
+		return vi(0);
+	case EX_SIZE:
+		return cv(vi(S->sizes[e->size->index]), DT_I64, e->dtype);
+	case EX_VAR:
+		return eval_var(S, T, e);
+	case EX_PAR:
+		if (par_is_block(e->par))
+			return cv(vi(S->bid[e->par - PT_BIDX]), DT_I64, e->dtype);
+		if (par_is_thread(e->par))
+			return cv(vi(T->tid[e->par - PT_TIDX]), DT_I64, e->dtype);
+		return cv(vi(0), DT_I64, e->dtype);
+	case EX_LOAD:
+		return eval_load(S, T, e);
+	case EX_OP:
+		return eval_op(S, T, e);
+	case EX_SELECT: {
+		IrExpr *p = truthy(eval(S, T, e->args[0]), e->args[0]->dtype) ? e->args[1]
+									      : e->args[2];
+		return cv(eval(S, T, p), p->dtype, e->dtype);
+	}
+	case EX_CAST:
+		return cv(eval(S, T, e->args[0]), e->args[0]->dtype, e->dtype);
+	case EX_AXIS:
+	case EX_ACCESS:
+	case EX_REDUCE:
+		break;
+	}
+	fail(S, "expression kind %d cannot appear in a lowered kernel", (int)e->kind);
+	return vi(0);
+}
+
+static int64_t eval_i64(Sim *S, SimThread *T, IrExpr *e)
+{
+	return asi(eval(S, T, e), e->dtype);
+}
+
+/* ---- cp.async --------------------------------------------------------------------------- */
+
+void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off, SimBuf *src,
+		    int64_t src_off, int n, bool zero_fill)
+{
+	View d = view(S, T, dst), sv = view(S, T, src);
+
+	for (int i = 0; i < n; i++) {
+		if (!check_access(S, T, dst, d, dst_off + i, true))
+			return;
+		if (!zero_fill && !check_access(S, T, src, sv, src_off + i, false))
+			return;
+	}
+	for (int i = 0; i < n; i++)
+		if (dst->sh)
+			dst->sh[dst_off + i].pending = T->lin + 1;
+	if (T->ncopies == T->capcopies) {
+		T->capcopies = T->capcopies ? 2 * T->capcopies : 8;
+		T->copies = realloc(T->copies, sizeof *T->copies * (size_t)T->capcopies);
+	}
+	T->copies[T->ncopies++] = (SimCopy){dst, src, dst_off, src_off, n, zero_fill, 0, s};
+}
+
+void sim_async_commit(Sim *S, SimThread *T)
+{
+	T->groups++;
+	for (int i = 0; i < T->ncopies; i++)
+		if (!T->copies[i].group)
+			T->copies[i].group = T->groups;
+}
+
+/* The copy lands: values, initialized bits, and a write by its thread in this epoch. */
+static void land(Sim *S, SimThread *T, SimCopy *c)
+{
+	View d = view(S, T, c->dst), sv = view(S, T, c->src);
+	Stmt *saved = S->stmt;
+
+	S->stmt = c->stmt;
+	for (int i = 0; i < c->n; i++) {
+		int64_t o = c->dst_off + i;
+		if (o < 0 || o >= d.n)
+			continue; /* reported at issue */
+		SVal v = vi(0);
+		if (!c->zero_fill && c->src_off + i >= 0 && c->src_off + i < sv.n)
+			v = sv.v[c->src_off + i];
+		else if (dtype_is_float(c->dst->dt))
+			v = vf(0);
+		d.v[o] = v;
+		d.init[o] = 1;
+		if (c->dst->sh) {
+			c->dst->sh[o].pending = 0;
+			c->dst->sh[o].w_epoch = S->epoch;
+			c->dst->sh[o].w_tid = T->lin;
+			c->dst->sh[o].w_stmt = c->stmt;
+		}
+	}
+	S->stmt = saved;
+}
+
+void sim_async_wait(Sim *S, SimThread *T, int keep)
+{
+	int limit = keep < 0 ? T->groups + 1 : T->groups - keep, n = 0;
+
+	for (int i = 0; i < T->ncopies; i++) {
+		SimCopy *c = &T->copies[i];
+		if ((c->group && c->group <= limit) || keep < 0)
+			land(S, T, c);
+		else
+			T->copies[n++] = *c;
+	}
+	T->ncopies = n;
+}
+
+/* At the end of a thread: copies still in flight are a fault; their data never lands. */
+static void async_at_exit(Sim *S, SimThread *T)
+{
+	for (int i = 0; i < T->ncopies; i++) {
+		SimCopy *c = &T->copies[i];
+		Stmt *saved = S->stmt;
+		S->stmt = c->stmt;
+		SimReport *r = sim_report_new(S, SF_ASYNC_PENDING, c->stmt, c->dst->t->name);
+		S->stmt = saved;
+		if (r) {
+			r->mem = c->dst->mem, r->dtype = c->dst->dt, r->offset = c->dst_off;
+			r->size = c->dst->n;
+			r->detail = xstrdup(c->group ? "committed but never waited for"
+						     : "never committed");
+		}
+		for (int j = 0; c->dst->sh && j < c->n; j++)
+			if (c->dst_off + j >= 0 && c->dst_off + j < c->dst->n)
+				c->dst->sh[c->dst_off + j].pending = 0;
+	}
+	T->ncopies = 0;
+}
+
+/* ---- statements ----------------------------------------------------------------------- */
+
+static void push(Sim *S, SimThread *T, Stmt *list, Stmt *loop, int64_t extent)
+{
+	if (T->depth == SIM_MAX_DEPTH) {
+		fail(S, "statements nested deeper than %d", SIM_MAX_DEPTH);
+		return;
+	}
+	T->stack[T->depth++] = (SimFrame){list, loop, extent};
+}
+
+static void exec_store(Sim *S, SimThread *T, Stmt *s)
+{
+	if (!s->offset) {
+		fail(S, "store to %s before the indexing pass", s->tensor->name);
+		return;
+	}
+	SimBuf *b = buf_of(S, s->tensor);
+	SVal v = eval(S, T, s->value);
+	int64_t off = eval_i64(S, T, s->offset);
+	if (b)
+		write_elem(S, T, b, off, cv(v, s->value->dtype, b->dt));
+}
+
+/* One vector access on each side: both must be aligned to the vector size (the buffers are:
+ * the launcher checks global pointers, shared and local arrays are declared aligned). */
+static void exec_vstore(Sim *S, SimThread *T, Stmt *s)
+{
+	SimBuf *d = buf_of(S, s->tensor), *src = buf_of(S, s->src);
+	int64_t doff = eval_i64(S, T, s->offset), soff = eval_i64(S, T, s->src_offset);
+	SVal tmp[16];
+
+	if (!d || !src)
+		return;
+	if (s->vec <= 0 || s->vec > 16) {
+		fail(S, "vector access of %d elements", s->vec);
+		return;
+	}
+	if (doff % s->vec || soff % s->vec) {
+		SimBuf *b = doff % s->vec ? d : src;
+		int64_t off = doff % s->vec ? doff : soff;
+		sim_report(S, SF_MISALIGNED, b, off, view(S, T, b).n, b == d);
+	}
+	for (int i = 0; i < s->vec; i++)
+		tmp[i] = cv(read_elem(S, T, src, soff + i), src->dt, d->dt);
+	for (int i = 0; i < s->vec; i++)
+		write_elem(S, T, d, doff + i, tmp[i]);
+}
+
+static void exec_alloc(Sim *S, SimThread *T, Stmt *s)
+{
+	SimBuf *b = sim_buf(S, s->tensor);
+
+	if (!b)
+		b = add_buf(S, s->tensor, s->mem);
+	if (s->mem == MEM_GLOBAL) {
+		fail(S, "global buffer %s allocated inside the kernel", s->tensor->name);
+		return;
+	}
+	alloc_buf(S, T, b, eval_i64(S, T, s->size));
+}
+
+static void exec_let(Sim *S, SimThread *T, Stmt *s)
+{
+	SVal v = eval(S, T, s->value);
+
+	T->vars[s->var->id] = cv(v, s->value->dtype, s->var->dtype);
+	T->var_init[s->var->id] = 1;
+}
+
+static void exec_for(Sim *S, SimThread *T, Stmt *s)
+{
+	int64_t n = eval_i64(S, T, s->var->extent);
+
+	if (n <= 0 || !s->body)
+		return;
+	T->vars[s->var->id] = vi(0);
+	T->var_init[s->var->id] = 1;
+	push(S, T, s->body, s, n);
+}
+
+/* Runs T until it ends or reaches a barrier. */
+static void run_thread(Sim *S, SimThread *T)
+{
+	S->cur = T;
+	T->state = TS_RUN;
+	while (T->depth > 0 && !S->res->error) {
+		SimFrame *f = &T->stack[T->depth - 1];
+		Stmt *s = f->s;
+		if (!s) {
+			if (f->loop && ++T->vars[f->loop->var->id].i < f->extent) {
+				f->s = f->loop->body;
+				continue;
+			}
+			T->depth--;
+			continue;
+		}
+		f->s = s->next;
+		S->stmt = s;
+		switch (s->kind) {
+		case KS_FOR: exec_for(S, T, s); break;
+		case KS_IF:
+			if (truthy(eval(S, T, s->cond), s->cond->dtype))
+				push(S, T, s->then, NULL, 0);
+			else if (s->els)
+				push(S, T, s->els, NULL, 0);
+			break;
+		case KS_ALLOC: exec_alloc(S, T, s); break;
+		case KS_STORE: exec_store(S, T, s); break;
+		case KS_VSTORE: exec_vstore(S, T, s); break;
+		case KS_LET: exec_let(S, T, s); break;
+		case KS_SYNC:
+			T->state = TS_BARRIER;
+			T->at = s;
+			return;
+		case KS_COMMENT:
+			if (sim_test_hook)
+				sim_test_hook(S, T, s);
+			break;
+		default:
+			if (!sim_test_hook || !sim_test_hook(S, T, s))
+				fail(S, "statement kind %d is not simulated", (int)s->kind);
+			break;
+		}
+	}
+	T->state = TS_DONE;
+	S->stmt = NULL;
+	async_at_exit(S, T);
+}
+
+/* ---- blocks --------------------------------------------------------------------------- */
+
+static bool has_sync(Stmt *s)
+{
+	for (; s; s = s->next)
+		if (s->kind == KS_SYNC || (s->kind == KS_FOR && has_sync(s->body)) ||
+		    (s->kind == KS_IF && (has_sync(s->then) || has_sync(s->els))))
+			return true;
+	return false;
+}
+
+static void thread_start(Sim *S, SimThread *T, int64_t lin)
+{
+	T->lin = (int32_t)lin;
+	T->tid[0] = lin % S->block[0];
+	T->tid[1] = lin / S->block[0] % S->block[1];
+	T->tid[2] = lin / S->block[0] / S->block[1];
+	memset(T->var_init, 0, (size_t)(S->k->nvars ? S->k->nvars : 1));
+	T->depth = 0;
+	T->ncopies = 0;
+	T->groups = 0;
+	T->at = NULL;
+	T->state = TS_RUN;
+	push(S, T, S->k->body, NULL, 0);
+}
+
+static void thread_init(Sim *S, SimThread *T, int ctx)
+{
+	int nv = S->k->nvars ? S->k->nvars : 1;
+
+	memset(T, 0, sizeof *T);
+	T->ctx = ctx;
+	T->vars = calloc((size_t)nv, sizeof(SVal));
+	T->var_init = calloc((size_t)nv, 1);
+}
+
+static void thread_free(SimThread *T)
+{
+	free(T->vars);
+	free(T->var_init);
+	free(T->copies);
+}
+
+static void barrier_fault(Sim *S, SimThread *ts, Stmt *at, SimThread *odd, int64_t arrived)
+{
+	Stmt *saved = S->stmt;
+	SimThread *cur = S->cur;
+
+	S->stmt = at;
+	for (int64_t i = 0; i < S->nthreads; i++) /* the report names a thread that waits */
+		if (ts[i].state == TS_BARRIER && ts[i].at == at) {
+			S->cur = &ts[i];
+			break;
+		}
+	SimReport *r = sim_report_new(S, SF_BARRIER, at, NULL);
+	if (r) {
+		Buf b = {0};
+		set_other(r, odd->state == TS_BARRIER ? odd->at : NULL, false, S, S->blin, odd->lin);
+		buf_printf(&b, "%lld of %lld threads arrived; thread (%lld, %lld, %lld) %s",
+			   (long long)arrived, (long long)S->nthreads, (long long)odd->tid[0],
+			   (long long)odd->tid[1], (long long)odd->tid[2],
+			   odd->state == TS_DONE ? "has exited" : "waits at another barrier");
+		r->detail = b.s;
+	}
+	S->stmt = saved;
+	S->cur = cur;
+}
+
+/* Threads run until every one waits at a barrier or has ended; then the barrier releases. A
+ * barrier that not every thread reaches (some ended, or wait elsewhere) is reported and then
+ * released anyway, so the simulation goes on. */
+static void run_block_barriers(Sim *S, SimThread *ts)
+{
+	for (int64_t i = 0; i < S->nthreads; i++)
+		thread_start(S, &ts[i], i);
+	for (;;) {
+		for (int64_t i = 0; i < S->nthreads && !S->res->error; i++)
+			if (ts[i].state == TS_RUN)
+				run_thread(S, &ts[i]);
+		if (S->res->error)
+			return;
+		SimThread *first = NULL, *odd = NULL;
+		int64_t arrived = 0;
+		for (int64_t i = 0; i < S->nthreads; i++) {
+			if (ts[i].state == TS_BARRIER && !first)
+				first = &ts[i];
+			if (ts[i].state == TS_BARRIER && ts[i].at == first->at)
+				arrived++;
+			else if (!odd)
+				odd = &ts[i];
+		}
+		if (!first)
+			return; /* every thread ended */
+		if (odd)
+			barrier_fault(S, ts, first->at, odd, arrived);
+		S->epoch++;
+		for (int64_t i = 0; i < S->nthreads; i++)
+			if (ts[i].state == TS_BARRIER)
+				ts[i].state = TS_RUN;
+	}
+}
+
+static void run_block(Sim *S, SimThread *ts, int64_t blin)
+{
+	S->blin = blin;
+	S->bid[0] = blin % S->grid[0];
+	S->bid[1] = blin / S->grid[0] % S->grid[1];
+	S->bid[2] = blin / S->grid[0] / S->grid[1];
+	S->block_epoch = ++S->epoch;
+	S->gen++;
+	if (S->has_sync) {
+		run_block_barriers(S, ts);
+		return;
+	}
+	for (int64_t i = 0; i < S->nthreads && !S->res->error; i++) {
+		thread_start(S, &ts[0], i);
+		run_thread(S, &ts[0]);
+	}
+}
+
+/* ---- setup ---------------------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The blocks to run, in increasing order: all of them, or max distinct ones including the
+ * first and the last. */
+static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *n)
+{
+	if (max <= 0 || total <= max) {
+		int64_t *all = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+		for (int64_t i = 0; i < total; i++)
+			all[i] = i;
+		*n = total;
+		return all;
+	}
+	if (max < 2)
+		max = 2;
+	int64_t *pick = malloc(sizeof(int64_t) * (size_t)max);
+	uint64_t s = seed * 0x2545f4914f6cdd1dull + 7;
+	int64_t k = 0;
+	pick[k++] = 0;
+	pick[k++] = total - 1;
+	while (k < max) {
+		int64_t b = (int64_t)(splitmix(&s) % (uint64_t)total);
+		bool dup = false;
+		for (int64_t j = 0; j < k && !dup; j++)
+			dup = pick[j] == b;
+		if (!dup)
+			pick[k++] = b;
+	}
+	qsort(pick, (size_t)k, sizeof *pick, cmp_i64);
+	*n = k;
+	return pick;
+}
+
+static char *msg(const char *fmt, ...) PRINTF(1, 2);
+static char *msg(const char *fmt, ...)
+{
+	Buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return b.s;
+}
+
+static bool launch_dims(Sim *S)
+{
+	for (int i = 0; i < 3; i++) {
+		IrExpr *g = S->k->launch[PT_BIDX + i], *b = S->k->launch[PT_TIDX + i];
+		S->grid[i] = S->block[i] = 1;
+		if ((g && !interp_eval_i64(g, S->sizes, &S->grid[i])) ||
+		    (b && !interp_eval_i64(b, S->sizes, &S->block[i]))) {
+			S->res->error = msg("cannot evaluate the launch dimensions of %s", S->k->name);
+			return false;
+		}
+		if (S->grid[i] < 0 || S->block[i] < 0) {
+			S->res->error = msg("negative launch dimension in %s", S->k->name);
+			return false;
+		}
+	}
+	S->nthreads = S->block[0] * S->block[1] * S->block[2];
+	if (S->nthreads > 1024) {
+		S->res->error = msg("%s: a block of %lld threads (CUDA allows 1024)", S->k->name,
+				    (long long)S->nthreads);
+		return false;
+	}
+	return true;
+}
+
+static uint64_t raw_u16(const void *p, int64_t i) { uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return h; }
+
+static SVal load_raw(const void *data, DType t, int64_t i)
+{
+	const char *p = (const char *)data + i * dtype_size(t);
+	float f;
+	double d;
+	int32_t i32;
+	int64_t i64;
+
+	switch (t) {
+	case DT_F16: return vf(interp_f16_value((uint16_t)raw_u16(data, i)));
+	case DT_BF16: return vf(interp_bf16_value((uint16_t)raw_u16(data, i)));
+	case DT_F32: memcpy(&f, p, 4); return vf(f);
+	case DT_F64: memcpy(&d, p, 8); return vf(d);
+	case DT_I32: memcpy(&i32, p, 4); return vi(i32);
+	case DT_I64: memcpy(&i64, p, 8); return vi(i64);
+	case DT_BOOL: return vi(*(const unsigned char *)p != 0);
+	default: unreachable();
+	}
+}
+
+static void store_raw(void *data, DType t, int64_t i, SVal v)
+{
+	char *p = (char *)data + i * dtype_size(t);
+	uint16_t h;
+	float f;
+	int32_t i32;
+
+	switch (t) {
+	case DT_F16: h = interp_f16_bits(v.f); memcpy(p, &h, 2); break;
+	case DT_BF16: h = interp_bf16_bits(v.f); memcpy(p, &h, 2); break;
+	case DT_F32: f = (float)v.f; memcpy(p, &f, 4); break;
+	case DT_F64: memcpy(p, &v.f, 8); break;
+	case DT_I32: i32 = (int32_t)v.i; memcpy(p, &i32, 4); break;
+	case DT_I64: memcpy(p, &v.i, 8); break;
+	case DT_BOOL: *(unsigned char *)p = v.i != 0; break;
+	default: unreachable();
+	}
+}
+
+/* A global buffer for an input (its data, initialized) or an output (uninitialized). */
+static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
+{
+	int64_t dims[INTERP_MAX_DIMS];
+	char *err = NULL;
+
+	if (!interp_tensor_dims(t, S->sizes, dims, &err)) {
+		S->res->error = err;
+		return false;
+	}
+	int64_t n = interp_numel(dims, t->ndim);
+	if (n < 0) {
+		S->res->error = msg("tensor %s is too large", t->name);
+		return false;
+	}
+	SimBuf *b = add_buf(S, t, MEM_GLOBAL);
+	b->is_input = input;
+	b->n = n;
+	b->v = calloc((size_t)(n ? n : 1), sizeof(SVal));
+	b->init = calloc((size_t)(n ? n : 1), 1);
+	if (!input)
+		b->gl = calloc((size_t)(n ? n : 1), sizeof(SimGlobal));
+	if (!b->v || !b->init || (!input && !b->gl)) {
+		S->res->error = msg("out of memory for tensor %s", t->name);
+		return false;
+	}
+	if (input) {
+		for (int64_t i = 0; i < n; i++)
+			b->v[i] = load_raw(data, t->dtype, i);
+		memset(b->init, 1, (size_t)n);
+	}
+	return true;
+}
+
+static bool setup(Sim *S, const double *scalars, void **inputs)
+{
+	Fusion *f = S->f;
+
+	if (!launch_dims(S))
+		return false;
+	S->params = calloc((size_t)f->nparams + 1, sizeof(SVal));
+	for (int i = 0; i < f->nparams; i++)
+		S->params[i] = cv(vf(scalars[i]), DT_F64, f->params[i]->dtype);
+	for (int i = 0; i < f->ninputs; i++)
+		if (!global_buf(S, f->inputs[i], inputs[i], true))
+			return false;
+	for (int i = 0; i < f->noutputs; i++)
+		if (!global_buf(S, f->outputs[i], NULL, false))
+			return false;
+	return true;
+}
+
+static void finish(Sim *S, void **outputs)
+{
+	Fusion *f = S->f;
+	SimResult *r = S->res;
+
+	r->noutputs = f->noutputs;
+	r->written = calloc((size_t)f->noutputs + 1, sizeof *r->written);
+	for (int i = 0; i < f->noutputs; i++) {
+		SimBuf *b = sim_buf(S, f->outputs[i]);
+		r->written[i] = malloc((size_t)(b->n ? b->n : 1));
+		memcpy(r->written[i], b->init, (size_t)(b->n ? b->n : 1));
+		for (int64_t j = 0; j < b->n; j++)
+			if (b->init[j])
+				store_raw(outputs[i], b->dt, j, b->v[j]);
+	}
+}
+
+bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inputs,
+	     void **outputs, const SimOptions *o, SimResult *r)
+{
+	Sim S;
+	SimThread *ts = NULL;
+	int64_t *blocks = NULL, nb = 0;
+
+	memset(r, 0, sizeof *r);
+	memset(&S, 0, sizeof S);
+	S.k = k;
+	S.f = k->fusion;
+	S.sizes = sizes;
+	S.res = r;
+	S.nctx = 1;
+	bool ok = setup(&S, scalars, inputs);
+	if (ok) {
+		S.has_sync = has_sync(k->body);
+		int64_t nts = S.has_sync ? S.nthreads : 1;
+		if (S.has_sync) {
+			/* local buffers made before this point have one context only: none yet */
+			S.nctx = (int)(nts ? nts : 1);
+		}
+		ts = calloc((size_t)(nts ? nts : 1), sizeof *ts);
+		for (int64_t i = 0; i < nts; i++)
+			thread_init(&S, &ts[i], (int)i);
+		r->blocks_total = S.grid[0] * S.grid[1] * S.grid[2];
+		r->threads_per_block = S.nthreads;
+		blocks = pick_blocks(r->blocks_total, o ? o->max_blocks : 0, o ? o->seed : 0, &nb);
+		for (int64_t i = 0; i < nb && !r->error; i++)
+			run_block(&S, ts, blocks[i]);
+		r->blocks_run = nb;
+		finish(&S, outputs);
+		for (int64_t i = 0; i < nts; i++)
+			thread_free(&ts[i]);
+	}
+	free(ts);
+	free(blocks);
+	for (int i = 0; i < S.nbufs; i++)
+		free_buf(&S, S.bufs[i]);
+	free(S.bufs);
+	free(S.map);
+	free(S.params);
+	return ok;
+}
+
+void sim_result_free(SimResult *r)
+{
+	for (int i = 0; i < r->nreports; i++)
+		free(r->reports[i].detail);
+	free(r->reports);
+	for (int i = 0; r->written && i < r->noutputs; i++)
+		free(r->written[i]);
+	free(r->written);
+	free(r->error);
+	memset(r, 0, sizeof *r);
+}
