@@ -26,15 +26,21 @@ HEADERS  := $(wildcard */*.h) include/fusrt.h $(BUILD)/fus.tab.h
 
 FUSC     := $(BUILD)/fusc
 LIBFUSC  := $(BUILD)/libfusc.a
+# libfusrt is the whole compiler plus the JIT runtime, as a static and a shared library.
+LIBFUSRT_A  := $(BUILD)/libfusrt.a
+LIBFUSRT_SO := $(BUILD)/libfusrt.so
 
 TEST_SRC := $(wildcard tests/unit/*.c)
 SUITE_SRC := $(filter-out tests/unit/check_main.c,$(wildcard tests/unit/check_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+# Check and subunit are linked statically: the GPU machine runs the tests without them installed.
+CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
+CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
+                $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
 .PHONY: all deps demo check check-unit check-golden check-gpu bench install clean
-all: deps $(FUSC) $(LIBFUSC)
+all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
 deps:
@@ -71,6 +77,24 @@ $(BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
 $(LIBFUSC): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(LIBFUSRT_A): $(LIBFUSC)
+	cp $< $@
+
+$(LIBFUSRT_SO): $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfusrt.so -o $@ $^ $(LDLIBS)
+
+# The .pc names the prefix it is installed under, so install rewrites it with PREFIX.
+$(BUILD)/fusrt.pc: Makefile FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: fusrt' 'Description: fusc JIT runtime: compile and launch .fus fusions at run time' \
+	  'Version: $(shell sed -n "s/.*FUSC_VERSION \"\(.*\)\"/\1/p" support/support.h)' \
+	  'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lfusrt' \
+	  'Libs.private: -L$(CUDA)/lib64 -lnvrtc -ldl -lm -lpthread' > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+FORCE:
 
 $(FUSC): $(BUILD)/tools/fusc.o $(LIBFUSC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -111,6 +135,9 @@ demo: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(FUSC) $(DESTDIR)$(PREFIX)/bin/fusc
+	install -m 644 $(LIBFUSRT_A) $(LIBFUSRT_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 clean:
 	rm -rf $(BUILD)

@@ -16,7 +16,8 @@
 #include "frontend/frontend.h"
 
 /* X(enum suffix, name, argument kinds, usage): kinds 'n' name, 'i' integer, 'p' parallel type,
- * '*' one or more names; NULL kinds: not supported yet. */
+ * '*' one or more names, '?' the arguments after it are optional; NULL kinds: not supported
+ * yet. */
 #define SCHED_VERBS(X)                                                                     \
 	X(SPLIT, "split", "ni", "split(axis, factor) -> (outer, inner)")                   \
 	X(MERGE, "merge", "nn", "merge(outer, inner) -> name")                             \
@@ -27,11 +28,11 @@
 	X(INLINE, "inline", "", "inline()")                                                \
 	X(COMPUTE_AT, "compute_at", "nn", "compute_at(tensor, axis)")                      \
 	X(MEMORY, "memory", "n", "memory(global|shared|local)")                            \
-	X(CACHE_AFTER, "cache_after", NULL, "")                                            \
-	X(CACHE_BEFORE, "cache_before", NULL, "")                                          \
-	X(CP_ASYNC, "cp_async", NULL, "")                                                  \
-	X(DOUBLE_BUFFER, "double_buffer", NULL, "")                                        \
-	X(STAGES, "stages", NULL, "")                                                      \
+	X(CACHE_AFTER, "cache_after", "n", "NAME = tensor.cache_after(shared|local)")      \
+	X(CACHE_BEFORE, "cache_before", "n", "NAME = tensor.cache_before(shared|local)")   \
+	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
+	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
+	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
 	X(RFACTOR, "rfactor", NULL, "")
 
 typedef enum Verb {
@@ -349,21 +350,29 @@ static bool check_args(Sched *s, AstDirective *dir, Verb v)
 		}
 		return ok;
 	}
-	int n = (int)strlen(k);
-	if (dir->nargs != n) {
-		diag_error(s->d, dir->span, "'%s' takes %d argument%s, not %d: %s", verbs[v].name, n,
-			   n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
+	const char *opt = strchr(k, '?');
+	int min = opt ? (int)(opt - k) : (int)strlen(k);
+	int n = (int)strlen(k) - (opt != NULL);
+	if (dir->nargs < min || dir->nargs > n) {
+		if (min == n)
+			diag_error(s->d, dir->span, "'%s' takes %d argument%s, not %d: %s", verbs[v].name,
+				   n, n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
+		else
+			diag_error(s->d, dir->span, "'%s' takes %d or %d argument%s, not %d: %s",
+				   verbs[v].name, min, n, n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
 		return false;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0, ki = 0; i < dir->nargs; i++, ki++) {
 		AstArg *g = &dir->args[i];
-		if (k[i] == 'n' && g->kind != AA_NAME) {
+		if (k[ki] == '?')
+			ki++;
+		if (k[ki] == 'n' && g->kind != AA_NAME) {
 			diag_error(s->d, g->span, "expected a name: %s", verbs[v].usage);
 			ok = false;
-		} else if (k[i] == 'i' && g->kind != AA_INT) {
+		} else if (k[ki] == 'i' && g->kind != AA_INT) {
 			diag_error(s->d, g->span, "expected an integer: %s", verbs[v].usage);
 			ok = false;
-		} else if (k[i] == 'p' && g->kind != AA_DOTTED) {
+		} else if (k[ki] == 'p' && g->kind != AA_DOTTED) {
 			diag_error(s->d, g->span,
 				   "expected a parallel type (blockIdx.x/y/z or threadIdx.x/y/z)");
 			ok = false;
@@ -375,9 +384,15 @@ static bool check_args(Sched *s, AstDirective *dir, Verb v)
 /* `NAME = t.verb(...)` and `-> (names)` are only for verbs that create something. */
 static bool check_results(Sched *s, AstDirective *dir, Verb v)
 {
-	if (dir->result.name) {
+	bool creates = v == V_CACHE_AFTER || v == V_CACHE_BEFORE;
+	if (dir->result.name && !creates) {
 		diag_error(s->d, dir->result.span, "'%s' does not create a tensor; remove '%s ='",
 			   verbs[v].name, dir->result.name);
+		return false;
+	}
+	if (!dir->result.name && creates) {
+		diag_error(s->d, dir->span, "'%s' creates a tensor: name it, as in 'NAME = %s.%s(...)'",
+			   verbs[v].name, dir->tensor.name, verbs[v].name);
 		return false;
 	}
 	int allowed = v == V_SPLIT ? 2 : v == V_MERGE ? 1 : 0;
@@ -536,9 +551,32 @@ static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, dir->span, "cannot inline reduction '%s'", t->name);
 		return false;
 	}
+	if (t->cache_of) {
+		diag_error(s->d, dir->span, "cannot inline cache '%s': a cache is always stored",
+			   t->name);
+		diag_note(s->d, t->cache_span, "'%s' is made here", t->name);
+		return false;
+	}
 	t->inlined = true;
 	t->inline_span = dir->span;
 	t->ca_tensor = NULL;
+	return true;
+}
+
+/* A memory argument: global, shared or local. */
+static bool parse_mem(Sched *s, AstArg *g, MemType *m)
+{
+	if (strcmp(g->name, "global") == 0)
+		*m = MEM_GLOBAL;
+	else if (strcmp(g->name, "shared") == 0)
+		*m = MEM_SHARED;
+	else if (strcmp(g->name, "local") == 0)
+		*m = MEM_LOCAL;
+	else {
+		diag_error(s->d, g->span, "unknown memory '%s' (expected global, shared or local)",
+			   g->name);
+		return false;
+	}
 	return true;
 }
 
@@ -546,17 +584,8 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 {
 	AstArg *g = &dir->args[0];
 	MemType m;
-	if (strcmp(g->name, "global") == 0)
-		m = MEM_GLOBAL;
-	else if (strcmp(g->name, "shared") == 0)
-		m = MEM_SHARED;
-	else if (strcmp(g->name, "local") == 0)
-		m = MEM_LOCAL;
-	else {
-		diag_error(s->d, g->span, "unknown memory '%s' (expected global, shared or local)",
-			   g->name);
+	if (!parse_mem(s, g, &m))
 		return false;
-	}
 	if ((t->kind == TK_INPUT || t->kind == TK_OUTPUT) && m != MEM_GLOBAL) {
 		diag_error(s->d, g->span, "%s '%s' must stay in global memory",
 			   t->kind == TK_INPUT ? "input" : "output", t->name);
@@ -564,9 +593,8 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (t->kind == TK_INPUT || t->kind == TK_OUTPUT)
 		return true;
-	if (m != MEM_LOCAL) {
-		diag_error(s->d, g->span, "memory(%s) for an intermediate is not supported yet",
-			   mem_name(m));
+	if (m == MEM_GLOBAL) {
+		diag_error(s->d, g->span, "memory(global) for an intermediate is not supported yet");
 		return false;
 	}
 	t->mem = m;
@@ -784,6 +812,20 @@ static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, 
 	t->ndomain = n;
 }
 
+/* Computes t inside u's loop domain[pos] (the checks on the directive are done). */
+static bool compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
+{
+	Replay r = {0};
+	if (!map_roots(s, t, u, &r, at) || !replay_history(s, t, u, pos, &r, at))
+		return false;
+	build_ca_domain(s, t, u, pos, &r, at);
+	t->ca_tensor = u;
+	t->ca_pos = pos;
+	t->ca_span = at;
+	t->inlined = false;
+	return true;
+}
+
 static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 {
 	Tensor *u = fusion_find_tensor(s->f, dir->args[0].name);
@@ -818,15 +860,509 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 			return false;
 		}
 	}
-	Replay r = {0};
-	if (!map_roots(s, t, u, &r, dir->span) || !replay_history(s, t, u, pos, &r, dir->span))
+	return compute_at_pos(s, t, u, pos, dir->span);
+}
+
+/* ---- caches: cache_after, cache_before, cp_async, stages (docs/caching.md) ------------ */
+
+/* `NAME =` of a cache directive must name nothing else in the fusion. */
+static bool check_new_name(Sched *s, AstName n)
+{
+	const char *what = NULL;
+	Span where = {0};
+	Tensor *old = fusion_find_tensor(s->f, n.name);
+	if (old) {
+		what = "tensor";
+		where = old->span;
+	}
+	for (int i = 0; !what && i < s->f->nparams; i++) {
+		if (strcmp(s->f->params[i]->name, n.name) == 0) {
+			what = "scalar parameter";
+			where = s->f->params[i]->span;
+		}
+	}
+	for (int i = 0; !what && i < s->f->nsizes; i++) {
+		if (strcmp(s->f->sizes[i]->name, n.name) == 0) {
+			what = "size symbol";
+			where = s->f->sizes[i]->span;
+		}
+	}
+	if (!what)
+		return true;
+	diag_error(s->d, n.span, "'%s' is already a %s of fusion '%s'", n.name, what, s->f->name);
+	diag_note(s->d, where, "'%s' declared here", n.name);
+	return false;
+}
+
+/* The memory of a cache: shared or local. */
+static bool cache_mem(Sched *s, AstArg *g, MemType *m)
+{
+	if (!parse_mem(s, g, m))
 		return false;
-	build_ca_domain(s, t, u, pos, &r, dir->span);
-	t->ca_tensor = u;
-	t->ca_pos = pos;
-	t->ca_span = dir->span;
-	t->inlined = false;
+	if (*m == MEM_GLOBAL) {
+		diag_error(s->d, g->span, "a cache lives in shared or local memory, not global");
+		return false;
+	}
 	return true;
+}
+
+/* Inserts c into the fusion's tensors at position `at` (definition order) and renumbers. */
+static void insert_tensor(Arena *a, Fusion *f, Tensor *c, int at)
+{
+	Tensor **v = arena_alloc(a, sizeof(Tensor *) * (f->ntensors + 1));
+	memcpy(v, f->tensors, sizeof(Tensor *) * at);
+	v[at] = c;
+	memcpy(v + at + 1, f->tensors + at, sizeof(Tensor *) * (f->ntensors - at));
+	f->tensors = v;
+	f->ntensors++;
+	for (int i = 0; i < f->ntensors; i++)
+		v[i]->index = i;
+}
+
+/* A new cache tensor named by the directive's result, of t's type, living in m. */
+static Tensor *new_cache(Sched *s, Tensor *t, AstDirective *dir, MemType m)
+{
+	Tensor *c = NEW(s->a, Tensor);
+	c->name = dir->result.name;
+	c->span = dir->result.span;
+	c->kind = TK_INTERMEDIATE;
+	c->dtype = t->dtype;
+	c->ndim = t->ndim;
+	c->shape = t->shape;
+	c->mem = m;
+	c->mem_span = dir->span;
+	c->cache_of = t;
+	c->cache_span = dir->span;
+	return c;
+}
+
+static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		vec_push(a, out, e);
+	for (int i = 0; i < e->nargs; i++)
+		collect_accesses(a, e->args[i], t, out);
+}
+
+/* Two subscripts name the same index (by name: readers are different statements) or are the
+ * same constant. */
+static bool same_subscript(IrExpr *x, IrExpr *y)
+{
+	if (x->kind != y->kind)
+		return false;
+	if (x->kind == EX_AXIS)
+		return strcmp(x->axis->name, y->axis->name) == 0;
+	return x->kind == EX_INT && x->ival == y->ival;
+}
+
+static const char *expr_text(Arena *a, IrExpr *e)
+{
+	Buf b = {0};
+	ir_print_expr(e, &b);
+	char *r = arena_strdup(a, b.s ? b.s : "");
+	buf_free(&b);
+	return r;
+}
+
+/* Every read of t uses one list of subscripts (the cache's axes are named after it). Returns
+ * the first access, or NULL after an error. */
+static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
+{
+	IrExpr *first = VEC_AT(*acc, IrExpr, 0);
+	for (int i = 1; i < acc->len; i++) {
+		IrExpr *e = VEC_AT(*acc, IrExpr, i);
+		bool same = true;
+		for (int k = 0; k < t->ndim; k++)
+			same &= same_subscript(first->args[k], e->args[k]);
+		if (same)
+			continue;
+		diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
+			   t->name, expr_text(s->a, first), expr_text(s->a, e));
+		diag_note(s->d, first->span, "read as %s here", expr_text(s->a, first));
+		diag_note(s->d, e->span, "read as %s here", expr_text(s->a, e));
+		return NULL;
+	}
+	for (int k = 0; k < t->ndim; k++) {
+		for (int j = 0; j < k; j++) {
+			IrExpr *x = first->args[j], *y = first->args[k];
+			if (x->kind == EX_AXIS && same_subscript(x, y)) {
+				diag_error(s->d, at, "cannot cache '%s': it is read as %s, with the index '%s' twice",
+					   t->name, expr_text(s->a, first), x->axis->name);
+				diag_note(s->d, first->span, "read here");
+				return NULL;
+			}
+		}
+	}
+	return first;
+}
+
+/* c = t.cache_after(M): c[...] = t[...] and every reader of t reads c instead. c's axes take
+ * the names of the indices with which t is read (d0, d1, ... for constant subscripts). */
+static bool do_cache_after(Sched *s, Tensor *t, AstDirective *dir)
+{
+	MemType m;
+	if (t->kind == TK_SCALAR) {
+		diag_error(s->d, dir->tensor.span, "cannot cache scalar temporary '%s'", t->name);
+		return false;
+	}
+	if (!cache_mem(s, &dir->args[0], &m) || !check_new_name(s, dir->result))
+		return false;
+	Vec acc = {0};
+	int first_reader = s->f->ntensors;
+	for (int i = 0; i < t->readers.len; i++) {
+		Tensor *r = VEC_AT(t->readers, Tensor, i);
+		collect_accesses(s->a, r->def, t, &acc);
+		if (r->index < first_reader)
+			first_reader = r->index;
+	}
+	if (acc.len == 0) {
+		diag_error(s->d, dir->tensor.span, "cannot cache '%s': no statement reads it", t->name);
+		return false;
+	}
+	IrExpr *sub = common_access(s, t, &acc, dir->span);
+	if (!sub)
+		return false;
+	Tensor *c = new_cache(s, t, dir, m);
+	c->nroot = c->ndomain = t->ndim;
+	c->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	c->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
+	for (int k = 0; k < t->ndim; k++) {
+		IrExpr *g = sub->args[k];
+		const char *name = g->kind == EX_AXIS ? g->axis->name : arena_printf(s->a, "d%d", k);
+		Axis *ax = new_axis(s->a, c, AX_ROOT, name, t->shape[k], dir->span);
+		ax->root_index = k;
+		c->root[k] = c->domain[k] = ax;
+		idx[k] = ir_axis(s->a, ax);
+	}
+	c->def = ir_access(s->a, t, idx, t->ndim);
+	c->def_span = dir->span;
+	for (int i = 0; i < acc.len; i++)
+		VEC_AT(acc, IrExpr, i)->tensor = c;
+	c->readers = t->readers;
+	t->readers = (Vec){0};
+	vec_push(s->a, &t->readers, c);
+	insert_tensor(s->a, s->f, c, first_reader);
+	return true;
+}
+
+/* c = t.cache_before(M): t's definition (root axes, reduction and all) moves to c, and t
+ * becomes the copy t[...] = c[...] over fresh root axes. */
+static bool do_cache_before(Sched *s, Tensor *t, AstDirective *dir)
+{
+	MemType m;
+	if (t->kind == TK_INPUT || t->kind == TK_SCALAR) {
+		diag_error(s->d, dir->tensor.span, t->kind == TK_INPUT
+			   ? "cannot cache_before input '%s': it has no definition (use cache_after to cache its reads)"
+			   : "cannot cache scalar temporary '%s'", t->name);
+		return false;
+	}
+	if (!cache_mem(s, &dir->args[0], &m) || !check_new_name(s, dir->result))
+		return false;
+	bool touched = t->history.len || t->ca_tensor;
+	for (int i = 0; i < t->ndomain; i++)
+		touched |= t->domain[i]->par != PT_SERIAL || t->domain[i]->unroll ||
+			   t->domain[i]->vectorize;
+	for (int i = 0; i < s->f->ntensors && !touched; i++)
+		touched |= s->f->tensors[i]->ca_tensor == t;
+	if (touched) {
+		diag_error(s->d, dir->span, "cache_before must come before the other directives on '%s' (and before compute_at into it)",
+			   t->name);
+		return false;
+	}
+	Tensor *c = new_cache(s, t, dir, m);
+	c->cache_before = true;
+	c->root = t->root;
+	c->nroot = t->nroot;
+	c->domain = t->domain;
+	c->ndomain = t->ndomain;
+	for (int k = 0; k < c->nroot; k++)
+		c->root[k]->owner = c;
+	c->def = t->def;
+	c->def_span = t->def_span;
+	t->nroot = t->ndomain = t->ndim;
+	t->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	t->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
+	for (int k = 0; k < t->ndim; k++) {
+		Axis *old = c->root[k];
+		Axis *ax = new_axis(s->a, t, AX_ROOT, old->name, old->extent, old->span);
+		ax->root_index = k;
+		t->root[k] = t->domain[k] = ax;
+		idx[k] = ir_axis(s->a, ax);
+	}
+	t->def = ir_access(s->a, c, idx, t->ndim);
+	if (t->kind == TK_INTERMEDIATE)
+		t->inlined = true; /* now a pointwise copy: the default for pointwise intermediates */
+	/* What t read, c reads now. */
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Vec *rd = &s->f->tensors[i]->readers;
+		for (int j = 0; j < rd->len; j++)
+			if (VEC_AT(*rd, Tensor, j) == t)
+				rd->items[j] = c;
+	}
+	vec_push(s->a, &c->readers, t);
+	insert_tensor(s->a, s->f, c, t->index);
+	return true;
+}
+
+/* A cache made by cache_after: c[...] = t[...]. */
+static bool is_copy(Tensor *c)
+{
+	return c->cache_of && !c->cache_before;
+}
+
+static bool do_cp_async(Sched *s, Tensor *c, AstDirective *dir)
+{
+	bool cg = false;
+	if (dir->nargs == 1) {
+		if (strcmp(dir->args[0].name, "cg") != 0) {
+			diag_error(s->d, dir->args[0].span,
+				   "unknown cp_async mode '%s' (expected cg, or no argument for .ca)",
+				   dir->args[0].name);
+			return false;
+		}
+		cg = true;
+	}
+	if (!is_copy(c)) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it is not a copy made by cache_after (cp.async copies global memory into shared memory)",
+			   c->name);
+		return false;
+	}
+	Tensor *src = c->cache_of;
+	if (src->kind != TK_INPUT) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it copies %s '%s', which is not in global memory (cp.async reads an input)",
+			   c->name, src->kind == TK_OUTPUT ? "output" : "intermediate", src->name);
+		return false;
+	}
+	if (c->mem != MEM_SHARED) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
+			   c->name, mem_name(c->mem));
+		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+		return false;
+	}
+	if (c->cp_async) {
+		diag_error(s->d, dir->span, "'%s' is already cp_async", c->name);
+		diag_note(s->d, c->cp_async_span, "first cp_async here");
+		return false;
+	}
+	c->cp_async = true;
+	c->cp_async_cg = cg;
+	c->cp_async_span = dir->span;
+	return true;
+}
+
+/* c.stages(n[, p]) and c.double_buffer() (= stages(2)). */
+static bool do_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
+{
+	int64_t n = double_buffer ? 2 : dir->args[0].value;
+	int64_t p = dir->nargs == 2 ? dir->args[1].value : n - 1;
+	if (!is_copy(c)) {
+		diag_error(s->d, dir->span, "cannot buffer '%s': it is not a copy made by cache_after",
+			   c->name);
+		return false;
+	}
+	if (n < 2 || n > 64) {
+		diag_error(s->d, dir->args[0].span, "a circular buffer needs 2 to 64 stages, not %lld",
+			   (long long)n);
+		return false;
+	}
+	if (p < 0 || p >= n) {
+		diag_error(s->d, dir->args[1].span,
+			   "the prefetch distance must be at least 0 and less than the %lld stages, not %lld",
+			   (long long)n, (long long)p);
+		return false;
+	}
+	if (c->stages) {
+		diag_error(s->d, dir->span, "'%s' is already buffered", c->name);
+		diag_note(s->d, c->stages_span, "first buffered here");
+		return false;
+	}
+	c->stages = (int)n;
+	c->prefetch = (int)p;
+	c->stages_span = dir->span;
+	return true;
+}
+
+/* ---- caches at the end of the schedule ------------------------------------------------ */
+
+/* The parallel type of a loop: a shared (compute_at) axis carries its owner's binding. */
+static ParType loop_par(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax->par;
+}
+
+/* Would compute_at(c, u, pos) replay? Every merge of u that produces a shared axis must
+ * merge two axes that c has, or two it lacks. */
+static bool replayable(Sched *s, Tensor *c, Tensor *u, int pos)
+{
+	ReadMap m = read_map(s->a, c, u);
+	if (!m.found || m.differ)
+		return false;
+	Replay r = {0};
+	for (int k = 0; k < c->ndim; k++) {
+		if (!m.first[k])
+			continue;
+		if (replay_get(&r, m.first[k]))
+			return false;
+		replay_put(s->a, &r, m.first[k], m.first[k]);
+	}
+	for (int h = 0; h < u->history.len; h++) {
+		Axis *ux = VEC_AT(u->history, Axis, h);
+		if (ux->kind == AX_SPLIT_INNER)
+			continue;
+		bool needed = is_ancestor_of_shared(ux, u, pos) ||
+			       (ux->kind == AX_SPLIT_OUTER && is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
+		if (!needed)
+			continue;
+		if (ux->kind == AX_SPLIT_OUTER && replay_get(&r, ux->from[0])) {
+			replay_put(s->a, &r, ux, ux);
+			replay_put(s->a, &r, ux->from[0]->to[1], ux->from[0]->to[1]);
+		} else if (ux->kind == AX_MERGE) {
+			bool x = replay_get(&r, ux->from[0]) != NULL, y = replay_get(&r, ux->from[1]) != NULL;
+			if (x != y)
+				return false;
+			if (x)
+				replay_put(s->a, &r, ux, ux);
+		}
+	}
+	return true;
+}
+
+/* The tensors that materialize a read of c (looking through inlined readers). */
+static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *u = s->f->tensors[i];
+		if (u == c || !u->def || u->kind == TK_SCALAR || (u->inlined && u->kind != TK_OUTPUT))
+			continue;
+		if (read_map(s->a, c, u).found && n < max)
+			out[n++] = u;
+	}
+	return n;
+}
+
+/* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
+ * one consumer u, at the deepest position pos such that u.domain[0..pos] holds only serial or
+ * blockIdx loops (no threadIdx-bound or vectorized axis) and the replay is legal. */
+static bool place_cache(Sched *s, Tensor *c)
+{
+	if (c->history.len) {
+		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
+			   c->name);
+		return false;
+	}
+	Tensor *u[2];
+	int n = cache_consumers(s, c, u, 2);
+	if (n == 0)
+		return true; /* nothing reads it in a loop nest */
+	if (n > 1) {
+		diag_error(s->d, c->cache_span, "cannot place cache '%s': it is read by both '%s' and '%s'; give it a compute_at",
+			   c->name, u[0]->name, u[1]->name);
+		return false;
+	}
+	int pos = -1;
+	for (int i = 0; i < u[0]->ndomain; i++) {
+		Axis *ax = u[0]->domain[i];
+		if (par_is_thread(loop_par(ax)) || ax->vectorize || !replayable(s, c, u[0], i))
+			break;
+		pos = i;
+	}
+	if (pos < 0) {
+		Axis *ax = u[0]->domain[0];
+		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
+			   c->name, ax->name, u[0]->name,
+			   par_is_thread(loop_par(ax)) ? par_name(loop_par(ax))
+			   : ax->vectorize ? "vectorized" : "not shared with it", c->name);
+		return false;
+	}
+	return compute_at_pos(s, c, u[0], pos, c->cache_span);
+}
+
+/* cp.async moves 4, 8 or 16 bytes per access (.cg: 16): the vectorized axis times the dtype. */
+static bool check_cp_async(Sched *s, Tensor *c)
+{
+	if (c->mem != MEM_SHARED) {
+		diag_error(s->d, c->cp_async_span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
+			   c->name, mem_name(c->mem));
+		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+		return false;
+	}
+	Axis *vec = NULL;
+	int64_t n = 1;
+	for (int i = 0; i < c->ndomain; i++)
+		if (c->domain[i]->vectorize)
+			vec = c->domain[i];
+	if (vec)
+		ir_is_const(vec->extent, &n);
+	int64_t bytes = n * dtype_size(c->dtype);
+	const char *how = vec ? arena_printf(s->a, "vectorized axis '%s': %lld x %s", vec->name,
+					   (long long)n, dtype_name(c->dtype))
+			      : arena_printf(s->a, "no vectorized axis: 1 x %s", dtype_name(c->dtype));
+	if (c->cp_async_cg && bytes != 16) {
+		diag_error(s->d, c->cp_async_span, "cp_async(cg) copies 16 bytes per access; '%s' copies %lld (%s)",
+			   c->name, (long long)bytes, how);
+		return false;
+	}
+	if (bytes != 4 && bytes != 8 && bytes != 16) {
+		diag_error(s->d, c->cp_async_span, "cp_async copies 4, 8 or 16 bytes per access; '%s' copies %lld (%s)",
+			   c->name, (long long)bytes, how);
+		return false;
+	}
+	return true;
+}
+
+/* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
+ * depends on (not a bare alias of a broadcast). */
+static bool check_stages(Sched *s, Tensor *c)
+{
+	if (!c->ca_tensor) {
+		diag_error(s->d, c->stages_span, "cannot buffer '%s': it has no compute-at position, so no loop to buffer over",
+			   c->name);
+		return false;
+	}
+	for (int i = c->ca_pos; i >= 0; i--) {
+		Axis *ax = c->domain[i];
+		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
+		if (loop_par(ax) == PT_SERIAL && !bare)
+			return true;
+	}
+	Tensor *u = c->ca_tensor;
+	diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
+		   c->name, u->name, u->domain[c->ca_pos]->name);
+	diag_note(s->d, c->ca_span, "'%s' is computed at '%s' here", c->name, u->name);
+	return false;
+}
+
+/* Places the caches left without compute_at, then checks what depends on the final
+ * schedule: cp.async vector sizes and buffer loops. */
+static bool finish_caches(Sched *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *c = s->f->tensors[i];
+		if (c->cache_of && !c->ca_tensor)
+			ok &= place_cache(s, c);
+	}
+	return ok;
+}
+
+static bool check_caches(Sched *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *c = s->f->tensors[i];
+		if (c->cp_async)
+			ok &= check_cp_async(s, c);
+		if (c->stages)
+			ok &= check_stages(s, c);
+	}
+	return ok;
 }
 
 /* ---- driver --------------------------------------------------------------------------- */
@@ -866,7 +1402,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	}
 	if (!check_args(s, dir, v) || !check_results(s, dir, v))
 		return false;
-	if (t->kind == TK_INPUT && v != V_MEMORY) {
+	if (t->kind == TK_INPUT && v != V_MEMORY && v != V_CACHE_AFTER && v != V_CACHE_BEFORE) {
 		diag_error(s->d, dir->tensor.span, "'%s' is an input: it has no loop domain to %s",
 			   t->name, v == V_INLINE ? "inline" : "schedule");
 		return false;
@@ -881,6 +1417,11 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_INLINE: return do_inline(s, t, dir);
 	case V_COMPUTE_AT: return do_compute_at(s, t, dir);
 	case V_MEMORY: return do_memory(s, t, dir);
+	case V_CACHE_AFTER: return do_cache_after(s, t, dir);
+	case V_CACHE_BEFORE: return do_cache_before(s, t, dir);
+	case V_CP_ASYNC: return do_cp_async(s, t, dir);
+	case V_DOUBLE_BUFFER: return do_stages(s, t, dir, true);
+	case V_STAGES: return do_stages(s, t, dir, false);
 	default: unreachable();
 	}
 }
@@ -995,8 +1536,13 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 	bool ok = true;
 	for (int i = 0; i < sc->ndirs; i++)
 		ok &= apply_directive(&s, sc->dirs[i]);
+	/* Placing caches replays transforms: only on a schedule whose directives all held. */
+	if (ok)
+		ok = finish_caches(&s);
 	for (int i = 0; i < f->ntensors; i++)
 		ok &= check_vectorized(&s, f->tensors[i]);
+	if (ok)
+		ok = check_caches(&s);
 	if (ok)
 		ok = check_block_size(&s);
 	return ok;

@@ -734,6 +734,27 @@ static void exec_vstore(Sim *S, SimThread *T, Stmt *s)
 		write_elem(S, T, d, doff + i, tmp[i]);
 }
 
+/* cp.async: lanes whose predicate is false are zero-filled without reading global memory. */
+static void exec_cp_async(Sim *S, SimThread *T, Stmt *s)
+{
+	SimBuf *d = buf_of(S, s->tensor), *src = buf_of(S, s->src);
+	bool zero = s->cond && !truthy(eval(S, T, s->cond), s->cond->dtype);
+	int64_t doff = eval_i64(S, T, s->offset), soff = eval_i64(S, T, s->src_offset);
+
+	if (!d || !src)
+		return;
+	if (s->vec <= 0 || s->vec > 16) {
+		fail(S, "cp.async of %d elements", s->vec);
+		return;
+	}
+	if (doff % s->vec || (!zero && soff % s->vec)) {
+		SimBuf *b = doff % s->vec ? d : src;
+		int64_t off = doff % s->vec ? doff : soff;
+		sim_report(S, SF_MISALIGNED, b, off, view(S, T, b).n, b == d);
+	}
+	sim_async_copy(S, T, s, d, doff, src, soff, s->vec, zero);
+}
+
 static void exec_alloc(Sim *S, SimThread *T, Stmt *s)
 {
 	SimBuf *b = sim_buf(S, s->tensor);
@@ -796,6 +817,9 @@ static void run_thread(Sim *S, SimThread *T)
 		case KS_STORE: exec_store(S, T, s); break;
 		case KS_VSTORE: exec_vstore(S, T, s); break;
 		case KS_LET: exec_let(S, T, s); break;
+		case KS_CP_ASYNC: exec_cp_async(S, T, s); break;
+		case KS_CP_COMMIT: sim_async_commit(S, T); break;
+		case KS_CP_WAIT: sim_async_wait(S, T, s->wait_n); break;
 		case KS_SYNC:
 			T->state = TS_BARRIER;
 			T->at = s;

@@ -296,6 +296,13 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_puts(out, " inline");
 	if (t->ca_tensor)
 		buf_printf(out, " compute_at(%s, %d)", t->ca_tensor->name, t->ca_pos);
+	if (t->cache_of)
+		buf_printf(out, " %s(%s)", t->cache_before ? "cache_before" : "cache_after",
+			   t->cache_of->name);
+	if (t->cp_async)
+		buf_puts(out, t->cp_async_cg ? " cp_async(cg)" : " cp_async");
+	if (t->stages)
+		buf_printf(out, " stages(%d, %d)", t->stages, t->prefetch);
 	buf_puts(out, "\n");
 	if (!t->def)
 		return;

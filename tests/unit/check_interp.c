@@ -9,11 +9,26 @@
 #include "frontend/frontend.h"
 #include "interp/interp.h"
 
+/* The compilation of the running test (freed by the fixture's teardown). */
+static Arena *arena;
+static Diag *diag;
+
+static void teardown(void)
+{
+	if (arena)
+		arena_free(arena);
+	if (diag)
+		diag_free(diag);
+	arena = NULL;
+	diag = NULL;
+}
+
 /* Compiles `src` and returns its first fusion (the test fails on diagnostics). */
 static Fusion *compile(const char *src)
 {
-	Arena *a = arena_new(); /* lives until the forked test exits */
-	Diag *d = diag_new();
+	teardown();
+	Arena *a = arena = arena_new();
+	Diag *d = diag = diag_new();
 	int file = diag_add_file(d, "test.fus", src, strlen(src));
 	Program *p = frontend_compile(a, d, file);
 	char *text = diag_render(d);
@@ -321,6 +336,9 @@ START_TEST(test_fill_random)
 	ck_assert_int_eq(memcmp(h2.data, h[0].data, host_tensor_bytes(&h2)), 0);
 	host_tensor_fill_random(&h2, 43);
 	ck_assert_int_ne(memcmp(h2.data, h[0].data, host_tensor_bytes(&h2)), 0);
+	for (int t = 0; t < 4; t++)
+		host_tensor_free(&h[t]);
+	host_tensor_free(&h2);
 }
 END_TEST
 
@@ -328,6 +346,8 @@ Suite *interp_suite(void)
 {
 	Suite *s = suite_create("interp");
 	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, NULL, teardown);
 
 	tcase_add_test(tc, test_saxpy);
 	tcase_add_test(tc, test_f32_rounding_per_op);

@@ -40,7 +40,7 @@ static const char bias_src[] =
 
 static const char *no_lib = "/nonexistent/libcuda.so.1";
 
-/* A fresh temporary folder (removed by the test process's exit? no: left in /tmp, small). */
+/* A fresh temporary folder (left in /tmp: a few small files). */
 static char *temp_dir(void)
 {
 	char *d = xstrdup("/tmp/fusc_rt_XXXXXX");
@@ -429,6 +429,7 @@ static int run_capture(char **out, int argc, char **argv)
 	close(save_out);
 	close(save_err);
 	close(fd);
+	free(*out);
 	*out = read_all(path, NULL);
 	unlink(path);
 	return rc;
@@ -450,7 +451,7 @@ static char *write_fus(const char *text)
 
 START_TEST(test_run_bad_usage)
 {
-	char *file = write_fus(saxpy_src), *out;
+	char *file = write_fus(saxpy_src), *out = NULL;
 	Buf want = {0};
 
 	setenv("FUSRT_LIBCUDA", no_lib, 1);
@@ -482,17 +483,22 @@ START_TEST(test_run_bad_usage)
 	ck_assert_str_eq(out, "fusc run: no CUDA device: no CUDA driver "
 			      "(/nonexistent/libcuda.so.1 not found)\n");
 	buf_free(&want);
+	free(out);
+	free(file);
 }
 END_TEST
 
 START_TEST(test_run_file_errors)
 {
-	char *file = write_fus("fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n"), *out;
+	char *file = write_fus("fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n");
+	char *out = NULL;
 
 	setenv("FUSRT_LIBCUDA", no_lib, 1);
 	ck_assert_int_eq(RUN(&out, "run", file, "--dims", "N=4"), 1);
 	ck_assert_contains(out, "t.fus:2:");
 	ck_assert_contains(out, "error:");
+	free(out);
+	free(file);
 }
 END_TEST
 
@@ -553,7 +559,7 @@ static void check_saxpy(fusrt_module *m, int64_t n)
 
 START_TEST(test_gpu_saxpy)
 {
-	char *dir = temp_dir(), *path;
+	char *dir = temp_dir();
 	fusrt_module *m = compile_in(saxpy_src, dir);
 	fusrt_arg_info info;
 
@@ -586,7 +592,7 @@ START_TEST(test_gpu_saxpy)
 	check_saxpy(m, 4096);
 	fusrt_module_free(m);
 	buf_free(&cmd);
-	(void)path;
+	free(dir);
 }
 END_TEST
 
@@ -620,7 +626,7 @@ END_TEST
 
 START_TEST(test_gpu_fusc_run)
 {
-	char *file = write_fus(saxpy_src), *bias = write_fus(bias_src), *out;
+	char *file = write_fus(saxpy_src), *bias = write_fus(bias_src), *out = NULL;
 	char *rs = write_fus("fusion rowsum(x: f32[M, N]) -> (s: f32[M]) {\n"
 			     "  s[i] = sum(j: x[i, j]);\n}\n"
 			     "fusion scale(x: f16[N], k: i32[N]) -> (y: f16[N], z: i32[N]) {\n"
@@ -640,6 +646,10 @@ START_TEST(test_gpu_fusc_run)
 	ck_assert_int_eq(RUN(&out, "run", bias, "--dims", "M=5,N=1001"), 2);
 	ck_assert_contains(out, "fusc run: fusion bias: size N = 1001 is not a multiple of 4\n");
 	ck_assert_not_contains(out, "PASS");
+	free(out);
+	free(file);
+	free(bias);
+	free(rs);
 }
 END_TEST
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""bench.py: fusc's kernels against PyTorch eager, torch.compile and a device-to-device copy,
+all in one run on one GPU (`make bench` on the device).
+
+fusc's numbers come from `fusc run FILE --dims ... --bench` (JIT through libfusrt, checked
+against the reference interpreter before timing); the peers are timed here with CUDA events
+(median of many runs after warm-up) on pseudo-random inputs of the same sizes. Bandwidth counts
+each input read once and each output written once, for every column. Prints one table; with
+--markdown it prints it as a Markdown table for bench/RESULTS.md.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+FUSC = os.environ.get("FUSC", "build/fusc")
+
+
+def median_ms(fn, warmup=10, iters=50):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def rand(shape, dtype):
+    return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1 + 1e-3).to(dtype)
+
+
+# Each case: label, .fus file, dims, a function making the peer's inputs and the peer's
+# computation, and the bytes moved.
+def saxpy_peer(n):
+    x, y = rand(n, torch.float32), rand(n, torch.float32)
+    z = torch.empty_like(x)
+    return lambda: torch.add(y, x, alpha=1.75, out=z), lambda x, y: 1.75 * x + y, (x, y), 12 * n
+
+
+def gelu_peer(n):
+    x = rand(n, torch.float32)
+    return (lambda: F.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"),
+            (x,), 8 * n)
+
+
+def bias_gelu_peer(m, n):
+    x, b = rand((m, n), torch.float32), rand(n, torch.float32)
+    return lambda: F.gelu(x + b), lambda x, b: F.gelu(x + b), (x, b), 8 * m * n + 4 * n
+
+
+def half_peer(n):
+    x, y = rand(n, torch.float16), rand(n, torch.float16)
+    f = lambda x, y: torch.tanh(1.5 * x) + y * y
+    return lambda: f(x, y), f, (x, y), 6 * n
+
+
+N28 = 1 << 28
+CASES = [
+    ("saxpy f32 2^28 (manual)", "examples/saxpy.fus", f"N={N28}", lambda: saxpy_peer(N28)),
+    ("saxpy f32 2^28 (auto)", "bench/pointwise/saxpy_auto.fus", f"N={N28}", lambda: saxpy_peer(N28)),
+    ("gelu f32 2^28 (auto)", "examples/gelu_auto.fus", f"N={N28}", lambda: gelu_peer(N28)),
+    ("bias+gelu 16384x8192 (manual)", "examples/bias_gelu.fus", "M=16384,N=8192",
+     lambda: bias_gelu_peer(16384, 8192)),
+    ("bias+gelu 16384x8192 (auto)", "bench/pointwise/bias_gelu_auto.fus", "M=16384,N=8192",
+     lambda: bias_gelu_peer(16384, 8192)),
+    ("f16 tanh+sq 2^28 (manual)", "examples/half_scale.fus", f"N={N28}", lambda: half_peer(N28)),
+    ("f16 tanh+sq 2^28 (auto)", "bench/pointwise/half_scale_auto.fus", f"N={N28}",
+     lambda: half_peer(N28)),
+]
+
+
+def run_fusc(path, dims):
+    cmd = [FUSC, "run", path, "--dims", dims, "--bench"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    m = re.search(r"bench: median ([0-9.]+) ms", out)
+    ok = p.returncode == 0 and "PASS" in out
+    if not ok or not m:
+        print(f"fusc run failed for {path} (exit {p.returncode}):\n{out}", file=sys.stderr)
+        return None, False
+    return float(m.group(1)), ok
+
+
+def copy_ms(nbytes):
+    half = nbytes // 2
+    src = torch.empty(half, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    src.fill_(1)
+    return median_ms(lambda: dst.copy_(src))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    rows = []
+    failed = 0
+    for label, path, dims, peer in CASES:
+        if args.only and args.only not in label:
+            continue
+        t_fusc, ok = run_fusc(path, dims)
+        failed += 0 if ok else 1
+        eager, fn, inputs, nbytes = peer()
+        t_eager = median_ms(eager)
+        compiled = torch.compile(fn)
+        t_comp = median_ms(lambda: compiled(*inputs))
+        t_copy = copy_ms(nbytes)
+        del inputs, eager, compiled
+        torch.cuda.empty_cache()
+        rows.append((label, t_fusc, nbytes, t_eager, t_comp, t_copy))
+
+    gbs = lambda nbytes, ms: nbytes / ms / 1e6 if ms else float("nan")
+    head = ["case", "fusc ms", "fusc GB/s", "copy GB/s", "fusc/copy", "eager ms",
+            "eager/fusc", "compile ms", "compile/fusc"]
+    lines = []
+    for label, tf, nb, te, tc, tcp in rows:
+        if tf is None:
+            lines.append([label, "FAIL", "", f"{gbs(nb, tcp):.0f}", "", f"{te:.3f}", "", f"{tc:.3f}", ""])
+            continue
+        lines.append([label, f"{tf:.3f}", f"{gbs(nb, tf):.0f}", f"{gbs(nb, tcp):.0f}",
+                      f"{tcp / tf:.3f}", f"{te:.3f}", f"{te / tf:.2f}", f"{tc:.3f}", f"{tc / tf:.2f}"])
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for l in lines:
+            print("| " + " | ".join(l) + " |")
+    else:
+        w = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
+        print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
+        for l in lines:
+            print("  ".join(c.ljust(w[i]) for i, c in enumerate(l)))
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
