@@ -118,11 +118,16 @@ check-unit: deps $(BUILD)/check_unit
 check-golden: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/golden.sh
 
+# `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
+check-sim: deps $(FUSC)
+	FUSC=$(FUSC) sh tests/check_examples.sh
+
 # Both layers run even when the first fails; the exit status is nonzero if either failed.
 check: deps
 	@$(MAKE) --no-print-directory $(FUSC) $(BUILD)/check_unit
 	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
 	 $(MAKE) --no-print-directory check-golden || rc=1; \
+	 $(MAKE) --no-print-directory check-sim || rc=1; \
 	 if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; exit $$rc
 
 demo: all
@@ -138,6 +143,19 @@ install: all
 	install -m 644 $(LIBFUSRT_A) $(LIBFUSRT_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+# On the GPU machine, which has no flex/bison/check: these use the build/ carried there and
+# rebuild nothing (run `make all build/check_unit` here first).
+bench:
+	@test -x $(FUSC) || { echo "bench: build $(FUSC) first (make all)"; exit 2; }
+	@mkdir -p $(BUILD)/bench/manual $(BUILD)/bench/auto
+	$(FUSC) examples/saxpy.fus -o $(BUILD)/bench/manual/saxpy.cu
+	$(FUSC) bench/pointwise/saxpy_auto.fus -o $(BUILD)/bench/auto/saxpy.cu
+	for v in manual auto; do \
+	  $(NVCC) -O3 -std=c++17 -arch=sm_90 -I$(BUILD)/bench/$$v bench/saxpy_main.cu \
+	    $(BUILD)/bench/$$v/saxpy.cu -o $(BUILD)/bench/saxpy_$$v && \
+	  $(BUILD)/bench/saxpy_$$v 28 saxpy_nvcc_$$v || exit 1; done
+	FUSC=$(FUSC) python3 bench/bench.py
 
 clean:
 	rm -rf $(BUILD)

@@ -653,12 +653,37 @@ static void emit_if(Em *em, Stmt *s)
 	buf_puts(em->out, "\n");
 }
 
+static int count_shared(Stmt *s)
+{
+	int n = 0;
+	for (; s; s = s->next)
+		n += (s->kind == KS_ALLOC && s->mem == MEM_SHARED) + count_shared(s->body) +
+		     count_shared(s->then) + count_shared(s->els);
+	return n;
+}
+
+/* Several shared buffers (which may share bytes) or a dynamic one live in one pool,
+ * `fus_smem`; a single static buffer is a plain array. */
+static bool smem_pooled(Kernel *k)
+{
+	return k->smem_dynamic || count_shared(k->body) > 1;
+}
+
 static void emit_alloc(Em *em, Stmt *s)
 {
 	Tensor *t = s->tensor;
 	int align = vector_bytes(em->k->body, t);
 
 	line_start(em);
+	if (s->mem == MEM_SHARED && smem_pooled(em->k)) {
+		buf_printf(em->out, "%s *", dtype_ctype(t->dtype));
+		cuda_name(em->out, t->name);
+		buf_printf(em->out, " = reinterpret_cast<%s *>(fus_smem + %lld); // ",
+			   dtype_ctype(t->dtype), (long long)s->smem_offset);
+		put_expr(em->out, s->size, DT_I64, true);
+		buf_puts(em->out, " elements\n");
+		return;
+	}
 	if (s->mem == MEM_SHARED)
 		buf_puts(em->out, "__shared__ __align__(16) ");
 	else if (s->mem != MEM_LOCAL)
@@ -741,6 +766,67 @@ static void emit_comment(Em *em, Stmt *s)
 	}
 }
 
+/* The 32-bit shared address of &t[off]. */
+static void put_smem_addr(Em *em, Tensor *t, IrExpr *off)
+{
+	buf_puts(em->out, "(unsigned)__cvta_generic_to_shared(&");
+	cuda_name(em->out, t->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, off, DT_I64, true);
+	buf_puts(em->out, "])");
+}
+
+/* asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(smem), "l"(gmem),
+ * "r"(src_size) : "memory"); the src-size operand zero-fills lanes not read from global. */
+static void emit_cp_async(Em *em, Stmt *s)
+{
+	Tensor *t = s->tensor;
+	int esize = dtype_size(t->dtype), bytes = s->vec * esize;
+	bool src_size = s->cond || s->size;
+
+	line_start(em);
+	buf_printf(em->out, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d%s;\\n\" :: \"r\"(",
+		   t->cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
+	put_smem_addr(em, t, s->offset);
+	buf_puts(em->out, "), \"l\"(&");
+	cuda_name(em->out, s->src->name);
+	buf_puts(em->out, "[");
+	put_expr(em->out, s->src_offset, DT_I64, true);
+	buf_puts(em->out, "])");
+	if (src_size) {
+		buf_puts(em->out, ", \"r\"(");
+		if (s->cond) {
+			Val c = val_conv(s->cond, DT_BOOL, true);
+			val_paren(&c, P_OR);
+			val_put(em->out, &c);
+			buf_puts(em->out, " ? ");
+		}
+		if (s->size) {
+			Val n = val_conv(s->size, DT_I64, true);
+			val_paren(&n, P_MUL);
+			buf_puts(em->out, "(unsigned)(");
+			val_put(em->out, &n);
+			buf_printf(em->out, " * %d)", esize);
+		} else {
+			buf_printf(em->out, "%du", bytes);
+		}
+		if (s->cond)
+			buf_puts(em->out, " : 0u");
+		buf_puts(em->out, ")");
+	}
+	buf_puts(em->out, " : \"memory\");\n");
+}
+
+static void emit_cp_wait(Em *em, Stmt *s)
+{
+	line_start(em);
+	if (s->wait_n < 0)
+		buf_puts(em->out, "asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+	else
+		buf_printf(em->out, "asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n",
+			   s->wait_n);
+}
+
 static void emit_stmts(Em *em, Stmt *s)
 {
 	for (; s; s = s->next) {
@@ -753,6 +839,12 @@ static void emit_stmts(Em *em, Stmt *s)
 		case KS_LET: emit_let(em, s); break;
 		case KS_COMMENT: emit_comment(em, s); break;
 		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
+		case KS_CP_ASYNC: emit_cp_async(em, s); break;
+		case KS_CP_COMMIT:
+			line_start(em);
+			buf_puts(em->out, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n");
+			break;
+		case KS_CP_WAIT: emit_cp_wait(em, s); break;
 		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
 		}
 	}
@@ -808,6 +900,12 @@ static void emit_kernel(Kernel *k, Buf *out)
 	buf_printf(out, "%s(", k->name);
 	emit_kernel_params(k->fusion, out);
 	buf_puts(out, ")\n{\n");
+	if (k->smem_dynamic)
+		buf_printf(out, "  extern __shared__ __align__(16) unsigned char fus_smem[]; // %lld "
+				"bytes, dynamic\n", (long long)k->smem_bytes);
+	else if (smem_pooled(k))
+		buf_printf(out, "  __shared__ __align__(16) unsigned char fus_smem[%lld];\n",
+			   (long long)k->smem_bytes);
 	for (int i = 0; i < k->locals.len; i++) {
 		Var *v = VEC_AT(k->locals, Var, i);
 		buf_printf(out, "  %s ", dtype_ctype(v->dtype));
@@ -1076,6 +1174,39 @@ static void emit_launch_args(Buf *out, Fusion *f)
 	}
 }
 
+/* More than 48 KiB of shared memory is dynamic: check it against the device's opt-in limit
+ * (the message states dynamic, static, required and limit sizes) and raise the kernel's limit
+ * once per device. */
+static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
+{
+	long long dyn = (long long)k->smem_bytes;
+
+	if (!k->smem_dynamic)
+		return;
+	buf_puts(out, "  int fus_dev = 0, fus_smem_limit = 0;\n"
+		      "  cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);\n"
+		      "  if (fus_attr_err == cudaSuccess)\n"
+		      "    fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, "
+		      "cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);\n");
+	buf_printf(out, "  if (fus_attr_err != cudaSuccess)\n"
+			"    return fus_fail(%s, \"%s: cannot query the shared memory limit: %%s\", "
+			"cudaGetErrorString(fus_attr_err));\n", err, k->fusion->name);
+	buf_printf(out, "  if (%lld > (long long)fus_smem_limit)\n"
+			"    return fus_fail(%s, \"%s: needs %lld bytes of shared memory (dynamic %lld, "
+			"static 0, required %lld) but the device allows %%d per block\", "
+			"fus_smem_limit);\n", dyn, err, k->fusion->name, dyn, dyn, dyn);
+	buf_printf(out, "  static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device\n"
+			"  if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {\n"
+			"    fus_attr_err = cudaFuncSetAttribute(%s, "
+			"cudaFuncAttributeMaxDynamicSharedMemorySize, %lld);\n"
+			"    if (fus_attr_err != cudaSuccess)\n"
+			"      return fus_fail(%s, \"%s: cannot raise the dynamic shared memory to %lld "
+			"bytes: %%s\", cudaGetErrorString(fus_attr_err));\n"
+			"    if (fus_dev < 64)\n"
+			"      fus_smem_raised[fus_dev] = true;\n"
+			"  }\n", k->name, dyn, err, k->fusion->name, dyn);
+}
+
 static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 {
 	Fusion *f = k->fusion;
@@ -1098,11 +1229,12 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	emit_launch_dims(a, out, k, "block", PT_TIDX);
 	emit_block_check(out, k, err.s);
 	emit_zero_check(out, k);
+	emit_smem_setup(out, k, err.s);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);
 	buf_puts(out, ", ");
 	put_dim3(out, k, "block", PT_TIDX);
-	buf_puts(out, ", 0, stream>>>(");
+	buf_printf(out, ", %lld, stream>>>(", k->smem_dynamic ? (long long)k->smem_bytes : 0LL);
 	emit_launch_args(out, f);
 	buf_puts(out, ");\n");
 	buf_puts(out, "  cudaError_t fus_err = cudaGetLastError();\n");

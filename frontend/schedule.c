@@ -358,8 +358,8 @@ static bool check_args(Sched *s, AstDirective *dir, Verb v)
 			diag_error(s->d, dir->span, "'%s' takes %d argument%s, not %d: %s", verbs[v].name,
 				   n, n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
 		else
-			diag_error(s->d, dir->span, "'%s' takes %d or %d argument%s, not %d: %s",
-				   verbs[v].name, min, n, n == 1 ? "" : "s", dir->nargs, verbs[v].usage);
+			diag_error(s->d, dir->span, "'%s' takes %d or %d arguments, not %d: %s",
+				   verbs[v].name, min, n, dir->nargs, verbs[v].usage);
 		return false;
 	}
 	for (int i = 0, ki = 0; i < dir->nargs; i++, ki++) {
@@ -812,6 +812,15 @@ static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, 
 	t->ndomain = n;
 }
 
+/* A tensor computed at t, if any. */
+static Tensor *computed_at(Fusion *f, Tensor *t)
+{
+	for (int i = 0; i < f->ntensors; i++)
+		if (f->tensors[i]->ca_tensor == t)
+			return f->tensors[i];
+	return NULL;
+}
+
 /* Computes t inside u's loop domain[pos] (the checks on the directive are done). */
 static bool compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 {
@@ -849,6 +858,14 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 	if (t->history.len || t->ca_tensor) {
 		diag_error(s->d, dir->span, "compute_at must come before the other loop transforms of '%s'",
 			   t->name);
+		return false;
+	}
+	Tensor *in = computed_at(s->f, t);
+	if (in) {
+		/* The replay would transform axes that `in` already shares. */
+		diag_error(s->d, dir->span, "compute_at of '%s' must come before '%s' is computed at it",
+			   t->name, in->name);
+		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, t->name);
 		return false;
 	}
 	int pos = tensor_axis_pos(u, ua);
@@ -946,14 +963,15 @@ static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
 		collect_accesses(a, e->args[i], t, out);
 }
 
-/* Two subscripts name the same index (by name: readers are different statements) or are the
- * same constant. */
+/* Two subscripts are the same root axis position of their readers (readers are different
+ * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or the same
+ * constant. */
 static bool same_subscript(IrExpr *x, IrExpr *y)
 {
 	if (x->kind != y->kind)
 		return false;
 	if (x->kind == EX_AXIS)
-		return strcmp(x->axis->name, y->axis->name) == 0;
+		return x->axis->root_index == y->axis->root_index;
 	return x->kind == EX_INT && x->ival == y->ival;
 }
 
@@ -1248,13 +1266,21 @@ static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
 }
 
 /* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
- * one consumer u, at the deepest position pos such that u.domain[0..pos] holds only serial or
- * blockIdx loops (no threadIdx-bound or vectorized axis) and the replay is legal. */
+ * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
+ * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
+ * local cache is per thread, so thread axes are fine), and the replay is legal. */
 static bool place_cache(Sched *s, Tensor *c)
 {
 	if (c->history.len) {
 		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
 			   c->name);
+		return false;
+	}
+	Tensor *in = computed_at(s->f, c);
+	if (in) {
+		diag_error(s->d, c->cache_span, "cache '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
+			   c->name, in->name);
+		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, c->name);
 		return false;
 	}
 	Tensor *u[2];
@@ -1269,7 +1295,8 @@ static bool place_cache(Sched *s, Tensor *c)
 	int pos = -1;
 	for (int i = 0; i < u[0]->ndomain; i++) {
 		Axis *ax = u[0]->domain[i];
-		if (par_is_thread(loop_par(ax)) || ax->vectorize || !replayable(s, c, u[0], i))
+		bool thread = par_is_thread(loop_par(ax)) && c->mem == MEM_SHARED;
+		if (thread || ax->vectorize || !replayable(s, c, u[0], i))
 			break;
 		pos = i;
 	}
@@ -1277,8 +1304,9 @@ static bool place_cache(Sched *s, Tensor *c)
 		Axis *ax = u[0]->domain[0];
 		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
 			   c->name, ax->name, u[0]->name,
-			   par_is_thread(loop_par(ax)) ? par_name(loop_par(ax))
-			   : ax->vectorize ? "vectorized" : "not shared with it", c->name);
+			   ax->vectorize ? "vectorized" : par_is_thread(loop_par(ax))
+			   ? arena_printf(s->a, "bound to %s", par_name(loop_par(ax)))
+			   : "not replayable on it", c->name);
 		return false;
 	}
 	return compute_at_pos(s, c, u[0], pos, c->cache_span);
@@ -1344,7 +1372,8 @@ static bool check_stages(Sched *s, Tensor *c)
 static bool finish_caches(Sched *s)
 {
 	bool ok = true;
-	for (int i = 0; i < s->f->ntensors; i++) {
+	/* Consumers first: a cache of a cache is computed at its reader once that is placed. */
+	for (int i = s->f->ntensors - 1; i >= 0; i--) {
 		Tensor *c = s->f->tensors[i];
 		if (c->cache_of && !c->ca_tensor)
 			ok &= place_cache(s, c);

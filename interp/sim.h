@@ -116,18 +116,13 @@ typedef struct Sim {
 	int capreports;
 } Sim;
 
-/* interp/simulate.c: cp.async (issue 6 adds the kernel-IR nodes that call these). */
+/* interp/simulate.c: the cp.async model behind KS_CP_ASYNC, KS_CP_COMMIT and KS_CP_WAIT. */
 void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off, SimBuf *src,
 		    int64_t src_off, int n, bool zero_fill);
 void sim_async_commit(Sim *S, SimThread *T);
 /* Retires every group but the newest `keep` (cp.async.wait_group keep); keep < 0: wait_all. */
 void sim_async_wait(Sim *S, SimThread *T, int keep);
 SimBuf *sim_buf(Sim *S, Tensor *t);
-
-/* A hook for statements the simulator does not know (tests use it on KS_COMMENT to drive the
- * cp.async model before the kernel IR has nodes for it). Returns true when it handled s. */
-typedef bool (*SimHook)(Sim *S, SimThread *T, Stmt *s);
-extern SimHook sim_test_hook;
 
 /* interp/sim_report.c */
 void sim_report(Sim *S, SimFault kind, SimBuf *b, int64_t off, int64_t size, bool write);

@@ -17,8 +17,6 @@
 
 #include "interp/sim.h"
 
-SimHook sim_test_hook;
-
 static void fail(Sim *S, const char *fmt, ...) PRINTF(2, 3);
 static void fail(Sim *S, const char *fmt, ...)
 {
@@ -825,12 +823,9 @@ static void run_thread(Sim *S, SimThread *T)
 			T->at = s;
 			return;
 		case KS_COMMENT:
-			if (sim_test_hook)
-				sim_test_hook(S, T, s);
 			break;
 		default:
-			if (!sim_test_hook || !sim_test_hook(S, T, s))
-				fail(S, "statement kind %d is not simulated", (int)s->kind);
+			fail(S, "statement kind %d is not simulated", (int)s->kind);
 			break;
 		}
 	}

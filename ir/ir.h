@@ -354,7 +354,9 @@ typedef enum StmtKind {
 	KS_CP_ASYNC, /* cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
 		      * src[src_offset .. +vec), vec elements (4, 8 or 16 bytes); cond, when set, is
 		      * the in-bounds predicate of the global read: false lanes are zero-filled
-		      * (src-size 0) without reading global memory; cg from Tensor.cp_async_cg */
+		      * (src-size 0) without reading global memory; cg from Tensor.cp_async_cg.
+		      * size, when set (and cond holds): only the first `size` elements (1..vec)
+		      * are read from global, the rest are zero-filled (a partial last vector) */
 	KS_CP_COMMIT, /* cp.async.commit_group */
 	KS_CP_WAIT,   /* cp.async.wait_group n (n = wait_n), or cp.async.wait_all when wait_n < 0 */
 	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no members) */
@@ -384,6 +386,9 @@ struct Stmt {
 	int vec;          /* KS_VSTORE: elements per access */
 	const char *text; /* KS_COMMENT, KS_SYNC */
 	int wait_n;       /* KS_CP_WAIT */
+	int64_t smem_offset; /* KS_ALLOC of shared memory: byte offset in the kernel's pool
+			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
+			      * overlap may share bytes) */
 };
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned
@@ -410,6 +415,12 @@ typedef struct Kernel {
 	Vec preconds;          /* Precond* */
 	Vec locals;            /* Var* declared at kernel scope (loop vars are declared by loops) */
 	int min_arch;          /* e.g. 80: from the features used */
+	/* Shared memory (passes/shared_memory.c): bytes the kernel's buffers need (each 16-byte
+	 * aligned, reused where lifetimes do not overlap). smem_dynamic: more than 48 KiB, so it
+	 * is one `extern __shared__` pool and the launch passes smem_bytes as dynamic shared
+	 * memory (after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)); otherwise static. */
+	int64_t smem_bytes;
+	bool smem_dynamic;
 	int nvars;             /* counter for unique Var names */
 	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
 	Arena *arena;

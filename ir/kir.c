@@ -155,6 +155,32 @@ static void print_block(Stmt *body, int level, Buf *out)
 	buf_puts(out, "}");
 }
 
+/* `cp.async.ca c[o : 4] <- A[g : 4] src_size(cond ? 4 : 0);` (src_size in elements, as the
+ * PTX operand is in bytes; the rest of the destination vector is zero-filled) */
+static void print_cp_async(Stmt *s, Buf *out)
+{
+	buf_printf(out, "cp.async.%s %s[", s->tensor->cp_async_cg ? "cg" : "ca", s->tensor->name);
+	ir_print_expr(s->offset, out);
+	buf_printf(out, " : %d] <- %s[", s->vec, s->src ? s->src->name : "?");
+	ir_print_expr(s->src_offset, out);
+	buf_printf(out, " : %d]", s->vec);
+	if (s->cond || s->size) {
+		buf_puts(out, " src_size(");
+		if (s->cond) {
+			ir_print_expr(s->cond, out);
+			buf_puts(out, " ? ");
+		}
+		if (s->size)
+			ir_print_expr(s->size, out);
+		else
+			buf_printf(out, "%d", s->vec);
+		if (s->cond)
+			buf_puts(out, " : 0");
+		buf_puts(out, ")");
+	}
+	buf_puts(out, ";");
+}
+
 static void print_stmt(Stmt *s, int level, Buf *out)
 {
 	buf_indent(out, level);
@@ -185,6 +211,8 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 			   s->tensor->name);
 		ir_print_expr(s->size, out);
 		buf_puts(out, "];");
+		if (s->mem == MEM_SHARED && s->smem_offset)
+			buf_printf(out, " // at byte %lld", (long long)s->smem_offset);
 		break;
 	case KS_STORE:
 		buf_printf(out, "%s[", s->tensor->name);
@@ -218,6 +246,18 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		break;
 	case KS_SYNC:
 		buf_puts(out, "__syncthreads();");
+		break;
+	case KS_CP_ASYNC:
+		print_cp_async(s, out);
+		break;
+	case KS_CP_COMMIT:
+		buf_puts(out, "cp.async.commit_group;");
+		break;
+	case KS_CP_WAIT:
+		if (s->wait_n < 0)
+			buf_puts(out, "cp.async.wait_all;");
+		else
+			buf_printf(out, "cp.async.wait_group %d;", s->wait_n);
 		break;
 	}
 	buf_puts(out, "\n");
@@ -267,6 +307,9 @@ void kir_print(Kernel *k, Buf *out)
 	buf_printf(out, "kernel %s", k->name);
 	print_dims(k, "grid", PT_BIDX, out);
 	print_dims(k, "block", PT_TIDX, out);
+	if (k->smem_bytes)
+		buf_printf(out, " smem(%lld%s)", (long long)k->smem_bytes,
+			   k->smem_dynamic ? " dynamic" : "");
 	buf_puts(out, " {\n");
 	for (int i = 0; i < k->preconds.len; i++)
 		print_precond(VEC_AT(k->preconds, Precond, i), out);

@@ -128,6 +128,22 @@ static void check_stmt(Verifier *v, Stmt *s)
 			fail(v, "assignment to an undeclared local", s->var->name);
 		check_expr(v, s->value);
 		break;
+	case KS_CP_ASYNC:
+		check_target(v, s->tensor);
+		if (s->tensor && s->tensor->mem != MEM_SHARED)
+			fail(v, "cp.async into a buffer outside shared memory:", s->tensor->name);
+		if (!s->src || s->src->mem != MEM_GLOBAL)
+			fail(v, "cp.async from outside global memory into",
+			     s->tensor ? s->tensor->name : "?");
+		check_expr(v, s->offset);
+		check_expr(v, s->src_offset);
+		if (s->cond)
+			check_expr(v, s->cond);
+		if (s->size)
+			check_expr(v, s->size);
+		break;
+	case KS_CP_WAIT:
+	case KS_CP_COMMIT:
 	case KS_COMMENT:
 	case KS_SYNC:
 		break;
@@ -143,7 +159,10 @@ static void check_list(Verifier *v, Stmt *s)
 /* The passes that run after indexing (passes/pipeline.c order). */
 static bool is_after_indexing(const char *pass)
 {
-	static const char *after[] = {"indexing", "vectorize", "allocation", "arch", "simplify"};
+	static const char *after[] = {"indexing",      "cp_async", "circular_buffer",
+				      "vectorize",     "allocation", "shared_memory",
+				      "cp_wait",       "sync",       "arch",
+				      "simplify"};
 	for (int i = 0; i < countof(after); i++)
 		if (pass && strcmp(pass, after[i]) == 0)
 			return true;

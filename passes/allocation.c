@@ -4,7 +4,8 @@
  * inside the shared loop (the KS_COMMENT marker that loop_nest leaves with `tensor` set). The
  * buffer holds one compute-at iteration's worth: the product of the extents of its buffer
  * axes (index_buffer_axes), which must be constants: registers and static shared memory have
- * a size fixed at compile time. Inputs and outputs are the launcher's pointers: no buffer.
+ * a size fixed at compile time; a circular-buffered tensor has `stages` of them (its marker was
+ * moved before the buffer loop). Inputs and outputs are the launcher's pointers: no buffer.
  */
 #include "passes/passes.h"
 
@@ -27,6 +28,8 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 		}
 		total *= e;
 	}
+	if (t->stages >= 2)
+		total *= t->stages; /* one slot per stage (circular_buffer.c) */
 	*size = ir_int(k->arena, total);
 	return true;
 }

@@ -17,12 +17,18 @@ typedef struct Need {
 	Span span;
 } Need;
 
-/* The statements that need a newer architecture than the baseline. No statement kind does
- * yet; cp.async (sm_80) joins here when the kernel IR gets it. */
+static void need(Need *worst, int arch, const char *what, Span span)
+{
+	if (arch > worst->arch)
+		*worst = (Need){arch, what, span};
+}
+
+/* The statements that need a newer architecture than the baseline: cp.async (sm_80), at the
+ * cp_async directive. */
 static void stmt_needs(Stmt *s, Need *worst)
 {
-	(void)s;
-	(void)worst;
+	if (s->kind == KS_CP_ASYNC)
+		need(worst, 80, "cp.async", s->span);
 }
 
 static void scan(Stmt *s, Need *worst)

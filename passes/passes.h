@@ -51,10 +51,35 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
 /* Element offset of t[subs] (logical subscripts): row-major over the shape for inputs and
  * outputs, over the buffer axes (computed forward from the subscripts) for intermediates. */
 IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n);
+/* passes/cp_async.c: copies into cp_async tensors -> KS_CP_ASYNC (zero-fill by src-size, a
+ * real branch only for shared addresses out of range), one commit after each load nest. */
+bool pass_cp_async(Kernel *k, Diag *d);
+/* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
+ * slot-reuse barriers, wait_all after the loop; any loop extent. */
+bool pass_circular_buffer(Kernel *k, Diag *d);
 /* passes/vectorize.c: vectorized loops -> vector loads/stores with a scalar tail. */
 bool pass_vectorize(Kernel *k, Diag *d);
+/* Helpers for passes that emit their own vector accesses (cp_async): the constant c with
+ * e = c * v + (terms without v); whether e is a multiple of V whatever its variables; whether
+ * t[off] (off of stride 1 in v) can be one V-element access: sets *base = off at v = 0 and
+ * records the launch preconditions it needs (pointer alignment, size multiples) for `reason`
+ * at `span`. */
+bool vectorize_stride(IrExpr *e, Var *v, int64_t *c);
+bool vectorize_multiple(Arena *a, IrExpr *e, int64_t V);
+bool vectorize_access(Kernel *k, Diag *d, Var *v, int64_t V, Span span, const char *reason,
+		      Tensor *t, IrExpr *off, IrExpr **base);
 /* passes/allocation.c: buffers for materialized intermediates. */
 bool pass_allocation(Kernel *k, Diag *d);
+/* passes/shared_memory.c: 16-byte aligned offsets in one pool, reuse of buffers whose
+ * lifetimes do not overlap, static or dynamic (> 48 KiB), the target's limit. */
+bool pass_shared_memory(Kernel *k, Diag *d);
+/* passes/cp_wait.c: a cp.async wait before any read of a cp.async destination. */
+bool pass_cp_wait(Kernel *k, Diag *d);
+/* passes/sync.c: __syncthreads() for cross-thread RAW/WAR/WAW hazards on shared memory. */
+bool pass_sync(Kernel *k, Diag *d);
+/* Whether a thread may read (or write) in `readers` an element of t that another thread
+ * wrote (or read) in `writers` (offsets after indexing; used by circular_buffer.c). */
+bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers);
 /* passes/arch.c: minimum architecture from the features used; check against the target. */
 bool pass_arch(Kernel *k, Diag *d);
 /* passes/simplify.c: constant folding and dead branch removal. */

@@ -14,8 +14,13 @@ const Pass pass_list[] = {
 	{"predicate", pass_predicate, "bounds predicates for non-divisible splits and pars"},
 	{"redundant_write", pass_redundant_write, "only index 0 of an unused par writes memory"},
 	{"indexing", pass_indexing, "logical subscripts -> flattened offsets"},
+	{"cp_async", pass_cp_async, "copies into cp_async tensors -> cp.async + commit"},
+	{"circular_buffer", pass_circular_buffer, "stages: prologue, slots, commits, waits, barriers"},
 	{"vectorize", pass_vectorize, "vector loads/stores with a scalar tail"},
 	{"allocation", pass_allocation, "buffers for materialized intermediates"},
+	{"shared_memory", pass_shared_memory, "shared offsets, reuse, static/dynamic, limits"},
+	{"cp_wait", pass_cp_wait, "cp.async waits before reads of cp.async destinations"},
+	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
 };

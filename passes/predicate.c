@@ -9,7 +9,8 @@
  *     whose extent may be smaller than the kernel's launch extent (another tensor launched it
  *     wider): the extra threads must not write.
  * A condition that ir_range proves true is dropped (e.g. a split of 33 by 11), duplicates are
- * merged, and a statement with no condition left is not wrapped. Index values are never
+ * merged, and a statement with no condition left is not wrapped. A copy into a cp.async
+ * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values are never
  * negative (loop variables, parallel indices and sizes are not), so only upper bounds matter.
  */
 #include "passes/passes.h"
@@ -94,6 +95,35 @@ static bool uses_var(IrExpr *e, Var *v)
 	return false;
 }
 
+/* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
+ * its value (`c[o] = inb ? A[g] : 0`, which the cp_async pass turns into the src-size
+ * operand: the lane is zero-filled and global memory is not read). Only the parallel
+ * conditions, which keep threads beyond the tensor's extent off shared addresses outside
+ * its buffer, stay a real branch. */
+static Stmt *guard_cp_async(Kernel *k, Stmt *s)
+{
+	Conds in = {.a = k->arena}, par = {.a = k->arena};
+	bounds(&in, s->tensor, s->idx, s->nidx);
+	access_conds(&in, s->value);
+	par_conds(&par, k, s->tensor);
+	IrExpr *c = conjunction(&in);
+	if (c) {
+		DType dt = s->value->dtype;
+		IrExpr *zero = dtype_is_float(dt) ? ir_float(k->arena, dt, 0.0) : ir_int(k->arena, 0);
+		zero->dtype = dt;
+		s->value = ir_select(k->arena, c, s->value, zero);
+	}
+	IrExpr *p = conjunction(&par);
+	if (!p)
+		return s;
+	Stmt *next = s->next;
+	s->next = NULL;
+	Stmt *g = kir_if(k, p, s, NULL);
+	g->span = s->span;
+	g->next = next;
+	return g;
+}
+
 /* Wraps s in its predicate. A local assigned under a condition is only read under it: the
  * assignments right after s that read s's variable go into the same `if` (a max reduction's
  * `m_v = x[...]; m_acc = m_v > m_acc ... ;`). */
@@ -101,6 +131,8 @@ static Stmt *guard(Kernel *k, Stmt *s)
 {
 	Conds cs = {.a = k->arena};
 	Stmt *last = s;
+	if (s->kind == KS_STORE && s->tensor->cp_async)
+		return guard_cp_async(k, s);
 	if (s->kind == KS_STORE) {
 		bounds(&cs, s->tensor, s->idx, s->nidx);
 		par_conds(&cs, k, s->tensor);
@@ -114,8 +146,10 @@ static Stmt *guard(Kernel *k, Stmt *s)
 		}
 	}
 	IrExpr *c = conjunction(&cs);
+	/* No condition: s stays in place and the list goes on at s->next (returning `last`
+	 * here dropped s, the `m_v = x[...]` of a max reduction, from the list). */
 	if (!c)
-		return last;
+		return s;
 	Stmt *next = last->next;
 	last->next = NULL;
 	Stmt *g = kir_if(k, c, s, NULL);

@@ -59,6 +59,18 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 		case KS_LET:
 			s->value = simp(k, s->value);
 			break;
+		case KS_CP_ASYNC:
+			s->offset = simp(k, s->offset);
+			s->src_offset = simp(k, s->src_offset);
+			s->cond = simp(k, s->cond);
+			s->size = simp(k, s->size);
+			if (const_bool(s->cond, &b) && b)
+				s->cond = NULL;
+			if (s->size && ir_is_const(s->size, &n) && n >= s->vec)
+				s->size = NULL;
+			break;
+		case KS_CP_COMMIT:
+		case KS_CP_WAIT:
 		case KS_COMMENT:
 		case KS_SYNC:
 			break;

@@ -39,6 +39,7 @@ typedef struct Vz {
 	int64_t V;
 	Span span;     /* the vectorize directive */
 	const char *where;
+	const char *reason; /* of the preconditions (NULL: "vectorized access") */
 	Stmt *pre;     /* vector loads and allocations of the vector path, in order */
 	/* reads turned into vector loads: tensor, base offset, local copy */
 	struct VLoad { Tensor *t; IrExpr *base; Tensor *local; } *loads;
@@ -169,7 +170,7 @@ static void add_precond(Vz *z, PrecondKind kind, Tensor *t, SizeSym *s)
 	p->value = value;
 	p->span = z->span;
 	p->where = z->where;
-	p->reason = "vectorized access";
+	p->reason = z->reason ? z->reason : "vectorized access";
 	vec_push(z->a, pv, p);
 }
 
@@ -408,6 +409,30 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 			ok = walk(k, d, &s->then) & walk(k, d, &s->els) & ok;
 	}
 	return ok;
+}
+
+bool vectorize_stride(IrExpr *e, Var *v, int64_t *c)
+{
+	return stride_of(e, v, c);
+}
+
+bool vectorize_multiple(Arena *a, IrExpr *e, int64_t V)
+{
+	Vec needs = {0};
+	return multiple_of(a, e, V, &needs) && needs.len == 0;
+}
+
+bool vectorize_access(Kernel *k, Diag *d, Var *v, int64_t V, Span span, const char *reason,
+		      Tensor *t, IrExpr *off, IrExpr **base)
+{
+	Vz z = {.k = k, .d = d, .a = k->arena, .v = v, .V = V, .span = span, .reason = reason};
+	Vec needs = {0};
+
+	z.where = span_where(d, k->arena, span);
+	if (!vector_access(&z, t, off, base, &needs))
+		return false;
+	require(&z, t, &needs);
+	return true;
 }
 
 /* Launcher checks read best in signature order: pointers, then sizes. */

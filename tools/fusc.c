@@ -2,7 +2,7 @@
  *
  *   fusc FILE.fus            writes STEM.cu and STEM.h in the current directory
  *   fusc run FILE ...        JIT on the GPU and compare with the reference (tools/run.c)
- *   fusc check FILE ...      the kernel simulator (not implemented yet)
+ *   fusc check FILE ...      the lowered kernel on the CPU simulator (interp/simulate.c)
  *
  * Exit status: 0 success, 1 diagnostics, 2 usage or I/O errors. Outputs are written to a
  * temporary file and renamed, so a failed compilation never leaves a partial file.
@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "frontend/frontend.h"
+#include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -354,9 +355,7 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "run") == 0)
 		return fusc_run_main(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-		fprintf(stderr, "fusc check: the kernel simulator is not implemented yet (issue 5)\n");
-		return 2;
-	}
+	if (argc >= 2 && strcmp(argv[1], "check") == 0)
+		return fusc_check_main(argc - 1, argv + 1);
 	return compile_main(argc, argv);
 }

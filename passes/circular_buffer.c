@@ -1,0 +1,463 @@
+/* circular_buffer.c: circular (double) buffering of copies (SPEC §4.5).
+ *
+ * A tensor c with stages(n, p) is loaded into n slots over its buffer loop: the innermost loop
+ * around c's "computed at" marker (the innermost serial loop outside c's compute-at
+ * position), `for i in [0, E)`. Its load nest (the statement after the marker) is
+ *
+ *     for i in [0, E) { A; LOAD(i); B }          B reads c
+ *
+ * and becomes (slot size S elements, allocation n * S; the marker moves before the loop so the
+ * buffer outlives the iterations):
+ *
+ *     for s in [0, p) unroll { if (s < E) LOAD(s) into slot s; commit; }         prologue
+ *                                              (p = 1: the body once with s = 0, no loop)
+ *     wait_group p-1; [sync]                              stage 0 is in place
+ *     for i in [0, E) {
+ *       A;
+ *       if (i + p < E) LOAD(i + p) into slot (i + p) % n;
+ *       commit;                                           right after the last load
+ *       B reading slot i % n;
+ *       wait_group p-1; [sync]                            stage i + 1 is in place; slot i % n
+ *     }                                                   may be overwritten from now on
+ *     wait_all;                                           nothing stays in flight
+ *
+ * Wait counts: before B of iteration i, groups 1..p+i+1 are committed and stage i+1 is group
+ * i+2... so at the end of iteration i, p+i+1 groups exist and stage i+1 is group i+2: waiting
+ * until at most p-1 are pending completes it (p = n-1 gives SPEC's wait_group n-2). Loads past
+ * the extent are predicated off while the commits stay unconditional, so the counts hold for
+ * every extent, also E < n; no epilogue is needed. The slot written in iteration i,
+ * (i+p) % n, was last read in iteration i+p-n <= i-1, before that iteration's final barrier.
+ * With p = 0 the loop loads stage i, commits, waits for group 0 and syncs before B.
+ *
+ * Commits and waits are emitted only for cp.async tensors; the barriers only when threads read
+ * elements other threads wrote (sync_cross_thread), so a copy whose threads read only their
+ * own elements gets waits and no __syncthreads. This pass owns these waits and barriers: the
+ * cp_wait and sync passes leave buffered tensors alone. Caches buffered on the same loop share
+ * the prologue, the commits and the waits; they need the same stages.
+ */
+#include <string.h>
+
+#include "passes/passes.h"
+
+typedef struct Cb {
+	Kernel *k;
+	Diag *d;
+	Arena *a;
+	Var *i;          /* the buffer loop's variable */
+	IrExpr *idx;     /* what i becomes in the copy being made */
+	IrExpr *slot;    /* the slot the copy writes */
+	Tensor **group;
+	int64_t *sizes;  /* slot sizes (elements) of the group's tensors */
+	int ngroup;
+} Cb;
+
+static Span stages_span(Tensor *t)
+{
+	return t->stages_span.file ? t->stages_span : t->span;
+}
+
+/* ---- finding the buffer loop ------------------------------------------------------------ */
+
+typedef struct Found {
+	Stmt *loop;        /* the loop whose body holds the marker directly (NULL: none) */
+	Stmt **loop_link;  /* where that loop is linked */
+	bool found;
+} Found;
+
+static void find(Stmt **link, Stmt *loop, Stmt **loop_link, Tensor *t, Found *f)
+{
+	for (Stmt *s; !f->found && (s = *link); link = &s->next) {
+		if (s->kind == KS_COMMENT && s->tensor == t) {
+			*f = (Found){loop, loop_link, true};
+			return;
+		}
+		if (s->kind == KS_FOR)
+			find(&s->body, s, link, t, f);
+		else if (s->kind == KS_IF) {
+			find(&s->then, NULL, NULL, t, f);
+			find(&s->els, NULL, NULL, t, f);
+		}
+	}
+}
+
+static bool marks(Stmt *s, Tensor *t)
+{
+	return s->kind == KS_COMMENT && s->tensor == t;
+}
+
+static bool writes(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next) {
+		if ((s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) &&
+		    s->tensor == t)
+			return true;
+		if (writes(s->body, t) || writes(s->then, t) || writes(s->els, t))
+			return true;
+	}
+	return false;
+}
+
+static bool expr_reads(IrExpr *e, Tensor *t)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_LOAD && (e->tensor == t || (!t && e->tensor->kind == TK_INTERMEDIATE)))
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_reads(e->args[i], t))
+			return true;
+	return false;
+}
+
+static bool stmt_reads(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next) {
+		if (expr_reads(s->cond, t) || expr_reads(s->value, t) || expr_reads(s->offset, t) ||
+		    expr_reads(s->src_offset, t) || (s->kind == KS_VSTORE && s->src == t))
+			return true;
+		if (stmt_reads(s->body, t) || stmt_reads(s->then, t) || stmt_reads(s->els, t))
+			return true;
+	}
+	return false;
+}
+
+static bool contains_marker(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next)
+		if (marks(s, t) || contains_marker(s->body, t) || contains_marker(s->then, t) ||
+		    contains_marker(s->els, t))
+			return true;
+	return false;
+}
+
+/* Intermediates the load reads must be complete before the loop: a source computed inside
+ * the buffer loop would be prefetched before it exists. */
+static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
+{
+	Fusion *f = cb->k->fusion;
+	for (int j = 0; j < f->ntensors; j++) {
+		Tensor *src = f->tensors[j];
+		Stmt *one = load->next;
+		load->next = NULL;
+		bool r = src != t && src->kind == TK_INTERMEDIATE && stmt_reads(load, src);
+		load->next = one;
+		if (!r)
+			continue;
+		for (int g = 0; g < cb->ngroup; g++) {
+			if (cb->group[g] == src) {
+				diag_error(cb->d, stages_span(t),
+					   "%s and its source %s are buffered on the same loop; buffer "
+					   "%s on an inner loop", t->name, src->name, t->name);
+				return false;
+			}
+		}
+		if (contains_marker(body, src)) {
+			diag_error(cb->d, stages_span(t),
+				   "cannot buffer %s: its source %s is computed inside the buffered loop",
+				   t->name, src->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- copies ----------------------------------------------------------------------------- */
+
+static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
+{
+	Cb *cb = ctx;
+	return e->kind == EX_VAR && e->var == cb->i ? ir_copy(a, cb->idx) : e;
+}
+
+static IrExpr *map(Cb *cb, IrExpr *e)
+{
+	return e ? ir_simplify(cb->a, ir_rewrite(cb->a, e, subst_fn, cb)) : NULL;
+}
+
+static int group_index(Cb *cb, Tensor *t)
+{
+	for (int g = 0; g < cb->ngroup; g++)
+		if (cb->group[g] == t)
+			return g;
+	return -1;
+}
+
+static IrExpr *slot_offset(Cb *cb, IrExpr *slot, int g)
+{
+	return ix_mul(cb->a, slot, ir_int(cb->a, cb->sizes[g]));
+}
+
+static Stmt *copy_list(Cb *cb, Stmt *s);
+
+/* A copy of a load statement with i -> cb->idx, writing slot cb->slot. */
+static Stmt *copy_stmt(Cb *cb, Stmt *s)
+{
+	Stmt *c = NEW(cb->a, Stmt);
+	*c = *s;
+	c->next = NULL;
+	c->cond = map(cb, s->cond);
+	c->value = map(cb, s->value);
+	c->offset = map(cb, s->offset);
+	c->src_offset = map(cb, s->src_offset);
+	c->size = map(cb, s->size);
+	if (s->nidx) {
+		c->idx = arena_alloc(cb->a, sizeof(IrExpr *) * (size_t)s->nidx);
+		for (int j = 0; j < s->nidx; j++)
+			c->idx[j] = map(cb, s->idx[j]);
+	}
+	int g = group_index(cb, s->tensor);
+	if ((s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) && g >= 0)
+		c->offset = ix_add(cb->a, c->offset, slot_offset(cb, cb->slot, g));
+	c->body = copy_list(cb, s->body);
+	c->then = copy_list(cb, s->then);
+	c->els = copy_list(cb, s->els);
+	return c;
+}
+
+static Stmt *copy_list(Cb *cb, Stmt *s)
+{
+	Stmt *head = NULL;
+	for (; s; s = s->next)
+		head = kir_append(head, copy_stmt(cb, s));
+	return head;
+}
+
+/* `if (idx < E) { loads of every tensor of the group into slot }` */
+static Stmt *stage_loads(Cb *cb, Stmt **loads, IrExpr *idx, IrExpr *slot, IrExpr *extent)
+{
+	Stmt *list = NULL;
+	cb->idx = idx;
+	cb->slot = slot;
+	for (int g = 0; g < cb->ngroup; g++) {
+		Stmt *one = loads[g]->next;
+		loads[g]->next = NULL;
+		list = kir_append(list, copy_stmt(cb, loads[g]));
+		loads[g]->next = one;
+	}
+	Stmt *s = kir_if(cb->k, ix_lt(cb->a, idx, extent), list, NULL);
+	s->span = stages_span(cb->group[0]);
+	return s;
+}
+
+/* Reads of the group's tensors in the loop body read slot i % n. */
+static IrExpr *slot_read_fn(Arena *a, IrExpr *e, void *ctx)
+{
+	Cb *cb = ctx;
+	int g;
+	if (e->kind != EX_LOAD || (g = group_index(cb, e->tensor)) < 0)
+		return e;
+	return ir_load(a, e->tensor, ix_add(a, e->args[0], slot_offset(cb, cb->slot, g)));
+}
+
+static IrExpr *slot_read(Cb *cb, IrExpr *e)
+{
+	return e ? ir_rewrite(cb->a, e, slot_read_fn, cb) : NULL;
+}
+
+static void read_slots(Cb *cb, Stmt *s)
+{
+	for (; s; s = s->next) {
+		s->cond = slot_read(cb, s->cond);
+		s->value = slot_read(cb, s->value);
+		s->offset = slot_read(cb, s->offset);
+		s->src_offset = slot_read(cb, s->src_offset);
+		s->size = slot_read(cb, s->size);
+		for (int j = 0; j < s->nidx; j++)
+			s->idx[j] = slot_read(cb, s->idx[j]);
+		if (s->kind == KS_VSTORE && group_index(cb, s->src) >= 0)
+			s->src_offset = ix_add(cb->a, s->src_offset,
+					       slot_offset(cb, cb->slot, group_index(cb, s->src)));
+		read_slots(cb, s->body);
+		read_slots(cb, s->then);
+		read_slots(cb, s->els);
+	}
+}
+
+/* ---- the transformation ----------------------------------------------------------------- */
+
+static Stmt *node(Cb *cb, StmtKind kind, int wait_n)
+{
+	Stmt *s = NEW(cb->a, Stmt);
+	s->kind = kind;
+	s->wait_n = wait_n;
+	s->span = stages_span(cb->group[0]);
+	return s;
+}
+
+/* [wait_group n] [__syncthreads()] */
+static Stmt *wait_sync(Cb *cb, bool async, bool share, int n)
+{
+	Stmt *list = async ? node(cb, KS_CP_WAIT, n) : NULL;
+	return share ? kir_append(list, node(cb, KS_SYNC, 0)) : list;
+}
+
+/* The slot size in elements: the product of the buffer axes' extents. */
+static bool slot_size(Cb *cb, Tensor *t, int64_t *out)
+{
+	Axis **axes;
+	int n = index_buffer_axes(cb->a, t, &axes);
+	*out = 1;
+	for (int j = 0; j < n; j++) {
+		int64_t e;
+		if (!ir_is_const(axes[j]->extent, &e)) {
+			diag_error(cb->d, stages_span(t),
+				   "cannot buffer %s: its buffer axis %s has no constant extent", t->name,
+				   axes[j]->name);
+			return false;
+		}
+		*out *= e;
+	}
+	return true;
+}
+
+static bool buffer_loop(Cb *cb, Found *f)
+{
+	Stmt *L = f->loop;
+	Tensor *t0 = cb->group[0];
+	int n = t0->stages, p = t0->prefetch;
+	bool async = false, share = false;
+	Stmt **markers = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
+	Stmt **loads = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
+
+	cb->sizes = arena_alloc(cb->a, sizeof(int64_t) * (size_t)cb->ngroup);
+	cb->i = L->var;
+	/* take the markers and loads out of the body; the first one's place gets the loads */
+	Stmt head = {.next = L->body}, *prev = &head, *at = NULL;
+	for (Stmt *s = L->body; s; s = s->next) {
+		int g = s->kind == KS_COMMENT && s->tensor ? group_index(cb, s->tensor) : -1;
+		if (g < 0) {
+			prev = s;
+			continue;
+		}
+		Tensor *t = cb->group[g];
+		if (!s->next || !writes(s->next, t)) {
+			diag_error(cb->d, stages_span(t), "cannot buffer %s: it has no load nest", t->name);
+			return false;
+		}
+		markers[g] = s;
+		loads[g] = s->next;
+		if (!at)
+			at = prev;
+		prev->next = s->next->next;
+		s = prev;
+	}
+	L->body = head.next;
+	for (int g = 0; g < cb->ngroup; g++) {
+		Tensor *t = cb->group[g];
+		if (!slot_size(cb, t, &cb->sizes[g]) || !source_outside(cb, t, loads[g], L->body))
+			return false;
+		async |= t->cp_async;
+		if (t->mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->body))
+			share = true;
+	}
+	Arena *a = cb->a;
+	IrExpr *E = L->var->extent, *i = ir_var(a, L->var);
+	/* B reads slot i % n */
+	cb->slot = ix_mod(a, i, ir_int(a, n));
+	read_slots(cb, L->body);
+	/* the main loop's loads */
+	IrExpr *ip = ix_add(a, i, ir_int(a, p));
+	Stmt *main = stage_loads(cb, loads, ip, ix_mod(a, ip, ir_int(a, n)), E);
+	if (async)
+		main = kir_append(main, node(cb, KS_CP_COMMIT, 0));
+	if (p == 0)
+		main = kir_append(main, wait_sync(cb, async, share, 0));
+	Stmt *rest = at == &head ? L->body : at->next;
+	main = kir_append(main, rest);
+	if (at == &head)
+		L->body = main;
+	else
+		at->next = main;
+	if (p > 0)
+		L->body = kir_append(L->body, wait_sync(cb, async, share, p - 1));
+	/* before the loop: the markers (for the allocation), the prologue, the first wait */
+	Stmt *before = NULL;
+	for (int g = 0; g < cb->ngroup; g++) {
+		markers[g]->next = NULL;
+		before = kir_append(before, markers[g]);
+	}
+	if (p == 1) {
+		/* one stage: no loop */
+		before = kir_append(before, stage_loads(cb, loads, ir_int(a, 0), ir_int(a, 0), E));
+		if (async)
+			before = kir_append(before, node(cb, KS_CP_COMMIT, 0));
+		before = kir_append(before, wait_sync(cb, async, share, 0));
+	} else if (p > 1) {
+		Var *s = kir_new_var(cb->k, arena_printf(a, "%s_pre", L->var->name), DT_I64);
+		s->extent = ir_int(a, p);
+		IrExpr *sv = ir_var(a, s);
+		Stmt *body = stage_loads(cb, loads, sv, sv, E);
+		if (async)
+			body = kir_append(body, node(cb, KS_CP_COMMIT, 0));
+		Stmt *pro = kir_for(cb->k, s, body);
+		pro->unroll = true;
+		pro->span = stages_span(t0);
+		before = kir_append(before, pro);
+		before = kir_append(before, wait_sync(cb, async, share, p - 1));
+	}
+	Stmt *after = L->next;
+	*f->loop_link = kir_append(before, L);
+	L->next = async ? node(cb, KS_CP_WAIT, -1) : NULL;
+	kir_append(L, after);
+	return true;
+}
+
+static bool buffer_tensor(Cb *cb, Tensor *t, bool *done)
+{
+	Found f = {0};
+	Fusion *fu = cb->k->fusion;
+
+	find(&cb->k->body, NULL, NULL, t, &f);
+	if (!f.found)
+		return true; /* not materialized in this kernel */
+	if (!f.loop) {
+		diag_error(cb->d, stages_span(t),
+			   "cannot buffer %s: no serial loop is outside its compute-at position", t->name);
+		return false;
+	}
+	if (t->stages < 2 || t->prefetch < 0 || t->prefetch >= t->stages) {
+		diag_error(cb->d, stages_span(t),
+			   "stages(%d, %d) of %s: needs at least 2 stages and 0 <= prefetch < stages",
+			   t->stages, t->prefetch, t->name);
+		return false;
+	}
+	/* every buffered tensor marked directly in the same loop body joins the group */
+	cb->group = arena_alloc(cb->a, sizeof(Tensor *) * (size_t)fu->ntensors);
+	cb->ngroup = 0;
+	for (int j = 0; j < fu->ntensors; j++) {
+		Tensor *u = fu->tensors[j];
+		if (u->stages < 2 || done[j])
+			continue;
+		bool here = false;
+		for (Stmt *s = f.loop->body; s; s = s->next)
+			here |= marks(s, u);
+		if (!here)
+			continue;
+		if (u->stages != t->stages || u->prefetch != t->prefetch) {
+			diag_error(cb->d, stages_span(u),
+				   "%s and %s are buffered on the same loop with different stages", t->name,
+				   u->name);
+			return false;
+		}
+		cb->group[cb->ngroup++] = u;
+		done[j] = true;
+	}
+	return buffer_loop(cb, &f);
+}
+
+bool pass_circular_buffer(Kernel *k, Diag *d)
+{
+	Fusion *f = k->fusion;
+	Cb cb = {.k = k, .d = d, .a = k->arena};
+	bool *done = arena_alloc(k->arena, sizeof(bool) * (size_t)(f->ntensors + 1));
+
+	memset(done, 0, sizeof(bool) * (size_t)(f->ntensors + 1));
+	for (int j = 0; j < f->ntensors; j++) {
+		Tensor *t = f->tensors[j];
+		if (t->stages < 2 || done[j])
+			continue;
+		if (!buffer_tensor(&cb, t, done))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,295 @@
+/* cp_async.c: copies into cp_async tensors become KS_CP_ASYNC (SPEC §4.1, §4.4).
+ *
+ * Runs after indexing. The predicate pass left each copy into a cp.async tensor as
+ *
+ *     [if (par conds)] c[o] = inb ? A[g] : 0;          (or c[o] = A[g] when always in bounds)
+ *
+ * where `par conds` keep threads beyond the tensor's bound extents off shared addresses outside
+ * the buffer (a real branch: the zero-fill still writes the destination), and `inb` is the
+ * bounds predicate of the global read: it becomes the src-size operand (0 bytes: the lane is
+ * zero-filled and global memory is not read). So no shared word is ever written both by a
+ * plain store (a zero-init) and by cp.async.
+ *
+ * A vectorized copy loop `for v in [0, V) vectorize { [if (q)] c[b + v] = inb(v) ? A[g + v] : 0 }`
+ * becomes one V-element cp.async at (b, g): the conditions q must not depend on v; each
+ * conjunct of inb that does must be `e(v) < n` with e of stride 1 in v: the vector reads the
+ * first min(n - e(0), V) elements (Stmt.size; a partial last vector), zero-fills the rest and
+ * is predicated by e(0) < n. Unvectorized copies move one element. The access must be 4, 8 or
+ * 16 bytes (16 for .cg); the global pointer's alignment becomes a launch precondition.
+ *
+ * A tensor that is not circular-buffered gets one commit right after its load nest; the
+ * cp_wait pass puts the wait before its reads. Circular buffering commits per stage itself.
+ */
+#include "passes/passes.h"
+
+typedef struct Cp {
+	Kernel *k;
+	Diag *d;
+	Arena *a;
+	bool ok;
+} Cp;
+
+static Span cp_span(Tensor *t)
+{
+	return t->cp_async_span.file ? t->cp_async_span : t->span;
+}
+
+static bool mentions(IrExpr *e, Var *v)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_VAR && e->var == v)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (mentions(e->args[i], v))
+			return true;
+	return false;
+}
+
+typedef struct Subst { Var *v; IrExpr *with; } Subst;
+
+static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
+{
+	Subst *s = ctx;
+	return e->kind == EX_VAR && e->var == s->v ? ir_copy(a, s->with) : e;
+}
+
+static IrExpr *subst(Arena *a, IrExpr *e, Var *v, IrExpr *with)
+{
+	Subst s = {v, with};
+	return ir_simplify(a, ir_rewrite(a, e, subst_fn, &s));
+}
+
+static bool is_zero(IrExpr *e)
+{
+	return (e->kind == EX_INT && e->ival == 0) || (e->kind == EX_FLOAT && e->fval == 0.0);
+}
+
+/* Splits `c[o] = [inb ?] A[g] [: 0]` into the global load and its predicate. */
+static bool copy_parts(Cp *c, Stmt *st, IrExpr **load, IrExpr **inb)
+{
+	Tensor *t = st->tensor;
+	IrExpr *v = st->value;
+
+	*inb = NULL;
+	if (v->kind == EX_SELECT && is_zero(v->args[2])) {
+		*inb = v->args[0];
+		v = v->args[1];
+	}
+	if (v->kind != EX_LOAD || v->tensor->mem != MEM_GLOBAL || v->tensor->dtype != t->dtype) {
+		diag_error(c->d, cp_span(t),
+			   "cp_async: %s must be a plain copy of a tensor in global memory of the same "
+			   "dtype", t->name);
+		return false;
+	}
+	if (t->mem != MEM_SHARED) {
+		diag_error(c->d, cp_span(t), "cp_async: %s must be in shared memory (it is %s)",
+			   t->name, mem_name(t->mem));
+		return false;
+	}
+	*load = v;
+	return true;
+}
+
+static bool size_ok(Cp *c, Tensor *t, int64_t vec)
+{
+	int64_t bytes = vec * dtype_size(t->dtype);
+
+	if (t->cp_async_cg && bytes != 16) {
+		diag_error(c->d, cp_span(t),
+			   "cp_async(cg) moves 16 bytes, but each copy into %s moves %lld bytes", t->name,
+			   (long long)bytes);
+		return false;
+	}
+	if (bytes != 4 && bytes != 8 && bytes != 16) {
+		diag_error(c->d, cp_span(t),
+			   "cp.async moves 4, 8 or 16 bytes, but each copy into %s moves %lld bytes%s",
+			   t->name, (long long)bytes,
+			   vec == 1 ? "; vectorize its innermost axis" : "");
+		return false;
+	}
+	return true;
+}
+
+static Stmt *cp_stmt(Cp *c, Tensor *t, IrExpr *off, IrExpr *load, IrExpr *src_off, int vec)
+{
+	Stmt *s = NEW(c->a, Stmt);
+	s->kind = KS_CP_ASYNC;
+	s->span = cp_span(t);
+	s->tensor = t;
+	s->mem = MEM_SHARED;
+	s->offset = off;
+	s->src = load->tensor;
+	s->src_offset = src_off;
+	s->vec = vec;
+	return s;
+}
+
+static Stmt *lower_scalar(Cp *c, Stmt *st)
+{
+	IrExpr *load, *inb;
+
+	if (!copy_parts(c, st, &load, &inb) || !size_ok(c, st->tensor, 1))
+		return NULL;
+	Stmt *s = cp_stmt(c, st->tensor, st->offset, load, load->args[0], 1);
+	s->cond = inb;
+	return s;
+}
+
+/* The vector's predicate from inb(v) (see the file comment); false after an error. */
+static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr **cond,
+			IrExpr **size)
+{
+	Arena *a = c->a;
+	int64_t st, nc;
+
+	if (!inb)
+		return true;
+	if (inb->kind == EX_OP && inb->op == OP_AND)
+		return vector_pred(c, t, v, V, inb->args[0], cond, size) &&
+		       vector_pred(c, t, v, V, inb->args[1], cond, size);
+	if (!mentions(inb, v)) {
+		*cond = ix_and(a, *cond, inb);
+		return true;
+	}
+	if (inb->kind != EX_OP || inb->op != OP_LT || mentions(inb->args[1], v) ||
+	    !vectorize_stride(inb->args[0], v, &st) || st != 1) {
+		diag_error(c->d, cp_span(t),
+			   "cp_async: the bounds of the vectorized copy into %s are not a prefix of "
+			   "the vector", t->name);
+		return false;
+	}
+	IrExpr *e0 = subst(a, inb->args[0], v, ir_int(a, 0)), *n = inb->args[1];
+	*cond = ix_and(a, *cond, ix_lt(a, e0, n));
+	if (ir_is_const(n, &nc) && nc % V == 0 && vectorize_multiple(a, e0, V))
+		return true; /* the whole vector is in or out */
+	IrExpr *avail = ir_op(a, OP_MIN, DT_I64, ix_sub(a, n, e0), ir_int(a, V));
+	*size = *size ? ir_op(a, OP_MIN, DT_I64, *size, avail) : avail;
+	return true;
+}
+
+/* Skips comments; the only other statement of a list, or NULL. */
+static Stmt *only_stmt(Stmt *s)
+{
+	Stmt *found = NULL;
+	for (; s; s = s->next) {
+		if (s->kind == KS_COMMENT)
+			continue;
+		if (found)
+			return NULL;
+		found = s;
+	}
+	return found;
+}
+
+/* The single store under the ifs of a vectorized loop body, and the ifs' conjunction. */
+static Stmt *loop_store(Stmt *loop, IrExpr **q, Arena *a)
+{
+	Stmt *s = only_stmt(loop->body);
+	*q = NULL;
+	while (s && s->kind == KS_IF && !s->els) {
+		*q = ix_and(a, *q, s->cond);
+		s = only_stmt(s->then);
+	}
+	return s && s->kind == KS_STORE && s->offset ? s : NULL;
+}
+
+static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
+{
+	Tensor *t = st->tensor;
+	Var *v = loop->var;
+	Axis *ax = v->axis;
+	Span span = ax && ax->vectorize_span.file ? ax->vectorize_span : cp_span(t);
+	IrExpr *load, *inb, *base, *src_base, *cond = NULL, *size = NULL;
+	int64_t V;
+
+	if (!copy_parts(c, st, &load, &inb))
+		return NULL;
+	if (!ir_is_const(v->extent, &V) || V < 1) {
+		diag_error(c->d, span, "cannot vectorize '%s': its extent is not a constant",
+			   ax ? ax->name : v->name);
+		return NULL;
+	}
+	if (!size_ok(c, t, V))
+		return NULL;
+	if (mentions(q, v) ||
+	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->offset, &base) ||
+	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", load->tensor, load->args[0],
+			      &src_base)) {
+		diag_error(c->d, cp_span(t),
+			   "cp_async: the copy into %s is not %lld contiguous, aligned elements on "
+			   "both sides", t->name, (long long)V);
+		return NULL;
+	}
+	if (!vector_pred(c, t, v, V, inb, &cond, &size))
+		return NULL;
+	Stmt *s = cp_stmt(c, t, base, load, src_base, (int)V);
+	s->cond = cond;
+	s->size = size;
+	if (!q)
+		return s;
+	Stmt *g = kir_if(c->k, q, s, NULL);
+	g->span = s->span;
+	return g;
+}
+
+static bool is_cp_store(Stmt *s)
+{
+	return s && s->kind == KS_STORE && s->tensor->cp_async;
+}
+
+static void lower_list(Cp *c, Stmt **link)
+{
+	for (Stmt *s; (s = *link); link = &(*link)->next) {
+		Stmt *r = NULL, *st;
+		IrExpr *q;
+		bool tried = true;
+		if (s->kind == KS_FOR && s->vectorize && is_cp_store(st = loop_store(s, &q, c->a)))
+			r = lower_vector(c, s, st, q);
+		else if (is_cp_store(s))
+			r = lower_scalar(c, s);
+		else
+			tried = false;
+		if (tried && !r) {
+			c->ok = false;
+		} else if (r) {
+			r->next = s->next;
+			*link = r;
+		} else if (s->kind == KS_FOR) {
+			lower_list(c, &s->body);
+		} else if (s->kind == KS_IF) {
+			lower_list(c, &s->then);
+			lower_list(c, &s->els);
+		}
+	}
+}
+
+/* One commit right after the load nest of each cp.async tensor that is not circular-buffered
+ * (the nest is the statement after the "computed at" marker). */
+static void add_commits(Kernel *k, Stmt *s)
+{
+	for (; s; s = s->next) {
+		add_commits(k, s->body);
+		add_commits(k, s->then);
+		add_commits(k, s->els);
+		if (s->kind != KS_COMMENT || !s->tensor || !s->tensor->cp_async ||
+		    s->tensor->stages >= 2 || !s->next)
+			continue;
+		Stmt *commit = NEW(k->arena, Stmt);
+		commit->kind = KS_CP_COMMIT;
+		commit->span = cp_span(s->tensor);
+		commit->next = s->next->next;
+		s->next->next = commit;
+		s = commit;
+	}
+}
+
+bool pass_cp_async(Kernel *k, Diag *d)
+{
+	Cp c = {.k = k, .d = d, .a = k->arena, .ok = true};
+
+	lower_list(&c, &k->body);
+	if (c.ok)
+		add_commits(k, k->body);
+	return c.ok;
+}

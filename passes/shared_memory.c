@@ -1,0 +1,196 @@
+/* shared_memory.c: the kernel's shared-memory layout and its limits (SPEC §4.7).
+ *
+ * Every shared KS_ALLOC gets a byte offset in one pool: sizes are rounded up to 16 bytes, so
+ * every buffer is 16-byte aligned (vector and cp.async accesses need it). Buffers whose
+ * lifetimes do not overlap share bytes. A lifetime is an interval of statement positions
+ * (preorder): from the allocation to the last access, where an access inside a loop that does
+ * not contain the allocation extends it to the whole loop (the buffer lives across its
+ * iterations). Offsets are assigned first-fit in allocation order. The sync pass treats
+ * buffers sharing bytes as one memory, so reuse gets the barriers it needs.
+ *
+ * Up to 48 KiB the pool is static; beyond, it is dynamic (`extern __shared__`; the launcher
+ * raises cudaFuncAttributeMaxDynamicSharedMemorySize). Beyond the target's opt-in limit it is
+ * an error at the cache directive of the largest buffer (a warning with --no-arch-check);
+ * the launcher checks the device's own limit at launch time.
+ */
+#include <string.h>
+
+#include "passes/passes.h"
+
+#define STATIC_LIMIT (48 * 1024)
+
+typedef struct SBuf {
+	Stmt *alloc;
+	Tensor *t;
+	int64_t bytes;
+	int pos, depth;  /* allocation position and loop depth there */
+	int last;        /* end of the lifetime */
+	int64_t off;
+} SBuf;
+
+typedef struct Sm {
+	SBuf *b;
+	int n;
+	int pos;
+	int starts[64], ends[64]; /* enclosing loops: first and last position */
+	int depth;
+} Sm;
+
+static int count(Stmt *s)
+{
+	int n = 0;
+	for (; s; s = s->next)
+		n += 1 + count(s->body) + count(s->then) + count(s->els);
+	return n;
+}
+
+static SBuf *find_buf(Sm *m, Tensor *t)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->b[i].t == t)
+			return &m->b[i];
+	return NULL;
+}
+
+static void use(Sm *m, Tensor *t)
+{
+	SBuf *b = find_buf(m, t);
+	if (!b)
+		return;
+	int end = m->pos;
+	if (m->depth > b->depth && b->depth < countof(m->ends))
+		end = m->ends[b->depth];
+	if (end > b->last)
+		b->last = end;
+}
+
+static void use_expr(Sm *m, IrExpr *e)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_LOAD)
+		use(m, e->tensor);
+	for (int i = 0; i < e->nargs; i++)
+		use_expr(m, e->args[i]);
+}
+
+static void scan(Sm *m, Stmt *s, Arena *a)
+{
+	for (; s; s = s->next) {
+		int here = m->pos++;
+		if (s->kind == KS_ALLOC && s->mem == MEM_SHARED) {
+			int64_t n;
+			if (!ir_is_const(s->size, &n))
+				die("shared buffer %s without a constant size", s->tensor->name);
+			SBuf *nb = arena_alloc(a, sizeof *nb * (size_t)(m->n + 1));
+			if (m->n)
+				memcpy(nb, m->b, sizeof *nb * (size_t)m->n);
+			int64_t bytes = (n * dtype_size(s->tensor->dtype) + 15) / 16 * 16;
+			nb[m->n++] = (SBuf){s, s->tensor, bytes, here, m->depth, here, 0};
+			m->b = nb;
+		}
+		if (s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC)
+			use(m, s->tensor);
+		if (s->kind == KS_VSTORE)
+			use(m, s->src);
+		use_expr(m, s->cond);
+		use_expr(m, s->value);
+		use_expr(m, s->offset);
+		use_expr(m, s->src_offset);
+		if (s->kind == KS_FOR && m->depth < countof(m->starts)) {
+			m->starts[m->depth] = here;
+			m->ends[m->depth] = here + count(s->body);
+			m->depth++;
+			scan(m, s->body, a);
+			m->depth--;
+		} else {
+			scan(m, s->body, a);
+		}
+		scan(m, s->then, a);
+		scan(m, s->els, a);
+	}
+}
+
+static bool overlap(SBuf *x, SBuf *y)
+{
+	return x->pos <= y->last && y->pos <= x->last;
+}
+
+/* First fit: the lowest offset clear of every placed buffer alive at the same time. */
+static void place(Sm *m, int i)
+{
+	SBuf *b = &m->b[i];
+	b->off = 0;
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int j = 0; j < i; j++) {
+			SBuf *q = &m->b[j];
+			if (overlap(b, q) && b->off < q->off + q->bytes && q->off < b->off + b->bytes) {
+				b->off = q->off + q->bytes;
+				moved = true;
+			}
+		}
+	}
+}
+
+/* The opt-in shared memory per block of a target (bytes). */
+static int64_t smem_limit(int arch)
+{
+	switch (arch) {
+	case 75: return 64 * 1024;
+	case 80: case 87: return 163 * 1024;
+	case 86: case 89: case 120: case 121: return 99 * 1024;
+	case 90: case 100: case 103: return 227 * 1024;
+	default: return arch >= 90 ? 227 * 1024 : arch >= 80 ? 99 * 1024 : 48 * 1024;
+	}
+}
+
+static Span buf_span(Tensor *t)
+{
+	if (t->cache_span.file)
+		return t->cache_span;
+	if (t->mem_span.file)
+		return t->mem_span;
+	return t->ca_span.file ? t->ca_span : t->span;
+}
+
+static bool check_limit(Kernel *k, Diag *d, Sm *m)
+{
+	int arch = pass_options ? pass_options->arch : 80;
+	int64_t limit = smem_limit(arch);
+	if (k->smem_bytes <= limit)
+		return true;
+	SBuf *big = &m->b[0];
+	for (int i = 1; i < m->n; i++)
+		if (m->b[i].bytes > big->bytes)
+			big = &m->b[i];
+	bool warn = pass_options && pass_options->no_arch_check;
+	const char *fmt = "%s needs %lld bytes of shared memory, more than the %lld bytes "
+			  "(%lld KiB) a block can have on sm_%d";
+	if (warn)
+		diag_warning(d, buf_span(big->t), fmt, k->fusion->name, (long long)k->smem_bytes,
+			     (long long)limit, (long long)(limit / 1024), arch);
+	else
+		diag_error(d, buf_span(big->t), fmt, k->fusion->name, (long long)k->smem_bytes,
+			   (long long)limit, (long long)(limit / 1024), arch);
+	for (int i = 0; i < m->n; i++)
+		diag_note(d, buf_span(m->b[i].t), "%s: %lld bytes at offset %lld", m->b[i].t->name,
+			  (long long)m->b[i].bytes, (long long)m->b[i].off);
+	return warn;
+}
+
+bool pass_shared_memory(Kernel *k, Diag *d)
+{
+	Sm m = {0};
+
+	scan(&m, k->body, k->arena);
+	k->smem_bytes = 0;
+	for (int i = 0; i < m.n; i++) {
+		place(&m, i);
+		m.b[i].alloc->smem_offset = m.b[i].off;
+		if (m.b[i].off + m.b[i].bytes > k->smem_bytes)
+			k->smem_bytes = m.b[i].off + m.b[i].bytes;
+	}
+	k->smem_dynamic = k->smem_bytes > STATIC_LIMIT;
+	return check_limit(k, d, &m);
+}

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Builds and runs the embedding examples (docs/embedding.md) from a clean state against this
+# tree:
+#   examples/embed/nvcc  fusc -> .cu/.h, nvcc -> object, linked into a C program (-lcudart)
+#   examples/embed/jit   a C program linked with libfusrt through `pkg-config fusrt`, after
+#                        `make install PREFIX=<tmp>` of this tree (shared and static builds)
+# Building must always work (CI has no GPU). A program that exits 77 reports "skipped: no CUDA
+# device"; any other nonzero exit is a failure. Prints "N passed, N failed" (and the skips) and
+# exits 1 on any failure.
+# Environment: FUSC (default build/fusc), CUDA, MAKE.
+FUSC=${FUSC:-build/fusc}
+FUSC=$(cd "$(dirname "$FUSC")" && pwd)/$(basename "$FUSC")
+CUDA=${CUDA:-/usr/local/cuda}
+MAKE=${MAKE:-make}
+top=$(pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+skip=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# step NAME COMMAND...: a build step; its output is shown only when it fails.
+step() {
+	name=$1; shift
+	if "$@" >"$tmp/log" 2>&1; then ok; return 0; fi
+	bad "$name"; sed 's/^/    /' "$tmp/log" | tail -n 20
+	return 1
+}
+
+# runs NAME PROGRAM: 0 passes, 77 is a skip, anything else fails.
+runs() {
+	name=$1; shift
+	"$@" >"$tmp/run" 2>&1
+	rc=$?
+	case $rc in
+	0) ok; echo "ok: $name" ;;
+	77) skip=$((skip + 1)); echo "skipped: no CUDA device: $name ($(grep -m1 '^skipped' "$tmp/run"))" ;;
+	*) bad "$name: exit $rc"; sed 's/^/    /' "$tmp/run" | tail -n 20 ;;
+	esac
+}
+
+# ---- ahead of time: fusc + nvcc ----
+nv="$tmp/nvcc"
+if step "embed/nvcc: build" $MAKE -C examples/embed/nvcc OUT="$nv" FUSC="$FUSC" CUDA="$CUDA"; then
+	# the launcher's refusals run before the device probe, so they are checked here too
+	runs "embed/nvcc: saxpy_demo" "$nv/saxpy_demo"
+	grep -q '^saxpy(N = -1): refused: saxpy: size N = -1 is negative$' "$tmp/run" && ok ||
+		bad "embed/nvcc: the launcher did not refuse N = -1 with its reason"
+fi
+
+# ---- JIT: make install, then pkg-config fusrt ----
+prefix="$tmp/prefix"
+# The GPU machine has no flex/bison/check: there the prebuilt build/ is installed as it is.
+noregen=
+if ! command -v bison >/dev/null || ! command -v flex >/dev/null; then
+	noregen="-o deps -o build/fus.tab.c -o build/fus.tab.h -o build/fus.lex.c -o build/fus.lex.h"
+fi
+if step "make install PREFIX=$prefix" $MAKE --no-print-directory $noregen install PREFIX="$prefix"; then
+	for link in shared static; do
+		out="$tmp/jit-$link"
+		# PKG_CONFIG_PATH empty: the build must find fusrt through PREFIX alone
+		if step "embed/jit ($link): build" env PKG_CONFIG_PATH= $MAKE -C examples/embed/jit \
+			PREFIX="$prefix" OUT="$out" LINK=$link CUDA="$CUDA"; then
+			runs "embed/jit ($link): jit_demo" "$out/jit_demo"
+			grep -q '^compiling broken.fus: FUSRT_ERR_COMPILE$' "$tmp/run" && ok ||
+				bad "embed/jit ($link): a compile error was not reported as FUSRT_ERR_COMPILE"
+		fi
+	done
+	# Without a driver libfusrt says so and the program skips (FUSRT_LIBCUDA simulates it).
+	if [ -x "$tmp/jit-shared/jit_demo" ]; then
+		FUSRT_LIBCUDA=/nonexistent/libcuda.so.1 "$tmp/jit-shared/jit_demo" >"$tmp/run" 2>&1
+		rc=$?
+		if [ $rc -eq 77 ] && grep -q '^skipped: FUSRT_ERR_NO_DRIVER: no CUDA driver' "$tmp/run"; then ok
+		else bad "embed/jit: without a driver: exit $rc, expected 77 and the libfusrt error"
+			sed 's/^/    /' "$tmp/run" | tail -n 5; fi
+	fi
+fi
+# the examples' own folders stay clean (everything went to $tmp)
+[ ! -e examples/embed/nvcc/build ] && [ ! -e examples/embed/jit/build ] && ok ||
+	echo "note: examples/embed/*/build exists from a manual build (ignored by git)"
+
+[ $skip -gt 0 ] && skipped=", $skip skipped (no CUDA device)" || skipped=
+echo "embed: $pass passed, $fail failed$skipped"
+[ $fail -eq 0 ]

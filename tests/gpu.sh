@@ -1,0 +1,185 @@
+#!/bin/sh
+# GPU tests, for `make check-gpu` on a machine with a CUDA device, nvcc and compute-sanitizer.
+# Uses the prebuilt build/fusc and build/check_unit (the GPU machine has no flex, bison or
+# Check). Three parts:
+#   run        `fusc run` (GPU vs the reference interpreter) of every fusion of examples/*.fus,
+#              examples/*/*.fus (not examples/embed) and tests/golden/ok/*.fus at several
+#              sizes: smaller than one block (1, 7, 3x5), sizes no split divides (4097,
+#              1000003, 4097x1023) and large ones (2^24, 4096x4096); a fusion with constant
+#              dimensions only runs at them. A size a launcher requires to be a multiple of K
+#              (the header's "Requires: N a multiple of K") is rounded up to one.
+#   unit       build/check_unit with the "gpu" tagged tests (it must find the device).
+#   sanitizer  compute-sanitizer over `fusc run` of each fusion at one small size no block
+#              divides: memcheck for every fusion, racecheck and synccheck for the files that
+#              use shared memory (the JIT-loaded modules are instrumented when they load).
+# Prints "N passed, N failed"; exits 1 on any failure and 77 when there is no CUDA device.
+# Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit sanitizer"),
+# LOG (a folder: every command's output is kept there).
+FUSC=${FUSC:-build/fusc}
+CHECK_UNIT=${CHECK_UNIT:-build/check_unit}
+CUDA=${CUDA:-/usr/local/cuda}
+SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo "$CUDA/bin/compute-sanitizer")}
+PARTS=${PARTS:-"run unit sanitizer"}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+LOG=${LOG:-$tmp/log}
+mkdir -p "$LOG"
+# one binary cache for the whole script: every size of a file reuses its first compilation
+export FUSRT_CACHE_DIR="$tmp/cache"
+pass=0
+fail=0
+n=0
+
+# t NAME COMMAND...: one test; the output goes to $LOG, and its tail is shown on failure.
+# (sh has no locals: its variables start with t_ so the callers' loops keep theirs)
+t() {
+	t_name=$1; shift
+	n=$((n + 1))
+	t_log="$LOG/$n.log"
+	echo "\$ $*" >"$t_log"
+	"$@" >>"$t_log" 2>&1
+	t_rc=$?
+	if [ $t_rc -eq 0 ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL ($t_rc): $t_name"
+		tail -n 15 "$t_log" | sed 's/^/  | /'
+	fi
+	return $t_rc
+}
+
+# fusions FILE: one line per fusion, "NAME SYM... ;SYM=K ...;[fixed]" (size symbols in launcher
+# order, the multiples the launcher requires, "fixed" when a tensor also has a constant
+# dimension), from the generated C header.
+fusions() {
+	"$FUSC" "$1" --emit=header -o - 2>/dev/null | awk '
+		/^\/\*/ { req = ""; fixed = "" }
+		/^ \* fusion / && /[[,] *[0-9]+ *[],]/ { fixed = "fixed" }
+		/Requires:/ {
+			s = $0
+			while (match(s, /[A-Za-z_][A-Za-z0-9_]* a multiple of [0-9]+/)) {
+				m = substr(s, RSTART, RLENGTH); split(m, w, " ")
+				req = req " " w[1] "=" w[5]
+				s = substr(s, RSTART + RLENGTH)
+			}
+		}
+		/^cudaError_t / {
+			name = $2; sub(/\(.*/, "", name)
+			syms = ""; s = $0
+			while (match(s, /int64_t [A-Za-z_][A-Za-z0-9_]*/)) {
+				syms = syms " " substr(s, RSTART + 8, RLENGTH - 8)
+				s = substr(s, RSTART + RLENGTH)
+			}
+			print name syms " ;" req ";" fixed
+		}'
+}
+
+# dims "SYM..." "REQ" "V1,V2,...": "--dims A=V1,B=V2" (values reused cyclically, rounded up
+# to the required multiples), or nothing without size symbols.
+dims() {
+	echo "$1" "|" "$2" "|" "$3" | awk '{
+		ns = 0; i = 1
+		while ($i != "|") syms[++ns] = $(i++)
+		i++
+		while ($i != "|") { split($(i++), kv, "="); mult[kv[1]] = kv[2] }
+		nv = split($(i + 1), vals, ",")
+		out = ""
+		for (k = 1; k <= ns; k++) {
+			v = vals[(k - 1) % nv + 1]
+			m = mult[syms[k]]
+			if (m > 1 && v % m) v += m - v % m
+			out = out (k > 1 ? "," : "") syms[k] "=" v
+		}
+		if (ns) print "--dims " out
+	}'
+}
+
+# The size sets, by number of size symbols ("fixed": the tensors have constant dimensions
+# too, so the large sizes are smaller: M x 128 must stay a sane amount of memory).
+sizes_for() {
+	case $1,$2 in
+	0,*) echo "-" ;;
+	1,fixed) echo "1 7 4097 131071" ;;
+	1,*) echo "1 7 4097 1000003 16777216" ;;
+	2,fixed) echo "1,1 3,5 4097,1023" ;;
+	2,*) echo "1,1 3,5 4097,1023 1023,4097 4096,4096" ;;
+	*) echo "1,1,1 3,5,7 67,129,33 256,256,256" ;;
+	esac
+}
+small_for() {
+	case $1 in
+	0) echo "-" ;;
+	1) echo "1003" ;;
+	2) echo "37,67" ;;
+	*) echo "5,7,9" ;;
+	esac
+}
+
+files() {
+	for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
+		case $f in examples/embed/*) continue ;; esac
+		[ -f "$f" ] && echo "$f"
+	done
+}
+
+# ---- is there a device? ----
+printf 'fusion p(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n' >"$tmp/probe.fus"
+"$FUSC" run "$tmp/probe.fus" --dims N=1 >"$tmp/probe.out" 2>&1
+if grep -q 'no CUDA device' "$tmp/probe.out"; then
+	cat "$tmp/probe.out"
+	echo "gpu: skipped: no CUDA device"
+	exit 77
+fi
+
+for part in $PARTS; do
+	case $part in
+	run)
+		for f in $(files); do
+			fusions "$f" >"$tmp/fusions"
+			[ -s "$tmp/fusions" ] || { t "$f: fusc --emit=header" false; continue; }
+			while read -r name rest; do
+				syms=${rest%%;*} req=${rest#*;} fixed=${rest##*;}
+				req=${req%;*}
+				set -- $syms
+				for s in $(sizes_for $# "$fixed"); do
+					d=$([ "$s" = - ] || dims "$syms" "$req" "$s")
+					t "fusc run $f --fusion $name $d" "$FUSC" run "$f" --fusion "$name" $d
+				done
+			done <"$tmp/fusions"
+		done
+		;;
+	unit)
+		# it must pass, and it must not have excluded the gpu tests
+		t "check_unit (with the gpu tests)" sh -c 'out=$("$0" 2>&1); rc=$?; printf "%s\n" "$out"
+			[ $rc -eq 0 ] && ! printf "%s\n" "$out" | grep -q "skipped: no CUDA device"' "$CHECK_UNIT"
+		;;
+	sanitizer)
+		if ! [ -x "$SANITIZER" ]; then
+			t "compute-sanitizer not found ($SANITIZER)" false
+			continue
+		fi
+		for f in $(files); do
+			tools=memcheck
+			grep -Eq 'shared|cp_async|double_buffer|stages' "$f" && tools="memcheck racecheck synccheck"
+			fusions "$f" >"$tmp/fusions"
+			while read -r name rest; do
+				syms=${rest%%;*} req=${rest#*;}
+				req=${req%;*}
+				set -- $syms
+				s=$(small_for $#)
+				d=$([ "$s" = - ] || dims "$syms" "$req" "$s")
+				for tool in $tools; do
+					t "compute-sanitizer --tool $tool fusc run $f --fusion $name $d" \
+						"$SANITIZER" --tool "$tool" --error-exitcode 3 \
+						"$FUSC" run "$f" --fusion "$name" $d
+				done
+			done <"$tmp/fusions"
+		done
+		;;
+	*) echo "gpu.sh: unknown part '$part'"; exit 2 ;;
+	esac
+done
+
+echo "gpu: $pass passed, $fail failed"
+[ $fail -eq 0 ]

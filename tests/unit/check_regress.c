@@ -1,0 +1,150 @@
+/* check_regress.c: regression tests for bugs found by running fusions on the GPU. Each test
+ * names the bug it guards against and asserts on the lowered kernel IR, so it runs without a
+ * GPU.
+ *
+ * rowmax_bf16: `s[i] = max(j: x[i, j])` gave -inf on the GPU. The predicate pass groups a max
+ * reduction's `s_v = x[...]; s_acc = s_v > s_acc ...;` so that one `if` guards both; when the
+ * group needed no condition it returned the group's last statement in place of its first and
+ * dropped `s_v = x[...]`, so the accumulation read a local that was never assigned. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/testutil.h"
+
+/* ---- "every local is assigned before it is read" over a kernel, in program order ---- */
+
+typedef struct Seen {
+	Var *v[256];
+	int n;
+	const char *unassigned; /* the first local read before any assignment, or NULL */
+} Seen;
+
+static bool seen_has(Seen *s, Var *v)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->v[i] == v)
+			return true;
+	return false;
+}
+
+static bool is_local(Kernel *k, Var *v)
+{
+	for (int i = 0; i < k->locals.len; i++)
+		if (VEC_AT(k->locals, Var, i) == v)
+			return true;
+	return false;
+}
+
+static void check_reads(Kernel *k, Seen *s, IrExpr *e)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_VAR && is_local(k, e->var) && !seen_has(s, e->var) && !s->unassigned)
+		s->unassigned = e->var->name;
+	for (int i = 0; i < e->nargs; i++)
+		check_reads(k, s, e->args[i]);
+}
+
+static void walk(Kernel *k, Seen *s, Stmt *st)
+{
+	for (; st; st = st->next) {
+		check_reads(k, s, st->cond);
+		check_reads(k, s, st->offset);
+		check_reads(k, s, st->src_offset);
+		for (int i = 0; i < st->nidx; i++)
+			check_reads(k, s, st->idx[i]);
+		check_reads(k, s, st->value);
+		if (st->kind == KS_LET && !seen_has(s, st->var) && s->n < (int)countof(s->v))
+			s->v[s->n++] = st->var;
+		walk(k, s, st->body);
+		walk(k, s, st->then);
+		walk(k, s, st->els);
+	}
+}
+
+/* The first local of kernel i read before it is assigned, or NULL. */
+static const char *first_unassigned(TestCompile *tc, int i)
+{
+	Seen s = {.n = 0};
+	walk(tc->kernels[i], &s, tc->kernels[i]->body);
+	return s.unassigned;
+}
+
+#define ASSERT_ASSIGNED_BEFORE_USE(src)                                                    \
+	do {                                                                               \
+		TestCompile *tc_ = tc_compile((src), true);                                \
+		ck_assert_msg(tc_->kernels != NULL, "does not lower:\n%s", tc_->diags);    \
+		char *ir_ = tc_kernel_ir(tc_, 0);                                          \
+		const char *u_ = first_unassigned(tc_, 0);                                 \
+		ck_assert_msg(u_ == NULL, "local %s is read before it is assigned in\n%s", \
+			      u_, ir_);                                                    \
+		free(ir_);                                                                 \
+		tc_free(tc_);                                                              \
+	} while (0)
+
+static const char *rowmax_bf16 =
+	"fusion rowmax_bf16(x: bf16[M, N]) -> (s: bf16[M]) {\n"
+	"  s[i] = max(j: x[i, j]);\n"
+	"}\n";
+
+START_TEST(rowmax_bf16_assigns_value_before_use)
+{
+	ASSERT_ASSIGNED_BEFORE_USE(rowmax_bf16);
+}
+END_TEST
+
+START_TEST(rowmax_bf16_kernel_ir)
+{
+	TestCompile *tc = tc_compile(rowmax_bf16, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "    for j in [0, N) {\n"
+			       "      s_v = x[i * N + j];\n"
+			       "      s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;\n"
+			       "    }\n");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+START_TEST(rowmin_f32_assigns_value_before_use)
+{
+	ASSERT_ASSIGNED_BEFORE_USE("fusion rowmin(x: f32[M, N]) -> (s: f32[M]) {\n"
+				   "  s[i] = min(j: x[i, j]);\n"
+				   "}\n");
+}
+END_TEST
+
+/* With a non-divisible split the group is guarded: value and accumulation stay together
+ * inside one `if`. */
+START_TEST(rowmax_split_guards_value_and_accumulation)
+{
+	const char *src = "fusion rowmax(x: f32[M, N]) -> (s: f32[M]) {\n"
+			  "  s[i] = max(j: x[i, j]);\n"
+			  "}\n"
+			  "schedule rowmax {\n"
+			  "  s.split(j, 32) -> (jo, ji);\n"
+			  "}\n";
+	ASSERT_ASSIGNED_BEFORE_USE(src);
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "s_v = x[");
+	ck_assert_contains(ir, "s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+Suite *regress_suite(void)
+{
+	Suite *s = suite_create("regress");
+	TCase *tc = tcase_create("lowering");
+	tcase_add_test(tc, rowmax_bf16_assigns_value_before_use);
+	tcase_add_test(tc, rowmax_bf16_kernel_ir);
+	tcase_add_test(tc, rowmin_f32_assigns_value_before_use);
+	tcase_add_test(tc, rowmax_split_guards_value_and_accumulation);
+	suite_add_tcase(s, tc);
+	return s;
+}
