@@ -39,7 +39,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-gpu bench install clean
+.PHONY: all deps demo check check-unit check-golden check-sim check-embed check-gpu bench install clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -118,6 +118,17 @@ check-unit: deps $(BUILD)/check_unit
 check-golden: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/golden.sh
 
+# The embedding examples build from scratch (nvcc and libfusrt via pkg-config); they run
+# where there is a GPU and print "skipped: no CUDA device" elsewhere.
+check-embed: all
+	sh tests/embed.sh
+
+# GPU machine only: fusc run on every example at many sizes, the gpu-tagged Check tests and
+# compute-sanitizer. Rebuilds nothing (that machine has no bison): run `make all
+# build/check_unit` here first and carry build/.
+check-gpu:
+	FUSC=$(FUSC) CHECK_UNIT=$(BUILD)/check_unit sh tests/gpu.sh
+
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
 check-sim: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/check_examples.sh
@@ -128,6 +139,7 @@ check: deps
 	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
 	 $(MAKE) --no-print-directory check-golden || rc=1; \
 	 $(MAKE) --no-print-directory check-sim || rc=1; \
+	 $(MAKE) --no-print-directory check-embed || rc=1; \
 	 if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; exit $$rc
 
 demo: all

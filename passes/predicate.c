@@ -10,8 +10,9 @@
  *     wider): the extra threads must not write.
  * A condition that ir_range proves true is dropped (e.g. a split of 33 by 11), duplicates are
  * merged, and a statement with no condition left is not wrapped. A copy into a cp.async
- * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values are never
- * negative (loop variables, parallel indices and sizes are not), so only upper bounds matter.
+ * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values
+ * are never negative (loop variables, parallel indices and sizes are not), so only upper
+ * bounds matter.
  */
 #include "passes/passes.h"
 

@@ -107,10 +107,14 @@ for e in cuda header ir ast ptx; do
 	cli "emit-$e" 0 "$FUSC" "$sax" --emit=$e
 	[ -s "$tmp/cli.out" ] && ok || bad "cli: --emit=$e wrote nothing"
 done
-cli dump-after-all 0 "$FUSC" "$sax" --dump-after=all -o /dev/null
+cli dump-after-all 0 "$FUSC" "$sax" --dump-after=all -o "$tmp/cli/out.cu"
 [ "$(grep -c '^// ---- after ' "$tmp/cli.err")" -eq "$("$FUSC" --print-passes | wc -l)" ] && ok || bad "cli: --dump-after=all does not dump after every pass"
-cli time-passes 0 "$FUSC" "$sax" --time-passes -o /dev/null
+cli time-passes 0 "$FUSC" "$sax" --time-passes -o "$tmp/cli/out.cu"
 grep -q 'total: text to output' "$tmp/cli.err" && ok || bad "cli: --time-passes printed no total"
+cli arch-too-old 1 "$FUSC" "$top/examples/cp_async/cp_async_simple.fus" --arch=sm_75 -o "$tmp/cli/old.cu"
+grep -q 'error: cp.async needs sm_80, but the target is sm_75' "$tmp/cli.err" && [ ! -e "$tmp/cli/old.cu" ] && ok || bad "cli: --arch=sm_75 with cp_async is not an error at the directive"
+cli no-arch-check 0 "$FUSC" "$top/examples/cp_async/cp_async_simple.fus" --arch=sm_75 --no-arch-check -o "$tmp/cli/old.cu"
+grep -q 'warning: cp.async needs sm_80' "$tmp/cli.err" && [ -s "$tmp/cli/old.cu" ] && ok || bad "cli: --no-arch-check did not warn and emit"
 cli unknown-pass 2 "$FUSC" "$sax" --dump-after=nosuchpass
 cli unknown-option 2 "$FUSC" --frobnicate "$sax"
 cli bad-arch 2 "$FUSC" "$sax" --arch=volta

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -24,7 +25,6 @@ typedef struct Options {
 	const char *input;    /* path or "-" */
 	const char *output;   /* -o: path or "-"; NULL: derived from the input */
 	Emit emit;
-	int arch;
 	bool native_arch;
 	LowerOptions lower;
 } Options;
@@ -72,11 +72,31 @@ static char *read_all(FILE *f, size_t *len)
 	return s;
 }
 
-/* Writes data to path atomically (temp file + rename), or to stdout for "-". */
+static bool write_to(FILE *f, const char *path, const char *data, size_t len)
+{
+	if (fwrite(data, 1, len, f) == len && fflush(f) == 0)
+		return true;
+	fprintf(stderr, "fusc: cannot write '%s': %s\n", path, strerror(errno));
+	return false;
+}
+
+/* Writes data to path atomically (temp file + rename), to stdout for "-", and straight into
+ * anything that is not a regular file (/dev/null, a pipe): renaming over those would replace
+ * them. */
 static bool write_output(const char *path, const char *data, size_t len)
 {
 	if (strcmp(path, "-") == 0)
-		return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
+		return write_to(stdout, "<stdout>", data, len);
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		FILE *f = fopen(path, "wb");
+		bool ok = f && write_to(f, path, data, len);
+		if (!f)
+			fprintf(stderr, "fusc: cannot write '%s': %s\n", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return ok;
+	}
 	char *tmp = xmalloc(strlen(path) + 16);
 	sprintf(tmp, "%s.tmp%d", path, (int)getpid());
 	FILE *f = fopen(tmp, "wb");
@@ -133,7 +153,7 @@ static bool parse_arch(const char *s, Options *o)
 	char rest;
 	if (sscanf(s, "sm_%d%c", &v, &rest) != 1 || v < 30 || v > 200)
 		return false;
-	o->arch = v;
+	o->lower.arch = v;
 	return true;
 }
 
@@ -259,8 +279,10 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 			cu_path = xmalloc(strlen(stem) + 4);
 			sprintf(cu_path, "%s.cu", stem);
 		}
-		if (strcmp(cu_path, "-") == 0) {
-			rc = write_output("-", cu.s, cu.len) ? 0 : 2;
+		struct stat st;
+		if (strcmp(cu_path, "-") == 0 || (stat(cu_path, &st) == 0 && !S_ISREG(st.st_mode))) {
+			/* stdout, /dev/null or a pipe: the .cu alone, no header beside it */
+			rc = write_output(cu_path, cu.s, cu.len) ? 0 : 2;
 		} else {
 			char *h_path = header_path_for(cu_path);
 			rc = write_output(h_path, h.s, h.len) && write_output(cu_path, cu.s, cu.len) ? 0 : 2;
