@@ -121,7 +121,7 @@ check-golden: deps $(FUSC)
 # The embedding examples build from scratch (nvcc and libfusrt via pkg-config); they run
 # where there is a GPU and print "skipped: no CUDA device" elsewhere.
 check-embed: all
-	sh tests/embed.sh
+	FUSC=$(FUSC) sh tests/embed.sh
 
 # GPU machine only: fusc run on every example at many sizes, the gpu-tagged Check tests and
 # compute-sanitizer. Rebuilds nothing (that machine has no bison): run `make all

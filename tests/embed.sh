@@ -12,6 +12,10 @@ FUSC=${FUSC:-build/fusc}
 FUSC=$(cd "$(dirname "$FUSC")" && pwd)/$(basename "$FUSC")
 CUDA=${CUDA:-/usr/local/cuda}
 MAKE=${MAKE:-make}
+# The embedding programs are ordinary, uninstrumented programs: build and install the plain
+# library for them even under `make check SAN=1` (a sanitized libfusrt cannot link into them).
+unset MAKEFLAGS MFLAGS
+export SAN=
 top=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
