@@ -79,14 +79,6 @@ void sim_report(Sim *S, SimFault kind, SimBuf *b, int64_t off, int64_t size, boo
 
 /* ---- text ----------------------------------------------------------------------------- */
 
-static void put_expr(Buf *b, IrExpr *e)
-{
-	if (e)
-		ir_print_expr(e, b);
-	else
-		buf_puts(b, "?");
-}
-
 char *sim_stmt_text(Stmt *s)
 {
 	Buf b = {0};
@@ -94,52 +86,7 @@ char *sim_stmt_text(Stmt *s)
 	buf_puts(&b, "");
 	if (!s)
 		return b.s;
-	switch (s->kind) {
-	case KS_FOR:
-		buf_printf(&b, "for %s in [0, ", s->var->name);
-		put_expr(&b, s->var->extent);
-		buf_puts(&b, ")");
-		break;
-	case KS_IF:
-		buf_puts(&b, "if (");
-		put_expr(&b, s->cond);
-		buf_puts(&b, ")");
-		break;
-	case KS_ALLOC:
-		buf_printf(&b, "alloc %s %s %s[", mem_name(s->mem), dtype_name(s->tensor->dtype),
-			   s->tensor->name);
-		put_expr(&b, s->size);
-		buf_puts(&b, "];");
-		break;
-	case KS_STORE:
-		buf_printf(&b, "%s[", s->tensor->name);
-		put_expr(&b, s->offset);
-		buf_puts(&b, "] = ");
-		put_expr(&b, s->value);
-		buf_puts(&b, ";");
-		break;
-	case KS_VSTORE:
-		buf_printf(&b, "%s[", s->tensor->name);
-		put_expr(&b, s->offset);
-		buf_printf(&b, " : %d] = %s[", s->vec, s->src ? s->src->name : "?");
-		put_expr(&b, s->src_offset);
-		buf_printf(&b, " : %d];", s->vec);
-		break;
-	case KS_LET:
-		buf_printf(&b, "%s = ", s->var->name);
-		put_expr(&b, s->value);
-		buf_puts(&b, ";");
-		break;
-	case KS_SYNC:
-		buf_puts(&b, "__syncthreads();");
-		break;
-	case KS_COMMENT:
-		buf_printf(&b, "// %s", s->text ? s->text : "");
-		break;
-	default:
-		buf_printf(&b, "<statement kind %d>", (int)s->kind);
-		break;
-	}
+	kir_print_stmt_line(s, &b);
 	if (b.len > 200)
 		strcpy(b.s + 196, " ...");
 	return b.s;

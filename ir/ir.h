@@ -360,6 +360,10 @@ typedef enum StmtKind {
 	KS_CP_COMMIT, /* cp.async.commit_group */
 	KS_CP_WAIT,   /* cp.async.wait_group n (n = wait_n), or cp.async.wait_all when wait_n < 0 */
 	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no members) */
+	KS_BLOCK_REDUCE, /* var = red of var over the threads that differ only in the thread
+			  * types of `pars` (a mask of 1u << ParType): every thread of the block
+			  * takes part (barriers inside), each gets its group's result (the
+			  * broadcast); kir_block_reduce_shape says how the groups are laid out */
 } StmtKind;
 
 struct Stmt {
@@ -389,6 +393,8 @@ struct Stmt {
 	int64_t smem_offset; /* KS_ALLOC of shared memory: byte offset in the kernel's pool
 			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
 			      * overlap may share bytes) */
+	ReduceOp red;     /* KS_BLOCK_REDUCE */
+	unsigned pars;    /* KS_BLOCK_REDUCE: the reduced thread types, 1u << PT_TIDX, ... */
 };
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned
@@ -434,10 +440,31 @@ Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);
 Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value);
 Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size);
 Stmt *kir_comment(Kernel *k, const char *text);
+/* var = red of var over the thread types in pars (KS_BLOCK_REDUCE). */
+Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars);
+/* How a block reduction's groups lie in the block (k's constant launch dims): the group of the
+ * thread with linear index tid = x + X * (y + Y * z) is base + r * stride, r in [0, count),
+ * base = tid / (count * stride) * (count * stride) + tid % stride; nthreads = X * Y * Z. The
+ * kind fixes the combination order, which the CUDA helpers and the simulator share:
+ *   BR_WARP  (stride 1, count a power of 2 <= 32): butterfly, v = op(v, lane ^ o) for
+ *            o = count/2 .. 1 (shuffles only);
+ *   BR_WARPS (stride 1, count a multiple of 32): butterfly over the warp (o = 16 .. 1), then
+ *            r = w0, r = op(r, w1), ... over the group's warps in order (shared memory);
+ *   BR_SMEM  (any other): r = v[base], r = op(r, v[base + i * stride]) for i = 1 .. count-1.
+ * False when the groups are not of that form (the reduced thread types are not consecutive
+ * among the launched ones, e.g. x and z but not y) or the thread dims are not constant. */
+typedef enum BlockReduceKind { BR_WARP, BR_WARPS, BR_SMEM } BlockReduceKind;
+typedef struct BlockReduceShape {
+	BlockReduceKind kind;
+	int64_t count, stride, nthreads;
+} BlockReduceShape;
+bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out);
 /* Appends b's list to a's list; returns the head. */
 Stmt *kir_append(Stmt *a, Stmt *b);
 /* Prints the kernel IR (`--dump-after`). */
 void kir_print(Kernel *k, Buf *out);
+/* One statement on one line, without the bodies of loops and ifs (for reports). */
+void kir_print_stmt_line(Stmt *s, Buf *out);
 /* Checks structural invariants; reports internal errors into d (returns false on failure). */
 bool ir_verify(Kernel *k, Diag *d, const char *after_pass);
 

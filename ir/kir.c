@@ -132,6 +132,74 @@ Stmt *kir_comment(Kernel *k, const char *text)
 	return s;
 }
 
+Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars)
+{
+	Stmt *s = stmt(k, KS_BLOCK_REDUCE);
+	s->var = v;
+	s->value = ir_var(k->arena, v);
+	s->red = r;
+	s->pars = pars;
+	return s;
+}
+
+static int64_t thread_dim(Kernel *k, ParType p)
+{
+	int64_t v = 1;
+	if (k->launch[p] && !ir_is_const(k->launch[p], &v))
+		return -1;
+	return v;
+}
+
+bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out)
+{
+	int64_t count = 1, stride = 1, nthreads = 1;
+	int state = 0; /* 0: before the reduced types, 1: among them, 2: past them */
+	for (int p = PT_TIDX; p <= PT_TIDZ; p++) {
+		int64_t e = thread_dim(k, (ParType)p);
+		if (e < 0)
+			return false;
+		nthreads *= e;
+		if (e == 1)
+			continue; /* an unlaunched type separates nothing */
+		if (pars & (1u << p)) {
+			if (state == 2)
+				return false;
+			state = 1;
+			count *= e;
+		} else if (state == 0) {
+			stride *= e;
+		} else {
+			state = 2;
+		}
+	}
+	out->count = count;
+	out->stride = stride;
+	out->nthreads = nthreads;
+	if (stride == 1 && count <= 32 && (count & (count - 1)) == 0)
+		out->kind = BR_WARP;
+	else if (stride == 1 && count % 32 == 0)
+		out->kind = BR_WARPS;
+	else
+		out->kind = BR_SMEM;
+	return true;
+}
+
+static const char *red_name(ReduceOp r)
+{
+	return r == RED_MAX ? "max" : r == RED_MIN ? "min" : "sum";
+}
+
+static void print_pars(unsigned pars, Buf *out)
+{
+	bool first = true;
+	for (int p = PT_TIDX; p <= PT_TIDZ; p++) {
+		if (!(pars & (1u << p)))
+			continue;
+		buf_printf(out, "%s%s", first ? "" : ", ", par_name((ParType)p));
+		first = false;
+	}
+}
+
 Stmt *kir_append(Stmt *a, Stmt *b)
 {
 	if (!a)
@@ -247,6 +315,13 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 	case KS_SYNC:
 		buf_puts(out, "__syncthreads();");
 		break;
+	case KS_BLOCK_REDUCE:
+		buf_printf(out, "%s = block_reduce_%s(", s->var->name, red_name(s->red));
+		ir_print_expr(s->value, out);
+		buf_puts(out, " over ");
+		print_pars(s->pars, out);
+		buf_puts(out, ");");
+		break;
 	case KS_CP_ASYNC:
 		print_cp_async(s, out);
 		break;
@@ -300,6 +375,26 @@ static void print_precond(Precond *p, Buf *out)
 	else
 		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);
+}
+
+void kir_print_stmt_line(Stmt *s, Buf *out)
+{
+	Buf one = {0};
+	if (s->kind == KS_FOR) {
+		Stmt head = *s;
+		head.body = NULL;
+		print_stmt(&head, 0, &one);
+	} else if (s->kind == KS_IF) {
+		Stmt head = *s;
+		head.then = head.els = NULL;
+		print_stmt(&head, 0, &one);
+	} else {
+		print_stmt(s, 0, &one);
+	}
+	/* A line: cut at the first newline (the empty body of a loop or an if). */
+	one.s[strcspn(one.s, "\n")] = 0;
+	buf_puts(out, one.s);
+	buf_free(&one);
 }
 
 void kir_print(Kernel *k, Buf *out)
