@@ -559,6 +559,83 @@ static const char preamble[] =
 	"__device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : "
 	"a; }\n";
 
+/* Block reductions (KS_BLOCK_REDUCE, docs/reductions.md), emitted only for files that use
+ * them. Every thread of the block calls them; the combination order is the one of
+ * kir_block_reduce_shape, which the simulator follows too. */
+static const char reduce_preamble[] =
+	"\n"
+	"// ---- block reductions: every thread of the block calls them ----\n"
+	"struct __fus_red_sum { template <typename T> __device__ static T f(T a, T b) { return a "
+	"+ b; } };\n"
+	"struct __fus_red_max { template <typename T> __device__ static T f(T a, T b) { return "
+	"__fus_max(a, b); } };\n"
+	"struct __fus_red_min { template <typename T> __device__ static T f(T a, T b) { return "
+	"__fus_min(a, b); } };\n"
+	"\n"
+	"__device__ __forceinline__ unsigned __fus_tid(void)\n"
+	"{\n"
+	"  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+	"}\n"
+	"\n"
+	"// Groups of COUNT (a power of 2 <= 32) consecutive threads of NT: butterfly shuffles.\n"
+	"template <typename Op, int COUNT, int NT, typename T>\n"
+	"__device__ __forceinline__ T __fus_reduce_warp(T v)\n"
+	"{\n"
+	"  unsigned left = NT - (__fus_tid() & ~31u);\n"
+	"  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;\n"
+	"#pragma unroll\n"
+	"  for (int o = COUNT / 2; o > 0; o /= 2)\n"
+	"    v = Op::f(v, __shfl_xor_sync(mask, v, o));\n"
+	"  return v;\n"
+	"}\n"
+	"\n"
+	"// Groups of COUNT (a multiple of 32) consecutive threads: shuffles in each warp, then\n"
+	"// the group's warp results in order through shared memory.\n"
+	"template <typename Op, int COUNT, typename T>\n"
+	"__device__ __forceinline__ T __fus_reduce_warps(T v)\n"
+	"{\n"
+	"  __shared__ T ws[32];\n"
+	"  unsigned tid = __fus_tid();\n"
+	"#pragma unroll\n"
+	"  for (int o = 16; o > 0; o /= 2)\n"
+	"    v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+	"  if ((tid & 31u) == 0)\n"
+	"    ws[tid >> 5] = v;\n"
+	"  __syncthreads();\n"
+	"  unsigned first = tid / COUNT * (COUNT / 32);\n"
+	"  T r = ws[first];\n"
+	"#pragma unroll\n"
+	"  for (int w = 1; w < COUNT / 32; w++)\n"
+	"    r = Op::f(r, ws[first + w]);\n"
+	"  __syncthreads();\n"
+	"  return r;\n"
+	"}\n"
+	"\n"
+	"// Any other group (base + i * STRIDE, i < COUNT): in order through shared memory.\n"
+	"template <typename Op, int COUNT, int STRIDE, int NT, typename T>\n"
+	"__device__ __forceinline__ T __fus_reduce_smem(T v)\n"
+	"{\n"
+	"  __shared__ T ws[NT];\n"
+	"  unsigned tid = __fus_tid();\n"
+	"  ws[tid] = v;\n"
+	"  __syncthreads();\n"
+	"  unsigned base = tid / (COUNT * STRIDE) * (COUNT * STRIDE) + tid % STRIDE;\n"
+	"  T r = ws[base];\n"
+	"  for (int i = 1; i < COUNT; i++)\n"
+	"    r = Op::f(r, ws[base + i * STRIDE]);\n"
+	"  __syncthreads();\n"
+	"  return r;\n"
+	"}\n";
+
+static bool has_block_reduce(Stmt *s)
+{
+	for (; s; s = s->next)
+		if (s->kind == KS_BLOCK_REDUCE || has_block_reduce(s->body) ||
+		    has_block_reduce(s->then) || has_block_reduce(s->els))
+			return true;
+	return false;
+}
+
 /* ---- kernels -------------------------------------------------------------------------- */
 
 typedef struct Em {
@@ -752,6 +829,38 @@ static void emit_let(Em *em, Stmt *s)
 	buf_puts(em->out, ";\n");
 }
 
+/* acc = __fus_reduce_warps<__fus_red_sum, 128, float>(acc); (bool travels as int: shuffles
+ * have no bool overload) */
+static void emit_block_reduce(Em *em, Stmt *s)
+{
+	BlockReduceShape sh;
+	if (!kir_block_reduce_shape(em->k, s->pars, &sh))
+		die("block reduction without a layout reached the backend");
+	const char *op = s->red == RED_MAX ? "max" : s->red == RED_MIN ? "min" : "sum";
+	bool is_bool = s->var->dtype == DT_BOOL;
+	const char *ct = is_bool ? "int" : dtype_ctype(s->var->dtype);
+	line_start(em);
+	cuda_name(em->out, s->var->name);
+	buf_printf(em->out, " = %s", is_bool ? "(bool)" : "");
+	switch (sh.kind) {
+	case BR_WARP:
+		buf_printf(em->out, "__fus_reduce_warp<__fus_red_%s, %lld, %lld, %s>(", op,
+			   (long long)sh.count, (long long)sh.nthreads, ct);
+		break;
+	case BR_WARPS:
+		buf_printf(em->out, "__fus_reduce_warps<__fus_red_%s, %lld, %s>(", op,
+			   (long long)sh.count, ct);
+		break;
+	case BR_SMEM:
+		buf_printf(em->out, "__fus_reduce_smem<__fus_red_%s, %lld, %lld, %lld, %s>(", op,
+			   (long long)sh.count, (long long)sh.stride, (long long)sh.nthreads, ct);
+		break;
+	}
+	buf_puts(em->out, is_bool ? "(int)" : "");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ");\n");
+}
+
 static void emit_comment(Em *em, Stmt *s)
 {
 	const char *p = s->text ? s->text : "";
@@ -839,6 +948,7 @@ static void emit_stmts(Em *em, Stmt *s)
 		case KS_LET: emit_let(em, s); break;
 		case KS_COMMENT: emit_comment(em, s); break;
 		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
+		case KS_BLOCK_REDUCE: emit_block_reduce(em, s); break;
 		case KS_CP_ASYNC: emit_cp_async(em, s); break;
 		case KS_CP_COMMIT:
 			line_start(em);
@@ -919,6 +1029,12 @@ static void emit_kernel(Kernel *k, Buf *out)
 void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 {
 	buf_puts(out, preamble);
+	for (int i = 0; i < nk; i++) {
+		if (has_block_reduce(ks[i]->body)) {
+			buf_puts(out, reduce_preamble);
+			break;
+		}
+	}
 	for (int i = 0; i < nk; i++)
 		emit_kernel(ks[i], out);
 }

@@ -7,54 +7,6 @@
 
 #include "backend/backend.h"
 
-/* `f32[N, 4]`, or `f32` for a scalar / 0-d tensor. */
-static void put_type(Buf *out, DType dt, IrExpr **shape, int ndim)
-{
-	buf_puts(out, dtype_name(dt));
-	if (ndim == 0)
-		return;
-	buf_puts(out, "[");
-	for (int i = 0; i < ndim; i++) {
-		IrExpr *d = shape[i];
-		buf_puts(out, i ? ", " : "");
-		if (d->kind == EX_SIZE)
-			buf_puts(out, d->size->name);
-		else if (d->kind == EX_INT)
-			buf_printf(out, "%lld", (long long)d->ival);
-		else
-			buf_puts(out, "?");
-	}
-	buf_puts(out, "]");
-}
-
-/* ` * fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])` */
-static void put_fusion_signature(Buf *out, Fusion *f)
-{
-	bool first = true;
-
-	buf_printf(out, " * fusion %s(", f->name);
-	for (int i = 0; i < f->nsig; i++) {
-		struct SigEntry *e = &f->sig[i];
-		if (e->kind == 'o')
-			continue;
-		buf_puts(out, first ? "" : ", ");
-		first = false;
-		if (e->kind == 'p') {
-			buf_printf(out, "%s: %s", e->param->name, dtype_name(e->param->dtype));
-		} else {
-			buf_printf(out, "%s: ", e->tensor->name);
-			put_type(out, e->tensor->dtype, e->tensor->shape, e->tensor->ndim);
-		}
-	}
-	buf_puts(out, ") -> (");
-	for (int i = 0; i < f->noutputs; i++) {
-		Tensor *t = f->outputs[i];
-		buf_printf(out, "%s%s: ", i ? ", " : "", t->name);
-		put_type(out, t->dtype, t->shape, t->ndim);
-	}
-	buf_puts(out, ")\n");
-}
-
 /* ` * Requires: x 16-byte aligned; N a multiple of 4.` */
 static void put_preconds(Buf *out, Kernel *k)
 {
@@ -78,7 +30,9 @@ static void put_fusion(Buf *out, Kernel *k)
 	Fusion *f = k->fusion;
 
 	buf_puts(out, "\n/*\n");
-	put_fusion_signature(out, f);
+	buf_puts(out, " * ");
+	ir_print_signature(f, out);
+	buf_puts(out, "\n");
 	buf_puts(out, " * Runs the fusion on `stream`. Sizes come after the tensors, in order of first\n"
 		      " * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments\n"
 		      " * it returns cudaErrorInvalidValue without launching, and ");

@@ -171,6 +171,12 @@ bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const c
 		 Span at);
 bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
 
+/* Default placement at the end of a schedule (SPEC §3 defaults): caches and reductions read by
+ * another statement that have no compute_at are computed at their reader's most inlined legal
+ * position (docs/caching.md, docs/reductions.md). schedule_apply calls it after the last
+ * directive; auto_schedule may call it after its own choices. */
+bool sched_place_defaults(Arena *a, Diag *d, Fusion *f);
+
 /* frontend/auto_schedule.c: the automatic scheduler (SPEC §3 defaults; docs/auto_schedule.md). */
 bool auto_schedule(Arena *a, Diag *d, Fusion *f);
 

@@ -11,6 +11,8 @@
  * axes (t's replayed axis, or a bare alias where t has none: a broadcast) followed by t's
  * remaining leaves.
  */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "frontend/frontend.h"
@@ -33,7 +35,7 @@
 	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
-	X(RFACTOR, "rfactor", NULL, "")
+	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -252,9 +254,9 @@ bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 			return false;
 		}
 	}
-	if (ax->reduction) {
-		diag_error(d, at, "binding reduction axis '%s' to %s is not supported yet", ax->name,
-			   par_name(p));
+	if (ax->reduction && par_is_block(p)) {
+		diag_error(d, at, "grid reductions are not supported yet: reduction axis '%s' cannot be bound to %s (bind it to threadIdx.* for a block reduction, or leave it serial)",
+			   ax->name, par_name(p));
 		return false;
 	}
 	if (ax->vectorize) {
@@ -395,7 +397,12 @@ static bool check_results(Sched *s, AstDirective *dir, Verb v)
 			   verbs[v].name, dir->tensor.name, verbs[v].name);
 		return false;
 	}
-	int allowed = v == V_SPLIT ? 2 : v == V_MERGE ? 1 : 0;
+	int allowed = v == V_SPLIT ? 2 : v == V_MERGE || v == V_RFACTOR ? 1 : 0;
+	if (v == V_RFACTOR && dir->nouts == 0) {
+		diag_error(s->d, dir->span, "'rfactor' creates a tensor: name it, as in '%s.rfactor(...) -> NAME'",
+			   dir->tensor.name);
+		return false;
+	}
 	if (dir->nouts == 0 || dir->nouts == allowed)
 		return true;
 	Span at = span_join(dir->outs[0].span, dir->outs[dir->nouts - 1].span);
@@ -1204,6 +1211,254 @@ static bool do_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer
 	return true;
 }
 
+/* ---- rfactor ------------------------------------------------------------------------- */
+
+/* t.rfactor(a, ...) -> r splits t's reduction in two (SPEC §3): r reduces the listed axes and
+ * keeps t's other reduction axes (the "rest") as its own iteration axes; t then reduces r over
+ * the rest. r's root axes are t's left-hand axes, then one per rest axis, then one per listed
+ * axis (reduction); its definition is t's body with t's reduction indices rebuilt from those
+ * leaves (split: outer * F + inner; merge: m / E and m % E). A non-divisible split gives
+ * indices past the extent: the body is then `in range ? body : identity`. t's domain keeps its
+ * non-reduction axes (and their transforms); each rest axis becomes a new root of t, with its
+ * binding; the listed axes leave t. r holds partials in the accumulation dtype. */
+
+typedef struct Rfactor {
+	Axis **leaf;    /* t's reduction leaves (domain order) */
+	IrExpr **val;   /* their EX_AXIS in r */
+	int n;
+	IrExpr *cond;   /* in-range condition of the rebuilt indices, or NULL */
+} Rfactor;
+
+static IrExpr *rf_value(Sched *s, Rfactor *rf, Axis *ax)
+{
+	for (int i = 0; i < rf->n; i++)
+		if (rf->leaf[i] == ax)
+			return rf->val[i];
+	Axis *c = ax->to[0];
+	if (c->kind == AX_SPLIT_OUTER) {
+		Axis *in = ax->to[1];
+		IrExpr *v = ix_add(s->a, ix_mul(s->a, rf_value(s, rf, c), ir_int(s->a, in->factor)),
+				   rf_value(s, rf, in));
+		int64_t e;
+		if (!ir_is_const(ax->extent, &e) || e % in->factor)
+			rf->cond = ix_and(s->a, rf->cond, ix_lt(s->a, v, ax->extent));
+		return v;
+	}
+	IrExpr *m = rf_value(s, rf, c);
+	IrExpr *e_inner = c->from[1]->extent;
+	return ax == c->from[0] ? ix_div(s->a, m, e_inner) : ix_mod(s->a, m, e_inner);
+}
+
+typedef struct RfMap {
+	Tensor *t;
+	IrExpr **map; /* by t's root index */
+} RfMap;
+
+static IrExpr *rf_subst(Arena *a, IrExpr *e, void *ctx)
+{
+	RfMap *m = ctx;
+	int k = e->kind == EX_AXIS ? e->axis->root_index : -1;
+	if (k >= 0 && k < m->t->nroot && m->t->root[k] == e->axis)
+		return m->map[k];
+	return e;
+}
+
+static Axis *rf_root(Sched *s, Tensor *owner, Axis *like, int index, bool red, Span at)
+{
+	Axis *ax = new_axis(s->a, owner, AX_ROOT, like->name, like->extent, at);
+	ax->root_index = index;
+	ax->reduction = red;
+	return ax;
+}
+
+static IrExpr *reduce_identity(Arena *a, ReduceOp r, DType t)
+{
+	IrExpr *e;
+	if (dtype_is_float(t))
+		return ir_float(a, t, r == RED_MAX ? -INFINITY : r == RED_MIN ? INFINITY : 0.0);
+	int64_t lo = t == DT_I32 ? INT32_MIN : t == DT_BOOL ? 0 : INT64_MIN;
+	int64_t hi = t == DT_I32 ? INT32_MAX : t == DT_BOOL ? 1 : INT64_MAX;
+	e = ir_int(a, r == RED_MAX ? lo : r == RED_MIN ? hi : 0);
+	e->dtype = t;
+	return e;
+}
+
+/* The checks: listed axes are distinct reduction axes of t's own domain, at least one
+ * reduction axis stays with t, and t is in no compute_at relation yet. */
+static bool rfactor_ok(Sched *s, Tensor *t, AstDirective *dir, Axis **listed)
+{
+	if (!tensor_is_reduction(t) || t->cache_of) {
+		diag_error(s->d, dir->tensor.span, "cannot rfactor '%s': it is not a reduction", t->name);
+		return false;
+	}
+	if (t->ca_tensor || computed_at(s->f, t)) {
+		diag_error(s->d, dir->span, "rfactor of '%s' must come before compute_at of it or into it",
+			   t->name);
+		return false;
+	}
+	int nred = 0;
+	for (int i = 0; i < t->ndomain; i++)
+		nred += t->domain[i]->reduction;
+	for (int i = 0; i < dir->nargs; i++) {
+		Axis *ax = arg_axis(s, t, &dir->args[i]);
+		if (!ax)
+			return false;
+		if (!ax->reduction) {
+			diag_error(s->d, dir->args[i].span, "cannot rfactor '%s': it is not a reduction axis of '%s'",
+				   ax->name, t->name);
+			return false;
+		}
+		for (int j = 0; j < i; j++) {
+			if (listed[j] == ax) {
+				diag_error(s->d, dir->args[i].span, "axis '%s' is listed twice", ax->name);
+				return false;
+			}
+		}
+		listed[i] = ax;
+	}
+	if (dir->nargs >= nred) {
+		diag_error(s->d, dir->span, "rfactor must leave '%s' at least one reduction axis; it lists all %d",
+			   t->name, nred);
+		return false;
+	}
+	/* a merge of a reduction axis with a non-reduction one cannot be split apart */
+	for (int i = 0; i < t->history.len; i++) {
+		Axis *h = VEC_AT(t->history, Axis, i);
+		if (h->kind == AX_MERGE && h->from[0]->reduction != h->from[1]->reduction) {
+			diag_error(s->d, dir->span, "cannot rfactor '%s': its axis '%s' merges a reduction axis with another axis",
+				   t->name, h->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool is_listed(Axis **listed, int n, Axis *ax)
+{
+	for (int i = 0; i < n; i++)
+		if (listed[i] == ax)
+			return true;
+	return false;
+}
+
+static bool do_rfactor(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Axis **listed = arena_alloc(s->a, sizeof(Axis *) * (size_t)dir->nargs);
+	if (!rfactor_ok(s, t, dir, listed) || !check_new_name(s, dir->outs[0]))
+		return false;
+	int nl = dir->nargs, nrest = 0, ndim = t->ndim;
+	for (int i = 0; i < t->ndomain; i++)
+		nrest += t->domain[i]->reduction && !is_listed(listed, nl, t->domain[i]);
+	Tensor *r = NEW(s->a, Tensor);
+	r->name = dir->outs[0].name;
+	r->span = dir->outs[0].span;
+	r->kind = TK_INTERMEDIATE;
+	r->dtype = dtype_compute(t->dtype);
+	r->ndim = ndim + nrest;
+	r->nroot = ndim + nrest + nl;
+	r->root = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
+	r->shape = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
+	r->def_span = t->def_span;
+	r->mem = MEM_LOCAL;
+	for (int k = 0; k < ndim; k++)
+		r->root[k] = rf_root(s, r, t->root[k], k, false, dir->span);
+	/* r's axes for t's reduction leaves: the rest (iteration axes), then the listed ones */
+	Rfactor rf = {arena_alloc(s->a, sizeof(Axis *) * (size_t)(nrest + nl)),
+		      arena_alloc(s->a, sizeof(IrExpr *) * (size_t)(nrest + nl)), 0, NULL};
+	Axis **t_new = arena_alloc(s->a, sizeof(Axis *) * (size_t)(ndim + nrest));
+	int ir = ndim, il = ndim + nrest;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (!ax->reduction)
+			continue;
+		bool l = is_listed(listed, nl, ax);
+		int idx = l ? il++ : ir++;
+		r->root[idx] = rf_root(s, r, ax, idx, l, dir->span);
+		if (l) {
+			/* a listed axis keeps its binding in r (a block reduction in r) */
+			r->root[idx]->par = ax->par;
+			r->root[idx]->par_span = ax->par_span;
+		}
+		rf.leaf[rf.n] = ax;
+		rf.val[rf.n++] = ir_axis(s->a, r->root[idx]);
+		if (!l) {
+			/* the rest axis becomes a root of t, keeping its binding */
+			Axis *nt = rf_root(s, t, ax, idx, true, ax->span);
+			nt->par = ax->par;
+			nt->par_span = ax->par_span;
+			nt->unroll = ax->unroll;
+			nt->unroll_span = ax->unroll_span;
+			t_new[idx] = nt;
+		}
+	}
+	for (int k = 0; k < r->ndim; k++)
+		r->shape[k] = r->root[k]->extent;
+	/* r's definition: t's body over r's axes */
+	RfMap m = {t, arena_alloc(s->a, sizeof(IrExpr *) * (size_t)t->nroot)};
+	for (int k = 0; k < t->nroot; k++)
+		m.map[k] = k < ndim ? ir_axis(s->a, r->root[k]) : rf_value(s, &rf, t->root[k]);
+	IrExpr *body = ir_rewrite(s->a, t->def->args[0], rf_subst, &m);
+	if (rf.cond)
+		body = ir_select(s->a, rf.cond, body, reduce_identity(s->a, t->def->red, body->dtype));
+	IrExpr *rd = NEW(s->a, IrExpr);
+	*rd = *t->def;
+	rd->args = arena_alloc(s->a, sizeof(IrExpr *));
+	rd->args[0] = body;
+	rd->nargs = 1;
+	rd->nred = nl;
+	rd->red_axes = r->root + ndim + nrest;
+	rd->dtype = r->dtype;
+	r->def = rd;
+	r->domain = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
+	memcpy(r->domain, r->root, sizeof(Axis *) * (size_t)r->nroot);
+	r->ndomain = r->nroot;
+	/* t reduces r over the rest axes */
+	for (int k = 0; k < ndim; k++)
+		t_new[k] = t->root[k];
+	IrExpr **subs = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
+	for (int k = 0; k < r->ndim; k++)
+		subs[k] = ir_axis(s->a, t_new[k]);
+	IrExpr *td = NEW(s->a, IrExpr);
+	*td = *t->def;
+	td->args = arena_alloc(s->a, sizeof(IrExpr *));
+	td->args[0] = ir_access(s->a, r, subs, r->ndim);
+	td->nargs = 1;
+	td->nred = nrest;
+	td->red_axes = t_new + ndim;
+	/* t's domain: its non-reduction axes as they are, the rest axes as new roots */
+	Axis **dom = arena_alloc(s->a, sizeof(Axis *) * (size_t)t->ndomain);
+	int nd = 0;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (!ax->reduction)
+			dom[nd++] = ax;
+		else if (!is_listed(listed, nl, ax))
+			for (int j = 0; j < rf.n; j++)
+				if (rf.leaf[j] == ax)
+					dom[nd++] = t_new[rf.val[j]->axis->root_index];
+	}
+	Vec hist = {0};
+	for (int i = 0; i < t->history.len; i++)
+		if (!VEC_AT(t->history, Axis, i)->reduction)
+			vec_push(s->a, &hist, VEC_AT(t->history, Axis, i));
+	/* the tensors t read are read by r now */
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Vec *rd_of = &s->f->tensors[i]->readers;
+		for (int j = 0; j < rd_of->len; j++)
+			if (VEC_AT(*rd_of, Tensor, j) == t)
+				rd_of->items[j] = r;
+	}
+	vec_push(s->a, &r->readers, t);
+	t->def = td;
+	t->root = t_new;
+	t->nroot = ndim + nrest;
+	t->domain = dom;
+	t->ndomain = nd;
+	t->history = hist;
+	insert_tensor(s->a, s->f, r, t->index);
+	return true;
+}
+
 /* ---- caches at the end of the schedule ------------------------------------------------ */
 
 /* The parallel type of a loop: a shared (compute_at) axis carries its owner's binding. */
@@ -1367,18 +1622,124 @@ static bool check_stages(Sched *s, Tensor *c)
 	return false;
 }
 
-/* Places the caches left without compute_at, then checks what depends on the final
- * schedule: cp.async vector sizes and buffer loops. */
+/* Is every root axis that x derives from one of u's roots in set[0..n)? */
+static bool derived_from(Axis *x, Axis **set, int n)
+{
+	if (x->kind != AX_ROOT)
+		return derived_from(x->from[0], set, n) &&
+		       (x->kind != AX_MERGE || derived_from(x->from[1], set, n));
+	for (int i = 0; i < n; i++)
+		if (set[i] == x)
+			return true;
+	return false;
+}
+
+/* The tensor at whose loops r is placed: the consumer that every other consumer is computed
+ * at (through a chain of compute_at); the most inlined position any consumer allows. */
+static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit)
+{
+	for (int h = 0; h < n; h++) {
+		int lim = INT32_MAX;
+		bool all = true;
+		for (int j = 0; j < n && all; j++) {
+			Tensor *c = u[j];
+			if (c == u[h])
+				continue;
+			while (c && c->ca_tensor != u[h])
+				c = c->ca_tensor;
+			all = c != NULL;
+			if (c && c->ca_pos < lim)
+				lim = c->ca_pos;
+		}
+		if (all) {
+			*limit = lim;
+			return u[h];
+		}
+	}
+	return NULL;
+}
+
+/* Default placement of a reduction read by another statement (SPEC §3, docs/reductions.md):
+ * computed at its reader, at the deepest position pos whose loops u.domain[0..pos] all come
+ * from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
+ * one per element), hold no vectorized axis, no thread type that r reduces over, and no loop
+ * deeper than where another reader of r is computed at u. */
+static bool place_reduction(Sched *s, Tensor *r)
+{
+	Tensor *in = computed_at(s->f, r);
+	if (in) {
+		diag_error(s->d, r->def_span, "reduction '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
+			   r->name, in->name);
+		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, r->name);
+		return false;
+	}
+	Tensor *u[8];
+	int n = cache_consumers(s, r, u, 8), limit;
+	if (n == 0)
+		return true;
+	Tensor *home = reduction_home(s, r, u, n, &limit);
+	if (!home) {
+		diag_error(s->d, r->def_span, "cannot place reduction '%s': it is read by both '%s' and '%s', and neither is computed at the other; give it a compute_at",
+			   r->name, u[0]->name, u[1]->name);
+		return false;
+	}
+	ReadMap m = read_map(s->a, r, home);
+	Axis *set[16];
+	int nset = 0;
+	for (int k = 0; k < r->ndim && nset < 16; k++)
+		if (m.first && m.first[k])
+			set[nset++] = m.first[k];
+	unsigned reduced = 0;
+	for (int i = 0; i < r->ndomain; i++)
+		if (r->domain[i]->reduction && par_is_thread(r->domain[i]->par))
+			reduced |= 1u << r->domain[i]->par;
+	int pos = -1;
+	for (int i = 0; i < home->ndomain && i <= limit; i++) {
+		Axis *ax = home->domain[i];
+		ParType p = loop_par(ax);
+		if (ax->vectorize || !derived_from(ax, set, nset) ||
+		    (par_is_thread(p) && (reduced & (1u << p))) || !replayable(s, r, home, i))
+			break;
+		pos = i;
+	}
+	if (pos < 0) {
+		diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: the outermost loop '%s' of its reader '%s' does not run over the axes of '%s' alone; give '%s' a compute_at",
+			   r->name, home->domain[0]->name, home->name, r->name, r->name);
+		return false;
+	}
+	/* The replay transforms r's axes that the shared loops come from: they must be intact. */
+	for (int k = 0; k < r->ndim; k++) {
+		if (m.first[k] && is_ancestor_of_shared(m.first[k], home, pos) &&
+		    tensor_axis_pos(r, r->root[k]) < 0) {
+			diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: its axis '%s' was transformed, but the loops of '%s' it is computed in come from it; give '%s' a compute_at before its transforms",
+				   r->name, r->root[k]->name, home->name, r->name);
+			return false;
+		}
+	}
+	return compute_at_pos(s, r, home, pos, r->def_span);
+}
+
+/* Places the caches and reductions left without compute_at, then checks what depends on the
+ * final schedule: cp.async vector sizes and buffer loops. */
 static bool finish_caches(Sched *s)
 {
 	bool ok = true;
-	/* Consumers first: a cache of a cache is computed at its reader once that is placed. */
+	/* Consumers first: a cache of a cache is computed at its reader once that is placed; a
+	 * reduction read by another reduction is placed after it. */
 	for (int i = s->f->ntensors - 1; i >= 0; i--) {
 		Tensor *c = s->f->tensors[i];
 		if (c->cache_of && !c->ca_tensor)
 			ok &= place_cache(s, c);
+		else if (c->kind == TK_INTERMEDIATE && tensor_is_reduction(c) && !c->ca_tensor)
+			ok &= place_reduction(s, c);
 	}
 	return ok;
+}
+
+bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
+{
+	Sched s = {a, d, f};
+	return finish_caches(&s);
 }
 
 static bool check_caches(Sched *s)
@@ -1451,6 +1812,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_CP_ASYNC: return do_cp_async(s, t, dir);
 	case V_DOUBLE_BUFFER: return do_stages(s, t, dir, true);
 	case V_STAGES: return do_stages(s, t, dir, false);
+	case V_RFACTOR: return do_rfactor(s, t, dir);
 	default: unreachable();
 	}
 }

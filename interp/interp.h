@@ -66,6 +66,22 @@ double interp_bf16_value(uint16_t bits);
 /* Rounds x to the value set of a floating dtype (f16, bf16, f32; f64 unchanged). */
 double interp_round_float(DType t, double x);
 
+/* Element values, shared by the reference interpreter and the simulator: a double for
+ * floating dtypes, an int64 for integers and bool, already rounded to the dtype. */
+typedef union InterpVal {
+	double f;
+	int64_t i;
+} InterpVal;
+/* Element i of a raw host buffer of dtype t, and back (rounding/wrapping to t). */
+InterpVal interp_load(const void *data, DType t, int64_t i);
+void interp_store(void *data, DType t, int64_t i, InterpVal v);
+/* CUDA's float -> integer conversion: truncates and saturates to `to`; NaN gives 0. */
+int64_t interp_float_to_int(double x, DType to);
+/* Wraps an integer to the integer dtype t (i32 wraps, bool is x != 0). */
+int64_t interp_wrap_int(int64_t x, DType t);
+/* The math built-ins (exp ... pow) in double. */
+double interp_fmath(IrOp op, double x, double y);
+
 /* The number of terms summed into an element of t: the product of the extents of the sum
  * reductions of t and, transitively, of the tensors its definition reads (1 without any; max
  * and min add no rounding error and do not count). Used to scale comparison tolerances. */

@@ -12,10 +12,7 @@
 
 #include "interp/interp.h"
 
-typedef union Val {
-	double f;
-	int64_t i;
-} Val;
+typedef InterpVal Val;
 
 static char *fmt_err(const char *fmt, ...) PRINTF(1, 2);
 static char *fmt_err(const char *fmt, ...)
@@ -124,7 +121,7 @@ double interp_bf16_value(uint16_t bits)
 
 /* ---- value conversions ---------------------------------------------------------------- */
 
-static int64_t float_to_int(double x, DType to)
+int64_t interp_float_to_int(double x, DType to)
 {
 	double lo = to == DT_I32 ? -2147483648.0 : -9223372036854775808.0;
 	double hi = to == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
@@ -140,11 +137,13 @@ static int64_t float_to_int(double x, DType to)
 }
 
 static double as_f(Val v, DType t) { return dtype_is_float(t) ? v.f : (double)v.i; }
-static int64_t as_i(Val v, DType t) { return dtype_is_float(t) ? float_to_int(v.f, DT_I64) : v.i; }
+static int64_t as_i(Val v, DType t)
+{
+	return dtype_is_float(t) ? interp_float_to_int(v.f, DT_I64) : v.i;
+}
 static bool truthy(Val v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
 
-/* Wraps an integer to the integer dtype t. */
-static int64_t wrap_int(int64_t x, DType t)
+int64_t interp_wrap_int(int64_t x, DType t)
 {
 	if (t == DT_I32)
 		return (int32_t)(uint32_t)(uint64_t)x;
@@ -162,9 +161,9 @@ static Val conv(Val v, DType from, DType to)
 	} else if (dtype_is_float(to)) {
 		r.f = interp_round_float(to, as_f(v, from));
 	} else if (dtype_is_float(from)) {
-		r.i = float_to_int(v.f, to);
+		r.i = interp_float_to_int(v.f, to);
 	} else {
-		r.i = wrap_int(v.i, to);
+		r.i = interp_wrap_int(v.i, to);
 	}
 	return r;
 }
@@ -172,8 +171,7 @@ static Val conv(Val v, DType from, DType to)
 static Val vf(double f) { Val v; v.f = f; return v; }
 static Val vi(int64_t i) { Val v; v.i = i; return v; }
 
-/* Raw bytes of a host buffer element <-> Val. */
-static Val load_raw(const void *data, DType t, int64_t i)
+InterpVal interp_load(const void *data, DType t, int64_t i)
 {
 	const char *p = (const char *)data + i * dtype_size(t);
 	uint16_t h;
@@ -194,7 +192,7 @@ static Val load_raw(const void *data, DType t, int64_t i)
 	}
 }
 
-static void store_raw(void *data, DType t, int64_t i, Val v)
+void interp_store(void *data, DType t, int64_t i, InterpVal v)
 {
 	char *p = (char *)data + i * dtype_size(t);
 	uint16_t h;
@@ -453,7 +451,7 @@ static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
 		break;
 	default: unreachable();
 	}
-	return vi(wrap_int(r, t));
+	return vi(interp_wrap_int(r, t));
 }
 
 static Val eval_compare(IrOp op, Val a, DType ta, Val b, DType tb)
@@ -487,7 +485,7 @@ static Val eval_compare(IrOp op, Val a, DType ta, Val b, DType tb)
 	return vi(r);
 }
 
-static double fmath(IrOp op, double x, double y)
+double interp_fmath(IrOp op, double x, double y)
 {
 	switch (op) {
 	case OP_EXP: return exp(x);
@@ -528,7 +526,7 @@ static Val eval_minmax(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
 		r = x > y ? x : y;
 	else
 		r = x < y ? x : y;
-	return vi(wrap_int(r, t));
+	return vi(interp_wrap_int(r, t));
 }
 
 static Val eval_op(Ctx *c, IrExpr *e)
@@ -558,7 +556,7 @@ static Val eval_op(Ctx *c, IrExpr *e)
 		return eval_minmax(e->op, e->dtype, a, l->dtype, b, tb);
 	case 'f': {
 		double y = r ? as_f(b, tb) : 0;
-		double v = fmath(e->op, as_f(a, l->dtype), y);
+		double v = interp_fmath(e->op, as_f(a, l->dtype), y);
 		DType ft = dtype_is_float(e->dtype) ? e->dtype : DT_F32;
 		return conv(vf(interp_round_float(ft, v)), ft, e->dtype);
 	}
@@ -771,7 +769,7 @@ static bool load_inputs(Ctx *c, void **inputs)
 			return false;
 		}
 		for (int64_t k = 0; k < n; k++)
-			buf[k] = load_raw(inputs[i], t->dtype, k);
+			buf[k] = interp_load(inputs[i], t->dtype, k);
 	}
 	return true;
 }
@@ -810,7 +808,7 @@ bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **i
 				break;
 			int64_t n = interp_numel(c.dims[t->index], t->ndim);
 			for (int64_t k = 0; k < n; k++)
-				store_raw(outputs[i], t->dtype, k, c.bufs[t->index][k]);
+				interp_store(outputs[i], t->dtype, k, c.bufs[t->index][k]);
 		}
 	}
 	bool ok = !c.err;
@@ -923,15 +921,15 @@ void host_tensor_fill_random(HostTensor *h, uint64_t seed)
 			int64_t k = (int64_t)(r % 16); /* -8..-1, 1..8 */
 			v.i = k < 8 ? k - 8 : k - 7;
 		}
-		store_raw(h->data, h->dtype, i, v);
+		interp_store(h->data, h->dtype, i, v);
 	}
 	if (n > 0 && h->dtype == DT_BOOL) /* never all zeros */
-		store_raw(h->data, h->dtype, 0, vi(1));
+		interp_store(h->data, h->dtype, 0, vi(1));
 }
 
 double host_tensor_get(const HostTensor *h, int64_t i)
 {
-	Val v = load_raw(h->data, h->dtype, i);
+	Val v = interp_load(h->data, h->dtype, i);
 
 	return as_f(v, h->dtype);
 }

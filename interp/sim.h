@@ -19,10 +19,7 @@
 
 #include "interp/interp.h"
 
-typedef union SVal {
-	double f;
-	int64_t i;
-} SVal;
+typedef InterpVal SVal; /* interp.h: shared with the reference */
 
 /* Per-element tracking for shared memory (races, cp.async). Epoch 0 means never. */
 typedef struct SimShared {
@@ -63,7 +60,9 @@ typedef struct SimFrame {
 	int64_t extent;
 } SimFrame;
 
-/* A cp.async in flight: n elements dst[dst_off..] <- src[src_off..] (zeros when zero_fill). */
+/* A cp.async in flight: n elements dst[dst_off..] <- src[src_off..] (zeros when zero_fill).
+ * Only the first nread elements come from src (a partial vector, Stmt.size); the rest are
+ * zeros. */
 typedef struct SimCopy {
 	SimBuf *dst, *src;
 	int64_t dst_off, src_off;
@@ -71,6 +70,7 @@ typedef struct SimCopy {
 	bool zero_fill;
 	int group;     /* the commit group, 0 while uncommitted */
 	Stmt *stmt;
+	int nread;     /* elements read from src (0 when zero_fill) */
 } SimCopy;
 
 enum { TS_RUN, TS_BARRIER, TS_DONE };
@@ -119,6 +119,9 @@ typedef struct Sim {
 /* interp/simulate.c: the cp.async model behind KS_CP_ASYNC, KS_CP_COMMIT and KS_CP_WAIT. */
 void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off, SimBuf *src,
 		    int64_t src_off, int n, bool zero_fill);
+/* The same with only the first nread (0..n) elements read from src, the rest zero-filled. */
+void sim_async_copy_part(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off,
+			 SimBuf *src, int64_t src_off, int n, int nread);
 void sim_async_commit(Sim *S, SimThread *T);
 /* Retires every group but the newest `keep` (cp.async.wait_group keep); keep < 0: wait_all. */
 void sim_async_wait(Sim *S, SimThread *T, int keep);

@@ -47,31 +47,6 @@ static double rnd(DType t, double x)
 	return interp_round_float(t, x);
 }
 
-/* CUDA's float -> int conversion saturates; NaN gives 0. */
-static int64_t f2i(double x, DType to)
-{
-	double lo = to == DT_I32 ? -2147483648.0 : -9223372036854775808.0;
-	double hi = to == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
-
-	if (isnan(x))
-		return 0;
-	x = trunc(x);
-	if (x <= lo)
-		return to == DT_I32 ? INT32_MIN : INT64_MIN;
-	if (x >= hi)
-		return to == DT_I32 ? INT32_MAX : INT64_MAX;
-	return (int64_t)x;
-}
-
-static int64_t wrapi(int64_t x, DType t)
-{
-	if (t == DT_I32)
-		return (int32_t)(uint32_t)(uint64_t)x;
-	if (t == DT_BOOL)
-		return x != 0;
-	return x;
-}
-
 static SVal cv(SVal v, DType from, DType to)
 {
 	bool ff = dtype_is_float(from);
@@ -83,12 +58,15 @@ static SVal cv(SVal v, DType from, DType to)
 	if (dtype_is_float(to))
 		return vf(rnd(to, ff ? v.f : (double)v.i));
 	if (ff)
-		return vi(f2i(v.f, to));
-	return vi(wrapi(v.i, to));
+		return vi(interp_float_to_int(v.f, to));
+	return vi(interp_wrap_int(v.i, to));
 }
 
 static double asf(SVal v, DType t) { return dtype_is_float(t) ? v.f : (double)v.i; }
-static int64_t asi(SVal v, DType t) { return dtype_is_float(t) ? f2i(v.f, DT_I64) : v.i; }
+static int64_t asi(SVal v, DType t)
+{
+	return dtype_is_float(t) ? interp_float_to_int(v.f, DT_I64) : v.i;
+}
 static bool truthy(SVal v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
 
 static SVal arith(IrOp op, DType ct, SVal a, SVal b)
@@ -131,7 +109,7 @@ static SVal arith(IrOp op, DType ct, SVal a, SVal b)
 		break;
 	default: unreachable();
 	}
-	return vi(wrapi(r, ct));
+	return vi(interp_wrap_int(r, ct));
 }
 
 static bool compare(IrOp op, DType ct, SVal a, SVal b)
@@ -160,25 +138,6 @@ static bool compare(IrOp op, DType ct, SVal a, SVal b)
 	}
 }
 
-static double fmath(IrOp op, double x, double y)
-{
-	switch (op) {
-	case OP_EXP: return exp(x);
-	case OP_LOG: return log(x);
-	case OP_SQRT: return sqrt(x);
-	case OP_RSQRT: return 1.0 / sqrt(x);
-	case OP_TANH: return tanh(x);
-	case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case OP_ERF: return erf(x);
-	case OP_SIN: return sin(x);
-	case OP_COS: return cos(x);
-	case OP_FLOOR: return floor(x);
-	case OP_CEIL: return ceil(x);
-	case OP_POW: return pow(x, y);
-	default: unreachable();
-	}
-}
-
 /* max/min/abs in ct; max/min propagate NaN like the preamble's __fus_max. */
 static SVal minmax(IrOp op, DType ct, SVal a, SVal b)
 {
@@ -201,7 +160,7 @@ static SVal minmax(IrOp op, DType ct, SVal a, SVal b)
 		r = x > y ? x : y;
 	else
 		r = x < y ? x : y;
-	return vi(wrapi(r, ct));
+	return vi(interp_wrap_int(r, ct));
 }
 
 /* ---- buffers -------------------------------------------------------------------------- */
@@ -517,7 +476,7 @@ static SVal eval_op(Sim *S, SimThread *T, IrExpr *e)
 	case 'f': {
 		ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
 		double x = asf(cv(a, l->dtype, ct), ct), y = r ? asf(cv(b, r->dtype, ct), ct) : 0;
-		return cv(vf(rnd(ct, fmath(e->op, x, y))), ct, e->dtype);
+		return cv(vf(rnd(ct, interp_fmath(e->op, x, y))), ct, e->dtype);
 	}
 	default:
 		unreachable();
@@ -590,15 +549,17 @@ static int64_t eval_i64(Sim *S, SimThread *T, IrExpr *e)
 
 /* ---- cp.async --------------------------------------------------------------------------- */
 
-void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off, SimBuf *src,
-		    int64_t src_off, int n, bool zero_fill)
+/* Elements past nread are zero-filled without a global read, so only the first nread source
+ * elements are bounds-checked. */
+void sim_async_copy_part(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off,
+			 SimBuf *src, int64_t src_off, int n, int nread)
 {
 	View d = view(S, T, dst), sv = view(S, T, src);
 
 	for (int i = 0; i < n; i++) {
 		if (!check_access(S, T, dst, d, dst_off + i, true))
 			return;
-		if (!zero_fill && !check_access(S, T, src, sv, src_off + i, false))
+		if (i < nread && !check_access(S, T, src, sv, src_off + i, false))
 			return;
 	}
 	for (int i = 0; i < n; i++)
@@ -608,7 +569,14 @@ void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off,
 		T->capcopies = T->capcopies ? 2 * T->capcopies : 8;
 		T->copies = realloc(T->copies, sizeof *T->copies * (size_t)T->capcopies);
 	}
-	T->copies[T->ncopies++] = (SimCopy){dst, src, dst_off, src_off, n, zero_fill, 0, s};
+	T->copies[T->ncopies++] =
+		(SimCopy){dst, src, dst_off, src_off, n, nread == 0, 0, s, nread};
+}
+
+void sim_async_copy(Sim *S, SimThread *T, Stmt *s, SimBuf *dst, int64_t dst_off, SimBuf *src,
+		    int64_t src_off, int n, bool zero_fill)
+{
+	sim_async_copy_part(S, T, s, dst, dst_off, src, src_off, n, zero_fill ? 0 : n);
 }
 
 void sim_async_commit(Sim *S, SimThread *T)
@@ -631,7 +599,7 @@ static void land(Sim *S, SimThread *T, SimCopy *c)
 		if (o < 0 || o >= d.n)
 			continue; /* reported at issue */
 		SVal v = vi(0);
-		if (!c->zero_fill && c->src_off + i >= 0 && c->src_off + i < sv.n)
+		if (i < c->nread && c->src_off + i >= 0 && c->src_off + i < sv.n)
 			v = sv.v[c->src_off + i];
 		else if (dtype_is_float(c->dst->dt))
 			v = vf(0);
@@ -673,6 +641,7 @@ static void async_at_exit(Sim *S, SimThread *T)
 		if (r) {
 			r->mem = c->dst->mem, r->dtype = c->dst->dt, r->offset = c->dst_off;
 			r->size = c->dst->n;
+			r->write = true; /* the copy's write of its destination */
 			r->detail = xstrdup(c->group ? "committed but never waited for"
 						     : "never committed");
 		}
@@ -732,12 +701,19 @@ static void exec_vstore(Sim *S, SimThread *T, Stmt *s)
 		write_elem(S, T, d, doff + i, tmp[i]);
 }
 
-/* cp.async: lanes whose predicate is false are zero-filled without reading global memory. */
+/* cp.async: lanes whose predicate is false are zero-filled without reading global memory; with
+ * Stmt.size only the first `size` elements (clamped to 0..vec) are read, the rest are zeros. */
 static void exec_cp_async(Sim *S, SimThread *T, Stmt *s)
 {
 	SimBuf *d = buf_of(S, s->tensor), *src = buf_of(S, s->src);
 	bool zero = s->cond && !truthy(eval(S, T, s->cond), s->cond->dtype);
 	int64_t doff = eval_i64(S, T, s->offset), soff = eval_i64(S, T, s->src_offset);
+	int64_t nread = zero ? 0 : s->vec;
+
+	if (!zero && s->size) {
+		nread = eval_i64(S, T, s->size);
+		nread = nread < 0 ? 0 : nread > s->vec ? s->vec : nread;
+	}
 
 	if (!d || !src)
 		return;
@@ -750,7 +726,7 @@ static void exec_cp_async(Sim *S, SimThread *T, Stmt *s)
 		int64_t off = doff % s->vec ? doff : soff;
 		sim_report(S, SF_MISALIGNED, b, off, view(S, T, b).n, b == d);
 	}
-	sim_async_copy(S, T, s, d, doff, src, soff, s->vec, zero);
+	sim_async_copy_part(S, T, s, d, doff, src, soff, s->vec, (int)nread);
 }
 
 static void exec_alloc(Sim *S, SimThread *T, Stmt *s)
@@ -822,6 +798,12 @@ static void run_thread(Sim *S, SimThread *T)
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
+		case KS_BLOCK_REDUCE:
+			/* the partial waits in var; block_reduce() combines at the release */
+			exec_let(S, T, s);
+			T->state = TS_BARRIER;
+			T->at = s;
+			return;
 		case KS_COMMENT:
 			break;
 		default:
@@ -839,7 +821,8 @@ static void run_thread(Sim *S, SimThread *T)
 static bool has_sync(Stmt *s)
 {
 	for (; s; s = s->next)
-		if (s->kind == KS_SYNC || (s->kind == KS_FOR && has_sync(s->body)) ||
+		if (s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE ||
+		    (s->kind == KS_FOR && has_sync(s->body)) ||
 		    (s->kind == KS_IF && (has_sync(s->then) || has_sync(s->els))))
 			return true;
 	return false;
@@ -902,6 +885,62 @@ static void barrier_fault(Sim *S, SimThread *ts, Stmt *at, SimThread *odd, int64
 	S->cur = cur;
 }
 
+/* ---- block reductions ----------------------------------------------------------------- */
+
+static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b)
+{
+	if (r == RED_MAX || r == RED_MIN)
+		return minmax(r == RED_MAX ? OP_MAX : OP_MIN, t, a, b);
+	return arith(OP_ADD, t, a, b);
+}
+
+/* KS_BLOCK_REDUCE at its release: every thread's var gets its group's result, combined in
+ * the order of kir_block_reduce_shape (the CUDA helpers' order, so the bits agree). */
+static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
+{
+	BlockReduceShape sh;
+	int64_t n = S->nthreads, id = s->var->id;
+	DType t = s->var->dtype;
+
+	if (!kir_block_reduce_shape(S->k, s->pars, &sh) || sh.nthreads != n) {
+		fail(S, "block reduction whose groups do not match the block");
+		return;
+	}
+	SVal *v = malloc(sizeof(SVal) * (size_t)n), *w = malloc(sizeof(SVal) * (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		v[i] = ts[i].vars[id];
+	if (sh.kind != BR_SMEM) {
+		/* butterfly: v = op(v, v[lane ^ o]) in every lane at once */
+		for (int64_t o = (sh.kind == BR_WARP ? sh.count : 32) / 2; o > 0; o /= 2) {
+			for (int64_t i = 0; i < n; i++)
+				w[i] = (i ^ o) < n ? red_combine(s->red, t, v[i], v[i ^ o]) : v[i];
+			memcpy(v, w, sizeof(SVal) * (size_t)n);
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		int64_t span = sh.count * sh.stride, base = i / span * span + i % sh.stride;
+		if (sh.kind == BR_WARP) {
+			w[i] = v[i];
+		} else if (sh.kind == BR_WARPS) {
+			/* the group's warps in order: lane 0 of each holds its warp's result */
+			int64_t first = i / sh.count * sh.count;
+			w[i] = v[first];
+			for (int64_t q = 1; q < sh.count / 32; q++)
+				w[i] = red_combine(s->red, t, w[i], v[first + 32 * q]);
+		} else {
+			w[i] = v[base];
+			for (int64_t q = 1; q < sh.count; q++)
+				w[i] = red_combine(s->red, t, w[i], v[base + q * sh.stride]);
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		ts[i].vars[id] = w[i];
+		ts[i].var_init[id] = 1;
+	}
+	free(v);
+	free(w);
+}
+
 /* Threads run until every one waits at a barrier or has ended; then the barrier releases. A
  * barrier that not every thread reaches (some ended, or wait elsewhere) is reported and then
  * released anyway, so the simulation goes on. */
@@ -929,6 +968,8 @@ static void run_block_barriers(Sim *S, SimThread *ts)
 			return; /* every thread ended */
 		if (odd)
 			barrier_fault(S, ts, first->at, odd, arrived);
+		if (first->at->kind == KS_BLOCK_REDUCE)
+			block_reduce(S, ts, first->at);
 		S->epoch++;
 		for (int64_t i = 0; i < S->nthreads; i++)
 			if (ts[i].state == TS_BARRIER)
@@ -1037,47 +1078,6 @@ static bool launch_dims(Sim *S)
 	return true;
 }
 
-static uint64_t raw_u16(const void *p, int64_t i) { uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return h; }
-
-static SVal load_raw(const void *data, DType t, int64_t i)
-{
-	const char *p = (const char *)data + i * dtype_size(t);
-	float f;
-	double d;
-	int32_t i32;
-	int64_t i64;
-
-	switch (t) {
-	case DT_F16: return vf(interp_f16_value((uint16_t)raw_u16(data, i)));
-	case DT_BF16: return vf(interp_bf16_value((uint16_t)raw_u16(data, i)));
-	case DT_F32: memcpy(&f, p, 4); return vf(f);
-	case DT_F64: memcpy(&d, p, 8); return vf(d);
-	case DT_I32: memcpy(&i32, p, 4); return vi(i32);
-	case DT_I64: memcpy(&i64, p, 8); return vi(i64);
-	case DT_BOOL: return vi(*(const unsigned char *)p != 0);
-	default: unreachable();
-	}
-}
-
-static void store_raw(void *data, DType t, int64_t i, SVal v)
-{
-	char *p = (char *)data + i * dtype_size(t);
-	uint16_t h;
-	float f;
-	int32_t i32;
-
-	switch (t) {
-	case DT_F16: h = interp_f16_bits(v.f); memcpy(p, &h, 2); break;
-	case DT_BF16: h = interp_bf16_bits(v.f); memcpy(p, &h, 2); break;
-	case DT_F32: f = (float)v.f; memcpy(p, &f, 4); break;
-	case DT_F64: memcpy(p, &v.f, 8); break;
-	case DT_I32: i32 = (int32_t)v.i; memcpy(p, &i32, 4); break;
-	case DT_I64: memcpy(p, &v.i, 8); break;
-	case DT_BOOL: *(unsigned char *)p = v.i != 0; break;
-	default: unreachable();
-	}
-}
-
 /* A global buffer for an input (its data, initialized) or an output (uninitialized). */
 static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 {
@@ -1106,7 +1106,7 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 	}
 	if (input) {
 		for (int64_t i = 0; i < n; i++)
-			b->v[i] = load_raw(data, t->dtype, i);
+			b->v[i] = interp_load(data, t->dtype, i);
 		memset(b->init, 1, (size_t)n);
 	}
 	return true;
@@ -1143,7 +1143,7 @@ static void finish(Sim *S, void **outputs)
 		memcpy(r->written[i], b->init, (size_t)(b->n ? b->n : 1));
 		for (int64_t j = 0; j < b->n; j++)
 			if (b->init[j])
-				store_raw(outputs[i], b->dt, j, b->v[j]);
+				interp_store(outputs[i], b->dt, j, b->v[j]);
 	}
 }
 

@@ -201,7 +201,7 @@ static void print_type(Buf *out, DType dt, IrExpr **shape, int ndim)
 	buf_puts(out, "]");
 }
 
-static void print_signature(Fusion *f, Buf *out)
+void ir_print_signature(Fusion *f, Buf *out)
 {
 	buf_printf(out, "fusion %s(", f->name);
 	bool first = true;
@@ -224,7 +224,13 @@ static void print_signature(Fusion *f, Buf *out)
 		buf_printf(out, "%s%s: ", i ? ", " : "", t->name);
 		print_type(out, t->dtype, t->shape, t->ndim);
 	}
-	buf_puts(out, ")\n");
+	buf_puts(out, ")");
+}
+
+static void print_signature(Fusion *f, Buf *out)
+{
+	ir_print_signature(f, out);
+	buf_puts(out, "\n");
 	if (f->nsizes) {
 		buf_puts(out, "  sizes:");
 		for (int i = 0; i < f->nsizes; i++)

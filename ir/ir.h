@@ -326,6 +326,8 @@ bool tensor_is_reduction(Tensor *t);
 
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
 void ir_print_fusion(Fusion *f, Buf *out);
+/* `fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])`, no newline. */
+void ir_print_signature(Fusion *f, Buf *out);
 void ir_print_expr(IrExpr *e, Buf *out);
 
 /* ---- kernel IR ----------------------------------------------------------------------- */

@@ -142,6 +142,16 @@ static void check_stmt(Verifier *v, Stmt *s)
 		if (s->size)
 			check_expr(v, s->size);
 		break;
+	case KS_BLOCK_REDUCE:
+		if (!var_visible(v, s->var))
+			fail(v, "block reduction into an undeclared local", s->var->name);
+		if (!s->pars || (s->pars & ~((1u << PT_TIDX) | (1u << PT_TIDY) | (1u << PT_TIDZ))))
+			fail(v, "block reduction over no thread type or a block type into",
+			     s->var->name);
+		if (s->red == RED_NONE)
+			fail(v, "block reduction without an operator into", s->var->name);
+		check_expr(v, s->value);
+		break;
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:

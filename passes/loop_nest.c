@@ -15,7 +15,9 @@
  *     inlined tensors (and of outputs and scalar temporaries) are replaced by their definition
  *     with the subscripts mapped, so a pointwise fusion never reads back what it wrote;
  *   - a reduction accumulates into a kernel-scope local (KS_LET) over its serial innermost
- *     reduction loops and stores the accumulator after them.
+ *     reduction loops; when reduction axes are bound to threadIdx.*, a KS_BLOCK_REDUCE then
+ *     combines the threads' partials (every thread gets the result); then the accumulator is
+ *     stored (docs/reductions.md).
  * Launch dims: per parallel type, the largest extent bound to it by any materialized tensor.
  */
 #include <math.h>
@@ -240,22 +242,24 @@ static Stmt *accumulate(Nest *n, Tensor *t, Var *acc, IrExpr *body)
 	return s;
 }
 
-/* First reduction axis of the domain; checks that the reduction axes are serial and
- * innermost. Returns ndomain for a non-reduction. */
+/* Where a reduction's accumulator starts: the first position p such that every axis from p on
+ * is the tensor's own (not a loop of its consumer) and a reduction axis or a parallel one (no
+ * loop). The serial reduction loops must all lie there: a serial non-reduction loop inside a
+ * serial reduction loop is not supported. Returns ndomain for a non-reduction. */
 static int reduction_start(Nest *n, Tensor *t)
 {
 	if (!tensor_is_reduction(t))
 		return t->ndomain;
 	int start = t->ndomain;
-	for (int i = 0; i < t->ndomain; i++) {
+	while (start > 0) {
+		Axis *ax = t->domain[start - 1];
+		if (ax->ca_alias || (!ax->reduction && ax->par == PT_SERIAL))
+			break;
+		start--;
+	}
+	for (int i = 0; i < start; i++) {
 		Axis *ax = t->domain[i];
-		if (ax->reduction && start == t->ndomain)
-			start = i;
-		if (ax->reduction && ax->par != PT_SERIAL)
-			error_once(n, stmt_span(t),
-				   "reductions with a reduction axis bound to a parallel type are not "
-				   "supported yet (%s.%s)", t->name, ax->name);
-		if (!ax->reduction && start < i)
+		if (ax->reduction && !ax->ca_alias && ax->par == PT_SERIAL)
 			error_once(n, stmt_span(t),
 				   "reductions with reduction axes that are not innermost are not "
 				   "supported yet (%s.%s)", t->name, ax->name);
@@ -263,12 +267,40 @@ static int reduction_start(Nest *n, Tensor *t)
 	return start;
 }
 
+/* The thread types bound to t's own reduction axes (a block reduction), as a mask. A thread
+ * type used by one of t's shared loops as well would mix rows: an error. */
+static unsigned reduced_threads(Nest *n, Tensor *t, Span *at)
+{
+	unsigned mask = 0;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (ax->ca_alias || !ax->reduction || !par_is_thread(ax->par))
+			continue;
+		if (!mask)
+			*at = ax->par_span;
+		mask |= 1u << ax->par;
+	}
+	for (int i = 0; i < t->ndomain && mask; i++) {
+		Axis *ax = t->domain[i], *r = ax;
+		while (r->ca_alias)
+			r = r->ca_alias;
+		if (ax->ca_alias && par_is_thread(r->par) && (mask & (1u << r->par)))
+			error_once(n, *at,
+				   "'%s' reduces over %s, but its loop '%s' (a loop of '%s') is bound to "
+				   "%s too", t->name, par_name(r->par), ax->name, r->owner->name,
+				   par_name(r->par));
+	}
+	return mask;
+}
+
 /* ---- nests ---------------------------------------------------------------------------- */
 
 typedef struct Frame {
 	Tensor *t;
-	int rstart;  /* first reduction axis position (ndomain if none) */
+	int rstart;  /* where the accumulator starts (ndomain for a non-reduction) */
 	Var *acc;    /* reduction accumulator */
+	unsigned threads; /* thread types of the reduction axes: a block reduction */
+	Span threads_span; /* the bind directive of the first of them */
 } Frame;
 
 static Stmt *build(Nest *n, Frame *fr, int pos);
@@ -322,8 +354,12 @@ static Stmt *innermost(Nest *n, Frame *fr)
 {
 	Tensor *t = fr->t;
 	IrExpr **map = root_values(n, t, t->nroot);
-	if (fr->acc)
-		return accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
+	if (fr->acc) {
+		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
+		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
+		s->tensor = t;
+		return s;
+	}
 	return kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot));
 }
 
@@ -361,6 +397,12 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));
 		fr->acc = acc;
 		list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+		if (fr->threads) {
+			/* each thread has its partial over the serial reduction loops */
+			Stmt *br = kir_block_reduce(n->k, acc, t->def->red, fr->threads);
+			br->span = fr->threads_span;
+			list = kir_append(list, br);
+		}
 		list = kir_append(list, store(n, t, ir_var(n->a, acc)));
 		fr->acc = NULL;
 		return list;
@@ -374,9 +416,34 @@ static Stmt *build_tensor(Nest *n, Tensor *t)
 {
 	Frame fr = {.t = t};
 	fr.rstart = reduction_start(n, t);
+	if (tensor_is_reduction(t))
+		fr.threads = reduced_threads(n, t, &fr.threads_span);
 	if (!n->ok)
 		return NULL;
-	return build(n, &fr, 0);
+	/* Parallel axes are no loops: their values hold in the whole nest (a parallel axis may
+	 * come after the accumulator's start, and the store after the loops needs it). */
+	int saved = n->nenv;
+	for (int i = 0; i < t->ndomain; i++)
+		if (!t->domain[i]->ca_alias && t->domain[i]->par != PT_SERIAL)
+			push(n, t->domain[i], ir_par(n->a, t->domain[i]->par));
+	Stmt *s = build(n, &fr, 0);
+	n->nenv = saved;
+	return s;
+}
+
+/* Every block reduction must find its thread groups in the launch (kir_block_reduce_shape). */
+static void check_block_reduces(Nest *n, Stmt *s)
+{
+	for (; s; s = s->next) {
+		BlockReduceShape sh;
+		if (s->kind == KS_BLOCK_REDUCE && !kir_block_reduce_shape(n->k, s->pars, &sh))
+			error_once(n, s->span,
+				   "a block reduction over thread types that are not consecutive among "
+				   "the launched ones (x, y, z) is not supported yet");
+		check_block_reduces(n, s->body);
+		check_block_reduces(n, s->then);
+		check_block_reduces(n, s->els);
+	}
 }
 
 /* ---- launch dims ---------------------------------------------------------------------- */
@@ -432,5 +499,6 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 	if (!n.ok)
 		return false;
 	launch_dims(k);
-	return true;
+	check_block_reduces(&n, k->body);
+	return n.ok;
 }

@@ -7,7 +7,9 @@
  *     reconstructed from the leaves exceed the extent;
  *   - for a store, `par < extent` for each axis of the stored tensor bound to a parallel type
  *     whose extent may be smaller than the kernel's launch extent (another tensor launched it
- *     wider): the extra threads must not write.
+ *     wider): the extra threads must not write. The same for a reduction's accumulation
+ *     (a KS_LET whose `tensor` is set): the extra threads of a block reduction must add
+ *     nothing to their partials.
  * A condition that ir_range proves true is dropped (e.g. a split of 33 by 11), duplicates are
  * merged, and a statement with no condition left is not wrapped. A copy into a cp.async
  * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values
@@ -138,6 +140,9 @@ static Stmt *guard(Kernel *k, Stmt *s)
 		bounds(&cs, s->tensor, s->idx, s->nidx);
 		par_conds(&cs, k, s->tensor);
 	}
+	/* a reduction's accumulation: threads beyond its bound extents add nothing */
+	if (s->kind == KS_LET && s->tensor)
+		par_conds(&cs, k, s->tensor);
 	access_conds(&cs, s->value);
 	if (s->kind == KS_LET) {
 		while (last->next && last->next->kind == KS_LET &&

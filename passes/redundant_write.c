@@ -9,13 +9,15 @@
  */
 #include "passes/passes.h"
 
+/* Bound through a non-reduction axis: after a block reduction every thread of the reduced
+ * types holds the same result, so only index 0 of them stores it. */
 static bool bound_to(Tensor *t, ParType p)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
 		while (ax->ca_alias)
 			ax = ax->ca_alias;
-		if (ax->par == p)
+		if (ax->par == p && !ax->reduction)
 			return true;
 	}
 	return false;
@@ -94,10 +96,12 @@ static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
 	return head.next;
 }
 
+/* Shared stores (barriers may follow) or block reductions (barriers inside): every thread of
+ * the block must run the nest. */
 static bool has_shared_store(Stmt *s)
 {
 	for (; s; s = s->next) {
-		if (is_store(s) && s->mem == MEM_SHARED)
+		if ((is_store(s) && s->mem == MEM_SHARED) || s->kind == KS_BLOCK_REDUCE)
 			return true;
 		if (has_shared_store(s->body) || has_shared_store(s->then) ||
 		    has_shared_store(s->els))

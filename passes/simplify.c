@@ -73,6 +73,7 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 		case KS_CP_WAIT:
 		case KS_COMMENT:
 		case KS_SYNC:
+		case KS_BLOCK_REDUCE:
 			break;
 		}
 		if (repl != s) {

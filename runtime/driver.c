@@ -19,6 +19,7 @@ static fusrt_status init_status;
 static char init_msg[512];
 static CUcontext primary_ctx;
 static int device_arch;
+static int device_smem_optin = 48 * 1024; /* every CUDA device allows 48 KiB per block */
 
 static const char *libcuda_name(void)
 {
@@ -46,6 +47,7 @@ static bool load_symbols(void *lib, const char **missing)
 		S(module_load_data, "cuModuleLoadData", NULL),
 		S(module_unload, "cuModuleUnload", NULL),
 		S(module_get_function, "cuModuleGetFunction", NULL),
+		S(func_set_attribute, "cuFuncSetAttribute", NULL),
 		S(launch_kernel, "cuLaunchKernel", NULL),
 		S(mem_alloc, "cuMemAlloc_v2", NULL),
 		S(mem_free, "cuMemFree_v2", NULL),
@@ -162,6 +164,10 @@ static void driver_load(void)
 		return;
 	}
 	device_arch = major * 10 + minor;
+	int optin = 0;
+	if (rt_cu.device_get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+				       dev) == CUDA_SUCCESS && optin > device_smem_optin)
+		device_smem_optin = optin;
 }
 
 fusrt_status rt_driver_init(void)
@@ -181,6 +187,8 @@ fusrt_status rt_driver_init(void)
 }
 
 int rt_device_arch(void) { return device_arch; }
+
+int rt_device_smem_optin(void) { return device_smem_optin; }
 
 /* The probe of rt_have_cuda_device, in the child process. */
 static int probe(void)

@@ -20,6 +20,7 @@ struct fusrt_module {
 	Program *prog;
 	Kernel **kernels;   /* one per fusion, in program order */
 	CUfunction *funcs;
+	bool *smem_raised;  /* per kernel: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
 	int n;
 	CUmodule mod;
 	bool loaded;
@@ -36,6 +37,7 @@ void fusrt_module_free(fusrt_module *m)
 	if (m->loaded && rt_driver_init() == FUSRT_OK)
 		rt_cu.module_unload(m->mod);
 	free(m->funcs);
+	free(m->smem_raised);
 	arena_free(m->arena);
 	free(m);
 }
@@ -71,13 +73,38 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 	return s;
 }
 
-static fusrt_status check_arch(fusrt_module *m, int arch)
+/* The reason a kernel needs k->min_arch, in the words of the compile-time error: pass_arch
+ * run again without --no-arch-check, its diagnostic rendered ("FILE:L:C: error: cp.async needs
+ * sm_80, but the target is sm_75" with the source line and the note). Malloc'd. */
+static char *arch_reason(Kernel *k, int arch, const char *src, size_t len, const char *name)
+{
+	Diag *d = diag_new();
+	LowerOptions o = {0};
+	const LowerOptions *saved = pass_options;
+
+	diag_add_file(d, name, src, len);
+	o.arch = arch;
+	pass_options = &o;
+	pass_arch(k, d);
+	pass_options = saved;
+	char *text = diag_render(d);
+	diag_free(d);
+	return text;
+}
+
+static fusrt_status check_arch(fusrt_module *m, int arch, const char *src, size_t len,
+			       const char *name)
 {
 	for (int i = 0; i < m->n; i++) {
 		Kernel *k = m->kernels[i];
-		if (k->min_arch > arch)
-			return rt_fail(FUSRT_ERR_ARCH, "fusion %s needs sm_%d or newer; the target is "
-				       "sm_%d", k->fusion->name, k->min_arch, arch);
+		if (k->min_arch <= arch)
+			continue;
+		char *why = arch_reason(k, arch, src, len, name);
+		fusrt_status s = rt_fail(FUSRT_ERR_ARCH, "fusion %s needs sm_%d or newer; the target "
+					 "is sm_%d:\n%s", k->fusion->name, k->min_arch, arch,
+					 why ? why : "");
+		free(why);
+		return s;
 	}
 	return FUSRT_OK;
 }
@@ -118,6 +145,7 @@ static fusrt_status load_module(fusrt_module *m, const char *bin)
 		return rt_cu_fail(r, "cuModuleLoadData");
 	m->loaded = true;
 	m->funcs = xmalloc(sizeof(CUfunction) * (m->n + 1));
+	m->smem_raised = calloc(m->n + 1, sizeof(bool));
 	for (int i = 0; i < m->n; i++) {
 		r = rt_cu.module_get_function(&m->funcs[i], m->mod, m->kernels[i]->name);
 		if (r != CUDA_SUCCESS)
@@ -164,7 +192,7 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		s = build_ir(m, source, len, name ? name : "<source>", arch);
 	}
 	if (s == FUSRT_OK)
-		s = check_arch(m, arch);
+		s = check_arch(m, arch, source, len, name ? name : "<source>");
 	if (s == FUSRT_OK) {
 		cuda_emit_device(m->kernels, m->n, &cu);
 		dir = o.cache_dir ? (*o.cache_dir ? xstrdup(o.cache_dir) : NULL)
@@ -398,10 +426,51 @@ fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
 	return s != FUSRT_OK ? s : launch_dims(k, sizes, dims);
 }
 
+fusrt_status rt_check_smem(Kernel *k, int limit, char **msg)
+{
+	long long dyn = k->smem_dynamic ? (long long)k->smem_bytes : 0;
+	long long stat = k->smem_dynamic ? 0 : (long long)k->smem_bytes;
+
+	*msg = NULL;
+	if (dyn + stat <= limit)
+		return FUSRT_OK;
+	Buf b = {0};
+	buf_printf(&b, "%s: needs %lld bytes of shared memory (dynamic %lld, static %lld, required "
+		   "%lld) but the device allows %d per block", k->fusion->name, dyn + stat, dyn,
+		   stat, dyn + stat, limit);
+	*msg = b.s;
+	return FUSRT_ERR_LAUNCH;
+}
+
+/* Checks the kernel's shared memory against the device and, for dynamic shared memory,
+ * raises the function's limit (once per function; the module's context is the one device's). */
+static fusrt_status setup_smem(fusrt_module *m, int fi)
+{
+	Kernel *k = m->kernels[fi];
+	char *msg = NULL;
+	fusrt_status s = rt_check_smem(k, rt_device_smem_optin(), &msg);
+
+	if (s != FUSRT_OK) {
+		s = rt_fail(s, "%s", msg);
+		free(msg);
+		return s;
+	}
+	if (!k->smem_dynamic || m->smem_raised[fi])
+		return FUSRT_OK;
+	CUresult r = rt_cu.func_set_attribute(m->funcs[fi],
+					      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					      (int)k->smem_bytes);
+	if (r != CUDA_SUCCESS)
+		return rt_cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+	m->smem_raised[fi] = true;
+	return FUSRT_OK;
+}
+
 static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 			      const int64_t *sizes, const int64_t dims[6], CUstream stream)
 {
-	Fusion *f = m->kernels[fi]->fusion;
+	Kernel *k = m->kernels[fi];
+	Fusion *f = k->fusion;
 	int n = f->nsig + f->nsizes;
 	ArgSlot *slots = xmalloc(sizeof(ArgSlot) * (n + 1));
 	void **params = xmalloc(sizeof(void *) * (n + 1));
@@ -420,7 +489,8 @@ static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 	}
 	r = rt_cu.launch_kernel(m->funcs[fi], (unsigned)dims[0], (unsigned)dims[1],
 				(unsigned)dims[2], (unsigned)dims[3], (unsigned)dims[4],
-				(unsigned)dims[5], 0, stream, params, NULL);
+				(unsigned)dims[5], k->smem_dynamic ? (unsigned)k->smem_bytes : 0,
+				stream, params, NULL);
 	free(slots);
 	free(params);
 	if (r != CUDA_SUCCESS)
@@ -455,7 +525,9 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)
 			*skip = true;
-	return rt_driver_init();
+	if ((s = rt_driver_init()) != FUSRT_OK)
+		return s;
+	return setup_smem(m, *fi);
 }
 
 fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,

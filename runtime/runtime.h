@@ -29,6 +29,7 @@ typedef struct RtDriver {
 	CUresult (*module_load_data)(CUmodule *m, const void *image);
 	CUresult (*module_unload)(CUmodule m);
 	CUresult (*module_get_function)(CUfunction *f, CUmodule m, const char *name);
+	CUresult (*func_set_attribute)(CUfunction f, CUfunction_attribute a, int v);
 	CUresult (*launch_kernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 				  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
 				  void **extra);
@@ -60,6 +61,9 @@ int rt_have_cuda_device(void);
 fusrt_status rt_driver_init(void);
 /* The device's compute capability as major*10+minor (after rt_driver_init). */
 int rt_device_arch(void);
+/* The device's opt-in shared memory limit per block in bytes
+ * (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; after rt_driver_init). */
+int rt_device_smem_optin(void);
 
 /* runtime/memory.c: the thread's last error. */
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
@@ -86,6 +90,12 @@ bool rt_cache_store(const char *dir, uint64_t key, const void *data, size_t len,
  * dims = grid x, y, z, block x, y, z. */
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs, const int64_t *sizes,
 			     int nsizes, int64_t dims[6]);
+/* Checks a kernel's shared memory (static Kernel.smem_bytes, or dynamic when
+ * Kernel.smem_dynamic) against the device's opt-in limit per block. FUSRT_OK, or
+ * FUSRT_ERR_LAUNCH with *msg (malloc'd) worded as the generated launcher's: "FUSION: needs R
+ * bytes of shared memory (dynamic D, static S, required R) but the device allows L per
+ * block". */
+fusrt_status rt_check_smem(Kernel *k, int limit, char **msg);
 /* The fusion IR of a compiled module's fusion (NULL when there is none of that name). */
 Fusion *rt_module_fusion(const fusrt_module *m, const char *name);
 

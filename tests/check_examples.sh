@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs `fusc check` (the kernel simulator, docs/check.md) on every examples/*.fus, examples/cp_async/*.fus,
-# tests/golden/ok/*.fus and tests/golden/sim/*.fus at several sizes: smaller than one block
-# (1, 5), not a multiple of any block or vector (67, 1025) and a few blocks (300). Every size
-# symbol takes the size (rounded up to a multiple a launcher precondition requires).
+# examples/reduce/*.fus, examples/gemm/*.fus, tests/golden/ok/*.fus and tests/golden/sim/*.fus at
+# several sizes: smaller than one block (1, 5), not a multiple of any block or vector (67, 1025)
+# and a few blocks (300). Every size symbol takes the size (rounded up to a multiple a launcher
+# precondition requires). A file may add options with a line `// check-args: --max-blocks 4`
+# (large constant shapes: simulate a sample of the blocks).
 # Prints "N passed, N failed" and exits 1 on any failure (a report, a mismatch, an error).
 FUSC=${FUSC:-build/fusc}
 SIZES=${SIZES:-"1 5 67 300 1025"}
@@ -11,14 +13,17 @@ fail=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-for f in examples/*.fus examples/cp_async/*.fus tests/golden/ok/*.fus tests/golden/sim/*.fus; do
+for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/gemm/*.fus \
+	 tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	[ -f "$f" ] || continue
+	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
 	for s in $SIZES; do
-		if "$FUSC" check "$f" --size "$s" >"$out" 2>&1; then
+		# shellcheck disable=SC2086
+		if "$FUSC" check "$f" --size "$s" $args >"$out" 2>&1; then
 			pass=$((pass + 1))
 		else
 			fail=$((fail + 1))
-			echo "FAIL: $FUSC check $f --size $s"
+			echo "FAIL: $FUSC check $f --size $s $args"
 			sed 's/^/  | /' "$out" | head -40
 		fi
 	done

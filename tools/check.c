@@ -9,29 +9,18 @@
  * Exit: 0 PASS, 1 report, mismatch or errors in the file, 2 usage, I/O or bad dims.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/frontend.h"
-#include "interp/interp.h"
 #include "passes/passes.h"
+#include "tools/cli.h"
 
 #define CHECK_DEFAULT_SIZE 67
 #define CHECK_DEFAULT_MAX_BLOCKS 1024
 
-typedef struct Dim {
-	char *name;
-	int64_t value;
-	bool used;
-} Dim;
-
 typedef struct CheckOpts {
-	const char *file;
-	const char *fusion;
-	Dim dims[64];
-	int ndims;
-	uint64_t seed;
+	CliOpts cli; /* first member: option() gets &cli */
 	int64_t size;
 	int64_t max_blocks;
 } CheckOpts;
@@ -49,83 +38,16 @@ static void usage(FILE *out)
 		CHECK_DEFAULT_SIZE, CHECK_DEFAULT_MAX_BLOCKS);
 }
 
-static int fail_usage(const char *fmt, const char *arg)
+/* --seed, --size, --max-blocks */
+static int option(CliOpts *c, const char *name, const char *val)
 {
-	fprintf(stderr, "fusc check: ");
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	return 2;
-}
-
-static bool parse_int(const char *s, int64_t *out)
-{
-	char *end;
-
-	if (!*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* "M=4096,N=4096" */
-static int parse_dims(CheckOpts *o, const char *spec)
-{
-	char *copy = xstrdup(spec), *save = NULL;
-	int rc = 0;
-
-	for (char *item = strtok_r(copy, ",", &save); item && !rc;
-	     item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-		int64_t v;
-		if (!eq || eq == item) {
-			rc = fail_usage("bad --dims item '%s' (expected NAME=VALUE)", item);
-			break;
-		}
-		*eq = 0;
-		if (!parse_int(eq + 1, &v)) {
-			*eq = '=';
-			rc = fail_usage("bad --dims value in '%s' (expected a non-negative integer)",
-					item);
-			break;
-		}
-		int k = 0;
-		while (k < o->ndims && strcmp(o->dims[k].name, item) != 0)
-			k++;
-		if (k < o->ndims) {
-			if (o->dims[k].value != v)
-				rc = fail_usage("dimension %s is given two different values", item);
-			continue;
-		}
-		if (o->ndims == countof(o->dims)) {
-			rc = fail_usage("too many --dims (at most 64)%s", "");
-			break;
-		}
-		o->dims[o->ndims++] = (Dim){xstrdup(item), v, false};
-	}
-	free(copy);
-	return rc;
-}
-
-static int option_value(CheckOpts *o, const char *name, const char *val)
-{
+	CheckOpts *o = (CheckOpts *)c;
 	int64_t v;
 
-	if (strcmp(name, "--fusion") == 0) {
-		o->fusion = val;
-		return -1;
-	}
-	if (strcmp(name, "--dims") == 0) {
-		int rc = parse_dims(o, val);
-		return rc ? rc : -1;
-	}
-	if (!parse_int(val, &v))
-		return fail_usage("bad value '%s' (expected a non-negative integer)", val);
+	if (!cli_parse_int(val, &v))
+		return cli_usage_error(c, "bad value '%s' (expected a non-negative integer)", val);
 	if (strcmp(name, "--seed") == 0)
-		o->seed = (uint64_t)v;
+		c->seed = (uint64_t)v;
 	else if (strcmp(name, "--size") == 0)
 		o->size = v;
 	else
@@ -133,77 +55,8 @@ static int option_value(CheckOpts *o, const char *name, const char *val)
 	return -1;
 }
 
-/* Returns -1 to go on, else an exit status. */
-static int parse_args(CheckOpts *o, int argc, char **argv)
-{
-	static const char *const valued[] = {"--fusion", "--dims", "--seed", "--size",
-					     "--max-blocks"};
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		size_t n = strcspn(a, "=");
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (a[0] != '-' || strcmp(a, "-") == 0) {
-			if (o->file)
-				return fail_usage("more than one input file ('%s')", a);
-			o->file = a;
-			continue;
-		}
-		const char *name = NULL;
-		for (int k = 0; k < countof(valued); k++)
-			if (strlen(valued[k]) == n && strncmp(a, valued[k], n) == 0)
-				name = valued[k];
-		if (!name)
-			return fail_usage("unknown option '%s'", a);
-		if (a[n] == '=')
-			val = a + n + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return fail_usage("option '%s' needs a value", a);
-		int rc = option_value(o, name, val);
-		if (rc >= 0)
-			return rc;
-	}
-	if (!o->file) {
-		usage(stderr);
-		return 2;
-	}
-	return -1;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	Buf b = {0};
-	char chunk[65536];
-	size_t n;
-
-	if (!f)
-		return NULL;
-	buf_puts(&b, "");
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-		if (b.len + n + 1 > b.cap) {
-			b.cap = (b.len + n + 1) * 2;
-			b.s = xrealloc(b.s, b.cap);
-		}
-		memcpy(b.s + b.len, chunk, n);
-		b.len += n;
-		b.s[b.len] = 0;
-	}
-	bool bad = ferror(f);
-	if (f != stdin)
-		fclose(f);
-	if (bad) {
-		buf_free(&b);
-		return NULL;
-	}
-	*len = b.len;
-	return b.s;
-}
+static const char *const valued[] = {"--seed", "--size", "--max-blocks", NULL};
+static const CliCommand command = {"fusc check", usage, NULL, valued, option};
 
 /* ---- sizes ---------------------------------------------------------------------------- */
 
@@ -250,23 +103,19 @@ static void put_span(Diag *d, Span sp, FILE *out)
 static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 {
 	Fusion *f = j->f;
-	char *err = NULL;
 
 	if (f->nsizes > countof(j->sizes))
-		return fail_usage("fusion %s has too many size symbols", f->name);
+		return cli_usage_error(&o->cli, "fusion %s has too many size symbols", f->name);
 	for (int i = 0; i < f->nsizes; i++) {
 		SizeSym *s = f->sizes[i];
 		Precond *why = NULL;
 		int64_t m = required_multiple(j->k, s, &why);
-		int k = 0;
-		while (k < o->ndims && strcmp(o->dims[k].name, s->name) != 0)
-			k++;
-		if (k == o->ndims) {
+		CliDim *dim = cli_dim(&o->cli, s->name);
+		if (!dim) {
 			j->sizes[i] = (o->size + m - 1) / m * m;
 			continue;
 		}
-		o->dims[k].used = true;
-		j->sizes[i] = o->dims[k].value;
+		j->sizes[i] = dim->value;
 		if (j->sizes[i] % m) {
 			fprintf(stderr, "fusc check: fusion %s: the launcher refuses %s=%lld: it must "
 				"be a multiple of %lld (%s at ", f->name, s->name,
@@ -277,100 +126,7 @@ static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 			return 2;
 		}
 	}
-	if (!interp_check_sizes(f, j->sizes, &err)) {
-		fprintf(stderr, "fusc check: dims contradict %s: fusion %s: %s\n", o->file, f->name,
-			err);
-		free(err);
-		return 2;
-	}
-	return -1;
-}
-
-/* ---- comparison (the tolerances of `fusc run`, tools/run.c) ------------------------------ */
-
-typedef struct Tol {
-	double atol, rtol;
-} Tol;
-
-static Tol tolerance(Tensor *t, const int64_t *sizes)
-{
-	double scale = sqrt(interp_reduction_terms(t, sizes));
-	Tol r = {0, 0};
-
-	switch (t->dtype) {
-	case DT_F32: r = (Tol){1e-5, 1e-5}; break;
-	case DT_F16: r = (Tol){1e-2, 1e-2}; break;
-	case DT_BF16: r = (Tol){2e-2, 2e-2}; break;
-	case DT_F64: r = (Tol){1e-12, 1e-12}; break;
-	default: return r; /* integers and bool: exact */
-	}
-	if (scale > 1) {
-		r.atol *= scale;
-		r.rtol *= scale;
-	}
-	return r;
-}
-
-static void print_index(const HostTensor *h, int64_t i)
-{
-	int64_t idx[INTERP_MAX_DIMS];
-
-	for (int d = h->ndim - 1; d >= 0; d--) {
-		idx[d] = h->dims[d] ? i % h->dims[d] : 0;
-		i = h->dims[d] ? i / h->dims[d] : 0;
-	}
-	printf("[");
-	for (int d = 0; d < h->ndim; d++)
-		printf("%s%lld", d ? ", " : "", (long long)idx[d]);
-	printf("]");
-}
-
-/* Compares the elements the kernel wrote (all of them must be when every block ran). */
-static bool compare(Tensor *t, const HostTensor *sim, const HostTensor *ref, Tol tol,
-		    const unsigned char *written, bool all_blocks)
-{
-	int64_t n = host_tensor_numel(sim), bad = 0, first = -1, unwritten = 0, first_un = -1;
-	double max_abs = 0, max_rel = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		if (!written[i]) {
-			if (unwritten++ == 0)
-				first_un = i;
-			continue;
-		}
-		double g = host_tensor_get(sim, i), r = host_tensor_get(ref, i);
-		if ((isnan(g) && isnan(r)) || g == r)
-			continue;
-		double e = fabs(g - r);
-		if ((isnan(e) || e > tol.atol + tol.rtol * fabs(r)) && bad++ == 0)
-			first = i;
-		if (isnan(e))
-			continue;
-		if (e > max_abs)
-			max_abs = e;
-		if (r != 0 && e / fabs(r) > max_rel)
-			max_rel = e / fabs(r);
-	}
-	bool ok = bad == 0 && (!all_blocks || unwritten == 0);
-	printf("  %s %s: max abs err %.3g, max rel err %.3g (atol %.3g, rtol %.3g)", t->name,
-	       dtype_name(t->dtype), max_abs, max_rel, tol.atol, tol.rtol);
-	if (!all_blocks)
-		printf(", %lld of %lld elements written by the sampled blocks",
-		       (long long)(n - unwritten), (long long)n);
-	printf(": %s\n", ok ? "PASS" : "FAIL");
-	if (bad) {
-		printf("    %lld of %lld elements differ; first at ", (long long)bad, (long long)n);
-		print_index(sim, first);
-		printf(": simulated %.9g, reference %.9g\n", host_tensor_get(sim, first),
-		       host_tensor_get(ref, first));
-	}
-	if (all_blocks && unwritten) {
-		printf("    %lld of %lld elements never written; first at ", (long long)unwritten,
-		       (long long)n);
-		print_index(sim, first_un);
-		printf("\n");
-	}
-	return ok;
+	return cli_check_sizes(&o->cli, f, j->sizes);
 }
 
 /* ---- one fusion ----------------------------------------------------------------------- */
@@ -398,15 +154,6 @@ static void data_free(Fusion *f, Data *b)
 	free(b->refs);
 }
 
-static double random_scalar(DType t, uint64_t seed)
-{
-	unsigned char data[8] = {0};
-	HostTensor h = {t, 0, {0}, data};
-
-	host_tensor_fill_random(&h, seed);
-	return host_tensor_get(&h, 0);
-}
-
 /* Inputs and scalars as `fusc run` makes them; outputs poisoned (0xff: NaN, -1). */
 static bool setup(CheckOpts *o, Job *j, Data *b, char **err)
 {
@@ -420,11 +167,11 @@ static bool setup(CheckOpts *o, Job *j, Data *b, char **err)
 	b->outs = calloc(f->noutputs + 1, sizeof(void *));
 	b->refs = calloc(f->noutputs + 1, sizeof(void *));
 	for (int i = 0; i < f->nparams; i++)
-		b->scalars[i] = random_scalar(f->params[i]->dtype, o->seed * 1000003 + 500 + i);
+		b->scalars[i] = cli_random_scalar(&o->cli, f, i);
 	for (int i = 0; i < f->ninputs; i++) {
 		if (!host_tensor_init(&b->in[i], f->inputs[i], j->sizes, err))
 			return false;
-		host_tensor_fill_random(&b->in[i], o->seed * 1000003 + 1 + i);
+		cli_fill_input(&o->cli, &b->in[i], i);
 		b->ins[i] = b->in[i].data;
 	}
 	for (int i = 0; i < f->noutputs; i++) {
@@ -456,7 +203,7 @@ static int check_job(CheckOpts *o, Job *j, Diag *d)
 	Fusion *f = j->f;
 	Data b = {0};
 	SimResult r = {0};
-	SimOptions so = {o->max_blocks, o->seed};
+	SimOptions so = {o->max_blocks, o->cli.seed};
 	char *err = NULL;
 	int rc = 1;
 
@@ -482,8 +229,9 @@ static int check_job(CheckOpts *o, Job *j, Diag *d)
 	rc = 0;
 	bool all = r.blocks_run == r.blocks_total;
 	for (int i = 0; i < f->noutputs; i++)
-		if (!compare(f->outputs[i], &b.out[i], &b.ref[i], tolerance(f->outputs[i], j->sizes),
-			     r.written[i], all))
+		if (!cli_compare(f->outputs[i], &b.out[i], &b.ref[i],
+				 cli_tolerance(f->outputs[i], j->sizes), "simulated", r.written[i],
+				 all))
 			rc = 1;
 	fflush(stdout);
 	for (int i = 0; i < r.nreports; i++)
@@ -509,16 +257,10 @@ static int select_jobs(CheckOpts *o, Arena *a, Diag *d, Program *p, Job *jobs, i
 
 	*njobs = 0;
 	for (int i = 0; i < p->nfusions; i++)
-		if (!o->fusion || strcmp(p->fusions[i]->name, o->fusion) == 0)
+		if (!o->cli.fusion || strcmp(p->fusions[i]->name, o->cli.fusion) == 0)
 			jobs[(*njobs)++].f = p->fusions[i];
-	if (*njobs == 0) {
-		fprintf(stderr, "fusc check: no fusion named '%s' in %s (it has:",
-			o->fusion ? o->fusion : "", o->file);
-		for (int i = 0; i < p->nfusions; i++)
-			fprintf(stderr, " %s", p->fusions[i]->name);
-		fprintf(stderr, "%s)\n", p->nfusions ? "" : " none");
-		return 2;
-	}
+	if (*njobs == 0)
+		return cli_no_fusion(&o->cli, p);
 	for (int i = 0; i < *njobs; i++) {
 		jobs[i].k = lower_fusion(a, d, jobs[i].f, &lo);
 		if (!jobs[i].k || diag_error_count(d) > 0) {
@@ -531,21 +273,14 @@ static int select_jobs(CheckOpts *o, Arena *a, Diag *d, Program *p, Job *jobs, i
 		if (rc >= 0)
 			return rc;
 	}
-	for (int k = 0; k < o->ndims; k++) {
-		if (!o->dims[k].used) {
-			fprintf(stderr, "fusc check: unknown dimension %s (no selected fusion has a "
-				"size of that name)\n", o->dims[k].name);
-			return 2;
-		}
-	}
-	return -1;
+	return cli_unused_dims(&o->cli);
 }
 
 static int check_all(CheckOpts *o, const char *text, size_t len)
 {
 	Arena *a = arena_new();
 	Diag *d = diag_new();
-	int file = diag_add_file(d, o->file, text, len);
+	int file = diag_add_file(d, o->cli.file, text, len);
 	Program *p = frontend_compile(a, d, file);
 	Job *jobs = NULL;
 	int njobs = 0, rc = -1;
@@ -580,18 +315,19 @@ int fusc_check_main(int argc, char **argv)
 	int rc;
 
 	memset(&o, 0, sizeof o);
+	o.cli.cmd = &command;
 	o.size = CHECK_DEFAULT_SIZE;
 	o.max_blocks = CHECK_DEFAULT_MAX_BLOCKS;
-	if ((rc = parse_args(&o, argc, argv)) < 0) {
-		if (!(text = read_file(o.file, &len))) {
-			fprintf(stderr, "fusc check: cannot read %s: %s\n", o.file, strerror(errno));
+	if ((rc = cli_parse_args(&o.cli, argc, argv)) < 0) {
+		if (!(text = cli_read_file(o.cli.file, &len))) {
+			fprintf(stderr, "fusc check: cannot read %s: %s\n", o.cli.file,
+				strerror(errno));
 			rc = 2;
 		} else {
 			rc = check_all(&o, text, len);
 			free(text);
 		}
 	}
-	for (int i = 0; i < o.ndims; i++)
-		free(o.dims[i].name);
+	cli_free(&o.cli);
 	return rc;
 }

@@ -301,18 +301,6 @@ END_TEST
 
 /* ---- whole files through the pipeline ---------------------------------------------------- */
 
-static const char saxpy_src[] =
-	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
-	"  z[i] = a * x[i] + y[i];\n"
-	"}\n"
-	"schedule saxpy {\n"
-	"  z.split(i, 1024) -> (io, ii);\n"
-	"  z.split(ii, 4) -> (it, iv);\n"
-	"  z.bind(io, blockIdx.x);\n"
-	"  z.bind(it, threadIdx.x);\n"
-	"  z.vectorize(iv);\n"
-	"}\n";
-
 /* Compiles src with NVRTC for sm_80 and sm_90 (cubin) and compute_80 (PTX). */
 static void assert_nvrtc_ok(const char *src, const char *kernel)
 {
@@ -338,7 +326,7 @@ static void assert_nvrtc_ok(const char *src, const char *kernel)
 
 START_TEST(saxpy_cuda)
 {
-	TestCompile *tc = tc_compile(saxpy_src, true);
+	TestCompile *tc = tc_compile(test_saxpy_src, true);
 	ck_assert_msg(tc->kernels, "%s", tc->diags);
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "extern \"C\" __global__ void __launch_bounds__(256) saxpy_kernel("
@@ -365,7 +353,7 @@ START_TEST(saxpy_cuda)
 	assert_nvrtc_ok(cu, ".entry saxpy_kernel");
 
 	/* byte-identical on a second compilation */
-	TestCompile *tc2 = tc_compile(saxpy_src, true);
+	TestCompile *tc2 = tc_compile(test_saxpy_src, true);
 	char *cu2 = tc_cuda(tc2);
 	ck_assert_str_eq(cu, cu2);
 	free(cu2);
@@ -377,7 +365,7 @@ END_TEST
 
 START_TEST(saxpy_header)
 {
-	TestCompile *tc = tc_compile(saxpy_src, true);
+	TestCompile *tc = tc_compile(test_saxpy_src, true);
 	ck_assert_msg(tc->kernels, "%s", tc->diags);
 	Buf b = {0};
 	header_emit(tc->kernels, 1, "t.fus", "saxpy", &b);
@@ -477,14 +465,14 @@ END_TEST
 START_TEST(arch_too_old)
 {
 	LowerOptions o = {.arch = 70, .verify = true};
-	TestCompile *tc = tc_compile_opts(saxpy_src, &o);
+	TestCompile *tc = tc_compile_opts(test_saxpy_src, &o);
 	ck_assert_ptr_null(tc->kernels);
 	ck_assert_contains(tc->diags, "error: the generated code needs sm_75, but the target is "
 				      "sm_70");
 	tc_free(tc);
 
 	o.no_arch_check = true;
-	tc = tc_compile_opts(saxpy_src, &o);
+	tc = tc_compile_opts(test_saxpy_src, &o);
 	ck_assert_ptr_nonnull(tc->kernels);
 	ck_assert_contains(tc->diags, "warning: the generated code needs sm_75, but the target is "
 				      "sm_70; emitting it anyway (--no-arch-check)");
@@ -492,7 +480,7 @@ START_TEST(arch_too_old)
 	tc_free(tc);
 
 	o = (LowerOptions){.arch = 80, .verify = true};
-	tc = tc_compile_opts(saxpy_src, &o);
+	tc = tc_compile_opts(test_saxpy_src, &o);
 	ck_assert_ptr_nonnull(tc->kernels);
 	ck_assert_str_eq(tc->diags, "");
 	tc_free(tc);

@@ -7,61 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "tests/unit/testutil.h"
 
-/* The fusion IR text of every fusion (malloc'd) and the `t.fus:L:C: error/note: ...` lines of
- * the rendered diagnostics, after the whole front end (parse, sema, schedule). */
-typedef struct Result {
-	char *ir;
-	char *errors;
-} Result;
-
-static Result compile(const char *text)
-{
-	Result r = {0};
-	Diag *d = diag_new();
-	int file = diag_add_file(d, "t.fus", text, strlen(text));
-	Arena *a = arena_new();
-	Program *p = frontend_compile(a, d, file);
-	Buf ir = {0}, errs = {0};
-	buf_puts(&ir, "");
-	buf_puts(&errs, "");
-	if (p && !diag_error_count(d))
-		for (int i = 0; i < p->nfusions; i++)
-			ir_print_fusion(p->fusions[i], &ir);
-	char *all = diag_render(d);
-	for (char *line = all; *line;) {
-		char *end = strchr(line, '\n');
-		size_t n = end ? (size_t)(end - line) : strlen(line);
-		if (strncmp(line, "t.fus:", 6) == 0)
-			buf_printf(&errs, "%.*s\n", (int)n, line);
-		line += n + (end != NULL);
-	}
-	free(all);
-	diag_free(d);
-	arena_free(a);
-	r.ir = ir.s;
-	r.errors = errs.s;
-	return r;
-}
-
-static void check_ir(const char *text, const char *want)
-{
-	Result r = compile(text);
-	ck_assert_msg(r.errors[0] == 0, "unexpected diagnostics:\n%s", r.errors);
-	ck_assert_str_eq(r.ir, want);
-	free(r.ir);
-	free(r.errors);
-}
-
-static void check_errors(const char *text, const char *want)
-{
-	Result r = compile(text);
-	ck_assert_str_eq(r.errors, want);
-	ck_assert_str_eq(r.ir, "");
-	free(r.ir);
-	free(r.errors);
-}
+/* The fusion IR text after the whole front end (parse, sema, schedule), or the exact error and
+ * note lines. */
+#define check_ir(text, want) tf_expect_ir((text), true, (want))
+#define check_errors(text, want) tf_expect_errors((text), (want))
 
 /* cache_after(shared) + compute_at + split/bind/vectorize of the cache + cp_async + stages(3):
  * the cache is inserted before its reader, the reader reads it, prefetch defaults to stages -

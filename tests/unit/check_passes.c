@@ -45,21 +45,9 @@ static char *lower_dump(const char *src, const char *pass)
 		free(got_);                                  \
 	} while (0)
 
-static const char *saxpy =
-	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
-	"  z[i] = a * x[i] + y[i];\n"
-	"}\n"
-	"schedule saxpy {\n"
-	"  z.split(i, 1024) -> (io, ii);\n"
-	"  z.split(ii, 4) -> (it, iv);\n"
-	"  z.bind(io, blockIdx.x);\n"
-	"  z.bind(it, threadIdx.x);\n"
-	"  z.vectorize(iv);\n"
-	"}\n";
-
 START_TEST(saxpy_loop_nest)
 {
-	ASSERT_DUMP(saxpy, "loop_nest",
+	ASSERT_DUMP(test_saxpy_src, "loop_nest",
 		    "kernel saxpy_kernel grid(ceildiv(N, 1024)) block(256) {\n"
 		    "  // nest of z\n"
 		    "  for iv in [0, 4) vectorize {\n"
@@ -72,7 +60,7 @@ END_TEST
 START_TEST(saxpy_indexing)
 {
 	/* a symbolic N always keeps its bound */
-	ASSERT_DUMP(saxpy, "indexing",
+	ASSERT_DUMP(test_saxpy_src, "indexing",
 		    "kernel saxpy_kernel grid(ceildiv(N, 1024)) block(256) {\n"
 		    "  // nest of z\n"
 		    "  for iv in [0, 4) vectorize {\n"
@@ -342,7 +330,7 @@ END_TEST
 
 START_TEST(dump_and_time_options)
 {
-	TestCompile *tc = tc_compile(saxpy, false);
+	TestCompile *tc = tc_compile(test_saxpy_src, false);
 	ck_assert_ptr_nonnull(tc->prog);
 	char *text = NULL;
 	size_t len = 0;

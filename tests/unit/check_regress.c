@@ -94,15 +94,47 @@ START_TEST(rowmax_bf16_assigns_value_before_use)
 }
 END_TEST
 
+/* The bug's shape: a serial loop whose group needs no condition. The automatic schedule of
+ * reductions no longer gives this loop (it splits the row over threads and guards the group),
+ * so an empty schedule block (everything serial) keeps the unguarded case covered. */
+static const char *rowmax_bf16_serial =
+	"fusion rowmax_bf16(x: bf16[M, N]) -> (s: bf16[M]) {\n"
+	"  s[i] = max(j: x[i, j]);\n"
+	"}\n"
+	"schedule rowmax_bf16 {\n"
+	"}\n";
+
+START_TEST(rowmax_bf16_serial_assigns_value_before_use)
+{
+	ASSERT_ASSIGNED_BEFORE_USE(rowmax_bf16_serial);
+}
+END_TEST
+
 START_TEST(rowmax_bf16_kernel_ir)
 {
-	TestCompile *tc = tc_compile(rowmax_bf16, true);
+	TestCompile *tc = tc_compile(rowmax_bf16_serial, true);
 	ck_assert_ptr_nonnull(tc->kernels);
 	char *ir = tc_kernel_ir(tc, 0);
 	ck_assert_contains(ir, "    for j in [0, N) {\n"
 			       "      s_v = x[i * N + j];\n"
 			       "      s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;\n"
 			       "    }\n");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* The automatic schedule: the value (read from the one-vector register copy x_reg) and the
+ * accumulation stay together inside the tail guard. */
+START_TEST(rowmax_bf16_auto_kernel_ir)
+{
+	TestCompile *tc = tc_compile(rowmax_bf16, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "      if (blockIdx.x < M && jr * 1024 + threadIdx.x * 8 + jv_1 < N) {\n"
+			       "        s_v = x_reg[jv_1];\n"
+			       "        s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;\n"
+			       "      }\n");
 	free(ir);
 	tc_free(tc);
 }
@@ -142,7 +174,9 @@ Suite *regress_suite(void)
 	Suite *s = suite_create("regress");
 	TCase *tc = tcase_create("lowering");
 	tcase_add_test(tc, rowmax_bf16_assigns_value_before_use);
+	tcase_add_test(tc, rowmax_bf16_serial_assigns_value_before_use);
 	tcase_add_test(tc, rowmax_bf16_kernel_ir);
+	tcase_add_test(tc, rowmax_bf16_auto_kernel_ir);
 	tcase_add_test(tc, rowmin_f32_assigns_value_before_use);
 	tcase_add_test(tc, rowmax_split_guards_value_and_accumulation);
 	suite_add_tcase(s, tc);

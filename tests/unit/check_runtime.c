@@ -653,6 +653,47 @@ START_TEST(test_gpu_fusc_run)
 }
 END_TEST
 
+/* rt_check_smem: a 64 KiB cache (16384 floats per block) is dynamic shared memory; the
+ * message against a too small limit is the generated launcher's, with the sizes spelled out. */
+START_TEST(test_check_smem)
+{
+	TestCompile *tc = tc_compile(
+		"fusion big(A: f32[4, 16384]) -> (out: f32[4, 16384]) {\n"
+		"  out[i, j] = A[i, j];\n"
+		"}\n"
+		"schedule big {\n"
+		"  As = A.cache_after(shared);\n"
+		"  As.compute_at(out, i);\n"
+		"  As.split(j, 1024) -> (jo, jt);\n"
+		"  As.bind(jt, threadIdx.x);\n"
+		"  out.bind(i, blockIdx.x);\n"
+		"  out.split(j, 1024) -> (jo, jt);\n"
+		"  out.bind(jt, threadIdx.x);\n"
+		"}\n", true);
+	char *msg = (char *)"x";
+
+	ck_assert_msg(tc->kernels, "%s", tc->diags);
+	Kernel *k = tc->kernels[0];
+	ck_assert(k->smem_dynamic);
+	ck_assert_int_eq(k->smem_bytes, 65536);
+	ck_assert_int_eq(rt_check_smem(k, 232448, &msg), FUSRT_OK); /* the H100/H200 opt-in */
+	ck_assert_ptr_null(msg);
+	ck_assert_int_eq(rt_check_smem(k, 65536, &msg), FUSRT_OK);
+	ck_assert_int_eq(rt_check_smem(k, 49152, &msg), FUSRT_ERR_LAUNCH);
+	ck_assert_str_eq(msg, "big: needs 65536 bytes of shared memory (dynamic 65536, static 0, "
+			      "required 65536) but the device allows 49152 per block");
+	free(msg);
+	/* static shared memory is counted as static */
+	k->smem_dynamic = false;
+	k->smem_bytes = 40000;
+	ck_assert_int_eq(rt_check_smem(k, 32768, &msg), FUSRT_ERR_LAUNCH);
+	ck_assert_str_eq(msg, "big: needs 40000 bytes of shared memory (dynamic 0, static 40000, "
+			      "required 40000) but the device allows 32768 per block");
+	free(msg);
+	tc_free(tc);
+}
+END_TEST
+
 Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("runtime");
@@ -664,6 +705,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_compile_error_without_gpu);
 	tcase_add_test(tc, test_null_arguments);
 	tcase_add_test(tc, test_launch_check);
+	tcase_add_test(tc, test_check_smem);
 	tcase_add_test(tc, test_launch_check_preconditions);
 	tcase_add_test(tc, test_launch_check_block_limit);
 	tcase_add_test(tc, test_cache_roundtrip);

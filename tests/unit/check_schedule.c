@@ -6,78 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
-
-/* Compiles `text` (named "t.fus"): sema only, or the whole front end (parse, sema, schedule).
- * Returns the fusion IR text of every fusion (malloc'd) and the error lines of the rendered
- * diagnostics, i.e. the `t.fus:L:C: error/note: ...` lines without source excerpts. */
-typedef struct Result {
-	char *ir;
-	char *errors;
-} Result;
-
-static Result compile(const char *text, bool schedule)
-{
-	Result r = {0};
-	Diag *d = diag_new();
-	int file = diag_add_file(d, "t.fus", text, strlen(text));
-	Arena *a = arena_new();
-	Program *p;
-	if (schedule) {
-		p = frontend_compile(a, d, file);
-	} else {
-		AstFile *f = parse_file(a, d, file);
-		p = diag_error_count(d) ? NULL : sema_program(a, d, f);
-	}
-	Buf ir = {0}, errs = {0};
-	buf_puts(&ir, "");
-	buf_puts(&errs, "");
-	if (p && !diag_error_count(d))
-		for (int i = 0; i < p->nfusions; i++)
-			ir_print_fusion(p->fusions[i], &ir);
-	char *all = diag_render(d);
-	for (char *line = all; *line;) {
-		char *end = strchr(line, '\n');
-		size_t n = end ? (size_t)(end - line) : strlen(line);
-		if (strncmp(line, "t.fus:", 6) == 0)
-			buf_printf(&errs, "%.*s\n", (int)n, line);
-		line += n + (end != NULL);
-	}
-	free(all);
-	diag_free(d);
-	arena_free(a);
-	r.ir = ir.s;
-	r.errors = errs.s;
-	return r;
-}
-
-static void done(Result *r)
-{
-	free(r->ir);
-	free(r->errors);
-}
-
-static void expect_ir(const char *text, bool schedule, const char *want)
-{
-	Result r = compile(text, schedule);
-	ck_assert_msg(r.errors[0] == 0, "unexpected diagnostics:\n%s", r.errors);
-	ck_assert_str_eq(r.ir, want);
-	done(&r);
-}
+#include "tests/unit/testutil.h"
 
 /* Fusion IR right after sema (root domains, no schedule applied). */
-#define check_sema_ir(text, want) expect_ir((text), false, (want))
+#define check_sema_ir(text, want) tf_expect_ir((text), false, (want))
 /* Fusion IR after the schedule (or the automatic one). */
-#define check_ir(text, want) expect_ir((text), true, (want))
-
+#define check_ir(text, want) tf_expect_ir((text), true, (want))
 /* The exact error and note lines, in order. */
-static void check_errors(const char *text, const char *want)
-{
-	Result r = compile(text, true);
-	ck_assert_str_eq(r.errors, want);
-	ck_assert_str_eq(r.ir, "");
-	done(&r);
-}
+#define check_errors(text, want) tf_expect_errors((text), (want))
 
 START_TEST(test_saxpy_sched)
 {

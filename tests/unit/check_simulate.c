@@ -12,18 +12,6 @@
 #include "interp/sim.h"
 #include "tests/unit/testutil.h"
 
-static const char saxpy_src[] =
-	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
-	"  z[i] = a * x[i] + y[i];\n"
-	"}\n"
-	"schedule saxpy {\n"
-	"  z.split(i, 1024) -> (io, ii);\n"
-	"  z.split(ii, 4) -> (it, iv);\n"
-	"  z.bind(io, blockIdx.x);\n"
-	"  z.bind(it, threadIdx.x);\n"
-	"  z.vectorize(iv);\n"
-	"}\n";
-
 static TestCompile *lowered(const char *src)
 {
 	TestCompile *tc = tc_compile(src, true);
@@ -78,7 +66,7 @@ static char *report_text(TestCompile *tc, SimReport *rep)
 
 START_TEST(test_saxpy_exact)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	float z[67];
 	SimResult r;
 
@@ -136,7 +124,7 @@ static Stmt **find_stmt(Stmt **link, StmtKind kind, const char *name)
 
 START_TEST(test_missing_predicate_is_oob)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -172,7 +160,7 @@ END_TEST
 
 START_TEST(test_shrunk_buffer_is_oob)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -200,7 +188,7 @@ END_TEST
 
 START_TEST(test_removed_store_is_uninit_read)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -242,7 +230,7 @@ static bool drop_guarded_store(Stmt **link, const char *name)
 
 START_TEST(test_removed_tail_store_leaves_unwritten)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -260,7 +248,7 @@ END_TEST
 
 START_TEST(test_block_sample_has_first_and_last)
 {
-	TestCompile *tc = lowered(saxpy_src);
+	TestCompile *tc = lowered(test_saxpy_src);
 	int64_t n = 1024 * 50 - 3;
 	float *x = calloc((size_t)n, 4), *y = calloc((size_t)n, 4), *z = calloc((size_t)n, 4);
 	double a = 1;

@@ -1,8 +1,21 @@
 /* testutil.c: see testutil.h. */
+#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/unit/testutil.h"
+
+const char test_saxpy_src[] =
+	"fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N]) {\n"
+	"  z[i] = a * x[i] + y[i];\n"
+	"}\n"
+	"schedule saxpy {\n"
+	"  z.split(i, 1024) -> (io, ii);\n"
+	"  z.split(ii, 4) -> (it, iv);\n"
+	"  z.bind(io, blockIdx.x);\n"
+	"  z.bind(it, threadIdx.x);\n"
+	"  z.vectorize(iv);\n"
+	"}\n";
 
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 {
@@ -64,4 +77,58 @@ char *tc_cuda(TestCompile *tc)
 	if (tc->kernels)
 		cuda_emit(tc->kernels, tc->prog->nfusions, "t.fus", &b);
 	return b.s;
+}
+
+TestFrontend tf_compile(const char *text, bool schedule)
+{
+	Diag *d = diag_new();
+	int file = diag_add_file(d, "t.fus", text, strlen(text));
+	Arena *a = arena_new();
+	Program *p;
+	if (schedule) {
+		p = frontend_compile(a, d, file);
+	} else {
+		AstFile *f = parse_file(a, d, file);
+		p = diag_error_count(d) ? NULL : sema_program(a, d, f);
+	}
+	Buf ir = {0}, errs = {0};
+	buf_puts(&ir, "");
+	buf_puts(&errs, "");
+	if (p && !diag_error_count(d))
+		for (int i = 0; i < p->nfusions; i++)
+			ir_print_fusion(p->fusions[i], &ir);
+	char *all = diag_render(d);
+	for (char *line = all; *line;) {
+		char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		if (strncmp(line, "t.fus:", 6) == 0)
+			buf_printf(&errs, "%.*s\n", (int)n, line);
+		line += n + (end != NULL);
+	}
+	free(all);
+	diag_free(d);
+	arena_free(a);
+	return (TestFrontend){ir.s, errs.s};
+}
+
+void tf_free(TestFrontend *r)
+{
+	free(r->ir);
+	free(r->errors);
+}
+
+void tf_expect_ir(const char *text, bool schedule, const char *want)
+{
+	TestFrontend r = tf_compile(text, schedule);
+	ck_assert_msg(r.errors[0] == 0, "unexpected diagnostics:\n%s", r.errors);
+	ck_assert_str_eq(r.ir, want);
+	tf_free(&r);
+}
+
+void tf_expect_errors(const char *text, const char *want)
+{
+	TestFrontend r = tf_compile(text, true);
+	ck_assert_str_eq(r.errors, want);
+	ck_assert_str_eq(r.ir, "");
+	tf_free(&r);
 }

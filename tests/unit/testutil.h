@@ -27,6 +27,26 @@ void tc_free(TestCompile *tc);
 char *tc_kernel_ir(TestCompile *tc, int i);
 char *tc_fusion_ir(TestCompile *tc, int i);
 char *tc_cuda(TestCompile *tc);
+/* The front end only (parse, sema and, when schedule is true, the schedule) of `text` named
+ * "t.fus": the fusion IR text of every fusion ("" after errors) and the error and note lines
+ * of the rendered diagnostics (`t.fus:L:C: ...`, without source excerpts), both malloc'd. */
+typedef struct TestFrontend {
+	char *ir;
+	char *errors;
+} TestFrontend;
+
+TestFrontend tf_compile(const char *text, bool schedule);
+void tf_free(TestFrontend *r);
+/* Asserts no diagnostics and exactly `want` as the fusion IR text. */
+void tf_expect_ir(const char *text, bool schedule, const char *want);
+/* Asserts exactly `want` as the error and note lines, in order, after the whole front end,
+ * and no fusion IR. */
+void tf_expect_errors(const char *text, const char *want);
+
+/* The SPEC's saxpy, scheduled: split by 1024 and by 4, bound to blockIdx.x and threadIdx.x,
+ * vectorized by 4. */
+extern const char test_saxpy_src[];
+
 /* True when `needle` occurs in `hay`; a failing assertion prints both. */
 #define ck_assert_contains(hay, needle) \
 	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected to find\n%s\nin\n%s", (needle), (hay))

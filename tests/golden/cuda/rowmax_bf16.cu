@@ -58,18 +58,96 @@ __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
 __device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : a; }
 
-extern "C" __global__ void __launch_bounds__(1) rowmax_bf16_kernel(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
+// ---- block reductions: every thread of the block calls them ----
+struct __fus_red_sum { template <typename T> __device__ static T f(T a, T b) { return a + b; } };
+struct __fus_red_max { template <typename T> __device__ static T f(T a, T b) { return __fus_max(a, b); } };
+struct __fus_red_min { template <typename T> __device__ static T f(T a, T b) { return __fus_min(a, b); } };
+
+__device__ __forceinline__ unsigned __fus_tid(void)
+{
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+// Groups of COUNT (a power of 2 <= 32) consecutive threads of NT: butterfly shuffles.
+template <typename Op, int COUNT, int NT, typename T>
+__device__ __forceinline__ T __fus_reduce_warp(T v)
+{
+  unsigned left = NT - (__fus_tid() & ~31u);
+  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;
+#pragma unroll
+  for (int o = COUNT / 2; o > 0; o /= 2)
+    v = Op::f(v, __shfl_xor_sync(mask, v, o));
+  return v;
+}
+
+// Groups of COUNT (a multiple of 32) consecutive threads: shuffles in each warp, then
+// the group's warp results in order through shared memory.
+template <typename Op, int COUNT, typename T>
+__device__ __forceinline__ T __fus_reduce_warps(T v)
+{
+  __shared__ T ws[32];
+  unsigned tid = __fus_tid();
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2)
+    v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if ((tid & 31u) == 0)
+    ws[tid >> 5] = v;
+  __syncthreads();
+  unsigned first = tid / COUNT * (COUNT / 32);
+  T r = ws[first];
+#pragma unroll
+  for (int w = 1; w < COUNT / 32; w++)
+    r = Op::f(r, ws[first + w]);
+  __syncthreads();
+  return r;
+}
+
+// Any other group (base + i * STRIDE, i < COUNT): in order through shared memory.
+template <typename Op, int COUNT, int STRIDE, int NT, typename T>
+__device__ __forceinline__ T __fus_reduce_smem(T v)
+{
+  __shared__ T ws[NT];
+  unsigned tid = __fus_tid();
+  ws[tid] = v;
+  __syncthreads();
+  unsigned base = tid / (COUNT * STRIDE) * (COUNT * STRIDE) + tid % STRIDE;
+  T r = ws[base];
+  for (int i = 1; i < COUNT; i++)
+    r = Op::f(r, ws[base + i * STRIDE]);
+  __syncthreads();
+  return r;
+}
+
+extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
 {
   float s_acc;
   float s_v;
   // nest of s
-  for (long long i = 0; i < M; ++i) {
-    s_acc = __int_as_float(0xff800000);
-    for (long long j = 0; j < N; ++j) {
-      s_v = __fus_bfloat2float(x[i * N + j]);
-      s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+  s_acc = __int_as_float(0xff800000);
+  for (long long jr = 0; jr < (N + 1023) / 1024; ++jr) {
+    __align__(16) __fus_bfloat x_reg[8];
+    // x_reg computed at s.tx
+    if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + 7 < N) {
+      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
+    } else {
+      #pragma unroll
+      for (long long jv = 0; jv < 8; ++jv) {
+        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+        }
+      }
     }
-    s[i] = __fus_float2bfloat(s_acc);
+    #pragma unroll
+    for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        s_v = __fus_bfloat2float(x_reg[jv_1]);
+        s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+      }
+    }
+  }
+  s_acc = __fus_reduce_warps<__fus_red_max, 128, float>(s_acc);
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
   }
 }
 
@@ -105,7 +183,16 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: size N = %lld is negative", (long long)N);
-  rowmax_bf16_kernel<<<dim3(1, 1, 1), dim3(1, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+  if ((uintptr_t)x % 16 != 0)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: x is not 16-byte aligned (vectorized access, rowmax_bf16.fus:2:8)");
+  if (N % 8 != 0)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: N = %lld is not a multiple of 8 (vectorized access, rowmax_bf16.fus:2:8)", (long long)N);
+  const long long fus_grid_x = M;
+  if (fus_grid_x > 2147483647)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
+  if (fus_grid_x == 0)
+    return cudaSuccess; /* nothing to do */
+  rowmax_bf16_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));

@@ -1,0 +1,584 @@
+/* check_auto_reduce.c: the automatic scheduler on fusions with reductions
+ * (frontend/auto_schedule.c, docs/auto_schedule.md) and the reduction and GEMM examples.
+ * The schedules are compared as exact fusion IR text (from the first tensor line on); the
+ * lowered kernels are checked for what the schedule implies (a block reduction, the shape of
+ * the launch, the GEMM's slot-reuse barrier). The simulator runs on the examples in
+ * tests/check_examples.sh. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp.h"
+#include "tests/unit/testutil.h"
+
+/* The fusion IR of `text` from its first tensor line (the signature line is the printer's). */
+static char *auto_ir(const char *text)
+{
+	TestCompile *tc = tc_compile(text, true);
+	ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+	char *ir = tc_fusion_ir(tc, 0);
+	char *from = strstr(ir, "  tensor ");
+	ck_assert_ptr_nonnull(from);
+	char *r = strdup(from);
+	free(ir);
+	tc_free(tc);
+	return r;
+}
+
+static char *auto_kernel(const char *text)
+{
+	TestCompile *tc = tc_compile(text, true);
+	ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+	char *k = tc_kernel_ir(tc, 0);
+	tc_free(tc);
+	return k;
+}
+
+static const char row_sum_src[] =
+	"fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
+	"  s[i] = sum(j: x[i, j]);\n"
+	"}\n";
+
+/* Symbolic row: one block per row, 128 threads, 16-byte loads through a one-vector register
+ * copy (a reduction axis cannot be vectorized), then the block reduction. */
+START_TEST(test_auto_row_sum)
+{
+	char *ir = auto_ir(row_sum_src);
+	ck_assert_str_eq(ir,
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor x_reg: f32[M, N] intermediate local compute_at(s, 2) cache_after(x)\n"
+		"    def x_reg[i, j] = x[i, j]\n"
+		"    domain:\n"
+		"      i: M = s.i (root 0)\n"
+		"      jr: ceildiv(N, 512) = s.jr (split of jo by 128, outer)\n"
+		"      tx: 128 = s.tx (split of jo by 128, inner)\n"
+		"      jv: 4 vectorize (split of j by 4, inner)\n"
+		"  tensor s: f32[M] output global\n"
+		"    def s[i] = sum(j: x_reg[i, j])\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 512) reduction (split of jo by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of jo by 128, inner)\n"
+		"      jv: 4 reduction unroll (split of j by 4, inner)\n");
+	free(ir);
+	char *k = auto_kernel(row_sum_src);
+	ck_assert_contains(k, "kernel row_sum_kernel grid(M) block(128) {");
+	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.x);");
+	ck_assert_contains(k, "x_reg[0 : 4] = x[");
+	free(k);
+}
+END_TEST
+
+static const char softmax_src[] =
+	"fusion softmax(x: f32[M, 1024]) -> (y: f32[M, 1024]) {\n"
+	"  m[i]    = max(j: x[i, j]);\n"
+	"  e[i, j] = exp(x[i, j] - m[i]);\n"
+	"  s[i]    = sum(j: e[i, j]);\n"
+	"  y[i, j] = e[i, j] / s[i];\n"
+	"}\n";
+
+/* A constant row of 1024 f32 is persistent: x is read once into 16 registers per thread
+ * (64 threads), the max, the sum and the output read the registers. */
+START_TEST(test_auto_softmax_persistent)
+{
+	char *ir = auto_ir(softmax_src);
+	ck_assert_str_eq(ir,
+		"  tensor x: f32[M, 1024] input global\n"
+		"  tensor x_reg: f32[M, 1024] intermediate local compute_at(y, 0) cache_after(x)\n"
+		"    def x_reg[i, j] = x[i, j]\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      jr: 4 unroll (split of jo by 64, outer)\n"
+		"      tx: 64 threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 vectorize (split of j by 4, inner)\n"
+		"  tensor m: f32[M] intermediate local compute_at(y, 0)\n"
+		"    def m[i] = max(j: x_reg[i, j])\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      jr: 4 reduction unroll (split of jo by 64, outer)\n"
+		"      tx: 64 reduction threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 reduction unroll (split of j by 4, inner)\n"
+		"  tensor e: f32[M, 1024] intermediate local inline\n"
+		"    def e[i, j] = exp(x_reg[i, j] - m[i])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: 1024 (root 1)\n"
+		"  tensor s: f32[M] intermediate local compute_at(y, 0)\n"
+		"    def s[i] = sum(j: e[i, j])\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      jr: 4 reduction unroll (split of jo by 64, outer)\n"
+		"      tx: 64 reduction threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 reduction unroll (split of j by 4, inner)\n"
+		"  tensor y: f32[M, 1024] output global\n"
+		"    def y[i, j] = e[i, j] / s[i]\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: 4 unroll (split of jo by 64, outer)\n"
+		"      tx: 64 threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 vectorize (split of j by 4, inner)\n");
+	free(ir);
+	char *k = auto_kernel(softmax_src);
+	ck_assert_contains(k, "alloc local f32 x_reg[16];");
+	ck_assert_contains(k, "m_acc = block_reduce_max(m_acc over threadIdx.x);");
+	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.x);");
+	free(k);
+}
+END_TEST
+
+/* A symbolic row is not persistent: the reductions read x with coalesced scalar loads, the
+ * output is written in vectors. */
+START_TEST(test_auto_softmax_symbolic)
+{
+	char *ir = auto_ir(
+		"fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  m[i]    = max(j: x[i, j]);\n"
+		"  e[i, j] = exp(x[i, j] - m[i]);\n"
+		"  s[i]    = sum(j: e[i, j]);\n"
+		"  y[i, j] = e[i, j] / s[i];\n"
+		"}\n");
+	ck_assert_str_eq(ir,
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor m: f32[M] intermediate local compute_at(y, 0)\n"
+		"    def m[i] = max(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"  tensor e: f32[M, N] intermediate local inline\n"
+		"    def e[i, j] = exp(x[i, j] - m[i])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N (root 1)\n"
+		"  tensor s: f32[M] intermediate local compute_at(y, 0)\n"
+		"    def s[i] = sum(j: e[i, j])\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"  tensor y: f32[M, N] output global\n"
+		"    def y[i, j] = e[i, j] / s[i]\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 512) (split of jo by 128, outer)\n"
+		"      tx: 128 threadIdx.x (split of jo by 128, inner)\n"
+		"      jv: 4 vectorize (split of j by 4, inner)\n");
+	free(ir);
+}
+END_TEST
+
+/* Rows of 20 f32 (5 vectors): 8 threads per row, 16 rows per block on threadIdx.y. */
+START_TEST(test_auto_short_rows)
+{
+	static const char src[] =
+		"fusion short(x: f32[M, 20]) -> (s: f32[M]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir,
+		"  tensor s: f32[M] output global\n"
+		"    def s[i] = sum(j: x_reg[i, j])\n"
+		"    domain:\n"
+		"      bx: ceildiv(M, 16) blockIdx.x (split of i by 16, outer)\n"
+		"      ty: 16 threadIdx.y (split of i by 16, inner)\n"
+		"      jr: 1 reduction unroll (split of jo by 8, outer)\n"
+		"      tx: 8 reduction threadIdx.x (split of jo by 8, inner)\n"
+		"      jv: 4 reduction unroll (split of j by 4, inner)\n");
+	free(ir);
+	char *k = auto_kernel(src);
+	ck_assert_contains(k, "kernel short_kernel grid(ceildiv(M, 16)) block(8, 16) {");
+	free(k);
+}
+END_TEST
+
+/* An outer reduction: threads over the columns, the rows serial and innermost. */
+START_TEST(test_auto_col_sum)
+{
+	char *ir = auto_ir(
+		"fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
+		"  s[j] = sum(i: x[i, j]);\n"
+		"}\n");
+	ck_assert_str_eq(ir,
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor s: f32[N] output global\n"
+		"    def s[j] = sum(i: x[i, j])\n"
+		"    domain:\n"
+		"      bx: ceildiv(N, 128) blockIdx.x (split of j by 128, outer)\n"
+		"      tx: 128 threadIdx.x (split of j by 128, inner)\n"
+		"      i: M reduction (root 1)\n");
+	free(ir);
+}
+END_TEST
+
+/* Not a row group (the reduction is over rows, the output over both): the general schedule
+ * puts the reduction's axis first, one thread per column, and the reduction is computed per
+ * thread at the default place. */
+START_TEST(test_auto_general_colnorm)
+{
+	static const char src[] =
+		"fusion colnorm(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  c[j] = sum(i: x[i, j]);\n"
+		"  y[i, j] = x[i, j] / c[j];\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir,
+		"  tensor y: f32[M, N] output global\n"
+		"    def y[i, j] = x[i, j] / c[j]\n"
+		"    domain:\n"
+		"      bx: ceildiv(N, 128) blockIdx.x (split of j by 128, outer)\n"
+		"      tx: 128 threadIdx.x (split of j by 128, inner)\n"
+		"      i: M (root 0)\n");
+	free(ir);
+	char *k = auto_kernel(src);
+	ck_assert_contains(k, "// c computed at y.tx");
+	free(k);
+}
+END_TEST
+
+/* A full reduction: one block of 512 threads. */
+START_TEST(test_auto_total)
+{
+	char *k = auto_kernel(
+		"fusion total(x: f32[M, N]) -> (s: f32) {\n"
+		"  s = sum(i, j: x[i, j]);\n"
+		"}\n");
+	ck_assert_contains(k, "block(512)");
+	ck_assert_contains(k, "block_reduce_sum(");
+	free(k);
+}
+END_TEST
+
+/* ---- several outputs, several readers of one input ----------------------------------- */
+
+/* `fusc check` in miniature: the automatic schedule of `src` (one fusion of f32 tensors)
+ * lowers, and the simulated kernel with sizes `dims` ("M=37,N=260", every size of the fusion)
+ * writes every output element, reports nothing, and matches the reference interpreter. */
+static void check_simulated(const char *src, const char *dims)
+{
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+	ck_assert_str_eq(tc->diags, "");
+	Kernel *k = tc->kernels[0];
+	Fusion *f = k->fusion;
+	int64_t sizes[16] = {0};
+	ck_assert_int_le(f->nsizes, 16);
+	for (int i = 0; i < f->nsizes; i++) {
+		const char *at = strstr(dims, f->sizes[i]->name);
+		ck_assert_msg(at && at[strlen(f->sizes[i]->name)] == '=', "no size %s", f->sizes[i]->name);
+		sizes[f->sizes[i]->index] = strtoll(at + strlen(f->sizes[i]->name) + 1, NULL, 10);
+	}
+	void *ins[8], *refs[8], *outs[8];
+	int64_t nout[8];
+	ck_assert_int_le(f->ninputs, 8);
+	ck_assert_int_le(f->noutputs, 8);
+	for (int i = 0; i < f->ninputs + f->noutputs; i++) {
+		bool in = i < f->ninputs;
+		Tensor *t = in ? f->inputs[i] : f->outputs[i - f->ninputs];
+		int64_t d[16], n;
+		char *err = NULL;
+		ck_assert_int_eq(t->dtype, DT_F32);
+		ck_assert_msg(interp_tensor_dims(t, sizes, d, &err), "%s", err);
+		n = interp_numel(d, t->ndim);
+		float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+		for (int64_t e = 0; e < n; e++) /* varied signs and magnitudes, per tensor */
+			x[e] = in ? (float)((e * 37 + i * 11) % 101 - 50) / 8.0f : NAN;
+		if (in) {
+			ins[i] = x;
+		} else {
+			int o = i - f->ninputs;
+			outs[o] = x;
+			refs[o] = malloc(sizeof(float) * (size_t)(n ? n : 1));
+			nout[o] = n;
+		}
+	}
+	char *err = NULL;
+	ck_assert_msg(interp_run(f, sizes, NULL, ins, refs, &err), "%s", err);
+	SimResult r;
+	SimOptions so = {0, 1};
+	ck_assert(sim_run(k, sizes, NULL, ins, outs, &so, &r));
+	ck_assert_msg(r.nreports == 0, "%d simulator reports", r.nreports);
+	for (int o = 0; o < f->noutputs; o++) {
+		float *got = outs[o], *want = refs[o];
+		for (int64_t e = 0; e < nout[o]; e++) {
+			ck_assert_msg(r.written[o][e], "%s[%lld] not written", f->outputs[o]->name,
+				      (long long)e);
+			ck_assert_msg(fabsf(got[e] - want[e]) <= 1e-5f + 1e-5f * fabsf(want[e]),
+				      "%s[%lld] = %g, reference %g", f->outputs[o]->name,
+				      (long long)e, got[e], want[e]);
+		}
+		free(outs[o]);
+		free(refs[o]);
+	}
+	for (int i = 0; i < f->ninputs; i++)
+		free(ins[i]);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+
+static const char sum_max_min_src[] =
+	"fusion r(x: f32[M, N]) -> (s: f32[M], m: f32[M], n: f32[M]) {\n"
+	"  s[i] = sum(j: x[i, j]);\n"
+	"  m[i] = max(j: x[i, j]);\n"
+	"  n[i] = min(j: x[i, j]);\n"
+	"}\n";
+
+/* Three reductions of one input: x.cache_after would reroute all three readers to one cache,
+ * so no per-reduction register copy (each used to get its own, and the second cache_after
+ * found x read by the first cache only). Each reduction reads x with coalesced scalar loads. */
+START_TEST(test_auto_three_reductions_one_input)
+{
+	char *ir = auto_ir(sum_max_min_src);
+	ck_assert_str_eq(ir,
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor s: f32[M] output global\n"
+		"    def s[i] = sum(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"  tensor m: f32[M] output global\n"
+		"    def m[i] = max(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"  tensor n: f32[M] output global\n"
+		"    def n[i] = min(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n");
+	free(ir);
+	char *k = auto_kernel(sum_max_min_src);
+	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.x);");
+	ck_assert_contains(k, "m_acc = block_reduce_max(m_acc over threadIdx.x);");
+	ck_assert_contains(k, "n_acc = block_reduce_min(n_acc over threadIdx.x);");
+	free(k);
+	check_simulated(sum_max_min_src, "M=37,N=260");
+	check_simulated(sum_max_min_src, "M=3,N=3");
+	check_simulated(sum_max_min_src, "M=2,N=1024");
+}
+END_TEST
+
+/* The same with a constant row (the persistent case is for single-output fusions). */
+START_TEST(test_auto_two_reductions_one_input_const)
+{
+	static const char src[] =
+		"fusion rc(x: f32[M, 1024]) -> (s: f32[M], m: f32[M]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"  m[i] = max(j: x[i, j]);\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_ptr_null(strstr(ir, "cache_after"));
+	free(ir);
+	check_simulated(src, "M=5");
+}
+END_TEST
+
+/* Two row reductions of different inputs: each input has one reader, so each keeps its
+ * one-vector register copy. */
+START_TEST(test_auto_two_reductions_two_inputs)
+{
+	static const char src[] =
+		"fusion r2(x: f32[M, N], y: f32[M, N]) -> (s: f32[M], t: f32[M]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"  t[i] = max(j: y[i, j]);\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir,
+		"  tensor x_reg: f32[M, N] intermediate local compute_at(s, 2) cache_after(x)\n");
+	ck_assert_contains(ir,
+		"  tensor y_reg: f32[M, N] intermediate local compute_at(t, 2) cache_after(y)\n");
+	free(ir);
+	check_simulated(src, "M=37,N=260");
+	check_simulated(src, "M=1,N=4");
+}
+END_TEST
+
+/* A reduction and a pointwise output of the same input: no cache (it would reroute the
+ * pointwise output's read too); the pointwise output gets the general schedule. */
+START_TEST(test_auto_reduction_and_pointwise)
+{
+	static const char src[] =
+		"fusion rp(x: f32[M, N]) -> (s: f32[M], y: f32[M, N]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"  y[i, j] = x[i, j] * 2.0;\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_ptr_null(strstr(ir, "cache_after"));
+	ck_assert_contains(ir,
+		"  tensor s: f32[M] output global\n"
+		"    def s[i] = sum(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
+		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n");
+	free(ir);
+	check_simulated(src, "M=37,N=260");
+	check_simulated(src, "M=3,N=3");
+}
+END_TEST
+
+/* A 3-D input reduced on its last axis by two outputs: rows (b, t) merged on blockIdx.x. */
+START_TEST(test_auto_3d_two_reductions)
+{
+	static const char src[] =
+		"fusion r3(x: f32[B, T, N]) -> (s: f32[B, T], m: f32[B, T]) {\n"
+		"  s[b, t] = sum(j: x[b, t, j]);\n"
+		"  m[b, t] = max(j: x[b, t, j]);\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_ptr_null(strstr(ir, "cache_after"));
+	ck_assert_contains(ir,
+		"  tensor m: f32[B, T] output global\n"
+		"    def m[b, t] = max(j: x[b, t, j])\n"
+		"    domain:\n"
+		"      row: B * T blockIdx.x (merge of b and t)\n");
+	free(ir);
+	check_simulated(src, "B=3,T=5,N=260");
+	check_simulated(src, "B=2,T=1,N=7");
+}
+END_TEST
+
+/* One 3-D reduction (a single reader: the register copy stays). */
+START_TEST(test_auto_3d_one_reduction)
+{
+	static const char src[] =
+		"fusion r3c(x: f32[B, T, 64]) -> (s: f32[B, T]) {\n"
+		"  s[b, t] = sum(j: x[b, t, j]);\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir, "cache_after(x)");
+	free(ir);
+	check_simulated(src, "B=3,T=5");
+}
+END_TEST
+
+/* ---- the slot-reuse (WAR) barrier of a circular buffer ------------------------------- */
+
+static bool expr_reads(IrExpr *e, Tensor *t)
+{
+	if (!e)
+		return false;
+	if ((e->kind == EX_LOAD || e->kind == EX_ACCESS) && e->tensor == t)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_reads(e->args[i], t))
+			return true;
+	return false;
+}
+
+/* Does statement s (or anything nested in it) read t? */
+static bool stmt_reads(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next) {
+		if (expr_reads(s->value, t) || expr_reads(s->cond, t) ||
+		    (s->kind == KS_VSTORE && s->src == t) || stmt_reads(s->body, t) ||
+		    stmt_reads(s->then, t) || stmt_reads(s->els, t))
+			return true;
+	}
+	return false;
+}
+
+static Stmt *find_loop(Stmt *s, const char *axis)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_FOR && s->var->axis && strcmp(s->var->axis->name, axis) == 0)
+			return s;
+		Stmt *in = find_loop(s->body, axis);
+		if (!in)
+			in = find_loop(s->then, axis);
+		if (!in)
+			in = find_loop(s->els, axis);
+		if (in)
+			return in;
+	}
+	return NULL;
+}
+
+/* In the body of the loop over `axis`, a __syncthreads (KS_SYNC, at the body's top level, so
+ * every thread reaches it) comes after the last statement that reads tensor `name`: the next
+ * iteration's prefetch cannot overwrite a slot that another thread is still reading. */
+static void check_war_barrier(Kernel *k, const char *name, const char *axis)
+{
+	Tensor *t = fusion_find_tensor(k->fusion, name);
+	ck_assert_ptr_nonnull(t);
+	Stmt *loop = find_loop(k->body, axis);
+	ck_assert_msg(loop != NULL, "no loop over %s", axis);
+	int pos = 0, last_read = -1, last_sync = -1;
+	for (Stmt *s = loop->body; s; s = s->next, pos++) {
+		Stmt *next = s->next;
+		s->next = NULL; /* stmt_reads walks a list: look at this statement alone */
+		if (stmt_reads(s, t))
+			last_read = pos;
+		s->next = next;
+		if (s->kind == KS_SYNC)
+			last_sync = pos;
+	}
+	ck_assert_msg(last_read >= 0, "the %s loop does not read %s", axis, name);
+	ck_assert_msg(last_sync > last_read, "no __syncthreads after the last read of %s in the %s loop",
+		      name, axis);
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+/* The checker itself, on a circular buffer that has the barrier today (other threads read
+ * each slot: cross-thread WAR). */
+START_TEST(test_war_barrier_db1)
+{
+	TestCompile *tc = tc_compile(read_text("examples/cp_async/cp_async_db1_stages2.fus"), true);
+	ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+	check_war_barrier(tc->kernels[0], "As", "i");
+	tc_free(tc);
+}
+END_TEST
+
+/* The blocked GEMM (examples/gemm/pending/smem_gemm.fus) cannot be lowered yet: its
+ * accumulator's k loops are outside its own axes. When it lowers, this test must become
+ * check_war_barrier(kernel, "As", "ko") and check_war_barrier(kernel, "Bs", "ko"), and the
+ * file moves to examples/gemm/. */
+START_TEST(test_gemm_pending)
+{
+	TestCompile *tc = tc_compile(read_text("examples/gemm/pending/smem_gemm.fus"), true);
+	ck_assert_ptr_nonnull(tc->prog); /* the schedule itself is accepted */
+	ck_assert_ptr_null(tc->kernels);
+	ck_assert_contains(tc->diags, "error: reductions with reduction axes that are not innermost are not supported yet (Cl.ko)");
+	tc_free(tc);
+}
+END_TEST
+
+Suite *auto_reduce_suite(void)
+{
+	Suite *s = suite_create("auto_reduce");
+	TCase *tc = tcase_create("auto");
+	tcase_add_test(tc, test_auto_row_sum);
+	tcase_add_test(tc, test_auto_softmax_persistent);
+	tcase_add_test(tc, test_auto_softmax_symbolic);
+	tcase_add_test(tc, test_auto_short_rows);
+	tcase_add_test(tc, test_auto_col_sum);
+	tcase_add_test(tc, test_auto_general_colnorm);
+	tcase_add_test(tc, test_auto_total);
+	tcase_add_test(tc, test_auto_three_reductions_one_input);
+	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
+	tcase_add_test(tc, test_auto_two_reductions_two_inputs);
+	tcase_add_test(tc, test_auto_reduction_and_pointwise);
+	tcase_add_test(tc, test_auto_3d_two_reductions);
+	tcase_add_test(tc, test_auto_3d_one_reduction);
+	suite_add_tcase(s, tc);
+	TCase *tg = tcase_create("gemm");
+	tcase_add_test(tg, test_war_barrier_db1);
+	tcase_add_test(tg, test_gemm_pending);
+	suite_add_tcase(s, tg);
+	return s;
+}
