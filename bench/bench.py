@@ -201,6 +201,8 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--suite", default="all", choices=["pointwise", "reduce", "gemm", "all"])
+    ap.add_argument("--no-compile", action="store_true",
+                    help="skip torch.compile (its compile time dominates short device leases)")
     args = ap.parse_args()
     rows = []
     gemm_rows = []
@@ -215,8 +217,8 @@ def main():
         if key not in peers:
             eager, fn, inputs, nbytes, *flops = peer()
             t_eager = median_ms(eager)
-            compiled = torch.compile(fn)
-            t_comp = median_ms(lambda: compiled(*inputs))
+            compiled = None if args.no_compile else torch.compile(fn)
+            t_comp = float("nan") if args.no_compile else median_ms(lambda: compiled(*inputs))
             t_copy = None if flops else copy_ms(nbytes)
             peers[key] = (flops[0] if flops else nbytes, t_eager, t_comp, t_copy)
             del inputs, eager, compiled
