@@ -177,6 +177,49 @@ bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
  * directive; auto_schedule may call it after its own choices. */
 bool sched_place_defaults(Arena *a, Diag *d, Fusion *f);
 
+/* ---- schedule internals, shared by frontend/schedule.c (directives, compute_at),
+ * frontend/cache.c (caches, default placement) and frontend/rfactor.c ---------------------- */
+
+/* One schedule block being applied. */
+typedef struct Sched {
+	Arena *a;
+	Diag *d;
+	Fusion *f;
+} Sched;
+
+typedef struct ReadMap { /* how a reader subscripts a tensor it reads */
+	Arena *a;
+	Tensor *t;
+	Axis **first;   /* t->ndim entries, once found */
+	bool found, differ;
+} ReadMap;
+
+/* compute_at replay: consumer axis -> producer axis */
+typedef struct Replay {
+	Axis **uaxes, **taxes;
+	int n, cap;
+} Replay;
+
+Axis *sched_arg_axis(Sched *s, Tensor *t, AstArg *arg);
+bool sched_check_caches(Sched *s);
+bool sched_check_new_name(Sched *s, AstName n);
+bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at);
+Tensor *sched_computed_at(Fusion *f, Tensor *t);
+bool sched_cache_after(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir);
+bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer);
+bool sched_finish_caches(Sched *s);
+void sched_insert_tensor(Arena *a, Fusion *f, Tensor *c, int at);
+bool sched_is_ancestor_of_shared(Axis *x, Tensor *u, int pos);
+Axis *sched_new_axis(Arena *a, Tensor *t, AxisKind kind, const char *name, IrExpr *extent,
+		      Span at);
+bool sched_parse_mem(Sched *s, AstArg *g, MemType *m);
+ReadMap sched_read_map(Arena *a, Tensor *t, Tensor *u);
+Axis *sched_replay_get(Replay *r, Axis *u);
+void sched_replay_put(Arena *a, Replay *r, Axis *u, Axis *t);
+
 /* frontend/auto_schedule.c: the automatic scheduler (SPEC §3 defaults; docs/auto_schedule.md). */
 bool auto_schedule(Arena *a, Diag *d, Fusion *f);
 

@@ -106,7 +106,7 @@ static const char *domain_text(Arena *a, Tensor *t)
 	return s;
 }
 
-static Axis *new_axis(Arena *a, Tensor *t, AxisKind kind, const char *name, IrExpr *extent,
+Axis *sched_new_axis(Arena *a, Tensor *t, AxisKind kind, const char *name, IrExpr *extent,
 		      Span at)
 {
 	Axis *ax = NEW(a, Axis);
@@ -176,8 +176,8 @@ bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const c
 	if (!transformable(d, ax, "split", at))
 		return false;
 	IrExpr *f = ir_int(a, factor);
-	Axis *o = new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
-	Axis *in = new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
+	Axis *o = sched_new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
+	Axis *in = sched_new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
 	o->from[0] = in->from[0] = ax;
 	o->factor = in->factor = factor;
 	o->reduction = in->reduction = ax->reduction;
@@ -216,7 +216,7 @@ bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const c
 			   domain_text(a, t));
 		return false;
 	}
-	Axis *m = new_axis(a, t, AX_MERGE, name, ix_mul(a, outer->extent, inner->extent), at);
+	Axis *m = sched_new_axis(a, t, AX_MERGE, name, ix_mul(a, outer->extent, inner->extent), at);
 	m->from[0] = outer;
 	m->from[1] = inner;
 	m->reduction = outer->reduction;
@@ -285,11 +285,6 @@ bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 
 /* ---- directive checking --------------------------------------------------------------- */
 
-typedef struct Sched {
-	Arena *a;
-	Diag *d;
-	Fusion *f;
-} Sched;
 
 /* Another tensor computed at t that shares axis ax (so ax cannot be transformed any more). */
 static Tensor *shared_with(Fusion *f, Axis *ax)
@@ -304,7 +299,7 @@ static Tensor *shared_with(Fusion *f, Axis *ax)
 }
 
 /* An axis of the tensor's current domain named by argument `arg`, or NULL after an error. */
-static Axis *arg_axis(Sched *s, Tensor *t, AstArg *arg)
+Axis *sched_arg_axis(Sched *s, Tensor *t, AstArg *arg)
 {
 	Axis *ax = tensor_find_axis(t, arg->name);
 	if (ax)
@@ -417,7 +412,7 @@ static bool check_results(Sched *s, AstDirective *dir, Verb v)
 
 static bool do_split(Sched *s, Tensor *t, AstDirective *dir)
 {
-	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	Axis *ax = sched_arg_axis(s, t, &dir->args[0]);
 	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, true))
 		return false;
 	int64_t f = dir->args[1].value;
@@ -444,8 +439,8 @@ static bool do_split(Sched *s, Tensor *t, AstDirective *dir)
 
 static bool do_merge(Sched *s, Tensor *t, AstDirective *dir)
 {
-	Axis *o = arg_axis(s, t, &dir->args[0]);
-	Axis *in = arg_axis(s, t, &dir->args[1]);
+	Axis *o = sched_arg_axis(s, t, &dir->args[0]);
+	Axis *in = sched_arg_axis(s, t, &dir->args[1]);
 	if (!o || !in)
 		return false;
 	if (!axis_changeable(s, t, o, dir->args[0].span, true) ||
@@ -469,7 +464,7 @@ static bool do_reorder(Sched *s, Tensor *t, AstDirective *dir)
 	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * n);
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
-		axes[i] = arg_axis(s, t, &dir->args[i]);
+		axes[i] = sched_arg_axis(s, t, &dir->args[i]);
 		if (!axes[i]) {
 			ok = false;
 			continue;
@@ -498,7 +493,7 @@ static bool do_reorder(Sched *s, Tensor *t, AstDirective *dir)
 
 static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
 {
-	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	Axis *ax = sched_arg_axis(s, t, &dir->args[0]);
 	ParType p;
 	if (!par_from_name(dir->args[1].name, &p) || p == PT_SERIAL) {
 		diag_error(s->d, dir->args[1].span,
@@ -513,7 +508,7 @@ static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
 
 static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec)
 {
-	Axis *ax = arg_axis(s, t, &dir->args[0]);
+	Axis *ax = sched_arg_axis(s, t, &dir->args[0]);
 	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
 		return false;
 	const char *what = vec ? "vectorize" : "unroll";
@@ -571,7 +566,7 @@ static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
 }
 
 /* A memory argument: global, shared or local. */
-static bool parse_mem(Sched *s, AstArg *g, MemType *m)
+bool sched_parse_mem(Sched *s, AstArg *g, MemType *m)
 {
 	if (strcmp(g->name, "global") == 0)
 		*m = MEM_GLOBAL;
@@ -591,7 +586,7 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 {
 	AstArg *g = &dir->args[0];
 	MemType m;
-	if (!parse_mem(s, g, &m))
+	if (!sched_parse_mem(s, g, &m))
 		return false;
 	if ((t->kind == TK_INPUT || t->kind == TK_OUTPUT) && m != MEM_GLOBAL) {
 		diag_error(s->d, g->span, "%s '%s' must stay in global memory",
@@ -614,12 +609,6 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 /* How u reads t, looking through inlined tensors (`y[i, j] = e[i, j] / s[i]` with e inlined
  * reads what e reads): for each dim of t, the u root axis that subscripts it (NULL for a
  * constant). Every read must agree, else t cannot follow one loop nest of u. */
-typedef struct ReadMap {
-	Arena *a;
-	Tensor *t;
-	Axis **first;   /* t->ndim entries, once found */
-	bool found, differ;
-} ReadMap;
 
 static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 {
@@ -649,7 +638,7 @@ static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 		collect_reads(m, x->def, sub);
 }
 
-static ReadMap read_map(Arena *a, Tensor *t, Tensor *u)
+ReadMap sched_read_map(Arena *a, Tensor *t, Tensor *u)
 {
 	ReadMap m = {a, t, NULL, false, false};
 	collect_reads(&m, u->def, u->root);
@@ -657,12 +646,8 @@ static ReadMap read_map(Arena *a, Tensor *t, Tensor *u)
 }
 
 /* Working state of a replay: map[i] is t's axis standing for u's axis umap[i]. */
-typedef struct Replay {
-	Axis **uaxes, **taxes;
-	int n, cap;
-} Replay;
 
-static void replay_put(Arena *a, Replay *r, Axis *u, Axis *t)
+void sched_replay_put(Arena *a, Replay *r, Axis *u, Axis *t)
 {
 	if (r->n == r->cap) {
 		int cap = r->cap ? r->cap * 2 : 16;
@@ -679,7 +664,7 @@ static void replay_put(Arena *a, Replay *r, Axis *u, Axis *t)
 	r->taxes[r->n++] = t;
 }
 
-static Axis *replay_get(Replay *r, Axis *u)
+Axis *sched_replay_get(Replay *r, Axis *u)
 {
 	for (int i = 0; i < r->n; i++)
 		if (r->uaxes[i] == u)
@@ -687,7 +672,6 @@ static Axis *replay_get(Replay *r, Axis *u)
 	return NULL;
 }
 
-static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos);
 
 /* Is x one of u.domain[0..pos] or an ancestor of one? */
 static bool feeds(Axis *x, Axis *leaf)
@@ -699,7 +683,7 @@ static bool feeds(Axis *x, Axis *leaf)
 	return feeds(x, leaf->from[0]) || feeds(x, leaf->from[1]);
 }
 
-static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos)
+bool sched_is_ancestor_of_shared(Axis *x, Tensor *u, int pos)
 {
 	for (int i = 0; i <= pos; i++)
 		if (feeds(x, u->domain[i]))
@@ -710,7 +694,7 @@ static bool is_ancestor_of_shared(Axis *x, Tensor *u, int pos)
 /* Step 1: t's root axes take the names of the u root axes they are read through. */
 static bool map_roots(Sched *s, Tensor *t, Tensor *u, Replay *r, Span at)
 {
-	ReadMap m = read_map(s->a, t, u);
+	ReadMap m = sched_read_map(s->a, t, u);
 	if (m.differ) {
 		diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with different subscripts",
 			   t->name, u->name, u->name, t->name);
@@ -720,12 +704,12 @@ static bool map_roots(Sched *s, Tensor *t, Tensor *u, Replay *r, Span at)
 		Axis *ux = m.first[k];
 		if (!ux)
 			continue;
-		if (replay_get(r, ux)) {
+		if (sched_replay_get(r, ux)) {
 			diag_error(s->d, at, "cannot compute '%s' at '%s': '%s' reads '%s' with the index '%s' twice",
 				   t->name, u->name, u->name, t->name, ux->name);
 			return false;
 		}
-		replay_put(s->a, r, ux, t->root[k]);
+		sched_replay_put(s->a, r, ux, t->root[k]);
 	}
 	/* Rename (and make room): u's names for mapped axes, t's own names must not collide. */
 	for (int k = 0; k < t->nroot; k++) {
@@ -744,21 +728,21 @@ static bool replay_history(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, S
 		Axis *ux = VEC_AT(u->history, Axis, h);
 		if (ux->kind == AX_SPLIT_INNER)
 			continue; /* handled with its outer half */
-		bool needed = is_ancestor_of_shared(ux, u, pos) ||
-			       (ux->kind == AX_SPLIT_OUTER && is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
+		bool needed = sched_is_ancestor_of_shared(ux, u, pos) ||
+			       (ux->kind == AX_SPLIT_OUTER && sched_is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
 		if (!needed)
 			continue;
 		if (ux->kind == AX_SPLIT_OUTER) {
-			Axis *src = replay_get(r, ux->from[0]);
+			Axis *src = sched_replay_get(r, ux->from[0]);
 			if (!src)
 				continue; /* t does not have this axis: u's loop is a bare alias */
 			Axis *uin = ux->from[0]->to[1];
 			if (!sched_split(s->a, s->d, t, src, ux->factor, ux->name, uin->name, at))
 				return false;
-			replay_put(s->a, r, ux, src->to[0]);
-			replay_put(s->a, r, uin, src->to[1]);
+			sched_replay_put(s->a, r, ux, src->to[0]);
+			sched_replay_put(s->a, r, uin, src->to[1]);
 		} else if (ux->kind == AX_MERGE) {
-			Axis *x = replay_get(r, ux->from[0]), *y = replay_get(r, ux->from[1]);
+			Axis *x = sched_replay_get(r, ux->from[0]), *y = sched_replay_get(r, ux->from[1]);
 			if (!x && !y)
 				continue;
 			if (!x || !y) {
@@ -777,7 +761,7 @@ static bool replay_history(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, S
 			}
 			if (!sched_merge(s->a, s->d, t, x, y, ux->name, at))
 				return false;
-			replay_put(s->a, r, ux, x->to[0]);
+			sched_replay_put(s->a, r, ux, x->to[0]);
 		}
 	}
 	return true;
@@ -790,9 +774,9 @@ static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, 
 	Axis **d = arena_alloc(s->a, sizeof(Axis *) * (n + t->ndomain));
 	for (int i = 0; i < n; i++) {
 		Axis *ua = u->domain[i];
-		Axis *tx = replay_get(r, ua);
+		Axis *tx = sched_replay_get(r, ua);
 		if (!tx || tensor_axis_pos(t, tx) < 0) {
-			tx = new_axis(s->a, t, AX_ROOT, ua->name, ua->extent, at);
+			tx = sched_new_axis(s->a, t, AX_ROOT, ua->name, ua->extent, at);
 			tx->root_index = -1; /* a bare alias: t has no such axis (broadcast) */
 			tx->reduction = ua->reduction;
 		}
@@ -820,7 +804,7 @@ static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, 
 }
 
 /* A tensor computed at t, if any. */
-static Tensor *computed_at(Fusion *f, Tensor *t)
+Tensor *sched_computed_at(Fusion *f, Tensor *t)
 {
 	for (int i = 0; i < f->ntensors; i++)
 		if (f->tensors[i]->ca_tensor == t)
@@ -829,7 +813,7 @@ static Tensor *computed_at(Fusion *f, Tensor *t)
 }
 
 /* Computes t inside u's loop domain[pos] (the checks on the directive are done). */
-static bool compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
+bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 {
 	Replay r = {0};
 	if (!map_roots(s, t, u, &r, at) || !replay_history(s, t, u, pos, &r, at))
@@ -849,13 +833,13 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, dir->args[0].span, "unknown tensor '%s'", dir->args[0].name);
 		return false;
 	}
-	Axis *ua = u->def ? arg_axis(s, u, &dir->args[1]) : NULL;
+	Axis *ua = u->def ? sched_arg_axis(s, u, &dir->args[1]) : NULL;
 	if (t->kind != TK_INTERMEDIATE) {
 		diag_error(s->d, dir->verb.span, "only intermediates can be computed at another tensor; '%s' is %s",
 			   t->name, t->kind == TK_OUTPUT ? "an output" : "a scalar temporary");
 		return false;
 	}
-	if (!u->def || !read_map(s->a, t, u).found) {
+	if (!u->def || !sched_read_map(s->a, t, u).found) {
 		diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s' ('%s' does not read '%s')",
 			   t->name, u->name, u->name, t->name);
 		return false;
@@ -867,7 +851,7 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 			   t->name);
 		return false;
 	}
-	Tensor *in = computed_at(s->f, t);
+	Tensor *in = sched_computed_at(s->f, t);
 	if (in) {
 		/* The replay would transform axes that `in` already shares. */
 		diag_error(s->d, dir->span, "compute_at of '%s' must come before '%s' is computed at it",
@@ -884,875 +868,7 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 			return false;
 		}
 	}
-	return compute_at_pos(s, t, u, pos, dir->span);
-}
-
-/* ---- caches: cache_after, cache_before, cp_async, stages (docs/caching.md) ------------ */
-
-/* `NAME =` of a cache directive must name nothing else in the fusion. */
-static bool check_new_name(Sched *s, AstName n)
-{
-	const char *what = NULL;
-	Span where = {0};
-	Tensor *old = fusion_find_tensor(s->f, n.name);
-	if (old) {
-		what = "tensor";
-		where = old->span;
-	}
-	for (int i = 0; !what && i < s->f->nparams; i++) {
-		if (strcmp(s->f->params[i]->name, n.name) == 0) {
-			what = "scalar parameter";
-			where = s->f->params[i]->span;
-		}
-	}
-	for (int i = 0; !what && i < s->f->nsizes; i++) {
-		if (strcmp(s->f->sizes[i]->name, n.name) == 0) {
-			what = "size symbol";
-			where = s->f->sizes[i]->span;
-		}
-	}
-	if (!what)
-		return true;
-	diag_error(s->d, n.span, "'%s' is already a %s of fusion '%s'", n.name, what, s->f->name);
-	diag_note(s->d, where, "'%s' declared here", n.name);
-	return false;
-}
-
-/* The memory of a cache: shared or local. */
-static bool cache_mem(Sched *s, AstArg *g, MemType *m)
-{
-	if (!parse_mem(s, g, m))
-		return false;
-	if (*m == MEM_GLOBAL) {
-		diag_error(s->d, g->span, "a cache lives in shared or local memory, not global");
-		return false;
-	}
-	return true;
-}
-
-/* Inserts c into the fusion's tensors at position `at` (definition order) and renumbers. */
-static void insert_tensor(Arena *a, Fusion *f, Tensor *c, int at)
-{
-	Tensor **v = arena_alloc(a, sizeof(Tensor *) * (f->ntensors + 1));
-	memcpy(v, f->tensors, sizeof(Tensor *) * at);
-	v[at] = c;
-	memcpy(v + at + 1, f->tensors + at, sizeof(Tensor *) * (f->ntensors - at));
-	f->tensors = v;
-	f->ntensors++;
-	for (int i = 0; i < f->ntensors; i++)
-		v[i]->index = i;
-}
-
-/* A new cache tensor named by the directive's result, of t's type, living in m. */
-static Tensor *new_cache(Sched *s, Tensor *t, AstDirective *dir, MemType m)
-{
-	Tensor *c = NEW(s->a, Tensor);
-	c->name = dir->result.name;
-	c->span = dir->result.span;
-	c->kind = TK_INTERMEDIATE;
-	c->dtype = t->dtype;
-	c->ndim = t->ndim;
-	c->shape = t->shape;
-	c->mem = m;
-	c->mem_span = dir->span;
-	c->cache_of = t;
-	c->cache_span = dir->span;
-	return c;
-}
-
-static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_ACCESS && e->tensor == t)
-		vec_push(a, out, e);
-	for (int i = 0; i < e->nargs; i++)
-		collect_accesses(a, e->args[i], t, out);
-}
-
-/* Two subscripts are the same root axis position of their readers (readers are different
- * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or the same
- * constant. */
-static bool same_subscript(IrExpr *x, IrExpr *y)
-{
-	if (x->kind != y->kind)
-		return false;
-	if (x->kind == EX_AXIS)
-		return x->axis->root_index == y->axis->root_index;
-	return x->kind == EX_INT && x->ival == y->ival;
-}
-
-static const char *expr_text(Arena *a, IrExpr *e)
-{
-	Buf b = {0};
-	ir_print_expr(e, &b);
-	char *r = arena_strdup(a, b.s ? b.s : "");
-	buf_free(&b);
-	return r;
-}
-
-/* Every read of t uses one list of subscripts (the cache's axes are named after it). Returns
- * the first access, or NULL after an error. */
-static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
-{
-	IrExpr *first = VEC_AT(*acc, IrExpr, 0);
-	for (int i = 1; i < acc->len; i++) {
-		IrExpr *e = VEC_AT(*acc, IrExpr, i);
-		bool same = true;
-		for (int k = 0; k < t->ndim; k++)
-			same &= same_subscript(first->args[k], e->args[k]);
-		if (same)
-			continue;
-		diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
-			   t->name, expr_text(s->a, first), expr_text(s->a, e));
-		diag_note(s->d, first->span, "read as %s here", expr_text(s->a, first));
-		diag_note(s->d, e->span, "read as %s here", expr_text(s->a, e));
-		return NULL;
-	}
-	for (int k = 0; k < t->ndim; k++) {
-		for (int j = 0; j < k; j++) {
-			IrExpr *x = first->args[j], *y = first->args[k];
-			if (x->kind == EX_AXIS && same_subscript(x, y)) {
-				diag_error(s->d, at, "cannot cache '%s': it is read as %s, with the index '%s' twice",
-					   t->name, expr_text(s->a, first), x->axis->name);
-				diag_note(s->d, first->span, "read here");
-				return NULL;
-			}
-		}
-	}
-	return first;
-}
-
-/* c = t.cache_after(M): c[...] = t[...] and every reader of t reads c instead. c's axes take
- * the names of the indices with which t is read (d0, d1, ... for constant subscripts). */
-static bool do_cache_after(Sched *s, Tensor *t, AstDirective *dir)
-{
-	MemType m;
-	if (t->kind == TK_SCALAR) {
-		diag_error(s->d, dir->tensor.span, "cannot cache scalar temporary '%s'", t->name);
-		return false;
-	}
-	if (!cache_mem(s, &dir->args[0], &m) || !check_new_name(s, dir->result))
-		return false;
-	Vec acc = {0};
-	int first_reader = s->f->ntensors;
-	for (int i = 0; i < t->readers.len; i++) {
-		Tensor *r = VEC_AT(t->readers, Tensor, i);
-		collect_accesses(s->a, r->def, t, &acc);
-		if (r->index < first_reader)
-			first_reader = r->index;
-	}
-	if (acc.len == 0) {
-		diag_error(s->d, dir->tensor.span, "cannot cache '%s': no statement reads it", t->name);
-		return false;
-	}
-	IrExpr *sub = common_access(s, t, &acc, dir->span);
-	if (!sub)
-		return false;
-	Tensor *c = new_cache(s, t, dir, m);
-	c->nroot = c->ndomain = t->ndim;
-	c->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
-	c->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
-	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
-	for (int k = 0; k < t->ndim; k++) {
-		IrExpr *g = sub->args[k];
-		const char *name = g->kind == EX_AXIS ? g->axis->name : arena_printf(s->a, "d%d", k);
-		Axis *ax = new_axis(s->a, c, AX_ROOT, name, t->shape[k], dir->span);
-		ax->root_index = k;
-		c->root[k] = c->domain[k] = ax;
-		idx[k] = ir_axis(s->a, ax);
-	}
-	c->def = ir_access(s->a, t, idx, t->ndim);
-	c->def_span = dir->span;
-	for (int i = 0; i < acc.len; i++)
-		VEC_AT(acc, IrExpr, i)->tensor = c;
-	c->readers = t->readers;
-	t->readers = (Vec){0};
-	vec_push(s->a, &t->readers, c);
-	insert_tensor(s->a, s->f, c, first_reader);
-	return true;
-}
-
-/* c = t.cache_before(M): t's definition (root axes, reduction and all) moves to c, and t
- * becomes the copy t[...] = c[...] over fresh root axes. */
-static bool do_cache_before(Sched *s, Tensor *t, AstDirective *dir)
-{
-	MemType m;
-	if (t->kind == TK_INPUT || t->kind == TK_SCALAR) {
-		diag_error(s->d, dir->tensor.span, t->kind == TK_INPUT
-			   ? "cannot cache_before input '%s': it has no definition (use cache_after to cache its reads)"
-			   : "cannot cache scalar temporary '%s'", t->name);
-		return false;
-	}
-	if (!cache_mem(s, &dir->args[0], &m) || !check_new_name(s, dir->result))
-		return false;
-	bool touched = t->history.len || t->ca_tensor;
-	for (int i = 0; i < t->ndomain; i++)
-		touched |= t->domain[i]->par != PT_SERIAL || t->domain[i]->unroll ||
-			   t->domain[i]->vectorize;
-	for (int i = 0; i < s->f->ntensors && !touched; i++)
-		touched |= s->f->tensors[i]->ca_tensor == t;
-	if (touched) {
-		diag_error(s->d, dir->span, "cache_before must come before the other directives on '%s' (and before compute_at into it)",
-			   t->name);
-		return false;
-	}
-	Tensor *c = new_cache(s, t, dir, m);
-	c->cache_before = true;
-	c->root = t->root;
-	c->nroot = t->nroot;
-	c->domain = t->domain;
-	c->ndomain = t->ndomain;
-	for (int k = 0; k < c->nroot; k++)
-		c->root[k]->owner = c;
-	c->def = t->def;
-	c->def_span = t->def_span;
-	t->nroot = t->ndomain = t->ndim;
-	t->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
-	t->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
-	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
-	for (int k = 0; k < t->ndim; k++) {
-		Axis *old = c->root[k];
-		Axis *ax = new_axis(s->a, t, AX_ROOT, old->name, old->extent, old->span);
-		ax->root_index = k;
-		t->root[k] = t->domain[k] = ax;
-		idx[k] = ir_axis(s->a, ax);
-	}
-	t->def = ir_access(s->a, c, idx, t->ndim);
-	if (t->kind == TK_INTERMEDIATE)
-		t->inlined = true; /* now a pointwise copy: the default for pointwise intermediates */
-	/* What t read, c reads now. */
-	for (int i = 0; i < s->f->ntensors; i++) {
-		Vec *rd = &s->f->tensors[i]->readers;
-		for (int j = 0; j < rd->len; j++)
-			if (VEC_AT(*rd, Tensor, j) == t)
-				rd->items[j] = c;
-	}
-	vec_push(s->a, &c->readers, t);
-	insert_tensor(s->a, s->f, c, t->index);
-	return true;
-}
-
-/* A cache made by cache_after: c[...] = t[...]. */
-static bool is_copy(Tensor *c)
-{
-	return c->cache_of && !c->cache_before;
-}
-
-static bool do_cp_async(Sched *s, Tensor *c, AstDirective *dir)
-{
-	bool cg = false;
-	if (dir->nargs == 1) {
-		if (strcmp(dir->args[0].name, "cg") != 0) {
-			diag_error(s->d, dir->args[0].span,
-				   "unknown cp_async mode '%s' (expected cg, or no argument for .ca)",
-				   dir->args[0].name);
-			return false;
-		}
-		cg = true;
-	}
-	if (!is_copy(c)) {
-		diag_error(s->d, dir->span, "cannot cp_async '%s': it is not a copy made by cache_after (cp.async copies global memory into shared memory)",
-			   c->name);
-		return false;
-	}
-	Tensor *src = c->cache_of;
-	if (src->kind != TK_INPUT) {
-		diag_error(s->d, dir->span, "cannot cp_async '%s': it copies %s '%s', which is not in global memory (cp.async reads an input)",
-			   c->name, src->kind == TK_OUTPUT ? "output" : "intermediate", src->name);
-		return false;
-	}
-	if (c->mem != MEM_SHARED) {
-		diag_error(s->d, dir->span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
-			   c->name, mem_name(c->mem));
-		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
-		return false;
-	}
-	if (c->cp_async) {
-		diag_error(s->d, dir->span, "'%s' is already cp_async", c->name);
-		diag_note(s->d, c->cp_async_span, "first cp_async here");
-		return false;
-	}
-	c->cp_async = true;
-	c->cp_async_cg = cg;
-	c->cp_async_span = dir->span;
-	return true;
-}
-
-/* c.stages(n[, p]) and c.double_buffer() (= stages(2)). */
-static bool do_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
-{
-	int64_t n = double_buffer ? 2 : dir->args[0].value;
-	int64_t p = dir->nargs == 2 ? dir->args[1].value : n - 1;
-	if (!is_copy(c)) {
-		diag_error(s->d, dir->span, "cannot buffer '%s': it is not a copy made by cache_after",
-			   c->name);
-		return false;
-	}
-	if (n < 2 || n > 64) {
-		diag_error(s->d, dir->args[0].span, "a circular buffer needs 2 to 64 stages, not %lld",
-			   (long long)n);
-		return false;
-	}
-	if (p < 0 || p >= n) {
-		diag_error(s->d, dir->args[1].span,
-			   "the prefetch distance must be at least 0 and less than the %lld stages, not %lld",
-			   (long long)n, (long long)p);
-		return false;
-	}
-	if (c->stages) {
-		diag_error(s->d, dir->span, "'%s' is already buffered", c->name);
-		diag_note(s->d, c->stages_span, "first buffered here");
-		return false;
-	}
-	c->stages = (int)n;
-	c->prefetch = (int)p;
-	c->stages_span = dir->span;
-	return true;
-}
-
-/* ---- rfactor ------------------------------------------------------------------------- */
-
-/* t.rfactor(a, ...) -> r splits t's reduction in two (SPEC §3): r reduces the listed axes and
- * keeps t's other reduction axes (the "rest") as its own iteration axes; t then reduces r over
- * the rest. r's root axes are t's left-hand axes, then one per rest axis, then one per listed
- * axis (reduction); its definition is t's body with t's reduction indices rebuilt from those
- * leaves (split: outer * F + inner; merge: m / E and m % E). A non-divisible split gives
- * indices past the extent: the body is then `in range ? body : identity`. t's domain keeps its
- * non-reduction axes (and their transforms); each rest axis becomes a new root of t, with its
- * binding; the listed axes leave t. r holds partials in the accumulation dtype. */
-
-typedef struct Rfactor {
-	Axis **leaf;    /* t's reduction leaves (domain order) */
-	IrExpr **val;   /* their EX_AXIS in r */
-	int n;
-	IrExpr *cond;   /* in-range condition of the rebuilt indices, or NULL */
-} Rfactor;
-
-static IrExpr *rf_value(Sched *s, Rfactor *rf, Axis *ax)
-{
-	for (int i = 0; i < rf->n; i++)
-		if (rf->leaf[i] == ax)
-			return rf->val[i];
-	Axis *c = ax->to[0];
-	if (c->kind == AX_SPLIT_OUTER) {
-		Axis *in = ax->to[1];
-		IrExpr *v = ix_add(s->a, ix_mul(s->a, rf_value(s, rf, c), ir_int(s->a, in->factor)),
-				   rf_value(s, rf, in));
-		int64_t e;
-		if (!ir_is_const(ax->extent, &e) || e % in->factor)
-			rf->cond = ix_and(s->a, rf->cond, ix_lt(s->a, v, ax->extent));
-		return v;
-	}
-	IrExpr *m = rf_value(s, rf, c);
-	IrExpr *e_inner = c->from[1]->extent;
-	return ax == c->from[0] ? ix_div(s->a, m, e_inner) : ix_mod(s->a, m, e_inner);
-}
-
-typedef struct RfMap {
-	Tensor *t;
-	IrExpr **map; /* by t's root index */
-} RfMap;
-
-static IrExpr *rf_subst(Arena *a, IrExpr *e, void *ctx)
-{
-	RfMap *m = ctx;
-	int k = e->kind == EX_AXIS ? e->axis->root_index : -1;
-	if (k >= 0 && k < m->t->nroot && m->t->root[k] == e->axis)
-		return m->map[k];
-	return e;
-}
-
-static Axis *rf_root(Sched *s, Tensor *owner, Axis *like, int index, bool red, Span at)
-{
-	Axis *ax = new_axis(s->a, owner, AX_ROOT, like->name, like->extent, at);
-	ax->root_index = index;
-	ax->reduction = red;
-	return ax;
-}
-
-static IrExpr *reduce_identity(Arena *a, ReduceOp r, DType t)
-{
-	IrExpr *e;
-	if (dtype_is_float(t))
-		return ir_float(a, t, r == RED_MAX ? -INFINITY : r == RED_MIN ? INFINITY : 0.0);
-	int64_t lo = t == DT_I32 ? INT32_MIN : t == DT_BOOL ? 0 : INT64_MIN;
-	int64_t hi = t == DT_I32 ? INT32_MAX : t == DT_BOOL ? 1 : INT64_MAX;
-	e = ir_int(a, r == RED_MAX ? lo : r == RED_MIN ? hi : 0);
-	e->dtype = t;
-	return e;
-}
-
-/* The checks: listed axes are distinct reduction axes of t's own domain, at least one
- * reduction axis stays with t, and t is in no compute_at relation yet. */
-static bool rfactor_ok(Sched *s, Tensor *t, AstDirective *dir, Axis **listed)
-{
-	if (!tensor_is_reduction(t) || t->cache_of) {
-		diag_error(s->d, dir->tensor.span, "cannot rfactor '%s': it is not a reduction", t->name);
-		return false;
-	}
-	if (t->ca_tensor || computed_at(s->f, t)) {
-		diag_error(s->d, dir->span, "rfactor of '%s' must come before compute_at of it or into it",
-			   t->name);
-		return false;
-	}
-	int nred = 0;
-	for (int i = 0; i < t->ndomain; i++)
-		nred += t->domain[i]->reduction;
-	for (int i = 0; i < dir->nargs; i++) {
-		Axis *ax = arg_axis(s, t, &dir->args[i]);
-		if (!ax)
-			return false;
-		if (!ax->reduction) {
-			diag_error(s->d, dir->args[i].span, "cannot rfactor '%s': it is not a reduction axis of '%s'",
-				   ax->name, t->name);
-			return false;
-		}
-		for (int j = 0; j < i; j++) {
-			if (listed[j] == ax) {
-				diag_error(s->d, dir->args[i].span, "axis '%s' is listed twice", ax->name);
-				return false;
-			}
-		}
-		listed[i] = ax;
-	}
-	if (dir->nargs >= nred) {
-		diag_error(s->d, dir->span, "rfactor must leave '%s' at least one reduction axis; it lists all %d",
-			   t->name, nred);
-		return false;
-	}
-	/* a merge of a reduction axis with a non-reduction one cannot be split apart */
-	for (int i = 0; i < t->history.len; i++) {
-		Axis *h = VEC_AT(t->history, Axis, i);
-		if (h->kind == AX_MERGE && h->from[0]->reduction != h->from[1]->reduction) {
-			diag_error(s->d, dir->span, "cannot rfactor '%s': its axis '%s' merges a reduction axis with another axis",
-				   t->name, h->name);
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool is_listed(Axis **listed, int n, Axis *ax)
-{
-	for (int i = 0; i < n; i++)
-		if (listed[i] == ax)
-			return true;
-	return false;
-}
-
-static bool do_rfactor(Sched *s, Tensor *t, AstDirective *dir)
-{
-	Axis **listed = arena_alloc(s->a, sizeof(Axis *) * (size_t)dir->nargs);
-	if (!rfactor_ok(s, t, dir, listed) || !check_new_name(s, dir->outs[0]))
-		return false;
-	int nl = dir->nargs, nrest = 0, ndim = t->ndim;
-	for (int i = 0; i < t->ndomain; i++)
-		nrest += t->domain[i]->reduction && !is_listed(listed, nl, t->domain[i]);
-	Tensor *r = NEW(s->a, Tensor);
-	r->name = dir->outs[0].name;
-	r->span = dir->outs[0].span;
-	r->kind = TK_INTERMEDIATE;
-	r->dtype = dtype_compute(t->dtype);
-	r->ndim = ndim + nrest;
-	r->nroot = ndim + nrest + nl;
-	r->root = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
-	r->shape = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
-	r->def_span = t->def_span;
-	r->mem = MEM_LOCAL;
-	for (int k = 0; k < ndim; k++)
-		r->root[k] = rf_root(s, r, t->root[k], k, false, dir->span);
-	/* r's axes for t's reduction leaves: the rest (iteration axes), then the listed ones */
-	Rfactor rf = {arena_alloc(s->a, sizeof(Axis *) * (size_t)(nrest + nl)),
-		      arena_alloc(s->a, sizeof(IrExpr *) * (size_t)(nrest + nl)), 0, NULL};
-	Axis **t_new = arena_alloc(s->a, sizeof(Axis *) * (size_t)(ndim + nrest));
-	int ir = ndim, il = ndim + nrest;
-	for (int i = 0; i < t->ndomain; i++) {
-		Axis *ax = t->domain[i];
-		if (!ax->reduction)
-			continue;
-		bool l = is_listed(listed, nl, ax);
-		int idx = l ? il++ : ir++;
-		r->root[idx] = rf_root(s, r, ax, idx, l, dir->span);
-		if (l) {
-			/* a listed axis keeps its binding in r (a block reduction in r) */
-			r->root[idx]->par = ax->par;
-			r->root[idx]->par_span = ax->par_span;
-		}
-		rf.leaf[rf.n] = ax;
-		rf.val[rf.n++] = ir_axis(s->a, r->root[idx]);
-		if (!l) {
-			/* the rest axis becomes a root of t, keeping its binding */
-			Axis *nt = rf_root(s, t, ax, idx, true, ax->span);
-			nt->par = ax->par;
-			nt->par_span = ax->par_span;
-			nt->unroll = ax->unroll;
-			nt->unroll_span = ax->unroll_span;
-			t_new[idx] = nt;
-		}
-	}
-	for (int k = 0; k < r->ndim; k++)
-		r->shape[k] = r->root[k]->extent;
-	/* r's definition: t's body over r's axes */
-	RfMap m = {t, arena_alloc(s->a, sizeof(IrExpr *) * (size_t)t->nroot)};
-	for (int k = 0; k < t->nroot; k++)
-		m.map[k] = k < ndim ? ir_axis(s->a, r->root[k]) : rf_value(s, &rf, t->root[k]);
-	IrExpr *body = ir_rewrite(s->a, t->def->args[0], rf_subst, &m);
-	if (rf.cond)
-		body = ir_select(s->a, rf.cond, body, reduce_identity(s->a, t->def->red, body->dtype));
-	IrExpr *rd = NEW(s->a, IrExpr);
-	*rd = *t->def;
-	rd->args = arena_alloc(s->a, sizeof(IrExpr *));
-	rd->args[0] = body;
-	rd->nargs = 1;
-	rd->nred = nl;
-	rd->red_axes = r->root + ndim + nrest;
-	rd->dtype = r->dtype;
-	r->def = rd;
-	r->domain = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
-	memcpy(r->domain, r->root, sizeof(Axis *) * (size_t)r->nroot);
-	r->ndomain = r->nroot;
-	/* t reduces r over the rest axes */
-	for (int k = 0; k < ndim; k++)
-		t_new[k] = t->root[k];
-	IrExpr **subs = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
-	for (int k = 0; k < r->ndim; k++)
-		subs[k] = ir_axis(s->a, t_new[k]);
-	IrExpr *td = NEW(s->a, IrExpr);
-	*td = *t->def;
-	td->args = arena_alloc(s->a, sizeof(IrExpr *));
-	td->args[0] = ir_access(s->a, r, subs, r->ndim);
-	td->nargs = 1;
-	td->nred = nrest;
-	td->red_axes = t_new + ndim;
-	/* t's domain: its non-reduction axes as they are, the rest axes as new roots */
-	Axis **dom = arena_alloc(s->a, sizeof(Axis *) * (size_t)t->ndomain);
-	int nd = 0;
-	for (int i = 0; i < t->ndomain; i++) {
-		Axis *ax = t->domain[i];
-		if (!ax->reduction)
-			dom[nd++] = ax;
-		else if (!is_listed(listed, nl, ax))
-			for (int j = 0; j < rf.n; j++)
-				if (rf.leaf[j] == ax)
-					dom[nd++] = t_new[rf.val[j]->axis->root_index];
-	}
-	Vec hist = {0};
-	for (int i = 0; i < t->history.len; i++)
-		if (!VEC_AT(t->history, Axis, i)->reduction)
-			vec_push(s->a, &hist, VEC_AT(t->history, Axis, i));
-	/* the tensors t read are read by r now */
-	for (int i = 0; i < s->f->ntensors; i++) {
-		Vec *rd_of = &s->f->tensors[i]->readers;
-		for (int j = 0; j < rd_of->len; j++)
-			if (VEC_AT(*rd_of, Tensor, j) == t)
-				rd_of->items[j] = r;
-	}
-	vec_push(s->a, &r->readers, t);
-	t->def = td;
-	t->root = t_new;
-	t->nroot = ndim + nrest;
-	t->domain = dom;
-	t->ndomain = nd;
-	t->history = hist;
-	insert_tensor(s->a, s->f, r, t->index);
-	return true;
-}
-
-/* ---- caches at the end of the schedule ------------------------------------------------ */
-
-/* The parallel type of a loop: a shared (compute_at) axis carries its owner's binding. */
-static ParType loop_par(Axis *ax)
-{
-	while (ax->ca_alias)
-		ax = ax->ca_alias;
-	return ax->par;
-}
-
-/* Would compute_at(c, u, pos) replay? Every merge of u that produces a shared axis must
- * merge two axes that c has, or two it lacks. */
-static bool replayable(Sched *s, Tensor *c, Tensor *u, int pos)
-{
-	ReadMap m = read_map(s->a, c, u);
-	if (!m.found || m.differ)
-		return false;
-	Replay r = {0};
-	for (int k = 0; k < c->ndim; k++) {
-		if (!m.first[k])
-			continue;
-		if (replay_get(&r, m.first[k]))
-			return false;
-		replay_put(s->a, &r, m.first[k], m.first[k]);
-	}
-	for (int h = 0; h < u->history.len; h++) {
-		Axis *ux = VEC_AT(u->history, Axis, h);
-		if (ux->kind == AX_SPLIT_INNER)
-			continue;
-		bool needed = is_ancestor_of_shared(ux, u, pos) ||
-			       (ux->kind == AX_SPLIT_OUTER && is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
-		if (!needed)
-			continue;
-		if (ux->kind == AX_SPLIT_OUTER && replay_get(&r, ux->from[0])) {
-			replay_put(s->a, &r, ux, ux);
-			replay_put(s->a, &r, ux->from[0]->to[1], ux->from[0]->to[1]);
-		} else if (ux->kind == AX_MERGE) {
-			bool x = replay_get(&r, ux->from[0]) != NULL, y = replay_get(&r, ux->from[1]) != NULL;
-			if (x != y)
-				return false;
-			if (x)
-				replay_put(s->a, &r, ux, ux);
-		}
-	}
-	return true;
-}
-
-/* The tensors that materialize a read of c (looking through inlined readers). */
-static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
-{
-	int n = 0;
-	for (int i = 0; i < s->f->ntensors; i++) {
-		Tensor *u = s->f->tensors[i];
-		if (u == c || !u->def || u->kind == TK_SCALAR || (u->inlined && u->kind != TK_OUTPUT))
-			continue;
-		if (read_map(s->a, c, u).found && n < max)
-			out[n++] = u;
-	}
-	return n;
-}
-
-/* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
- * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
- * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
- * local cache is per thread, so thread axes are fine), and the replay is legal. */
-static bool place_cache(Sched *s, Tensor *c)
-{
-	if (c->history.len) {
-		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
-			   c->name);
-		return false;
-	}
-	Tensor *in = computed_at(s->f, c);
-	if (in) {
-		diag_error(s->d, c->cache_span, "cache '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
-			   c->name, in->name);
-		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, c->name);
-		return false;
-	}
-	Tensor *u[2];
-	int n = cache_consumers(s, c, u, 2);
-	if (n == 0)
-		return true; /* nothing reads it in a loop nest */
-	if (n > 1) {
-		diag_error(s->d, c->cache_span, "cannot place cache '%s': it is read by both '%s' and '%s'; give it a compute_at",
-			   c->name, u[0]->name, u[1]->name);
-		return false;
-	}
-	int pos = -1;
-	for (int i = 0; i < u[0]->ndomain; i++) {
-		Axis *ax = u[0]->domain[i];
-		bool thread = par_is_thread(loop_par(ax)) && c->mem == MEM_SHARED;
-		if (thread || ax->vectorize || !replayable(s, c, u[0], i))
-			break;
-		pos = i;
-	}
-	if (pos < 0) {
-		Axis *ax = u[0]->domain[0];
-		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
-			   c->name, ax->name, u[0]->name,
-			   ax->vectorize ? "vectorized" : par_is_thread(loop_par(ax))
-			   ? arena_printf(s->a, "bound to %s", par_name(loop_par(ax)))
-			   : "not replayable on it", c->name);
-		return false;
-	}
-	return compute_at_pos(s, c, u[0], pos, c->cache_span);
-}
-
-/* cp.async moves 4, 8 or 16 bytes per access (.cg: 16): the vectorized axis times the dtype. */
-static bool check_cp_async(Sched *s, Tensor *c)
-{
-	if (c->mem != MEM_SHARED) {
-		diag_error(s->d, c->cp_async_span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
-			   c->name, mem_name(c->mem));
-		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
-		return false;
-	}
-	Axis *vec = NULL;
-	int64_t n = 1;
-	for (int i = 0; i < c->ndomain; i++)
-		if (c->domain[i]->vectorize)
-			vec = c->domain[i];
-	if (vec)
-		ir_is_const(vec->extent, &n);
-	int64_t bytes = n * dtype_size(c->dtype);
-	const char *how = vec ? arena_printf(s->a, "vectorized axis '%s': %lld x %s", vec->name,
-					   (long long)n, dtype_name(c->dtype))
-			      : arena_printf(s->a, "no vectorized axis: 1 x %s", dtype_name(c->dtype));
-	if (c->cp_async_cg && bytes != 16) {
-		diag_error(s->d, c->cp_async_span, "cp_async(cg) copies 16 bytes per access; '%s' copies %lld (%s)",
-			   c->name, (long long)bytes, how);
-		return false;
-	}
-	if (bytes != 4 && bytes != 8 && bytes != 16) {
-		diag_error(s->d, c->cp_async_span, "cp_async copies 4, 8 or 16 bytes per access; '%s' copies %lld (%s)",
-			   c->name, (long long)bytes, how);
-		return false;
-	}
-	return true;
-}
-
-/* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
- * depends on (not a bare alias of a broadcast). */
-static bool check_stages(Sched *s, Tensor *c)
-{
-	if (!c->ca_tensor) {
-		diag_error(s->d, c->stages_span, "cannot buffer '%s': it has no compute-at position, so no loop to buffer over",
-			   c->name);
-		return false;
-	}
-	for (int i = c->ca_pos; i >= 0; i--) {
-		Axis *ax = c->domain[i];
-		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
-		if (loop_par(ax) == PT_SERIAL && !bare)
-			return true;
-	}
-	Tensor *u = c->ca_tensor;
-	diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
-		   c->name, u->name, u->domain[c->ca_pos]->name);
-	diag_note(s->d, c->ca_span, "'%s' is computed at '%s' here", c->name, u->name);
-	return false;
-}
-
-/* Is every root axis that x derives from one of u's roots in set[0..n)? */
-static bool derived_from(Axis *x, Axis **set, int n)
-{
-	if (x->kind != AX_ROOT)
-		return derived_from(x->from[0], set, n) &&
-		       (x->kind != AX_MERGE || derived_from(x->from[1], set, n));
-	for (int i = 0; i < n; i++)
-		if (set[i] == x)
-			return true;
-	return false;
-}
-
-/* The tensor at whose loops r is placed: the consumer that every other consumer is computed
- * at (through a chain of compute_at); the most inlined position any consumer allows. */
-static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit)
-{
-	for (int h = 0; h < n; h++) {
-		int lim = INT32_MAX;
-		bool all = true;
-		for (int j = 0; j < n && all; j++) {
-			Tensor *c = u[j];
-			if (c == u[h])
-				continue;
-			while (c && c->ca_tensor != u[h])
-				c = c->ca_tensor;
-			all = c != NULL;
-			if (c && c->ca_pos < lim)
-				lim = c->ca_pos;
-		}
-		if (all) {
-			*limit = lim;
-			return u[h];
-		}
-	}
-	return NULL;
-}
-
-/* Default placement of a reduction read by another statement (SPEC §3, docs/reductions.md):
- * computed at its reader, at the deepest position pos whose loops u.domain[0..pos] all come
- * from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
- * one per element), hold no vectorized axis, no thread type that r reduces over, and no loop
- * deeper than where another reader of r is computed at u. */
-static bool place_reduction(Sched *s, Tensor *r)
-{
-	Tensor *in = computed_at(s->f, r);
-	if (in) {
-		diag_error(s->d, r->def_span, "reduction '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
-			   r->name, in->name);
-		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, r->name);
-		return false;
-	}
-	Tensor *u[8];
-	int n = cache_consumers(s, r, u, 8), limit;
-	if (n == 0)
-		return true;
-	Tensor *home = reduction_home(s, r, u, n, &limit);
-	if (!home) {
-		diag_error(s->d, r->def_span, "cannot place reduction '%s': it is read by both '%s' and '%s', and neither is computed at the other; give it a compute_at",
-			   r->name, u[0]->name, u[1]->name);
-		return false;
-	}
-	ReadMap m = read_map(s->a, r, home);
-	Axis *set[16];
-	int nset = 0;
-	for (int k = 0; k < r->ndim && nset < 16; k++)
-		if (m.first && m.first[k])
-			set[nset++] = m.first[k];
-	unsigned reduced = 0;
-	for (int i = 0; i < r->ndomain; i++)
-		if (r->domain[i]->reduction && par_is_thread(r->domain[i]->par))
-			reduced |= 1u << r->domain[i]->par;
-	int pos = -1;
-	for (int i = 0; i < home->ndomain && i <= limit; i++) {
-		Axis *ax = home->domain[i];
-		ParType p = loop_par(ax);
-		if (ax->vectorize || !derived_from(ax, set, nset) ||
-		    (par_is_thread(p) && (reduced & (1u << p))) || !replayable(s, r, home, i))
-			break;
-		pos = i;
-	}
-	if (pos < 0) {
-		diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: the outermost loop '%s' of its reader '%s' does not run over the axes of '%s' alone; give '%s' a compute_at",
-			   r->name, home->domain[0]->name, home->name, r->name, r->name);
-		return false;
-	}
-	/* The replay transforms r's axes that the shared loops come from: they must be intact. */
-	for (int k = 0; k < r->ndim; k++) {
-		if (m.first[k] && is_ancestor_of_shared(m.first[k], home, pos) &&
-		    tensor_axis_pos(r, r->root[k]) < 0) {
-			diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: its axis '%s' was transformed, but the loops of '%s' it is computed in come from it; give '%s' a compute_at before its transforms",
-				   r->name, r->root[k]->name, home->name, r->name);
-			return false;
-		}
-	}
-	return compute_at_pos(s, r, home, pos, r->def_span);
-}
-
-/* Places the caches and reductions left without compute_at, then checks what depends on the
- * final schedule: cp.async vector sizes and buffer loops. */
-static bool finish_caches(Sched *s)
-{
-	bool ok = true;
-	/* Consumers first: a cache of a cache is computed at its reader once that is placed; a
-	 * reduction read by another reduction is placed after it. */
-	for (int i = s->f->ntensors - 1; i >= 0; i--) {
-		Tensor *c = s->f->tensors[i];
-		if (c->cache_of && !c->ca_tensor)
-			ok &= place_cache(s, c);
-		else if (c->kind == TK_INTERMEDIATE && tensor_is_reduction(c) && !c->ca_tensor)
-			ok &= place_reduction(s, c);
-	}
-	return ok;
-}
-
-bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
-{
-	Sched s = {a, d, f};
-	return finish_caches(&s);
-}
-
-static bool check_caches(Sched *s)
-{
-	bool ok = true;
-	for (int i = 0; i < s->f->ntensors; i++) {
-		Tensor *c = s->f->tensors[i];
-		if (c->cp_async)
-			ok &= check_cp_async(s, c);
-		if (c->stages)
-			ok &= check_stages(s, c);
-	}
-	return ok;
+	return sched_compute_at_pos(s, t, u, pos, dir->span);
 }
 
 /* ---- driver --------------------------------------------------------------------------- */
@@ -1807,12 +923,12 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_INLINE: return do_inline(s, t, dir);
 	case V_COMPUTE_AT: return do_compute_at(s, t, dir);
 	case V_MEMORY: return do_memory(s, t, dir);
-	case V_CACHE_AFTER: return do_cache_after(s, t, dir);
-	case V_CACHE_BEFORE: return do_cache_before(s, t, dir);
-	case V_CP_ASYNC: return do_cp_async(s, t, dir);
-	case V_DOUBLE_BUFFER: return do_stages(s, t, dir, true);
-	case V_STAGES: return do_stages(s, t, dir, false);
-	case V_RFACTOR: return do_rfactor(s, t, dir);
+	case V_CACHE_AFTER: return sched_cache_after(s, t, dir);
+	case V_CACHE_BEFORE: return sched_cache_before(s, t, dir);
+	case V_CP_ASYNC: return sched_cp_async(s, t, dir);
+	case V_DOUBLE_BUFFER: return sched_stages(s, t, dir, true);
+	case V_STAGES: return sched_stages(s, t, dir, false);
+	case V_RFACTOR: return sched_rfactor(s, t, dir);
 	default: unreachable();
 	}
 }
@@ -1929,11 +1045,11 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 		ok &= apply_directive(&s, sc->dirs[i]);
 	/* Placing caches replays transforms: only on a schedule whose directives all held. */
 	if (ok)
-		ok = finish_caches(&s);
+		ok = sched_finish_caches(&s);
 	for (int i = 0; i < f->ntensors; i++)
 		ok &= check_vectorized(&s, f->tensors[i]);
 	if (ok)
-		ok = check_caches(&s);
+		ok = sched_check_caches(&s);
 	if (ok)
 		ok = check_block_size(&s);
 	return ok;

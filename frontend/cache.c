@@ -1,0 +1,629 @@
+/* cache.c: the cache directives (cache_after, cache_before, cp_async, stages) and, at the
+ * end of a schedule, the default placement of caches and reductions and the checks that need
+ * the final schedule (docs/caching.md, docs/reductions.md). Called from schedule.c.
+ */
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+/* ---- caches: cache_after, cache_before, cp_async, stages (docs/caching.md) ------------ */
+
+/* `NAME =` of a cache directive must name nothing else in the fusion. */
+bool sched_check_new_name(Sched *s, AstName n)
+{
+	const char *what = NULL;
+	Span where = {0};
+	Tensor *old = fusion_find_tensor(s->f, n.name);
+	if (old) {
+		what = "tensor";
+		where = old->span;
+	}
+	for (int i = 0; !what && i < s->f->nparams; i++) {
+		if (strcmp(s->f->params[i]->name, n.name) == 0) {
+			what = "scalar parameter";
+			where = s->f->params[i]->span;
+		}
+	}
+	for (int i = 0; !what && i < s->f->nsizes; i++) {
+		if (strcmp(s->f->sizes[i]->name, n.name) == 0) {
+			what = "size symbol";
+			where = s->f->sizes[i]->span;
+		}
+	}
+	if (!what)
+		return true;
+	diag_error(s->d, n.span, "'%s' is already a %s of fusion '%s'", n.name, what, s->f->name);
+	diag_note(s->d, where, "'%s' declared here", n.name);
+	return false;
+}
+
+/* The memory of a cache: shared or local. */
+static bool cache_mem(Sched *s, AstArg *g, MemType *m)
+{
+	if (!sched_parse_mem(s, g, m))
+		return false;
+	if (*m == MEM_GLOBAL) {
+		diag_error(s->d, g->span, "a cache lives in shared or local memory, not global");
+		return false;
+	}
+	return true;
+}
+
+/* Inserts c into the fusion's tensors at position `at` (definition order) and renumbers. */
+void sched_insert_tensor(Arena *a, Fusion *f, Tensor *c, int at)
+{
+	Tensor **v = arena_alloc(a, sizeof(Tensor *) * (f->ntensors + 1));
+	memcpy(v, f->tensors, sizeof(Tensor *) * at);
+	v[at] = c;
+	memcpy(v + at + 1, f->tensors + at, sizeof(Tensor *) * (f->ntensors - at));
+	f->tensors = v;
+	f->ntensors++;
+	for (int i = 0; i < f->ntensors; i++)
+		v[i]->index = i;
+}
+
+/* A new cache tensor named by the directive's result, of t's type, living in m. */
+static Tensor *new_cache(Sched *s, Tensor *t, AstDirective *dir, MemType m)
+{
+	Tensor *c = NEW(s->a, Tensor);
+	c->name = dir->result.name;
+	c->span = dir->result.span;
+	c->kind = TK_INTERMEDIATE;
+	c->dtype = t->dtype;
+	c->ndim = t->ndim;
+	c->shape = t->shape;
+	c->mem = m;
+	c->mem_span = dir->span;
+	c->cache_of = t;
+	c->cache_span = dir->span;
+	return c;
+}
+
+static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor == t)
+		vec_push(a, out, e);
+	for (int i = 0; i < e->nargs; i++)
+		collect_accesses(a, e->args[i], t, out);
+}
+
+/* Two subscripts are the same root axis position of their readers (readers are different
+ * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or the same
+ * constant. */
+static bool same_subscript(IrExpr *x, IrExpr *y)
+{
+	if (x->kind != y->kind)
+		return false;
+	if (x->kind == EX_AXIS)
+		return x->axis->root_index == y->axis->root_index;
+	return x->kind == EX_INT && x->ival == y->ival;
+}
+
+static const char *expr_text(Arena *a, IrExpr *e)
+{
+	Buf b = {0};
+	ir_print_expr(e, &b);
+	char *r = arena_strdup(a, b.s ? b.s : "");
+	buf_free(&b);
+	return r;
+}
+
+/* Every read of t uses one list of subscripts (the cache's axes are named after it). Returns
+ * the first access, or NULL after an error. */
+static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
+{
+	IrExpr *first = VEC_AT(*acc, IrExpr, 0);
+	for (int i = 1; i < acc->len; i++) {
+		IrExpr *e = VEC_AT(*acc, IrExpr, i);
+		bool same = true;
+		for (int k = 0; k < t->ndim; k++)
+			same &= same_subscript(first->args[k], e->args[k]);
+		if (same)
+			continue;
+		diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
+			   t->name, expr_text(s->a, first), expr_text(s->a, e));
+		diag_note(s->d, first->span, "read as %s here", expr_text(s->a, first));
+		diag_note(s->d, e->span, "read as %s here", expr_text(s->a, e));
+		return NULL;
+	}
+	for (int k = 0; k < t->ndim; k++) {
+		for (int j = 0; j < k; j++) {
+			IrExpr *x = first->args[j], *y = first->args[k];
+			if (x->kind == EX_AXIS && same_subscript(x, y)) {
+				diag_error(s->d, at, "cannot cache '%s': it is read as %s, with the index '%s' twice",
+					   t->name, expr_text(s->a, first), x->axis->name);
+				diag_note(s->d, first->span, "read here");
+				return NULL;
+			}
+		}
+	}
+	return first;
+}
+
+/* c = t.cache_after(M): c[...] = t[...] and every reader of t reads c instead. c's axes take
+ * the names of the indices with which t is read (d0, d1, ... for constant subscripts). */
+bool sched_cache_after(Sched *s, Tensor *t, AstDirective *dir)
+{
+	MemType m;
+	if (t->kind == TK_SCALAR) {
+		diag_error(s->d, dir->tensor.span, "cannot cache scalar temporary '%s'", t->name);
+		return false;
+	}
+	if (!cache_mem(s, &dir->args[0], &m) || !sched_check_new_name(s, dir->result))
+		return false;
+	Vec acc = {0};
+	int first_reader = s->f->ntensors;
+	for (int i = 0; i < t->readers.len; i++) {
+		Tensor *r = VEC_AT(t->readers, Tensor, i);
+		collect_accesses(s->a, r->def, t, &acc);
+		if (r->index < first_reader)
+			first_reader = r->index;
+	}
+	if (acc.len == 0) {
+		diag_error(s->d, dir->tensor.span, "cannot cache '%s': no statement reads it", t->name);
+		return false;
+	}
+	IrExpr *sub = common_access(s, t, &acc, dir->span);
+	if (!sub)
+		return false;
+	Tensor *c = new_cache(s, t, dir, m);
+	c->nroot = c->ndomain = t->ndim;
+	c->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	c->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
+	for (int k = 0; k < t->ndim; k++) {
+		IrExpr *g = sub->args[k];
+		const char *name = g->kind == EX_AXIS ? g->axis->name : arena_printf(s->a, "d%d", k);
+		Axis *ax = sched_new_axis(s->a, c, AX_ROOT, name, t->shape[k], dir->span);
+		ax->root_index = k;
+		c->root[k] = c->domain[k] = ax;
+		idx[k] = ir_axis(s->a, ax);
+	}
+	c->def = ir_access(s->a, t, idx, t->ndim);
+	c->def_span = dir->span;
+	for (int i = 0; i < acc.len; i++)
+		VEC_AT(acc, IrExpr, i)->tensor = c;
+	c->readers = t->readers;
+	t->readers = (Vec){0};
+	vec_push(s->a, &t->readers, c);
+	sched_insert_tensor(s->a, s->f, c, first_reader);
+	return true;
+}
+
+/* c = t.cache_before(M): t's definition (root axes, reduction and all) moves to c, and t
+ * becomes the copy t[...] = c[...] over fresh root axes. */
+bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir)
+{
+	MemType m;
+	if (t->kind == TK_INPUT || t->kind == TK_SCALAR) {
+		diag_error(s->d, dir->tensor.span, t->kind == TK_INPUT
+			   ? "cannot cache_before input '%s': it has no definition (use cache_after to cache its reads)"
+			   : "cannot cache scalar temporary '%s'", t->name);
+		return false;
+	}
+	if (!cache_mem(s, &dir->args[0], &m) || !sched_check_new_name(s, dir->result))
+		return false;
+	bool touched = t->history.len || t->ca_tensor;
+	for (int i = 0; i < t->ndomain; i++)
+		touched |= t->domain[i]->par != PT_SERIAL || t->domain[i]->unroll ||
+			   t->domain[i]->vectorize;
+	for (int i = 0; i < s->f->ntensors && !touched; i++)
+		touched |= s->f->tensors[i]->ca_tensor == t;
+	if (touched) {
+		diag_error(s->d, dir->span, "cache_before must come before the other directives on '%s' (and before compute_at into it)",
+			   t->name);
+		return false;
+	}
+	Tensor *c = new_cache(s, t, dir, m);
+	c->cache_before = true;
+	c->root = t->root;
+	c->nroot = t->nroot;
+	c->domain = t->domain;
+	c->ndomain = t->ndomain;
+	for (int k = 0; k < c->nroot; k++)
+		c->root[k]->owner = c;
+	c->def = t->def;
+	c->def_span = t->def_span;
+	t->nroot = t->ndomain = t->ndim;
+	t->root = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	t->domain = arena_alloc(s->a, sizeof(Axis *) * (t->ndim ? t->ndim : 1));
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (t->ndim ? t->ndim : 1));
+	for (int k = 0; k < t->ndim; k++) {
+		Axis *old = c->root[k];
+		Axis *ax = sched_new_axis(s->a, t, AX_ROOT, old->name, old->extent, old->span);
+		ax->root_index = k;
+		t->root[k] = t->domain[k] = ax;
+		idx[k] = ir_axis(s->a, ax);
+	}
+	t->def = ir_access(s->a, c, idx, t->ndim);
+	if (t->kind == TK_INTERMEDIATE)
+		t->inlined = true; /* now a pointwise copy: the default for pointwise intermediates */
+	/* What t read, c reads now. */
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Vec *rd = &s->f->tensors[i]->readers;
+		for (int j = 0; j < rd->len; j++)
+			if (VEC_AT(*rd, Tensor, j) == t)
+				rd->items[j] = c;
+	}
+	vec_push(s->a, &c->readers, t);
+	sched_insert_tensor(s->a, s->f, c, t->index);
+	return true;
+}
+
+/* A cache made by cache_after: c[...] = t[...]. */
+static bool is_copy(Tensor *c)
+{
+	return c->cache_of && !c->cache_before;
+}
+
+bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir)
+{
+	bool cg = false;
+	if (dir->nargs == 1) {
+		if (strcmp(dir->args[0].name, "cg") != 0) {
+			diag_error(s->d, dir->args[0].span,
+				   "unknown cp_async mode '%s' (expected cg, or no argument for .ca)",
+				   dir->args[0].name);
+			return false;
+		}
+		cg = true;
+	}
+	if (!is_copy(c)) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it is not a copy made by cache_after (cp.async copies global memory into shared memory)",
+			   c->name);
+		return false;
+	}
+	Tensor *src = c->cache_of;
+	if (src->kind != TK_INPUT) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it copies %s '%s', which is not in global memory (cp.async reads an input)",
+			   c->name, src->kind == TK_OUTPUT ? "output" : "intermediate", src->name);
+		return false;
+	}
+	if (c->mem != MEM_SHARED) {
+		diag_error(s->d, dir->span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
+			   c->name, mem_name(c->mem));
+		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+		return false;
+	}
+	if (c->cp_async) {
+		diag_error(s->d, dir->span, "'%s' is already cp_async", c->name);
+		diag_note(s->d, c->cp_async_span, "first cp_async here");
+		return false;
+	}
+	c->cp_async = true;
+	c->cp_async_cg = cg;
+	c->cp_async_span = dir->span;
+	return true;
+}
+
+/* c.stages(n[, p]) and c.double_buffer() (= stages(2)). */
+bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
+{
+	int64_t n = double_buffer ? 2 : dir->args[0].value;
+	int64_t p = dir->nargs == 2 ? dir->args[1].value : n - 1;
+	if (!is_copy(c)) {
+		diag_error(s->d, dir->span, "cannot buffer '%s': it is not a copy made by cache_after",
+			   c->name);
+		return false;
+	}
+	if (n < 2 || n > 64) {
+		diag_error(s->d, dir->args[0].span, "a circular buffer needs 2 to 64 stages, not %lld",
+			   (long long)n);
+		return false;
+	}
+	if (p < 0 || p >= n) {
+		diag_error(s->d, dir->args[1].span,
+			   "the prefetch distance must be at least 0 and less than the %lld stages, not %lld",
+			   (long long)n, (long long)p);
+		return false;
+	}
+	if (c->stages) {
+		diag_error(s->d, dir->span, "'%s' is already buffered", c->name);
+		diag_note(s->d, c->stages_span, "first buffered here");
+		return false;
+	}
+	c->stages = (int)n;
+	c->prefetch = (int)p;
+	c->stages_span = dir->span;
+	return true;
+}
+
+
+/* ---- caches at the end of the schedule ------------------------------------------------ */
+
+/* The parallel type of a loop: a shared (compute_at) axis carries its owner's binding. */
+static ParType loop_par(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax->par;
+}
+
+/* Would compute_at(c, u, pos) replay? Every merge of u that produces a shared axis must
+ * merge two axes that c has, or two it lacks. */
+static bool replayable(Sched *s, Tensor *c, Tensor *u, int pos)
+{
+	ReadMap m = sched_read_map(s->a, c, u);
+	if (!m.found || m.differ)
+		return false;
+	Replay r = {0};
+	for (int k = 0; k < c->ndim; k++) {
+		if (!m.first[k])
+			continue;
+		if (sched_replay_get(&r, m.first[k]))
+			return false;
+		sched_replay_put(s->a, &r, m.first[k], m.first[k]);
+	}
+	for (int h = 0; h < u->history.len; h++) {
+		Axis *ux = VEC_AT(u->history, Axis, h);
+		if (ux->kind == AX_SPLIT_INNER)
+			continue;
+		bool needed = sched_is_ancestor_of_shared(ux, u, pos) ||
+			       (ux->kind == AX_SPLIT_OUTER && sched_is_ancestor_of_shared(ux->from[0]->to[1], u, pos));
+		if (!needed)
+			continue;
+		if (ux->kind == AX_SPLIT_OUTER && sched_replay_get(&r, ux->from[0])) {
+			sched_replay_put(s->a, &r, ux, ux);
+			sched_replay_put(s->a, &r, ux->from[0]->to[1], ux->from[0]->to[1]);
+		} else if (ux->kind == AX_MERGE) {
+			bool x = sched_replay_get(&r, ux->from[0]) != NULL, y = sched_replay_get(&r, ux->from[1]) != NULL;
+			if (x != y)
+				return false;
+			if (x)
+				sched_replay_put(s->a, &r, ux, ux);
+		}
+	}
+	return true;
+}
+
+/* The tensors that materialize a read of c (looking through inlined readers). */
+static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *u = s->f->tensors[i];
+		if (u == c || !u->def || u->kind == TK_SCALAR || (u->inlined && u->kind != TK_OUTPUT))
+			continue;
+		if (sched_read_map(s->a, c, u).found && n < max)
+			out[n++] = u;
+	}
+	return n;
+}
+
+/* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
+ * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
+ * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
+ * local cache is per thread, so thread axes are fine), and the replay is legal. */
+static bool place_cache(Sched *s, Tensor *c)
+{
+	if (c->history.len) {
+		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
+			   c->name);
+		return false;
+	}
+	Tensor *in = sched_computed_at(s->f, c);
+	if (in) {
+		diag_error(s->d, c->cache_span, "cache '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
+			   c->name, in->name);
+		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, c->name);
+		return false;
+	}
+	Tensor *u[2];
+	int n = cache_consumers(s, c, u, 2);
+	if (n == 0)
+		return true; /* nothing reads it in a loop nest */
+	if (n > 1) {
+		diag_error(s->d, c->cache_span, "cannot place cache '%s': it is read by both '%s' and '%s'; give it a compute_at",
+			   c->name, u[0]->name, u[1]->name);
+		return false;
+	}
+	int pos = -1;
+	for (int i = 0; i < u[0]->ndomain; i++) {
+		Axis *ax = u[0]->domain[i];
+		bool thread = par_is_thread(loop_par(ax)) && c->mem == MEM_SHARED;
+		if (thread || ax->vectorize || !replayable(s, c, u[0], i))
+			break;
+		pos = i;
+	}
+	if (pos < 0) {
+		Axis *ax = u[0]->domain[0];
+		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
+			   c->name, ax->name, u[0]->name,
+			   ax->vectorize ? "vectorized" : par_is_thread(loop_par(ax))
+			   ? arena_printf(s->a, "bound to %s", par_name(loop_par(ax)))
+			   : "not replayable on it", c->name);
+		return false;
+	}
+	return sched_compute_at_pos(s, c, u[0], pos, c->cache_span);
+}
+
+/* cp.async moves 4, 8 or 16 bytes per access (.cg: 16): the vectorized axis times the dtype. */
+static bool check_cp_async(Sched *s, Tensor *c)
+{
+	if (c->mem != MEM_SHARED) {
+		diag_error(s->d, c->cp_async_span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
+			   c->name, mem_name(c->mem));
+		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+		return false;
+	}
+	Axis *vec = NULL;
+	int64_t n = 1;
+	for (int i = 0; i < c->ndomain; i++)
+		if (c->domain[i]->vectorize)
+			vec = c->domain[i];
+	if (vec)
+		ir_is_const(vec->extent, &n);
+	int64_t bytes = n * dtype_size(c->dtype);
+	const char *how = vec ? arena_printf(s->a, "vectorized axis '%s': %lld x %s", vec->name,
+					   (long long)n, dtype_name(c->dtype))
+			      : arena_printf(s->a, "no vectorized axis: 1 x %s", dtype_name(c->dtype));
+	if (c->cp_async_cg && bytes != 16) {
+		diag_error(s->d, c->cp_async_span, "cp_async(cg) copies 16 bytes per access; '%s' copies %lld (%s)",
+			   c->name, (long long)bytes, how);
+		return false;
+	}
+	if (bytes != 4 && bytes != 8 && bytes != 16) {
+		diag_error(s->d, c->cp_async_span, "cp_async copies 4, 8 or 16 bytes per access; '%s' copies %lld (%s)",
+			   c->name, (long long)bytes, how);
+		return false;
+	}
+	return true;
+}
+
+/* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
+ * depends on (not a bare alias of a broadcast). */
+static bool check_stages(Sched *s, Tensor *c)
+{
+	if (!c->ca_tensor) {
+		diag_error(s->d, c->stages_span, "cannot buffer '%s': it has no compute-at position, so no loop to buffer over",
+			   c->name);
+		return false;
+	}
+	for (int i = c->ca_pos; i >= 0; i--) {
+		Axis *ax = c->domain[i];
+		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
+		if (loop_par(ax) == PT_SERIAL && !bare)
+			return true;
+	}
+	Tensor *u = c->ca_tensor;
+	diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
+		   c->name, u->name, u->domain[c->ca_pos]->name);
+	diag_note(s->d, c->ca_span, "'%s' is computed at '%s' here", c->name, u->name);
+	return false;
+}
+
+/* Is every root axis that x derives from one of u's roots in set[0..n)? */
+static bool derived_from(Axis *x, Axis **set, int n)
+{
+	if (x->kind != AX_ROOT)
+		return derived_from(x->from[0], set, n) &&
+		       (x->kind != AX_MERGE || derived_from(x->from[1], set, n));
+	for (int i = 0; i < n; i++)
+		if (set[i] == x)
+			return true;
+	return false;
+}
+
+/* The tensor at whose loops r is placed: the consumer that every other consumer is computed
+ * at (through a chain of compute_at); the most inlined position any consumer allows. */
+static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit)
+{
+	for (int h = 0; h < n; h++) {
+		int lim = INT32_MAX;
+		bool all = true;
+		for (int j = 0; j < n && all; j++) {
+			Tensor *c = u[j];
+			if (c == u[h])
+				continue;
+			while (c && c->ca_tensor != u[h])
+				c = c->ca_tensor;
+			all = c != NULL;
+			if (c && c->ca_pos < lim)
+				lim = c->ca_pos;
+		}
+		if (all) {
+			*limit = lim;
+			return u[h];
+		}
+	}
+	return NULL;
+}
+
+/* Default placement of a reduction read by another statement (SPEC §3, docs/reductions.md):
+ * computed at its reader, at the deepest position pos whose loops u.domain[0..pos] all come
+ * from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
+ * one per element), hold no vectorized axis, no thread type that r reduces over, and no loop
+ * deeper than where another reader of r is computed at u. */
+static bool place_reduction(Sched *s, Tensor *r)
+{
+	Tensor *in = sched_computed_at(s->f, r);
+	if (in) {
+		diag_error(s->d, r->def_span, "reduction '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
+			   r->name, in->name);
+		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, r->name);
+		return false;
+	}
+	Tensor *u[8];
+	int n = cache_consumers(s, r, u, 8), limit;
+	if (n == 0)
+		return true;
+	Tensor *home = reduction_home(s, r, u, n, &limit);
+	if (!home) {
+		diag_error(s->d, r->def_span, "cannot place reduction '%s': it is read by both '%s' and '%s', and neither is computed at the other; give it a compute_at",
+			   r->name, u[0]->name, u[1]->name);
+		return false;
+	}
+	ReadMap m = sched_read_map(s->a, r, home);
+	Axis *set[16];
+	int nset = 0;
+	for (int k = 0; k < r->ndim && nset < 16; k++)
+		if (m.first && m.first[k])
+			set[nset++] = m.first[k];
+	unsigned reduced = 0;
+	for (int i = 0; i < r->ndomain; i++)
+		if (r->domain[i]->reduction && par_is_thread(r->domain[i]->par))
+			reduced |= 1u << r->domain[i]->par;
+	int pos = -1;
+	for (int i = 0; i < home->ndomain && i <= limit; i++) {
+		Axis *ax = home->domain[i];
+		ParType p = loop_par(ax);
+		if (ax->vectorize || !derived_from(ax, set, nset) ||
+		    (par_is_thread(p) && (reduced & (1u << p))) || !replayable(s, r, home, i))
+			break;
+		pos = i;
+	}
+	if (pos < 0) {
+		diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: the outermost loop '%s' of its reader '%s' does not run over the axes of '%s' alone; give '%s' a compute_at",
+			   r->name, home->domain[0]->name, home->name, r->name, r->name);
+		return false;
+	}
+	/* The replay transforms r's axes that the shared loops come from: they must be intact. */
+	for (int k = 0; k < r->ndim; k++) {
+		if (m.first[k] && sched_is_ancestor_of_shared(m.first[k], home, pos) &&
+		    tensor_axis_pos(r, r->root[k]) < 0) {
+			diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: its axis '%s' was transformed, but the loops of '%s' it is computed in come from it; give '%s' a compute_at before its transforms",
+				   r->name, r->root[k]->name, home->name, r->name);
+			return false;
+		}
+	}
+	return sched_compute_at_pos(s, r, home, pos, r->def_span);
+}
+
+/* Places the caches and reductions left without compute_at, then checks what depends on the
+ * final schedule: cp.async vector sizes and buffer loops. */
+bool sched_finish_caches(Sched *s)
+{
+	bool ok = true;
+	/* Consumers first: a cache of a cache is computed at its reader once that is placed; a
+	 * reduction read by another reduction is placed after it. */
+	for (int i = s->f->ntensors - 1; i >= 0; i--) {
+		Tensor *c = s->f->tensors[i];
+		if (c->cache_of && !c->ca_tensor)
+			ok &= place_cache(s, c);
+		else if (c->kind == TK_INTERMEDIATE && tensor_is_reduction(c) && !c->ca_tensor)
+			ok &= place_reduction(s, c);
+	}
+	return ok;
+}
+
+bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
+{
+	Sched s = {a, d, f};
+	return sched_finish_caches(&s);
+}
+
+bool sched_check_caches(Sched *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *c = s->f->tensors[i];
+		if (c->cp_async)
+			ok &= check_cp_async(s, c);
+		if (c->stages)
+			ok &= check_stages(s, c);
+	}
+	return ok;
+}
+
