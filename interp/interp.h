@@ -79,6 +79,9 @@ void interp_store(void *data, DType t, int64_t i, InterpVal v);
 int64_t interp_float_to_int(double x, DType to);
 /* Wraps an integer to the integer dtype t (i32 wraps, bool is x != 0). */
 int64_t interp_wrap_int(int64_t x, DType t);
+/* + - * / % neg ceildiv on operands in t's representation (floats round to t, integers wrap,
+ * x / 0 == 0). */
+InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b);
 /* The math built-ins (exp ... pow) in double. */
 double interp_fmath(IrOp op, double x, double y);
 

@@ -411,10 +411,13 @@ static int param_pos(Fusion *f, struct Param *p)
 	unreachable();
 }
 
-static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
+/* + - * / % neg ceildiv on operands already in t's representation (doubles for floats,
+ * int64 for integers): floats round to t; integers wrap (unsigned arithmetic) and division by
+ * zero gives 0 (the GPU's result is undefined there). Shared with the simulator. */
+InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 {
 	if (dtype_is_float(t)) {
-		double x = as_f(a, ta), y = op_arity(op) == 2 ? as_f(b, tb) : 0, r;
+		double x = a.f, y = b.f, r;
 		switch (op) {
 		case OP_ADD: r = x + y; break;
 		case OP_SUB: r = x - y; break;
@@ -428,7 +431,7 @@ static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
 		return vf(interp_round_float(t, r));
 	}
 	/* Integers wrap (unsigned arithmetic); division by zero gives 0. */
-	uint64_t x = (uint64_t)as_i(a, ta), y = op_arity(op) == 2 ? (uint64_t)as_i(b, tb) : 0;
+	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
 	int64_t sx = (int64_t)x, sy = (int64_t)y, r;
 	switch (op) {
 	case OP_ADD: r = (int64_t)(x + y); break;
@@ -452,6 +455,14 @@ static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
 	default: unreachable();
 	}
 	return vi(interp_wrap_int(r, t));
+}
+
+static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
+{
+	bool unary = op_arity(op) == 1;
+	if (dtype_is_float(t))
+		return interp_arith(op, t, vf(as_f(a, ta)), vf(unary ? 0 : as_f(b, tb)));
+	return interp_arith(op, t, vi(as_i(a, ta)), vi(unary ? 0 : as_i(b, tb)));
 }
 
 static Val eval_compare(IrOp op, Val a, DType ta, Val b, DType tb)

@@ -69,49 +69,6 @@ static int64_t asi(SVal v, DType t)
 }
 static bool truthy(SVal v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
 
-static SVal arith(IrOp op, DType ct, SVal a, SVal b)
-{
-	if (dtype_is_float(ct)) {
-		double x = a.f, y = b.f, r;
-		switch (op) {
-		case OP_ADD: r = x + y; break;
-		case OP_SUB: r = x - y; break;
-		case OP_MUL: r = x * y; break;
-		case OP_DIV: r = x / y; break;
-		case OP_MOD: r = fmod(x, y); break;
-		case OP_NEG: r = -x; break;
-		case OP_CEILDIV: r = ceil(x / y); break;
-		default: unreachable();
-		}
-		return vf(rnd(ct, r));
-	}
-	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
-	int64_t sx = a.i, sy = b.i, r;
-	switch (op) {
-	case OP_ADD: r = (int64_t)(x + y); break;
-	case OP_SUB: r = (int64_t)(x - y); break;
-	case OP_MUL: r = (int64_t)(x * y); break;
-	case OP_NEG: r = (int64_t)(0 - x); break;
-	case OP_DIV:
-	case OP_MOD:
-	case OP_CEILDIV:
-		/* the GPU's result is undefined for / 0; the reference gives 0 */
-		if (sy == 0)
-			r = 0;
-		else if (sy == -1)
-			r = op == OP_MOD ? 0 : (int64_t)(0 - x);
-		else if (op == OP_DIV)
-			r = sx / sy;
-		else if (op == OP_MOD)
-			r = sx % sy;
-		else
-			r = sx / sy + ((sx % sy != 0) && ((sx < 0) == (sy < 0)));
-		break;
-	default: unreachable();
-	}
-	return vi(interp_wrap_int(r, ct));
-}
-
 static bool compare(IrOp op, DType ct, SVal a, SVal b)
 {
 	if (dtype_is_float(ct)) {
@@ -467,7 +424,7 @@ static SVal eval_op(Sim *S, SimThread *T, IrExpr *e)
 		a = cv(a, l->dtype, ct);
 		if (r)
 			b = cv(b, r->dtype, ct);
-		return cv(kind == 'a' ? arith(e->op, ct, a, b) : minmax(e->op, ct, a, b), ct,
+		return cv(kind == 'a' ? interp_arith(e->op, ct, a, b) : minmax(e->op, ct, a, b), ct,
 			  e->dtype);
 	case 'c':
 		ct = dtype_compute(dtype_promote(l->dtype, r->dtype));
@@ -891,7 +848,7 @@ static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b)
 {
 	if (r == RED_MAX || r == RED_MIN)
 		return minmax(r == RED_MAX ? OP_MAX : OP_MIN, t, a, b);
-	return arith(OP_ADD, t, a, b);
+	return interp_arith(OP_ADD, t, a, b);
 }
 
 /* KS_BLOCK_REDUCE at its release: every thread's var gets its group's result, combined in
