@@ -4,7 +4,8 @@
 # several sizes: smaller than one block (1, 5), not a multiple of any block or vector (67, 1025)
 # and a few blocks (300). Every size symbol takes the size (rounded up to a multiple a launcher
 # precondition requires). A file may add options with a line `// check-args: --max-blocks 4`
-# (large constant shapes: simulate a sample of the blocks).
+# (large constant shapes: simulate a sample of the blocks). The 1-D buffering family
+# (examples/cp_async/buf_*) also runs at nvFuser's sizes 100, 199, 200, 1000 and 1001.
 # Prints "N passed, N failed" and exits 1 on any failure (a report, a mismatch, an error).
 FUSC=${FUSC:-build/fusc}
 SIZES=${SIZES:-"1 5 67 300 1025"}
@@ -17,7 +18,10 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 	 tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	[ -f "$f" ] || continue
 	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
-	for s in $SIZES; do
+	sizes=$SIZES
+	# nvFuser's 1-D buffering family ran at n = 1000, 199, 200, 100, 1001: so do their translations.
+	case $f in examples/cp_async/buf_*) sizes="$sizes 100 199 200 1000 1001" ;; esac
+	for s in $sizes; do
 		# shellcheck disable=SC2086
 		if "$FUSC" check "$f" --size "$s" $args >"$out" 2>&1; then
 			pass=$((pass + 1))
