@@ -271,6 +271,10 @@ static Val val_callv(const char *name, IrExpr **args, int n, DType ct)
 	for (int i = 0; i < n; i++) {
 		Val a = val_conv(args[i], ct, false);
 		buf_puts(&v.b, i ? ", " : "");
+		/* an integer literal is an int in C++: with a long long beside it the (int, int)
+		 * and (long long, long long) helpers would both match */
+		if (ct == DT_I64 && is_literal(args[i]))
+			buf_puts(&v.b, "(long long)");
 		val_put(&v.b, &a);
 	}
 	buf_puts(&v.b, ")");

@@ -139,7 +139,7 @@ for _m, _n in ((16384, 4096), (65536, 1024)):
     ]
 
 GEMM_CASES = [
-    ("gemm f32 4096^3 (manual)", "gemm_4096", "examples/gemm/pending/gemm_f32.fus",
+    ("gemm f32 4096^3 (manual)", "gemm_4096", "examples/gemm/gemm_f32.fus",
      "M=4096,N=4096,K=4096", "M=200,N=260,K=300", lambda: gemm_peer(4096, 4096, 4096)),
 ]
 

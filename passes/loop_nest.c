@@ -17,7 +17,11 @@
  *   - a reduction accumulates into a kernel-scope local (KS_LET) over its serial innermost
  *     reduction loops; when reduction axes are bound to threadIdx.*, a KS_BLOCK_REDUCE then
  *     combines the threads' partials (every thread gets the result); then the accumulator is
- *     stored (docs/reductions.md).
+ *     stored (docs/reductions.md);
+ *   - a register cache with serial non-reduction loops inside its serial reduction loops (a
+ *     GEMM's Cl: [.. | ko, ty, tx, ki, iu, ju]) accumulates in its own buffer: identity stores
+ *     before the outermost serial reduction loop (init_in_place), t[..] = t[..] op body inside
+ *     (accumulate_in_place); its reader stores the elements after the loops.
  * Launch dims: per parallel type, the largest extent bound to it by any materialized tensor.
  */
 #include <math.h>
@@ -244,9 +248,10 @@ static Stmt *accumulate(Nest *n, Tensor *t, Var *acc, IrExpr *body)
 
 /* Where a reduction's accumulator starts: the first position p such that every axis from p on
  * is the tensor's own (not a loop of its consumer) and a reduction axis or a parallel one (no
- * loop). The serial reduction loops must all lie there: a serial non-reduction loop inside a
- * serial reduction loop is not supported. Returns ndomain for a non-reduction. */
-static int reduction_start(Nest *n, Tensor *t)
+ * loop). Returns ndomain for a non-reduction. A serial reduction loop before p (a serial
+ * non-reduction loop inside it) is only supported for a register cache, which then
+ * accumulates in place from its outermost serial reduction loop on (*in_place). */
+static int reduction_start(Nest *n, Tensor *t, bool *in_place)
 {
 	if (!tensor_is_reduction(t))
 		return t->ndomain;
@@ -259,10 +264,16 @@ static int reduction_start(Nest *n, Tensor *t)
 	}
 	for (int i = 0; i < start; i++) {
 		Axis *ax = t->domain[i];
-		if (ax->reduction && !ax->ca_alias && ax->par == PT_SERIAL)
-			error_once(n, stmt_span(t),
-				   "reductions with reduction axes that are not innermost are not "
-				   "supported yet (%s.%s)", t->name, ax->name);
+		if (!ax->reduction || ax->ca_alias || ax->par != PT_SERIAL)
+			continue;
+		if (t->kind == TK_INTERMEDIATE && t->ca_tensor && t->mem == MEM_LOCAL) {
+			*in_place = true;
+			return i;
+		}
+		error_once(n, stmt_span(t),
+			   "reductions with reduction axes that are not innermost are not supported "
+			   "yet (%s.%s) unless the tensor is a register cache (cache_before(local))",
+			   t->name, ax->name);
 	}
 	return start;
 }
@@ -299,6 +310,7 @@ typedef struct Frame {
 	Tensor *t;
 	int rstart;  /* where the accumulator starts (ndomain for a non-reduction) */
 	Var *acc;    /* reduction accumulator */
+	bool in_place; /* accumulates in its own register buffer (accumulate_in_place) */
 	unsigned threads; /* thread types of the reduction axes: a block reduction */
 	Span threads_span; /* the bind directive of the first of them */
 } Frame;
@@ -350,10 +362,55 @@ static Stmt *store(Nest *n, Tensor *t, IrExpr *value)
 	return kir_store(n->k, t, subs, t->ndim, value);
 }
 
+/* t[i..] = t[i..] op body, one store (so the predicate pass guards the read, the body and
+ * the write together). NaN-propagating max/min as in accumulate(), with the body repeated. */
+static Stmt *accumulate_in_place(Nest *n, Tensor *t, IrExpr **map)
+{
+	Arena *a = n->a;
+	DType dt = acc_dtype(t);
+	IrExpr *x = ir_access(a, t, map, t->ndim);
+	IrExpr *body = translate(n, t->def->args[0], map, t->nroot);
+	ReduceOp r = t->def->red;
+	IrExpr *v;
+	if (r == RED_SUM || r == RED_NONE) {
+		v = ir_op(a, OP_ADD, dt, x, body);
+	} else if (!dtype_is_float(dt)) {
+		v = ir_op(a, r == RED_MAX ? OP_MAX : OP_MIN, dt, x, body);
+	} else {
+		IrExpr *b2 = translate(n, t->def->args[0], map, t->nroot);
+		IrExpr *b3 = translate(n, t->def->args[0], map, t->nroot);
+		IrExpr *better = ir_op(a, r == RED_MAX ? OP_GT : OP_LT, DT_BOOL, body, x);
+		IrExpr *take = ir_op(a, OP_OR, DT_BOOL, better, ir_op(a, OP_NE, DT_BOOL, b2, b2));
+		v = ir_select(a, take, b3, ir_access(a, t, map, t->ndim));
+	}
+	return kir_store(n->k, t, map, t->ndim, v);
+}
+
+/* The in-place accumulator's initialisation: t[i..] = identity for every element of the
+ * buffer, in loops re-created over t's own serial non-reduction axes from pos on (bound
+ * axes have their values already; reduction axes do not index the buffer). */
+static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
+{
+	if (pos == t->ndomain)
+		return store(n, t, reduce_init(n->a, t->def->red, acc_dtype(t)));
+	Axis *ax = t->domain[pos];
+	if (ax->ca_alias || ax->reduction || ax->par != PT_SERIAL)
+		return init_in_place(n, t, pos + 1);
+	Var *v = kir_new_var(n->k, ax->name, DT_I64);
+	v->extent = ax->extent;
+	v->axis = ax;
+	push(n, ax, ir_var(n->a, v));
+	Stmt *body = init_in_place(n, t, pos + 1);
+	n->nenv--;
+	return kir_for(n->k, v, body);
+}
+
 static Stmt *innermost(Nest *n, Frame *fr)
 {
 	Tensor *t = fr->t;
 	IrExpr **map = root_values(n, t, t->nroot);
+	if (fr->in_place)
+		return accumulate_in_place(n, t, map);
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
@@ -392,6 +449,10 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		return NULL;
 	if (pos > 0 && !t->domain[pos - 1]->ca_alias)
 		list = producers_at(n, t, pos - 1);
+	if (pos == fr->rstart && fr->in_place) {
+		list = kir_append(list, init_in_place(n, t, pos));
+		return kir_append(list, open_axis(n, fr, pos));
+	}
 	if (pos == fr->rstart && tensor_is_reduction(t)) {
 		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
 		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));
@@ -415,9 +476,13 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 static Stmt *build_tensor(Nest *n, Tensor *t)
 {
 	Frame fr = {.t = t};
-	fr.rstart = reduction_start(n, t);
+	fr.rstart = reduction_start(n, t, &fr.in_place);
 	if (tensor_is_reduction(t))
 		fr.threads = reduced_threads(n, t, &fr.threads_span);
+	if (fr.in_place && fr.threads)
+		error_once(n, fr.threads_span,
+			   "a block reduction into a register buffer whose reduction loops are not "
+			   "innermost is not supported yet (%s)", t->name);
 	if (!n->ok)
 		return NULL;
 	/* Parallel axes are no loops: their values hold in the whole nest (a parallel axis may
