@@ -20,7 +20,8 @@ typedef struct Range {
 	int64_t lo, hi;
 } Range;
 
-static Kernel *range_kernel;
+/* Per thread: libfusrt may lower fusions on several threads at once. */
+static _Thread_local Kernel *range_kernel;
 
 void ir_range_set_kernel(Kernel *k)
 {

@@ -86,6 +86,6 @@ bool pass_arch(Kernel *k, Diag *d);
 bool pass_simplify(Kernel *k, Diag *d);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
-extern const LowerOptions *pass_options;
+extern _Thread_local const LowerOptions *pass_options;
 
 #endif

@@ -26,7 +26,7 @@ const Pass pass_list[] = {
 };
 const int pass_count = countof(pass_list);
 
-const LowerOptions *pass_options;
+_Thread_local const LowerOptions *pass_options; /* per thread, like the lowering */
 
 static const LowerOptions default_options = {.arch = 80};
 
