@@ -17,6 +17,9 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out);
 /* The launcher's C prototype `cudaError_t NAME(params..., cudaStream_t stream)` (no `;`),
  * shared by the .cu definition and the header so both use the same types. */
 void cuda_launcher_signature(Fusion *f, Buf *out);
+/* Appends k's preconditions as a phrase: "x and y are 16-byte aligned and N is a multiple of
+ * 4" (for the launcher and header text of kernels with a fallback). */
+void cuda_precond_text(Kernel *k, Buf *out);
 /* Appends a .fus name as a C/C++ identifier: names that clash with C++ keywords, CUDA
  * built-ins or the generated code's own names get a trailing '_'. */
 void cuda_name(Buf *out, const char *name);

@@ -1039,8 +1039,11 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 			break;
 		}
 	}
-	for (int i = 0; i < nk; i++)
+	for (int i = 0; i < nk; i++) {
 		emit_kernel(ks[i], out);
+		if (ks[i]->fallback)
+			emit_kernel(ks[i]->fallback, out);
+	}
 }
 
 /* ---- host part ------------------------------------------------------------------------ */
@@ -1142,6 +1145,19 @@ static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
 	}
 }
 
+/* The C condition under which precondition p fails. */
+static const char *precond_fails(Arena *a, Precond *p)
+{
+	Buf n = {0};
+
+	cuda_name(&n, p->kind == PC_ALIGNED ? p->tensor->name : p->size->name);
+	const char *c = p->kind == PC_ALIGNED
+		? arena_printf(a, "(uintptr_t)%s %% %lld != 0", n.s, (long long)p->value)
+		: arena_printf(a, "%s %% %lld != 0", n.s, (long long)p->value);
+	buf_free(&n);
+	return c;
+}
+
 static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
 {
 	Fusion *f = k->fusion;
@@ -1153,14 +1169,14 @@ static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
 		if (p->kind == PC_ALIGNED) {
 			cuda_name(&n, p->tensor->name);
 			emit_fail(out, f, (Fail){
-				.cond = arena_printf(a, "(uintptr_t)%s %% %lld != 0", n.s, v),
+				.cond = precond_fails(a, p),
 				.pre = arena_printf(a, "%s: %s is not %lld-byte aligned%s", f->name,
 						    p->tensor->name, v, precond_why(a, p)),
 			});
 		} else {
 			cuda_name(&n, p->size->name);
 			emit_fail(out, f, (Fail){
-				.cond = arena_printf(a, "%s %% %lld != 0", n.s, v),
+				.cond = precond_fails(a, p),
 				.pre = arena_printf(a, "%s: %s = ", f->name, p->size->name),
 				.spec = "%lld",
 				.post = arena_printf(a, " is not a multiple of %lld%s", v,
@@ -1327,6 +1343,9 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 			"  }\n", k->name, dyn, err, k->fusion->name, dyn);
 }
 
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err);
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err);
+
 static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 {
 	Fusion *f = k->fusion;
@@ -1344,12 +1363,26 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	cuda_launcher_signature(f, out);
 	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
 	emit_size_checks(a, out, f);
-	emit_precond_checks(a, out, k);
+	if (k->fallback)
+		emit_fallback(a, out, k, err.s);
+	else
+		emit_precond_checks(a, out, k);
+	emit_launch(a, out, k, err.s);
+	buf_puts(out, "}\n");
+	buf_free(&err);
+}
+
+/* Grid and block of k, checks, the launch and its error: the launcher's body after the
+ * argument checks (ends with `return fus_err;`). */
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err)
+{
+	Fusion *f = k->fusion;
+
 	emit_launch_dims(a, out, k, "grid", PT_BIDX);
 	emit_launch_dims(a, out, k, "block", PT_TIDX);
-	emit_block_check(out, k, err.s);
+	emit_block_check(out, k, err);
 	emit_zero_check(out, k);
-	emit_smem_setup(out, k, err.s);
+	emit_smem_setup(out, k, err);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);
 	buf_puts(out, ", ");
@@ -1360,9 +1393,67 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	buf_puts(out, "  cudaError_t fus_err = cudaGetLastError();\n");
 	buf_printf(out, "  if (fus_err != cudaSuccess)\n"
 			"    fus_fail(%s, \"%s: launch failed: %%s\", cudaGetErrorString(fus_err));\n",
-		   err.s, f->name);
-	buf_puts(out, "  return fus_err;\n}\n");
-	buf_free(&err);
+		   err, f->name);
+	buf_puts(out, "  return fus_err;\n");
+}
+
+/* Separator before item i of n: "", ", " or " and ". */
+static const char *list_sep(int i, int n)
+{
+	return i == 0 ? "" : i == n - 1 ? " and " : ", ";
+}
+
+void cuda_precond_text(Kernel *k, Buf *out)
+{
+	Vec *v = &k->preconds;
+	int groups = 0, g = 0;
+
+	/* alignments of one value (consecutive: sorted by the vectorize pass) form one group */
+	for (int i = 0; i < v->len; i++) {
+		Precond *p = VEC_AT(*v, Precond, i), *q = i ? VEC_AT(*v, Precond, i - 1) : NULL;
+		groups += !(p->kind == PC_ALIGNED && q && q->kind == PC_ALIGNED &&
+			    q->value == p->value);
+	}
+	for (int i = 0; i < v->len; g++) {
+		Precond *p = VEC_AT(*v, Precond, i);
+		buf_puts(out, list_sep(g, groups));
+		if (p->kind == PC_MULTIPLE) {
+			buf_printf(out, "%s is a multiple of %lld", p->size->name, (long long)p->value);
+			i++;
+			continue;
+		}
+		int n = 1;
+		while (i + n < v->len && VEC_AT(*v, Precond, i + n)->kind == PC_ALIGNED &&
+		       VEC_AT(*v, Precond, i + n)->value == p->value)
+			n++;
+		for (int j = 0; j < n; j++)
+			buf_printf(out, "%s%s", list_sep(j, n), VEC_AT(*v, Precond, i + j)->tensor->name);
+		buf_printf(out, " %s %lld-byte aligned", n > 1 ? "are" : "is", (long long)p->value);
+		i += n;
+	}
+}
+
+/* An auto-scheduled fusion runs its scalar kernel (own grid and block) when any precondition
+ * of the vectorized one fails, instead of refusing: the user did not ask for vectors. */
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err)
+{
+	Buf body = {0};
+
+	buf_puts(out, "  // vectorized when ");
+	cuda_precond_text(k, out);
+	buf_puts(out, "; otherwise the scalar kernel\n  if (");
+	for (int i = 0; i < k->preconds.len; i++)
+		buf_printf(out, "%s%s", i ? " || " : "",
+			   precond_fails(a, VEC_AT(k->preconds, Precond, i)));
+	buf_puts(out, ") {\n");
+	emit_launch(a, &body, k->fallback, err);
+	for (const char *s = body.s; *s; ) { /* one level deeper */
+		const char *nl = strchr(s, '\n');
+		buf_printf(out, "  %.*s\n", (int)(nl - s), s);
+		s = nl + 1;
+	}
+	buf_puts(out, "  }\n");
+	buf_free(&body);
 }
 
 static const char host_prelude[] =
@@ -1390,8 +1481,11 @@ void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out)
 	buf_printf(out, "// Generated by fusc %s from %s. Do not edit.\n", FUSC_VERSION,
 		   base_name(source_name));
 	buf_puts(out, "// Kernels:");
-	for (int i = 0; i < nk; i++)
+	for (int i = 0; i < nk; i++) {
 		buf_printf(out, " %s", ks[i]->name);
+		if (ks[i]->fallback)
+			buf_printf(out, " %s", ks[i]->fallback->name);
+	}
 	buf_puts(out, ". Launchers: see the generated header.\n\n");
 	cuda_emit_device(ks, nk, out);
 	buf_puts(out, host_prelude);

@@ -7,11 +7,39 @@
 
 #include "backend/backend.h"
 
+/* ` * Vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise a
+ * scalar kernel.` (kernels with a fallback), wrapped before column 100. */
+static void put_fallback(Buf *out, Kernel *k)
+{
+	Buf b = {0};
+	int col = 0;
+	char *save = NULL;
+
+	buf_puts(&b, "Vectorized when ");
+	cuda_precond_text(k, &b);
+	buf_puts(&b, "; otherwise a scalar kernel.");
+	for (char *w = strtok_r(b.s, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		int len = (int)strlen(w);
+		if (col > 0 && col + 1 + len > 96) {
+			buf_puts(out, "\n");
+			col = 0;
+		}
+		buf_printf(out, "%s%s", col ? " " : " * ", w);
+		col += len + (col ? 1 : 3);
+	}
+	buf_puts(out, "\n");
+	buf_free(&b);
+}
+
 /* ` * Requires: x 16-byte aligned; N a multiple of 4.` */
 static void put_preconds(Buf *out, Kernel *k)
 {
 	if (k->preconds.len == 0)
 		return;
+	if (k->fallback) {
+		put_fallback(out, k);
+		return;
+	}
 	buf_puts(out, " * Requires:");
 	for (int i = 0; i < k->preconds.len; i++) {
 		Precond *p = VEC_AT(k->preconds, Precond, i);

@@ -432,6 +432,10 @@ typedef struct Kernel {
 	int nvars;             /* counter for unique Var names */
 	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
 	Arena *arena;
+	/* Auto-scheduled fusions whose kernel has preconditions: the same fusion lowered without
+	 * vector accesses (no preconditions), named FUSION_kernel_scalar; launchers run it when a
+	 * precondition fails. NULL otherwise (and in the fallback itself). */
+	struct Kernel *fallback;
 } Kernel;
 
 /* ir/kir.c */

@@ -18,6 +18,8 @@ typedef struct LowerOptions {
 	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
 	FILE *dump_out;
 	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
+	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
+			      * lower_fusion sets it to lower Kernel.fallback */
 } LowerOptions;
 
 typedef bool (*PassFn)(Kernel *k, Diag *d);
@@ -57,7 +59,8 @@ bool pass_cp_async(Kernel *k, Diag *d);
 /* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
  * slot-reuse barriers, wait_all after the loop; any loop extent. */
 bool pass_circular_buffer(Kernel *k, Diag *d);
-/* passes/vectorize.c: vectorized loops -> vector loads/stores with a scalar tail. */
+/* passes/vectorize.c: vectorized loops -> vector loads/stores with a scalar tail (with
+ * LowerOptions.no_vectorize: plain unrolled loops, lane by lane). */
 bool pass_vectorize(Kernel *k, Diag *d);
 /* Helpers for passes that emit their own vector accesses (cp_async): the constant c with
  * e = c * v + (terms without v); whether e is a multiple of V whatever its variables; whether

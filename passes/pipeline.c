@@ -3,7 +3,8 @@
  * lower_fusion makes an empty kernel, runs the passes in order and stops at the first one that
  * reports an error. With LowerOptions.verify, ir_verify checks the kernel IR after every pass;
  * `--dump-after=NAME|all` prints the kernel IR after the named pass(es), `--time-passes` one
- * line per pass with its time in microseconds.
+ * line per pass with its time in microseconds. An auto-scheduled fusion whose kernel needs
+ * launch preconditions (vector accesses) also gets Kernel.fallback, lowered without vectors.
  */
 #include <string.h>
 
@@ -55,10 +56,35 @@ static void dump(Kernel *k, const char *pass, FILE *out)
 	buf_free(&b);
 }
 
+static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o);
+
+/* The fusion lowered again without vector accesses: the kernel an auto-scheduled fusion's
+ * launcher runs when a vectorization precondition fails (the user did not ask for vectors). */
+static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+{
+	LowerOptions so = *o;
+	so.no_vectorize = true;
+	so.dump_after = NULL;
+	so.time_passes = false;
+	Kernel *k = lower_once(a, d, f, &so);
+	if (k)
+		k->name = arena_printf(a, "%s_scalar", k->name);
+	return k;
+}
+
 Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	if (!o)
 		o = &default_options;
+	Kernel *k = lower_once(a, d, f, o);
+	if (k && f->auto_scheduled && k->preconds.len > 0 && !o->no_vectorize &&
+	    !(k->fallback = lower_fallback(a, d, f, o)))
+		return NULL;
+	return k;
+}
+
+static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+{
 	const LowerOptions *saved = pass_options;
 	pass_options = o;
 	FILE *out = o->dump_out ? o->dump_out : stdout;

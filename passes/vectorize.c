@@ -390,6 +390,10 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 	bool ok = true;
 
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
+		if (s->kind == KS_FOR && s->vectorize && pass_options && pass_options->no_vectorize) {
+			s->vectorize = false; /* the per-lane form the tail uses */
+			s->unroll = true;
+		}
 		if (s->kind == KS_FOR && s->vectorize) {
 			Stmt *next = s->next;
 			Stmt *r = vectorize_loop(k, d, s);

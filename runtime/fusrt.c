@@ -19,8 +19,9 @@ struct fusrt_module {
 	Arena *arena;
 	Program *prog;
 	Kernel **kernels;   /* one per fusion, in program order */
+	/* Per kernel slot: slot i < n is kernels[i], slot n + i its fallback (if any). */
 	CUfunction *funcs;
-	bool *smem_raised;  /* per kernel: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
+	bool *smem_raised;  /* per slot: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
 	int n;
 	CUmodule mod;
 	bool loaded;
@@ -137,6 +138,12 @@ static fusrt_status get_binary(const char *src, const char *name, int arch, bool
 	return FUSRT_OK;
 }
 
+/* The kernel of a slot (see fusrt_module.funcs); NULL for a fallback that does not exist. */
+static Kernel *slot_kernel(const fusrt_module *m, int slot)
+{
+	return slot < m->n ? m->kernels[slot] : m->kernels[slot - m->n]->fallback;
+}
+
 static fusrt_status load_module(fusrt_module *m, const char *bin)
 {
 	CUresult r = rt_cu.module_load_data(&m->mod, bin);
@@ -144,12 +151,15 @@ static fusrt_status load_module(fusrt_module *m, const char *bin)
 	if (r != CUDA_SUCCESS)
 		return rt_cu_fail(r, "cuModuleLoadData");
 	m->loaded = true;
-	m->funcs = xmalloc(sizeof(CUfunction) * (m->n + 1));
-	m->smem_raised = calloc(m->n + 1, sizeof(bool));
-	for (int i = 0; i < m->n; i++) {
-		r = rt_cu.module_get_function(&m->funcs[i], m->mod, m->kernels[i]->name);
+	m->funcs = xmalloc(sizeof(CUfunction) * (2 * m->n + 1));
+	m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	for (int i = 0; i < 2 * m->n; i++) {
+		Kernel *k = slot_kernel(m, i);
+		if (!k)
+			continue;
+		r = rt_cu.module_get_function(&m->funcs[i], m->mod, k->name);
 		if (r != CUDA_SUCCESS)
-			return rt_cu_fail(r, m->kernels[i]->name);
+			return rt_cu_fail(r, k->name);
 	}
 	return FUSRT_OK;
 }
@@ -376,7 +386,7 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
 				       f->name, t->name);
 	}
-	for (int i = 0; i < k->preconds.len; i++) {
+	for (int i = 0; i < k->preconds.len && !k->fallback; i++) {
 		Precond *p = VEC_AT(k->preconds, Precond, i);
 		if (p->kind == PC_ALIGNED) {
 			int pos = sig_pos(f, p->tensor);
@@ -418,12 +428,27 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 	return FUSRT_OK;
 }
 
+Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes)
+{
+	Fusion *f = k->fusion;
+
+	for (int i = 0; i < k->preconds.len && k->fallback; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		int pos = p->kind == PC_ALIGNED ? sig_pos(f, p->tensor) : -1;
+		if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
+			return k->fallback;
+		if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0)
+			return k->fallback;
+	}
+	return k;
+}
+
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
 			     const int64_t *sizes, int nsizes, int64_t dims[6])
 {
 	fusrt_status s = check_launch(k, args, nargs, sizes, nsizes);
 
-	return s != FUSRT_OK ? s : launch_dims(k, sizes, dims);
+	return s != FUSRT_OK ? s : launch_dims(rt_pick_kernel(k, args, sizes), sizes, dims);
 }
 
 fusrt_status rt_check_smem(Kernel *k, int limit, char **msg)
@@ -446,7 +471,7 @@ fusrt_status rt_check_smem(Kernel *k, int limit, char **msg)
  * raises the function's limit (once per function; the module's context is the one device's). */
 static fusrt_status setup_smem(fusrt_module *m, int fi)
 {
-	Kernel *k = m->kernels[fi];
+	Kernel *k = slot_kernel(m, fi);
 	char *msg = NULL;
 	fusrt_status s = rt_check_smem(k, rt_device_smem_optin(), &msg);
 
@@ -469,7 +494,7 @@ static fusrt_status setup_smem(fusrt_module *m, int fi)
 static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 			      const int64_t *sizes, const int64_t dims[6], CUstream stream)
 {
-	Kernel *k = m->kernels[fi];
+	Kernel *k = slot_kernel(m, fi);
 	Fusion *f = k->fusion;
 	int n = f->nsig + f->nsizes;
 	ArgSlot *slots = xmalloc(sizeof(ArgSlot) * (n + 1));
@@ -521,6 +546,8 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	}
 	if ((s = rt_launch_check(m->kernels[*fi], args, nargs, sizes, nsizes, dims)) != FUSRT_OK)
 		return s;
+	if (rt_pick_kernel(m->kernels[*fi], args, sizes) != m->kernels[*fi])
+		*fi += m->n; /* the fallback's slot */
 	*skip = false;
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)

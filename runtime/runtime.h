@@ -86,10 +86,14 @@ bool rt_cache_store(const char *dir, uint64_t key, const void *data, size_t len,
 
 /* runtime/fusrt.c */
 /* The checks fusrt_launch makes before launching (no GPU needed): argument and size counts,
- * sizes consistent with the file, null pointers, preconditions; then the launch dimensions,
- * dims = grid x, y, z, block x, y, z. */
+ * sizes consistent with the file, null pointers, preconditions (unless the kernel has a
+ * fallback); then the launch dimensions of rt_pick_kernel's kernel, dims = grid x, y, z,
+ * block x, y, z. */
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs, const int64_t *sizes,
 			     int nsizes, int64_t dims[6]);
+/* The kernel a launch runs: k, or k->fallback (dims from rt_launch_check are its) when an
+ * auto-scheduled fusion's precondition fails. Arguments as checked by rt_launch_check. */
+Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes);
 /* Checks a kernel's shared memory (static Kernel.smem_bytes, or dynamic when
  * Kernel.smem_dynamic) against the device's opt-in limit per block. FUSRT_OK, or
  * FUSRT_ERR_LAUNCH with *msg (malloc'd) worded as the generated launcher's: "FUSION: needs R

@@ -32,5 +32,16 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 		fi
 	done
 done
+# An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
+for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002"; do
+	# shellcheck disable=SC2086
+	if "$FUSC" check $args >"$out" 2>&1; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $FUSC check $args"
+		sed 's/^/  | /' "$out" | head -40
+	fi
+done
 echo "check_examples: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -116,6 +116,10 @@ static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 			continue;
 		}
 		j->sizes[i] = dim->value;
+		if (j->sizes[i] % m && j->k->fallback) {
+			j->k = j->k->fallback; /* what the launcher runs for these sizes */
+			continue;
+		}
 		if (j->sizes[i] % m) {
 			fprintf(stderr, "fusc check: fusion %s: the launcher refuses %s=%lld: it must "
 				"be a multiple of %lld (%s at ", f->name, s->name,

@@ -16,7 +16,7 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and gelu_last_error()
  * says why.
- * Requires: x 16-byte aligned; y 16-byte aligned.
+ * Vectorized when x and y are 16-byte aligned; otherwise a scalar kernel.
  */
 cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t stream);
 const char *gelu_last_error(void);
