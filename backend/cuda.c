@@ -551,12 +551,16 @@ static const char preamble[] =
 	"b != b ? a + b : fmax(a, b); }\n"
 	"__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
 	"b != b ? a + b : fmin(a, b); }\n"
-	"__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
-	"__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
-	"__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a "
-	"> b ? a : b; }\n"
-	"__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a "
-	"< b ? a : b; }\n"
+	"// integer max/min also serve the host launchers' launch sizes (int64_t is long on\n"
+	"// LP64 and long long elsewhere: both have an exact match)\n"
+	"__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
+	"__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
+	"__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }\n"
+	"__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }\n"
+	"__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { "
+	"return a > b ? a : b; }\n"
+	"__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { "
+	"return a < b ? a : b; }\n"
 	"__device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }\n"
 	"__device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }\n"
 	"__device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }\n"
@@ -630,6 +634,40 @@ static const char reduce_preamble[] =
 	"  __syncthreads();\n"
 	"  return r;\n"
 	"}\n";
+
+/* Grid reductions (KS_GRID_REDUCE, docs/reductions.md), emitted only for files that use
+ * them, after the block reductions' operators. Called by the one thread of each block that
+ * would store element o; the partials are folded in order r = 0, 1, ..., R-1 whichever block
+ * arrives last, so the result has the same bits on every run (the simulator folds the same
+ * way). Volatile reads go to L2, where the other blocks' fenced stores are. */
+static const char grid_preamble[] =
+	"\n"
+	"// ---- grid reductions: the thread of each block that would store element o calls it ----\n"
+	"// Leaves acc in ws[o * R + r] (r: this block among the R), counts the arrival in sem[o];\n"
+	"// the last block to arrive folds the R partials in order r = 0, 1, ... into acc, resets\n"
+	"// sem[o] and returns true: it alone stores the result.\n"
+	"template <typename Op, typename T>\n"
+	"__device__ __forceinline__ bool __fus_grid_reduce(T &acc, T *ws, unsigned *sem, long long "
+	"o, long long r, long long R)\n"
+	"{\n"
+	"  ws[o * R + r] = acc;\n"
+	"  __threadfence();\n"
+	"  if (atomicAdd(&sem[o], 1u) != (unsigned)(R - 1))\n"
+	"    return false;\n"
+	"  __threadfence();\n"
+	"  const volatile T *p = ws + o * R;\n"
+	"  T v = p[0];\n"
+	"  for (long long i = 1; i < R; i++)\n"
+	"    v = Op::f(v, (T)p[i]);\n"
+	"  acc = v;\n"
+	"  sem[o] = 0u;\n"
+	"  return true;\n"
+	"}\n";
+
+static bool has_grid_reduce(Kernel *k)
+{
+	return k->grid_ws.len > 0 || (k->fallback && k->fallback->grid_ws.len > 0);
+}
 
 static bool has_block_reduce(Stmt *s)
 {
@@ -865,6 +903,24 @@ static void emit_block_reduce(Em *em, Stmt *s)
 	buf_puts(em->out, ");\n");
 }
 
+/* if (__fus_grid_reduce<__fus_red_sum>(acc, fus_ws_s, fus_sem_s, o, r, R)) { store } */
+static void emit_grid_reduce(Em *em, Stmt *s)
+{
+	const char *op = s->red == RED_MAX ? "max" : s->red == RED_MIN ? "min" : "sum";
+	line_start(em);
+	buf_printf(em->out, "if (__fus_grid_reduce<__fus_red_%s>(", op);
+	cuda_name(em->out, s->var->name);
+	buf_printf(em->out, ", %s, %s, ", s->ws->name, s->sem->name);
+	put_expr(em->out, s->offset, DT_I64, true);
+	buf_puts(em->out, ", ");
+	put_expr(em->out, s->part, DT_I64, true);
+	buf_puts(em->out, ", ");
+	put_expr(em->out, s->nparts, DT_I64, true);
+	buf_puts(em->out, "))");
+	emit_block(em, s->body);
+	buf_puts(em->out, "\n");
+}
+
 static void emit_comment(Em *em, Stmt *s)
 {
 	const char *p = s->text ? s->text : "";
@@ -953,6 +1009,7 @@ static void emit_stmts(Em *em, Stmt *s)
 		case KS_COMMENT: emit_comment(em, s); break;
 		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
 		case KS_BLOCK_REDUCE: emit_block_reduce(em, s); break;
+		case KS_GRID_REDUCE: emit_grid_reduce(em, s); break;
 		case KS_CP_ASYNC: emit_cp_async(em, s); break;
 		case KS_CP_COMMIT:
 			line_start(em);
@@ -1003,6 +1060,22 @@ static void emit_kernel_params(Fusion *f, Buf *out)
 	}
 }
 
+/* The workspace's C type: ws in its dtype, sem as unsigned counters (DT_I32 in the IR). */
+static const char *ws_ctype(Kernel *k, int i)
+{
+	return i % 2 ? "unsigned" : dtype_ctype(VEC_AT(k->grid_ws, Tensor, i)->dtype);
+}
+
+/* `, float *fus_ws_s, unsigned *fus_sem_s` after the sizes (names with the reserved fus_
+ * prefix: no .fus name prints as one). */
+static void emit_ws_params(Kernel *k, Buf *out)
+{
+	Fusion *f = k->fusion;
+	for (int i = 0; i < k->grid_ws.len; i++)
+		buf_printf(out, "%s%s *%s", i || f->nsig || f->nsizes ? ", " : "", ws_ctype(k, i),
+			   VEC_AT(k->grid_ws, Tensor, i)->name);
+}
+
 static void emit_kernel(Kernel *k, Buf *out)
 {
 	int64_t threads = block_threads(k);
@@ -1013,6 +1086,7 @@ static void emit_kernel(Kernel *k, Buf *out)
 		buf_printf(out, "__launch_bounds__(%lld) ", (long long)threads);
 	buf_printf(out, "%s(", k->name);
 	emit_kernel_params(k->fusion, out);
+	emit_ws_params(k, out);
 	buf_puts(out, ")\n{\n");
 	if (k->smem_dynamic)
 		buf_printf(out, "  extern __shared__ __align__(16) unsigned char fus_smem[]; // %lld "
@@ -1033,12 +1107,17 @@ static void emit_kernel(Kernel *k, Buf *out)
 void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 {
 	buf_puts(out, preamble);
+	bool grid = false;
+	for (int i = 0; i < nk; i++)
+		grid |= has_grid_reduce(ks[i]);
 	for (int i = 0; i < nk; i++) {
-		if (has_block_reduce(ks[i]->body)) {
+		if (grid || has_block_reduce(ks[i]->body)) {
 			buf_puts(out, reduce_preamble);
 			break;
 		}
 	}
+	if (grid)
+		buf_puts(out, grid_preamble);
 	for (int i = 0; i < nk; i++) {
 		emit_kernel(ks[i], out);
 		if (ks[i]->fallback)
@@ -1343,6 +1422,56 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 			"  }\n", k->name, dyn, err, k->fusion->name, dyn);
 }
 
+/* Grid reductions: the workspace of this launch, in stream order (cudaMallocAsync, the
+ * counters zeroed with cudaMemsetAsync), freed after the launch with cudaFreeAsync. */
+static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err)
+{
+	int n = k->grid_ws.len;
+	if (!n)
+		return;
+	buf_printf(out, "  // grid reductions: the workspace of this launch (partials, counters)\n"
+			"  void *fus_ws[%d] = {NULL", n);
+	for (int i = 1; i < n; i++)
+		buf_puts(out, ", NULL");
+	buf_printf(out, "};\n  const size_t fus_ws_bytes[%d] = {", n);
+	for (int i = 0; i < n; i++) {
+		buf_puts(out, i ? ", " : "");
+		buf_puts(out, "(size_t)(");
+		put_expr(out, VEC_AT(k->grid_ws, Tensor, i)->shape[0], DT_I64, true);
+		buf_printf(out, ") * sizeof(%s)", ws_ctype(k, i));
+	}
+	buf_printf(out, "};\n"
+			"  cudaError_t fus_ws_err = cudaSuccess;\n"
+			"  for (int i = 0; i < %d && fus_ws_err == cudaSuccess; i++)\n"
+			"    fus_ws_err = cudaMallocAsync(&fus_ws[i], fus_ws_bytes[i] ? fus_ws_bytes[i] : 1, "
+			"stream);\n"
+			"  for (int i = 1; i < %d && fus_ws_err == cudaSuccess; i += 2)\n"
+			"    fus_ws_err = cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream);\n"
+			"  if (fus_ws_err != cudaSuccess) {\n"
+			"    for (int i = 0; i < %d; i++) // the first error is the one reported\n"
+			"      if (fus_ws[i] && cudaFreeAsync(fus_ws[i], stream) != cudaSuccess)\n"
+			"        break;\n"
+			"    fus_fail(%s, \"%s: cannot allocate the grid-reduction workspace: %%s\", "
+			"cudaGetErrorString(fus_ws_err));\n"
+			"    return fus_ws_err;\n"
+			"  }\n", n, n, n, err, k->fusion->name);
+}
+
+/* After the launch: the workspace goes back in stream order (the kernel finishes first). */
+static void emit_ws_free(Buf *out, Kernel *k, const char *err)
+{
+	if (!k->grid_ws.len)
+		return;
+	buf_printf(out, "  for (int i = 0; i < %d; i++) {\n"
+			"    cudaError_t fus_free_err = cudaFreeAsync(fus_ws[i], stream);\n"
+			"    if (fus_free_err != cudaSuccess && fus_err == cudaSuccess) {\n"
+			"      fus_err = fus_free_err;\n"
+			"      fus_fail(%s, \"%s: cannot free the grid-reduction workspace: %%s\", "
+			"cudaGetErrorString(fus_err));\n"
+			"    }\n"
+			"  }\n", k->grid_ws.len, err, k->fusion->name);
+}
+
 static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err);
 static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err);
 
@@ -1383,17 +1512,22 @@ static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err)
 	emit_block_check(out, k, err);
 	emit_zero_check(out, k);
 	emit_smem_setup(out, k, err);
+	emit_ws_alloc(a, out, k, err);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);
 	buf_puts(out, ", ");
 	put_dim3(out, k, "block", PT_TIDX);
 	buf_printf(out, ", %lld, stream>>>(", k->smem_dynamic ? (long long)k->smem_bytes : 0LL);
 	emit_launch_args(out, f);
+	for (int i = 0; i < k->grid_ws.len; i++)
+		buf_printf(out, "%s(%s *)fus_ws[%d]", i || f->nsig || f->nsizes ? ", " : "",
+			   ws_ctype(k, i), i);
 	buf_puts(out, ");\n");
 	buf_puts(out, "  cudaError_t fus_err = cudaGetLastError();\n");
 	buf_printf(out, "  if (fus_err != cudaSuccess)\n"
 			"    fus_fail(%s, \"%s: launch failed: %%s\", cudaGetErrorString(fus_err));\n",
 		   err, f->name);
+	emit_ws_free(out, k, err);
 	buf_puts(out, "  return fus_err;\n");
 }
 

@@ -67,6 +67,9 @@ static void put_fusion(Buf *out, Kernel *k)
 	cuda_name(out, f->name);
 	buf_puts(out, "_last_error()\n * says why.\n");
 	put_preconds(out, k);
+	if (k->grid_ws.len)
+		buf_puts(out, " * A grid reduction: each call allocates its workspace on `stream`\n"
+			      " * (cudaMallocAsync) and frees it after the launch (cudaFreeAsync).\n");
 	buf_puts(out, " */\n");
 	cuda_launcher_signature(f, out);
 	buf_puts(out, ";\nconst char *");

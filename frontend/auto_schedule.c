@@ -224,6 +224,7 @@ enum {
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
 	PERSIST_BYTES = 32768,    /* a cached row of one input: at most 8192 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
+	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
 	PERSIST_MAX_ELEMS = 64,   /* registers per thread for all cached inputs together */
 	BLOCK_ROWS_THREADS = 128, /* block size when several short rows share a block */
 	COL_THREADS = 128,        /* threads over the kept columns of an outer reduction */
@@ -658,7 +659,12 @@ static RowShape row_shape(Row *r, bool may_persist)
 		s.cache[i] = true;
 	}
 	if (ncached > 0) {
-		s.threads = pow2_ceil((n + PERSIST_ELEMS - 1) / PERSIST_ELEMS);
+		/* 16 elements per thread, or 32 for long rows (fewer, fuller threads: measured
+		 * faster for softmax and layernorm over 4096 f32, bench/RESULTS.md) */
+		int64_t per = PERSIST_ELEMS;
+		if ((n + per - 1) / per > ROW_THREADS && ncached * PERSIST_LONG_ELEMS <= PERSIST_MAX_ELEMS)
+			per = PERSIST_LONG_ELEMS;
+		s.threads = pow2_ceil((n + per - 1) / per);
 		if (s.threads < 32)
 			s.threads = 32;
 		if (s.threads > 1024)

@@ -254,11 +254,6 @@ bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 			return false;
 		}
 	}
-	if (ax->reduction && par_is_block(p)) {
-		diag_error(d, at, "grid reductions are not supported yet: reduction axis '%s' cannot be bound to %s (bind it to threadIdx.* for a block reduction, or leave it serial)",
-			   ax->name, par_name(p));
-		return false;
-	}
 	if (ax->vectorize) {
 		diag_error(d, at, "cannot bind '%s': it is vectorized", ax->name);
 		return false;
@@ -1034,6 +1029,38 @@ static bool check_block_size(Sched *s)
 	return false;
 }
 
+/* A reduction axis bound to blockIdx.* makes a grid reduction (passes/grid_reduce.c): only
+ * the last block to arrive has the result, so nothing in the same kernel may read it (that
+ * would need a grid-wide barrier). Only outputs that no statement reads qualify. Checked on
+ * the final schedule (rfactor and caches may have moved the binding to another tensor). */
+static bool check_grid_reductions(Sched *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *t = s->f->tensors[i];
+		Axis *ax = NULL;
+		for (int j = 0; j < t->ndomain && !ax; j++)
+			if (!t->domain[j]->ca_alias && t->domain[j]->reduction &&
+			    par_is_block(t->domain[j]->par))
+				ax = t->domain[j];
+		if (!ax)
+			continue;
+		if (t->readers.len > 0) {
+			Tensor *r = VEC_AT(t->readers, Tensor, 0);
+			diag_error(s->d, ax->par_span,
+				   "grid-reduced tensor '%s' is read by '%s' in the same kernel; that needs a grid-wide barrier, which fusc does not generate: compute '%s' in a fusion of its own and read it in a second one, or bind '%s' to threadIdx.* (a block reduction) or leave it serial",
+				   t->name, r->name, t->name, ax->name);
+			ok = false;
+		} else if (t->kind != TK_OUTPUT || t->ca_tensor) {
+			diag_error(s->d, ax->par_span,
+				   "grid-reduced tensor '%s' must be a fusion output computed in its own loop nest (reduction axis '%s' is bound to %s)",
+				   t->name, ax->name, par_name(ax->par));
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 {
 	AstSchedule *sc = f->ast_schedule;
@@ -1052,5 +1079,7 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 		ok = sched_check_caches(&s);
 	if (ok)
 		ok = check_block_size(&s);
+	if (ok)
+		ok = check_grid_reductions(&s);
 	return ok;
 }

@@ -718,6 +718,36 @@ static void exec_for(Sim *S, SimThread *T, Stmt *s)
 	push(S, T, s->body, s, n);
 }
 
+static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b);
+
+/* KS_GRID_REDUCE: blocks run one after another, so the atomic increment is a plain
+ * read-add-write and the fences are no-ops. The partial goes to ws[o * R + r]; the block that
+ * brings sem[o] to R folds ws[o * R + 0 .. R-1] in order (as __fus_grid_reduce does), resets
+ * sem[o] and returns true: it runs the store. The workspace is checked like any global buffer
+ * (bounds, reads of partials never written) but not for races: the protocol orders it. */
+static bool exec_grid_reduce(Sim *S, SimThread *T, Stmt *s)
+{
+	SimBuf *ws = buf_of(S, s->ws), *sem = buf_of(S, s->sem);
+	int64_t o = eval_i64(S, T, s->offset), r = eval_i64(S, T, s->part);
+	int64_t R = eval_i64(S, T, s->nparts), id = s->var->id;
+	DType t = s->var->dtype;
+
+	if (!ws || !sem)
+		return false;
+	write_elem(S, T, ws, o * R + r, cv(T->vars[id], t, ws->dt));
+	SVal old = read_elem(S, T, sem, o);
+	write_elem(S, T, sem, o, vi(old.i + 1));
+	if (old.i != R - 1)
+		return false;
+	SVal v = cv(read_elem(S, T, ws, o * R), ws->dt, t);
+	for (int64_t i = 1; i < R; i++)
+		v = red_combine(s->red, t, v, cv(read_elem(S, T, ws, o * R + i), ws->dt, t));
+	T->vars[id] = v;
+	T->var_init[id] = 1;
+	write_elem(S, T, sem, o, vi(0));
+	return true;
+}
+
 /* Runs T until it ends or reaches a barrier. */
 static void run_thread(Sim *S, SimThread *T)
 {
@@ -761,6 +791,10 @@ static void run_thread(Sim *S, SimThread *T)
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
+		case KS_GRID_REDUCE:
+			if (exec_grid_reduce(S, T, s))
+				push(S, T, s->body, NULL, 0);
+			break;
 		case KS_COMMENT:
 			break;
 		default:
@@ -999,6 +1033,57 @@ static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *
 	return pick;
 }
 
+bool sim_reverse_blocks;
+
+/* The block types a grid reduction of k reduces over, as a mask. */
+static unsigned grid_reduced(Stmt *s)
+{
+	unsigned m = 0;
+	for (; s; s = s->next)
+		m |= (s->kind == KS_GRID_REDUCE ? s->pars : 0) | grid_reduced(s->body) |
+		     grid_reduced(s->then) | grid_reduced(s->els);
+	return m;
+}
+
+/* The blocks to run. With grid reductions a sample takes whole segments (every block that
+ * differs only in the reduced block types), so that each sampled element gets all its
+ * partials and the last of them stores it. */
+static int64_t *pick_segments(Sim *S, int64_t max, uint64_t seed, int64_t *n)
+{
+	unsigned m = grid_reduced(S->k->body);
+	int64_t seg = 1, total = S->grid[0] * S->grid[1] * S->grid[2];
+	for (int d = 0; d < 3; d++)
+		if (m & (1u << (PT_BIDX + d)))
+			seg *= S->grid[d];
+	if (!m || seg <= 1 || max <= 0 || total <= max)
+		return pick_blocks(total, max, seed, n);
+	int64_t nseg, *segs = pick_blocks(total / seg, max / seg > 1 ? max / seg : 1, seed, &nseg);
+	int64_t *out = malloc(sizeof(int64_t) * (size_t)(nseg * seg));
+	int64_t k = 0;
+	for (int64_t i = 0; i < nseg; i++) {
+		/* segment i: its coordinates along the unreduced types, x fastest */
+		int64_t rest = segs[i], c[3];
+		for (int d = 0; d < 3; d++) {
+			bool red = m & (1u << (PT_BIDX + d));
+			c[d] = red ? 0 : rest % S->grid[d];
+			rest = red ? rest : rest / S->grid[d];
+		}
+		for (int64_t j = 0; j < seg; j++) {
+			int64_t q = j, b[3];
+			for (int d = 0; d < 3; d++) {
+				bool red = m & (1u << (PT_BIDX + d));
+				b[d] = red ? q % S->grid[d] : c[d];
+				q = red ? q / S->grid[d] : q;
+			}
+			out[k++] = b[0] + S->grid[0] * (b[1] + S->grid[1] * b[2]);
+		}
+	}
+	free(segs);
+	qsort(out, (size_t)k, sizeof *out, cmp_i64);
+	*n = k;
+	return out;
+}
+
 static char *msg(const char *fmt, ...) PRINTF(1, 2);
 static char *msg(const char *fmt, ...)
 {
@@ -1084,6 +1169,18 @@ static bool setup(Sim *S, const double *scalars, void **inputs)
 	for (int i = 0; i < f->noutputs; i++)
 		if (!global_buf(S, f->outputs[i], NULL, false))
 			return false;
+	/* grid reductions: ws (never initialized) and sem (zeroed, as the launcher does); both
+	 * without race tracking */
+	for (int i = 0; i < S->k->grid_ws.len; i++) {
+		Tensor *t = VEC_AT(S->k->grid_ws, Tensor, i);
+		if (!global_buf(S, t, NULL, false))
+			return false;
+		SimBuf *b = sim_buf(S, t);
+		free(b->gl);
+		b->gl = NULL;
+		if (i % 2)
+			memset(b->init, 1, (size_t)(b->n ? b->n : 1));
+	}
 	return true;
 }
 
@@ -1131,9 +1228,9 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 			thread_init(&S, &ts[i], (int)i);
 		r->blocks_total = S.grid[0] * S.grid[1] * S.grid[2];
 		r->threads_per_block = S.nthreads;
-		blocks = pick_blocks(r->blocks_total, o ? o->max_blocks : 0, o ? o->seed : 0, &nb);
+		blocks = pick_segments(&S, o ? o->max_blocks : 0, o ? o->seed : 0, &nb);
 		for (int64_t i = 0; i < nb && !r->error; i++)
-			run_block(&S, ts, blocks[i]);
+			run_block(&S, ts, blocks[sim_reverse_blocks ? nb - 1 - i : i]);
 		r->blocks_run = nb;
 		finish(&S, outputs);
 		for (int64_t i = 0; i < nts; i++)

@@ -155,6 +155,15 @@ static bool is_val(IrExpr *e, int64_t v)
 static int64_t cdiv(int64_t a, int64_t b) { return a / b; }
 static int64_t cmod(int64_t a, int64_t b) { return a % b; }
 
+/* m is (x / d) * d and r is x % d */
+static bool div_times(IrExpr *m, IrExpr *r)
+{
+	return m->kind == EX_OP && m->op == OP_MUL && m->args[0]->kind == EX_OP &&
+	       m->args[0]->op == OP_DIV && r->kind == EX_OP && r->op == OP_MOD &&
+	       ir_equal(m->args[1], m->args[0]->args[1]) && ir_equal(r->args[1], m->args[1]) &&
+	       ir_equal(r->args[0], m->args[0]->args[0]);
+}
+
 IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 {
 	int64_t x, y;
@@ -170,12 +179,12 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 		return ix_add(a, l->args[0], ir_int(a, x + y));
 	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
 		return ix_add(a, r, l);
-	/* (x / d) * d + x % d -> x (a merge of two axes read back in order) */
-	if (l->kind == EX_OP && l->op == OP_MUL && l->args[0]->kind == EX_OP &&
-	    l->args[0]->op == OP_DIV && r->kind == EX_OP && r->op == OP_MOD &&
-	    ir_equal(l->args[1], l->args[0]->args[1]) && ir_equal(r->args[1], l->args[1]) &&
-	    ir_equal(r->args[0], l->args[0]->args[0]))
+	/* (x / d) * d + x % d -> x (a merge of two axes read back in order), also at the end
+	 * of a longer sum: (e + (x / d) * d) + x % d -> e + x */
+	if (div_times(l, r))
 		return r->args[0];
+	if (l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64 && div_times(l->args[1], r))
+		return ix_add(a, l->args[0], r->args[0]);
 	/* left-associated sums print without parentheses: l + (b + c) -> (l + b) + c */
 	if (r->kind == EX_OP && r->op == OP_ADD && r->dtype == DT_I64)
 		return ix_add(a, ix_add(a, l, r->args[0]), r->args[1]);
@@ -272,6 +281,9 @@ IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
 		/* C division truncates: the identity needs q >= 0 as well */
 		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
 			return q;
+		/* (q*F + rem) / F == q + rem / F when both are non-negative */
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q) && ir_nonneg(rem))
+			return ix_add(a, q, ix_div(a, rem, r));
 	}
 	return ir_op(a, OP_DIV, DT_I64, l, r);
 }
@@ -289,6 +301,8 @@ IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
 			return l;
 		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
 			return rem;
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q) && ir_nonneg(rem))
+			return ix_mod(a, rem, r);
 	}
 	return ir_op(a, OP_MOD, DT_I64, l, r);
 }

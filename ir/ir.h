@@ -366,6 +366,12 @@ typedef enum StmtKind {
 			  * types of `pars` (a mask of 1u << ParType): every thread of the block
 			  * takes part (barriers inside), each gets its group's result (the
 			  * broadcast); kir_block_reduce_shape says how the groups are laid out */
+	KS_GRID_REDUCE, /* the grid step of a reduction over blockIdx types (`pars`, a mask of
+			 * 1u << PT_BID*) into element `offset` of output `tensor`, run by the one
+			 * thread of each block that would store that element: it leaves `var` in
+			 * ws[offset * nparts + part], counts arrivals in sem[offset], and the last
+			 * of the nparts blocks to arrive folds the partials in order part = 0, 1,
+			 * ... into `var` and runs `body` (the store). docs/reductions.md */
 } StmtKind;
 
 struct Stmt {
@@ -396,7 +402,13 @@ struct Stmt {
 			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
 			      * overlap may share bytes) */
 	ReduceOp red;     /* KS_BLOCK_REDUCE */
-	unsigned pars;    /* KS_BLOCK_REDUCE: the reduced thread types, 1u << PT_TIDX, ... */
+	unsigned pars;    /* KS_BLOCK_REDUCE: the reduced thread types, 1u << PT_TIDX, ...;
+			   * KS_GRID_REDUCE: the reduced block types, 1u << PT_BIDX, ... */
+	/* KS_GRID_REDUCE: the workspace (ws: nparts partials of the accumulator dtype per element
+	 * of `tensor`; sem: one arrival counter per element, zero before the launch), this
+	 * block's part (its linear index over the reduced block types) and their number */
+	Tensor *ws, *sem;
+	IrExpr *part, *nparts;
 };
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned
@@ -436,6 +448,11 @@ typedef struct Kernel {
 	 * vector accesses (no preconditions), named FUSION_kernel_scalar; launchers run it when a
 	 * precondition fails. NULL otherwise (and in the fallback itself). */
 	struct Kernel *fallback;
+	/* Grid reductions (passes/grid_reduce.c): Tensor* pairs ws, sem per KS_GRID_REDUCE, in
+	 * order. Global buffers that are not part of the fusion's signature: extra kernel
+	 * parameters after the sizes, allocated per launch by the launcher or libfusrt (ws:
+	 * shape[0] elements of its dtype; sem: shape[0] unsigned counters, zeroed). */
+	Vec grid_ws;
 } Kernel;
 
 /* ir/kir.c */

@@ -192,7 +192,7 @@ static const char *red_name(ReduceOp r)
 static void print_pars(unsigned pars, Buf *out)
 {
 	bool first = true;
-	for (int p = PT_TIDX; p <= PT_TIDZ; p++) {
+	for (int p = PT_BIDX; p <= PT_TIDZ; p++) {
 		if (!(pars & (1u << p)))
 			continue;
 		buf_printf(out, "%s%s", first ? "" : ", ", par_name((ParType)p));
@@ -322,6 +322,20 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		print_pars(s->pars, out);
 		buf_puts(out, ");");
 		break;
+	case KS_GRID_REDUCE:
+		/* grid_reduce_sum(s_acc over blockIdx.y, element j, part blockIdx.y of R,
+		 * fus_ws_s, fus_sem_s) { s[j] = s_acc; } */
+		buf_printf(out, "grid_reduce_%s(%s over ", red_name(s->red), s->var->name);
+		print_pars(s->pars, out);
+		buf_puts(out, ", element ");
+		ir_print_expr(s->offset, out);
+		buf_puts(out, ", part ");
+		ir_print_expr(s->part, out);
+		buf_puts(out, " of ");
+		ir_print_expr(s->nparts, out);
+		buf_printf(out, ", %s, %s) ", s->ws->name, s->sem->name);
+		print_block(s->body, level, out);
+		break;
 	case KS_CP_ASYNC:
 		print_cp_async(s, out);
 		break;
@@ -387,6 +401,10 @@ void kir_print_stmt_line(Stmt *s, Buf *out)
 	} else if (s->kind == KS_IF) {
 		Stmt head = *s;
 		head.then = head.els = NULL;
+		print_stmt(&head, 0, &one);
+	} else if (s->kind == KS_GRID_REDUCE) {
+		Stmt head = *s;
+		head.body = NULL;
 		print_stmt(&head, 0, &one);
 	} else {
 		print_stmt(s, 0, &one);

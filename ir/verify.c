@@ -4,7 +4,9 @@
  *     (Kernel.locals);
  *   - fusion-IR-only nodes (EX_AXIS, EX_REDUCE) are gone;
  *   - once the indexing pass has run, no EX_ACCESS remains and every store has an offset;
- *   - stores and allocations target a tensor that is not an input.
+ *   - stores and allocations target a tensor that is not an input;
+ *   - a grid step (KS_GRID_REDUCE) reduces over block types only and its body is exactly the
+ *     store of its accumulator to its element.
  * A failure is a compiler bug, reported as "internal: after pass X: ..." so that a test shows
  * which pass broke the IR.
  */
@@ -81,6 +83,31 @@ static void check_target(Verifier *v, Tensor *t)
 
 static void check_list(Verifier *v, Stmt *s);
 
+/* A grid step: block types only, an operator, its workspace, and a body that is the one store
+ * of its accumulator to element `offset` of its tensor. */
+static void check_grid_reduce(Verifier *v, Stmt *s)
+{
+	const char *name = s->tensor ? s->tensor->name : "?";
+	unsigned blocks = (1u << PT_BIDX) | (1u << PT_BIDY) | (1u << PT_BIDZ);
+	Stmt *b = s->body;
+	if (!s->var || !var_visible(v, s->var))
+		fail(v, "grid reduction of an undeclared local into", name);
+	if (!s->pars || (s->pars & ~blocks))
+		fail(v, "grid reduction over no block type or a thread type into", name);
+	if (s->red == RED_NONE || !s->ws || !s->sem || !s->offset || !s->part || !s->nparts)
+		fail(v, "grid reduction without an operator, a workspace or its indices into", name);
+	if (!b || b->next || b->kind != KS_STORE || b->tensor != s->tensor || !b->offset ||
+	    !b->value || b->value->kind != EX_VAR || b->value->var != s->var)
+		fail(v, "grid reduction whose body is not the store of its accumulator into", name);
+	if (!v->ok)
+		return;
+	check_target(v, s->tensor);
+	check_expr(v, s->offset);
+	check_expr(v, s->part);
+	check_expr(v, s->nparts);
+	check_list(v, s->body);
+}
+
 static void check_stmt(Verifier *v, Stmt *s)
 {
 	switch (s->kind) {
@@ -152,6 +179,9 @@ static void check_stmt(Verifier *v, Stmt *s)
 			fail(v, "block reduction without an operator into", s->var->name);
 		check_expr(v, s->value);
 		break;
+	case KS_GRID_REDUCE:
+		check_grid_reduce(v, s);
+		break;
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:
@@ -169,7 +199,7 @@ static void check_list(Verifier *v, Stmt *s)
 /* The passes that run after indexing (passes/pipeline.c order). */
 static bool is_after_indexing(const char *pass)
 {
-	static const char *after[] = {"indexing",      "cp_async", "circular_buffer",
+	static const char *after[] = {"indexing",      "grid_reduce", "cp_async", "circular_buffer",
 				      "vectorize",     "allocation", "shared_memory",
 				      "cp_wait",       "sync",       "arch",
 				      "simplify"};

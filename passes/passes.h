@@ -53,6 +53,9 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
 /* Element offset of t[subs] (logical subscripts): row-major over the shape for inputs and
  * outputs, over the buffer axes (computed forward from the subscripts) for intermediates. */
 IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n);
+/* passes/grid_reduce.c: the store of a tensor with reduction axes bound to blockIdx.* becomes
+ * a KS_GRID_REDUCE around it (workspace in Kernel.grid_ws; docs/reductions.md). */
+bool pass_grid_reduce(Kernel *k, Diag *d);
 /* passes/cp_async.c: copies into cp_async tensors -> KS_CP_ASYNC (zero-fill by src-size, a
  * real branch only for shared addresses out of range), one commit after each load nest. */
 bool pass_cp_async(Kernel *k, Diag *d);

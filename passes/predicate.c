@@ -15,6 +15,16 @@
  * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values
  * are never negative (loop variables, parallel indices and sizes are not), so only upper
  * bounds matter.
+ *
+ * Predicate elimination: a store into a register (local) tensor that reads only "total"
+ * tensors keeps no bounds condition except those on reduction loops (see elim_conds). A
+ * tensor is total when every element of its buffer is defined: a cp.async cache (its
+ * out-of-bounds lanes are zero-filled) or a register tensor whose stores all read total
+ * tensors (a fixpoint: find_total). An out-of-bounds lane then computes a defined value into
+ * its own register, inside its buffer (buffers are sized by their loops, which cover the
+ * lanes past a non-divisible split), and no in-bounds value reads it. The register GEMM's
+ * FMAs (`Cl = Cl + Al * Bl`) and its shared->register copies lose their row and column
+ * conditions this way.
  */
 #include "passes/passes.h"
 
@@ -98,6 +108,106 @@ static bool uses_var(IrExpr *e, Var *v)
 	return false;
 }
 
+/* ---- predicate elimination ---- */
+
+typedef struct Elim {
+	Vec stores;   /* every KS_STORE of the kernel */
+	Vec partial;  /* register tensors that are not total */
+	Arena *a;
+} Elim;
+
+static bool in_vec(Vec *v, void *p)
+{
+	for (int i = 0; i < v->len; i++)
+		if (v->items[i] == p)
+			return true;
+	return false;
+}
+
+static void collect_stores(Elim *e, Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_STORE)
+			vec_push(e->a, &e->stores, s);
+		collect_stores(e, s->body);
+		collect_stores(e, s->then);
+		collect_stores(e, s->els);
+	}
+}
+
+static bool is_total(Elim *e, Tensor *t)
+{
+	if (t->cp_async)
+		return true;
+	if (t->mem != MEM_LOCAL || in_vec(&e->partial, t))
+		return false;
+	for (int i = 0; i < e->stores.len; i++)
+		if (VEC_AT(e->stores, Stmt, i)->tensor == t)
+			return true;
+	return false; /* not stored by a plain store: not known to be defined everywhere */
+}
+
+static bool reads_total(Elim *e, IrExpr *x)
+{
+	if (!x)
+		return true;
+	if (x->kind == EX_ACCESS && !is_total(e, x->tensor))
+		return false;
+	for (int i = 0; i < x->nargs; i++)
+		if (!reads_total(e, x->args[i]))
+			return false;
+	return true;
+}
+
+/* Marks the register tensors that are not total until nothing changes. */
+static void find_total(Elim *e, Kernel *k)
+{
+	collect_stores(e, k->body);
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < e->stores.len; i++) {
+			Stmt *s = VEC_AT(e->stores, Stmt, i);
+			if (s->tensor->mem == MEM_LOCAL && !in_vec(&e->partial, s->tensor) &&
+			    !reads_total(e, s->value)) {
+				vec_push(e->a, &e->partial, s->tensor);
+				changed = true;
+			}
+		}
+	}
+}
+
+/* c reads a loop over a reduction axis, or a parallel index that t binds to a reduction
+ * axis: a reduction's padding would be added into in-bounds results (sum(k: exp(a[k]))
+ * reads exp(0) = 1 past the end), so such a condition stays. */
+static bool on_reduction(IrExpr *c, Tensor *t)
+{
+	if (c->kind == EX_VAR && c->var->axis && resolve(c->var->axis)->reduction)
+		return true;
+	if (c->kind == EX_PAR)
+		for (int i = 0; i < t->ndomain; i++) {
+			Axis *ax = resolve(t->domain[i]);
+			if (ax->reduction && ax->par == c->par)
+				return true;
+		}
+	for (int i = 0; i < c->nargs; i++)
+		if (on_reduction(c->args[i], t))
+			return true;
+	return false;
+}
+
+/* The conditions of an eliminated store: its parallel conditions and the bounds conditions
+ * on reduction loops. */
+static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
+{
+	Conds all = {.a = k->arena};
+	bounds(&all, s->tensor, s->idx, s->nidx);
+	access_conds(&all, s->value);
+	for (int i = 0; i < all.n; i++)
+		if (on_reduction(all.c[i], s->tensor))
+			add_cond(cs, all.c[i]);
+	par_conds(cs, k, s->tensor);
+}
+
 /* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
  * its value (`c[o] = inb ? A[g] : 0`, which the cp_async pass turns into the src-size
  * operand: the lane is zero-filled and global memory is not read). Only the parallel
@@ -130,20 +240,23 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 /* Wraps s in its predicate. A local assigned under a condition is only read under it: the
  * assignments right after s that read s's variable go into the same `if` (a max reduction's
  * `m_v = x[...]; m_acc = m_v > m_acc ... ;`). */
-static Stmt *guard(Kernel *k, Stmt *s)
+static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
 	Conds cs = {.a = k->arena};
 	Stmt *last = s;
 	if (s->kind == KS_STORE && s->tensor->cp_async)
 		return guard_cp_async(k, s);
-	if (s->kind == KS_STORE) {
+	if (s->kind == KS_STORE && is_total(e, s->tensor)) {
+		elim_conds(&cs, k, s);
+	} else if (s->kind == KS_STORE) {
 		bounds(&cs, s->tensor, s->idx, s->nidx);
 		par_conds(&cs, k, s->tensor);
 	}
 	/* a reduction's accumulation: threads beyond its bound extents add nothing */
 	if (s->kind == KS_LET && s->tensor)
 		par_conds(&cs, k, s->tensor);
-	access_conds(&cs, s->value);
+	if (!(s->kind == KS_STORE && is_total(e, s->tensor)))
+		access_conds(&cs, s->value);
 	if (s->kind == KS_LET) {
 		while (last->next && last->next->kind == KS_LET &&
 		       uses_var(last->next->value, s->var)) {
@@ -164,21 +277,21 @@ static Stmt *guard(Kernel *k, Stmt *s)
 	return g;
 }
 
-static Stmt *predicate_list(Kernel *k, Stmt *s)
+static Stmt *predicate_list(Kernel *k, Elim *e, Stmt *s)
 {
 	Stmt head = {0}, *prev = &head;
 	for (; s; s = s->next) {
 		switch (s->kind) {
 		case KS_FOR:
-			s->body = predicate_list(k, s->body);
+			s->body = predicate_list(k, e, s->body);
 			break;
 		case KS_IF:
-			s->then = predicate_list(k, s->then);
-			s->els = predicate_list(k, s->els);
+			s->then = predicate_list(k, e, s->then);
+			s->els = predicate_list(k, e, s->els);
 			break;
 		case KS_STORE:
 		case KS_LET:
-			s = guard(k, s);
+			s = guard(k, e, s);
 			break;
 		default:
 			break;
@@ -191,6 +304,8 @@ static Stmt *predicate_list(Kernel *k, Stmt *s)
 
 bool pass_predicate(Kernel *k, Diag *d)
 {
-	k->body = predicate_list(k, k->body);
+	Elim e = {.a = k->arena};
+	find_total(&e, k);
+	k->body = predicate_list(k, &e, k->body);
 	return true;
 }

@@ -10,14 +10,16 @@
 #include "passes/passes.h"
 
 /* Bound through a non-reduction axis: after a block reduction every thread of the reduced
- * types holds the same result, so only index 0 of them stores it. */
+ * types holds the same result, so only index 0 of them stores it. A reduction axis bound to a
+ * block type counts as bound: each block holds a partial, and the grid step (grid_reduce.c)
+ * lets the last block to arrive store the element, whatever its index. */
 static bool bound_to(Tensor *t, ParType p)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
 		while (ax->ca_alias)
 			ax = ax->ca_alias;
-		if (ax->par == p && !ax->reduction)
+		if (ax->par == p && (!ax->reduction || par_is_block(p)))
 			return true;
 	}
 	return false;

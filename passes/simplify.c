@@ -69,6 +69,13 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 			if (s->size && ir_is_const(s->size, &n) && n >= s->vec)
 				s->size = NULL;
 			break;
+		case KS_GRID_REDUCE:
+			/* the body is the store of element `offset`: keep them one expression */
+			s->body = simplify_list(k, s->body);
+			s->offset = s->body ? s->body->offset : simp(k, s->offset);
+			s->part = simp(k, s->part);
+			s->nparts = simp(k, s->nparts);
+			break;
 		case KS_CP_COMMIT:
 		case KS_CP_WAIT:
 		case KS_COMMENT:

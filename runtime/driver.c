@@ -54,6 +54,7 @@ static bool load_symbols(void *lib, const char **missing)
 		S(memcpy_htod, "cuMemcpyHtoD_v2", NULL),
 		S(memcpy_dtoh, "cuMemcpyDtoH_v2", NULL),
 		S(memset_d8, "cuMemsetD8_v2", NULL),
+		S(memset_d32, "cuMemsetD32_v2", NULL),
 		S(event_create, "cuEventCreate", NULL),
 		S(event_record, "cuEventRecord", NULL),
 		S(event_synchronize, "cuEventSynchronize", NULL),
@@ -74,6 +75,13 @@ static bool load_symbols(void *lib, const char **missing)
 		}
 		memcpy((char *)&rt_cu + syms[i].off, &p, sizeof p);
 	}
+	/* optional: stream-ordered allocation (grid-reduction workspace) */
+	*(void **)&rt_cu.mem_alloc_async = dlsym(lib, "cuMemAllocAsync");
+	*(void **)&rt_cu.mem_free_async = dlsym(lib, "cuMemFreeAsync");
+	*(void **)&rt_cu.memset_d32_async = dlsym(lib, "cuMemsetD32Async");
+	if (!rt_cu.mem_alloc_async || !rt_cu.mem_free_async || !rt_cu.memset_d32_async)
+		rt_cu.mem_alloc_async = NULL, rt_cu.mem_free_async = NULL,
+		rt_cu.memset_d32_async = NULL;
 	return true;
 }
 

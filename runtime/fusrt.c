@@ -491,15 +491,86 @@ static fusrt_status setup_smem(fusrt_module *m, int fi)
 	return FUSRT_OK;
 }
 
+/* Grid reductions (Kernel.grid_ws): the workspace of one launch, in stream order when the
+ * driver has cuMemAllocAsync (else synchronously): ws[i] gets grid_ws[i].shape[0] elements,
+ * the counters (odd i) are zeroed. On failure everything allocated is freed again. */
+static fusrt_status ws_alloc(Kernel *k, const int64_t *sizes, CUstream stream, CUdeviceptr *ws)
+{
+	fusrt_status s = FUSRT_OK;
+	CUresult r = CUDA_SUCCESS;
+	int i;
+
+	for (i = 0; i < k->grid_ws.len && s == FUSRT_OK; i++) {
+		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
+		int64_t n = 0;
+		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0) {
+			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the size of the "
+				    "grid-reduction workspace", k->fusion->name);
+			break;
+		}
+		size_t bytes = (size_t)(n ? n : 1) * (size_t)(i % 2 ? 4 : dtype_size(t->dtype));
+		r = rt_cu.mem_alloc_async ? rt_cu.mem_alloc_async(&ws[i], bytes, stream)
+					  : rt_cu.mem_alloc(&ws[i], bytes);
+		if (r != CUDA_SUCCESS) {
+			ws[i] = 0;
+			s = rt_cu_fail(r, "cuMemAllocAsync (grid-reduction workspace)");
+			break;
+		}
+		if (i % 2)
+			r = rt_cu.memset_d32_async ? rt_cu.memset_d32_async(ws[i], 0, bytes / 4, stream)
+						   : rt_cu.memset_d32(ws[i], 0, bytes / 4);
+		if (r != CUDA_SUCCESS)
+			s = rt_cu_fail(r, "cuMemsetD32Async (grid-reduction workspace)");
+	}
+	if (s != FUSRT_OK)
+		for (int j = 0; j < k->grid_ws.len && j <= i; j++)
+			if (ws[j] && (rt_cu.mem_free_async ? rt_cu.mem_free_async(ws[j], stream)
+							   : rt_cu.mem_free(ws[j])) != CUDA_SUCCESS)
+				break; /* the first error is the one reported */
+	return s;
+}
+
+/* After the launch, in stream order (the kernel finishes first). Without the stream-ordered
+ * calls the context is synchronized first, so nothing frees memory a kernel still uses.
+ * Returns the first error. */
+static CUresult ws_free(Kernel *k, CUstream stream, CUdeviceptr *ws)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (k->grid_ws.len && !rt_cu.mem_free_async)
+		r = rt_cu.ctx_synchronize();
+	for (int i = 0; i < k->grid_ws.len; i++) {
+		CUresult e = rt_cu.mem_free_async ? rt_cu.mem_free_async(ws[i], stream)
+						  : rt_cu.mem_free(ws[i]);
+		if (r == CUDA_SUCCESS)
+			r = e;
+	}
+	return r;
+}
+
 static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 			      const int64_t *sizes, const int64_t dims[6], CUstream stream)
 {
 	Kernel *k = slot_kernel(m, fi);
 	Fusion *f = k->fusion;
-	int n = f->nsig + f->nsizes;
+	int nws = k->grid_ws.len, n = f->nsig + f->nsizes + nws;
 	ArgSlot *slots = xmalloc(sizeof(ArgSlot) * (n + 1));
 	void **params = xmalloc(sizeof(void *) * (n + 1));
+	CUdeviceptr *ws = xmalloc(sizeof(CUdeviceptr) * (size_t)(nws + 1));
+	fusrt_status s;
 	CUresult r;
+
+	memset(ws, 0, sizeof(CUdeviceptr) * (size_t)(nws + 1));
+	if ((s = ws_alloc(k, sizes, stream, ws)) != FUSRT_OK) {
+		free(slots);
+		free(params);
+		free(ws);
+		return s;
+	}
+	for (int i = 0; i < nws; i++) {
+		slots[f->nsig + f->nsizes + i].ptr = ws[i];
+		params[f->nsig + f->nsizes + i] = &slots[f->nsig + f->nsizes + i];
+	}
 
 	for (int i = 0; i < f->nsig; i++) {
 		if (f->sig[i].kind == 'p')
@@ -518,9 +589,12 @@ static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 				stream, params, NULL);
 	free(slots);
 	free(params);
-	if (r != CUDA_SUCCESS)
-		return rt_cu_fail(r, "cuLaunchKernel");
-	return FUSRT_OK;
+	s = r != CUDA_SUCCESS ? rt_cu_fail(r, "cuLaunchKernel") : FUSRT_OK;
+	CUresult fr = ws_free(k, stream, ws);
+	free(ws);
+	if (s == FUSRT_OK && fr != CUDA_SUCCESS)
+		s = rt_cu_fail(fr, "cuMemFreeAsync (grid-reduction workspace)");
+	return s;
 }
 
 /* Everything before the launch: the module, the fusion, the arguments, the dims. *skip is

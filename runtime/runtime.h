@@ -38,6 +38,12 @@ typedef struct RtDriver {
 	CUresult (*memcpy_htod)(CUdeviceptr dst, const void *src, size_t n);
 	CUresult (*memcpy_dtoh)(void *dst, CUdeviceptr src, size_t n);
 	CUresult (*memset_d8)(CUdeviceptr dst, unsigned char v, size_t n);
+	CUresult (*memset_d32)(CUdeviceptr dst, unsigned v, size_t n);
+	/* Stream-ordered allocation (CUDA 11.2 drivers and later), for the workspace of grid
+	 * reductions; NULL when the driver lacks them (then the synchronous calls are used). */
+	CUresult (*mem_alloc_async)(CUdeviceptr *p, size_t n, CUstream s);
+	CUresult (*mem_free_async)(CUdeviceptr p, CUstream s);
+	CUresult (*memset_d32_async)(CUdeviceptr dst, unsigned v, size_t n, CUstream s);
 	CUresult (*event_create)(CUevent *e, unsigned flags);
 	CUresult (*event_record)(CUevent e, CUstream s);
 	CUresult (*event_synchronize)(CUevent e);

@@ -9,17 +9,20 @@
 #              dimensions only runs at them. A size a launcher requires to be a multiple of K
 #              (the header's "Requires: N a multiple of K") is rounded up to one.
 #   unit       build/check_unit with the "gpu" tagged tests (it must find the device).
+#   fallback   tests/gpu/fallback.cu: an auto-scheduled launcher built with nvcc runs its scalar
+#              kernel when N is not a multiple of 4 or a pointer is misaligned (checked on the CPU).
 #   sanitizer  compute-sanitizer over `fusc run` of each fusion at one small size no block
 #              divides: memcheck for every fusion, racecheck and synccheck for the files that
 #              use shared memory (the JIT-loaded modules are instrumented when they load).
 # Prints "N passed, N failed"; exits 1 on any failure and 77 when there is no CUDA device.
-# Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit sanitizer"),
+# Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit fallback sanitizer"), NVCC,
 # LOG (a folder: every command's output is kept there).
 FUSC=${FUSC:-build/fusc}
 CHECK_UNIT=${CHECK_UNIT:-build/check_unit}
 CUDA=${CUDA:-/usr/local/cuda}
 SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo "$CUDA/bin/compute-sanitizer")}
-PARTS=${PARTS:-"run unit sanitizer"}
+PARTS=${PARTS:-"run unit fallback sanitizer"}
+NVCC=${NVCC:-$CUDA/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 LOG=${LOG:-$tmp/log}
@@ -153,6 +156,13 @@ for part in $PARTS; do
 		# it must pass, and it must not have excluded the gpu tests
 		t "check_unit (with the gpu tests)" sh -c 'out=$("$0" 2>&1); rc=$?; printf "%s\n" "$out"
 			[ $rc -eq 0 ] && ! printf "%s\n" "$out" | grep -q "skipped: no CUDA device"' "$CHECK_UNIT"
+		;;
+	fallback)
+		t "fusc bench/pointwise/bias_gelu_auto.fus" "$FUSC" bench/pointwise/bias_gelu_auto.fus \
+			-o "$tmp/bias_gelu.cu" &&
+		t "nvcc tests/gpu/fallback.cu" "$NVCC" -O2 -arch=native -I"$tmp" -o "$tmp/fallback" \
+			tests/gpu/fallback.cu "$tmp/bias_gelu.cu" &&
+		t "fallback: scalar kernel for odd N and misaligned x" "$tmp/fallback"
 		;;
 	sanitizer)
 		if ! [ -x "$SANITIZER" ]; then

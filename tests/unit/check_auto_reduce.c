@@ -129,6 +129,37 @@ START_TEST(test_auto_softmax_persistent)
 }
 END_TEST
 
+/* Rows longer than 128 x 16 elements keep 32 per thread: 4096 f32 get 128 threads, 8192 get
+ * 256; with three cached inputs (3 x 32 > 64 registers) 16 per thread (256 threads). */
+static void expect_persistent(const char *src, const char *threads, const char *regs)
+{
+	char *k = auto_kernel(src);
+	ck_assert_contains(k, threads);
+	ck_assert_contains(k, regs);
+	free(k);
+}
+
+START_TEST(test_auto_long_rows)
+{
+	expect_persistent("fusion softmax(x: f32[M, 4096]) -> (y: f32[M, 4096]) {\n"
+			  "  m[i] = max(j: x[i, j]);\n"
+			  "  y[i, j] = exp(x[i, j] - m[i]);\n"
+			  "}\n",
+			  "grid(M) block(128) {", "alloc local f32 x_reg[32];");
+	expect_persistent("fusion n(x: f32[M, 8192]) -> (y: f32[M, 8192]) {\n"
+			  "  s[i] = sum(j: x[i, j]);\n"
+			  "  y[i, j] = x[i, j] / s[i];\n"
+			  "}\n",
+			  "grid(M) block(256) {", "alloc local f32 x_reg[32];");
+	expect_persistent("fusion n(a: f32[M, 4096], b: f32[M, 4096], c: f32[M, 4096]) -> "
+			  "(y: f32[M, 4096]) {\n"
+			  "  s[i] = sum(j: a[i, j] * b[i, j] * c[i, j]);\n"
+			  "  y[i, j] = a[i, j] * b[i, j] * c[i, j] / s[i];\n"
+			  "}\n",
+			  "grid(M) block(256) {", "alloc local f32 a_reg[16];");
+}
+END_TEST
+
 /* A symbolic row is not persistent: the reductions read x with coalesced scalar loads, the
  * output is written in vectors. */
 START_TEST(test_auto_softmax_symbolic)
@@ -625,6 +656,7 @@ Suite *auto_reduce_suite(void)
 	TCase *tc = tcase_create("auto");
 	tcase_add_test(tc, test_auto_row_sum);
 	tcase_add_test(tc, test_auto_softmax_persistent);
+	tcase_add_test(tc, test_auto_long_rows);
 	tcase_add_test(tc, test_auto_softmax_symbolic);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);

@@ -166,10 +166,14 @@ START_TEST(fold_split_identities)
 	ck_assert_str_eq(str(e), "a * 4 + b");
 	ck_assert_ptr_eq(ix_div(A, e, f), a);
 	ck_assert_ptr_eq(ix_mod(A, e, f), b);
-	/* not when the remainder can reach F */
+	/* a remainder that can reach F stays divided (all terms are non-negative) */
 	IrExpr *e5 = ix_add(A, ix_mul(A, a, f), b5);
-	ck_assert_str_eq(str(ix_div(A, e5, f)), "(a * 4 + c) / 4");
-	ck_assert_str_eq(str(ix_mod(A, e5, f)), "(a * 4 + c) % 4");
+	ck_assert_str_eq(str(ix_div(A, e5, f)), "a + c / 4");
+	ck_assert_str_eq(str(ix_mod(A, e5, f)), "c % 4");
+	/* and a merge read back at the end of a sum folds: a * 4 + c / 4 * 4 + c % 4 */
+	IrExpr *back = ix_add(A, ix_add(A, ix_mul(A, a, f), ix_mul(A, ix_div(A, b5, f), f)),
+			      ix_mod(A, b5, f));
+	ck_assert_str_eq(str(back), "a * 4 + c");
 	/* nested splits: (p * 1024 + q * 4 + b) % 4 -> b, / 4 -> p * 256 + q */
 	IrExpr *p = ir_par(A, PT_BIDX), *q = ir_par(A, PT_TIDX);
 	IrExpr *n = ix_add(A, ix_add(A, ix_mul(A, p, ir_int(A, 1024)), ix_mul(A, q, f)), b);

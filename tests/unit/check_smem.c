@@ -281,7 +281,7 @@ START_TEST(cp_async_zero_fill)
 		"    cp.async.wait_group 0;\n"
 		"    __syncthreads();\n"
 		"    for j in [0, 48) {\n"
-		"      out_acc = out_acc + As[j / 32 * 32 + j % 32 / 4 * 4 + j % 32 % 4];\n"
+		"      out_acc = out_acc + As[j];\n"
 		"    }\n"
 		"    if (threadIdx.x == 0) {\n"
 		"      out[i] = out_acc;\n"

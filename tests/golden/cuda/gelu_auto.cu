@@ -49,10 +49,14 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
+// integer max/min also serve the host launchers' launch sizes (int64_t is long on
+// LP64 and long long elsewhere: both have an exact match)
+__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
 __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }

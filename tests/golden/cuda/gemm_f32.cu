@@ -49,10 +49,14 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
+// integer max/min also serve the host launchers' launch sizes (int64_t is long on
+// LP64 and long long elsewhere: both have an exact match)
+__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
 __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
@@ -68,9 +72,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
   for (long long iu = 0; iu < 8; ++iu) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.y) * 128 + iu * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju * 16 + ((long long)threadIdx.x) < N) {
-        Cl[iu * 8 + ju] = 0.0f;
-      }
+      Cl[iu * 8 + ju] = 0.0f;
     }
   }
   float *As = reinterpret_cast<float *>(fus_smem + 0); // 8192 elements
@@ -111,14 +113,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     // Bl computed at Cl.ki
     #pragma unroll
     for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-      if (((long long)blockIdx.y) * 128 + iu_1 * 16 + ((long long)threadIdx.y) < M && ko * 16 < K) {
-        Al[iu_1] = As[(iu_1 * 16 + ((long long)threadIdx.y)) / 4 * 64 + (iu_1 * 16 + ((long long)threadIdx.y)) % 4 * 16 + ko % 4 * 2048];
+      if (ko * 16 < K) {
+        Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) / 4 * 64 + ((long long)threadIdx.y) % 4 * 16 + ko % 4 * 2048];
       }
     }
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (ko * 16 < K && ((long long)blockIdx.x) * 128 + ju_1 * 16 + ((long long)threadIdx.x) < N) {
-        Bl[ju_1] = Bs[(ju_1 * 16 + ((long long)threadIdx.x)) / 4 / 16 * 64 + (ju_1 * 16 + ((long long)threadIdx.x)) / 4 % 16 * 4 + (ju_1 * 16 + ((long long)threadIdx.x)) % 4 + ko % 4 * 2048];
+      if (ko * 16 < K) {
+        Bl[ju_1] = Bs[ju_1 * 16 + ((long long)threadIdx.x) + ko % 4 * 2048];
       }
     }
     #pragma unroll
@@ -126,14 +128,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
       if (ki + 1 < 16) {
         #pragma unroll
         for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-          if (((long long)blockIdx.y) * 128 + iu_1 * 16 + ((long long)threadIdx.y) < M && ko * 16 + ki + 1 < K) {
-            Al[iu_1 + (ki + 1) % 2 * 8] = As[(iu_1 * 16 + ((long long)threadIdx.y)) / 4 * 64 + (iu_1 * 16 + ((long long)threadIdx.y)) % 4 * 16 + (ki + 1) / 4 * 4 + (ki + 1) % 4 + ko % 4 * 2048];
+          if (ko * 16 + ki + 1 < K) {
+            Al[iu_1 + (ki + 1) % 2 * 8] = As[iu_1 * 256 + ((long long)threadIdx.y) / 4 * 64 + ((long long)threadIdx.y) % 4 * 16 + ki + 1 + ko % 4 * 2048];
           }
         }
         #pragma unroll
         for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-          if (ko * 16 + ki + 1 < K && ((long long)blockIdx.x) * 128 + ju_1 * 16 + ((long long)threadIdx.x) < N) {
-            Bl[ju_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + (ju_1 * 16 + ((long long)threadIdx.x)) / 4 / 16 * 64 + (ju_1 * 16 + ((long long)threadIdx.x)) / 4 % 16 * 4 + (ju_1 * 16 + ((long long)threadIdx.x)) % 4 + ko % 4 * 2048];
+          if (ko * 16 + ki + 1 < K) {
+            Bl[ju_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + ju_1 * 16 + ((long long)threadIdx.x) + ko % 4 * 2048];
           }
         }
       }
@@ -141,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
       for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
         #pragma unroll
         for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
-          if (((long long)blockIdx.y) * 128 + iu_2 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_2 * 16 + ((long long)threadIdx.x) < N && ko * 16 + ki < K) {
+          if (ko * 16 + ki < K) {
             Cl[iu_2 * 8 + ju_2] = Cl[iu_2 * 8 + ju_2] + Al[iu_2 + ki % 2 * 8] * Bl[ju_2 + ki % 2 * 8];
           }
         }

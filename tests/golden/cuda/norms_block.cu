@@ -49,10 +49,14 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
+// integer max/min also serve the host launchers' launch sizes (int64_t is long on
+// LP64 and long long elsewhere: both have an exact match)
+__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
 __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
@@ -132,9 +136,7 @@ extern "C" __global__ void __launch_bounds__(64) layernorm_block_kernel(const fl
     }
   }
   s1_acc = __fus_reduce_warps<__fus_red_sum, 64, float>(s1_acc);
-  if (((long long)blockIdx.x) < M) {
-    s1[0] = s1_acc;
-  }
+  s1[0] = s1_acc;
   float s2[1];
   // s2 computed at y.i
   s2_acc = 0.0f;
@@ -144,9 +146,7 @@ extern "C" __global__ void __launch_bounds__(64) layernorm_block_kernel(const fl
     }
   }
   s2_acc = __fus_reduce_warps<__fus_red_sum, 64, float>(s2_acc);
-  if (((long long)blockIdx.x) < M) {
-    s2[0] = s2_acc;
-  }
+  s2[0] = s2_acc;
   for (long long jo_2 = 0; jo_2 < (N + 63) / 64; ++jo_2) {
     if (((long long)blockIdx.x) < M && jo_2 * 64 + ((long long)threadIdx.x) < N) {
       y[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] = (x[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jo_2 * 64 + ((long long)threadIdx.x)] + beta[jo_2 * 64 + ((long long)threadIdx.x)];
@@ -167,9 +167,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_block_kernel(const flo
     }
   }
   ss_acc = __fus_reduce_warp<__fus_red_sum, 32, 128, float>(ss_acc);
-  if (((long long)blockIdx.x) * 4 + ((long long)threadIdx.y) < M) {
-    ss[0] = ss_acc;
-  }
+  ss[0] = ss_acc;
   for (long long jo_1 = 0; jo_1 < (N + 31) / 32; ++jo_1) {
     if (((long long)blockIdx.x) * 4 + ((long long)threadIdx.y) < M && jo_1 * 32 + ((long long)threadIdx.x) < N) {
       y[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] = x[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] * rsqrtf(ss[0] / N + eps) * w[jo_1 * 32 + ((long long)threadIdx.x)];
@@ -197,9 +195,7 @@ extern "C" __global__ void __launch_bounds__(64) rmsnorm_persistent_kernel(const
     }
   }
   ss_acc = __fus_reduce_warps<__fus_red_sum, 64, float>(ss_acc);
-  if (((long long)blockIdx.x) < M) {
-    ss[0] = ss_acc;
-  }
+  ss[0] = ss_acc;
   for (long long jo_2 = 0; jo_2 < 13; ++jo_2) {
     if (((long long)blockIdx.x) < M && jo_2 * 64 + ((long long)threadIdx.x) < 777) {
       y[((long long)blockIdx.x) * 777 + jo_2 * 64 + ((long long)threadIdx.x)] = __fus_float2half(__fus_half2float(xl[jo_2]) * rsqrtf(ss[0] / 777.0f + eps) * __fus_half2float(w[jo_2 * 64 + ((long long)threadIdx.x)]));

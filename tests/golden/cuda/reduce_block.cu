@@ -49,10 +49,14 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-__device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
+// integer max/min also serve the host launchers' launch sizes (int64_t is long on
+// LP64 and long long elsewhere: both have an exact match)
+__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
+__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
 __device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
@@ -249,9 +253,7 @@ extern "C" __global__ void __launch_bounds__(64) row_sum_rf_kernel(const float *
       r_acc = r_acc + (jo * 64 + ((long long)threadIdx.x) < N ? x[((long long)blockIdx.x) * N + jo * 64 + ((long long)threadIdx.x)] : 0.0f);
     }
   }
-  if (((long long)blockIdx.x) < M) {
-    r[0] = r_acc;
-  }
+  r[0] = r_acc;
   if (((long long)blockIdx.x) < M) {
     s_acc = s_acc + r[0];
   }
@@ -278,9 +280,7 @@ extern "C" __global__ void __launch_bounds__(32) row_max_rf_kernel(const __fus_b
       r_acc = r_v > r_acc || r_v != r_v ? r_v : r_acc;
     }
     r_acc = __fus_reduce_warp<__fus_red_max, 32, 32, float>(r_acc);
-    if (((long long)blockIdx.x) < M) {
-      r[0] = r_acc;
-    }
+    r[0] = r_acc;
     if (((long long)blockIdx.x) < M) {
       m_v = r[0];
       m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
