@@ -66,13 +66,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
 {
   extern __shared__ __align__(16) unsigned char fus_smem[]; // 65536 bytes, dynamic
   // nest of C
-  float Cl[64];
+  __align__(16) float Cl[64];
   // Cl computed at C.bj
   #pragma unroll
   for (long long iu = 0; iu < 8; ++iu) {
     #pragma unroll
-    for (long long ju = 0; ju < 8; ++ju) {
-      Cl[iu * 8 + ju] = 0.0f;
+    for (long long ju = 0; ju < 2; ++ju) {
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        Cl[iu * 8 + ju * 4 + jv] = 0.0f;
+      }
     }
   }
   float *As = reinterpret_cast<float *>(fus_smem + 0); // 8192 elements
@@ -109,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     float Al[16];
     // Al computed at Cl.ki
-    float Bl[16];
+    __align__(16) float Bl[16];
     // Bl computed at Cl.ki
     #pragma unroll
     for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
@@ -118,9 +121,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
       }
     }
     #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+    for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
       if (ko * 16 < K) {
-        Bl[ju_1] = Bs[ju_1 * 16 + ((long long)threadIdx.x) + ko % 4 * 2048];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
+      } else {
+        #pragma unroll
+        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+          if (ko * 16 < K) {
+            Bl[ju_1 * 4 + jv_1] = Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+          }
+        }
       }
     }
     #pragma unroll
@@ -133,18 +143,28 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
           }
         }
         #pragma unroll
-        for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+        for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
           if (ko * 16 + ki + 1 < K) {
-            Bl[ju_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + ju_1 * 16 + ((long long)threadIdx.x) + ko % 4 * 2048];
+            *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
+          } else {
+            #pragma unroll
+            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+              if (ko * 16 + ki + 1 < K) {
+                Bl[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+              }
+            }
           }
         }
       }
       #pragma unroll
       for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
         #pragma unroll
-        for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
-          if (ko * 16 + ki < K) {
-            Cl[iu_2 * 8 + ju_2] = Cl[iu_2 * 8 + ju_2] + Al[iu_2 + ki % 2 * 8] * Bl[ju_2 + ki % 2 * 8];
+        for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
+          #pragma unroll
+          for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+            if (ko * 16 + ki < K) {
+              Cl[iu_2 * 8 + ju_2 * 4 + jv_2] = Cl[iu_2 * 8 + ju_2 * 4 + jv_2] + Al[iu_2 + ki % 2 * 8] * Bl[ju_2 * 4 + jv_2 + ki % 2 * 8];
+            }
           }
         }
       }
@@ -156,9 +176,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
   #pragma unroll
   for (long long iu_3 = 0; iu_3 < 8; ++iu_3) {
     #pragma unroll
-    for (long long ju_3 = 0; ju_3 < 8; ++ju_3) {
-      if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 16 + ((long long)threadIdx.x) < N) {
-        C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 16 + ((long long)threadIdx.x)] = Cl[iu_3 * 8 + ju_3];
+    for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
+      if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Cl[iu_3 * 8 + ju_3 * 4]);
+      } else {
+        #pragma unroll
+        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
+          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+            C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = Cl[iu_3 * 8 + ju_3 * 4 + jv_3];
+          }
+        }
       }
     }
   }
@@ -199,13 +226,15 @@ extern "C" cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_
   if (N < 0)
     return fus_fail(gemm_f32_error_text, "gemm_f32: size N = %lld is negative", (long long)N);
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: A is not 16-byte aligned (cp.async, gemm_f32.fus:65:3)");
+    return fus_fail(gemm_f32_error_text, "gemm_f32: A is not 16-byte aligned (cp.async, gemm_f32.fus:71:3)");
   if ((uintptr_t)B % 16 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: B is not 16-byte aligned (cp.async, gemm_f32.fus:76:3)");
+    return fus_fail(gemm_f32_error_text, "gemm_f32: B is not 16-byte aligned (cp.async, gemm_f32.fus:82:3)");
+  if ((uintptr_t)C % 16 != 0)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: C is not 16-byte aligned (vectorized access, gemm_f32.fus:40:3)");
   if (K % 4 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: K = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:65:3)", (long long)K);
+    return fus_fail(gemm_f32_error_text, "gemm_f32: K = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:71:3)", (long long)K);
   if (N % 4 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: N = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:76:3)", (long long)N);
+    return fus_fail(gemm_f32_error_text, "gemm_f32: N = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:82:3)", (long long)N);
   const long long fus_grid_x = (N + 127) / 128;
   if (fus_grid_x > 2147483647)
     return fus_fail(gemm_f32_error_text, "gemm_f32: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -16,7 +16,7 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and gemm_f32_last_error()
  * says why.
- * Requires: A 16-byte aligned; B 16-byte aligned; K a multiple of 4; N a multiple of 4.
+ * Requires: A 16-byte aligned; B 16-byte aligned; C 16-byte aligned; K a multiple of 4; N a multiple of 4.
  */
 cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *gemm_f32_last_error(void);
