@@ -407,6 +407,9 @@ typedef struct Row {
 	Tensor *ins[MAX_GROUP];   /* inputs read as full rows x[rows..., col] */
 	uint64_t readers[MAX_GROUP]; /* per input: bit s set when stored tensor s reads it */
 	int nins;
+	Tensor *mids[MAX_GROUP];  /* inlined intermediates read as full rows mid[rows..., col] */
+	uint64_t mid_readers[MAX_GROUP]; /* per mid: the stored tensors that read it */
+	int nmids;
 	int cur;                /* stored tensor being walked: 0 anchor, 1 + i reds[i] */
 } Row;
 
@@ -482,6 +485,24 @@ static void row_read(Row *r, Tensor *x, const int *sub)
 	r->readers[i] |= 1ull << r->cur;
 }
 
+/* An inlined intermediate read as a full row: a candidate to keep in registers. */
+static void row_mid(Row *r, Tensor *x, const int *sub)
+{
+	bool full = x->ndim == r->k + 1;
+	for (int m = 0; m < x->ndim && full; m++)
+		full = m < r->k ? sub[m] == m : sub[m] == ROLE_COL;
+	if (!full)
+		return;
+	int i = 0;
+	while (i < r->nmids && r->mids[i] != x)
+		i++;
+	if (i == MAX_GROUP)
+		return;
+	if (i == r->nmids)
+		r->mids[r->nmids++] = x;
+	r->mid_readers[i] |= 1ull << r->cur;
+}
+
 static void row_walk(Row *r, IrExpr *e, const int *role)
 {
 	if (!e || !r->ok)
@@ -517,6 +538,8 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 		return;
 	}
 	bool recomputed = x->def && (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	if (recomputed && x->kind == TK_INTERMEDIATE)
+		row_mid(r, x, sub);
 	if (recomputed)
 		row_walk(r, x->def, sub);
 	else
@@ -526,6 +549,18 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 static int row_red_cmp(const void *x, const void *y)
 {
 	return (*(Tensor *const *)x)->index - (*(Tensor *const *)y)->index;
+}
+
+/* Reader bits after sorting reds[]: (1 + old index) -> (1 + new index); bit 0 stays. */
+static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
+{
+	uint64_t nb = bits & 1;
+	for (int j = 0; j < r->nreds; j++)
+		if (bits >> (1 + j) & 1)
+			for (int m = 0; m < r->nreds; m++)
+				if (r->reds[m] == old[j])
+					nb |= 1ull << (1 + m);
+	return nb;
 }
 
 /* The row group of output o, or ok == false when o is not row-shaped. */
@@ -557,22 +592,17 @@ static Row row_analyze(Arena *a, Tensor *o)
 	Tensor *old[MAX_GROUP];
 	memcpy(old, r.reds, sizeof(Tensor *) * (size_t)r.nreds);
 	qsort(r.reds, (size_t)r.nreds, sizeof(Tensor *), row_red_cmp);
-	for (int i = 0; i < r.nins; i++) {
-		uint64_t b = r.readers[i] & 1, nb = b;
-		for (int j = 0; j < r.nreds; j++)
-			if (r.readers[i] >> (1 + j) & 1)
-				for (int m = 0; m < r.nreds; m++)
-					if (r.reds[m] == old[j])
-						nb |= 1ull << (1 + m);
-		r.readers[i] = nb;
-	}
+	for (int i = 0; i < r.nins; i++)
+		r.readers[i] = remap_readers(&r, old, r.readers[i]);
+	for (int i = 0; i < r.nmids; i++)
+		r.mid_readers[i] = remap_readers(&r, old, r.mid_readers[i]);
 	(void)a;
 	return r;
 }
 
 /* Does e read memory tensor x, looking through recomputed tensors (inlined intermediates,
- * scalar temporaries, pointwise outputs read by another tensor)? */
-static bool reads_through(IrExpr *e, Tensor *x, int depth)
+ * scalar temporaries, pointwise outputs read by another tensor) other than `opaque`? */
+static bool reads_through_but(IrExpr *e, Tensor *x, Tensor *opaque, int depth)
 {
 	if (!e || depth > 64)
 		return false;
@@ -582,13 +612,18 @@ static bool reads_through(IrExpr *e, Tensor *x, int depth)
 			return true;
 		bool recomputed = t->def && !tensor_is_reduction(t) &&
 				  (t->inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
-		if (recomputed && reads_through(t->def, x, depth + 1))
+		if (recomputed && t != opaque && reads_through_but(t->def, x, opaque, depth + 1))
 			return true;
 	}
 	for (int i = 0; i < e->nargs; i++)
-		if (reads_through(e->args[i], x, depth))
+		if (reads_through_but(e->args[i], x, opaque, depth))
 			return true;
 	return false;
+}
+
+static bool reads_through(IrExpr *e, Tensor *x, int depth)
+{
+	return reads_through_but(e, x, NULL, depth);
 }
 
 /* The number of stored tensors of f (outputs, reductions, non-inlined intermediates) whose
@@ -625,6 +660,7 @@ typedef struct RowShape {
 	int64_t vec, threads, rows_per_block;
 	bool persistent;
 	bool cache[MAX_GROUP];   /* persistent: which inputs are kept in registers */
+	Tensor *mid;             /* persistent: an intermediate kept in registers, or NULL */
 } RowShape;
 
 static int row_vec(Row *r)
@@ -637,6 +673,31 @@ static int row_vec(Row *r)
 		while (vec > 1 && n % vec)
 			vec /= 2;
 	return vec;
+}
+
+/* Does e call a float function (exp, tanh, erf, ...)? */
+static bool has_float_fn(IrExpr *e)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_OP && op_kind(e->op) == 'f')
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (has_float_fn(e->args[i]))
+			return true;
+	return false;
+}
+
+/* The intermediate a persistent row keeps in registers instead of recomputing it: the first
+ * one that the anchor and another stored tensor of the group read and that calls a float
+ * function (softmax's e = exp(x - m), read by the sum and the output). */
+static Tensor *row_kept_mid(Row *r)
+{
+	for (int i = 0; i < r->nmids; i++)
+		if ((r->mid_readers[i] & 1) && popcount64(r->mid_readers[i]) >= 2 &&
+		    has_float_fn(r->mids[i]->def))
+			return r->mids[i];
+	return NULL;
 }
 
 static RowShape row_shape(Row *r, bool may_persist)
@@ -669,8 +730,11 @@ static RowShape row_shape(Row *r, bool may_persist)
 			s.threads = 32;
 		if (s.threads > 1024)
 			s.threads = 1024;
-		elems = ncached * ((vectors + s.threads - 1) / s.threads) * s.vec;
+		int64_t row_elems = ((vectors + s.threads - 1) / s.threads) * s.vec;
+		elems = ncached * row_elems;
 		s.persistent = elems <= PERSIST_MAX_ELEMS;
+		if (s.persistent && elems + row_elems <= PERSIST_MAX_ELEMS)
+			s.mid = row_kept_mid(r);
 	}
 	if (!s.persistent) {
 		memset(s.cache, 0, sizeof s.cache);
@@ -765,6 +829,17 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 	}
 }
 
+/* The tensor that t (a reduction or a cached input) is computed at: the anchor, unless only
+ * the kept intermediate reads it (compute_at wants a direct reader). */
+static const char *row_reader(Row *r, RowShape *s, Tensor *t)
+{
+	Tensor *o = r->anchor;
+	IrExpr *def = tensor_is_reduction(o) ? o->def->args[0] : o->def;
+	if (s->mid && !reads_through_but(def, t, s->mid, 0) && reads_through(s->mid->def, t, 0))
+		return s->mid->name;
+	return o->name;
+}
+
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
@@ -808,12 +883,22 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (s.persistent)
 			d_verb1(p, o->name, "unroll", x.jr);
 	}
+	/* The kept intermediate: in registers at the row, split like the anchor. */
+	if (s.mid) {
+		d_verb1(p, s.mid->name, "memory", "local");
+		d_compute_at(p, s.mid->name, o->name, at, shared, nshared);
+		const char *c = own_name(s.mid->root[r->k]->name, shared, nshared, p->a);
+		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads);
+		d_verb1(p, s.mid->name, "unroll", x.jr);
+		if (x.jv)
+			d_verb1(p, s.mid->name, "unroll", x.jv);
+	}
 	/* The reductions at the row, in definition order. */
 	for (int i = 0; i < r->nreds; i++) {
 		Tensor *t = r->reds[i];
 		if (t == o)
 			continue;
-		d_compute_at(p, t->name, o->name, at, shared, nshared);
+		d_compute_at(p, t->name, row_reader(r, &s, t), at, shared, nshared);
 		const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);
 		schedule_row_reduction(p, r, &s, t, 1 + i, c);
 	}
@@ -821,7 +906,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	for (int i = 0; i < r->nins; i++) {
 		if (!cache[i])
 			continue;
-		d_compute_at(p, cache[i], o->name, at, shared, nshared);
+		d_compute_at(p, cache[i], row_reader(r, &s, r->ins[i]), at, shared, nshared);
 		const char *c = own_name(col, shared, nshared, p->a);
 		RowAxes x = row_split(p, cache[i], c, s.vec, s.threads);
 		if (x.jv)

@@ -81,31 +81,34 @@ static const char softmax_src[] =
 	"}\n";
 
 /* A constant row of 1024 f32 is persistent: x is read once into 16 registers per thread
- * (64 threads), the max, the sum and the output read the registers. */
+ * (64 threads), the max and e = exp(x - m) read them; e is kept in 16 more registers (it
+ * calls exp and both the sum and the output read it), so exp runs once per element. */
 START_TEST(test_auto_softmax_persistent)
 {
 	char *ir = auto_ir(softmax_src);
 	ck_assert_str_eq(ir,
 		"  tensor x: f32[M, 1024] input global\n"
-		"  tensor x_reg: f32[M, 1024] intermediate local compute_at(y, 0) cache_after(x)\n"
+		"  tensor x_reg: f32[M, 1024] intermediate local compute_at(e, 0) cache_after(x)\n"
 		"    def x_reg[i, j] = x[i, j]\n"
+		"    domain:\n"
+		"      i: M = e.i (root 0)\n"
+		"      jr: 4 unroll (split of jo by 64, outer)\n"
+		"      tx: 64 threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 vectorize (split of j by 4, inner)\n"
+		"  tensor m: f32[M] intermediate local compute_at(e, 0)\n"
+		"    def m[i] = max(j: x_reg[i, j])\n"
+		"    domain:\n"
+		"      i: M = e.i (root 0)\n"
+		"      jr: 4 reduction unroll (split of jo by 64, outer)\n"
+		"      tx: 64 reduction threadIdx.x (split of jo by 64, inner)\n"
+		"      jv: 4 reduction unroll (split of j by 4, inner)\n"
+		"  tensor e: f32[M, 1024] intermediate local compute_at(y, 0)\n"
+		"    def e[i, j] = exp(x_reg[i, j] - m[i])\n"
 		"    domain:\n"
 		"      i: M = y.i (root 0)\n"
 		"      jr: 4 unroll (split of jo by 64, outer)\n"
 		"      tx: 64 threadIdx.x (split of jo by 64, inner)\n"
-		"      jv: 4 vectorize (split of j by 4, inner)\n"
-		"  tensor m: f32[M] intermediate local compute_at(y, 0)\n"
-		"    def m[i] = max(j: x_reg[i, j])\n"
-		"    domain:\n"
-		"      i: M = y.i (root 0)\n"
-		"      jr: 4 reduction unroll (split of jo by 64, outer)\n"
-		"      tx: 64 reduction threadIdx.x (split of jo by 64, inner)\n"
-		"      jv: 4 reduction unroll (split of j by 4, inner)\n"
-		"  tensor e: f32[M, 1024] intermediate local inline\n"
-		"    def e[i, j] = exp(x_reg[i, j] - m[i])\n"
-		"    domain:\n"
-		"      i: M (root 0)\n"
-		"      j: 1024 (root 1)\n"
+		"      jv: 4 unroll (split of j by 4, inner)\n"
 		"  tensor s: f32[M] intermediate local compute_at(y, 0)\n"
 		"    def s[i] = sum(j: e[i, j])\n"
 		"    domain:\n"
@@ -123,6 +126,7 @@ START_TEST(test_auto_softmax_persistent)
 	free(ir);
 	char *k = auto_kernel(softmax_src);
 	ck_assert_contains(k, "alloc local f32 x_reg[16];");
+	ck_assert_contains(k, "alloc local f32 e[16];");
 	ck_assert_contains(k, "m_acc = block_reduce_max(m_acc over threadIdx.x);");
 	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.x);");
 	free(k);
@@ -157,6 +161,16 @@ START_TEST(test_auto_long_rows)
 			  "  y[i, j] = a[i, j] * b[i, j] * c[i, j] / s[i];\n"
 			  "}\n",
 			  "grid(M) block(256) {", "alloc local f32 a_reg[16];");
+	/* an intermediate without a float function is recomputed, not kept (layernorm's d) */
+	char *k = auto_kernel("fusion ln(x: f32[M, 4096]) -> (y: f32[M, 4096]) {\n"
+			      "  s1[i] = sum(j: x[i, j]);\n"
+			      "  d[i, j] = x[i, j] - s1[i] / 4096.0;\n"
+			      "  v[i] = sum(j: d[i, j] * d[i, j]);\n"
+			      "  y[i, j] = d[i, j] * rsqrt(v[i] / 4096.0 + 0.00001);\n"
+			      "}\n");
+	ck_assert_contains(k, "alloc local f32 x_reg[32];");
+	ck_assert_msg(strstr(k, "alloc local f32 d[") == NULL, "d kept in registers:\n%s", k);
+	free(k);
 }
 END_TEST
 
