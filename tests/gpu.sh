@@ -15,7 +15,7 @@
 #              divides: memcheck for every fusion, racecheck and synccheck for the files that
 #              use shared memory (the JIT-loaded modules are instrumented when they load).
 # Prints "N passed, N failed"; exits 1 on any failure and 77 when there is no CUDA device.
-# Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit fallback sanitizer"), NVCC, SHARD,
+# Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit fallback sanitizer"), NVCC, FILES, SHARD,
 # LOG (a folder: every command's output is kept there).
 FUSC=${FUSC:-build/fusc}
 CHECK_UNIT=${CHECK_UNIT:-build/check_unit}
@@ -119,10 +119,11 @@ small_for() {
 	esac
 }
 
-# SHARD=i/n keeps every n-th file from the i-th (0-based): n copies of this script can share
-# the GPU (compute-sanitizer runs are slow and mostly CPU).
+# FILES (globs) replaces the file list; SHARD=i/n keeps every n-th file from the i-th
+# (0-based): n copies of this script can share the GPU (compute-sanitizer runs are slow and
+# mostly CPU).
 files() {
-	for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
+	for f in ${FILES:-examples/*.fus examples/*/*.fus tests/golden/ok/*.fus}; do
 		case $f in examples/embed/*) continue ;; esac
 		[ -f "$f" ] && echo "$f"
 	done | awk -v shard="${SHARD:-0/1}" 'BEGIN { split(shard, s, "/") } (NR - 1) % s[2] == s[1]'
