@@ -664,6 +664,105 @@ static const char grid_preamble[] =
 	"  return true;\n"
 	"}\n";
 
+/* Welford block combinations (KS_BLOCK_REDUCE with RED_WELFORD, docs/reductions.md),
+ * emitted only for files that use them, after the block reductions (they use __fus_tid). The
+ * triples (n, mean, M2) combine with Chan et al.'s formula, the lower-numbered thread's triple
+ * first, so both sides of a butterfly step get the same bits; the order is the one of
+ * kir_block_reduce_shape, which the simulator follows too. */
+static const char welford_preamble[] =
+	"\n"
+	"// ---- Welford block combinations: every thread of the block calls them ----\n"
+	"// (n, m, m2) = (n, m, m2) + (nb, mb, m2b); an empty side (count 0) gives the other.\n"
+	"template <typename T>\n"
+	"__device__ __forceinline__ void __fus_welford_combine(T &n, T &m, T &m2, T nb, T mb, T m2b)\n"
+	"{\n"
+	"  if (nb == (T)0)\n"
+	"    return;\n"
+	"  if (n == (T)0) {\n"
+	"    n = nb; m = mb; m2 = m2b;\n"
+	"    return;\n"
+	"  }\n"
+	"  T nn = n + nb;\n"
+	"  T d = mb - m;\n"
+	"  T f = nb / nn;\n"
+	"  m = m + d * f;\n"
+	"  m2 = m2 + m2b + d * d * n * f;\n"
+	"  n = nn;\n"
+	"}\n"
+	"\n"
+	"// Butterfly over groups of COUNT (a power of 2 <= 32) consecutive lanes of `mask`.\n"
+	"template <int COUNT, typename T>\n"
+	"__device__ __forceinline__ void __fus_welford_shfl(unsigned mask, unsigned tid, T &n, T &m, T &m2)\n"
+	"{\n"
+	"#pragma unroll\n"
+	"  for (int o = COUNT / 2; o > 0; o /= 2) {\n"
+	"    T nb = __shfl_xor_sync(mask, n, o);\n"
+	"    T mb = __shfl_xor_sync(mask, m, o);\n"
+	"    T m2b = __shfl_xor_sync(mask, m2, o);\n"
+	"    if (tid & (unsigned)o) { // the partner is the lower thread: its triple goes first\n"
+	"      T t = n; n = nb; nb = t;\n"
+	"      t = m; m = mb; mb = t;\n"
+	"      t = m2; m2 = m2b; m2b = t;\n"
+	"    }\n"
+	"    __fus_welford_combine(n, m, m2, nb, mb, m2b);\n"
+	"  }\n"
+	"}\n"
+	"\n"
+	"// Groups of COUNT (a power of 2 <= 32) consecutive threads of NT: shuffles only.\n"
+	"template <int COUNT, int NT, typename T>\n"
+	"__device__ __forceinline__ void __fus_welford_warp(T &n, T &m, T &m2)\n"
+	"{\n"
+	"  unsigned tid = __fus_tid();\n"
+	"  unsigned left = NT - (tid & ~31u);\n"
+	"  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;\n"
+	"  __fus_welford_shfl<COUNT>(mask, tid, n, m, m2);\n"
+	"}\n"
+	"\n"
+	"// Groups of COUNT (a multiple of 32) consecutive threads: a butterfly in each warp, then\n"
+	"// the group's warp results in order through shared memory.\n"
+	"template <int COUNT, typename T>\n"
+	"__device__ __forceinline__ void __fus_welford_warps(T &n, T &m, T &m2)\n"
+	"{\n"
+	"  __shared__ T wn[32], wm[32], wm2[32];\n"
+	"  unsigned tid = __fus_tid();\n"
+	"  __fus_welford_shfl<32>(0xffffffffu, tid, n, m, m2);\n"
+	"  if ((tid & 31u) == 0) {\n"
+	"    wn[tid >> 5] = n; wm[tid >> 5] = m; wm2[tid >> 5] = m2;\n"
+	"  }\n"
+	"  __syncthreads();\n"
+	"  unsigned first = tid / COUNT * (COUNT / 32);\n"
+	"  n = wn[first]; m = wm[first]; m2 = wm2[first];\n"
+	"#pragma unroll\n"
+	"  for (int w = 1; w < COUNT / 32; w++)\n"
+	"    __fus_welford_combine(n, m, m2, wn[first + w], wm[first + w], wm2[first + w]);\n"
+	"  __syncthreads();\n"
+	"}\n"
+	"\n"
+	"// Any other group (base + i * STRIDE, i < COUNT): in order through shared memory.\n"
+	"template <int COUNT, int STRIDE, int NT, typename T>\n"
+	"__device__ __forceinline__ void __fus_welford_smem(T &n, T &m, T &m2)\n"
+	"{\n"
+	"  __shared__ T wn[NT], wm[NT], wm2[NT];\n"
+	"  unsigned tid = __fus_tid();\n"
+	"  wn[tid] = n; wm[tid] = m; wm2[tid] = m2;\n"
+	"  __syncthreads();\n"
+	"  unsigned base = tid / (COUNT * STRIDE) * (COUNT * STRIDE) + tid % STRIDE;\n"
+	"  n = wn[base]; m = wm[base]; m2 = wm2[base];\n"
+	"  for (int i = 1; i < COUNT; i++)\n"
+	"    __fus_welford_combine(n, m, m2, wn[base + i * STRIDE], wm[base + i * STRIDE],\n"
+	"                          wm2[base + i * STRIDE]);\n"
+	"  __syncthreads();\n"
+	"}\n";
+
+static bool has_welford(Stmt *s)
+{
+	for (; s; s = s->next)
+		if ((s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD) || has_welford(s->body) ||
+		    has_welford(s->then) || has_welford(s->els))
+			return true;
+	return false;
+}
+
 static bool has_grid_reduce(Kernel *k)
 {
 	return k->grid_ws.len > 0 || (k->fallback && k->fallback->grid_ws.len > 0);
@@ -873,11 +972,41 @@ static void emit_let(Em *em, Stmt *s)
 
 /* acc = __fus_reduce_warps<__fus_red_sum, 128, float>(acc); (bool travels as int: shuffles
  * have no bool overload) */
+/* __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2); */
+static void emit_block_welford(Em *em, Stmt *s, BlockReduceShape *sh)
+{
+	const char *ct = dtype_ctype(s->var->dtype);
+	line_start(em);
+	switch (sh->kind) {
+	case BR_WARP:
+		buf_printf(em->out, "__fus_welford_warp<%lld, %lld, %s>(", (long long)sh->count,
+			   (long long)sh->nthreads, ct);
+		break;
+	case BR_WARPS:
+		buf_printf(em->out, "__fus_welford_warps<%lld, %s>(", (long long)sh->count, ct);
+		break;
+	case BR_SMEM:
+		buf_printf(em->out, "__fus_welford_smem<%lld, %lld, %lld, %s>(", (long long)sh->count,
+			   (long long)sh->stride, (long long)sh->nthreads, ct);
+		break;
+	}
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ", ");
+	cuda_name(em->out, s->wmean->name);
+	buf_puts(em->out, ", ");
+	cuda_name(em->out, s->wm2->name);
+	buf_puts(em->out, ");\n");
+}
+
 static void emit_block_reduce(Em *em, Stmt *s)
 {
 	BlockReduceShape sh;
 	if (!kir_block_reduce_shape(em->k, s->pars, &sh))
 		die("block reduction without a layout reached the backend");
+	if (s->red == RED_WELFORD) {
+		emit_block_welford(em, s, &sh);
+		return;
+	}
 	const char *op = s->red == RED_MAX ? "max" : s->red == RED_MIN ? "min" : "sum";
 	bool is_bool = s->var->dtype == DT_BOOL;
 	const char *ct = is_bool ? "int" : dtype_ctype(s->var->dtype);
@@ -1118,6 +1247,12 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 	}
 	if (grid)
 		buf_puts(out, grid_preamble);
+	for (int i = 0; i < nk; i++) {
+		if (has_welford(ks[i]->body) || (ks[i]->fallback && has_welford(ks[i]->fallback->body))) {
+			buf_puts(out, welford_preamble);
+			break;
+		}
+	}
 	for (int i = 0; i < nk; i++) {
 		emit_kernel(ks[i], out);
 		if (ks[i]->fallback)

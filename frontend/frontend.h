@@ -209,6 +209,10 @@ bool sched_cache_after(Sched *s, Tensor *t, AstDirective *dir);
 bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir);
 bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir);
 bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir);
+/* frontend/welford.c: `s2.welford()` (the pattern, at the directive) and the final
+ * schedule's checks of every welford pair (placement, loops, no grid reduction, no rfactor). */
+bool sched_welford(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_check_welford(Sched *s);
 bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer);
 bool sched_finish_caches(Sched *s);
 void sched_insert_tensor(Arena *a, Fusion *f, Tensor *c, int at);

@@ -35,7 +35,8 @@
 	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
-	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")
+	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
+	X(WELFORD, "welford", "", "welford()")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -924,6 +925,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_DOUBLE_BUFFER: return sched_stages(s, t, dir, true);
 	case V_STAGES: return sched_stages(s, t, dir, false);
 	case V_RFACTOR: return sched_rfactor(s, t, dir);
+	case V_WELFORD: return sched_welford(s, t, dir);
 	default: unreachable();
 	}
 }
@@ -1079,6 +1081,9 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 		ok = sched_check_caches(&s);
 	if (ok)
 		ok = check_block_size(&s);
+	/* welford first: its message for a grid-bound sum says what welford() supports */
+	if (ok)
+		ok = sched_check_welford(&s);
 	if (ok)
 		ok = check_grid_reductions(&s);
 	return ok;

@@ -932,6 +932,81 @@ static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
 	free(w);
 }
 
+/* A Welford triple (count, mean, M2) in the accumulation dtype. */
+typedef struct Wf {
+	SVal n, m, m2;
+} Wf;
+
+/* a + b, Chan et al., in __fus_welford_combine's order of operations: an empty side gives
+ * the other; otherwise nn = na + nb, d = mb - ma, f = nb / nn, m = ma + d * f,
+ * m2 = (m2a + m2b) + d * d * na * f. */
+static Wf wf_combine(DType t, Wf a, Wf b)
+{
+	if (b.n.f == 0)
+		return a;
+	if (a.n.f == 0)
+		return b;
+	SVal nn = interp_arith(OP_ADD, t, a.n, b.n), d = interp_arith(OP_SUB, t, b.m, a.m);
+	SVal f = interp_arith(OP_DIV, t, b.n, nn);
+	SVal dd = interp_arith(OP_MUL, t, interp_arith(OP_MUL, t, d, d), a.n);
+	Wf r;
+	r.m = interp_arith(OP_ADD, t, a.m, interp_arith(OP_MUL, t, d, f));
+	r.m2 = interp_arith(OP_ADD, t, interp_arith(OP_ADD, t, a.m2, b.m2),
+			    interp_arith(OP_MUL, t, dd, f));
+	r.n = nn;
+	return r;
+}
+
+/* KS_BLOCK_REDUCE with RED_WELFORD at its release: block_reduce's groups and order, with the
+ * lower-numbered thread's triple first in each butterfly step (as __fus_welford_warp). */
+static void block_welford(Sim *S, SimThread *ts, Stmt *s)
+{
+	BlockReduceShape sh;
+	int64_t n = S->nthreads, ids[3] = {s->var->id, s->wmean->id, s->wm2->id};
+	DType t = s->var->dtype;
+
+	if (!kir_block_reduce_shape(S->k, s->pars, &sh) || sh.nthreads != n) {
+		fail(S, "block reduction whose groups do not match the block");
+		return;
+	}
+	Wf *v = malloc(sizeof(Wf) * (size_t)n), *w = malloc(sizeof(Wf) * (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		v[i] = (Wf){ts[i].vars[ids[0]], ts[i].vars[ids[1]], ts[i].vars[ids[2]]};
+	if (sh.kind != BR_SMEM) {
+		for (int64_t o = (sh.kind == BR_WARP ? sh.count : 32) / 2; o > 0; o /= 2) {
+			for (int64_t i = 0; i < n; i++) {
+				int64_t j = i ^ o;
+				w[i] = j >= n ? v[i] : wf_combine(t, v[i < j ? i : j], v[i < j ? j : i]);
+			}
+			memcpy(v, w, sizeof(Wf) * (size_t)n);
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		int64_t span = sh.count * sh.stride, base = i / span * span + i % sh.stride;
+		if (sh.kind == BR_WARP) {
+			w[i] = v[i];
+		} else if (sh.kind == BR_WARPS) {
+			int64_t first = i / sh.count * sh.count;
+			w[i] = v[first];
+			for (int64_t q = 1; q < sh.count / 32; q++)
+				w[i] = wf_combine(t, w[i], v[first + 32 * q]);
+		} else {
+			w[i] = v[base];
+			for (int64_t q = 1; q < sh.count; q++)
+				w[i] = wf_combine(t, w[i], v[base + q * sh.stride]);
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		SVal r[3] = {w[i].n, w[i].m, w[i].m2};
+		for (int q = 0; q < 3; q++) {
+			ts[i].vars[ids[q]] = r[q];
+			ts[i].var_init[ids[q]] = 1;
+		}
+	}
+	free(v);
+	free(w);
+}
+
 /* Threads run until every one waits at a barrier or has ended; then the barrier releases. A
  * barrier that not every thread reaches (some ended, or wait elsewhere) is reported and then
  * released anyway, so the simulation goes on. */
@@ -959,7 +1034,9 @@ static void run_block_barriers(Sim *S, SimThread *ts)
 			return; /* every thread ended */
 		if (odd)
 			barrier_fault(S, ts, first->at, odd, arrived);
-		if (first->at->kind == KS_BLOCK_REDUCE)
+		if (first->at->kind == KS_BLOCK_REDUCE && first->at->red == RED_WELFORD)
+			block_welford(S, ts, first->at);
+		else if (first->at->kind == KS_BLOCK_REDUCE)
 			block_reduce(S, ts, first->at);
 		S->epoch++;
 		for (int64_t i = 0; i < S->nthreads; i++)

@@ -507,6 +507,7 @@ static const char *red_name(ReduceOp r)
 	case RED_SUM: return "sum";
 	case RED_MAX: return "max";
 	case RED_MIN: return "min";
+	case RED_WELFORD: return "welford";
 	case RED_NONE: break;
 	}
 	return "reduce";

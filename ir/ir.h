@@ -116,7 +116,9 @@ static inline bool par_is_thread(ParType p) { return p >= PT_TIDX && p <= PT_TID
 typedef enum MemType { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } MemType;
 const char *mem_name(MemType m);
 
-typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN } ReduceOp;
+/* RED_WELFORD exists only in the kernel IR: a KS_BLOCK_REDUCE of Welford triples (count, mean,
+ * M2) made by `s2.welford()` (docs/reductions.md, "Welford's single pass"). */
+typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_WELFORD } ReduceOp;
 
 /* ---- expressions --------------------------------------------------------------------- */
 
@@ -290,6 +292,11 @@ struct Tensor {
 	int stages;         /* circular buffer slots (0: not buffered; double_buffer() = 2) */
 	int prefetch;       /* prefetch distance (default stages - 1) */
 	Span stages_span;
+	/* `s2.welford()` (frontend/welford.c): s2 (welford_sum set) is the sum of squared
+	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
+	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */
+	Tensor *welford_sum, *welford_var;
+	Span welford_span;  /* the welford directive */
 };
 
 typedef struct Fusion {
@@ -402,6 +409,9 @@ struct Stmt {
 			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
 			      * overlap may share bytes) */
 	ReduceOp red;     /* KS_BLOCK_REDUCE */
+	/* KS_BLOCK_REDUCE with red RED_WELFORD: var is the count, wmean and wm2 the mean and
+	 * M2 of the thread's partial (all of the accumulation dtype); Chan et al.'s combination */
+	Var *wmean, *wm2;
 	unsigned pars;    /* KS_BLOCK_REDUCE: the reduced thread types, 1u << PT_TIDX, ...;
 			   * KS_GRID_REDUCE: the reduced block types, 1u << PT_BIDX, ... */
 	/* KS_GRID_REDUCE: the workspace (ws: nparts partials of the accumulator dtype per element
@@ -465,6 +475,9 @@ Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size);
 Stmt *kir_comment(Kernel *k, const char *text);
 /* var = red of var over the thread types in pars (KS_BLOCK_REDUCE). */
 Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars);
+/* (n, mean, m2) = the Welford combination of the triples over the thread types in pars
+ * (KS_BLOCK_REDUCE with RED_WELFORD). */
+Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars);
 /* How a block reduction's groups lie in the block (k's constant launch dims): the group of the
  * thread with linear index tid = x + X * (y + Y * z) is base + r * stride, r in [0, count),
  * base = tid / (count * stride) * (count * stride) + tid % stride; nthreads = X * Y * Z. The

@@ -142,6 +142,14 @@ Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars)
 	return s;
 }
 
+Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars)
+{
+	Stmt *s = kir_block_reduce(k, n, RED_WELFORD, pars);
+	s->wmean = mean;
+	s->wm2 = m2;
+	return s;
+}
+
 static int64_t thread_dim(Kernel *k, ParType p)
 {
 	int64_t v = 1;
@@ -186,7 +194,7 @@ bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out)
 
 static const char *red_name(ReduceOp r)
 {
-	return r == RED_MAX ? "max" : r == RED_MIN ? "min" : "sum";
+	return r == RED_MAX ? "max" : r == RED_MIN ? "min" : r == RED_WELFORD ? "welford" : "sum";
 }
 
 static void print_pars(unsigned pars, Buf *out)
@@ -316,6 +324,15 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		buf_puts(out, "__syncthreads();");
 		break;
 	case KS_BLOCK_REDUCE:
+		if (s->red == RED_WELFORD) {
+			/* s1_n, s1_mean, s1_m2 = block_welford(s1_n, s1_mean, s1_m2 over threadIdx.x); */
+			const char *n = s->var->name, *m = s->wmean->name, *m2 = s->wm2->name;
+			buf_printf(out, "%s, %s, %s = block_welford(%s, %s, %s over ", n, m, m2, n, m,
+				   m2);
+			print_pars(s->pars, out);
+			buf_puts(out, ");");
+			break;
+		}
 		buf_printf(out, "%s = block_reduce_%s(", s->var->name, red_name(s->red));
 		ir_print_expr(s->value, out);
 		buf_puts(out, " over ");

@@ -177,6 +177,12 @@ static void check_stmt(Verifier *v, Stmt *s)
 			     s->var->name);
 		if (s->red == RED_NONE)
 			fail(v, "block reduction without an operator into", s->var->name);
+		if ((s->red == RED_WELFORD) != (s->wmean && s->wm2))
+			fail(v, "Welford block reduction without its mean and M2 (or a plain one with "
+			     "them) into", s->var->name);
+		if (s->red == RED_WELFORD && s->wmean && s->wm2 &&
+		    (!var_visible(v, s->wmean) || !var_visible(v, s->wm2)))
+			fail(v, "Welford block reduction into an undeclared local", s->var->name);
 		check_expr(v, s->value);
 		break;
 	case KS_GRID_REDUCE:

@@ -42,6 +42,7 @@ typedef struct Nest {
 	Tensor *top;        /* the top-level tensor whose nest is being built */
 	Binding *env;       /* axis values of the enclosing loops (a stack) */
 	int nenv, cap;
+	Vec wsums, wm2s;    /* welford: the sums s1 built so far and their M2 locals (welford.c) */
 	bool ok;
 } Nest;
 
@@ -311,12 +312,15 @@ typedef struct Frame {
 	int rstart;  /* where the accumulator starts (ndomain for a non-reduction) */
 	Var *acc;    /* reduction accumulator */
 	bool in_place; /* accumulates in its own register buffer (accumulate_in_place) */
+	Var *wmean, *wm2; /* welford (t->welford_var): acc is the count; the mean and M2 */
 	unsigned threads; /* thread types of the reduction axes: a block reduction */
 	Span threads_span; /* the bind directive of the first of them */
 } Frame;
 
 static Stmt *build(Nest *n, Frame *fr, int pos);
 static Stmt *build_tensor(Nest *n, Tensor *t);
+static Stmt *innermost(Nest *n, Frame *fr);
+static Stmt *open_axis(Nest *n, Frame *fr, int pos);
 
 /* The axis a compute_at position resolves to: through aliases to a real loop. */
 static void placement(Tensor *t, Tensor **owner, int *pos)
@@ -405,12 +409,83 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 	return kir_for(n->k, v, body);
 }
 
+/* ---- Welford's single pass (s2.welford(), frontend/welford.c) ---------------------------- */
+
+static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
+{
+	Stmt *s = let(n->k, v, value);
+	s->tensor = t; /* one group for the predicate pass: all or nothing per element */
+	return s;
+}
+
+/* The online update of s1's (count, mean, M2) with one element x:
+ *   v = x; n = n + 1; d = v - mean; mean = mean + d / n; m2 = m2 + d * (v - mean)
+ * every statement marked with s1, so the predicate pass guards them together (a lane out of
+ * bounds leaves the count as it is). */
+static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = fr->acc->dtype;
+	Var *v = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
+	Var *d = new_local(n->k, arena_printf(a, "%s_d", t->name), dt);
+	IrExpr *cnt = ir_var(a, fr->acc), *mean = ir_var(a, fr->wmean), *m2 = ir_var(a, fr->wm2);
+	Stmt *s = tensor_let(n, t, v, x);
+	kir_append(s, tensor_let(n, t, fr->acc, ir_op(a, OP_ADD, dt, cnt, ir_float(a, dt, 1.0))));
+	kir_append(s, tensor_let(n, t, d, ir_op(a, OP_SUB, dt, ir_var(a, v), mean)));
+	kir_append(s, tensor_let(n, t, fr->wmean,
+				 ir_op(a, OP_ADD, dt, mean, ir_op(a, OP_DIV, dt, ir_var(a, d), cnt))));
+	IrExpr *dev = ir_op(a, OP_SUB, dt, ir_var(a, v), ir_var(a, fr->wmean));
+	kir_append(s, tensor_let(n, t, fr->wm2,
+				 ir_op(a, OP_ADD, dt, m2, ir_op(a, OP_MUL, dt, ir_var(a, d), dev))));
+	return s;
+}
+
+/* s1's accumulation as (count, mean, M2): zeros, the loops with the online update, the block
+ * combination when reduction axes are bound to threads, then s1 = mean * count (the sum its
+ * readers expect); s2's store, in its own place, reads the M2 (welford_store). */
+static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = acc_dtype(t);
+	fr->acc = new_local(n->k, arena_printf(a, "%s_n", t->name), dt);
+	fr->wmean = new_local(n->k, arena_printf(a, "%s_mean", t->name), dt);
+	fr->wm2 = new_local(n->k, arena_printf(a, "%s_m2", t->name), dt);
+	Stmt *list = let(n->k, fr->acc, ir_float(a, dt, 0.0));
+	kir_append(list, let(n->k, fr->wmean, ir_float(a, dt, 0.0)));
+	kir_append(list, let(n->k, fr->wm2, ir_float(a, dt, 0.0)));
+	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+	if (fr->threads) {
+		Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
+		br->span = t->welford_span;
+		list = kir_append(list, br);
+	}
+	IrExpr *sum = ir_op(a, OP_MUL, dt, ir_var(a, fr->wmean), ir_var(a, fr->acc));
+	list = kir_append(list, store(n, t, sum));
+	vec_push(a, &n->wsums, t);
+	vec_push(a, &n->wm2s, fr->wm2);
+	fr->acc = fr->wmean = fr->wm2 = NULL;
+	return list;
+}
+
+/* s2 = the M2 of its sum's pass (built before it: s1 is computed at the same loop, earlier). */
+static Stmt *welford_store(Nest *n, Tensor *t)
+{
+	for (int i = 0; i < n->wsums.len; i++)
+		if (n->wsums.items[i] == t->welford_sum)
+			return store(n, t, ir_var(n->a, VEC_AT(n->wm2s, Var, i)));
+	die("loop_nest: welford tensor %s before its sum %s", t->name, t->welford_sum->name);
+}
+
 static Stmt *innermost(Nest *n, Frame *fr)
 {
 	Tensor *t = fr->t;
 	IrExpr **map = root_values(n, t, t->nroot);
 	if (fr->in_place)
 		return accumulate_in_place(n, t, map);
+	if (fr->wmean)
+		return welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
@@ -453,6 +528,10 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		list = kir_append(list, init_in_place(n, t, pos));
 		return kir_append(list, open_axis(n, fr, pos));
 	}
+	if (pos == fr->rstart && t->welford_sum)
+		return kir_append(list, welford_store(n, t));
+	if (pos == fr->rstart && t->welford_var)
+		return kir_append(list, welford_nest(n, fr, pos));
 	if (pos == fr->rstart && tensor_is_reduction(t)) {
 		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
 		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));

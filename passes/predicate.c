@@ -239,7 +239,8 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 
 /* Wraps s in its predicate. A local assigned under a condition is only read under it: the
  * assignments right after s that read s's variable go into the same `if` (a max reduction's
- * `m_v = x[...]; m_acc = m_v > m_acc ... ;`). */
+ * `m_v = x[...]; m_acc = m_v > m_acc ... ;`), and so do those marked with the same tensor
+ * (the five statements of a Welford update, loop_nest.c). */
 static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
 	Conds cs = {.a = k->arena};
@@ -259,7 +260,8 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 		access_conds(&cs, s->value);
 	if (s->kind == KS_LET) {
 		while (last->next && last->next->kind == KS_LET &&
-		       uses_var(last->next->value, s->var)) {
+		       (uses_var(last->next->value, s->var) ||
+			(s->tensor && last->next->tensor == s->tensor))) {
 			last = last->next;
 			access_conds(&cs, last->value);
 		}

@@ -34,9 +34,13 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
+# Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
-	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8"; do
+	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
+	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
+	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \
+	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))

@@ -17,27 +17,6 @@
 #include "interp/sim.h"
 #include "tests/unit/testutil.h"
 
-static TestCompile *lowered(const char *src)
-{
-	TestCompile *tc = tc_compile(src, true);
-	ck_assert_msg(tc->kernels, "compile failed:\n%s", tc->diags);
-	return tc;
-}
-
-static void assert_nvrtc(TestCompile *tc)
-{
-	char *cu = tc_cuda(tc);
-	for (int arch = 80; arch <= 90; arch += 10) {
-		char *out = NULL, *log = NULL;
-		size_t len = 0;
-		bool ok = nvrtc_compile(cu, "t.cu", arch, true, &out, &len, &log);
-		ck_assert_msg(ok && len > 0, "NVRTC sm_%d failed:\n%s\n%s", arch, log ? log : "", cu);
-		free(out);
-		free(log);
-	}
-	free(cu);
-}
-
 /* Both found, a before b (ck_assert_after: a after b). */
 #define ck_assert_before(a, b) ck_assert((a) && (b) && (a) < (b))
 #define ck_assert_after(a, b) ck_assert((a) && (b) && (a) > (b))
@@ -133,7 +112,7 @@ static const char col_sum_src[] =
 
 START_TEST(test_col_sum_structure)
 {
-	TestCompile *tc = lowered(col_sum_src);
+	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	char *ir = tc_kernel_ir(tc, 0);
 	ck_assert_contains(ir, "kernel colsum_kernel grid(ceildiv(N, 32), ceildiv(M, 64)) block(32)");
@@ -179,7 +158,7 @@ START_TEST(test_col_sum_structure)
 	ck_assert_after(strstr(cu, "cudaFreeAsync(fus_ws[i], stream);\n    if"),
 			 strstr(cu, "colsum_kernel<<<"));
 	free(cu);
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 
 	/* M = 150 rows: 3 parts (64, 64, 22); N = 40 columns: 2 column blocks */
 	int64_t sizes[2] = {150, 40};
@@ -221,7 +200,7 @@ static const char row_sum_src[] =
 
 START_TEST(test_row_sum_block_then_grid)
 {
-	TestCompile *tc = lowered(row_sum_src);
+	TestCompile *tc = tc_lowered(row_sum_src);
 	char *ir = tc_kernel_ir(tc, 0);
 	ck_assert_contains(ir,
 		"  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
@@ -239,7 +218,7 @@ START_TEST(test_row_sum_block_then_grid)
 	ck_assert_contains(cu, "s_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(s_acc);");
 	ck_assert_before(strstr(cu, "__fus_reduce_warps<"), strstr(cu, "if (__fus_grid_reduce<"));
 	free(cu);
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 
 	/* N = 2500: 3 blocks along y (1024, 1024, 452) */
 	int64_t M = 3, N = 2500, sizes[2] = {M, N};
@@ -264,7 +243,7 @@ END_TEST
  * folds the partials in part order. Inputs whose sums round differently in another order. */
 START_TEST(test_deterministic_block_order)
 {
-	TestCompile *tc = lowered(row_sum_src);
+	TestCompile *tc = tc_lowered(row_sum_src);
 	int64_t M = 2, N = 5000, sizes[2] = {M, N};
 	float *x = malloc(sizeof(float) * (size_t)(M * N)), a[2], b[2];
 	uint64_t seed = 12345;
@@ -295,7 +274,7 @@ END_TEST
 
 START_TEST(test_col_max_nan)
 {
-	TestCompile *tc = lowered("fusion colmax(x: f32[M, 4]) -> (s: f32[4]) {\n"
+	TestCompile *tc = tc_lowered("fusion colmax(x: f32[M, 4]) -> (s: f32[4]) {\n"
 				  "  s[j] = max(i: x[i, j]);\n"
 				  "}\n"
 				  "schedule colmax {\n"
@@ -329,7 +308,7 @@ END_TEST
 
 START_TEST(test_total_two_block_types)
 {
-	TestCompile *tc = lowered("fusion total(x: f32[M, N]) -> (s: f32) {\n"
+	TestCompile *tc = tc_lowered("fusion total(x: f32[M, N]) -> (s: f32) {\n"
 				  "  s = sum(i, j: x[i, j]);\n"
 				  "}\n"
 				  "schedule total {\n"
@@ -347,7 +326,7 @@ START_TEST(test_total_two_block_types)
 			       "ceildiv(N, 32), fus_ws_s, fus_sem_s) {\n"
 			       "      s[0] = s_acc;\n");
 	free(ir);
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t M = 9, N = 70, sizes[2] = {M, N};
 	float x[9 * 70], out1[1];
 	float want = 0;
@@ -366,7 +345,7 @@ END_TEST
 
 START_TEST(test_serial_outputs_and_redundant_tensor)
 {
-	TestCompile *tc = lowered("fusion multi(x: f32[M, N]) -> (s: f32[N], c: f32[N]) {\n"
+	TestCompile *tc = tc_lowered("fusion multi(x: f32[M, N]) -> (s: f32[N], c: f32[N]) {\n"
 				  "  s[j] = sum(i: x[i, j]);\n"
 				  "  c[j] = x[0, j] * 2.0;\n"
 				  "}\n"
@@ -406,7 +385,7 @@ END_TEST
 /* The workspace is a simulated global buffer: an index past it is reported. */
 START_TEST(test_workspace_out_of_bounds)
 {
-	TestCompile *tc = lowered(col_sum_src);
+	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	Stmt *g = find_kind(k->body, KS_GRID_REDUCE);
 	g->part = ix_add(k->arena, g->part, ir_int(k->arena, 1)); /* parts 1 .. R: one too far */

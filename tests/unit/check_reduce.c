@@ -15,27 +15,6 @@
 #include "interp/sim.h"
 #include "tests/unit/testutil.h"
 
-static TestCompile *lowered(const char *src)
-{
-	TestCompile *tc = tc_compile(src, true);
-	ck_assert_msg(tc->kernels, "compile failed:\n%s", tc->diags);
-	return tc;
-}
-
-static void assert_nvrtc(TestCompile *tc)
-{
-	char *cu = tc_cuda(tc);
-	for (int arch = 80; arch <= 90; arch += 10) {
-		char *out = NULL, *log = NULL;
-		size_t len = 0;
-		bool ok = nvrtc_compile(cu, "t.cu", arch, true, &out, &len, &log);
-		ck_assert_msg(ok && len > 0, "NVRTC sm_%d failed:\n%s\n%s", arch, log ? log : "", cu);
-		free(out);
-		free(log);
-	}
-	free(cu);
-}
-
 static int count_str(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -103,7 +82,7 @@ static void check_row_sums(TestCompile *tc, int64_t m, int64_t n)
 
 START_TEST(test_row_sum_block)
 {
-	TestCompile *tc = lowered(row_sum_src);
+	TestCompile *tc = tc_lowered(row_sum_src);
 	char *ir = tc_kernel_ir(tc, 0);
 	ck_assert_contains(ir, "kernel row_sum_kernel grid(M) block(128) {\n");
 	ck_assert_contains(ir, "  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
@@ -112,7 +91,7 @@ START_TEST(test_row_sum_block)
 	ck_assert_not_contains(ir, "__syncthreads");
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "s_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(s_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {1, 5, 67, 128, 300};
 	for (int i = 0; i < 5; i++)
 		check_row_sums(tc, 3, ns[i]);
@@ -127,10 +106,10 @@ START_TEST(test_row_sum_smem_helper)
 {
 	char *src = strdup(row_sum_src);
 	memcpy(strstr(src, "128"), "048", 3);
-	TestCompile *tc = lowered(src);
+	TestCompile *tc = tc_lowered(src);
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "s_acc = __fus_reduce_smem<__fus_red_sum, 48, 1, 48, float>(s_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {1, 47, 49, 100};
 	for (int i = 0; i < 4; i++)
 		check_row_sums(tc, 2, ns[i]);
@@ -144,7 +123,7 @@ END_TEST
 
 START_TEST(test_row_max_nan)
 {
-	TestCompile *tc = lowered("fusion row_max(x: f32[M, N]) -> (m: f32[M]) {\n"
+	TestCompile *tc = tc_lowered("fusion row_max(x: f32[M, N]) -> (m: f32[M]) {\n"
 				  "  m[i] = max(j: x[i, j]);\n"
 				  "}\n"
 				  "schedule row_max {\n"
@@ -156,7 +135,7 @@ START_TEST(test_row_max_nan)
 	ck_assert_contains(ir, "  m_acc = block_reduce_max(m_acc over threadIdx.x);\n");
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "m_acc = __fus_reduce_warp<__fus_red_max, 32, 32, float>(m_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {5, 32, 67};
 	for (int c = 0; c < 3; c++) {
 		int64_t n = ns[c], sizes[2] = {4, n};
@@ -185,7 +164,7 @@ END_TEST
 /* 16 threads a row and 8 rows a block (threadIdx.y): shuffles within half-warps. */
 START_TEST(test_row_min_half_warp)
 {
-	TestCompile *tc = lowered("fusion row_min(x: f32[M, N]) -> (m: f32[M]) {\n"
+	TestCompile *tc = tc_lowered("fusion row_min(x: f32[M, N]) -> (m: f32[M]) {\n"
 				  "  m[i] = min(j: x[i, j]);\n"
 				  "}\n"
 				  "schedule row_min {\n"
@@ -197,7 +176,7 @@ START_TEST(test_row_min_half_warp)
 				  "}\n");
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "m_acc = __fus_reduce_warp<__fus_red_min, 16, 128, float>(m_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t mrows = 11, n = 21, sizes[2] = {mrows, n};
 	float x[11 * 21], m[11];
 	void *in[1] = {x}, *out[1] = {m};
@@ -239,7 +218,7 @@ static void check_col_sums(TestCompile *tc, int64_t mrows, int64_t n)
 
 START_TEST(test_col_sum_serial)
 {
-	TestCompile *tc = lowered("fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
+	TestCompile *tc = tc_lowered("fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
 				  "  s[j] = sum(i: x[i, j]);\n"
 				  "}\n"
 				  "schedule col_sum {\n"
@@ -250,7 +229,7 @@ START_TEST(test_col_sum_serial)
 	char *ir = tc_kernel_ir(tc, 0);
 	ck_assert_not_contains(ir, "block_reduce");
 	ck_assert_contains(ir, "  for i in [0, M) {\n");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	check_col_sums(tc, 1, 5);
 	check_col_sums(tc, 67, 67);
 	check_col_sums(tc, 3, 130);
@@ -261,7 +240,7 @@ END_TEST
 
 START_TEST(test_col_sum_threads_y)
 {
-	TestCompile *tc = lowered("fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
+	TestCompile *tc = tc_lowered("fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
 				  "  s[j] = sum(i: x[i, j]);\n"
 				  "}\n"
 				  "schedule col_sum {\n"
@@ -277,7 +256,7 @@ START_TEST(test_col_sum_threads_y)
 	char *cu = tc_cuda(tc);
 	/* groups strided by 32 (one per column): the shared-memory helper */
 	ck_assert_contains(cu, "__fus_reduce_smem<__fus_red_sum, 8, 32, 256, float>(s_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	check_col_sums(tc, 1, 1);
 	check_col_sums(tc, 67, 40);
 	check_col_sums(tc, 9, 33);
@@ -291,7 +270,7 @@ END_TEST
 
 START_TEST(test_two_reduction_axes)
 {
-	TestCompile *tc = lowered("fusion sum2(x: f32[B, M, N]) -> (s: f32[B]) {\n"
+	TestCompile *tc = tc_lowered("fusion sum2(x: f32[B, M, N]) -> (s: f32[B]) {\n"
 				  "  s[b] = sum(i, j: x[b, i, j]);\n"
 				  "}\n"
 				  "schedule sum2 {\n"
@@ -307,7 +286,7 @@ START_TEST(test_two_reduction_axes)
 			       "  if (blockIdx.x < B && (threadIdx.x == 0 && threadIdx.y == 0)) {\n");
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "__fus_reduce_warps<__fus_red_sum, 128, float>(s_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t dims[][3] = {{2, 3, 5}, {3, 9, 70}};
 	for (int c = 0; c < 2; c++) {
 		int64_t b = dims[c][0], m = dims[c][1], n = dims[c][2], nel = b * m * n;
@@ -334,7 +313,7 @@ END_TEST
 
 START_TEST(test_rfactor_serial_then_block)
 {
-	TestCompile *tc = lowered("fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
+	TestCompile *tc = tc_lowered("fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
 				  "  s[i] = sum(j: x[i, j]);\n"
 				  "}\n"
 				  "schedule row_sum {\n"
@@ -352,7 +331,7 @@ START_TEST(test_rfactor_serial_then_block)
 	ck_assert_contains(ir, "  r_acc = 0.0;\n  for jo in [0, ceildiv(N, 64)) {\n");
 	ck_assert_contains(ir, "  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n");
 	ck_assert_int_eq(count_str(ir, "block_reduce"), 1);
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {1, 63, 65, 300};
 	for (int i = 0; i < 4; i++)
 		check_row_sums(tc, 3, ns[i]);
@@ -364,7 +343,7 @@ END_TEST
 
 START_TEST(test_rfactor_block_then_serial)
 {
-	TestCompile *tc = lowered("fusion row_max(x: f32[M, N]) -> (m: f32[M]) {\n"
+	TestCompile *tc = tc_lowered("fusion row_max(x: f32[M, N]) -> (m: f32[M]) {\n"
 				  "  m[i] = max(j: x[i, j]);\n"
 				  "}\n"
 				  "schedule row_max {\n"
@@ -378,7 +357,7 @@ START_TEST(test_rfactor_block_then_serial)
 	ck_assert_contains(ir, "  for jo in [0, ceildiv(N, 32)) {\n    alloc local f32 r[1];\n");
 	ck_assert_contains(ir, "    r_acc = block_reduce_max(r_acc over threadIdx.x);\n");
 	ck_assert_contains(ir, "  if (blockIdx.x < M && threadIdx.x == 0) {\n    m[blockIdx.x] = m_acc;\n");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t n = 70, sizes[2] = {2, n};
 	float x[140], m[2];
 	void *in[1] = {x}, *out[1] = {m};
@@ -438,7 +417,7 @@ START_TEST(test_softmax_block)
 		       "  m.split(j, 128) -> (jo, jt);\n  m.bind(jt, threadIdx.x);\n"
 		       "  s.split(j, 128) -> (jo, jt);\n  s.bind(jt, threadIdx.x);\n}\n",
 		   softmax_src);
-	TestCompile *tc = lowered(b.s);
+	TestCompile *tc = tc_lowered(b.s);
 	char *fir = tc_fusion_ir(tc, 0);
 	/* placed at y's row loop by default */
 	ck_assert_contains(fir, "  tensor m: f32[M] intermediate local compute_at(y, 0)\n");
@@ -453,7 +432,7 @@ START_TEST(test_softmax_block)
 	ck_assert_contains(ir, "= exp(x[blockIdx.x * N + jo_2 * 128 + threadIdx.x] - m[0]) / s[0];");
 	ck_assert_not_contains(ir, "__syncthreads");
 	ck_assert_not_contains(ir, "shared");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {1, 5, 67, 128, 300};
 	for (int i = 0; i < 5; i++)
 		check_softmax(tc, 3, ns[i]);
@@ -467,7 +446,7 @@ END_TEST
 /* The row in registers: x is read once; m, s and y read each thread's own elements. */
 START_TEST(test_softmax_persistent)
 {
-	TestCompile *tc = lowered("fusion softmax(x: f32[M, 100]) -> (y: f32[M, 100]) {\n"
+	TestCompile *tc = tc_lowered("fusion softmax(x: f32[M, 100]) -> (y: f32[M, 100]) {\n"
 				  "  m[i]    = max(j: x[i, j]);\n"
 				  "  e[i, j] = exp(x[i, j] - m[i]);\n"
 				  "  s[i]    = sum(j: e[i, j]);\n"
@@ -492,7 +471,7 @@ START_TEST(test_softmax_persistent)
 	ck_assert_contains(ir, "      m_v = xl[jo_1];\n");
 	ck_assert_not_contains(ir, "__syncthreads");
 	ck_assert_not_contains(ir, "shared");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	check_softmax(tc, 3, 100);
 	free(ir);
 	tc_free(tc);
@@ -501,7 +480,7 @@ END_TEST
 
 START_TEST(test_layernorm_block)
 {
-	TestCompile *tc = lowered(
+	TestCompile *tc = tc_lowered(
 		"fusion ln(x: f32[M, N], g: f32[N], b: f32[N], eps: f32) -> (y: f32[M, N]) {\n"
 		"  s1[i]   = sum(j: x[i, j]);\n"
 		"  mean[i] = s1[i] / N;\n"
@@ -519,7 +498,7 @@ START_TEST(test_layernorm_block)
 	ck_assert_contains(ir, "  s1_acc = block_reduce_sum(s1_acc over threadIdx.x);\n");
 	ck_assert_contains(ir, "  s2_acc = block_reduce_sum(s2_acc over threadIdx.x);\n");
 	ck_assert_not_contains(ir, "__syncthreads");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t ns[] = {1, 5, 67, 130};
 	for (int c = 0; c < 4; c++) {
 		int64_t mrows = 2, n = ns[c], sizes[2] = {mrows, n};
@@ -562,7 +541,7 @@ END_TEST
 /* RMSnorm with the row kept in registers, four rows a block. */
 START_TEST(test_rmsnorm_persistent)
 {
-	TestCompile *tc = lowered("fusion rms(x: f32[M, 90], w: f32[90], eps: f32) -> (y: f32[M, 90]) {\n"
+	TestCompile *tc = tc_lowered("fusion rms(x: f32[M, 90], w: f32[90], eps: f32) -> (y: f32[M, 90]) {\n"
 				  "  ss[i]   = sum(j: x[i, j] * x[i, j]);\n"
 				  "  r[i]    = rsqrt(ss[i] / 90.0 + eps);\n"
 				  "  y[i, j] = x[i, j] * r[i] * w[j];\n"
@@ -588,7 +567,7 @@ START_TEST(test_rmsnorm_persistent)
 	ck_assert_not_contains(ir, "__syncthreads");
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "__fus_reduce_warp<__fus_red_sum, 32, 128, float>(ss_acc);");
-	assert_nvrtc(tc);
+	tc_assert_nvrtc(tc);
 	int64_t mrows = 7, n = 90, sizes[1] = {mrows};
 	float x[7 * 90], w[90], y[7 * 90];
 	double eps = 1e-6;
@@ -646,7 +625,7 @@ END_TEST
 /* A block reduction that some threads skip is a barrier not reached by every thread. */
 START_TEST(test_block_reduce_under_branch)
 {
-	TestCompile *tc = lowered(row_sum_src);
+	TestCompile *tc = tc_lowered(row_sum_src);
 	Kernel *k = tc->kernels[0];
 	Stmt *prev = NULL, *s = k->body;
 	while (s && s->kind != KS_BLOCK_REDUCE) {

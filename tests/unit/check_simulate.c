@@ -12,13 +12,6 @@
 #include "interp/sim.h"
 #include "tests/unit/testutil.h"
 
-static TestCompile *lowered(const char *src)
-{
-	TestCompile *tc = tc_compile(src, true);
-	ck_assert_msg(tc->kernels, "compile failed:\n%s", tc->diags);
-	return tc;
-}
-
 /* saxpy with a = 2, x[i] = i, y[i] = 0.5: z[i] = 2i + 0.5. */
 static void run_saxpy(Kernel *k, int64_t n, float *z, SimResult *r)
 {
@@ -66,7 +59,7 @@ static char *report_text(TestCompile *tc, SimReport *rep)
 
 START_TEST(test_saxpy_exact)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	float z[67];
 	SimResult r;
 
@@ -124,7 +117,7 @@ static Stmt **find_stmt(Stmt **link, StmtKind kind, const char *name)
 
 START_TEST(test_missing_predicate_is_oob)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -160,7 +153,7 @@ END_TEST
 
 START_TEST(test_shrunk_buffer_is_oob)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -188,7 +181,7 @@ END_TEST
 
 START_TEST(test_removed_store_is_uninit_read)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -230,7 +223,7 @@ static bool drop_guarded_store(Stmt **link, const char *name)
 
 START_TEST(test_removed_tail_store_leaves_unwritten)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	Kernel *k = tc->kernels[0];
 	float z[67];
 	SimResult r;
@@ -248,7 +241,7 @@ END_TEST
 
 START_TEST(test_block_sample_has_first_and_last)
 {
-	TestCompile *tc = lowered(test_saxpy_src);
+	TestCompile *tc = tc_lowered(test_saxpy_src);
 	int64_t n = 1024 * 50 - 3;
 	float *x = calloc((size_t)n, 4), *y = calloc((size_t)n, 4), *z = calloc((size_t)n, 4);
 	double a = 1;
@@ -287,7 +280,7 @@ typedef struct Hand {
 static Hand hand_new(void)
 {
 	Hand h;
-	h.tc = lowered("fusion copy(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n");
+	h.tc = tc_lowered("fusion copy(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n");
 	h.a = h.tc->arena;
 	Fusion *f = h.tc->prog->fusions[0];
 	h.k = kir_new(h.a, f);

@@ -132,3 +132,24 @@ void tf_expect_errors(const char *text, const char *want)
 	ck_assert_str_eq(r.ir, "");
 	tf_free(&r);
 }
+
+TestCompile *tc_lowered(const char *text)
+{
+	TestCompile *tc = tc_compile(text, true);
+	ck_assert_msg(tc->kernels, "compile failed:\n%s", tc->diags);
+	return tc;
+}
+
+void tc_assert_nvrtc(TestCompile *tc)
+{
+	char *cu = tc_cuda(tc);
+	for (int arch = 80; arch <= 90; arch += 10) {
+		char *out = NULL, *log = NULL;
+		size_t len = 0;
+		bool ok = nvrtc_compile(cu, "t.cu", arch, true, &out, &len, &log);
+		ck_assert_msg(ok && len > 0, "NVRTC sm_%d failed:\n%s\n%s", arch, log ? log : "", cu);
+		free(out);
+		free(log);
+	}
+	free(cu);
+}

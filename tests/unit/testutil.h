@@ -23,6 +23,10 @@ TestCompile *tc_compile(const char *text, bool lower);
 /* Like tc_compile with explicit lowering options (arch, no_arch_check). */
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
 void tc_free(TestCompile *tc);
+/* tc_compile with lowering that must succeed (a Check failure with the diagnostics if not). */
+TestCompile *tc_lowered(const char *text);
+/* The CUDA source of tc compiles with NVRTC for sm_80 and sm_90 (a Check failure if not). */
+void tc_assert_nvrtc(TestCompile *tc);
 /* Text of stages (malloc'd; caller frees). */
 char *tc_kernel_ir(TestCompile *tc, int i);
 char *tc_fusion_ir(TestCompile *tc, int i);

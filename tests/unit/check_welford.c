@@ -1,0 +1,422 @@
+/* check_welford.c: `s2.welford()`, Welford's single-pass variance (frontend/welford.c,
+ * passes/loop_nest.c, docs/reductions.md "Welford's single pass").
+ *
+ * Structure: layernorm reads x in one loop for both statistics (three without welford: the
+ * sum, the squared deviations, the output), the update is one predicated group, one
+ * block_welford and no other block reduction, s2 stored from the M2 without loops, the CUDA
+ * helper call, NVRTC for sm_80 and sm_90. Values through the simulator: rows of 1e4 plus small
+ * noise (large mean, small variance) against a double reference computed here, for every
+ * combination layout (warp shuffles, warps through shared memory, a group of 48 threads,
+ * several rows per block, serial only) and rows shorter than a warp (threads with count 0).
+ * The schedule errors, with their exact text.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/sim.h"
+#include "tests/unit/testutil.h"
+
+static bool reads(IrExpr *e, Tensor *t)
+{
+	if (!e)
+		return false;
+	if ((e->kind == EX_LOAD || e->kind == EX_ACCESS) && e->tensor == t)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads(e->args[i], t))
+			return true;
+	return false;
+}
+
+static bool stmts_read(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next)
+		if (reads(s->value, t) || reads(s->cond, t) || (s->kind == KS_VSTORE && s->src == t) ||
+		    stmts_read(s->body, t) || stmts_read(s->then, t) || stmts_read(s->els, t))
+			return true;
+	return false;
+}
+
+/* Loops that read t, not counting loops nested in such a loop: passes over t. */
+static int passes_over(Stmt *s, Tensor *t)
+{
+	int n = 0;
+	for (; s; s = s->next) {
+		if (s->kind == KS_FOR && stmts_read(s->body, t))
+			n++;
+		else
+			n += passes_over(s->then, t) + passes_over(s->els, t) +
+			     (s->kind == KS_FOR ? 0 : passes_over(s->body, t));
+	}
+	return n;
+}
+
+static int count_block_reduces(Stmt *s, ReduceOp red)
+{
+	int n = 0;
+	for (; s; s = s->next)
+		n += (s->kind == KS_BLOCK_REDUCE && s->red == red) +
+		     count_block_reduces(s->body, red) + count_block_reduces(s->then, red) +
+		     count_block_reduces(s->els, red);
+	return n;
+}
+
+static int count_str(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* ---- layernorm ------------------------------------------------------------------------------ */
+
+#define LAYERNORM_FUSION                                                                      \
+	"fusion ln(x: f32[M, N], gamma: f32[N], beta: f32[N], eps: f32) -> (y: f32[M, N]) {\n" \
+	"  s1[i]   = sum(j: x[i, j]);\n"                                                       \
+	"  mean[i] = s1[i] / N;\n"                                                             \
+	"  d[i, j] = x[i, j] - mean[i];\n"                                                     \
+	"  s2[i]   = sum(j: d[i, j] * d[i, j]);\n"                                             \
+	"  rstd[i] = rsqrt(s2[i] / N + eps);\n"                                                \
+	"  y[i, j] = d[i, j] * rstd[i] * gamma[j] + beta[j];\n"                                \
+	"}\n"
+#define LAYERNORM_SCHEDULE                 \
+	"schedule ln {\n"                  \
+	"  y.split(j, 4) -> (jo, jv);\n"   \
+	"  y.split(jo, 128) -> (jr, tx);\n" \
+	"  y.bind(i, blockIdx.x);\n"       \
+	"  y.bind(tx, threadIdx.x);\n"     \
+	"  y.vectorize(jv);\n"             \
+	"  s1.compute_at(y, i);\n"         \
+	"  s1.split(j, 128) -> (jr, tx);\n" \
+	"  s1.bind(tx, threadIdx.x);\n"    \
+	"  s2.compute_at(y, i);\n"         \
+	"  s2.split(j, 128) -> (jr, tx);\n" \
+	"  s2.bind(tx, threadIdx.x);\n"
+
+static const char layernorm_src[] = LAYERNORM_FUSION LAYERNORM_SCHEDULE "}\n";
+static const char layernorm_welford_src[] = LAYERNORM_FUSION LAYERNORM_SCHEDULE
+	"  s2.welford();\n"
+	"}\n";
+
+START_TEST(test_layernorm_one_pass)
+{
+	TestCompile *two = tc_lowered(layernorm_src), *one = tc_lowered(layernorm_welford_src);
+	Tensor *x2 = two->prog->fusions[0]->inputs[0], *x1 = one->prog->fusions[0]->inputs[0];
+	Kernel *k = one->kernels[0];
+	/* the two-pass schedule reads the row three times, Welford twice (statistics, output) */
+	ck_assert_int_eq(passes_over(two->kernels[0]->body, x2), 3);
+	ck_assert_int_eq(passes_over(k->body, x1), 2);
+	ck_assert_int_eq(count_block_reduces(k->body, RED_WELFORD), 1);
+	ck_assert_int_eq(count_block_reduces(k->body, RED_SUM), 0);
+	ck_assert_int_eq(count_block_reduces(two->kernels[0]->body, RED_SUM), 2);
+
+	char *fir = tc_fusion_ir(one, 0);
+	ck_assert_contains(fir, "tensor s2: f32[M] intermediate local compute_at(y, 0) welford(s1)\n");
+	free(fir);
+	char *ir = tc_kernel_ir(one, 0);
+	/* the update: one group under the bounds predicate; s2 has no loop of its own */
+	ck_assert_contains(ir,
+		"  s1_n = 0.0;\n"
+		"  s1_mean = 0.0;\n"
+		"  s1_m2 = 0.0;\n"
+		"  for jr in [0, ceildiv(N, 128)) {\n"
+		"    if (blockIdx.x < M && jr * 128 + threadIdx.x < N) {\n"
+		"      s1_v = x[blockIdx.x * N + jr * 128 + threadIdx.x];\n"
+		"      s1_n = s1_n + 1.0;\n"
+		"      s1_d = s1_v - s1_mean;\n"
+		"      s1_mean = s1_mean + s1_d / s1_n;\n"
+		"      s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);\n"
+		"    }\n"
+		"  }\n"
+		"  s1_n, s1_mean, s1_m2 = block_welford(s1_n, s1_mean, s1_m2 over threadIdx.x);\n"
+		"  s1[0] = s1_mean * s1_n;\n"
+		"  alloc local f32 s2[1];\n"
+		"  // s2 computed at y.i\n"
+		"  s2[0] = s1_m2;\n"
+		"  for jr_1 in [0, ceildiv(N, 512)) {\n");
+	ck_assert_int_eq(count_str(ir, "s2_acc"), 0);
+	free(ir);
+
+	char *cu = tc_cuda(one);
+	ck_assert_contains(cu, "__device__ __forceinline__ void __fus_welford_combine(T &n, T &m, "
+			       "T &m2, T nb, T mb, T m2b)");
+	ck_assert_contains(cu, "  __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2);\n"
+			       "  s1[0] = s1_mean * s1_n;\n");
+	free(cu);
+	/* files without welford do not get the helpers */
+	cu = tc_cuda(two);
+	ck_assert_not_contains(cu, "__fus_welford");
+	free(cu);
+	tc_assert_nvrtc(one);
+	tc_free(one);
+	tc_free(two);
+}
+END_TEST
+
+/* ---- values: large mean, small variance ------------------------------------------------------- */
+
+/* The population variance of each row. v reads the mean too (times 0, exact) so that s1 can
+ * be computed at v's row loop, where s2 is. */
+#define MV_FUSION                                                  \
+	"fusion mv(x: f32[M, N]) -> (v: f32[M]) {\n"               \
+	"  s1[i] = sum(j: x[i, j]);\n"                             \
+	"  mean[i] = s1[i] / N;\n"                                 \
+	"  d[i, j] = x[i, j] - mean[i];\n"                         \
+	"  s2[i] = sum(j: d[i, j] * d[i, j]);\n"                   \
+	"  v[i] = s2[i] / N + 0.0 * mean[i];\n"                    \
+	"}\n"
+
+static const char *const mv_schedules[] = {
+	/* 128 threads per row: warp shuffles, then 4 warps through shared memory (BR_WARPS) */
+	"  v.bind(i, blockIdx.x);\n"
+	"  s1.compute_at(v, i); s1.split(j, 128) -> (jr, tx); s1.bind(tx, threadIdx.x);\n"
+	"  s2.compute_at(v, i); s2.split(j, 128) -> (jr, tx); s2.bind(tx, threadIdx.x);\n",
+	/* one warp per row: shuffles only (BR_WARP) */
+	"  v.bind(i, blockIdx.x);\n"
+	"  s1.compute_at(v, i); s1.split(j, 32) -> (jr, tx); s1.bind(tx, threadIdx.x);\n"
+	"  s2.compute_at(v, i); s2.split(j, 32) -> (jr, tx); s2.bind(tx, threadIdx.x);\n",
+	/* 48 threads: every triple through shared memory (BR_SMEM) */
+	"  v.bind(i, blockIdx.x);\n"
+	"  s1.compute_at(v, i); s1.split(j, 48) -> (jr, tx); s1.bind(tx, threadIdx.x);\n"
+	"  s2.compute_at(v, i); s2.split(j, 48) -> (jr, tx); s2.bind(tx, threadIdx.x);\n",
+	/* 8 rows per block on threadIdx.y, 16 threads per row */
+	"  v.split(i, 8) -> (bx, ty); v.bind(bx, blockIdx.x); v.bind(ty, threadIdx.y);\n"
+	"  s1.compute_at(v, ty); s1.split(j, 16) -> (jr, tx); s1.bind(tx, threadIdx.x);\n"
+	"  s2.compute_at(v, ty); s2.split(j, 16) -> (jr, tx); s2.bind(tx, threadIdx.x);\n",
+	/* one thread per row: the serial update only, no block combination */
+	"  v.split(i, 64) -> (bx, tx); v.bind(bx, blockIdx.x); v.bind(tx, threadIdx.x);\n"
+	"  s1.compute_at(v, tx);\n"
+	"  s2.compute_at(v, tx);\n",
+};
+
+static const BlockReduceKind mv_kinds[] = {BR_WARPS, BR_WARP, BR_SMEM, BR_WARP};
+
+static char *mv_src(int sched)
+{
+	Buf b = {0};
+	buf_printf(&b, "%sschedule mv {\n%s  s2.welford();\n}\n", MV_FUSION, mv_schedules[sched]);
+	return b.s;
+}
+
+static Stmt *find_welford(Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD)
+			return s;
+		Stmt *f = find_welford(s->body);
+		if (!f)
+			f = find_welford(s->then);
+		if (!f)
+			f = find_welford(s->els);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+/* Row i: 1e4 plus noise in [-0.5, 0.5] (a deterministic hash), in f32. */
+static float big_mean_value(int64_t i, int64_t j)
+{
+	uint32_t h = (uint32_t)(i * 7919 + j) * 2654435761u;
+	return 10000.0f + (float)((h >> 8) % 100001) / 100000.0f - 0.5f;
+}
+
+static void check_rows(TestCompile *tc, int64_t M, int64_t N)
+{
+	float *x = malloc(sizeof(float) * (size_t)(M * N)), *v = malloc(sizeof(float) * (size_t)M);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			x[i * N + j] = big_mean_value(i, j);
+	int64_t sizes[2] = {M, N};
+	void *in[1] = {x}, *out[1] = {v};
+	SimOptions o = {0, 1};
+	SimResult r;
+	ck_assert_msg(sim_run(tc->kernels[0], sizes, NULL, in, out, &o, &r), "%s",
+		      r.error ? r.error : "");
+	ck_assert_int_eq(r.nreports, 0);
+	sim_result_free(&r);
+	for (int64_t i = 0; i < M; i++) {
+		double m = 0, q = 0;
+		for (int64_t j = 0; j < N; j++)
+			m += x[i * N + j];
+		m /= (double)N;
+		for (int64_t j = 0; j < N; j++)
+			q += (x[i * N + j] - m) * (x[i * N + j] - m);
+		q /= (double)N;
+		/* f32 inputs near 1e4 are spaced 1e-3 apart and the f32 mean is within 5e-4 of the
+		 * true one, so each deviation (up to 0.5) is off by about 5e-4: the variance (about
+		 * 1/12) keeps 3 digits. The textbook single pass in f32, E[x^2] - E[x]^2, cancels
+		 * 1e8 against 1e8 and misses by far more (checked below, so the bound means
+		 * something). */
+		ck_assert_msg(fabs(v[i] - q) <= 5e-4, "N = %lld row %lld: variance %.9g, want %.9g",
+			      (long long)N, (long long)i, v[i], q);
+		if (N >= 67) {
+			float s = 0, ss = 0;
+			for (int64_t j = 0; j < N; j++) {
+				s += x[i * N + j];
+				ss += x[i * N + j] * x[i * N + j];
+			}
+			float naive = ss / (float)N - (s / (float)N) * (s / (float)N);
+			ck_assert_msg(fabs(naive - q) > 1e-2, "naive %.9g, want %.9g", naive, q);
+		}
+	}
+	free(x);
+	free(v);
+}
+
+START_TEST(test_large_mean_small_variance)
+{
+	int sched = _i;
+	char *src = mv_src(sched);
+	TestCompile *tc = tc_lowered(src);
+	Stmt *w = find_welford(tc->kernels[0]->body);
+	if (sched < 4) {
+		BlockReduceShape sh;
+		ck_assert_ptr_nonnull(w);
+		ck_assert(kir_block_reduce_shape(tc->kernels[0], w->pars, &sh));
+		ck_assert_int_eq(sh.kind, mv_kinds[sched]);
+	} else {
+		ck_assert_ptr_null(w);
+	}
+	/* a long row, a row not a multiple of the threads, rows shorter than a warp */
+	check_rows(tc, 3, 1000);
+	check_rows(tc, 9, 67);
+	check_rows(tc, 2, 5);
+	check_rows(tc, 2, 1);
+	if (sched < 4)
+		tc_assert_nvrtc(tc);
+	tc_free(tc);
+	free(src);
+}
+END_TEST
+
+/* The single pass in f32 with the textbook formula E[x^2] - E[x]^2 would lose every digit
+ * here; the two-pass schedule and Welford agree with the double reference. */
+START_TEST(test_same_as_two_pass)
+{
+	char *src = mv_src(0);
+	TestCompile *one = tc_lowered(src);
+	Buf b = {0};
+	buf_printf(&b, "%sschedule mv {\n%s}\n", MV_FUSION, mv_schedules[0]);
+	TestCompile *two = tc_lowered(b.s);
+	int64_t M = 4, N = 777, sizes[2] = {M, N};
+	float *x = malloc(sizeof(float) * (size_t)(M * N)), v1[4], v2[4];
+	for (int64_t i = 0; i < M * N; i++)
+		x[i] = big_mean_value(i / N, i % N);
+	void *in[1] = {x}, *o1[1] = {v1}, *o2[1] = {v2};
+	SimOptions o = {0, 1};
+	SimResult r;
+	ck_assert(sim_run(one->kernels[0], sizes, NULL, in, o1, &o, &r));
+	sim_result_free(&r);
+	ck_assert(sim_run(two->kernels[0], sizes, NULL, in, o2, &o, &r));
+	sim_result_free(&r);
+	for (int i = 0; i < M; i++) {
+		ck_assert_msg(fabsf(v1[i] - v2[i]) <= 2e-3f * v2[i], "row %d: %g vs %g", i, v1[i], v2[i]);
+	}
+	free(x);
+	free(b.s);
+	free(src);
+	tc_free(one);
+	tc_free(two);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+#define WELFORD_FORM "s1 = sum(j: X); s2 = sum(j: (X - s1 / N) * (X - s1 / N)) with N the reduced extent"
+
+START_TEST(test_errors)
+{
+	/* not a sum of squared deviations */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  s1[i] = sum(j: x[i, j]);\n"
+			 "  s2[i] = sum(j: x[i, j] * x[i, j]);\n"
+			 "  y[i] = s2[i] / N - s1[i] * s1[i] / (N * N);\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:7:3: error: welford() needs the squared value in 's2' to be X - s1 / N, "
+			 "where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM "\n");
+	/* a deviation of another value than the sum's */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  s1[i] = sum(j: x[i, j]);\n"
+			 "  s2[i] = sum(j: (2.0 * x[i, j] - s1[i] / N) * (2.0 * x[i, j] - s1[i] / N));\n"
+			 "  y[i] = s2[i];\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:7:3: error: welford() needs the value from which the mean is subtracted in "
+			 "'s2' to be the body of 's1' (the same expression X)\n");
+	/* a grid reduction */
+	tf_expect_errors(LAYERNORM_FUSION
+			 "schedule ln {\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  s1.compute_at(y, i);\n"
+			 "  s1.split(j, 128) -> (jr, tx);\n"
+			 "  s1.bind(jr, blockIdx.y);\n"
+			 "  s2.compute_at(y, i);\n"
+			 "  s2.split(j, 128) -> (jr, tx);\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:16:3: error: welford() does not support grid reductions: reduction axis "
+			 "'jr' of 's1' is bound to blockIdx.y; bind it to threadIdx.* or leave it serial\n");
+	/* rfactor */
+	tf_expect_errors(LAYERNORM_FUSION
+			 "schedule ln {\n"
+			 "  s2.split(j, 128) -> (jr, tx);\n"
+			 "  s2.rfactor(jr) -> r;\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:12:3: error: welford() does not support rfactor: 's2' was split into 'r'\n");
+	/* not computed at the same loop (s1 at y's row, s2 at the default) */
+	tf_expect_errors(LAYERNORM_FUSION
+			 "schedule ln {\n"
+			 "  y.split(j, 128) -> (jr, tx);\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  y.bind(tx, threadIdx.x);\n"
+			 "  s1.compute_at(y, jr);\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:14:3: error: welford() needs 's1' and 's2' to be intermediates computed at "
+			 "the same loop of the same tensor (compute_at)\n");
+	/* different splits */
+	tf_expect_errors(LAYERNORM_FUSION
+			 "schedule ln {\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  s1.compute_at(y, i);\n"
+			 "  s1.split(j, 128) -> (jr, tx);\n"
+			 "  s1.bind(tx, threadIdx.x);\n"
+			 "  s2.compute_at(y, i);\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:15:3: error: welford() needs 's1' and 's2' to have the same loops (the same "
+			 "splits, in the same order, and bindings of their reduction axes): 's1' has "
+			 "[i = y.i, jr: ceildiv(N, 128), tx: 128 threadIdx.x], 's2' has [i = y.i, j: N]\n");
+	/* twice */
+	tf_expect_errors(LAYERNORM_FUSION
+			 "schedule ln {\n"
+			 "  s2.welford();\n"
+			 "  s2.welford();\n"
+			 "}\n",
+			 "t.fus:11:3: error: welford() is already applied to 's2'\n");
+}
+END_TEST
+
+Suite *welford_suite(void)
+{
+	Suite *s = suite_create("welford");
+	TCase *tc = tcase_create("welford");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_layernorm_one_pass);
+	tcase_add_loop_test(tc, test_large_mean_small_variance, 0,
+			    (int)(sizeof mv_schedules / sizeof mv_schedules[0]));
+	tcase_add_test(tc, test_same_as_two_pass);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
