@@ -136,7 +136,15 @@ for _m, _n in ((16384, 4096), (65536, 1024)):
         (f"layernorm {_size} (auto)", f"layernorm_{_size}",
          f"bench/reduce/layernorm_auto_{_n}.fus", f"M={_m}", "M=67",
          lambda m=_m, n=_n: layernorm_peer(m, n)),
+        (f"layernorm {_size} (manual, welford)", f"layernorm_{_size}",
+         "examples/reduce/layernorm_welford.fus", _dims, _check,
+         lambda m=_m, n=_n: layernorm_peer(m, n)),
     ]
+# the persistent Welford layernorm has a constant row of 1024
+REDUCE_CASES.append(
+    ("layernorm 65536x1024 (persistent, welford)", "layernorm_65536x1024",
+     "examples/reduce/layernorm_welford_1024.fus", "M=65536", "M=67",
+     lambda: layernorm_peer(65536, 1024)))
 
 GEMM_CASES = [
     ("gemm f32 4096^3 (manual)", "gemm_4096", "examples/gemm/gemm_f32.fus",
