@@ -229,6 +229,8 @@ enum {
 	BLOCK_ROWS_THREADS = 128, /* block size when several short rows share a block */
 	COL_THREADS = 128,        /* threads over the kept columns of an outer reduction */
 	ALL_THREADS = 512,        /* threads of the one block of a full (0-d) reduction */
+	GRID_KEPT_BLOCKS = 264,   /* fewer blocks over the kept axes (2 per H100/H200 SM): */
+	GRID_ROWS = 256,          /*   the reduction is split over blocks in chunks of this */
 	MAX_GROUP = 64,
 };
 
@@ -917,6 +919,17 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 
 /* ---- other shapes ---------------------------------------------------------------------- */
 
+/* Does a tensor of f other than t read t? */
+static bool read_by_other(Fusion *f, Tensor *t)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *u = f->tensors[i];
+		if (u != t && u->def && reads_through(u->def, t, 0))
+			return true;
+	}
+	return false;
+}
+
 /* A reduction output that is not a row reduction (a column reduction s[j] = sum(i: x[i, j]),
  * or anything else): the kept axes merged and spread over blocks of threads, each thread
  * reducing serially (consecutive threads take consecutive kept indices, which for a column
@@ -952,8 +965,25 @@ static void schedule_kept(Plan *p, Tensor *o)
 			threads /= 2;
 	const char *bx = fresh_axis(p, t, "bx"), *tx = fresh_axis(p, t, "tx");
 	d_split(p, t, x, threads, bx, tx);
-	d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tx, "threadIdx.x");
+	/* Few blocks over the kept axes: the reduction is also split over blocks (a grid
+	 * reduction, docs/reductions.md), chunks of GRID_ROWS on blockIdx.x, the kept blocks on
+	 * blockIdx.y. Only for an output no other tensor reads (the grid step's scope). */
+	int64_t blocks;
+	if (o->nroot == o->ndim + 1 && !read_by_other(p->f, o) && ir_is_const(ext, &n) &&
+	    (blocks = (n + threads - 1) / threads) < GRID_KEPT_BLOCKS) {
+		int64_t r;
+		if (ir_is_const(o->root[o->ndim]->extent, &r) && r <= GRID_ROWS) {
+			d_bind(p, t, bx, "blockIdx.x");
+			return;
+		}
+		const char *rc = fresh_axis(p, t, "rc"), *rr = fresh_axis(p, t, "rr");
+		d_split(p, t, o->root[o->ndim]->name, GRID_ROWS, rc, rr);
+		d_bind(p, t, bx, "blockIdx.y");
+		d_bind(p, t, rc, "blockIdx.x");
+		return;
+	}
+	d_bind(p, t, bx, "blockIdx.x");
 }
 
 /* The roots of the output (bits) that subscript a reduction e reads, looking through

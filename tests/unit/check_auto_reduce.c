@@ -240,6 +240,31 @@ START_TEST(test_auto_short_rows)
 END_TEST
 
 /* An outer reduction: threads over the columns, the rows serial and innermost. */
+/* A constant, narrow column count: the rows are split over blockIdx.x in chunks of 256 (a grid
+ * reduction), the column blocks go to blockIdx.y; not when the rows fit one chunk. */
+START_TEST(test_auto_col_sum_grid)
+{
+	char *ir = auto_ir("fusion c(x: f32[M, 1000]) -> (s: f32[1000]) {\n"
+			   "  s[j] = sum(i: x[i, j]);\n"
+			   "}\n");
+	ck_assert_contains(ir, "      bx: 8 blockIdx.y (split of j by 128, outer)\n"
+			       "      tx: 128 threadIdx.x (split of j by 128, inner)\n"
+			       "      rc: ceildiv(M, 256) reduction blockIdx.x (split of i by 256, outer)\n"
+			       "      rr: 256 reduction (split of i by 256, inner)\n");
+	free(ir);
+	char *k = auto_kernel("fusion c(x: f32[M, 1000]) -> (s: f32[1000]) {\n"
+			      "  s[j] = sum(i: x[i, j]);\n"
+			      "}\n");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x");
+	free(k);
+	ir = auto_ir("fusion c(x: f32[200, 1000]) -> (s: f32[1000]) {\n"
+		     "  s[j] = sum(i: x[i, j]);\n"
+		     "}\n");
+	ck_assert_contains(ir, "      bx: 8 blockIdx.x (split of j by 128, outer)\n");
+	free(ir);
+}
+END_TEST
+
 START_TEST(test_auto_col_sum)
 {
 	char *ir = auto_ir(
@@ -674,6 +699,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_softmax_symbolic);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);
+	tcase_add_test(tc, test_auto_col_sum_grid);
 	tcase_add_test(tc, test_auto_general_colnorm);
 	tcase_add_test(tc, test_auto_total);
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
