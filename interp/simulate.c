@@ -885,54 +885,8 @@ static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b)
 	return interp_arith(OP_ADD, t, a, b);
 }
 
-/* KS_BLOCK_REDUCE at its release: every thread's var gets its group's result, combined in
- * the order of kir_block_reduce_shape (the CUDA helpers' order, so the bits agree). */
-static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
-{
-	BlockReduceShape sh;
-	int64_t n = S->nthreads, id = s->var->id;
-	DType t = s->var->dtype;
-
-	if (!kir_block_reduce_shape(S->k, s->pars, &sh) || sh.nthreads != n) {
-		fail(S, "block reduction whose groups do not match the block");
-		return;
-	}
-	SVal *v = malloc(sizeof(SVal) * (size_t)n), *w = malloc(sizeof(SVal) * (size_t)n);
-	for (int64_t i = 0; i < n; i++)
-		v[i] = ts[i].vars[id];
-	if (sh.kind != BR_SMEM) {
-		/* butterfly: v = op(v, v[lane ^ o]) in every lane at once */
-		for (int64_t o = (sh.kind == BR_WARP ? sh.count : 32) / 2; o > 0; o /= 2) {
-			for (int64_t i = 0; i < n; i++)
-				w[i] = (i ^ o) < n ? red_combine(s->red, t, v[i], v[i ^ o]) : v[i];
-			memcpy(v, w, sizeof(SVal) * (size_t)n);
-		}
-	}
-	for (int64_t i = 0; i < n; i++) {
-		int64_t span = sh.count * sh.stride, base = i / span * span + i % sh.stride;
-		if (sh.kind == BR_WARP) {
-			w[i] = v[i];
-		} else if (sh.kind == BR_WARPS) {
-			/* the group's warps in order: lane 0 of each holds its warp's result */
-			int64_t first = i / sh.count * sh.count;
-			w[i] = v[first];
-			for (int64_t q = 1; q < sh.count / 32; q++)
-				w[i] = red_combine(s->red, t, w[i], v[first + 32 * q]);
-		} else {
-			w[i] = v[base];
-			for (int64_t q = 1; q < sh.count; q++)
-				w[i] = red_combine(s->red, t, w[i], v[base + q * sh.stride]);
-		}
-	}
-	for (int64_t i = 0; i < n; i++) {
-		ts[i].vars[id] = w[i];
-		ts[i].var_init[id] = 1;
-	}
-	free(v);
-	free(w);
-}
-
-/* A Welford triple (count, mean, M2) in the accumulation dtype. */
+/* A Welford triple (count, mean, M2) in the accumulation dtype; a plain reduction's value is
+ * its .n alone. */
 typedef struct Wf {
 	SVal n, m, m2;
 } Wf;
@@ -957,26 +911,49 @@ static Wf wf_combine(DType t, Wf a, Wf b)
 	return r;
 }
 
-/* KS_BLOCK_REDUCE with RED_WELFORD at its release: block_reduce's groups and order, with the
- * lower-numbered thread's triple first in each butterfly step (as __fus_welford_warp). */
-static void block_welford(Sim *S, SimThread *ts, Stmt *s)
+static SVal *wf_at(Wf *w, int q)
+{
+	return q == 0 ? &w->n : q == 1 ? &w->m : &w->m2;
+}
+
+/* a op b for the block reduction s: Welford's combine, or red_combine on the values. */
+static Wf block_combine(Stmt *s, DType t, Wf a, Wf b)
+{
+	if (s->red == RED_WELFORD)
+		return wf_combine(t, a, b);
+	return (Wf){.n = red_combine(s->red, t, a.n, b.n)};
+}
+
+/* KS_BLOCK_REDUCE at its release: every thread's var (and, for RED_WELFORD, its mean and M2)
+ * gets its group's result, combined in the order of kir_block_reduce_shape (the CUDA helpers'
+ * order, so the bits agree). In a butterfly step a plain reduction combines its own value
+ * first (v = op(v, shfl_xor(v))); Welford's the lower-numbered thread's triple first (as
+ * __fus_welford_warp), so every thread of a group gets the same bits. */
+static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
 {
 	BlockReduceShape sh;
-	int64_t n = S->nthreads, ids[3] = {s->var->id, s->wmean->id, s->wm2->id};
+	bool welford = s->red == RED_WELFORD;
+	int nv = welford ? 3 : 1;
+	int64_t n = S->nthreads, ids[3] = {s->var->id, welford ? s->wmean->id : 0,
+					   welford ? s->wm2->id : 0};
 	DType t = s->var->dtype;
 
 	if (!kir_block_reduce_shape(S->k, s->pars, &sh) || sh.nthreads != n) {
 		fail(S, "block reduction whose groups do not match the block");
 		return;
 	}
-	Wf *v = malloc(sizeof(Wf) * (size_t)n), *w = malloc(sizeof(Wf) * (size_t)n);
+	Wf *v = calloc((size_t)n, sizeof(Wf)), *w = calloc((size_t)n, sizeof(Wf));
 	for (int64_t i = 0; i < n; i++)
-		v[i] = (Wf){ts[i].vars[ids[0]], ts[i].vars[ids[1]], ts[i].vars[ids[2]]};
+		for (int q = 0; q < nv; q++)
+			*wf_at(&v[i], q) = ts[i].vars[ids[q]];
 	if (sh.kind != BR_SMEM) {
+		/* butterfly: v = op(v, v[lane ^ o]) in every lane at once */
 		for (int64_t o = (sh.kind == BR_WARP ? sh.count : 32) / 2; o > 0; o /= 2) {
 			for (int64_t i = 0; i < n; i++) {
 				int64_t j = i ^ o;
-				w[i] = j >= n ? v[i] : wf_combine(t, v[i < j ? i : j], v[i < j ? j : i]);
+				bool swap = welford && j < i;
+				w[i] = j >= n ? v[i]
+					      : block_combine(s, t, v[swap ? j : i], v[swap ? i : j]);
 			}
 			memcpy(v, w, sizeof(Wf) * (size_t)n);
 		}
@@ -986,20 +963,20 @@ static void block_welford(Sim *S, SimThread *ts, Stmt *s)
 		if (sh.kind == BR_WARP) {
 			w[i] = v[i];
 		} else if (sh.kind == BR_WARPS) {
+			/* the group's warps in order: lane 0 of each holds its warp's result */
 			int64_t first = i / sh.count * sh.count;
 			w[i] = v[first];
 			for (int64_t q = 1; q < sh.count / 32; q++)
-				w[i] = wf_combine(t, w[i], v[first + 32 * q]);
+				w[i] = block_combine(s, t, w[i], v[first + 32 * q]);
 		} else {
 			w[i] = v[base];
 			for (int64_t q = 1; q < sh.count; q++)
-				w[i] = wf_combine(t, w[i], v[base + q * sh.stride]);
+				w[i] = block_combine(s, t, w[i], v[base + q * sh.stride]);
 		}
 	}
 	for (int64_t i = 0; i < n; i++) {
-		SVal r[3] = {w[i].n, w[i].m, w[i].m2};
-		for (int q = 0; q < 3; q++) {
-			ts[i].vars[ids[q]] = r[q];
+		for (int q = 0; q < nv; q++) {
+			ts[i].vars[ids[q]] = *wf_at(&w[i], q);
 			ts[i].var_init[ids[q]] = 1;
 		}
 	}
@@ -1034,9 +1011,7 @@ static void run_block_barriers(Sim *S, SimThread *ts)
 			return; /* every thread ended */
 		if (odd)
 			barrier_fault(S, ts, first->at, odd, arrived);
-		if (first->at->kind == KS_BLOCK_REDUCE && first->at->red == RED_WELFORD)
-			block_welford(S, ts, first->at);
-		else if (first->at->kind == KS_BLOCK_REDUCE)
+		if (first->at->kind == KS_BLOCK_REDUCE)
 			block_reduce(S, ts, first->at);
 		S->epoch++;
 		for (int64_t i = 0; i < S->nthreads; i++)

@@ -41,15 +41,7 @@ static void sim_ok(TestCompile *tc, int i, const int64_t *sizes, void **in, void
 {
 	SimResult r;
 	sim(tc, i, sizes, in, out, &r);
-	for (int j = 0; j < r.nreports; j++) {
-		char *s = NULL;
-		size_t n = 0;
-		FILE *f = open_memstream(&s, &n);
-		sim_report_print(tc->diag, &r.reports[j], f);
-		fclose(f);
-		ck_abort_msg("simulator report:\n%s", s);
-	}
-	sim_result_free(&r);
+	tc_assert_no_reports(tc, &r);
 }
 
 static float small_int(int64_t i, int64_t j)

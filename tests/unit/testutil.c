@@ -1,5 +1,6 @@
 /* testutil.c: see testutil.h. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +153,17 @@ void tc_assert_nvrtc(TestCompile *tc)
 		free(log);
 	}
 	free(cu);
+}
+
+void tc_assert_no_reports(TestCompile *tc, SimResult *r)
+{
+	for (int j = 0; j < r->nreports; j++) {
+		char *s = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&s, &n);
+		sim_report_print(tc->diag, &r->reports[j], f);
+		fclose(f);
+		ck_abort_msg("simulator report:\n%s", s);
+	}
+	sim_result_free(r);
 }

@@ -5,6 +5,7 @@
 #define FUSC_TESTUTIL_H
 
 #include "backend/backend.h"
+#include "interp/sim.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -27,6 +28,9 @@ void tc_free(TestCompile *tc);
 TestCompile *tc_lowered(const char *text);
 /* The CUDA source of tc compiles with NVRTC for sm_80 and sm_90 (a Check failure if not). */
 void tc_assert_nvrtc(TestCompile *tc);
+/* A Check failure with the first report's text if the simulation r of tc reported anything;
+ * frees r otherwise. */
+void tc_assert_no_reports(TestCompile *tc, SimResult *r);
 /* Text of stages (malloc'd; caller frees). */
 char *tc_kernel_ir(TestCompile *tc, int i);
 char *tc_fusion_ir(TestCompile *tc, int i);
