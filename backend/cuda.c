@@ -1007,7 +1007,7 @@ static void emit_block_reduce(Em *em, Stmt *s)
 		emit_block_welford(em, s, &sh);
 		return;
 	}
-	const char *op = s->red == RED_MAX ? "max" : s->red == RED_MIN ? "min" : "sum";
+	const char *op = red_name(s->red);
 	bool is_bool = s->var->dtype == DT_BOOL;
 	const char *ct = is_bool ? "int" : dtype_ctype(s->var->dtype);
 	line_start(em);
@@ -1035,7 +1035,7 @@ static void emit_block_reduce(Em *em, Stmt *s)
 /* if (__fus_grid_reduce<__fus_red_sum>(acc, fus_ws_s, fus_sem_s, o, r, R)) { store } */
 static void emit_grid_reduce(Em *em, Stmt *s)
 {
-	const char *op = s->red == RED_MAX ? "max" : s->red == RED_MIN ? "min" : "sum";
+	const char *op = red_name(s->red);
 	line_start(em);
 	buf_printf(em->out, "if (__fus_grid_reduce<__fus_red_%s>(", op);
 	cuda_name(em->out, s->var->name);

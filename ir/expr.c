@@ -278,12 +278,14 @@ IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
 		IrExpr *q, *rem;
 		if (in_range(l, y))
 			return ir_int(a, 0);
-		/* C division truncates: the identity needs q >= 0 as well */
-		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
-			return q;
-		/* (q*F + rem) / F == q + rem / F when both are non-negative */
-		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q) && ir_nonneg(rem))
-			return ix_add(a, q, ix_div(a, rem, r));
+		/* C division truncates: the identities need q >= 0 as well; (q*F + rem) / F is
+		 * q for 0 <= rem < F, q + rem / F for any rem >= 0 */
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q)) {
+			if (in_range(rem, y))
+				return q;
+			if (ir_nonneg(rem))
+				return ix_add(a, q, ix_div(a, rem, r));
+		}
 	}
 	return ir_op(a, OP_DIV, DT_I64, l, r);
 }
@@ -299,10 +301,12 @@ IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
 		IrExpr *q, *rem;
 		if (in_range(l, y))
 			return l;
-		if (split_multiple(a, l, y, &q, &rem) && in_range(rem, y) && ir_nonneg(q))
-			return rem;
-		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q) && ir_nonneg(rem))
-			return ix_mod(a, rem, r);
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q)) {
+			if (in_range(rem, y))
+				return rem;
+			if (ir_nonneg(rem))
+				return ix_mod(a, rem, r);
+		}
 	}
 	return ir_op(a, OP_MOD, DT_I64, l, r);
 }
@@ -501,7 +505,7 @@ static void print_list(IrExpr **args, int n, Buf *out)
 	}
 }
 
-static const char *red_name(ReduceOp r)
+const char *red_name(ReduceOp r)
 {
 	switch (r) {
 	case RED_SUM: return "sum";

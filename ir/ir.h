@@ -119,6 +119,8 @@ const char *mem_name(MemType m);
 /* RED_WELFORD exists only in the kernel IR: a KS_BLOCK_REDUCE of Welford triples (count, mean,
  * M2) made by `s2.welford()` (docs/reductions.md, "Welford's single pass"). */
 typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_WELFORD } ReduceOp;
+/* "sum", "max", "min", "welford" (ir/expr.c): IR text and the CUDA helpers' names. */
+const char *red_name(ReduceOp r);
 
 /* ---- expressions --------------------------------------------------------------------- */
 

@@ -192,11 +192,6 @@ bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out)
 	return true;
 }
 
-static const char *red_name(ReduceOp r)
-{
-	return r == RED_MAX ? "max" : r == RED_MIN ? "min" : r == RED_WELFORD ? "welford" : "sum";
-}
-
 static void print_pars(unsigned pars, Buf *out)
 {
 	bool first = true;

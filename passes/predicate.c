@@ -112,7 +112,7 @@ static bool uses_var(IrExpr *e, Var *v)
 
 typedef struct Elim {
 	Vec stores;   /* every KS_STORE of the kernel */
-	Vec partial;  /* register tensors that are not total */
+	Vec total;    /* the register tensors found total */
 	Arena *a;
 } Elim;
 
@@ -137,14 +137,7 @@ static void collect_stores(Elim *e, Stmt *s)
 
 static bool is_total(Elim *e, Tensor *t)
 {
-	if (t->cp_async)
-		return true;
-	if (t->mem != MEM_LOCAL || in_vec(&e->partial, t))
-		return false;
-	for (int i = 0; i < e->stores.len; i++)
-		if (VEC_AT(e->stores, Stmt, i)->tensor == t)
-			return true;
-	return false; /* not stored by a plain store: not known to be defined everywhere */
+	return t->cp_async || in_vec(&e->total, t);
 }
 
 static bool reads_total(Elim *e, IrExpr *x)
@@ -159,17 +152,24 @@ static bool reads_total(Elim *e, IrExpr *x)
 	return true;
 }
 
-/* Marks the register tensors that are not total until nothing changes. */
+/* Every register tensor written by plain stores starts total; one with a store that reads
+ * a tensor that is not total drops out, until nothing changes. */
 static void find_total(Elim *e, Kernel *k)
 {
 	collect_stores(e, k->body);
+	for (int i = 0; i < e->stores.len; i++) {
+		Tensor *t = VEC_AT(e->stores, Stmt, i)->tensor;
+		if (t->mem == MEM_LOCAL && !in_vec(&e->total, t))
+			vec_push(e->a, &e->total, t);
+	}
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (int i = 0; i < e->stores.len; i++) {
 			Stmt *s = VEC_AT(e->stores, Stmt, i);
-			if (s->tensor->mem == MEM_LOCAL && !in_vec(&e->partial, s->tensor) &&
-			    !reads_total(e, s->value)) {
-				vec_push(e->a, &e->partial, s->tensor);
+			if (in_vec(&e->total, s->tensor) && !reads_total(e, s->value)) {
+				for (int j = 0; j < e->total.len; j++) /* remove: the last takes its place */
+					if (e->total.items[j] == s->tensor)
+						e->total.items[j] = e->total.items[--e->total.len];
 				changed = true;
 			}
 		}
@@ -249,15 +249,16 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 		return guard_cp_async(k, s);
 	if (s->kind == KS_STORE && is_total(e, s->tensor)) {
 		elim_conds(&cs, k, s);
-	} else if (s->kind == KS_STORE) {
-		bounds(&cs, s->tensor, s->idx, s->nidx);
-		par_conds(&cs, k, s->tensor);
-	}
-	/* a reduction's accumulation: threads beyond its bound extents add nothing */
-	if (s->kind == KS_LET && s->tensor)
-		par_conds(&cs, k, s->tensor);
-	if (!(s->kind == KS_STORE && is_total(e, s->tensor)))
+	} else {
+		if (s->kind == KS_STORE) {
+			bounds(&cs, s->tensor, s->idx, s->nidx);
+			par_conds(&cs, k, s->tensor);
+		}
+		/* a reduction's accumulation: threads beyond its bound extents add nothing */
+		if (s->kind == KS_LET && s->tensor)
+			par_conds(&cs, k, s->tensor);
 		access_conds(&cs, s->value);
+	}
 	if (s->kind == KS_LET) {
 		while (last->next && last->next->kind == KS_LET &&
 		       (uses_var(last->next->value, s->var) ||

@@ -347,6 +347,20 @@ static int sig_pos(Fusion *f, Tensor *t)
 	return -1;
 }
 
+/* The first of k's preconditions that the arguments break, or NULL. */
+static Precond *failed_precond(Kernel *k, const fusrt_arg *args, const int64_t *sizes)
+{
+	for (int i = 0; i < k->preconds.len; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		int pos = p->kind == PC_ALIGNED ? sig_pos(k->fusion, p->tensor) : -1;
+		if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
+			return p;
+		if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0)
+			return p;
+	}
+	return NULL;
+}
+
 /* Counts, sizes, pointers and the kernel's preconditions. */
 static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 				 const int64_t *sizes, int nsizes)
@@ -386,20 +400,16 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
 				       f->name, t->name);
 	}
-	for (int i = 0; i < k->preconds.len && !k->fallback; i++) {
-		Precond *p = VEC_AT(k->preconds, Precond, i);
-		if (p->kind == PC_ALIGNED) {
-			int pos = sig_pos(f, p->tensor);
-			if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
-				return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: pointer %s (0x%llx) is "
-					       "not aligned to %lld bytes", f->name, p->tensor->name,
-					       (unsigned long long)args[pos].ptr, (long long)p->value);
-		} else if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0) {
-			return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: size %s = %lld is not a "
-				       "multiple of %lld", f->name, p->size->name,
-				       (long long)sizes[p->size->index], (long long)p->value);
-		}
-	}
+	Precond *p = k->fallback ? NULL : failed_precond(k, args, sizes);
+	if (p && p->kind == PC_ALIGNED)
+		return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: pointer %s (0x%llx) is not "
+			       "aligned to %lld bytes", f->name, p->tensor->name,
+			       (unsigned long long)args[sig_pos(f, p->tensor)].ptr,
+			       (long long)p->value);
+	if (p)
+		return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: size %s = %lld is not a multiple "
+			       "of %lld", f->name, p->size->name, (long long)sizes[p->size->index],
+			       (long long)p->value);
 	return FUSRT_OK;
 }
 
@@ -430,17 +440,7 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 
 Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes)
 {
-	Fusion *f = k->fusion;
-
-	for (int i = 0; i < k->preconds.len && k->fallback; i++) {
-		Precond *p = VEC_AT(k->preconds, Precond, i);
-		int pos = p->kind == PC_ALIGNED ? sig_pos(f, p->tensor) : -1;
-		if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
-			return k->fallback;
-		if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0)
-			return k->fallback;
-	}
-	return k;
+	return k->fallback && failed_precond(k, args, sizes) ? k->fallback : k;
 }
 
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
@@ -508,7 +508,7 @@ static fusrt_status ws_alloc(Kernel *k, const int64_t *sizes, CUstream stream, C
 				    "grid-reduction workspace", k->fusion->name);
 			break;
 		}
-		size_t bytes = (size_t)(n ? n : 1) * (size_t)(i % 2 ? 4 : dtype_size(t->dtype));
+		size_t bytes = (size_t)(n ? n : 1) * (size_t)dtype_size(t->dtype); /* sem: DT_I32 */
 		r = rt_cu.mem_alloc_async ? rt_cu.mem_alloc_async(&ws[i], bytes, stream)
 					  : rt_cu.mem_alloc(&ws[i], bytes);
 		if (r != CUDA_SUCCESS) {
