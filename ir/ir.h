@@ -402,6 +402,11 @@ struct Stmt {
 	int nidx;
 	IrExpr *offset;
 	IrExpr *value;    /* KS_STORE, KS_LET */
+	/* KS_STORE, KS_LET (set by loop_nest for the predicate pass): the conjunction of
+	 * `inner < F` for every split inner axis of the tensor that is split, merged further
+	 * (a non-divisible split's remainder would otherwise alias the next outer iteration:
+	 * docs/lowering.md, "Non-divisible splits"); NULL: none */
+	IrExpr *split_cond;
 	Tensor *src;      /* KS_VSTORE */
 	IrExpr *src_offset;
 	int vec;          /* KS_VSTORE: elements per access */

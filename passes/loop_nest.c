@@ -101,6 +101,35 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 	return ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
 }
 
+/* Non-divisible split predication. A split inner axis ax (extent F) that is split or merged
+ * further takes values up to (its children's extents product) - 1 >= F when the later split
+ * does not divide F: `split(j, 7) -> (jo, ji); split(ji, 3) -> (jio, jii)` gives ji = jio*3 +
+ * jii up to 8, and ji = 7 is the element (jo + 1, 0), computed twice (a race, or padding added
+ * into a sum). The root bound (`jo*7 + ji < N`) does not see it, so every such axis gets
+ * `ax < F` on the statements of its tensor (Stmt.split_cond; the predicate pass drops those
+ * ir_range proves, so divisible splits of constants get none). Outer axes and merges need
+ * none: a merge's inner is `m % E`, and an outer or merged value past its extent makes its
+ * parent's value (root, or a split inner checked here) past its own. `reductions` false: the
+ * statement is outside the reduction loops (the store after them), where reduction axes have
+ * no value and only the other conditions apply. */
+static IrExpr *split_cond(Nest *n, Tensor *t, bool reductions)
+{
+	IrExpr *c = NULL;
+	for (int i = 0; i < t->history.len; i++) {
+		Axis *ax = VEC_AT(t->history, Axis, i);
+		if (ax->kind != AX_SPLIT_INNER || !ax->to[0] || (ax->reduction && !reductions))
+			continue;
+		c = ix_and(n->a, c, ix_lt(n->a, axis_value(n, ax), ax->extent));
+	}
+	return c;
+}
+
+static Stmt *with_split_cond(Nest *n, Stmt *s, Tensor *t, bool reductions)
+{
+	s->split_cond = split_cond(n, t, reductions);
+	return s;
+}
+
 static IrExpr **root_values(Nest *n, Tensor *t, int count)
 {
 	IrExpr **v = arena_alloc(n->a, sizeof(IrExpr *) * (size_t)(count ? count : 1));
@@ -360,10 +389,11 @@ static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 	return list;
 }
 
+/* A store of t outside its reduction loops (a reduction's result, an in-place identity). */
 static Stmt *store(Nest *n, Tensor *t, IrExpr *value)
 {
 	IrExpr **subs = root_values(n, t, t->ndim);
-	return kir_store(n->k, t, subs, t->ndim, value);
+	return with_split_cond(n, kir_store(n->k, t, subs, t->ndim, value), t, false);
 }
 
 /* t[i..] = t[i..] op body, one store (so the predicate pass guards the read, the body and
@@ -387,7 +417,7 @@ static Stmt *accumulate_in_place(Nest *n, Tensor *t, IrExpr **map)
 		IrExpr *take = ir_op(a, OP_OR, DT_BOOL, better, ir_op(a, OP_NE, DT_BOOL, b2, b2));
 		v = ir_select(a, take, b3, ir_access(a, t, map, t->ndim));
 	}
-	return kir_store(n->k, t, map, t->ndim, v);
+	return with_split_cond(n, kir_store(n->k, t, map, t->ndim, v), t, true);
 }
 
 /* The in-place accumulator's initialisation: t[i..] = identity for every element of the
@@ -484,15 +514,18 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	IrExpr **map = root_values(n, t, t->nroot);
 	if (fr->in_place)
 		return accumulate_in_place(n, t, map);
+	/* the first statement of a group carries its split conditions (guard() takes the group) */
 	if (fr->wmean)
-		return welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
+		return with_split_cond(
+			n, welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
 		s->tensor = t;
-		return s;
+		return with_split_cond(n, s, t, true);
 	}
-	return kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot));
+	return with_split_cond(n, kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot)),
+			       t, true);
 }
 
 /* The loop (or parallel index) of domain axis `pos` around the rest of the nest. */

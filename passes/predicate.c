@@ -88,6 +88,19 @@ static void par_conds(Conds *cs, Kernel *k, Tensor *t)
 	}
 }
 
+/* The conjuncts of a statement's split conditions (loop_nest.c, split_cond) */
+static void split_conds(Conds *cs, IrExpr *c)
+{
+	if (!c)
+		return;
+	if (c->kind == EX_OP && c->op == OP_AND) {
+		split_conds(cs, c->args[0]);
+		split_conds(cs, c->args[1]);
+		return;
+	}
+	add_cond(cs, c);
+}
+
 static IrExpr *conjunction(Conds *cs)
 {
 	IrExpr *c = NULL;
@@ -219,6 +232,7 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 	bounds(&in, s->tensor, s->idx, s->nidx);
 	access_conds(&in, s->value);
 	par_conds(&par, k, s->tensor);
+	split_conds(&par, s->split_cond);
 	IrExpr *c = conjunction(&in);
 	if (c) {
 		DType dt = s->value->dtype;
@@ -259,6 +273,7 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 			par_conds(&cs, k, s->tensor);
 		access_conds(&cs, s->value);
 	}
+	split_conds(&cs, s->split_cond);
 	if (s->kind == KS_LET) {
 		while (last->next && last->next->kind == KS_LET &&
 		       (uses_var(last->next->value, s->var) ||

@@ -119,6 +119,46 @@ START_TEST(no_predicate_when_divisible)
 }
 END_TEST
 
+START_TEST(nested_split_predicate)
+{
+	/* issue 11 item 1: ji = jio * 3 + jii reaches 8 >= 7, the element (jo + 1, 0): the
+	 * accumulation needs its own bound besides the root's, or padding enters the sum twice */
+	char *got = lower_dump("fusion rs(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(j: x[i, j]); }\n"
+			       "schedule rs { s.split(j, 7) -> (jo, ji); s.split(ji, 3) -> (jio, jii);\n"
+			       "  s.bind(i, blockIdx.x); }\n",
+			       "predicate");
+	ck_assert_contains(got, "if (blockIdx.x < M && jo * 7 + jio * 3 + jii < N && "
+				"jio * 3 + jii < 7) {\n          s_acc = s_acc + x[");
+	free(got);
+	/* a merge of the remainder: ii = m / N may reach 5 */
+	got = lower_dump("fusion mg(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j]; }\n"
+			 "schedule mg { y.split(i, 5) -> (io, ii); y.merge(ii, j) -> m;\n"
+			 "  y.split(m, 4) -> (mo, mi); y.bind(io, blockIdx.x); y.bind(mi, threadIdx.x); }\n",
+			 "predicate");
+	ck_assert_contains(got, "(mo * 4 + threadIdx.x) / N < 5");
+	free(got);
+	/* outer remainders need nothing of their own: the root bound covers them */
+	got = lower_dump("fusion so(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\n"
+			 "schedule so { y.split(i, 7) -> (io, ii); y.split(io, 3) -> (ioo, ioi); }\n",
+			 "predicate");
+	ck_assert_contains(got, "if (ioo * 21 + ioi * 7 + ii < N) {");
+	ck_assert_not_contains(got, "&&");
+	free(got);
+}
+END_TEST
+
+START_TEST(nested_split_divisible)
+{
+	/* 8 = 2 * 4 and 64 = 8 * 8: every bound is proved, nothing is predicated */
+	char *got = lower_dump("fusion nd(x: f32[64]) -> (y: f32[64]) { y[i] = x[i]; }\n"
+			       "schedule nd { y.split(i, 8) -> (io, ii); y.split(ii, 4) -> (iio, iii);\n"
+			       "  y.bind(io, blockIdx.x); y.bind(iii, threadIdx.x); }\n",
+			       "predicate");
+	ck_assert_not_contains(got, "if (");
+	free(got);
+}
+END_TEST
+
 START_TEST(transpose_merge)
 {
 	/* the merged index reads back as itself; the inner bound m % M < M is dropped */
@@ -362,6 +402,8 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, saxpy_indexing);
 	tcase_add_test(tc, split_2d_broadcast);
 	tcase_add_test(tc, no_predicate_when_divisible);
+	tcase_add_test(tc, nested_split_predicate);
+	tcase_add_test(tc, nested_split_divisible);
 	tcase_add_test(tc, transpose_merge);
 	tcase_add_test(tc, serial_reduction);
 	tcase_add_test(tc, max_computed_at);
