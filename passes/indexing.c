@@ -28,7 +28,7 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 }
 
 /* Position along axis ax of the element with root values subs. */
-static IrExpr *forward(Arena *a, Axis *ax, IrExpr **subs, int n)
+IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
 {
 	switch (ax->kind) {
 	case AX_ROOT:
@@ -36,12 +36,12 @@ static IrExpr *forward(Arena *a, Axis *ax, IrExpr **subs, int n)
 			die("indexing: root %s of %s has no subscript", ax->name, ax->owner->name);
 		return subs[ax->root_index];
 	case AX_SPLIT_OUTER:
-		return ix_div(a, forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_div(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_SPLIT_INNER:
-		return ix_mod(a, forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_mod(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_MERGE:
-		return ix_add(a, ix_mul(a, forward(a, ax->from[0], subs, n), ax->from[1]->extent),
-			      forward(a, ax->from[1], subs, n));
+		return ix_add(a, ix_mul(a, index_forward(a, ax->from[0], subs, n), ax->from[1]->extent),
+			      index_forward(a, ax->from[1], subs, n));
 	}
 	unreachable();
 }
@@ -53,7 +53,7 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 		Axis **axes;
 		int na = index_buffer_axes(a, t, &axes);
 		for (int i = 0; i < na; i++)
-			off = ix_add(a, ix_mul(a, off, axes[i]->extent), forward(a, axes[i], subs, n));
+			off = ix_add(a, ix_mul(a, off, axes[i]->extent), index_forward(a, axes[i], subs, n));
 		return off;
 	}
 	for (int d = 0; d < n; d++) {

@@ -41,6 +41,9 @@ bool pass_exists(const char *name);
 bool pass_loop_nest(Kernel *k, Diag *d);
 /* passes/predicate.c: bounds predicates for non-divisible splits and partially used
  * parallel dimensions; no out-of-bounds access, ever. */
+/* private_local.c: every element of a register tensor is read only by the thread that wrote it
+ * (an error at the directive that put the tensor in registers otherwise) */
+bool pass_private_local(Kernel *k, Diag *d);
 bool pass_predicate(Kernel *k, Diag *d);
 /* passes/redundant_write.c: only index 0 of an unbound parallel dim writes shared/global. */
 bool pass_redundant_write(Kernel *k, Diag *d);
@@ -50,6 +53,9 @@ bool pass_indexing(Kernel *k, Diag *d);
  * also its own thread-bound axes; never aliases or reduction axes), in domain order. The buffer
  * is row-major over their extents. */
 int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
+/* The position along axis ax (of the tensor) of the element with root values subs: split
+ * r / F and r % F, merge o * E_inner + i (indexing.c). */
+IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n);
 /* Element offset of t[subs] (logical subscripts): row-major over the shape for inputs and
  * outputs, over the buffer axes (computed forward from the subscripts) for intermediates. */
 IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n);

@@ -12,6 +12,7 @@
 
 const Pass pass_list[] = {
 	{"loop_nest", pass_loop_nest, "loop nests from the scheduled domains; inlining"},
+	{"private_local", pass_private_local, "register tensors are read only by their writers"},
 	{"predicate", pass_predicate, "bounds predicates for non-divisible splits and pars"},
 	{"redundant_write", pass_redundant_write, "only index 0 of an unused par writes memory"},
 	{"indexing", pass_indexing, "logical subscripts -> flattened offsets"},

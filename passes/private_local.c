@@ -1,0 +1,155 @@
+/* private_local.c: a register (local) tensor is private to a thread (SPEC §4.8): every element
+ * a thread reads must be one that thread wrote.
+ *
+ * Runs right after loop_nest, on logical subscripts. A materialized local tensor t spreads its
+ * elements over threads (and blocks) only through its own axes bound to a parallel type
+ * (aliases of its consumer's loops carry the same value for writer and reader; serial axes and
+ * unbound parallel types are computed by every thread; reduction axes are combined before
+ * anyone reads). For each such axis ax bound to P, the element a reader accesses must be on the
+ * reader's own P index: the position along ax computed forward from the read's subscripts
+ * (index_forward) must simplify to `P` itself, or to the same expression it gives at t's own
+ * store when both statements run on the same P indices (both then depend only on shared loops
+ * and parallel indices, since each nest has its own loop variables). The simplifier knows
+ * P < the reader's own bound extent (its predicate). Anything else, including what the simplifier cannot prove, is an error
+ * at the directive that put t in registers, e.g. `x.cache_after(local)` with `xl.jt` bound to
+ * threadIdx.x (32 threads) read by `y`'s 64 threads.
+ */
+#include "passes/passes.h"
+
+typedef struct Priv {
+	Kernel *k;
+	Diag *d;
+	Vec bad; /* tensors already reported */
+	bool ok;
+} Priv;
+
+static bool is_private(Tensor *t)
+{
+	return t->kind == TK_INTERMEDIATE && t->ca_tensor && t->mem == MEM_LOCAL;
+}
+
+/* t's own store (the first one: all of them use t's root values) */
+static Stmt *own_store(Stmt *s, Tensor *t)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_STORE && s->tensor == t && s->idx)
+			return s;
+		Stmt *r = own_store(s->body, t);
+		if (!r)
+			r = own_store(s->then, t);
+		if (!r)
+			r = own_store(s->els, t);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+static Span reg_span(Tensor *t)
+{
+	if (t->cache_span.file)
+		return t->cache_span;
+	if (t->mem_span.file)
+		return t->mem_span;
+	return t->ca_span.file ? t->ca_span : t->span;
+}
+
+static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
+{
+	for (int i = 0; i < p->bad.len; i++)
+		if (p->bad.items[i] == t)
+			return;
+	vec_push(p->k->arena, &p->bad, t);
+	p->ok = false;
+	Tensor *who = reader && reader->tensor ? reader->tensor : NULL;
+	diag_error(p->d, reg_span(t),
+		   "'%s' is a register (local) tensor, but %s reads elements of it that other "
+		   "threads wrote ('%s.%s' is bound to %s)", t->name,
+		   who ? arena_printf(p->k->arena, "'%s'", who->name) : "its reader", t->name,
+		   ax->name, par_name(ax->par));
+	diag_note(p->d, ax->par_span, "'%s' is spread over %s here", t->name, par_name(ax->par));
+	diag_note(p->d, (Span){0},
+		  "registers are private to each thread: use cache_after(shared) or memory(shared) to "
+		  "share '%s' between threads, or bind its reader's loops the same way", t->name);
+}
+
+/* The extent a tensor binds to P (through aliases), or P's launch extent when it binds none
+ * (then every index of P runs its statements). */
+static IrExpr *bound_extent(Kernel *k, Tensor *u, ParType par)
+{
+	for (int i = 0; u && i < u->ndomain; i++) {
+		Axis *ax = u->domain[i];
+		while (ax->ca_alias)
+			ax = ax->ca_alias;
+		if (ax->par == par)
+			return ax->extent;
+	}
+	return k->launch[par];
+}
+
+/* The position along ax of the element at subs, simplified knowing that P < extent (the
+ * predicate pass guards the statement so: par_conds): ranges come from a copy of the kernel
+ * whose launch extent of P is that one. */
+static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
+{
+	Kernel under = *p->k;
+	under.launch[ax->par] = extent;
+	ir_range_set_kernel(&under);
+	IrExpr *e = ir_simplify(p->k->arena, index_forward(p->k->arena, ax, subs, n));
+	ir_range_set_kernel(p->k);
+	return e;
+}
+
+/* Every P index of the reader that reads the element at `e` wrote it: its position along each
+ * of t's own P-bound axes is the reader's P index (a position past ax's extent is past t's
+ * shape, so the read is predicated off), or the very expression of t's store, when both run
+ * on the same P indices. */
+static void check_access(Priv *p, IrExpr *e, Stmt *reader)
+{
+	Tensor *t = e->tensor;
+	Stmt *w = NULL;
+	for (int i = 0; i < t->ndomain; i++) {
+		Axis *ax = t->domain[i];
+		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL)
+			continue;
+		IrExpr *er = bound_extent(p->k, reader->tensor, ax->par);
+		IrExpr *got = position(p, ax, e->args, e->nargs, er);
+		if (ir_equal(got, ir_par(p->k->arena, ax->par)))
+			continue;
+		if (!w)
+			w = own_store(p->k->body, t);
+		if (w && ir_equal(er, ax->extent) &&
+		    ir_equal(got, position(p, ax, w->idx, w->nidx, ax->extent)))
+			continue;
+		report(p, t, ax, reader);
+		return;
+	}
+}
+
+static void check_expr(Priv *p, IrExpr *e, Stmt *reader)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nargs; i++)
+		check_expr(p, e->args[i], reader);
+	if (e->kind == EX_ACCESS && is_private(e->tensor))
+		check_access(p, e, reader);
+}
+
+static void check_list(Priv *p, Stmt *s)
+{
+	for (; s; s = s->next) {
+		check_expr(p, s->value, s);
+		check_expr(p, s->cond, s);
+		check_list(p, s->body);
+		check_list(p, s->then);
+		check_list(p, s->els);
+	}
+}
+
+bool pass_private_local(Kernel *k, Diag *d)
+{
+	Priv p = {.k = k, .d = d, .ok = true};
+	check_list(&p, k->body);
+	return p.ok;
+}
