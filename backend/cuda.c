@@ -1529,7 +1529,7 @@ static void emit_launch_args(Buf *out, Fusion *f)
  * once per device. */
 static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 {
-	long long dyn = (long long)k->smem_bytes;
+	long long dyn = (long long)kernel_smem_dynamic(k), stat = (long long)kernel_smem_static(k);
 
 	if (!k->smem_dynamic)
 		return;
@@ -1543,8 +1543,9 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 			"cudaGetErrorString(fus_attr_err));\n", err, k->fusion->name);
 	buf_printf(out, "  if (%lld > (long long)fus_smem_limit)\n"
 			"    return fus_fail(%s, \"%s: needs %lld bytes of shared memory (dynamic %lld, "
-			"static 0, required %lld) but the device allows %%d per block\", "
-			"fus_smem_limit);\n", dyn, err, k->fusion->name, dyn, dyn, dyn);
+			"static %lld, required %lld) but the device allows %%d per block\", "
+			"fus_smem_limit);\n", dyn + stat, err, k->fusion->name, dyn + stat, dyn, stat,
+		   dyn + stat);
 	buf_printf(out, "  static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device\n"
 			"  if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {\n"
 			"    fus_attr_err = cudaFuncSetAttribute(%s, "

@@ -458,6 +458,11 @@ typedef struct Kernel {
 	 * memory (after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)); otherwise static. */
 	int64_t smem_bytes;
 	bool smem_dynamic;
+	/* Static shared memory the backend's block-reduction helpers declare (the ws[32] of
+	 * __fus_reduce_warps, Welford's wn/wm/wm2, ...), once per template instantiation, each
+	 * rounded up to 16 bytes; it counts toward every limit with smem_bytes
+	 * (passes/shared_memory.c, kernel_smem_static). */
+	int64_t smem_helper_bytes;
 	int nvars;             /* counter for unique Var names */
 	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
 	Arena *arena;
@@ -502,6 +507,10 @@ typedef struct BlockReduceShape {
 	int64_t count, stride, nthreads;
 } BlockReduceShape;
 bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out);
+/* The kernel's shared memory by kind: dynamic (the pool when smem_dynamic) and static (the
+ * pool otherwise, plus the helpers' smem_helper_bytes); a block needs their sum. */
+int64_t kernel_smem_dynamic(const Kernel *k);
+int64_t kernel_smem_static(const Kernel *k);
 /* Appends b's list to a's list; returns the head. */
 Stmt *kir_append(Stmt *a, Stmt *b);
 /* Prints the kernel IR (`--dump-after`). */

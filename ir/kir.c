@@ -192,6 +192,16 @@ bool kir_block_reduce_shape(Kernel *k, unsigned pars, BlockReduceShape *out)
 	return true;
 }
 
+int64_t kernel_smem_dynamic(const Kernel *k)
+{
+	return k->smem_dynamic ? k->smem_bytes : 0;
+}
+
+int64_t kernel_smem_static(const Kernel *k)
+{
+	return (k->smem_dynamic ? 0 : k->smem_bytes) + k->smem_helper_bytes;
+}
+
 static void print_pars(unsigned pars, Buf *out)
 {
 	bool first = true;

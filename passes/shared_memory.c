@@ -8,10 +8,16 @@
  * iterations). Offsets are assigned first-fit in allocation order. The sync pass treats
  * buffers sharing bytes as one memory, so reuse gets the barriers it needs.
  *
- * Up to 48 KiB the pool is static; beyond, it is dynamic (`extern __shared__`; the launcher
- * raises cudaFuncAttributeMaxDynamicSharedMemorySize). Beyond the target's opt-in limit it is
- * an error at the cache directive of the largest buffer (a warning with --no-arch-check);
- * the launcher checks the device's own limit at launch time.
+ * The backend's block-reduction helpers declare static shared memory of their own (ws[32] of
+ * __fus_reduce_warps, ws[NT] of __fus_reduce_smem, Welford's three arrays): one copy per
+ * template instantiation, counted here (Kernel.smem_helper_bytes, each rounded up to 16
+ * bytes: an upper bound of the compiler's layout). Every limit counts both.
+ *
+ * Up to 48 KiB of static memory (pool + helpers) the pool is static; beyond, it is dynamic
+ * (`extern __shared__`; the launcher raises cudaFuncAttributeMaxDynamicSharedMemorySize).
+ * Beyond the target's opt-in limit (dynamic + static) it is an error at the cache directive
+ * of the largest buffer (a warning with --no-arch-check), the message stating dynamic, static,
+ * required and limit sizes; the launcher checks the device's own limit at launch time.
  */
 #include <string.h>
 
@@ -111,6 +117,71 @@ static void scan(Sm *m, Stmt *s, Arena *a)
 	}
 }
 
+/* ---- the helpers' static shared memory ---- */
+
+typedef struct Helper {
+	ReduceOp red;
+	DType dt;
+	BlockReduceShape sh;
+} Helper;
+
+typedef struct Helpers {
+	Helper *h;
+	int n, cap;
+	Stmt *first; /* the first block reduction that declares any (for diagnostics) */
+	int64_t bytes;
+	Arena *a;
+} Helpers;
+
+/* Bytes one block reduction's helper declares: none for shuffles in a warp, 32 partials for
+ * warps through shared memory, one per thread otherwise; Welford keeps three. A bool travels
+ * as int. */
+static int64_t helper_bytes(Stmt *s, BlockReduceShape *sh)
+{
+	int64_t el = s->var->dtype == DT_BOOL ? 4 : dtype_size(s->var->dtype);
+	int64_t n = sh->kind == BR_WARP ? 0 : sh->kind == BR_WARPS ? 32 : sh->nthreads;
+	if (s->red == RED_WELFORD)
+		n *= 3;
+	return (n * el + 15) / 16 * 16;
+}
+
+static bool same_helper(Helper *h, Stmt *s, BlockReduceShape *sh)
+{
+	return h->red == s->red && h->dt == s->var->dtype && h->sh.kind == sh->kind &&
+	       h->sh.count == sh->count && h->sh.stride == sh->stride &&
+	       h->sh.nthreads == sh->nthreads;
+}
+
+static void scan_helpers(Kernel *k, Helpers *hs, Stmt *s)
+{
+	for (; s; s = s->next) {
+		BlockReduceShape sh;
+		if (s->kind == KS_BLOCK_REDUCE && kir_block_reduce_shape(k, s->pars, &sh) &&
+		    helper_bytes(s, &sh)) {
+			bool seen = false;
+			for (int i = 0; i < hs->n && !seen; i++)
+				seen = same_helper(&hs->h[i], s, &sh);
+			if (!seen) {
+				if (hs->n == hs->cap) {
+					int cap = hs->cap ? 2 * hs->cap : 4;
+					Helper *nh = arena_alloc(hs->a, sizeof *nh * (size_t)cap);
+					if (hs->n)
+						memcpy(nh, hs->h, sizeof *nh * (size_t)hs->n);
+					hs->h = nh;
+					hs->cap = cap;
+				}
+				hs->h[hs->n++] = (Helper){s->red, s->var->dtype, sh};
+				hs->bytes += helper_bytes(s, &sh);
+				if (!hs->first)
+					hs->first = s;
+			}
+		}
+		scan_helpers(k, hs, s->body);
+		scan_helpers(k, hs, s->then);
+		scan_helpers(k, hs, s->els);
+	}
+}
+
 static bool overlap(SBuf *x, SBuf *y)
 {
 	return x->pos <= y->last && y->pos <= x->last;
@@ -154,36 +225,54 @@ static Span buf_span(Tensor *t)
 	return t->ca_span.file ? t->ca_span : t->span;
 }
 
-static bool check_limit(Kernel *k, Diag *d, Sm *m)
+/* dynamic + static above the target's opt-in limit, or static memory (the helpers' alone,
+ * when the pool is dynamic) above 48 KiB: an error at the largest buffer's directive (the
+ * first block reduction's when there is no buffer). */
+static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 {
 	int arch = pass_options ? pass_options->arch : 80;
 	int64_t limit = smem_limit(arch);
-	if (k->smem_bytes <= limit)
+	long long dyn = (long long)kernel_smem_dynamic(k), stat = (long long)kernel_smem_static(k);
+	if (dyn + stat <= limit && stat <= STATIC_LIMIT)
 		return true;
-	SBuf *big = &m->b[0];
-	for (int i = 1; i < m->n; i++)
-		if (m->b[i].bytes > big->bytes)
-			big = &m->b[i];
+	if (dyn + stat <= limit)
+		limit = STATIC_LIMIT;
+	Span at = hs->first ? hs->first->span : k->fusion->span;
+	if (m->n) {
+		SBuf *big = &m->b[0];
+		for (int i = 1; i < m->n; i++)
+			if (m->b[i].bytes > big->bytes)
+				big = &m->b[i];
+		at = buf_span(big->t);
+	}
 	bool warn = pass_options && pass_options->no_arch_check;
-	const char *fmt = "%s needs %lld bytes of shared memory, more than the %lld bytes "
-			  "(%lld KiB) a block can have on sm_%d";
+	const char *fmt = "%s needs %lld bytes of shared memory (dynamic %lld, static %lld, "
+			  "required %lld), more than the %lld bytes (%lld KiB) %s on sm_%d";
+	const char *what = limit == STATIC_LIMIT ? "of static shared memory a block can have"
+						 : "a block can have";
 	if (warn)
-		diag_warning(d, buf_span(big->t), fmt, k->fusion->name, (long long)k->smem_bytes,
-			     (long long)limit, (long long)(limit / 1024), arch);
+		diag_warning(d, at, fmt, k->fusion->name, dyn + stat, dyn, stat, dyn + stat,
+			     (long long)limit, (long long)(limit / 1024), what, arch);
 	else
-		diag_error(d, buf_span(big->t), fmt, k->fusion->name, (long long)k->smem_bytes,
-			   (long long)limit, (long long)(limit / 1024), arch);
+		diag_error(d, at, fmt, k->fusion->name, dyn + stat, dyn, stat, dyn + stat,
+			   (long long)limit, (long long)(limit / 1024), what, arch);
 	for (int i = 0; i < m->n; i++)
 		diag_note(d, buf_span(m->b[i].t), "%s: %lld bytes at offset %lld", m->b[i].t->name,
 			  (long long)m->b[i].bytes, (long long)m->b[i].off);
+	if (hs->first)
+		diag_note(d, hs->first->span, "block reductions: %lld bytes of static shared memory "
+			  "for their partials", (long long)hs->bytes);
 	return warn;
 }
 
 bool pass_shared_memory(Kernel *k, Diag *d)
 {
 	Sm m = {0};
+	Helpers hs = {.a = k->arena};
 
 	scan(&m, k->body, k->arena);
+	scan_helpers(k, &hs, k->body);
+	k->smem_helper_bytes = hs.bytes;
 	k->smem_bytes = 0;
 	for (int i = 0; i < m.n; i++) {
 		place(&m, i);
@@ -191,6 +280,7 @@ bool pass_shared_memory(Kernel *k, Diag *d)
 		if (m.b[i].off + m.b[i].bytes > k->smem_bytes)
 			k->smem_bytes = m.b[i].off + m.b[i].bytes;
 	}
-	k->smem_dynamic = k->smem_bytes > STATIC_LIMIT;
-	return check_limit(k, d, &m);
+	/* static memory is the pool and the helpers together: past 48 KiB the pool goes dynamic */
+	k->smem_dynamic = k->smem_bytes && k->smem_bytes + hs.bytes > STATIC_LIMIT;
+	return check_limit(k, d, &m, &hs);
 }

@@ -453,8 +453,7 @@ fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
 
 fusrt_status rt_check_smem(Kernel *k, int limit, char **msg)
 {
-	long long dyn = k->smem_dynamic ? (long long)k->smem_bytes : 0;
-	long long stat = k->smem_dynamic ? 0 : (long long)k->smem_bytes;
+	long long dyn = (long long)kernel_smem_dynamic(k), stat = (long long)kernel_smem_static(k);
 
 	*msg = NULL;
 	if (dyn + stat <= limit)

@@ -691,6 +691,14 @@ START_TEST(test_check_smem)
 	ck_assert_str_eq(msg, "big: needs 40000 bytes of shared memory (dynamic 0, static 40000, "
 			      "required 40000) but the device allows 32768 per block");
 	free(msg);
+	/* so are the block-reduction helpers' static arrays (issue 11 item 4) */
+	k->smem_dynamic = true;
+	k->smem_bytes = 65536;
+	k->smem_helper_bytes = 128;
+	ck_assert_int_eq(rt_check_smem(k, 65536, &msg), FUSRT_ERR_LAUNCH);
+	ck_assert_str_eq(msg, "big: needs 65664 bytes of shared memory (dynamic 65536, static 128, "
+			      "required 65664) but the device allows 65536 per block");
+	free(msg);
 	tc_free(tc);
 }
 END_TEST

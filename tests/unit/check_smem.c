@@ -364,8 +364,9 @@ static const char *big =
 START_TEST(shared_limit_per_target)
 {
 	char *got = lower_ir(big, 80, false);
-	ck_assert_str_eq(got, "t.fus:5:3: error: big needs 200000 bytes of shared memory, more "
-			      "than the 166912 bytes (163 KiB) a block can have on sm_80\n"
+	ck_assert_str_eq(got, "t.fus:5:3: error: big needs 200000 bytes of shared memory (dynamic "
+			      "200000, static 0, required 200000), more than the 166912 bytes (163 "
+			      "KiB) a block can have on sm_80\n"
 			      "  xs = x.cache_after(shared);\n"
 			      "  ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
 			      "t.fus:5:3: note: xs: 200000 bytes at offset 0\n"
@@ -411,6 +412,97 @@ START_TEST(dynamic_shared_memory_launcher)
 			       "cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);\n");
 	ck_assert_contains(cu, "dyn_kernel<<<dim3(1, 1, 1), dim3(128, 1, 1), 65536, stream>>>");
 	free(cu);
+	tc_free(tc);
+}
+END_TEST
+
+/* A row of N floats in shared memory (the cache's buffer: ceil(N / 128) * 128 elements) and a
+ * block reduction over 128 threads, whose helper declares ws[32] (128 bytes, static). */
+static char *rowsum_src(int64_t n)
+{
+	Buf b = {0};
+	buf_printf(&b, "fusion rowsum(x: f32[M, %lld]) -> (s: f32[M]) {\n"
+		       "  s[i] = sum(j: x[i, j]);\n"
+		       "}\n"
+		       "schedule rowsum {\n"
+		       "  xs = x.cache_after(shared);\n"
+		       "  xs.compute_at(s, i);\n"
+		       "  xs.split(j, 128) -> (jo, jt);\n"
+		       "  xs.bind(jt, threadIdx.x);\n"
+		       "  s.bind(i, blockIdx.x);\n"
+		       "  s.split(j, 128) -> (jo, jt);\n"
+		       "  s.bind(jt, threadIdx.x);\n"
+		       "}\n", (long long)n);
+	return b.s;
+}
+
+START_TEST(helper_static_smem_counts)
+{
+	/* issue 11 item 4: exactly sm_80's 163 KiB of buffers plus the reduction's 128 bytes */
+	char *src = rowsum_src(41728);
+	char *got = lower_ir(src, 80, false);
+	ck_assert_str_eq(got, "t.fus:5:3: error: rowsum needs 167040 bytes of shared memory "
+			      "(dynamic 166912, static 128, required 167040), more than the 166912 "
+			      "bytes (163 KiB) a block can have on sm_80\n"
+			      "  xs = x.cache_after(shared);\n"
+			      "  ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+			      "t.fus:5:3: note: xs: 166912 bytes at offset 0\n"
+			      "  xs = x.cache_after(shared);\n"
+			      "  ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+			      "t.fus:11:3: note: block reductions: 128 bytes of static shared memory "
+			      "for their partials\n"
+			      "  s.bind(jt, threadIdx.x);\n"
+			      "  ^~~~~~~~~~~~~~~~~~~~~~~~\n");
+	free(got);
+	free(src);
+	/* 128 bytes less fits; the launcher's check counts the static bytes too */
+	src = rowsum_src(41728 - 128);
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	ck_assert_int_eq(tc->kernels[0]->smem_bytes, 166400);
+	ck_assert_int_eq(tc->kernels[0]->smem_helper_bytes, 128);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "if (166528 > (long long)fus_smem_limit)");
+	ck_assert_contains(cu, "rowsum: needs 166528 bytes of shared memory (dynamic 166400, "
+			       "static 128, required 166528) but the device allows %d per block");
+	free(cu);
+	tc_free(tc);
+	free(src);
+	/* 48 KiB of buffers plus the helper's 128 bytes is past the static limit: dynamic */
+	src = rowsum_src(12288);
+	tc = tc_compile(src, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	ck_assert_int_eq(tc->kernels[0]->smem_bytes, 49152);
+	ck_assert(tc->kernels[0]->smem_dynamic);
+	tc_free(tc);
+	free(src);
+}
+END_TEST
+
+static const char *welford_smem =
+	"fusion wv(x: f32[M, 24]) -> (y: f32[M, 24]) {\n"
+	"  s1[i] = sum(j: x[i, j]);\n"
+	"  d[i, j] = x[i, j] - s1[i] / 24.0;\n"
+	"  s2[i] = sum(j: d[i, j] * d[i, j]);\n"
+	"  y[i, j] = d[i, j] * s2[i];\n"
+	"}\n"
+	"schedule wv {\n"
+	"  y.bind(i, blockIdx.x);\n"
+	"  y.bind(j, threadIdx.x);\n"
+	"  s1.compute_at(y, i);\n"
+	"  s1.bind(j, threadIdx.x);\n"
+	"  s2.compute_at(y, i);\n"
+	"  s2.bind(j, threadIdx.x);\n"
+	"  s2.welford();\n"
+	"}\n";
+
+START_TEST(helper_static_smem_welford)
+{
+	/* 24 threads: Welford through shared memory, three arrays of 24 floats (288 bytes) */
+	TestCompile *tc = tc_compile(welford_smem, true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	ck_assert_int_eq(tc->kernels[0]->smem_bytes, 0);
+	ck_assert_int_eq(tc->kernels[0]->smem_helper_bytes, 288);
 	tc_free(tc);
 }
 END_TEST
@@ -496,6 +588,8 @@ Suite *smem_suite(void)
 	tcase_add_test(tc, shared_buffer_reuse);
 	tcase_add_test(tc, arch_error_points_at_cp_async);
 	tcase_add_test(tc, shared_limit_per_target);
+	tcase_add_test(tc, helper_static_smem_counts);
+	tcase_add_test(tc, helper_static_smem_welford);
 	tcase_add_test(tc, dynamic_shared_memory_launcher);
 	tcase_add_test(tc, cuda_text_of_cp_async);
 	tcase_add_test(tc, nvrtc_compiles);
