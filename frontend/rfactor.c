@@ -148,7 +148,7 @@ bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir)
 	r->name = dir->outs[0].name;
 	r->span = dir->outs[0].span;
 	r->kind = TK_INTERMEDIATE;
-	r->dtype = dtype_compute(t->dtype);
+	r->dtype = dtype_accum(t->def->red, t->dtype, t->def->args[0]->dtype);
 	r->ndim = ndim + nrest;
 	r->nroot = ndim + nrest + nl;
 	r->root = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);

@@ -659,12 +659,12 @@ static bool reduce_op(const char *name, ReduceOp *out)
 	return true;
 }
 
-/* Accumulation dtype: floats at least f32 (SPEC §2), bool sums count in i64. */
-static DType reduce_dtype(ReduceOp red, DType body)
+/* The accumulation dtype (dtype_accum, the one rule): with the output's declared dtype; an
+ * intermediate takes the dtype of its reduction, so only the operand's counts. */
+static DType reduce_dtype(Sema *s, ReduceOp red, DType body)
 {
-	if (red == RED_SUM && body == DT_BOOL)
-		return DT_I64;
-	return dtype_compute(body);
+	Tensor *t = s->cur;
+	return dtype_accum(red, t && t->kind == TK_OUTPUT ? t->dtype : body, body);
 }
 
 /* A reduction; `top` when it is the whole right-hand side (its indices then become root axes
@@ -705,7 +705,7 @@ static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
 	r->args = arena_alloc(s->a, sizeof(IrExpr *));
 	r->args[0] = body;
 	r->nargs = 1;
-	r->dtype = reduce_dtype(red, body->dtype);
+	r->dtype = reduce_dtype(s, red, body->dtype);
 	r->span = e->span;
 	return r;
 }

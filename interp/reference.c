@@ -605,13 +605,16 @@ typedef struct RedAcc {
 	int64_t i;
 } RedAcc;
 
-static void red_init(RedAcc *r, ReduceOp red, DType body)
+/* An accumulator of dtype `at` (the EX_REDUCE's: dtype_accum). Floats add in double, at least
+ * as precise as any accumulator, and round to `at` at the end (eval_reduce); integer sums wrap
+ * in 64 bits, which the final conversion to an i32 accumulator wraps the same way. */
+static void red_init(RedAcc *r, ReduceOp red, DType at)
 {
 	r->red = red;
-	r->is_float = dtype_is_float(body);
+	r->is_float = dtype_is_float(at);
 	r->f = red == RED_SUM ? 0 : red == RED_MAX ? -INFINITY : INFINITY;
-	int64_t lo = body == DT_I32 ? INT32_MIN : body == DT_BOOL ? 0 : INT64_MIN;
-	int64_t hi = body == DT_I32 ? INT32_MAX : body == DT_BOOL ? 1 : INT64_MAX;
+	int64_t lo = at == DT_I32 ? INT32_MIN : at == DT_BOOL ? 0 : INT64_MIN;
+	int64_t hi = at == DT_I32 ? INT32_MAX : at == DT_BOOL ? 1 : INT64_MAX;
 	r->i = red == RED_SUM ? 0 : red == RED_MAX ? lo : hi;
 }
 
@@ -637,7 +640,8 @@ static void reduce_loop(Ctx *c, IrExpr *e, int k, RedAcc *acc)
 	if (c->err)
 		return;
 	if (k == e->nred) {
-		red_add(acc, eval(c, e->args[0]));
+		/* each operand converts to the accumulator's dtype first, as in the kernel */
+		red_add(acc, conv(eval(c, e->args[0]), e->args[0]->dtype, e->dtype));
 		return;
 	}
 	Axis *ax = e->red_axes[k];
@@ -654,10 +658,9 @@ static void reduce_loop(Ctx *c, IrExpr *e, int k, RedAcc *acc)
 
 static Val eval_reduce(Ctx *c, IrExpr *e)
 {
-	DType bt = e->args[0]->dtype;
 	RedAcc acc;
 
-	red_init(&acc, e->red, bt);
+	red_init(&acc, e->red, e->dtype);
 	reduce_loop(c, e, 0, &acc);
 	if (acc.is_float)
 		return conv(vf(acc.f), DT_F64, e->dtype);

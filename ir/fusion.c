@@ -46,6 +46,12 @@ DType dtype_compute(DType t)
 	return t == DT_F16 || t == DT_BF16 ? DT_F32 : t;
 }
 
+DType dtype_accum(ReduceOp red, DType out, DType body)
+{
+	DType b = red == RED_SUM && body == DT_BOOL ? DT_I64 : body;
+	return dtype_compute(dtype_promote(b, out));
+}
+
 /* Promotion rank: f64 > f32 > bf16/f16 > i64 > i32 > bool. */
 static int dtype_rank(DType t)
 {

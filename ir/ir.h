@@ -121,6 +121,12 @@ const char *mem_name(MemType m);
 typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_WELFORD } ReduceOp;
 /* "sum", "max", "min", "welford" (ir/expr.c): IR text and the CUDA helpers' names. */
 const char *red_name(ReduceOp r);
+/* The one accumulation dtype rule (docs/reductions.md, "Accumulation dtype"): a reduction
+ * `red` of operands of dtype `body` whose result is stored as `out` accumulates in the
+ * promotion of the two, computed (floats in at least f32); a sum of bools counts in i64. Sema
+ * types EX_REDUCE with it, the reference accumulates into it, loop_nest declares the
+ * accumulator (and so the simulator and the backend) with it. */
+DType dtype_accum(ReduceOp red, DType out, DType body);
 
 /* ---- expressions --------------------------------------------------------------------- */
 

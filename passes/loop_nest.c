@@ -209,9 +209,11 @@ static IrExpr *translate(Nest *n, IrExpr *e, IrExpr **map, int nmap)
 
 /* ---- reductions ----------------------------------------------------------------------- */
 
+/* The accumulator of reduction t: the one rule (dtype_accum) over t's dtype and its operand's
+ * (the EX_REDUCE's, which sema typed the same way). */
 static DType acc_dtype(Tensor *t)
 {
-	return dtype_compute(t->dtype);
+	return dtype_accum(t->def->red, t->dtype, t->def->args[0]->dtype);
 }
 
 static IrExpr *typed_int(Arena *a, DType t, int64_t v)

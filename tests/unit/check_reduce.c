@@ -679,6 +679,110 @@ START_TEST(test_rfactor_errors)
 }
 END_TEST
 
+/* ---- the accumulation dtype (issue 11 item 19) ------------------------------------------- */
+
+/* Every schedule of s[j] = sum(i: x[i, j]) with f32 data 1, then 4095 times 2^-26: in f32
+ * every small term vanishes against 1 (the sum stays 1), in f64 they add up to
+ * 1 + 4095 * 2^-26. The reference and the simulated kernel both accumulate in the dtype of
+ * dtype_accum and agree exactly (the terms and their partial sums are exact in f64). */
+static void check_accum(const char *src, DType out_dtype)
+{
+	enum { M = 4096, N = 3 };
+	TestCompile *tc = tc_lowered(src);
+	float *x = malloc(sizeof(float) * M * N);
+	double ref[N], sim[N];
+	float ref32[N], sim32[N];
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			x[i * N + j] = i == 0 ? 1.0f : ldexpf(1.0f, -26);
+	int64_t sizes[2] = {M, N};
+	void *in[1] = {x};
+	void *rout[1] = {out_dtype == DT_F64 ? (void *)ref : (void *)ref32};
+	void *sout[1] = {out_dtype == DT_F64 ? (void *)sim : (void *)sim32};
+	char *err = NULL;
+	ck_assert_msg(interp_run(tc->prog->fusions[0], sizes, NULL, in, rout, &err), "%s", err);
+	sim_ok(tc, 0, sizes, NULL, in, sout);
+	double want = 1.0 + 4095 * ldexp(1.0, -26);
+	for (int j = 0; j < N; j++) {
+		double r = out_dtype == DT_F64 ? ref[j] : ref32[j];
+		double k = out_dtype == DT_F64 ? sim[j] : sim32[j];
+		if (out_dtype != DT_F64)
+			want = (float)want;
+		ck_assert_msg(r == want && k == want, "s[%d]: reference %.17g, kernel %.17g, want %.17g",
+			      j, r, k, want);
+	}
+	free(x);
+	tc_free(tc);
+}
+
+START_TEST(test_accum_f64_output_of_f32)
+{
+	/* f64 result of f32 data: f64 (the kernel did, the reference summed into f32) */
+	const char *fus = "fusion cs(x: f32[M, N]) -> (s: f64[N]) {\n"
+			  "  s[j] = sum(i: x[i, j]);\n"
+			  "}\n";
+	check_accum(fus, DT_F64); /* the automatic schedule */
+	char src[1024];
+	snprintf(src, sizeof src, "%sschedule cs {\n  s.bind(j, blockIdx.x);\n}\n", fus);
+	check_accum(src, DT_F64); /* serial */
+	snprintf(src, sizeof src, "%sschedule cs {\n  s.bind(j, blockIdx.x);\n"
+		 "  s.split(i, 96) -> (io, it);\n  s.bind(it, threadIdx.x);\n}\n", fus);
+	check_accum(src, DT_F64); /* a block reduction through shared memory */
+	snprintf(src, sizeof src, "%sschedule cs {\n  s.bind(j, blockIdx.x);\n"
+		 "  s.split(i, 64) -> (io, it);\n  s.rfactor(io) -> r;\n  s.bind(it, threadIdx.x);\n}\n",
+		 fus);
+	check_accum(src, DT_F64); /* rfactor: its partials too */
+	TestCompile *tc = tc_lowered(fus);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "local f64 s_acc;");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+START_TEST(test_accum_f32_output_of_f64)
+{
+	/* f64 operands into an f32 result: f64 as well, rounded once at the store */
+	check_accum("fusion cs(x: f32[M, N]) -> (s: f32[N]) {\n"
+		    "  s[j] = sum(i: f64(x[i, j]));\n"
+		    "}\n"
+		    "schedule cs {\n  s.bind(j, blockIdx.x);\n"
+		    "  s.split(i, 128) -> (io, it);\n  s.bind(it, threadIdx.x);\n}\n",
+		    DT_F32);
+}
+END_TEST
+
+START_TEST(test_accum_rule)
+{
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_F64, DT_F32), DT_F64);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_F32, DT_F64), DT_F64);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_F16, DT_F16), DT_F32);
+	ck_assert_int_eq(dtype_accum(RED_MAX, DT_BF16, DT_F16), DT_F32);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_I64, DT_I32), DT_I64);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_I32, DT_I32), DT_I32);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_I32, DT_BOOL), DT_I64);
+	ck_assert_int_eq(dtype_accum(RED_MAX, DT_BOOL, DT_BOOL), DT_BOOL);
+	ck_assert_int_eq(dtype_accum(RED_SUM, DT_F32, DT_I32), DT_F32);
+	/* i64 result of i32 data: 2^33 does not wrap (the reference wrapped it in i32) */
+	TestCompile *tc = tc_lowered("fusion is(x: i32[M]) -> (s: i64[1]) {\n"
+				     "  s[k] = sum(i: x[i]);\n"
+				     "}\n"
+				     "schedule is {\n  s.split(i, 32) -> (io, it);\n"
+				     "  s.bind(it, threadIdx.x);\n}\n");
+	int32_t x[8];
+	int64_t ref = 0, sim = 0, m = 8;
+	for (int i = 0; i < 8; i++)
+		x[i] = 1 << 30;
+	void *in[1] = {x}, *rout[1] = {&ref}, *sout[1] = {&sim};
+	char *err = NULL;
+	ck_assert_msg(interp_run(tc->prog->fusions[0], &m, NULL, in, rout, &err), "%s", err);
+	sim_ok(tc, 0, &m, NULL, in, sout);
+	ck_assert_int_eq(ref, (int64_t)1 << 33);
+	ck_assert_int_eq(sim, (int64_t)1 << 33);
+	tc_free(tc);
+}
+END_TEST
+
 Suite *reduce_suite(void)
 {
 	Suite *s = suite_create("reduce");
@@ -697,6 +801,9 @@ Suite *reduce_suite(void)
 	tcase_add_test(tc, test_block_reduce_under_branch);
 	tcase_add_test(tc, test_grid_reduction_rejected);
 	tcase_add_test(tc, test_rfactor_errors);
+	tcase_add_test(tc, test_accum_f64_output_of_f32);
+	tcase_add_test(tc, test_accum_f32_output_of_f64);
+	tcase_add_test(tc, test_accum_rule);
 	suite_add_tcase(s, tc);
 	TCase *n = tcase_create("normalizations");
 	tcase_set_timeout(n, 60);
