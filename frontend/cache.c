@@ -395,9 +395,15 @@ static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
 /* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
  * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
  * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
- * local cache is per thread, so thread axes are fine), and the replay is legal. */
+ * local cache is per thread, so thread axes are fine), and the replay is legal. A consumer
+ * without loops (a 0-d tensor) gets pos = -1: the cache is computed at the top of its nest. */
 static bool place_cache(Sched *s, Tensor *c)
 {
+	Tensor *u[2];
+	int n = cache_consumers(s, c, u, 2);
+	/* A consumer without loops shares none with c: c keeps its own, transformed or not. */
+	if (n == 1 && u[0]->ndomain == 0 && !sched_computed_at(s->f, c))
+		return sched_compute_at_pos(s, c, u[0], -1, c->cache_span);
 	if (c->history.len) {
 		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
 			   c->name);
@@ -410,8 +416,6 @@ static bool place_cache(Sched *s, Tensor *c)
 		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, c->name);
 		return false;
 	}
-	Tensor *u[2];
-	int n = cache_consumers(s, c, u, 2);
 	if (n == 0)
 		return true; /* nothing reads it in a loop nest */
 	if (n > 1) {
@@ -488,8 +492,12 @@ static bool check_stages(Sched *s, Tensor *c)
 			return true;
 	}
 	Tensor *u = c->ca_tensor;
-	diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
-		   c->name, u->name, u->domain[c->ca_pos]->name);
+	if (c->ca_pos < 0)
+		diag_error(s->d, c->stages_span, "cannot buffer '%s': '%s' has no loops to buffer over",
+			   c->name, u->name);
+	else
+		diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
+			   c->name, u->name, u->domain[c->ca_pos]->name);
 	diag_note(s->d, c->ca_span, "'%s' is computed at '%s' here", c->name, u->name);
 	return false;
 }
@@ -574,7 +582,7 @@ static bool place_reduction(Sched *s, Tensor *r)
 			break;
 		pos = i;
 	}
-	if (pos < 0) {
+	if (pos < 0 && home->ndomain > 0) {
 		diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: the outermost loop '%s' of its reader '%s' does not run over the axes of '%s' alone; give '%s' a compute_at",
 			   r->name, home->domain[0]->name, home->name, r->name, r->name);
 		return false;

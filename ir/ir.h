@@ -285,7 +285,7 @@ struct Tensor {
 	bool inlined;       /* recomputed inside readers (default for pointwise intermediates) */
 	Span inline_span;
 	Tensor *ca_tensor;  /* compute_at target, or NULL */
-	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops */
+	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top of its nest) */
 	Span ca_span;
 	Vec readers;        /* Tensor* whose definitions read this one */
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of

@@ -380,9 +380,12 @@ static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 		placement(p, &o, &at);
 		if (o != t || at != pos)
 			continue;
-		Stmt *mark = kir_comment(n->k, arena_printf(n->a, "%s computed at %s.%s", p->name,
-							    p->ca_tensor->name,
-							    p->ca_tensor->domain[p->ca_pos]->name));
+		Stmt *mark = kir_comment(n->k, p->ca_pos < 0
+					 ? arena_printf(n->a, "%s computed at the top of %s", p->name,
+							p->ca_tensor->name)
+					 : arena_printf(n->a, "%s computed at %s.%s", p->name,
+							p->ca_tensor->name,
+							p->ca_tensor->domain[p->ca_pos]->name));
 		mark->tensor = p;
 		mark->span = p->ca_span;
 		list = kir_append(list, mark);
@@ -557,7 +560,8 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 	Stmt *list = NULL;
 	if (!n->ok)
 		return NULL;
-	if (pos > 0 && !t->domain[pos - 1]->ca_alias)
+	/* pos - 1 == -1: the producers computed at the top of t's nest (t has no loops to share) */
+	if (pos == 0 || !t->domain[pos - 1]->ca_alias)
 		list = producers_at(n, t, pos - 1);
 	if (pos == fr->rstart && fr->in_place) {
 		list = kir_append(list, init_in_place(n, t, pos));
