@@ -453,7 +453,14 @@ AstFile *parse_file(Arena *a, Diag *d, int file)
 	ctx.out = NEW(a, AstFile);
 	if (fuslex_init_extra(&ctx, &scanner))
 		die("cannot create the scanner");
-	YY_BUFFER_STATE buf = fus_scan_bytes(ctx.text, (int)strlen(ctx.text), scanner);
+	/* The true length, not strlen: a NUL byte is a lexical error, not the end of the file. */
+	size_t len = diag_file_len(d, file);
+	if (len > INT32_MAX - 2) {
+		diag_error(d, (Span){file, 0, 0}, "the source is too large (%zu bytes)", len);
+		fuslex_destroy(scanner);
+		return ctx.out;
+	}
+	YY_BUFFER_STATE buf = fus_scan_bytes(ctx.text, (int)len, scanner);
 	fusparse(scanner, &ctx);
 	fus_delete_buffer(buf, scanner);
 	fuslex_destroy(scanner);
