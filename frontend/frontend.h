@@ -48,7 +48,14 @@ struct AstExpr {
 	int nargs;
 	AstName *idx;     /* AE_REDUCE: reduction indices */
 	int nidx;
+	int depth;        /* levels of nesting: 1 for a leaf, 1 + the deepest argument else */
 };
+
+/* The deepest expression fusc accepts, in levels of operators, calls and reductions: one
+ * statement's right-hand side (checked by the parser), and a definition with every inlined
+ * tensor it reads expanded (checked by sema). Every later walker recurses over expressions,
+ * so this bound keeps their stack use bounded (docs/design.md, "Limits"). */
+#define FUS_MAX_EXPR_DEPTH 1000
 
 /* A dimension of a declared tensor: an integer literal or a size symbol. */
 typedef struct AstDim {

@@ -918,6 +918,7 @@ static void attach_schedules(Diag *d, Program *p, AstFile *file)
 			diag_error(d, sc->fusion.span, "fusion '%s' has two schedule blocks",
 				   sc->fusion.name);
 			diag_note(d, f->ast_schedule->fusion.span, "first schedule block here");
+			f->failed = true;
 			continue;
 		}
 		f->ast_schedule = sc;
@@ -933,6 +934,7 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 	p->fusions = arena_alloc(a, sizeof(Fusion *) * (file->nfusions ? file->nfusions : 1));
 	for (int i = 0; i < file->nfusions; i++) {
 		AstFusion *af = file->fusions[i];
+		int errors = diag_error_count(d);
 		for (int j = 0; j < i; j++) {
 			if (strcmp(file->fusions[j]->name.name, af->name.name) == 0) {
 				diag_error(d, af->name.span, "fusion '%s' is defined twice", af->name.name);
@@ -940,7 +942,9 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 				break;
 			}
 		}
-		p->fusions[p->nfusions++] = check_fusion(a, d, af);
+		Fusion *f = check_fusion(a, d, af);
+		f->failed = diag_error_count(d) > errors;
+		p->fusions[p->nfusions++] = f;
 	}
 	attach_schedules(d, p, file);
 	return p;
