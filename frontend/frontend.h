@@ -192,6 +192,11 @@ typedef struct Sched {
 	Arena *a;
 	Diag *d;
 	Fusion *f;
+	/* Names a failed directive would have made ("tensor" or "tensor.axis"; "tensor.*": any
+	 * axis of a tensor whose domain is unknown after a failed compute_at or rfactor). A later
+	 * use of one fails silently: the failed directive was reported, its consequences are
+	 * not (frontend/schedule.c, poison). */
+	Vec poisoned;
 } Sched;
 
 typedef struct ReadMap { /* how a reader subscripts a tensor it reads */
