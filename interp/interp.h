@@ -82,6 +82,9 @@ int64_t interp_wrap_int(int64_t x, DType t);
 /* + - * / % neg ceildiv on operands in t's representation (floats round to t, integers wrap,
  * x / 0 == 0). */
 InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b);
+/* op on operands of compute dtype t is an integer division (/ % ceildiv) by zero: undefined
+ * on the GPU, so the reference fails and the simulator reports it (interp_arith gives 0). */
+bool interp_div_by_zero(IrOp op, DType t, InterpVal b);
 /* The math built-ins (exp ... pow) in double. */
 double interp_fmath(IrOp op, double x, double y);
 
@@ -105,6 +108,7 @@ double interp_reduction_terms(Tensor *t, const int64_t *sizes);
 	X(ASYNC_READ, "read of a cp.async destination before its wait") \
 	X(BARRIER, "barrier not reached by every thread")    \
 	X(ASYNC_PENDING, "cp.async group in flight at kernel end") \
+	X(DIV_ZERO, "integer division by zero")              \
 	X(ERROR, "simulation error")
 
 typedef enum SimFault {

@@ -399,6 +399,7 @@ typedef struct Ctx {
 	int *state;
 	int64_t *idx;     /* current values of the root axes of the tensor being computed */
 	char *err;
+	Tensor *cur;      /* the tensor being computed */
 } Ctx;
 
 static Val eval(Ctx *c, IrExpr *e);
@@ -455,6 +456,12 @@ InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 	default: unreachable();
 	}
 	return vi(interp_wrap_int(r, t));
+}
+
+bool interp_div_by_zero(IrOp op, DType t, InterpVal b)
+{
+	return (op == OP_DIV || op == OP_MOD || op == OP_CEILDIV) && !dtype_is_float(t) &&
+	       b.i == 0;
 }
 
 static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
@@ -560,6 +567,10 @@ static Val eval_op(Ctx *c, IrExpr *e)
 	DType tb = r ? r->dtype : l->dtype;
 	switch (kind) {
 	case 'a':
+		if (r && !dtype_is_float(e->dtype) && interp_div_by_zero(e->op, e->dtype, vi(as_i(b, tb))) &&
+		    !c->err)
+			c->err = fmt_err("integer division by zero in the definition of %s "
+					 "(undefined on the GPU)", c->cur ? c->cur->name : "?");
 		return eval_arith(e->op, e->dtype, a, l->dtype, b, tb);
 	case 'c':
 		return eval_compare(e->op, a, l->dtype, b, tb);
@@ -716,7 +727,9 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 		c->err = fmt_err("tensor %s has too many axes", t->name);
 		return false;
 	}
+	Tensor *saved_cur = c->cur;
 	c->idx = idx;
+	c->cur = t;
 	for (int64_t k = 0; k < n && !c->err; k++) {
 		buf[k] = conv(eval(c, t->def), t->def->dtype, t->dtype);
 		for (int d = ndim - 1; d >= 0; d--) { /* next row-major index */
@@ -726,6 +739,7 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 		}
 	}
 	c->idx = saved;
+	c->cur = saved_cur;
 	return !c->err;
 }
 
@@ -788,7 +802,7 @@ static bool load_inputs(Ctx *c, void **inputs)
 bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **inputs,
 		void **outputs, char **err)
 {
-	Ctx c = {f, sizes, NULL, NULL, NULL, NULL, NULL, NULL};
+	Ctx c = {.f = f, .sizes = sizes};
 
 	if (!interp_check_sizes(f, sizes, err))
 		return false;
