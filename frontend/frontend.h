@@ -57,6 +57,10 @@ struct AstExpr {
  * so this bound keeps their stack use bounded (docs/design.md, "Limits"). */
 #define FUS_MAX_EXPR_DEPTH 1000
 
+/* The most elements a tensor's constant dimensions may hold, 2^48 (sema; docs/design.md,
+ * "Limits"): index arithmetic on constant extents then never overflows i64. */
+#define FUS_MAX_CONST_ELEMS ((int64_t)1 << 48)
+
 /* A dimension of a declared tensor: an integer literal or a size symbol. */
 typedef struct AstDim {
 	const char *sym; /* NULL for a literal */

@@ -178,17 +178,18 @@ static IrExpr *dim_expr(Sema *s, AstDim *dim)
 	return e;
 }
 
-/* The constant dimensions of a tensor must multiply, in bytes, to a number that fits in i64:
- * every offset, extent and buffer size computed later is then free of overflow (docs/design.md,
- * "Limits"). Size symbols are checked at launch. Reports at `at` and returns false. */
+/* The constant dimensions of a tensor may hold at most FUS_MAX_CONST_ELEMS elements, far
+ * beyond any GPU's memory: every offset, extent, buffer size and rounded-up extent computed
+ * later from them (times a dtype size, plus a split factor) is then free of overflow
+ * (docs/design.md, "Limits"). Size symbols are checked at launch. Reports at `at`. */
 static bool check_numel(Sema *s, Tensor *t, Span at)
 {
-	int64_t bytes = dtype_size(t->dtype), v;
+	int64_t n = 1, v;
 	for (int i = 0; i < t->ndim; i++) {
 		if (!ir_is_const(t->shape[i], &v) || v <= 0)
 			continue;
-		if (__builtin_mul_overflow(bytes, v, &bytes)) {
-			diag_error(s->d, at, "'%s' is too large: its constant dimensions hold more than 2^63 bytes",
+		if (__builtin_mul_overflow(n, v, &n) || n > FUS_MAX_CONST_ELEMS) {
+			diag_error(s->d, at, "'%s' is too large: its constant dimensions hold more than 2^48 elements",
 				   t->name);
 			return false;
 		}
