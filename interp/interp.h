@@ -8,7 +8,8 @@
  *   - each operator computes in its result dtype (f16/bf16 arithmetic is f32) and rounds to it;
  *   - reductions accumulate in double (floats) or int64 (integers) and round once at the end;
  *     max/min (reductions and the binary built-ins) propagate NaN;
- *   - integer division or modulo by zero gives 0 (the GPU's result is undefined).
+ *   - integer division or modulo by zero is undefined on the GPU: interp_run fails with a
+ *     message (the simulator reports it and goes on with 0); INT_MIN / -1 wraps.
  * Host buffers are raw bytes in the tensor's dtype, row-major (f16/bf16: uint16_t bits).
  */
 #ifndef FUSC_INTERP_H
@@ -80,7 +81,7 @@ int64_t interp_float_to_int(double x, DType to);
 /* Wraps an integer to the integer dtype t (i32 wraps, bool is x != 0). */
 int64_t interp_wrap_int(int64_t x, DType t);
 /* + - * / % neg ceildiv on operands in t's representation (floats round to t, integers wrap,
- * x / 0 == 0). */
+ * x / 0 == 0 without a C division: callers check interp_div_by_zero first). */
 InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b);
 /* op on operands of compute dtype t is an integer division (/ % ceildiv) by zero: undefined
  * on the GPU, so the reference fails and the simulator reports it (interp_arith gives 0). */

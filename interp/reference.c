@@ -414,7 +414,8 @@ static int param_pos(Fusion *f, struct Param *p)
 
 /* + - * / % neg ceildiv on operands already in t's representation (doubles for floats,
  * int64 for integers): floats round to t; integers wrap (unsigned arithmetic) and division by
- * zero gives 0 (the GPU's result is undefined there). Shared with the simulator. */
+ * zero gives 0 without dividing (the GPU's result is undefined there: eval_op refuses it,
+ * the simulator reports it). Shared with the simulator. */
 InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 {
 	if (dtype_is_float(t)) {
