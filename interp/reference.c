@@ -250,14 +250,18 @@ bool interp_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out)
 	case OP_ADD: return !add_ovf(a, b, out);
 	case OP_SUB: return !__builtin_sub_overflow(a, b, out);
 	case OP_MUL: return !mul_ovf(a, b, out);
-	case OP_DIV: if (b == 0) return false; *out = a / b; return true;
-	case OP_MOD: if (b == 0) return false; *out = a % b; return true;
+	case OP_DIV:
+	case OP_MOD: /* no C division by zero, nor INT64_MIN / -1 */
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return false;
+		*out = e->op == OP_DIV ? a / b : a % b;
+		return true;
 	case OP_CEILDIV:
 		if (b <= 0)
 			return false;
 		*out = a / b + (a % b > 0);
 		return true;
-	case OP_NEG: *out = -a; return true;
+	case OP_NEG: return !__builtin_sub_overflow((int64_t)0, a, out);
 	case OP_MAX: *out = a > b ? a : b; return true;
 	case OP_MIN: *out = a < b ? a : b; return true;
 	case OP_LT: *out = a < b; return true;
