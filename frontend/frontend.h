@@ -201,6 +201,7 @@ typedef struct Sched {
 	 * use of one fails silently: the failed directive was reported, its consequences are
 	 * not (frontend/schedule.c, poison). */
 	Vec poisoned;
+	bool poison_all; /* too many to keep: every unknown name is a consequence */
 } Sched;
 
 typedef struct ReadMap { /* how a reader subscripts a tensor it reads */

@@ -301,14 +301,23 @@ static const char *poison_key(Sched *s, const char *tensor, const char *axis)
 	return axis ? arena_printf(s->a, "%s.%s", tensor, axis) : tensor;
 }
 
+/* Past this many names every unknown name counts as poisoned: the lookups stay cheap on a
+ * schedule of thousands of failed directives, whose errors are past DIAG_MAX_ERRORS anyway. */
+#define MAX_POISONED 256
+
 static void poison(Sched *s, const char *tensor, const char *axis)
 {
-	vec_push(s->a, &s->poisoned, (void *)poison_key(s, tensor, axis));
+	if (s->poisoned.len < MAX_POISONED)
+		vec_push(s->a, &s->poisoned, (void *)poison_key(s, tensor, axis));
+	else
+		s->poison_all = true;
 }
 
 /* Would a directive that failed have made this tensor (axis NULL) or axis of tensor? */
 static bool poisoned(Sched *s, const char *tensor, const char *axis)
 {
+	if (s->poison_all)
+		return true;
 	const char *key = poison_key(s, tensor, axis);
 	const char *any = axis ? poison_key(s, tensor, "*") : NULL;
 	for (int i = 0; i < s->poisoned.len; i++) {
