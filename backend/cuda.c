@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "interp/interp.h"
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -200,6 +201,8 @@ static void put_int(Buf *out, int64_t v)
 {
 	if (v == INT64_MIN)
 		buf_puts(out, "(-9223372036854775807LL - 1)");
+	else if (v == INT32_MIN) /* -2147483648 is the long long 2147483648 negated */
+		buf_puts(out, "(-2147483647 - 1)");
 	else if (v > INT32_MAX || v < INT32_MIN)
 		buf_printf(out, "%lldLL", (long long)v);
 	else
@@ -214,7 +217,9 @@ static Val val_literal(IrExpr *e, DType want)
 	DType ct = dtype_compute(want);
 	bool is_int = e->kind == EX_INT;
 	double fv = is_int ? (double)e->ival : e->fval;
-	int64_t iv = is_int ? e->ival : (int64_t)e->fval;
+	/* a float literal read as an integer converts as CUDA (and the reference) do: truncated,
+	 * saturated, NaN 0 (a plain C cast of inf, NaN or 1e30 is undefined) */
+	int64_t iv = is_int ? e->ival : interp_float_to_int(e->fval, ct == DT_I32 ? DT_I32 : DT_I64);
 	Val v = val_new(P_PRIMARY, ct);
 
 	if (ct == DT_BOOL) {

@@ -31,6 +31,16 @@ static AstExpr *expr_new(Arena *a, AstExprKind kind, Span s)
 
 	e->kind = kind;
 	e->span = s;
+	e->depth = 1;
+	return e;
+}
+
+/* Called once the arguments are set: constructors run bottom-up, so this is O(arguments). */
+static AstExpr *with_depth(AstExpr *e)
+{
+	for (int i = 0; i < e->nargs; i++)
+		if (e->args[i] && e->args[i]->depth >= e->depth)
+			e->depth = e->args[i]->depth + 1;
 	return e;
 }
 
@@ -85,7 +95,7 @@ AstExpr *ast_access(Arena *a, Span s, AstName name, Vec *args)
 	e->name = name.name;
 	e->name_span = name.span;
 	e->args = freeze_exprs(args, &e->nargs);
-	return e;
+	return with_depth(e);
 }
 
 AstExpr *ast_unary(Arena *a, Span s, int op, AstExpr *x)
@@ -96,7 +106,7 @@ AstExpr *ast_unary(Arena *a, Span s, int op, AstExpr *x)
 	e->args = arena_alloc(a, sizeof(AstExpr *));
 	e->args[0] = x;
 	e->nargs = 1;
-	return e;
+	return with_depth(e);
 }
 
 AstExpr *ast_binary(Arena *a, Span s, int op, AstExpr *l, AstExpr *r)
@@ -108,7 +118,7 @@ AstExpr *ast_binary(Arena *a, Span s, int op, AstExpr *l, AstExpr *r)
 	e->args[0] = l;
 	e->args[1] = r;
 	e->nargs = 2;
-	return e;
+	return with_depth(e);
 }
 
 AstExpr *ast_ternary(Arena *a, Span s, AstExpr *c, AstExpr *t, AstExpr *f)
@@ -120,7 +130,7 @@ AstExpr *ast_ternary(Arena *a, Span s, AstExpr *c, AstExpr *t, AstExpr *f)
 	e->args[1] = t;
 	e->args[2] = f;
 	e->nargs = 3;
-	return e;
+	return with_depth(e);
 }
 
 AstExpr *ast_call(Arena *a, Span s, AstName fn, Vec *args)
@@ -130,7 +140,7 @@ AstExpr *ast_call(Arena *a, Span s, AstName fn, Vec *args)
 	e->name = fn.name;
 	e->name_span = fn.span;
 	e->args = freeze_exprs(args, &e->nargs);
-	return e;
+	return with_depth(e);
 }
 
 AstExpr *ast_reduce(Arena *a, Span s, AstName op, Vec *idx, AstExpr *body)
@@ -143,7 +153,7 @@ AstExpr *ast_reduce(Arena *a, Span s, AstName op, Vec *idx, AstExpr *body)
 	e->args = arena_alloc(a, sizeof(AstExpr *));
 	e->args[0] = body;
 	e->nargs = 1;
-	return e;
+	return with_depth(e);
 }
 
 AstName *ast_name_ptr(Arena *a, Span s, const char *name)

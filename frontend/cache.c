@@ -618,7 +618,7 @@ bool sched_finish_caches(Sched *s)
 
 bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
 {
-	Sched s = {a, d, f};
+	Sched s = {.a = a, .d = d, .f = f};
 	return sched_finish_caches(&s);
 }
 

@@ -48,7 +48,18 @@ struct AstExpr {
 	int nargs;
 	AstName *idx;     /* AE_REDUCE: reduction indices */
 	int nidx;
+	int depth;        /* levels of nesting: 1 for a leaf, 1 + the deepest argument else */
 };
+
+/* The deepest expression fusc accepts, in levels of operators, calls and reductions: one
+ * statement's right-hand side (checked by the parser), and a definition with every inlined
+ * tensor it reads expanded (checked by sema). Every later walker recurses over expressions,
+ * so this bound keeps their stack use bounded (docs/design.md, "Limits"). */
+#define FUS_MAX_EXPR_DEPTH 1000
+
+/* The most elements a tensor's constant dimensions may hold, 2^48 (sema; docs/design.md,
+ * "Limits"): index arithmetic on constant extents then never overflows i64. */
+#define FUS_MAX_CONST_ELEMS ((int64_t)1 << 48)
 
 /* A dimension of a declared tensor: an integer literal or a size symbol. */
 typedef struct AstDim {
@@ -185,6 +196,12 @@ typedef struct Sched {
 	Arena *a;
 	Diag *d;
 	Fusion *f;
+	/* Names a failed directive would have made ("tensor" or "tensor.axis"; "tensor.*": any
+	 * axis of a tensor whose domain is unknown after a failed compute_at or rfactor). A later
+	 * use of one fails silently: the failed directive was reported, its consequences are
+	 * not (frontend/schedule.c, poison). */
+	Vec poisoned;
+	bool poison_all; /* too many to keep: every unknown name is a consequence */
 } Sched;
 
 typedef struct ReadMap { /* how a reader subscripts a tensor it reads */

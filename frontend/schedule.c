@@ -294,12 +294,72 @@ static Tensor *shared_with(Fusion *f, Axis *ax)
 	return NULL;
 }
 
-/* An axis of the tensor's current domain named by argument `arg`, or NULL after an error. */
+/* ---- consequences of a failed directive ------------------------------------------------- */
+
+static const char *poison_key(Sched *s, const char *tensor, const char *axis)
+{
+	return axis ? arena_printf(s->a, "%s.%s", tensor, axis) : tensor;
+}
+
+/* Past this many names every unknown name counts as poisoned: the lookups stay cheap on a
+ * schedule of thousands of failed directives, whose errors are past DIAG_MAX_ERRORS anyway. */
+#define MAX_POISONED 256
+
+static void poison(Sched *s, const char *tensor, const char *axis)
+{
+	if (s->poisoned.len < MAX_POISONED)
+		vec_push(s->a, &s->poisoned, (void *)poison_key(s, tensor, axis));
+	else
+		s->poison_all = true;
+}
+
+/* Would a directive that failed have made this tensor (axis NULL) or axis of tensor? */
+static bool poisoned(Sched *s, const char *tensor, const char *axis)
+{
+	if (s->poison_all)
+		return true;
+	const char *key = poison_key(s, tensor, axis);
+	const char *any = axis ? poison_key(s, tensor, "*") : NULL;
+	for (int i = 0; i < s->poisoned.len; i++) {
+		const char *p = VEC_AT(s->poisoned, const char, i);
+		if (strcmp(p, key) == 0 || (any && strcmp(p, any) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* Records what dir, which failed, would have named: its result tensor, the axes after `->`
+ * (or their default names), and for a failed compute_at or rfactor every axis of its tensor
+ * (the domain it would have had is unknown). */
+static void poison_results(Sched *s, AstDirective *dir)
+{
+	const char *t = dir->tensor.name, *verb = dir->verb.name;
+	bool rfactor = strcmp(verb, "rfactor") == 0;
+	if (dir->result.name)
+		poison(s, dir->result.name, NULL);
+	for (int i = 0; i < dir->nouts; i++)
+		poison(s, rfactor ? dir->outs[i].name : t, rfactor ? NULL : dir->outs[i].name);
+	bool a0 = dir->nargs >= 1 && dir->args[0].kind == AA_NAME;
+	bool a1 = dir->nargs >= 2 && dir->args[1].kind == AA_NAME;
+	if (strcmp(verb, "split") == 0 && a0 && !dir->nouts) {
+		poison(s, t, arena_printf(s->a, "%so", dir->args[0].name));
+		poison(s, t, arena_printf(s->a, "%si", dir->args[0].name));
+	}
+	if (strcmp(verb, "merge") == 0 && a0 && a1 && !dir->nouts)
+		poison(s, t, arena_printf(s->a, "%s%s", dir->args[0].name, dir->args[1].name));
+	if (strcmp(verb, "compute_at") == 0 || rfactor)
+		poison(s, t, "*");
+}
+
+/* An axis of the tensor's current domain named by argument `arg`, or NULL after an error
+ * (reported, unless a failed directive would have made the axis). */
 Axis *sched_arg_axis(Sched *s, Tensor *t, AstArg *arg)
 {
 	Axis *ax = tensor_find_axis(t, arg->name);
 	if (ax)
 		return ax;
+	if (poisoned(s, t->name, arg->name))
+		return NULL;
 	diag_error(s->d, arg->span, "'%s' has no axis '%s'", t->name, arg->name);
 	diag_note(s->d, t->def_span, "the axes of '%s' are %s", t->name, domain_text(s->a, t));
 	return NULL;
@@ -825,6 +885,8 @@ bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 {
 	Tensor *u = fusion_find_tensor(s->f, dir->args[0].name);
+	if (!u && poisoned(s, dir->args[0].name, NULL))
+		return false;
 	if (!u) {
 		diag_error(s->d, dir->args[0].span, "unknown tensor '%s'", dir->args[0].name);
 		return false;
@@ -883,6 +945,8 @@ static bool find_verb(const char *name, Verb *out)
 static bool apply_directive(Sched *s, AstDirective *dir)
 {
 	Tensor *t = fusion_find_tensor(s->f, dir->tensor.name);
+	if (!t && poisoned(s, dir->tensor.name, NULL))
+		return false;
 	if (!t) {
 		diag_error(s->d, dir->tensor.span, "unknown tensor '%s' in fusion '%s'", dir->tensor.name,
 			   s->f->name);
@@ -989,10 +1053,11 @@ static bool check_vectorized(Sched *s, Tensor *t)
 			diag_error(s->d, ax->vectorize_span, "vectorized axis '%s' is bound to %s",
 				   ax->name, par_name(ax->par));
 			ok = false;
-		} else if (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16) {
+		} else if (n > 1 && bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16) {
+			/* (a vector of one element is the plain access: any dtype) */
 			diag_error(s->d, ax->vectorize_span,
-				   "a vector of %lld x %s is %lld bytes; it must be 2, 4, 8 or 16 bytes",
-				   (long long)n, dtype_name(t->dtype), (long long)bytes);
+				   "a vector of %lld x %s is %lld byte%s; it must be 2, 4, 8 or 16 bytes",
+				   (long long)n, dtype_name(t->dtype), (long long)bytes, bytes == 1 ? "" : "s");
 			ok = false;
 		}
 	}
@@ -1068,10 +1133,14 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 	AstSchedule *sc = f->ast_schedule;
 	if (!sc || sc->is_auto)
 		return auto_schedule(a, d, f);
-	Sched s = {a, d, f};
+	Sched s = {.a = a, .d = d, .f = f};
 	bool ok = true;
-	for (int i = 0; i < sc->ndirs; i++)
-		ok &= apply_directive(&s, sc->dirs[i]);
+	for (int i = 0; i < sc->ndirs; i++) {
+		if (apply_directive(&s, sc->dirs[i]))
+			continue;
+		poison_results(&s, sc->dirs[i]);
+		ok = false;
+	}
 	/* Placing caches replays transforms: only on a schedule whose directives all held. */
 	if (ok)
 		ok = sched_finish_caches(&s);

@@ -178,6 +178,25 @@ static IrExpr *dim_expr(Sema *s, AstDim *dim)
 	return e;
 }
 
+/* The constant dimensions of a tensor may hold at most FUS_MAX_CONST_ELEMS elements, far
+ * beyond any GPU's memory: every offset, extent, buffer size and rounded-up extent computed
+ * later from them (times a dtype size, plus a split factor) is then free of overflow
+ * (docs/design.md, "Limits"). Size symbols are checked at launch. Reports at `at`. */
+static bool check_numel(Sema *s, Tensor *t, Span at)
+{
+	int64_t n = 1, v;
+	for (int i = 0; i < t->ndim; i++) {
+		if (!ir_is_const(t->shape[i], &v) || v <= 0)
+			continue;
+		if (__builtin_mul_overflow(n, v, &n) || n > FUS_MAX_CONST_ELEMS) {
+			diag_error(s->d, at, "'%s' is too large: its constant dimensions hold more than 2^48 elements",
+				   t->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 static void push_sig(Sema *s, char kind, Param *p, Tensor *t)
 {
 	struct SigEntry *e = NEW(s->a, struct SigEntry);
@@ -224,6 +243,7 @@ static void declare_param(Sema *s, AstParam *ap, bool is_output)
 			       ap->name.span);
 	t->ndim = ap->ndims;
 	t->shape = shape;
+	check_numel(s, t, ap->span);
 	t->param_index = s->sig.len;
 	if (y)
 		y->tensor = t;
@@ -360,9 +380,72 @@ static IrExpr *adapt(Sema *s, IrExpr *lit, IrExpr *other)
 		f->span = lit->span;
 		return f;
 	}
+	if (o == DT_I32 && (lit->ival < INT32_MIN || lit->ival > INT32_MAX)) {
+		/* it would compute in i32 in the reference, in i64 on the GPU */
+		diag_error(s->d, lit->span,
+			   "integer literal %lld does not fit in i32, the dtype of the other operand",
+			   (long long)lit->ival);
+		return NULL;
+	}
 	if (o == DT_I32 || o == DT_I64)
 		lit->dtype = o;
 	return lit;
+}
+
+/* ---- integer constants ------------------------------------------------------------------ */
+
+/* x op y in i64, false when it overflows or divides by zero (C's truncating / and %). */
+static bool int_fold(IrOp op, int64_t x, int64_t y, int64_t *out)
+{
+	switch (op) {
+	case OP_ADD: return !__builtin_add_overflow(x, y, out);
+	case OP_SUB: return !__builtin_sub_overflow(x, y, out);
+	case OP_MUL: return !__builtin_mul_overflow(x, y, out);
+	case OP_NEG: return !__builtin_sub_overflow((int64_t)0, x, out);
+	case OP_DIV:
+	case OP_MOD:
+		if (y == 0 || (x == INT64_MIN && y == -1))
+			return false;
+		*out = op == OP_DIV ? x / y : x % y;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The value of an integer constant expression: literals combined by + - * / % and unary -.
+ * False when e is not one. (One that overflows is never built: check_binary reports it.) */
+static bool int_const(IrExpr *e, int64_t *v)
+{
+	if (!e || e->dtype == DT_BOOL || dtype_is_float(e->dtype))
+		return false;
+	if (e->kind == EX_INT) {
+		*v = e->ival;
+		return true;
+	}
+	int64_t x, y = 0;
+	if (e->kind != EX_OP || op_kind(e->op) != 'a' || !int_const(e->args[0], &x))
+		return false;
+	if (op_arity(e->op) == 2 && !int_const(e->args[1], &y))
+		return false;
+	return int_fold(e->op, x, y, v);
+}
+
+/* Integer arithmetic the GPU cannot do defined: a constant zero divisor, or constant operands
+ * whose result does not fit in i64 (reported at the operation, never folded to a wrapped
+ * value). Returns false after reporting. */
+static bool check_int_op(Sema *s, Span at, IrOp op, IrExpr *l, IrExpr *r)
+{
+	int64_t x, y = 0, v;
+	bool ry = r && int_const(r, &y);
+	if ((op == OP_DIV || op == OP_MOD) && ry && y == 0) {
+		diag_error(s->d, at, "integer %s by zero", op == OP_DIV ? "division" : "remainder");
+		return false;
+	}
+	if ((r && !ry) || !int_const(l, &x) || int_fold(op, x, y, &v))
+		return true;
+	diag_error(s->d, at, "integer overflow: this constant expression does not fit in i64");
+	return false;
 }
 
 static IrExpr *mk_op(Sema *s, IrOp op, DType t, IrExpr *l, IrExpr *r, Span at)
@@ -378,6 +461,8 @@ static IrExpr *check_binary(Sema *s, AstExpr *e, IrOp op, IrExpr *l, IrExpr *r)
 		return NULL;
 	l = adapt(s, l, r);
 	r = adapt(s, r, l);
+	if (!l || !r)
+		return NULL;
 	char k = op_kind(op);
 	if (k == 'l') {
 		if (l->dtype != DT_BOOL || r->dtype != DT_BOOL) {
@@ -396,6 +481,8 @@ static IrExpr *check_binary(Sema *s, AstExpr *e, IrOp op, IrExpr *l, IrExpr *r)
 	}
 	if (k == 'f' && !dtype_is_float(t))
 		t = DT_F32;
+	if (k == 'a' && !dtype_is_float(t) && !check_int_op(s, e->span, op, l, r))
+		return NULL;
 	return mk_op(s, op, t, l, r, e->span);
 }
 
@@ -416,6 +503,8 @@ static IrExpr *check_unary(Sema *s, AstExpr *e, IrOp op, IrExpr *x)
 			   op == OP_NEG ? "-" : op_name(op));
 		return NULL;
 	}
+	if (op == OP_NEG && !dtype_is_float(x->dtype) && !check_int_op(s, e->span, op, x, NULL))
+		return NULL;
 	if (op == OP_NEG && is_literal(x)) { /* fold, so `-1.0` still adapts */
 		IrExpr *lit = x->kind == EX_INT ? ir_int(s->a, -x->ival) : ir_float(s->a, x->dtype, -x->fval);
 		lit->dtype = x->dtype;
@@ -438,6 +527,8 @@ static IrExpr *check_select(Sema *s, Span at, IrExpr *c, IrExpr *x, IrExpr *y, S
 	}
 	x = adapt(s, x, y);
 	y = adapt(s, y, x);
+	if (!x || !y)
+		return NULL;
 	IrExpr *r = ir_select(s->a, c, x, y);
 	r->dtype = dtype_compute(dtype_promote(x->dtype, y->dtype));
 	r->span = at;
@@ -813,6 +904,8 @@ static void finish_tensor(Sema *s, Tensor *t, Index **lhs, int nlhs, Vec *raxes,
 		for (int i = 0; i < nlhs; i++)
 			t->shape[i] = t->root[i]->extent;
 		t->dtype = def ? def->dtype : DT_F32;
+		if (!check_numel(s, t, s->stmt->lhs.span))
+			def = NULL;
 	}
 	t->def = def;
 	t->def_span = s->stmt->span;
@@ -918,6 +1011,7 @@ static void attach_schedules(Diag *d, Program *p, AstFile *file)
 			diag_error(d, sc->fusion.span, "fusion '%s' has two schedule blocks",
 				   sc->fusion.name);
 			diag_note(d, f->ast_schedule->fusion.span, "first schedule block here");
+			f->failed = true;
 			continue;
 		}
 		f->ast_schedule = sc;
@@ -933,6 +1027,7 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 	p->fusions = arena_alloc(a, sizeof(Fusion *) * (file->nfusions ? file->nfusions : 1));
 	for (int i = 0; i < file->nfusions; i++) {
 		AstFusion *af = file->fusions[i];
+		int errors = diag_error_count(d);
 		for (int j = 0; j < i; j++) {
 			if (strcmp(file->fusions[j]->name.name, af->name.name) == 0) {
 				diag_error(d, af->name.span, "fusion '%s' is defined twice", af->name.name);
@@ -940,7 +1035,9 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 				break;
 			}
 		}
-		p->fusions[p->nfusions++] = check_fusion(a, d, af);
+		Fusion *f = check_fusion(a, d, af);
+		f->failed = diag_error_count(d) > errors;
+		p->fusions[p->nfusions++] = f;
 	}
 	attach_schedules(d, p, file);
 	return p;

@@ -445,6 +445,22 @@ static void fuserror(FusLoc *loc, yyscan_t scanner, ParseCtx *ctx, const char *m
 	diag_error(ctx->d, SPAN(*loc), "%s (nested too deeply)", msg);
 }
 
+/* Every walker after the parser recurses over expressions: a statement nested deeper than
+ * FUS_MAX_EXPR_DEPTH (`x[i] + x[i] + ...` with thousands of terms) is refused here, once. */
+static void check_depths(ParseCtx *ctx)
+{
+	for (int i = 0; i < ctx->out->nfusions; i++) {
+		AstFusion *f = ctx->out->fusions[i];
+		for (int j = 0; j < f->nstmts; j++) {
+			AstExpr *e = f->stmts[j]->rhs;
+			if (e && e->depth > FUS_MAX_EXPR_DEPTH)
+				diag_error(ctx->d, e->span,
+					   "expression too deep: %d levels of operators (the limit is %d)",
+					   e->depth, FUS_MAX_EXPR_DEPTH);
+		}
+	}
+}
+
 AstFile *parse_file(Arena *a, Diag *d, int file)
 {
 	ParseCtx ctx = {.a = a, .d = d, .file = file, .text = diag_file_text(d, file)};
@@ -453,8 +469,16 @@ AstFile *parse_file(Arena *a, Diag *d, int file)
 	ctx.out = NEW(a, AstFile);
 	if (fuslex_init_extra(&ctx, &scanner))
 		die("cannot create the scanner");
-	YY_BUFFER_STATE buf = fus_scan_bytes(ctx.text, (int)strlen(ctx.text), scanner);
+	/* The true length, not strlen: a NUL byte is a lexical error, not the end of the file. */
+	size_t len = diag_file_len(d, file);
+	if (len > INT32_MAX - 2) {
+		diag_error(d, (Span){file, 0, 0}, "the source is too large (%zu bytes)", len);
+		fuslex_destroy(scanner);
+		return ctx.out;
+	}
+	YY_BUFFER_STATE buf = fus_scan_bytes(ctx.text, (int)len, scanner);
 	fusparse(scanner, &ctx);
+	check_depths(&ctx);
 	fus_delete_buffer(buf, scanner);
 	fuslex_destroy(scanner);
 	return ctx.out;

@@ -8,7 +8,8 @@
  *   - each operator computes in its result dtype (f16/bf16 arithmetic is f32) and rounds to it;
  *   - reductions accumulate in double (floats) or int64 (integers) and round once at the end;
  *     max/min (reductions and the binary built-ins) propagate NaN;
- *   - integer division or modulo by zero gives 0 (the GPU's result is undefined).
+ *   - integer division or modulo by zero is undefined on the GPU: interp_run fails with a
+ *     message (the simulator reports it and goes on with 0); INT_MIN / -1 wraps.
  * Host buffers are raw bytes in the tensor's dtype, row-major (f16/bf16: uint16_t bits).
  */
 #ifndef FUSC_INTERP_H
@@ -80,8 +81,11 @@ int64_t interp_float_to_int(double x, DType to);
 /* Wraps an integer to the integer dtype t (i32 wraps, bool is x != 0). */
 int64_t interp_wrap_int(int64_t x, DType t);
 /* + - * / % neg ceildiv on operands in t's representation (floats round to t, integers wrap,
- * x / 0 == 0). */
+ * x / 0 == 0 without a C division: callers check interp_div_by_zero first). */
 InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b);
+/* op on operands of compute dtype t is an integer division (/ % ceildiv) by zero: undefined
+ * on the GPU, so the reference fails and the simulator reports it (interp_arith gives 0). */
+bool interp_div_by_zero(IrOp op, DType t, InterpVal b);
 /* The math built-ins (exp ... pow) in double. */
 double interp_fmath(IrOp op, double x, double y);
 
@@ -105,6 +109,7 @@ double interp_reduction_terms(Tensor *t, const int64_t *sizes);
 	X(ASYNC_READ, "read of a cp.async destination before its wait") \
 	X(BARRIER, "barrier not reached by every thread")    \
 	X(ASYNC_PENDING, "cp.async group in flight at kernel end") \
+	X(DIV_ZERO, "integer division by zero")              \
 	X(ERROR, "simulation error")
 
 typedef enum SimFault {

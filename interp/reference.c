@@ -250,14 +250,18 @@ bool interp_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out)
 	case OP_ADD: return !add_ovf(a, b, out);
 	case OP_SUB: return !__builtin_sub_overflow(a, b, out);
 	case OP_MUL: return !mul_ovf(a, b, out);
-	case OP_DIV: if (b == 0) return false; *out = a / b; return true;
-	case OP_MOD: if (b == 0) return false; *out = a % b; return true;
+	case OP_DIV:
+	case OP_MOD: /* no C division by zero, nor INT64_MIN / -1 */
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return false;
+		*out = e->op == OP_DIV ? a / b : a % b;
+		return true;
 	case OP_CEILDIV:
 		if (b <= 0)
 			return false;
 		*out = a / b + (a % b > 0);
 		return true;
-	case OP_NEG: *out = -a; return true;
+	case OP_NEG: return !__builtin_sub_overflow((int64_t)0, a, out);
 	case OP_MAX: *out = a > b ? a : b; return true;
 	case OP_MIN: *out = a < b ? a : b; return true;
 	case OP_LT: *out = a < b; return true;
@@ -399,6 +403,7 @@ typedef struct Ctx {
 	int *state;
 	int64_t *idx;     /* current values of the root axes of the tensor being computed */
 	char *err;
+	Tensor *cur;      /* the tensor being computed */
 } Ctx;
 
 static Val eval(Ctx *c, IrExpr *e);
@@ -413,7 +418,8 @@ static int param_pos(Fusion *f, struct Param *p)
 
 /* + - * / % neg ceildiv on operands already in t's representation (doubles for floats,
  * int64 for integers): floats round to t; integers wrap (unsigned arithmetic) and division by
- * zero gives 0 (the GPU's result is undefined there). Shared with the simulator. */
+ * zero gives 0 without dividing (the GPU's result is undefined there: eval_op refuses it,
+ * the simulator reports it). Shared with the simulator. */
 InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 {
 	if (dtype_is_float(t)) {
@@ -455,6 +461,12 @@ InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 	default: unreachable();
 	}
 	return vi(interp_wrap_int(r, t));
+}
+
+bool interp_div_by_zero(IrOp op, DType t, InterpVal b)
+{
+	return (op == OP_DIV || op == OP_MOD || op == OP_CEILDIV) && !dtype_is_float(t) &&
+	       b.i == 0;
 }
 
 static Val eval_arith(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
@@ -560,6 +572,10 @@ static Val eval_op(Ctx *c, IrExpr *e)
 	DType tb = r ? r->dtype : l->dtype;
 	switch (kind) {
 	case 'a':
+		if (r && !dtype_is_float(e->dtype) && interp_div_by_zero(e->op, e->dtype, vi(as_i(b, tb))) &&
+		    !c->err)
+			c->err = fmt_err("integer division by zero in the definition of %s "
+					 "(undefined on the GPU)", c->cur ? c->cur->name : "?");
 		return eval_arith(e->op, e->dtype, a, l->dtype, b, tb);
 	case 'c':
 		return eval_compare(e->op, a, l->dtype, b, tb);
@@ -719,7 +735,9 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 		c->err = fmt_err("tensor %s has too many axes", t->name);
 		return false;
 	}
+	Tensor *saved_cur = c->cur;
 	c->idx = idx;
+	c->cur = t;
 	for (int64_t k = 0; k < n && !c->err; k++) {
 		buf[k] = conv(eval(c, t->def), t->def->dtype, t->dtype);
 		for (int d = ndim - 1; d >= 0; d--) { /* next row-major index */
@@ -729,6 +747,7 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 		}
 	}
 	c->idx = saved;
+	c->cur = saved_cur;
 	return !c->err;
 }
 
@@ -791,7 +810,7 @@ static bool load_inputs(Ctx *c, void **inputs)
 bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **inputs,
 		void **outputs, char **err)
 {
-	Ctx c = {f, sizes, NULL, NULL, NULL, NULL, NULL, NULL};
+	Ctx c = {.f = f, .sizes = sizes};
 
 	if (!interp_check_sizes(f, sizes, err))
 		return false;

@@ -424,6 +424,8 @@ static SVal eval_op(Sim *S, SimThread *T, IrExpr *e)
 		a = cv(a, l->dtype, ct);
 		if (r)
 			b = cv(b, r->dtype, ct);
+		if (kind == 'a' && r && interp_div_by_zero(e->op, ct, b))
+			sim_report_new(S, SF_DIV_ZERO, S->stmt, NULL);
 		return cv(kind == 'a' ? interp_arith(e->op, ct, a, b) : minmax(e->op, ct, a, b), ct,
 			  e->dtype);
 	case 'c':

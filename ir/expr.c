@@ -150,10 +150,25 @@ static bool is_val(IrExpr *e, int64_t v)
 	return ir_is_const(e, &c) && c == v;
 }
 
-/* Floor division and modulo of constants. Index values are non-negative in practice; for
- * negative operands we follow C (truncation), which is what the generated code computes. */
-static int64_t cdiv(int64_t a, int64_t b) { return a / b; }
-static int64_t cmod(int64_t a, int64_t b) { return a % b; }
+/* Folding never wraps: a constant operation that overflows i64 (or divides INT64_MIN by -1)
+ * is left as an operation. Sema refuses such constants in the user's text and absurd
+ * dimensions (docs/design.md, "Limits"), so this only keeps the compiler free of undefined
+ * behaviour on whatever reaches it. Division and modulo follow C (truncation), which is what
+ * the generated code computes. */
+static bool cdiv(int64_t a, int64_t b, int64_t *q)
+{
+	if (b == 0 || (a == INT64_MIN && b == -1))
+		return false;
+	*q = a / b;
+	return true;
+}
+static bool cmod(int64_t a, int64_t b, int64_t *r)
+{
+	if (b == 0 || (a == INT64_MIN && b == -1))
+		return false;
+	*r = a % b;
+	return true;
+}
 
 /* m is (x / d) * d and r is x % d */
 static bool div_times(IrExpr *m, IrExpr *r)
@@ -166,17 +181,17 @@ static bool div_times(IrExpr *m, IrExpr *r)
 
 IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
-	if (ir_is_const(l, &x) && ir_is_const(r, &y))
-		return ir_int(a, x + y);
+	int64_t x, y, v;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_add_overflow(x, y, &v))
+		return ir_int(a, v);
 	if (is_val(l, 0))
 		return r;
 	if (is_val(r, 0))
 		return l;
 	/* (e + c1) + c2 -> e + (c1 + c2): keeps constant offsets together */
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD &&
-	    ir_is_const(l->args[1], &x))
-		return ix_add(a, l->args[0], ir_int(a, x + y));
+	    ir_is_const(l->args[1], &x) && !__builtin_add_overflow(x, y, &v))
+		return ix_add(a, l->args[0], ir_int(a, v));
 	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
 		return ix_add(a, r, l);
 	/* (x / d) * d + x % d -> x (a merge of two axes read back in order), also at the end
@@ -193,25 +208,25 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 
 IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
-	if (ir_is_const(l, &x) && ir_is_const(r, &y))
-		return ir_int(a, x - y);
+	int64_t x, y, v;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_sub_overflow(x, y, &v))
+		return ir_int(a, v);
 	if (is_val(r, 0))
 		return l;
 	if (ir_equal(l, r))
 		return ir_int(a, 0);
 	/* (e + c1) - c2 -> e + (c1 - c2) */
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD &&
-	    ir_is_const(l->args[1], &x))
-		return ix_add(a, l->args[0], ir_int(a, x - y));
+	    ir_is_const(l->args[1], &x) && !__builtin_sub_overflow(x, y, &v))
+		return ix_add(a, l->args[0], ir_int(a, v));
 	return ir_op(a, OP_SUB, DT_I64, l, r);
 }
 
 IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
-	if (ir_is_const(l, &x) && ir_is_const(r, &y))
-		return ir_int(a, x * y);
+	int64_t x, y, v;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_mul_overflow(x, y, &v))
+		return ir_int(a, v);
 	if (is_val(l, 0) || is_val(r, 0))
 		return ir_int(a, 0);
 	if (is_val(l, 1))
@@ -219,11 +234,11 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
 	if (is_val(r, 1))
 		return l;
 	/* constants on the right: `i * 4`, and (e * c1) * c2 -> e * (c1 * c2) */
-	if (ir_is_const(l, &x))
+	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
 		return ix_mul(a, r, l);
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_MUL &&
-	    ir_is_const(l->args[1], &x))
-		return ix_mul(a, l->args[0], ir_int(a, x * y));
+	    ir_is_const(l->args[1], &x) && !__builtin_mul_overflow(x, y, &v))
+		return ix_mul(a, l->args[0], ir_int(a, v));
 	/* (p + q) * c -> p * c + q * c: flat sums of scaled terms, which divide cleanly */
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64)
 		return ix_add(a, ix_mul(a, l->args[0], r), ix_mul(a, l->args[1], r));
@@ -269,9 +284,9 @@ static bool in_range(IrExpr *e, int64_t f)
 
 IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
-	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y != 0)
-		return ir_int(a, cdiv(x, y));
+	int64_t x, y, v;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cdiv(x, y, &v))
+		return ir_int(a, v);
 	if (is_val(r, 1))
 		return l;
 	if (ir_is_const(r, &y) && y > 0) {
@@ -292,9 +307,9 @@ IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
 
 IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
-	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y != 0)
-		return ir_int(a, cmod(x, y));
+	int64_t x, y, v;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cmod(x, y, &v))
+		return ir_int(a, v);
 	if (is_val(r, 1))
 		return ir_int(a, 0);
 	if (ir_is_const(r, &y) && y > 0) {
@@ -313,15 +328,17 @@ IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
 
 IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r)
 {
-	int64_t x, y;
+	int64_t x, y, v;
+	/* (x + y - 1) / y could overflow: x / y rounded up instead */
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && y > 0)
-		return ir_int(a, x >= 0 ? (x + y - 1) / y : x / y);
+		return ir_int(a, x / y + (x >= 0 && x % y != 0));
 	if (is_val(r, 1))
 		return l;
 	/* ceildiv(ceildiv(x, p), q) == ceildiv(x, p * q) for x >= 0 and p, q > 0 */
 	if (ir_is_const(r, &y) && y > 0 && l->kind == EX_OP && l->op == OP_CEILDIV &&
-	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(l->args[0]))
-		return ix_ceildiv(a, l->args[0], ir_int(a, x * y));
+	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(l->args[0]) &&
+	    !__builtin_mul_overflow(x, y, &v))
+		return ix_ceildiv(a, l->args[0], ir_int(a, v));
 	return ir_op(a, OP_CEILDIV, DT_I64, l, r);
 }
 

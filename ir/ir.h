@@ -275,6 +275,10 @@ struct Tensor {
 	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
 	IrExpr *def;
 	Span def_span;
+	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
+	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (frontend/frontend.c), so
+	 * the recursive walkers of the lowering and the backends stay bounded. */
+	int depth;
 	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
 	int nroot;
 	Axis **domain;      /* the loop domain: leaf axes in loop order */
@@ -326,6 +330,9 @@ typedef struct Fusion {
 	struct SigEntry { char kind; Param *param; Tensor *tensor; } *sig;
 	struct AstSchedule *ast_schedule; /* NULL: automatic */
 	bool auto_scheduled;
+	/* sema reported an error in this fusion (its IR is incomplete: not scheduled, never
+	 * lowered); the other fusions of the file are still scheduled, so their errors show */
+	bool failed;
 } Fusion;
 
 typedef struct Program {

@@ -328,6 +328,8 @@ static IrExpr *fold_int(Arena *a, IrExpr *e)
 	int64_t x, y = 0;
 	if (!ir_is_const(e->args[0], &x) || (e->nargs > 1 && !ir_is_const(e->args[1], &y)))
 		return e;
+	if (x == INT64_MIN && (e->op == OP_NEG || e->op == OP_ABS))
+		return e; /* -INT64_MIN overflows: left to run time, never folded to a wrapped value */
 	switch (e->op) {
 	case OP_NEG: return ir_int(a, -x);
 	case OP_MAX: return ir_int(a, x > y ? x : y);

@@ -9,6 +9,29 @@
  */
 #include "passes/passes.h"
 
+/* The directive that put t where it is: cache_*(local), memory(local), else its compute_at. */
+static Span mem_directive(Tensor *t)
+{
+	if (t->cache_span.file)
+		return t->cache_span;
+	if (t->mem_span.file)
+		return t->mem_span;
+	return t->ca_span.file ? t->ca_span : t->span;
+}
+
+/* A local buffer is an array in every thread (registers, spilled to local memory beyond a
+ * few dozen): more than PASS_MAX_LOCAL_ELEMS elements is refused at the directive
+ * (docs/design.md, "Limits"; the largest in the examples has 64). */
+static bool check_local_size(Diag *d, Tensor *t, int64_t total)
+{
+	if (t->mem != MEM_LOCAL || total <= PASS_MAX_LOCAL_ELEMS)
+		return true;
+	diag_error(d, mem_directive(t),
+		   "the local (per-thread register) array of %s would have %lld elements; the limit is %d: compute %s at an inner loop, or use shared memory",
+		   t->name, (long long)total, PASS_MAX_LOCAL_ELEMS, t->name);
+	return false;
+}
+
 static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 {
 	Axis **axes;
@@ -26,10 +49,19 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 			buf_free(&b);
 			return false;
 		}
-		total *= e;
+		if (__builtin_mul_overflow(total, e, &total))
+			total = INT64_MAX; /* refused below */
 	}
-	if (t->stages >= 2)
-		total *= t->stages; /* one slot per stage (circular_buffer.c) */
+	/* one slot per stage (circular_buffer.c) */
+	if (t->stages >= 2 && __builtin_mul_overflow(total, (int64_t)t->stages, &total))
+		total = INT64_MAX;
+	if (!check_local_size(d, t, total))
+		return false;
+	if (total > INT64_MAX / 16) {
+		diag_error(d, mem_directive(t), "the %s buffer of %s would have %lld elements: too large",
+			   mem_name(t->mem), t->name, (long long)total);
+		return false;
+	}
 	*size = ir_int(k->arena, total);
 	return true;
 }

@@ -22,6 +22,10 @@ typedef struct LowerOptions {
 			      * lower_fusion sets it to lower Kernel.fallback */
 } LowerOptions;
 
+/* The most elements a `local` (per-thread) buffer may have (passes/allocation.c;
+ * docs/design.md, "Limits"). */
+#define PASS_MAX_LOCAL_ELEMS 4096
+
 typedef bool (*PassFn)(Kernel *k, Diag *d);
 typedef struct Pass {
 	const char *name;

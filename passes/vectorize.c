@@ -349,6 +349,12 @@ static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 		diag_error(d, z.span, "cannot vectorize '%s': its extent is not a constant", name);
 		return NULL;
 	}
+	if (z.V == 1) { /* a vector of one element is the plain access */
+		loop->vectorize = false;
+		loop->unroll = true;
+		loop->next = NULL;
+		return loop;
+	}
 	/* the body: one store under zero or more ifs without else */
 	IrExpr *cond = NULL;
 	Stmt *s = only_stmt(loop->body);
@@ -366,7 +372,7 @@ static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 	if (!vector_access(&z, s->tensor, s->offset, &base, &needs)) {
 		diag_error(d, z.span,
 			   "cannot vectorize '%s': %s is not written as %lld contiguous elements "
-			   "starting at a multiple of %lld",
+			   "starting at a multiple of %lld", /* V >= 2 here */
 			   name, s->tensor->name, (long long)z.V, (long long)z.V);
 		return NULL;
 	}

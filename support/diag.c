@@ -131,6 +131,11 @@ const char *diag_file_text(Diag *d, int file)
 	return file_of(d, file)->text;
 }
 
+size_t diag_file_len(Diag *d, int file)
+{
+	return file_of(d, file)->len;
+}
+
 /* Index of the line holding byte offset off (clamped to the text). */
 static int line_index(SrcFile *f, uint32_t off)
 {

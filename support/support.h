@@ -80,6 +80,9 @@ void diag_free(Diag *d);
 int diag_add_file(Diag *d, const char *name, const char *text, size_t len);
 const char *diag_file_name(Diag *d, int file);
 const char *diag_file_text(Diag *d, int file);
+/* The text's length in bytes: the text may hold NUL bytes (a lexical error), so strlen of
+ * diag_file_text is not its length. */
+size_t diag_file_len(Diag *d, int file);
 void diag_error(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
 void diag_warning(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
 /* A note attached to the last error or warning. */

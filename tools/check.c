@@ -111,8 +111,13 @@ static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 		Precond *why = NULL;
 		int64_t m = required_multiple(j->k, s, &why);
 		CliDim *dim = cli_dim(&o->cli, s->name);
-		if (!dim) {
-			j->sizes[i] = (o->size + m - 1) / m * m;
+		if (!dim) { /* --size rounded up to a multiple of m, without overflow */
+			int64_t up = o->size / m + (o->size % m != 0);
+			if (__builtin_mul_overflow(up, m, &j->sizes[i])) {
+				char num[32];
+				snprintf(num, sizeof num, "%lld", (long long)o->size);
+				return cli_usage_error(&o->cli, "--size %s is too large", num);
+			}
 			continue;
 		}
 		j->sizes[i] = dim->value;

@@ -224,7 +224,7 @@ START_TEST(test_int_semantics)
 	Fusion *f = compile("fusion q(x: i32[N], y: i32[N]) -> (d: i32[N], r: i32[N], s: i32[N]) {\n"
 			    "  d[i] = x[i] / y[i];\n  r[i] = x[i] % y[i];\n"
 			    "  s[i] = x[i] * y[i];\n}\n");
-	int32_t x[4] = {7, -7, 5, 65536}, y[4] = {2, 2, 0, 65536}, d[4], r[4], s[4];
+	int32_t x[4] = {7, -7, INT32_MIN, 65536}, y[4] = {2, 2, -1, 65536}, d[4], r[4], s[4];
 	int64_t n = 4;
 	void *in[] = {x, y}, *out[] = {d, r, s};
 
@@ -232,9 +232,15 @@ START_TEST(test_int_semantics)
 	ck_assert_int_eq(d[0], 3);
 	ck_assert_int_eq(d[1], -3); /* truncation, like C and CUDA */
 	ck_assert_int_eq(r[1], -1);
-	ck_assert_int_eq(d[2], 0);  /* division by zero: 0 by definition */
+	ck_assert_int_eq(d[2], INT32_MIN); /* wraps, without a C INT_MIN / -1 */
 	ck_assert_int_eq(r[2], 0);
 	ck_assert_int_eq(s[3], 0);  /* 2^32 wraps to 0 in i32 */
+	/* a zero divisor is undefined on the GPU: the reference refuses it (issue 11 item 17) */
+	y[2] = 0;
+	char *err = NULL;
+	ck_assert(!interp_run(f, &n, NULL, in, out, &err));
+	ck_assert_str_eq(err, "integer division by zero in the definition of d (undefined on the GPU)");
+	free(err);
 }
 END_TEST
 

@@ -156,6 +156,35 @@ START_TEST(fold_identities)
 }
 END_TEST
 
+/* Folding never wraps (issue 11 item 13): a constant operation that overflows i64, or
+ * INT64_MIN / -1, stays an operation; ceildiv of values near 2^63 folds exactly. (Built with
+ * SAN=1, any signed overflow here would also be a UBSan report.) */
+START_TEST(fold_never_overflows)
+{
+	IrExpr *max = ir_int(A, INT64_MAX), *min = ir_int(A, INT64_MIN);
+	IrExpr *i = ir_var(A, loopvar("i", 8));
+	int64_t v;
+	ck_assert(!ir_is_const(ix_add(A, max, ir_int(A, 1)), NULL));
+	ck_assert(!ir_is_const(ix_sub(A, min, ir_int(A, 1)), NULL));
+	ck_assert(!ir_is_const(ix_mul(A, max, ir_int(A, 2)), NULL));
+	ck_assert(!ir_is_const(ix_mul(A, ir_int(A, 2), max), NULL)); /* no endless swap */
+	ck_assert(!ir_is_const(ix_div(A, min, ir_int(A, -1)), NULL));
+	ck_assert(!ir_is_const(ix_mod(A, min, ir_int(A, -1)), NULL));
+	ck_assert_str_eq(str(ix_mul(A, ix_mul(A, i, max), ir_int(A, 2))),
+			 "i * 9223372036854775807 * 2");
+	ck_assert_str_eq(str(ix_add(A, ix_add(A, i, max), ir_int(A, 1))),
+			 "i + 9223372036854775807 + 1");
+	ck_assert(ir_is_const(ix_ceildiv(A, max, ir_int(A, 2)), &v));
+	ck_assert_int_eq(v, INT64_MAX / 2 + 1);
+	ck_assert(ir_is_const(ix_ceildiv(A, max, max), &v));
+	ck_assert_int_eq(v, 1);
+	IrExpr *cd = ix_ceildiv(A, ir_op(A, OP_CEILDIV, DT_I64, i, ir_int(A, INT64_MAX / 2)),
+				ir_int(A, 4));
+	ck_assert_str_eq(str(cd), "ceildiv(ceildiv(i, 4611686018427387903), 4)");
+	ck_assert(!ir_is_const(ir_simplify(A, ir_op(A, OP_NEG, DT_I64, min, NULL)), NULL));
+}
+END_TEST
+
 START_TEST(fold_split_identities)
 {
 	IrExpr *a = ir_var(A, loopvar("a", 100));
@@ -351,6 +380,7 @@ Suite *ir_suite(void)
 	tcase_add_test(tc, print_floats);
 	tcase_add_test(tc, print_reduce);
 	tcase_add_test(tc, fold_identities);
+	tcase_add_test(tc, fold_never_overflows);
 	tcase_add_test(tc, fold_split_identities);
 	tcase_add_test(tc, simplify_exprs);
 	tcase_add_test(tc, ranges);

@@ -15,11 +15,12 @@ typedef struct Parsed {
 	Arena *arena;
 } Parsed;
 
-static Parsed parse(const char *text)
+/* Parses the first len bytes of text (which may hold NUL bytes). */
+static Parsed parse_len(const char *text, size_t len)
 {
 	Parsed p = {0};
 	Diag *d = diag_new();
-	int f = diag_add_file(d, "t.fus", text, strlen(text));
+	int f = diag_add_file(d, "t.fus", text, len);
 	Buf b = {0};
 
 	p.arena = arena_new();
@@ -31,6 +32,11 @@ static Parsed parse(const char *text)
 	p.diags = diag_render(d);
 	diag_free(d);
 	return p;
+}
+
+static Parsed parse(const char *text)
+{
+	return parse_len(text, strlen(text));
 }
 
 static void done(Parsed *p)
@@ -543,6 +549,25 @@ START_TEST(garbage_bytes_no_crash)
 }
 END_TEST
 
+/* A NUL byte is a lexical error wherever it is (code or comment), and the text after it is
+ * still scanned: it neither ends the file nor hides what follows. */
+START_TEST(nul_byte_is_an_error)
+{
+	static const char code[] = "fusion f(x: f32) -> (y: f32) { y = x\0; }\nfusion g(";
+	Parsed p = parse_len(code, sizeof code - 1);
+	ck_assert_int_eq(p.errors, 2);
+	ck_assert_ptr_nonnull(strstr(p.diags, "t.fus:1:37: error: unexpected NUL byte"));
+	ck_assert_ptr_nonnull(strstr(p.diags, "t.fus:2:10: error: expected"));
+	done(&p);
+	static const char comment[] = "// a\0b\nfusion f(x: f32) -> (y: f32) { /* \0 */ y = x; }\n";
+	p = parse_len(comment, sizeof comment - 1);
+	ck_assert_int_eq(p.errors, 2);
+	ck_assert_ptr_nonnull(strstr(p.diags, "t.fus:1:5: error: unexpected NUL byte"));
+	ck_assert_ptr_nonnull(strstr(p.diags, "t.fus:2:35: error: unexpected NUL byte"));
+	done(&p);
+}
+END_TEST
+
 Suite *parser_suite(void)
 {
 	Suite *s = suite_create("parser");
@@ -573,6 +598,7 @@ Suite *parser_suite(void)
 	tcase_add_test(lex, bad_literals);
 	tcase_add_test(lex, unterminated_comment);
 	tcase_add_test(lex, garbage_bytes_no_crash);
+	tcase_add_test(lex, nul_byte_is_an_error);
 	suite_add_tcase(s, lex);
 	return s;
 }

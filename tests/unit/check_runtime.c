@@ -119,6 +119,21 @@ START_TEST(test_no_driver_default_name)
 }
 END_TEST
 
+/* libfusrt scans all `len` bytes: a NUL byte is an error, not the end of the source
+ * (issue 11 item 14: a bad schedule after a NUL used to compile). */
+START_TEST(test_compile_nul_byte)
+{
+	static const char src[] = "fusion f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\n\0"
+				  "schedule f { y.bind(q, blockIdx.x); }\n";
+	fusrt_module *m = NULL;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(src, sizeof src - 1, "nul.fus", NULL, &m), FUSRT_ERR_COMPILE);
+	ck_assert_ptr_null(m);
+	ck_assert_contains(fusrt_last_error(), "nul.fus:2:1: error: unexpected NUL byte");
+}
+END_TEST
+
 /* Errors in the text are reported before the driver is needed. */
 START_TEST(test_compile_error_without_gpu)
 {
@@ -712,6 +727,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_no_driver);
 	tcase_add_test(tc, test_no_driver_default_name);
 	tcase_add_test(tc, test_compile_error_without_gpu);
+	tcase_add_test(tc, test_compile_nul_byte);
 	tcase_add_test(tc, test_null_arguments);
 	tcase_add_test(tc, test_launch_check);
 	tcase_add_test(tc, test_check_smem);

@@ -259,6 +259,112 @@ START_TEST(test_err_schedule_blocks)
 }
 END_TEST
 
+/* `nst` statements t0, t1, ..., y, each `PREV[i] + x[i] + ...` with `terms` terms, then
+ * `sched` as the schedule block (malloc'd). */
+static char *chain_program(int nst, int terms, const char *sched)
+{
+	Buf b = {0};
+	buf_puts(&b, "fusion f(x: f32[N]) -> (y: f32[N]) {\n");
+	for (int k = 0; k < nst; k++) {
+		if (k == nst - 1)
+			buf_puts(&b, "  y[i] = ");
+		else
+			buf_printf(&b, "  t%d[i] = ", k);
+		if (k == 0)
+			buf_puts(&b, "x[i]");
+		else
+			buf_printf(&b, "t%d[i]", k - 1);
+		for (int j = 1; j < terms; j++)
+			buf_puts(&b, " + x[i]");
+		buf_puts(&b, ";\n");
+	}
+	buf_printf(&b, "}\n%s", sched);
+	return b.s;
+}
+
+/* Expressions deeper than FUS_MAX_EXPR_DEPTH are refused before any recursive walker runs
+ * (issue 11 item 12): one long statement in the parser, a chain of statements recomputed in
+ * their readers after scheduling. 500 terms compile, lower and emit. */
+START_TEST(test_err_expression_depth)
+{
+	char *text = chain_program(1, 20000, "");
+	TestFrontend r = tf_compile(text, true);
+	ck_assert_str_eq(r.errors,
+			 "t.fus:2:10: error: expression too deep: 20001 levels of operators (the limit is 1000)\n");
+	tf_free(&r);
+	free(text);
+
+	text = chain_program(5, 300, "");
+	r = tf_compile(text, true);
+	ck_assert_str_eq(r.errors,
+			 "t.fus:5:3: error: the definition of 't3' is too deep once the tensors it reads are recomputed in it: 1198 levels of operators (the limit is 1000)\n"
+			 "t.fus:5:3: note: pointwise tensors are recomputed in their readers; store one (compute_at, cache_after) to break the chain\n");
+	tf_free(&r);
+	free(text);
+
+	/* a stored tensor ends the chain */
+	text = chain_program(5, 300, "schedule f { t2.compute_at(y, i); }\n");
+	TestCompile *tc = tc_lowered(text);
+	tc_free(tc);
+	free(text);
+
+	text = chain_program(1, 500, "");
+	tc = tc_lowered(text);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "x[");
+	free(cu);
+	tc_free(tc);
+	free(text);
+}
+END_TEST
+
+/* SPEC §5: a sema error in one fusion hides neither the sema nor the schedule errors of the
+ * others (issue 11 item 7). */
+START_TEST(test_err_independent_fusions)
+{
+	check_errors(
+		"fusion a(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * nope; }\n"
+		"schedule a { y.bind(q, blockIdx.x); }\n"
+		"fusion b(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\n"
+		"schedule b { y.split(i, 0); }\n"
+		"fusion c(x: f32[N]) -> (y: f32[N]) { y[i] = x[k]; }\n"
+		"fusion d(x: f32[N]) -> (y: f32[N]) { y[i] = x[i]; }\n"
+		"schedule d { y.bind(i, threadIdx.x); }\n",
+		"t.fus:1:52: error: unknown name 'nope'\n"
+		"t.fus:5:47: error: unknown index 'k': it is neither on the left-hand side nor bound by an enclosing reduction\n"
+		"t.fus:4:25: error: split factor must be a positive integer, not 0\n"
+		"t.fus:7:14: error: threadIdx.x needs an axis of constant extent; 'i' has a symbolic extent (split it by a constant first)\n");
+}
+END_TEST
+
+/* A failed directive is reported; uses of the tensor or axes it would have made are not
+ * (issue 11 item 7), while independent mistakes still are. */
+START_TEST(test_err_failed_directive_no_cascade)
+{
+	check_errors(
+		"fusion f(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j]; }\n"
+		"schedule f {\n"
+		"  y.merge(j, i) -> m;\n"
+		"  y.split(m, 4) -> (mo, mi);\n"
+		"  y.bind(mi, threadIdx.x);\n"
+		"  y.reorder(mo, m, i);\n"
+		"  c = x.cache_after(nowhere);\n"
+		"  c.compute_at(y, mo);\n"
+		"  d = c.cache_after(local);\n"
+		"  d.split(j, 2);\n"
+		"  y.split(q, 2);\n"
+		"  y.bind(qo, blockIdx.x);\n"
+		"  y.bind(w, blockIdx.y);\n"
+		"}\n",
+		"t.fus:3:5: error: cannot merge 'j' and 'i': they are not adjacent in 'y' [i, j] (the outer axis comes first)\n"
+		"t.fus:7:21: error: unknown memory 'nowhere' (expected global, shared or local)\n"
+		"t.fus:11:11: error: 'y' has no axis 'q'\n"
+		"t.fus:1:44: note: the axes of 'y' are [i, j]\n"
+		"t.fus:13:10: error: 'y' has no axis 'w'\n"
+		"t.fus:1:44: note: the axes of 'y' are [i, j]\n");
+}
+END_TEST
+
 Suite *sema_suite(void)
 {
 	Suite *s = suite_create("sema");
@@ -273,6 +379,9 @@ Suite *sema_suite(void)
 	tcase_add_test(tc, test_err_indices);
 	tcase_add_test(tc, test_err_types);
 	tcase_add_test(tc, test_err_schedule_blocks);
+	tcase_add_test(tc, test_err_expression_depth);
+	tcase_add_test(tc, test_err_independent_fusions);
+	tcase_add_test(tc, test_err_failed_directive_no_cascade);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -267,6 +267,43 @@ START_TEST(test_block_sample_has_first_and_last)
 }
 END_TEST
 
+/* An integer division by a run-time zero is undefined on the GPU: the simulator reports it
+ * (at the statement), the reference fails with a message, and neither executes a C division
+ * by zero or INT64_MIN / -1 itself (issue 11 item 17). */
+START_TEST(test_integer_division_by_zero)
+{
+	TestCompile *tc = tc_lowered("fusion f(x: i64[N], k: i64) -> (y: i64[N]) {\n"
+				     "  y[i] = x[i] / k + x[i] % k;\n"
+				     "}\n");
+	int64_t n = 5, x[5] = {INT64_MIN, -1, 0, 7, INT64_MAX}, y[5];
+	void *in[1] = {x}, *out[1] = {y};
+	SimOptions o = {0, 1};
+	SimResult r;
+	double k = 0;
+
+	ck_assert(sim_run(tc->kernels[0], &n, &k, in, out, &o, &r));
+	ck_assert_int_ge(count_kind(&r, SF_DIV_ZERO), 1);
+	char *text = report_text(tc, &r.reports[0]);
+	ck_assert_contains(text, "t.fus:2:");
+	ck_assert_contains(text, "integer division by zero");
+	free(text);
+	sim_result_free(&r);
+	char *err = NULL;
+	ck_assert(!interp_run(tc->prog->fusions[0], &n, &k, in, out, &err));
+	ck_assert_contains(err, "integer division by zero in the definition of y");
+	free(err);
+
+	k = -1; /* INT64_MIN / -1 wraps like the GPU's two's complement, without a report */
+	ck_assert(sim_run(tc->kernels[0], &n, &k, in, out, &o, &r));
+	ck_assert_int_eq(r.nreports, 0);
+	ck_assert_int_eq(y[0], INT64_MIN);
+	sim_result_free(&r);
+	ck_assert(interp_run(tc->prog->fusions[0], &n, &k, in, out, &err));
+	ck_assert_int_eq(y[0], INT64_MIN);
+	tc_free(tc);
+}
+END_TEST
+
 /* ---- hand-built kernels: barriers, races, cp.async ---------------------------------------- */
 
 /* A fusion y[i] = x[i] over N, whose kernel body the tests replace: a block of 32 threads. */
@@ -573,6 +610,7 @@ Suite *simulate_suite(void)
 	Suite *s = suite_create("simulate");
 	TCase *c = tcase_create("lowered");
 	tcase_add_test(c, test_saxpy_exact);
+	tcase_add_test(c, test_integer_division_by_zero);
 	tcase_add_test(c, test_missing_predicate_is_oob);
 	tcase_add_test(c, test_shrunk_buffer_is_oob);
 	tcase_add_test(c, test_removed_store_is_uninit_read);

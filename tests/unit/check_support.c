@@ -148,6 +148,20 @@ START_TEST(diag_positions)
 }
 END_TEST
 
+/* A registered text keeps its true length, NUL bytes included (the scanner is fed it). */
+START_TEST(diag_file_len_counts_nul)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", "ab\0cd\n", 6);
+	ck_assert_uint_eq(diag_file_len(d, f), 6);
+	ck_assert_int_eq(diag_file_text(d, f)[4], 'd');
+	int line, col;
+	diag_line_col(d, f, 5, &line, &col);
+	ck_assert_int_eq(col, 6);
+	diag_free(d);
+}
+END_TEST
+
 START_TEST(diag_render_error_with_tab)
 {
 	Diag *d = diag_new();
@@ -290,6 +304,7 @@ Suite *support_suite(void)
 	tcase_add_test(tc, clock_monotonic);
 	tcase_add_test(tc, diag_positions);
 	tcase_add_test(tc, diag_render_error_with_tab);
+	tcase_add_test(tc, diag_file_len_counts_nul);
 	tcase_add_test(tc, diag_render_levels_and_notes);
 	tcase_add_test(tc, diag_render_edges);
 	tcase_add_test(tc, diag_too_many_errors);
