@@ -211,6 +211,18 @@ struct Kernel;
 /* The kernel whose launch dims bound EX_PAR in ir_range (NULL: threadIdx.* in [0, 1023],
  * blockIdx.* in [0, unknown)). Set by lower_fusion for the passes. */
 void ir_range_set_kernel(struct Kernel *k);
+/* The facts of a guard: inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most
+ * 31 and t * 3 + v at most 127. A pass rewriting the statements under a guard calls
+ * ir_range_guard(cond, &saved) first (the conjuncts `e < c`, `e <= c` and `e == c`, c a
+ * constant, narrow ir_range of every expression equal to e) and ir_range_unguard(&saved)
+ * after; ir_range_set_kernel clears every guard. */
+#define IR_GUARD_FACTS 16
+typedef struct IrGuard {
+	struct { IrExpr *e; int64_t hi; } fact[IR_GUARD_FACTS];
+	int n;
+} IrGuard;
+void ir_range_guard(IrExpr *cond, IrGuard *saved);
+void ir_range_unguard(const IrGuard *saved);
 
 /* ---- fusion IR ----------------------------------------------------------------------- */
 

@@ -5,6 +5,9 @@
  *   parallel indices [0, launch - 1] when a kernel is set (ir_range_set_kernel) and its launch
  *                    extent is known; otherwise threadIdx.* in [0, 1023] (the CUDA limit) and
  *                    blockIdx.* in [0, unknown)
+ *   guards           inside `if (threadIdx.x < 32 && x * 3 + v < 128)`, threadIdx.x is at
+ *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
+ *                    conjunct compares with a constant)
  *   size symbols     [0, unknown) (launchers reject negative sizes)
  * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
@@ -22,10 +25,47 @@ typedef struct Range {
 
 /* Per thread: libfusrt may lower fusions on several threads at once. */
 static _Thread_local Kernel *range_kernel;
+/* The upper bounds the enclosing guards put on the parallel indices (ir_range_guard). */
+static _Thread_local IrGuard range_guard;
 
 void ir_range_set_kernel(Kernel *k)
 {
 	range_kernel = k;
+	range_guard.n = 0;
+}
+
+/* Adds the facts of cond's conjuncts `e < c`, `e <= c`, `e == c` (e an integer expression,
+ * c a constant) to g; facts beyond the first IR_GUARD_FACTS are dropped (fewer facts, wider
+ * ranges: still true). */
+static void guard_narrow(IrGuard *g, IrExpr *c)
+{
+	int64_t v;
+
+	if (!c || c->kind != EX_OP)
+		return;
+	if (c->op == OP_AND) {
+		guard_narrow(g, c->args[0]);
+		guard_narrow(g, c->args[1]);
+		return;
+	}
+	if ((c->op != OP_LT && c->op != OP_LE && c->op != OP_EQ) || !ir_is_const(c->args[1], &v) ||
+	    dtype_is_float(c->args[0]->dtype) || ir_is_const(c->args[0], NULL) ||
+	    (c->op == OP_LT && v == INT64_MIN) || g->n == IR_GUARD_FACTS)
+		return;
+	g->fact[g->n].e = c->args[0];
+	g->fact[g->n].hi = c->op == OP_LT ? v - 1 : v;
+	g->n++;
+}
+
+void ir_range_guard(IrExpr *cond, IrGuard *saved)
+{
+	*saved = range_guard;
+	guard_narrow(&range_guard, cond);
+}
+
+void ir_range_unguard(const IrGuard *saved)
+{
+	range_guard = *saved;
 }
 
 static Range unknown(void) { return (Range){0}; }
@@ -46,11 +86,12 @@ static Range index_range(IrExpr *extent)
 
 static Range par_range(ParType p)
 {
+	Range r = par_is_thread(p) ? between(0, 1023) : from(0);
 	if (range_kernel) {
 		IrExpr *l = range_kernel->launch[p];
-		return l ? index_range(l) : exact(0);
+		r = l ? index_range(l) : exact(0);
 	}
-	return par_is_thread(p) ? between(0, 1023) : from(0);
+	return r;
 }
 
 static Range add_range(Range a, Range b)
@@ -187,7 +228,28 @@ static Range op_range(IrExpr *e)
 	}
 }
 
+/* r narrowed by the guards' facts about e */
+static Range guarded(IrExpr *e, Range r)
+{
+	for (int i = 0; i < range_guard.n; i++) {
+		int64_t hi = range_guard.fact[i].hi;
+		if ((!r.has_hi || hi < r.hi) && ir_equal(range_guard.fact[i].e, e)) {
+			r.has_hi = true;
+			r.hi = hi;
+		}
+	}
+	return r;
+}
+
+static Range range_of_node(IrExpr *e);
+
 static Range range_of(IrExpr *e)
+{
+	Range r = range_of_node(e);
+	return range_guard.n ? guarded(e, r) : r;
+}
+
+static Range range_of_node(IrExpr *e)
 {
 	switch (e->kind) {
 	case EX_INT: return exact(e->ival);

@@ -6,7 +6,9 @@
  * buffer axes (index_buffer_axes), and the position along each buffer axis is computed
  * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
  * subscripts are functions of the loop variables, so the folding helpers reduce those
- * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`).
+ * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the
+ * guards around the statement (ir_range_guard): a cache copied by 32 of 128 threads is
+ * guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is `threadIdx.x * 4 + v`.
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
  */
@@ -85,11 +87,15 @@ static void index_list(Kernel *k, Stmt *s)
 		case KS_FOR:
 			index_list(k, s->body);
 			break;
-		case KS_IF:
+		case KS_IF: {
+			IrGuard saved;
 			s->cond = lower(k, s->cond);
+			ir_range_guard(s->cond, &saved);
 			index_list(k, s->then);
+			ir_range_unguard(&saved);
 			index_list(k, s->els);
 			break;
+		}
 		case KS_STORE:
 			if (!s->offset)
 				s->offset = index_offset(k->arena, s->tensor, s->idx, s->nidx);

@@ -129,12 +129,12 @@ extern "C" __global__ void __launch_bounds__(64) wide_kernel(const float *__rest
   // xl computed at y.i
   for (long long jo = 0; jo < 4; ++jo) {
     if (((long long)blockIdx.x) < M && jo * 32 + ((long long)threadIdx.x) < 128 && ((long long)threadIdx.x) < 32) {
-      xl[jo + ((long long)threadIdx.x) / 32] = x[((long long)blockIdx.x) * 128 + jo * 32 + ((long long)threadIdx.x)];
+      xl[jo] = x[((long long)blockIdx.x) * 128 + jo * 32 + ((long long)threadIdx.x)];
     }
   }
   for (long long jo_1 = 0; jo_1 < 4; ++jo_1) {
     if (((long long)blockIdx.x) < M && jo_1 * 32 + ((long long)threadIdx.x) < 128 && ((long long)threadIdx.x) < 32) {
-      y[((long long)blockIdx.x) * 128 + jo_1 * 32 + ((long long)threadIdx.x)] = xl[jo_1 + ((long long)threadIdx.x) / 32] * 2.0f;
+      y[((long long)blockIdx.x) * 128 + jo_1 * 32 + ((long long)threadIdx.x)] = xl[jo_1] * 2.0f;
     }
   }
   // nest of z
