@@ -476,6 +476,29 @@ static bool check_cp_async(Sched *s, Tensor *c)
 	return true;
 }
 
+/* A buffer loop of constant extent E < n runs only E stages: more slots are never used. The
+ * stages are clamped to E (the prefetch to E - 1), with a warning; E <= 1 leaves nothing to
+ * overlap, so c is not buffered at all (a plain copy). */
+static void clamp_stages(Sched *s, Tensor *c, Axis *loop)
+{
+	int64_t E;
+	Axis *named = loop;
+
+	if (!ir_is_const(loop->extent, &E) || E >= c->stages)
+		return;
+	while (named->ca_alias)
+		named = named->ca_alias;
+	if (E <= 1)
+		diag_warning(s->d, c->stages_span, "'%s' is not buffered: its buffer loop '%s' has %lld iteration%s, so there is nothing to overlap",
+			     c->name, named->name, (long long)E, E == 1 ? "" : "s");
+	else
+		diag_warning(s->d, c->stages_span, "'%s' gets %lld stages, not %d: its buffer loop '%s' has %lld iterations",
+			     c->name, (long long)E, c->stages, named->name, (long long)E);
+	diag_note(s->d, named->span, "'%s' is made here", named->name);
+	c->stages = E <= 1 ? 0 : (int)E;
+	c->prefetch = E <= 1 ? 0 : c->prefetch < E - 1 ? c->prefetch : (int)E - 1;
+}
+
 /* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
  * depends on (not a bare alias of a broadcast). */
 static bool check_stages(Sched *s, Tensor *c)
@@ -488,8 +511,10 @@ static bool check_stages(Sched *s, Tensor *c)
 	for (int i = c->ca_pos; i >= 0; i--) {
 		Axis *ax = c->domain[i];
 		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
-		if (loop_par(ax) == PT_SERIAL && !bare)
+		if (loop_par(ax) == PT_SERIAL && !bare) {
+			clamp_stages(s, c, ax);
 			return true;
+		}
 	}
 	Tensor *u = c->ca_tensor;
 	if (c->ca_pos < 0)

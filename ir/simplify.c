@@ -34,11 +34,46 @@ void ir_range_set_kernel(Kernel *k)
 	range_guard.n = 0;
 }
 
+static void guard_add(IrGuard *g, IrExpr *e, int64_t hi)
+{
+	if (g->n < IR_GUARD_FACTS && !ir_is_const(e, NULL)) {
+		g->fact[g->n].e = e;
+		g->fact[g->n].hi = hi;
+		g->n++;
+	}
+}
+
+/* e as c0 + sum of coef[i] * atom[i] with every coefficient positive; false if it is not
+ * (or has more than 8 terms). */
+static bool guard_terms(IrExpr *e, int64_t m, IrExpr **atom, int64_t *coef, int *n, int64_t *c0)
+{
+	int64_t v;
+
+	if (ir_is_const(e, &v))
+		return !__builtin_mul_overflow(v, m, &v) && !__builtin_add_overflow(*c0, v, c0);
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_ADD)
+		return guard_terms(e->args[0], m, atom, coef, n, c0) &&
+		       guard_terms(e->args[1], m, atom, coef, n, c0);
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_MUL &&
+	    ir_is_const(e->args[1], &v) && v > 0)
+		return !__builtin_mul_overflow(v, m, &v) && guard_terms(e->args[0], v, atom, coef, n, c0);
+	if (*n == 8)
+		return false;
+	atom[*n] = e;
+	coef[(*n)++] = m;
+	return true;
+}
+
 /* Adds the facts of cond's conjuncts `e < c`, `e <= c`, `e == c` (e an integer expression,
- * c a constant) to g; facts beyond the first IR_GUARD_FACTS are dropped (fewer facts, wider
- * ranges: still true). */
+ * c a constant) to g: about e, and when e is c0 + sum of c_i * x_i with positive c_i and
+ * non-negative x_i, about each x_i (x_i <= (c - c0) / c_i: `jo + 1 < 8` gives jo <= 6). Facts
+ * beyond the first IR_GUARD_FACTS are dropped (fewer facts, wider ranges: still true). */
 static void guard_narrow(IrGuard *g, IrExpr *c)
 {
+	IrExpr *atom[8];
+	int64_t coef[8], c0 = 0;
+	int n = 0;
+
 	int64_t v;
 
 	if (!c || c->kind != EX_OP)
@@ -49,12 +84,18 @@ static void guard_narrow(IrGuard *g, IrExpr *c)
 		return;
 	}
 	if ((c->op != OP_LT && c->op != OP_LE && c->op != OP_EQ) || !ir_is_const(c->args[1], &v) ||
-	    dtype_is_float(c->args[0]->dtype) || ir_is_const(c->args[0], NULL) ||
-	    (c->op == OP_LT && v == INT64_MIN) || g->n == IR_GUARD_FACTS)
+	    dtype_is_float(c->args[0]->dtype) || (c->op == OP_LT && v == INT64_MIN))
 		return;
-	g->fact[g->n].e = c->args[0];
-	g->fact[g->n].hi = c->op == OP_LT ? v - 1 : v;
-	g->n++;
+	int64_t hi = c->op == OP_LT ? v - 1 : v;
+	guard_add(g, c->args[0], hi);
+	if (!guard_terms(c->args[0], 1, atom, coef, &n, &c0) || (n == 1 && c0 == 0 && coef[0] == 1) ||
+	    __builtin_sub_overflow(hi, c0, &hi) || hi < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (!ir_nonneg(atom[i]))
+			return;
+	for (int i = 0; i < n; i++)
+		guard_add(g, atom[i], hi / coef[i]);
 }
 
 void ir_range_guard(IrExpr *cond, IrGuard *saved)

@@ -2,6 +2,7 @@
  *
  *   arena    one per compilation; every AST and IR node lives in it and dies with it.
  *   Vec      growable arrays of pointers, allocated from an arena.
+ *   Map      hash maps from pointers or strings, allocated from an arena.
  *   Buf      a growable text buffer (malloc'd: it outlives arenas, e.g. generated code).
  *   Span     a source range: file id + byte offsets. Line/column are computed only when a
  *            diagnostic is printed.
@@ -51,6 +52,18 @@ typedef struct Vec {
 } Vec;
 void vec_push(Arena *a, Vec *v, void *item);
 #define VEC_AT(v, T, i) ((T *)(v).items[i])
+
+/* support/map.c: a hash map in an arena from pointers (compared by address) or, with
+ * `strings` set, from C strings (compared by content) to non-NULL values. Zero-initialize:
+ * `Map m = {0}` or `Map m = {.strings = true}`. Keys are kept, not copied. */
+typedef struct Map {
+	const void **keys;
+	void **vals;
+	int len, cap;
+	bool strings;
+} Map;
+void *map_lookup(const Map *m, const void *key); /* NULL when absent */
+void map_insert(Arena *a, Map *m, const void *key, void *val);
 
 /* support/buf.c: malloc'd text buffer, always NUL-terminated. */
 typedef struct Buf {
