@@ -14,14 +14,31 @@
  */
 #include "passes/passes.h"
 
+/* The binding of a loop: a shared (compute_at) axis carries its owner's. */
+static ParType loop_par(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax->par;
+}
+
 int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 {
 	Axis **v = arena_alloc(a, sizeof(Axis *) * (size_t)(t->ndomain ? t->ndomain : 1));
 	int n = 0;
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
-		if (ax->ca_alias || ax->reduction)
+		if (ax->reduction)
 			continue;
+		/* The threads of a block run a shared loop bound to threadIdx.* at once: each
+		 * needs its own part of a shared buffer computed inside it (unless t does not
+		 * depend on that loop: a bare alias, root_index < 0, of a broadcast). */
+		if (ax->ca_alias) {
+			if (t->mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
+			    !(ax->kind == AX_ROOT && ax->root_index < 0))
+				v[n++] = ax;
+			continue;
+		}
 		if (ax->par == PT_SERIAL || (t->mem == MEM_SHARED && par_is_thread(ax->par)))
 			v[n++] = ax;
 	}

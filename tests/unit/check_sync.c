@@ -257,6 +257,36 @@ START_TEST(loop_starting_with_a_barrier)
 }
 END_TEST
 
+/* Shared tiles computed inside C's k-step loop, which is inside C's loops bound to threadIdx.y
+ * and threadIdx.x: each row of As belongs to one threadIdx.y (and each column of Bs to one
+ * threadIdx.x), so the buffers have a part per thread index (16 x 16 floats, not 16: every
+ * threadIdx.y wrote its row into the same 16 floats, a race), and each element has one writer:
+ * no barrier in either copy loop, only the WAR and RAW barriers around them. */
+static const char thread_tiles[] =
+	"fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\n"
+	"schedule mm {\n"
+	"  C.split(i, 16) -> (bi, ti); C.split(j, 16) -> (bj, tj); C.split(k, 16) -> (ko, ki);\n"
+	"  C.reorder(bi, bj, ti, tj, ko, ki);\n"
+	"  C.bind(bi, blockIdx.y); C.bind(bj, blockIdx.x); C.bind(ti, threadIdx.y); C.bind(tj, threadIdx.x);\n"
+	"  As = A.cache_after(shared); As.compute_at(C, ko); As.split(ki, 4) -> (kt, kv); As.bind(kt, threadIdx.x);\n"
+	"  Bs = B.cache_after(shared); Bs.compute_at(C, ko); Bs.split(ki, 4) -> (kt, kv); Bs.bind(kt, threadIdx.y);\n"
+	"}\n";
+
+START_TEST(copy_loops_with_one_writer_per_element)
+{
+	int64_t n;
+	TestCompile *tc = tc_lowered(thread_tiles);
+	Stmt *k = tc->kernels[0]->body;
+	ck_assert(ir_is_const(alloc_of(k, "As")->size, &n));
+	ck_assert_int_eq(n, 16 * 16);
+	ck_assert(ir_is_const(alloc_of(k, "Bs")->size, &n));
+	ck_assert_int_eq(n, 16 * 16);
+	ck_assert_int_eq(syncs_in_copy_loops(k, "As") + syncs_in_copy_loops(k, "Bs"), 0);
+	ck_assert_int_eq(count_kind(k, KS_SYNC), 2);
+	tc_free(tc);
+}
+END_TEST
+
 #define CLAMP_SRC(rows)                                                                   \
 	"fusion s9(A: f32[" rows ", 48], B: f32[" rows ", 48]) -> (out: f32[" rows ", 48]) {\n" \
 	"  out[i, j] = A[i, j] + B[i, j];\n"                                              \
@@ -307,6 +337,7 @@ Suite *sync_suite(void)
 	tcase_add_test(tc, same_thread_under_a_guard);
 	tcase_add_test(tc, loop_starting_with_a_barrier);
 	tcase_add_test(tc, stages_clamped_to_the_loop);
+	tcase_add_test(tc, copy_loops_with_one_writer_per_element);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -62,6 +62,16 @@ const char *one_row_last_error(void);
 cudaError_t three_rows(const float *A, const float *B, float *out, cudaStream_t stream);
 const char *three_rows_last_error(void);
 
+/*
+ * fusion tiles(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N])
+ * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
+ * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
+ * it returns cudaErrorInvalidValue without launching, and tiles_last_error()
+ * says why.
+ */
+cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
+const char *tiles_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif
