@@ -90,15 +90,24 @@ static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
 }
 
 /* Two subscripts are the same root axis position of their readers (readers are different
- * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or the same
- * constant. */
+ * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or both constants:
+ * constants are not index orders. The cache's axis there is its own loop over the whole
+ * dimension (no reader's loop maps to it), so x[i, 0] and x[i, 2] both read their element of
+ * it wherever the cache is computed. */
 static bool same_subscript(IrExpr *x, IrExpr *y)
 {
 	if (x->kind != y->kind)
 		return false;
 	if (x->kind == EX_AXIS)
 		return x->axis->root_index == y->axis->root_index;
-	return x->kind == EX_INT && x->ival == y->ival;
+	return x->kind == EX_INT;
+}
+
+/* Same axis position of two different indices? (for the "index twice" check) */
+static bool same_index(IrExpr *x, IrExpr *y)
+{
+	return x->kind == EX_AXIS && y->kind == EX_AXIS &&
+	       x->axis->root_index == y->axis->root_index;
 }
 
 static const char *expr_text(Arena *a, IrExpr *e)
@@ -118,12 +127,20 @@ static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
 	for (int i = 1; i < acc->len; i++) {
 		IrExpr *e = VEC_AT(*acc, IrExpr, i);
 		bool same = true;
-		for (int k = 0; k < t->ndim; k++)
+		int mixed = -1;
+		for (int k = 0; k < t->ndim; k++) {
 			same &= same_subscript(first->args[k], e->args[k]);
+			if ((first->args[k]->kind == EX_INT) != (e->args[k]->kind == EX_INT))
+				mixed = k;
+		}
 		if (same)
 			continue;
-		diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
-			   t->name, expr_text(s->a, first), expr_text(s->a, e));
+		if (mixed >= 0)
+			diag_error(s->d, at, "cannot cache '%s': dimension %d is read both at a constant and at an index, %s and %s",
+				   t->name, mixed + 1, expr_text(s->a, first), expr_text(s->a, e));
+		else
+			diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
+				   t->name, expr_text(s->a, first), expr_text(s->a, e));
 		diag_note(s->d, first->span, "read as %s here", expr_text(s->a, first));
 		diag_note(s->d, e->span, "read as %s here", expr_text(s->a, e));
 		return NULL;
@@ -131,7 +148,7 @@ static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
 	for (int k = 0; k < t->ndim; k++) {
 		for (int j = 0; j < k; j++) {
 			IrExpr *x = first->args[j], *y = first->args[k];
-			if (x->kind == EX_AXIS && same_subscript(x, y)) {
+			if (same_index(x, y)) {
 				diag_error(s->d, at, "cannot cache '%s': it is read as %s, with the index '%s' twice",
 					   t->name, expr_text(s->a, first), x->axis->name);
 				diag_note(s->d, first->span, "read here");

@@ -211,6 +211,32 @@ START_TEST(test_err_cache_after_before)
 }
 END_TEST
 
+/* Issue 11 item 6: constants are not index orders. x read at two different constants caches
+ * into a tensor whose axis there is its own loop over the whole dimension (d1); the reads
+ * become xs[i, 0] and xs[i, 2]. A dimension read at a constant and at an index is refused. */
+START_TEST(test_cache_after_constants)
+{
+	TestFrontend r = tf_compile(
+		"fusion f(x: f32[M, 4]) -> (y: f32[M]) { y[i] = x[i, 0] * x[i, 2]; }\n"
+		"schedule f { xs = x.cache_after(local); }\n", true);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_contains(r.ir, "    def xs[i, d1] = x[i, d1]\n");
+	ck_assert_contains(r.ir, "    def y[i] = xs[i, 0] * xs[i, 2]\n");
+	tf_free(&r);
+	TestCompile *tc = tc_lowered(
+		"fusion f(x: f32[2, N]) -> (y: f32[N]) { y[j] = x[0, j] - x[1, j]; }\n"
+		"schedule f { xs = x.cache_after(shared); y.split(j, 32) -> (jo, ji);\n"
+		"  y.bind(jo, blockIdx.x); y.bind(ji, threadIdx.x); }\n");
+	tc_free(tc);
+	tf_expect_errors(
+		"fusion f(x: f32[M, 4]) -> (y: f32[M, 4]) { y[i, j] = x[i, 0] * x[i, j]; }\n"
+		"schedule f { xs = x.cache_after(shared); }\n",
+		"t.fus:2:14: error: cannot cache 'x': dimension 2 is read both at a constant and at an index, x[i, 0] and x[i, j]\n"
+		"t.fus:1:54: note: read as x[i, 0] here\n"
+		"t.fus:1:64: note: read as x[i, j] here\n");
+}
+END_TEST
+
 /* cp_async and stages rejections at the directive. */
 START_TEST(test_err_cp_async_stages)
 {
@@ -428,6 +454,7 @@ Suite *caches_suite(void)
 	tcase_add_test(tc, test_cache_before_reduction);
 	tcase_add_test(tc, test_cache_chain_inlined_reader);
 	tcase_add_test(tc, test_err_cache_after_before);
+	tcase_add_test(tc, test_cache_after_constants);
 	tcase_add_test(tc, test_err_cp_async_stages);
 	tcase_add_test(tc, test_err_end_of_schedule);
 	tcase_add_test(tc, test_err_placement);
