@@ -783,6 +783,57 @@ START_TEST(test_accum_rule)
 }
 END_TEST
 
+/* rfactor after non-divisible splits (issue 11). A listed axis split again on the partial
+ * (`n2: 2` by 3) reaches 2, the next chunk's element in `o2 * 6 + n2 * 3 + n1`: the partial's
+ * accumulation needs `p * 3 + q < 2` besides the root bound. */
+START_TEST(test_rfactor_listed_axis_split)
+{
+	TestCompile *tc = tc_lowered("fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
+				     "  s[i] = sum(j: x[i, j]);\n"
+				     "}\n"
+				     "schedule row_sum {\n"
+				     "  s.split(j, 3) -> (o1, n1); s.split(o1, 2) -> (o2, n2);\n"
+				     "  s.rfactor(n2) -> r; s.bind(i, blockIdx.x); r.split(n2, 3) -> (p, q);\n"
+				     "}\n");
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "if (blockIdx.x < M && o2 * 6 + p * 9 + q * 3 + n1 < N && p * 3 + q < 2) {\n"
+			       "            r_acc = r_acc + (");
+	int64_t ns[] = {1, 5, 7, 14, 67};
+	for (int i = 0; i < 5; i++)
+		check_row_sums(tc, 2, ns[i]);
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* A split that a merge undoes: the partial reads x[i, m] with m < 6 under its in-range select
+ * (j < 5). The reference's size check does not take that for contradicting dims. */
+START_TEST(test_rfactor_merged_split_sizes)
+{
+	TestCompile *tc = tc_lowered("fusion um(x: f32[M, 5, 2]) -> (s: f32[M]) { s[i] = min(j, k: x[i, j, k]); }\n"
+				     "schedule um { s.split(j, 2) -> (o, n); s.merge(o, n) -> m;\n"
+				     "  s.rfactor(m) -> r; s.bind(i, blockIdx.x); }\n");
+	char *fir = tc_fusion_ir(tc, 0);
+	ck_assert_contains(fir, "def r[i, k] = min(m: m < 5 ? x[i, m, k] : inf)\n");
+	int64_t sizes[1] = {3};
+	char *err = NULL;
+	ck_assert_msg(interp_check_sizes(tc->prog->fusions[0], sizes, &err), "%s", err);
+	float x[30], sv[3];
+	void *in[1] = {x}, *out[1] = {sv};
+	for (int e = 0; e < 30; e++)
+		x[e] = small_int(e / 10, e % 10);
+	sim_ok(tc, 0, sizes, NULL, in, out);
+	for (int i = 0; i < 3; i++) {
+		float want = INFINITY;
+		for (int e = 0; e < 10; e++)
+			want = fminf(want, x[i * 10 + e]);
+		ck_assert_float_eq(sv[i], want);
+	}
+	free(fir);
+	tc_free(tc);
+}
+END_TEST
+
 /* ---- identity lanes: thread extents that differ inside one kernel (issue 11) ---------------- */
 
 /* blockDim.x is 13 (y's extent); s binds 7 lanes with no serial reduction loop. The lanes 7..12
@@ -883,6 +934,8 @@ Suite *reduce_suite(void)
 	tcase_add_test(tc, test_accum_f64_output_of_f32);
 	tcase_add_test(tc, test_accum_f32_output_of_f64);
 	tcase_add_test(tc, test_accum_rule);
+	tcase_add_test(tc, test_rfactor_listed_axis_split);
+	tcase_add_test(tc, test_rfactor_merged_split_sizes);
 	tcase_add_test(tc, test_identity_lanes_no_serial_loop);
 	tcase_add_test(tc, test_identity_lanes_register_result);
 	suite_add_tcase(s, tc);
