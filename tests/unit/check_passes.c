@@ -450,6 +450,38 @@ START_TEST(shared_private_to_block)
 }
 END_TEST
 
+/* circular_buffer: a buffered cache computed at a loop of another buffered cache's load nest
+ * (issue 11). The outer (xl, over ioo) is buffered first; its load nest, xs's included, is
+ * copied into the prologue and the main loop, and xs is buffered in each copy: its own
+ * prologue, and reads of its slot ioi % 2. */
+START_TEST(buffered_cache_of_buffered_cache)
+{
+	char *got = lower_dump("fusion q(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+			       "schedule q {\n"
+			       "  y.split(i, 8) -> (io, ii); y.split(io, 3) -> (ioo, ioi);\n"
+			       "  xs = x.cache_after(shared);\n"
+			       "  xl = xs.cache_after(local); xl.compute_at(y, ioo); xl.stages(2);\n"
+			       "  xs.compute_at(xl, ioi); xs.stages(2);\n"
+			       "}\n",
+			       "circular_buffer");
+	/* the outer prologue: stage 0 of xl, with xs buffered inside it */
+	ck_assert_contains(got, "  if (0 < ceildiv(N, 24)) {\n"
+				"    // xs computed at xl.ioi\n"
+				"    if (true) {\n"
+				"      for ii in [0, 8) {\n"
+				"        if (ii < N) {\n"
+				"          xs[ii] = x[ii];\n");
+	ck_assert_contains(got, "          xl[ioi * 8 + ii_1] = xs[ii_1 + ioi % 2 * 8];\n");
+	/* the main loop's load of stage ioo + 1, xs buffered again */
+	ck_assert_contains(got, "    if (ioo + 1 < ceildiv(N, 24)) {\n"
+				"      // xs computed at xl.ioi\n"
+				"      if (true) {\n");
+	ck_assert_contains(got, "            xl[ioi * 8 + ii_1 + (ioo + 1) % 2 * 24] = xs[ii_1 + ioi % 2 * 8];\n");
+	ck_assert_contains(got, "y[ioo * 24 + ioi_1 * 8 + ii_2] = xl[ioi_1 * 8 + ii_2 + ioo % 2 * 24] * 2.0;\n");
+	free(got);
+}
+END_TEST
+
 Suite *passes_suite(void)
 {
 	Suite *s = suite_create("passes");
@@ -470,6 +502,7 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, inline_recomputes_outputs);
 	tcase_add_test(tc, dump_and_time_options);
 	tcase_add_test(tc, shared_private_to_block);
+	tcase_add_test(tc, buffered_cache_of_buffered_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }
