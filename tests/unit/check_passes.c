@@ -482,6 +482,32 @@ START_TEST(buffered_cache_of_buffered_cache)
 }
 END_TEST
 
+/* indexing, redundant_write: a shared tensor computed inside its consumer's loop bound to
+ * threadIdx.x (issue 11) holds an element per thread (the block shares the buffer), and each
+ * thread stores its own, also when that loop is the consumer's reduction: no `threadIdx.x ==
+ * 0` (the cache's axis is no reduction of its own). */
+START_TEST(shared_inside_thread_loop)
+{
+	char *got = lower_dump("fusion pw(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] * 2.0 + 1.0; }\n"
+			       "schedule pw { y.bind(i, blockIdx.x); y.split(j, 8) -> (jo, jt);\n"
+			       "  y.bind(jt, threadIdx.x); xs = x.cache_after(shared); xs.compute_at(y, jt); }\n",
+			       "simplify");
+	ck_assert_contains(got, "    alloc shared f32 xs[8];\n");
+	ck_assert_contains(got, "      xs[threadIdx.x] = x[blockIdx.x * N + jo * 8 + threadIdx.x];\n");
+	ck_assert_contains(got, "= xs[threadIdx.x] * 2.0 + 1.0;\n");
+	free(got);
+	got = lower_dump("fusion br(x: f32[M, N]) -> (y: f32[M]) { y[i] = sum(j: x[i, j] * 0.5); }\n"
+			 "schedule br { y.bind(i, blockIdx.x); y.split(j, 7) -> (jo, jt);\n"
+			 "  y.bind(jt, threadIdx.x); xc = x.cache_after(shared); xc.compute_at(y, jt); }\n",
+			 "simplify");
+	ck_assert_contains(got, "    alloc shared f32 xc[7];\n");
+	ck_assert_contains(got, "    if (blockIdx.x < M && jo * 7 + threadIdx.x < N) {\n"
+				"      xc[threadIdx.x] = x[blockIdx.x * N + jo * 7 + threadIdx.x];\n");
+	ck_assert_contains(got, "y_acc = y_acc + xc[threadIdx.x] * 0.5;\n");
+	free(got);
+}
+END_TEST
+
 Suite *passes_suite(void)
 {
 	Suite *s = suite_create("passes");
@@ -503,6 +529,7 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, dump_and_time_options);
 	tcase_add_test(tc, shared_private_to_block);
 	tcase_add_test(tc, buffered_cache_of_buffered_cache);
+	tcase_add_test(tc, shared_inside_thread_loop);
 	suite_add_tcase(s, tc);
 	return s;
 }
