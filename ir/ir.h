@@ -321,6 +321,8 @@ struct Tensor {
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */
 	Tensor *welford_sum, *welford_var;
 	Span welford_span;  /* the welford directive */
+	/* `t.rfactor(...) -> r` (frontend/rfactor.c): on r, the reduction t it was split from. */
+	Tensor *rfactor_of;
 };
 
 typedef struct Fusion {

@@ -3,7 +3,9 @@
  * Inputs and outputs are row-major contiguous over their shape: offset = sum over d of
  * subs[d] * (shape[d+1] * ... * shape[n-1]). A materialized intermediate lives in a buffer
  * that holds only what one iteration of its compute-at loop needs: it is row-major over its
- * buffer axes (index_buffer_axes), and the position along each buffer axis is computed
+ * buffer axes (index_buffer_axes: its own serial axes; for shared memory also the axes bound
+ * to threadIdx.*, its own and those of the consumer's loops it is computed inside, since the
+ * block's threads share the buffer), and the position along each buffer axis is computed
  * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
  * subscripts are functions of the loop variables, so the folding helpers reduce those
  * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the

@@ -115,6 +115,16 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 static IrExpr *split_cond(Nest *n, Tensor *t, bool reductions)
 {
 	IrExpr *c = NULL;
+	/* A reduction root that is split or merged further is bounded by nothing else when it
+	 * is no bare subscript: an rfactor partial's listed roots are parts of the reduction's
+	 * index (`r.split(n2, 3)` of `n2: 2` gives n2 = 2, the next chunk's element, in
+	 * `o2 * 6 + n2 * 3 + n1`). A user's reduction index is a bare subscript: its access
+	 * bound is the same condition, merged with it. */
+	for (int i = 0; reductions && i < t->nroot; i++) {
+		Axis *ax = t->root[i];
+		if (ax->reduction && ax->to[0])
+			c = ix_and(n->a, c, ix_lt(n->a, axis_value(n, ax), ax->extent));
+	}
 	for (int i = 0; i < t->history.len; i++) {
 		Axis *ax = VEC_AT(t->history, Axis, i);
 		if (ax->kind != AX_SPLIT_INNER || !ax->to[0] || (ax->reduction && !reductions))
