@@ -133,6 +133,16 @@ check-gpu:
 check-sim: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/check_examples.sh
 
+# ---- fuzzing (docs/fuzzing.md) ----------------------------------------------------------
+FUZZ_SRC := $(filter-out tests/fuzz/frontend_fuzz.c,$(wildcard tests/fuzz/*.c))
+FUZZ_OBJ := $(FUZZ_SRC:%.c=$(BUILD)/%.o)
+$(FUZZ_OBJ) $(BUILD)/tests/fuzz/frontend_fuzz.o: tests/fuzz/fuzz.h
+$(BUILD)/schedfuzz: $(FUZZ_OBJ) $(LIBFUSC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The front-end fuzzer without clang: replays the seeds and N deterministic mutations.
+$(BUILD)/frontend_fuzz: $(BUILD)/tests/fuzz/frontend_fuzz.o $(BUILD)/tests/fuzz/case.o $(LIBFUSC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # Both layers run even when the first fails; the exit status is nonzero if either failed.
 check: deps
 	@$(MAKE) --no-print-directory $(FUSC) $(BUILD)/check_unit
