@@ -142,6 +142,21 @@ $(BUILD)/schedfuzz: $(FUZZ_OBJ) $(LIBFUSC)
 # The front-end fuzzer without clang: replays the seeds and N deterministic mutations.
 $(BUILD)/frontend_fuzz: $(BUILD)/tests/fuzz/frontend_fuzz.o $(BUILD)/tests/fuzz/case.o $(LIBFUSC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The libFuzzer target: the whole library again, built by clang with coverage, ASan and UBSan.
+LF_CC     ?= clang
+LF_BUILD  := $(BUILD)/libfuzzer
+LF_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+LF_CFLAGS := -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -I$(BUILD) \
+             -Iinclude -I$(CUDA)/include -fsanitize=fuzzer-no-link $(LF_FLAGS)
+LF_OBJ    := $(LIB_SRC:%.c=$(LF_BUILD)/%.o) $(GEN_SRC:%.c=$(LF_BUILD)/%.o)
+$(LF_BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
+	@mkdir -p $(dir $@)
+	$(LF_CC) $(LF_CFLAGS) -Wno-unused-function -Wno-sign-compare -Wno-bitwise-instead-of-logical -c -o $@ $<
+$(LF_BUILD)/frontend_fuzz.o: tests/fuzz/frontend_fuzz.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(LF_CC) $(LF_CFLAGS) -DFUSC_LIBFUZZER -c -o $@ $<
+$(BUILD)/frontend_fuzz_lf: $(LF_BUILD)/frontend_fuzz.o $(LF_OBJ)
+	$(LF_CC) -fsanitize=fuzzer $(LF_FLAGS) -o $@ $^ $(LDLIBS)
 
 # Both layers run even when the first fails; the exit status is nonzero if either failed.
 check: deps
