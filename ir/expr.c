@@ -254,8 +254,11 @@ static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **
 		IrExpr *q0, *r0, *q1, *r1;
 		bool d0 = split_multiple(a, e->args[0], f, &q0, &r0);
 		bool d1 = split_multiple(a, e->args[1], f, &q1, &r1);
-		if (!d0 && !d1)
+		if (!d0 && !d1) {
+			*q = ir_int(a, 0); /* as below: the caller of a nested sum uses both */
+			*rem = e;
 			return false;
+		}
 		*q = ix_add(a, q0, q1);
 		*rem = ix_add(a, r0, r1);
 		return true;
