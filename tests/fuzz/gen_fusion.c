@@ -35,6 +35,9 @@ typedef struct GTensor {
 	int ndim;
 	bool input;
 	bool read;          /* read by a later statement */
+	bool from_red;      /* a reduction or computed from one: its rounding error grows with the
+			     * terms summed, so it is never multiplied, divided by or put through
+			     * a function steeper than 1 (the tolerance could not absorb that) */
 	const char *dtype;
 } GTensor;
 
@@ -218,11 +221,14 @@ static void expr_text(Gen *g, GRead *rd, int nrd, Buf *b)
 	static const char *const literals[] = {"0.5", "2.0", "1.5", "0.25"};
 	static const char *const wraps[] = {"tanh", "sigmoid", "abs", "sin", "cos"};
 	Buf e = {0};
+	bool red = g->t[rd[0].t].from_red;
 	access_text(g, &rd[0], &e);
 	for (int k = 1; k < nrd; k++) {
 		Buf x = {0}, n = {0};
 		access_text(g, &rd[k], &x);
-		switch (rng_below(g->r, 7)) {
+		red |= g->t[rd[k].t].from_red;
+		int op = red ? RNG_PICK(g->r, ((const int[]){0, 1, 3, 4, 6})) : rng_below(g->r, 7);
+		switch (op) {
 		case 0: buf_printf(&n, "%s + %s", e.s, x.s); break;
 		case 1: buf_printf(&n, "%s - %s", e.s, x.s); break;
 		case 2: buf_printf(&n, "%s * %s", e.s, x.s); break;
@@ -249,7 +255,8 @@ static void expr_text(Gen *g, GRead *rd, int nrd, Buf *b)
 	}
 	if (rng_chance(g->r, 30)) {
 		Buf n = {0};
-		buf_printf(&n, "%s(%s)", RNG_PICK(g->r, wraps), e.s);
+		buf_printf(&n, "%s(%s)", red ? RNG_PICK(g->r, ((const char *const[]){"tanh", "sigmoid", "abs"})) :
+			   RNG_PICK(g->r, wraps), e.s);
 		buf_free(&e);
 		e = n;
 	}
@@ -288,12 +295,16 @@ static bool gen_stmt(Gen *g)
 			lhs[e] = tmp;
 		}
 	}
-	for (int k = 0; k < nrd; k++)
+	bool from_red = nred > 0;
+	for (int k = 0; k < nrd; k++) {
 		g->t[rd[k].t].read = true;
+		from_red |= g->t[rd[k].t].from_red;
+	}
 
 	GTensor *t = &g->t[g->nt++];
 	snprintf(t->name, sizeof t->name, "t%d", g->nt - 1);
 	t->ndim = nl;
+	t->from_red = from_red;
 	memcpy(t->dims, lhs, sizeof(int) * (size_t)nl);
 	t->dtype = random_dtype(g, true);
 
