@@ -30,15 +30,18 @@
 /* Inputs larger than this are skipped: they only slow the fuzzer down. */
 #define FUZZ_MAX_INPUT (64 * 1024)
 
-static void run_input(const uint8_t *data, size_t size)
+/* How far an input got: 0 refused by the front end, 1 scheduled, 2 lowered and emitted. */
+static int run_input(const uint8_t *data, size_t size)
 {
+	int got = 0;
 	if (size > FUZZ_MAX_INPUT)
-		return;
+		return got;
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, "fuzz.fus", (const char *)data, size);
 	Program *p = frontend_compile(a, d, file);
 	if (p) {
+		got = 1;
 		LowerOptions lo = {.arch = 80, .verify = true};
 		Kernel **ks = arena_alloc(a, sizeof(Kernel *) * ((size_t)p->nfusions + 1));
 		bool ok = true;
@@ -47,6 +50,7 @@ static void run_input(const uint8_t *data, size_t size)
 			ok = ok && ks[i];
 		}
 		if (ok && diag_error_count(d) == 0) {
+			got = 2;
 			Buf ir = {0}, cu = {0}, h = {0};
 			for (int i = 0; i < p->nfusions; i++) {
 				ir_print_fusion(p->fusions[i], &ir);
@@ -62,6 +66,7 @@ static void run_input(const uint8_t *data, size_t size)
 	free(diag_render(d));
 	diag_free(d);
 	arena_free(a);
+	return got;
 }
 
 #ifdef FUSC_LIBFUZZER
@@ -306,14 +311,15 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-static void run_one(const uint8_t *data, size_t len, const char *what)
+static int run_one(const uint8_t *data, size_t len, const char *what)
 {
 	cur_data = data;
 	cur_len = len;
 	snprintf(cur_what, sizeof cur_what, "%s", what);
 	alarm(10);
-	run_input(data, len);
+	int got = run_input(data, len);
 	alarm(0);
+	return got;
 }
 
 int main(int argc, char **argv)
@@ -361,9 +367,10 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_signal);
 	double t0 = now_seconds();
 	char what[96];
+	long got[3] = {0};
 	for (int i = 0; i < corpus.n; i++) {
 		snprintf(what, sizeof what, "input %d", i + 1);
-		run_one(corpus.v[i].data, corpus.v[i].len, what);
+		got[run_one(corpus.v[i].data, corpus.v[i].len, what)]++;
 	}
 	Rng r;
 	Mut m = {0};
@@ -378,13 +385,14 @@ int main(int argc, char **argv)
 		for (int e = 0; e < edits; e++)
 			mutate_once(&r, &m, &corpus, &dict);
 		snprintf(what, sizeof what, "mutation %ld of --seed %llu", k, (unsigned long long)seed);
-		run_one(m.d, m.n, what);
+		got[run_one(m.d, m.n, what)]++;
 	}
 	double secs = now_seconds() - t0;
 	long execs = corpus.n + mutations;
-	printf("frontend_fuzz: %d inputs and %ld mutations (seed %llu): no crash, no hang; %.1f s, "
-	       "%.0f execs/s\n", corpus.n, mutations, (unsigned long long)seed, secs,
-	       secs > 0 ? execs / secs : 0.0);
+	printf("frontend_fuzz: %d inputs and %ld mutations (seed %llu): no crash, no hang; %ld "
+	       "refused, %ld scheduled but refused by the lowering, %ld lowered and emitted; "
+	       "%.1f s, %.0f execs/s\n", corpus.n, mutations, (unsigned long long)seed, got[0],
+	       got[1], got[2], secs, secs > 0 ? execs / secs : 0.0);
 	free(m.d);
 	for (int i = 0; i < corpus.n; i++)
 		free(corpus.v[i].data);

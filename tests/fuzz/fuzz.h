@@ -41,6 +41,7 @@ bool rng_chance(Rng *r, int percent);   /* true with probability percent / 100 *
 	X(REDUCTION, "reduction", "reductions in the fusion (sum, max, min)")                \
 	X(REDUCE_IN_EXPR, "reduce-in-expr", "a reduction inside a larger expression")        \
 	X(READ_OUTPUT, "read-output", "an output that a later statement reads")             \
+	X(MULTI_READ, "multi-read", "an intermediate (or a cached input) read by several statements") \
 	X(ZERO_D, "zero-d", "0-d results (a reduction over every axis)")                     \
 	X(TRANSPOSE, "transpose", "a statement that permutes its indices")                  \
 	X(BROADCAST, "broadcast", "a read of a tensor with fewer indices")                  \
@@ -64,10 +65,12 @@ bool rng_chance(Rng *r, int percent);   /* true with probability percent / 100 *
 	X(CP_ASYNC, "cp-async", "cp_async")                                                  \
 	X(STAGES, "stages", "stages / double_buffer")                                        \
 	X(NESTED_STAGES, "nested-stages", "a buffered cache computed inside another one's loops") \
+	X(STAGES_ON_CHAIN, "stages-on-chain", "stages on a cache of a cache (xl = xs.cache_after)") \
 	X(RFACTOR, "rfactor", "rfactor")                                                     \
 	X(PRODUCER_BLOCK, "producer-block", "a blockIdx binding of a shared tensor's own axis") \
 	X(SHARED_IN_THREADS, "shared-in-threads", "a shared tensor computed inside a threadIdx loop") \
 	X(PAR_REUSE, "par-reuse", "an own axis bound to a type a compute_at loop binds")     \
+	X(BIND_LOCAL, "bind-local", "a threadIdx binding of a register tensor's own axis")  \
 	X(FULLY_BOUND_REDUCTION, "fully-bound-reduction", "every reduction axis bound (no loop)") \
 	X(REDUCE_IN_WIDER_BLOCK, "reduce-in-wider-block", "a block reduction over fewer threads than the launch has")
 

@@ -55,7 +55,7 @@ typedef struct Gen {
 	GDim dims[MAX_DIMS];
 	int ndims;
 	GTensor t[MAX_TENSORS];
-	int nt;
+	int nt, ninputs;
 	bool scalar_used;
 } Gen;
 
@@ -154,6 +154,7 @@ static void gen_inputs(Gen *g)
 		t->ndim = random_dims(g, t->dims, MAX_RANK);
 		t->dtype = random_dtype(g, false);
 	}
+	g->ninputs = n;
 }
 
 /* ---- statements ------------------------------------------------------------------------- */
@@ -188,6 +189,8 @@ static void pick_reads(Gen *g, GRead *rd, int *nrd)
 			if (!g->t[t].input && !g->t[t].read)
 				unread = t;
 		rd[k].t = unread >= 0 && k == 0 && rng_chance(g->r, 80) ? unread : rng_below(g->r, g->nt);
+		if (!fuzz_on(g->o, FF_MULTI_READ) && !g->t[rd[k].t].input && g->t[rd[k].t].read)
+			rd[k].t = rng_below(g->r, g->ninputs); /* read by another statement already */
 		rd[k].const_dim = -1;
 		GTensor *t = &g->t[rd[k].t];
 		if (t->ndim > 1 && fuzz_on(g->o, FF_CONST_SUB) && rng_chance(g->r, 12)) {
@@ -328,7 +331,8 @@ static bool gen_stmt(Gen *g)
 		/* maybe inside a larger expression, with a read of the result's own indices */
 		int other = -1;
 		for (int x = 0; x < g->nt - 1 && nl && fuzz_on(g->o, FF_REDUCE_IN_EXPR); x++)
-			if (g->t[x].ndim > 0 && g->t[x].ndim <= nl && rng_chance(g->r, 30)) {
+			if (g->t[x].ndim > 0 && g->t[x].ndim <= nl && rng_chance(g->r, 30) &&
+			    (g->t[x].input || !g->t[x].read || fuzz_on(g->o, FF_MULTI_READ))) {
 				bool sub = true;
 				for (int p = 0; p < g->t[x].ndim; p++)
 					sub &= has_dim(lhs, nl, g->t[x].dims[p]);

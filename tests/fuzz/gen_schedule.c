@@ -245,6 +245,8 @@ static void make_caches(GS *g)
 		const char *mem = random_mem(g);
 		if (!t || !mem || t->kind != TK_INPUT || !t->readers.len || !rng_chance(g->r, 40))
 			continue;
+		if (t->readers.len > 1 && !fuzz_on(g->o, FF_MULTI_READ))
+			continue;
 		fresh(g, strcmp(mem, "shared") == 0 ? "s" : "l", name, sizeof name);
 		if (dir(g, "%s = %s.cache_after(%s);", name, ts[i], mem) &&
 		    strcmp(mem, "shared") == 0 && fuzz_on(g->o, FF_CACHE_LOCAL) && rng_chance(g->r, 30))
@@ -433,6 +435,12 @@ static void binds(GS *g, const char *name, bool red_only)
 						    !t->readers.len && !t->ca_tensor)) &&
 				(t->kind != TK_INTERMEDIATE || t->mem != MEM_SHARED ||
 				 fuzz_on(g->o, FF_PRODUCER_BLOCK));
+		if (t->kind == TK_INTERMEDIATE && t->mem == MEM_LOCAL && !tensor_is_reduction(t)) {
+			/* registers are private: a binding of a register tensor's own axis is legal
+			 * only when its reader binds the same way (mostly refused) */
+			block_ok = false;
+			thread_ok &= fuzz_on(g->o, FF_BIND_LOCAL) && rng_chance(g->r, 25);
+		}
 		if (thread_ok && rng_chance(g->r, 45)) {
 			block_dims(g, ext);
 			for (int p = PT_TIDX; p <= PT_TIDZ; p++) {
@@ -527,6 +535,8 @@ static void cache_extras(GS *g, const char *name)
 		return;
 	if (!fuzz_on(g->o, FF_NESTED_STAGES) && nested_stages(g, t))
 		return;
+	if (!fuzz_on(g->o, FF_STAGES_ON_CHAIN) && t->cache_of->cache_of)
+		return;
 	int n = 2 + rng_below(g->r, 4);
 	int how = rng_below(g->r, 10);
 	if (how < 2)
@@ -546,7 +556,7 @@ static void schedule_tensor(GS *g, const char *name)
 	bool is_red = tensor_is_reduction(t), explicit = false, output = t->kind == TK_OUTPUT;
 	if (!output) {
 		bool pointwise = !t->cache_of && !is_red;
-		int pct = pointwise ? 20 : t->cache_of ? 75 : 65;
+		int pct = pointwise ? 20 : t->cache_of ? 75 : 85;
 		const char *mem = pointwise && rng_chance(g->r, 70) ? random_mem(g) : NULL;
 		bool shared = mem ? strcmp(mem, "shared") == 0 : t->mem == MEM_SHARED;
 		if (fuzz_on(g->o, FF_COMPUTE_AT) && rng_chance(g->r, pct))

@@ -1,7 +1,8 @@
 /* schedfuzz.c: the schedule fuzzer's driver (docs/fuzzing.md).
  *
  *   schedfuzz [--seed S] [--count N] [--first N] [--out DIR] [--no-FEATURE ...]
- *             [--max-dirs N] [--max-elems N] [--timeout S] [--stats] [--print] [--stop]
+ *             [--max-dirs N] [--max-elems N] [--timeout S] [--sim-timeout S] [--stats]
+ *             [--print] [--stop] [--no-minimize]
  *
  * Case n of seed S is generated and checked in a child process (fork), so that a crash, an
  * abort (an internal error) or a hang (alarm) of the compiler is a verdict like any other.
@@ -15,7 +16,7 @@
  *   pass      every run of `fusc check` passed;
  *   refused   the compiler said no with an error at a line of the file (allowed: counted);
  *   skipped   the reference interpreter refused the inputs, or the simulation of a schedule
- *             with much redundant work ran past --timeout (not the compiler's business);
+ *             with much redundant work ran past --sim-timeout (not the compiler's business);
  *   FAIL      a mismatch, a simulator report (race, uninitialized read, out of bounds ...),
  *             a crash, an internal error, a hang, an error without a location, or the
  *             automatic scheduler refusing a well-typed program.
@@ -107,7 +108,8 @@ typedef struct Driver {
 	uint64_t seed;
 	long first, count;
 	const char *out;      /* --out DIR */
-	int timeout;
+	int timeout;          /* seconds for generating and compiling a case */
+	int sim_timeout;      /* seconds for one run of the simulator */
 	bool stats, print, stop, minimize;
 	char tmp[256];        /* scratch directory of the children */
 	Shared *sh;
@@ -333,7 +335,9 @@ static void check_case(Driver *dr, Case *c)
 		size_t from = child_log_size(dr);
 		sh->checks++;
 		sh->phase = PH_SIMULATE; /* fusc check compiles again: no hang there before */
+		alarm((unsigned)dr->sim_timeout);
 		int rc = fusc_check_main(argc, argv);
+		alarm(0);
 		fflush(NULL);
 		buf_free(&dims);
 		if (rc != 0) {
@@ -658,15 +662,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: schedfuzz [--seed S] [--count N] [--first N] [--out DIR] [--no-FEATURE ...]\n"
-		"                 [--max-dirs N] [--max-elems N] [--timeout S] [--stats] [--print]\n"
-		"                 [--stop] [--no-minimize]\n"
+		"                 [--max-dirs N] [--max-elems N] [--timeout S] [--sim-timeout S]\n"
+		"                 [--stats] [--print] [--stop] [--no-minimize]\n"
 		"  --seed S        the random seed (default 1); case n of seed S is always the same\n"
 		"  --count N       cases to run (default 100), from case --first (default 0)\n"
 		"  --out DIR       write each minimized failure to DIR/sSEED-nCASE.fus\n"
 		"  --max-dirs N    directives per schedule at most (default 40)\n"
 		"  --max-elems N   product of all sizes at most (default 4096)\n"
-		"  --timeout S     a case running longer is a hang, or skipped when it is the\n"
-		"                  simulation that takes the time (default 20)\n"
+		"  --timeout S     generating and compiling a case longer is a hang (default 60)\n"
+		"  --sim-timeout S a simulation running longer is skipped: a schedule with too\n"
+		"                  much redundant work for the simulator (default 5)\n"
 		"  --stats         print the most frequent refusals at the end\n"
 		"  --print         print every case and its verdict\n"
 		"  --stop          stop after the first failure\n"
@@ -694,7 +699,7 @@ static int parse_args(Driver *dr, int argc, char **argv)
 		bool valued = strcmp(a, "--seed") == 0 || strcmp(a, "--count") == 0 ||
 			      strcmp(a, "--first") == 0 || strcmp(a, "--out") == 0 ||
 			      strcmp(a, "--max-dirs") == 0 || strcmp(a, "--max-elems") == 0 ||
-			      strcmp(a, "--timeout") == 0;
+			      strcmp(a, "--timeout") == 0 || strcmp(a, "--sim-timeout") == 0;
 		if (valued) {
 			if (!val || (strcmp(a, "--out") != 0 && !parse_num(val, &v))) {
 				fprintf(stderr, "schedfuzz: %s needs a non-negative number%s\n", a,
@@ -708,7 +713,8 @@ static int parse_args(Driver *dr, int argc, char **argv)
 			else if (strcmp(a, "--out") == 0) dr->out = val;
 			else if (strcmp(a, "--max-dirs") == 0) dr->o.max_dirs = (int)v;
 			else if (strcmp(a, "--max-elems") == 0) dr->o.max_elems = v;
-			else dr->timeout = (int)v;
+			else if (strcmp(a, "--timeout") == 0) dr->timeout = (int)v;
+			else dr->sim_timeout = (int)v;
 			continue;
 		}
 		if (strcmp(a, "--stats") == 0) { dr->stats = true; continue; }
@@ -736,7 +742,7 @@ static int parse_args(Driver *dr, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	Driver dr = {.seed = 1, .count = 100, .timeout = 20, .minimize = true};
+	Driver dr = {.seed = 1, .count = 100, .timeout = 60, .sim_timeout = 5, .minimize = true};
 	dr.o.max_dirs = 40;
 	dr.o.max_elems = 4096;
 	int rc = parse_args(&dr, argc, argv);
