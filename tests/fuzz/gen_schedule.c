@@ -41,6 +41,9 @@ typedef struct GS {
 	/* without reduce-in-wider-block (F7): the extent a block reduction bound to each
 	 * threadIdx type, which no later binding of that type may exceed (0: none) */
 	int64_t red_extent[PT_COUNT];
+	/* the axis of the tensor being scheduled that is planned to be vectorized: kept last,
+	 * serial and untransformed ("" when none) */
+	char vec[16];
 } GS;
 
 /* ---- the case so far through the front end --------------------------------------------- */
@@ -92,6 +95,14 @@ static bool dir(GS *g, const char *fmt, ...)
 	item_pop(&g->c->dirs);
 	g->c->next_unit--;
 	return false;
+}
+
+/* Takes the last directive back (it was accepted, but leads nowhere useful). */
+static void undo(GS *g)
+{
+	item_pop(&g->c->dirs);
+	g->c->next_unit--;
+	compile(g, true);
 }
 
 static const char *fresh(GS *g, const char *prefix, char *buf, size_t n)
@@ -199,13 +210,18 @@ static bool nested_stages(GS *g, Tensor *t)
 	return false;
 }
 
+static bool is_vec(GS *g, Axis *ax)
+{
+	return g->vec[0] && strcmp(ax->name, g->vec) == 0;
+}
+
 /* Own (not shared by compute_at) axes that a transform may take. */
-static int free_axes(Tensor *t, bool red_only, bool roots_only, Axis **out)
+static int free_axes(GS *g, Tensor *t, bool red_only, bool roots_only, Axis **out)
 {
 	int n = 0;
 	for (int j = 0; j < t->ndomain; j++) {
 		Axis *ax = t->domain[j];
-		if (ax->ca_alias || ax->par != PT_SERIAL || ax->vectorize || ax->unroll)
+		if (ax->ca_alias || ax->par != PT_SERIAL || ax->vectorize || ax->unroll || is_vec(g, ax))
 			continue;
 		if ((red_only && !ax->reduction) || (roots_only && ax->kind != AX_ROOT))
 			continue;
@@ -243,7 +259,7 @@ static void make_caches(GS *g)
 	for (int i = 0; i < n; i++) {
 		Tensor *t = T(g, ts[i]);
 		const char *mem = random_mem(g);
-		if (!t || !mem || t->kind != TK_INPUT || !t->readers.len || !rng_chance(g->r, 40))
+		if (!t || !mem || t->kind != TK_INPUT || !t->readers.len || !rng_chance(g->r, 50))
 			continue;
 		if (t->readers.len > 1 && !fuzz_on(g->o, FF_MULTI_READ))
 			continue;
@@ -273,12 +289,32 @@ static bool compute_at(GS *g, const char *name, bool shared)
 				max = j;
 	if (max == 0)
 		return false;
-	Axis *ax = u->domain[rng_below(g->r, max)];
-	if (!dir(g, "%s.compute_at(%s, %s);", name, u->name, ax->name))
-		return false;
-	if (g->nplaced < countof(g->placed))
-		snprintf(g->placed[g->nplaced++], sizeof g->placed[0], "%s", name);
-	return true;
+	/* A stored copy (not a reduction: its loops are an accumulation) needs constant extents
+	 * for its own axes, which make its buffer: a position that leaves a symbolic one is
+	 * taken back, and another one tried. */
+	bool buffered = !tensor_is_reduction(T(g, name));
+	char uname[64], axes[32][64];
+	int n_axes = max < 32 ? max : 32;
+	snprintf(uname, sizeof uname, "%s", u->name);
+	for (int j = 0; j < n_axes; j++)
+		snprintf(axes[j], sizeof axes[0], "%s", u->domain[j]->name);
+	for (int tries = 0; tries < 3; tries++) {
+		if (!dir(g, "%s.compute_at(%s, %s);", name, uname, axes[rng_below(g->r, n_axes)]))
+			continue;
+		Tensor *t = T(g, name);
+		bool symbolic = false;
+		int64_t v;
+		for (int j = 0; j < t->ndomain && buffered; j++)
+			symbolic |= !t->domain[j]->ca_alias && !is_const(t->domain[j], &v);
+		if (symbolic && tries < 2) {
+			undo(g);
+			continue;
+		}
+		if (g->nplaced < countof(g->placed))
+			snprintf(g->placed[g->nplaced++], sizeof g->placed[0], "%s", name);
+		return true;
+	}
+	return false;
 }
 
 static int64_t split_factor(GS *g, Axis *ax)
@@ -294,7 +330,7 @@ static int64_t split_factor(GS *g, Axis *ax)
 static bool do_split(GS *g, const char *name, bool red_only)
 {
 	Axis *ax[32];
-	int n = free_axes(T(g, name), red_only, !fuzz_on(g->o, FF_NESTED_SPLIT), ax);
+	int n = free_axes(g, T(g, name), red_only, !fuzz_on(g->o, FF_NESTED_SPLIT), ax);
 	if (n == 0)
 		return false;
 	Axis *x = ax[rng_below(g->r, n)];
@@ -312,6 +348,7 @@ static bool do_merge(GS *g, const char *name, bool red_only)
 		Axis *x = t->domain[j], *y = t->domain[j + 1];
 		bool ok = !x->ca_alias && !y->ca_alias && x->par == PT_SERIAL && y->par == PT_SERIAL &&
 			  !x->vectorize && !y->vectorize && !x->unroll && !y->unroll &&
+			  !is_vec(g, x) && !is_vec(g, y) &&
 			  x->reduction == y->reduction && (!red_only || x->reduction);
 		if (ok && n < 32) {
 			pairs[n][0] = x;
@@ -345,6 +382,13 @@ static bool do_reorder(GS *g, const char *name)
 		ax[k] = ax[e];
 		ax[e] = tmp;
 	}
+	for (int k = 0; k + 1 < n; k++) { /* the planned vector axis stays last */
+		if (is_vec(g, ax[k])) {
+			Axis *tmp = ax[k];
+			ax[k] = ax[n - 1];
+			ax[n - 1] = tmp;
+		}
+	}
 	if (rng_chance(g->r, 75)) { /* stable partition: reductions last */
 		Axis *o[32];
 		int m = 0;
@@ -364,25 +408,44 @@ static bool do_reorder(GS *g, const char *name)
 	return ok;
 }
 
-/* With a vector plan: the innermost dimension's root axis split by a vector width, the
- * inner part last; returns the vector axis's name (in buf) or NULL. */
-static const char *plan_vector(GS *g, const char *name, char *buf, size_t n)
+/* Consecutive values of ax are consecutive elements of t: the innermost root axis or an
+ * inner split of it (what vectorize accepts; merges left out). */
+static bool contiguous(Tensor *t, Axis *ax)
+{
+	while (ax->kind == AX_SPLIT_INNER)
+		ax = ax->from[0];
+	return ax->kind == AX_ROOT && !ax->reduction && ax->root_index == t->ndim - 1;
+}
+
+/* A vector plan: the tensor's last own axis, if contiguous, is vectorized at the end; when its
+ * extent is not a vector width it is split by one first. Sets g->vec. */
+static void plan_vector(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
-	if (t->ndim == 0 || tensor_is_reduction(t) || t->ndomain == 0)
-		return NULL;
+	g->vec[0] = 0;
+	if (t->ndim == 0 || t->ndomain == 0)
+		return;
 	Axis *last = t->domain[t->ndomain - 1];
-	if (last != t->root[t->ndim - 1] || last->ca_alias || last->par != PT_SERIAL)
-		return NULL;
+	if (last->ca_alias || last->par != PT_SERIAL || !contiguous(t, last))
+		return;
+	int64_t e, size = dtype_size(t->dtype);
+	if (is_const(last, &e) && e > 1 && (e * size == 4 || e * size == 8 || e * size == 16) &&
+	    rng_chance(g->r, 50)) {
+		snprintf(g->vec, sizeof g->vec, "%s", last->name);
+		return;
+	}
 	static const int widths[] = {2, 4, 8};
 	int v = RNG_PICK(g->r, widths);
-	if (v * dtype_size(t->dtype) > 16)
-		v = 16 / dtype_size(t->dtype);
-	char o[16];
-	if (!dir(g, "%s.split(%s, %d) -> (%s, %s);", name, last->name, v, fresh(g, "o", o, sizeof o),
-		 fresh(g, "v", buf, n)))
-		return NULL;
-	return buf;
+	if (v * size > 16)
+		v = (int)(16 / size);
+	while (v > 1 && is_const(last, &e) && e % v != 0)
+		v /= 2; /* a vector never straddles a row */
+	if (v == 1)
+		return;
+	char o[16], in[16];
+	if (dir(g, "%s.split(%s, %d) -> (%s, %s);", name, last->name, v, fresh(g, "o", o, sizeof o),
+		fresh(g, "v", in, sizeof in)))
+		snprintf(g->vec, sizeof g->vec, "%s", in);
 }
 
 static void transforms(GS *g, const char *name, bool red_only)
@@ -422,7 +485,8 @@ static void binds(GS *g, const char *name, bool red_only)
 	for (int k = 0; k < n; k++) {
 		t = T(g, name);
 		Axis *ax = tensor_find_axis(t, names[k]);
-		if (!ax || ax->par != PT_SERIAL || ax->vectorize || (red_only && !ax->reduction))
+		if (!ax || ax->par != PT_SERIAL || ax->vectorize || is_vec(g, ax) ||
+		    (red_only && !ax->reduction))
 			continue;
 		int64_t v = 0, ext[PT_COUNT];
 		bool c = is_const(ax, &v), red = ax->reduction; /* ax dies with the next dir() */
@@ -471,7 +535,7 @@ static void binds(GS *g, const char *name, bool red_only)
 	}
 }
 
-static void unroll_vectorize(GS *g, const char *name, const char *planned)
+static void unroll_vectorize(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
 	if (t->ndomain == 0)
@@ -480,7 +544,7 @@ static void unroll_vectorize(GS *g, const char *name, const char *planned)
 	int64_t v;
 	if (fuzz_on(g->o, FF_VECTORIZE) && !last->ca_alias && last->par == PT_SERIAL &&
 	    !last->reduction && is_const(last, &v) &&
-	    rng_chance(g->r, planned && strcmp(planned, last->name) == 0 ? 85 : 10))
+	    rng_chance(g->r, is_vec(g, last) ? 90 : 10))
 		dir(g, "%s.vectorize(%s);", name, last->name);
 	t = T(g, name);
 	for (int j = 0; j < t->ndomain; j++) {
@@ -497,13 +561,13 @@ static void rfactor(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
 	Axis *red[32];
-	int n = free_axes(t, true, false, red);
+	int n = free_axes(g, t, true, false, red);
 	if (n == 0)
 		return;
 	if (n == 1) {
 		if (!do_split(g, name, true))
 			return;
-		n = free_axes(T(g, name), true, false, red);
+		n = free_axes(g, T(g, name), true, false, red);
 		if (n < 2)
 			return;
 	}
@@ -522,13 +586,20 @@ static void rfactor(GS *g, const char *name)
 	buf_free(&b);
 }
 
+/* A shared copy of an input: cp_async can make it asynchronous. */
+static bool cp_async_candidate(GS *g, const char *name)
+{
+	Tensor *t = T(g, name);
+	return fuzz_on(g->o, FF_CP_ASYNC) && t->cache_of && !t->cache_before && t->mem == MEM_SHARED &&
+	       t->cache_of->kind == TK_INPUT;
+}
+
 static void cache_extras(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
 	if (!t->cache_of || t->cache_before)
 		return;
-	if (fuzz_on(g->o, FF_CP_ASYNC) && t->mem == MEM_SHARED && t->cache_of->kind == TK_INPUT &&
-	    rng_chance(g->r, 45))
+	if (cp_async_candidate(g, name) && rng_chance(g->r, 60))
 		dir(g, "%s.cp_async(%s);", name, rng_chance(g->r, 15) ? "cg" : "");
 	t = T(g, name);
 	if (!fuzz_on(g->o, FF_STAGES) || !rng_chance(g->r, 35))
@@ -573,13 +644,14 @@ static void schedule_tensor(GS *g, const char *name)
 	}
 	if (output && is_red && fuzz_on(g->o, FF_RFACTOR) && rng_chance(g->r, 25))
 		rfactor(g, name);
-	char vbuf[16];
-	const char *planned = !red_only && fuzz_on(g->o, FF_VECTORIZE) && rng_chance(g->r, 20) ?
-			      plan_vector(g, name, vbuf, sizeof vbuf) : NULL;
+	g->vec[0] = 0;
+	if (!red_only && fuzz_on(g->o, FF_VECTORIZE) && rng_chance(g->r, cp_async_candidate(g, name) ? 50 : 20))
+		plan_vector(g, name);
 	transforms(g, name, red_only);
 	binds(g, name, red_only);
-	unroll_vectorize(g, name, planned);
+	unroll_vectorize(g, name);
 	cache_extras(g, name);
+	g->vec[0] = 0;
 }
 
 void gen_schedule(Rng *r, const FuzzOpts *o, Case *c, FuzzTrace trace, void *ctx)
