@@ -50,7 +50,7 @@ typedef struct GS {
 
 /* Compiles the case; on success replaces g's program and returns true. A directive that made
  * the front end report an error at its line, or more errors than before, is refused. */
-static bool compile(GS *g, bool first)
+static bool compile(GS *g, bool always)
 {
 	Buf text = {0};
 	int line = case_render(g->c, &text);
@@ -61,7 +61,7 @@ static bool compile(GS *g, bool first)
 	int nerr = 0;
 	Program *p = fuzz_frontend(a, text.s, &diags, &nerr);
 	bool ok = p && p->nfusions == 1 &&
-		  (first || (nerr <= g->nerrors && !fuzz_error_at_line(diags, line)));
+		  (always || (nerr <= g->nerrors && !fuzz_error_at_line(diags, line)));
 	buf_free(&text);
 	free(diags);
 	if (!ok) {

@@ -312,11 +312,11 @@ static void check_case(Driver *dr, Case *c)
 	}
 	round_sizes(k, c);
 	put_case(sh, c);
-	char path[300];
-	snprintf(path, sizeof path, "%s/%s", dr->tmp, FUZZ_FILE_NAME);
-	FILE *f = fopen(path, "w");
+	/* in the scratch directory, so that reports name the file as the generator did */
+	char *path = FUZZ_FILE_NAME;
+	FILE *f = chdir(dr->tmp) == 0 ? fopen(path, "w") : NULL;
 	if (!f || fputs(text.s, f) < 0 || fclose(f) != 0) {
-		set_verdict(sh, V_FAIL, "fuzzer: cannot write the case", path);
+		set_verdict(sh, V_FAIL, "fuzzer: cannot write the case", dr->tmp);
 		return;
 	}
 	Buf dims0 = {0};
@@ -754,10 +754,13 @@ int main(int argc, char **argv)
 	}
 	const char *tmpdir = getenv("TMPDIR");
 	snprintf(dr.tmp, sizeof dr.tmp, "%s/schedfuzz.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (!mkdtemp(dr.tmp)) {
+	char *abs = mkdtemp(dr.tmp) ? realpath(dr.tmp, NULL) : NULL; /* children chdir there */
+	if (!abs || strlen(abs) >= sizeof dr.tmp) {
 		fprintf(stderr, "schedfuzz: cannot create a scratch directory: %s\n", strerror(errno));
 		return 2;
 	}
+	snprintf(dr.tmp, sizeof dr.tmp, "%s", abs);
+	free(abs);
 	dr.sh = mmap(NULL, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (dr.sh == MAP_FAILED) {
 		perror("schedfuzz: mmap");
