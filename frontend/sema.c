@@ -840,8 +840,8 @@ static bool check_lift_name(Sema *s, const char *name, Span at)
 	if (!what)
 		return true;
 	diag_error(s->d, at,
-		   "this reduction is lifted into a tensor named '%s', but a %s already has that name",
-		   name, what);
+		   "this reduction is lifted into a tensor named '%s', but %s %s already has that name",
+		   name, strchr("aeiou", what[0]) ? "an" : "a", what);
 	diag_note(s->d, other, "'%s' declared here; rename it, or define the reduction as its own tensor",
 		  name);
 	return false;
