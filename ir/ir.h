@@ -304,6 +304,9 @@ struct Tensor {
 	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top of its nest) */
 	Span ca_span;
 	Vec readers;        /* Tensor* whose definitions read this one */
+	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
+	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
+	Tensor *lifted_from;
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
 	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
 	 * definition computes into c, then t[...] = c[...]). */
