@@ -1124,9 +1124,9 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 	for (int i = 0; i < n; i++)
 		ok &= finish_index(s, lhs[i]);
 	s->quiet = false;
+	finish_lifts(s); /* defined even when t is not: they are tensors of their own */
 	if (!t)
 		return;
-	finish_lifts(s);
 	if (!def || !ok) {
 		/* Keep the name defined (so later reads do not cascade) but mark it unusable. */
 		def = NULL;
