@@ -4,6 +4,10 @@
  *   - names: parameters, outputs, size symbols and defined tensors share one namespace; dtype
  *     and built-in names are reserved; every duplicate is reported with a note at the first;
  *   - statements: each defines one tensor once, reads only inputs and tensors defined earlier;
+ *   - reductions inside expressions: each reduction that is not the whole right-hand side is
+ *     lifted into an intermediate of its own, STMT_REDk (k counts the statement's lifted
+ *     reductions, innermost first), over the enclosing indices its body reads, defined just
+ *     before the statement, which reads it instead (docs/language.md);
  *   - indices: the left-hand indices, then the reduction indices of a top-level reduction, are
  *     the root axes of the defined tensor; the range of each index is inferred from the
  *     dimensions it subscripts (and, for outputs, the declared dimensions); two different ranges
@@ -1120,9 +1124,9 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 	for (int i = 0; i < n; i++)
 		ok &= finish_index(s, lhs[i]);
 	s->quiet = false;
+	finish_lifts(s); /* defined even when t is not: they are tensors of their own */
 	if (!t)
 		return;
-	finish_lifts(s);
 	if (!def || !ok) {
 		/* Keep the name defined (so later reads do not cascade) but mark it unusable. */
 		def = NULL;

@@ -498,6 +498,20 @@ START_TEST(test_lift_schedule)
 }
 END_TEST
 
+/* A lifted reduction is a tensor of its own even when its statement fails: reading it later
+ * adds no error. */
+START_TEST(test_err_lift_no_cascade)
+{
+	check_errors(
+		"fusion f(x: f32[N]) -> (y: f32[N]) {\n"
+		"  x[i] = x[i] / sum(j: x[j]);\n"
+		"  y[i] = x_sum0 * x[i];\n"
+		"}\n",
+		"t.fus:2:3: error: cannot assign to input 'x'\n"
+		"t.fus:1:10: note: 'x' declared here\n");
+}
+END_TEST
+
 /* s with every `from` replaced by `to` (malloc'd). */
 static char *replace_all(const char *s, const char *from, const char *to)
 {
@@ -574,6 +588,7 @@ Suite *sema_suite(void)
 	tcase_add_test(tc, test_lift_nested_ir);
 	tcase_add_test(tc, test_lift_schedule);
 	tcase_add_test(tc, test_lift_auto_same_as_written);
+	tcase_add_test(tc, test_err_lift_no_cascade);
 	tcase_add_test(tc, test_err_names);
 	tcase_add_test(tc, test_err_defs);
 	tcase_add_test(tc, test_err_indices);

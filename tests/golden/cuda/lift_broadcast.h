@@ -23,6 +23,16 @@ cudaError_t bcast_auto(const float *x, const float *w, float *y, int64_t M, int6
 const char *bcast_auto_last_error(void);
 
 /*
+ * fusion bcast_block(x: f32[M, N], w: f32[N]) -> (y: f32[M, N])
+ * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
+ * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
+ * it returns cudaErrorInvalidValue without launching, and bcast_block_last_error()
+ * says why.
+ */
+cudaError_t bcast_block(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
+const char *bcast_block_last_error(void);
+
+/*
  * fusion whole_sched(x: f32[M, N], w: f32[N]) -> (y: f32[M, N])
  * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments

@@ -23,6 +23,26 @@ cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_t M, int64_
 const char *tern_auto_last_error(void);
 
 /*
+ * fusion tern_block(x: f32[M, N], c: bool[M]) -> (y: f32[M, N])
+ * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
+ * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
+ * it returns cudaErrorInvalidValue without launching, and tern_block_last_error()
+ * says why.
+ */
+cudaError_t tern_block(const float *x, const bool *c, float *y, int64_t M, int64_t N, cudaStream_t stream);
+const char *tern_block_last_error(void);
+
+/*
+ * fusion two_auto(x: f32[M, N]) -> (z: f32[M])
+ * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
+ * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
+ * it returns cudaErrorInvalidValue without launching, and two_auto_last_error()
+ * says why.
+ */
+cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, cudaStream_t stream);
+const char *two_auto_last_error(void);
+
+/*
  * fusion two_block(x: f32[M, N]) -> (z: f32[M])
  * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
