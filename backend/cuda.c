@@ -106,7 +106,9 @@ static void val_paren(Val *v, int min)
 	if (v->prec >= min)
 		return;
 	Val w = val_new(P_PRIMARY, v->dt);
-	buf_printf(&w.b, "(%s)", v->b.s);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
 	buf_free(&v->b);
 	*v = w;
 }
@@ -133,7 +135,10 @@ static bool widening(DType have, DType want)
 static Val val_call1(const char *name, Val *v, DType dt)
 {
 	Val w = val_new(P_PRIMARY, dt);
-	buf_printf(&w.b, "%s(%s)", name, v->b.s);
+	buf_puts(&w.b, name);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
 	buf_free(&v->b);
 	return w;
 }
@@ -159,7 +164,8 @@ static Val val_to(Val v, DType want, bool implicit)
 	}
 	val_paren(&v, P_UNARY);
 	Val w = val_new(P_UNARY, want);
-	buf_printf(&w.b, "(%s)%s", dtype_ctype(want), v.b.s);
+	buf_printf(&w.b, "(%s)", dtype_ctype(want));
+	buf_puts(&w.b, v.b.s);
 	buf_free(&v.b);
 	return w;
 }
@@ -262,7 +268,10 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	val_paren(&a, lmin);
 	val_paren(&b, rmin);
 	Val v = val_new(prec, result);
-	buf_printf(&v.b, "%s %s %s", a.b.s, op, b.b.s);
+	/* buf_puts, not "%s": an operand holds its whole subtree's text */
+	buf_puts(&v.b, a.b.s);
+	buf_printf(&v.b, " %s ", op);
+	buf_puts(&v.b, b.b.s);
 	buf_free(&a.b);
 	buf_free(&b.b);
 	return v;
@@ -293,7 +302,8 @@ static Val val_prefix(const char *op, Val a, DType dt)
 		a.prec = 0;
 	val_paren(&a, P_UNARY);
 	Val v = val_new(P_UNARY, dt);
-	buf_printf(&v.b, "%s%s", op, a.b.s);
+	buf_puts(&v.b, op);
+	buf_puts(&v.b, a.b.s);
 	buf_free(&a.b);
 	return v;
 }
@@ -425,7 +435,11 @@ static Val val_select(IrExpr *e)
 	val_paren(&vt, P_OR);
 	val_paren(&vf, P_OR);
 	Val v = val_new(P_TERNARY, e->dtype);
-	buf_printf(&v.b, "%s ? %s : %s", vc.b.s, vt.b.s, vf.b.s);
+	buf_puts(&v.b, vc.b.s);
+	buf_puts(&v.b, " ? ");
+	buf_puts(&v.b, vt.b.s);
+	buf_puts(&v.b, " : ");
+	buf_puts(&v.b, vf.b.s);
 	buf_free(&vc.b);
 	buf_free(&vt.b);
 	buf_free(&vf.b);
@@ -788,6 +802,7 @@ typedef struct Em {
 	Kernel *k;
 	Buf *out;
 	int depth;
+	Map vec_bytes;  /* Tensor * -> int *: the largest vector access touching it (vector_bytes) */
 } Em;
 
 static void line_start(Em *em)
@@ -795,26 +810,30 @@ static void line_start(Em *em)
 	buf_indent(em->out, em->depth);
 }
 
-/* The largest vector access (bytes) that touches t, so its buffer can be aligned for it. */
-static int vector_bytes(Stmt *s, Tensor *t)
+static void vector_touch(Em *em, Tensor *t, int bytes)
 {
-	int best = 0;
-
-	for (; s; s = s->next) {
-		int b = 0;
-		if (s->kind == KS_VSTORE && (s->tensor == t || s->src == t))
-			b = s->vec * dtype_size(t->dtype);
-		else if (s->kind == KS_FOR)
-			b = vector_bytes(s->body, t);
-		else if (s->kind == KS_IF) {
-			int e = vector_bytes(s->els, t);
-			b = vector_bytes(s->then, t);
-			b = e > b ? e : b;
-		}
-		if (b > best)
-			best = b;
+	int *best = map_lookup(&em->vec_bytes, t);
+	if (!best) {
+		best = arena_alloc(em->k->arena, sizeof *best);
+		map_insert(em->k->arena, &em->vec_bytes, t, best);
 	}
-	return best;
+	if (bytes > *best)
+		*best = bytes;
+}
+
+/* Em.vec_bytes for every tensor of list s, in one walk (a buffer is aligned for the largest
+ * vector access that touches it). */
+static void vector_bytes(Em *em, Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_VSTORE) {
+			vector_touch(em, s->tensor, s->vec * dtype_size(s->tensor->dtype));
+			vector_touch(em, s->src, s->vec * dtype_size(s->src->dtype));
+		}
+		vector_bytes(em, s->body);
+		vector_bytes(em, s->then);
+		vector_bytes(em, s->els);
+	}
 }
 
 static void emit_stmts(Em *em, Stmt *s);
@@ -895,7 +914,8 @@ static bool smem_pooled(Kernel *k)
 static void emit_alloc(Em *em, Stmt *s)
 {
 	Tensor *t = s->tensor;
-	int align = vector_bytes(em->k->body, t);
+	int *vb = map_lookup(&em->vec_bytes, t);
+	int align = vb ? *vb : 0;
 
 	line_start(em);
 	if (s->mem == MEM_SHARED && smem_pooled(em->k)) {
@@ -1213,7 +1233,7 @@ static void emit_ws_params(Kernel *k, Buf *out)
 static void emit_kernel(Kernel *k, Buf *out)
 {
 	int64_t threads = block_threads(k);
-	Em em = {k, out, 1};
+	Em em = {k, out, 1, {0}};
 
 	buf_puts(out, "\nextern \"C\" __global__ void ");
 	if (threads > 0)
@@ -1234,6 +1254,7 @@ static void emit_kernel(Kernel *k, Buf *out)
 		cuda_name(out, v->name);
 		buf_puts(out, ";\n");
 	}
+	vector_bytes(&em, k->body);
 	emit_stmts(&em, k->body);
 	buf_puts(out, "}\n");
 }

@@ -63,7 +63,7 @@ typedef struct Sema {
 	Diag *d;
 	AstFusion *ast;
 	Fusion *f;
-	Vec syms;      /* Sym* */
+	Map syms;      /* name -> Sym* (strings) */
 	Vec params;    /* Param* */
 	Vec inputs, outputs, tensors, sizes, sig;
 	/* the statement being checked */
@@ -105,12 +105,7 @@ static bool check_not_reserved(Sema *s, const char *name, Span at)
 
 static Sym *find_sym(Sema *s, const char *name)
 {
-	for (int i = 0; i < s->syms.len; i++) {
-		Sym *y = VEC_AT(s->syms, Sym, i);
-		if (strcmp(y->name, name) == 0)
-			return y;
-	}
-	return NULL;
+	return map_lookup(&s->syms, name);
 }
 
 static const char *sym_what(Sym *y)
@@ -144,7 +139,7 @@ static Sym *add_sym(Sema *s, const char *name, SymKind kind, Span at)
 	y->name = name;
 	y->kind = kind;
 	y->span = at;
-	vec_push(s->a, &s->syms, y);
+	map_insert(s->a, &s->syms, name, y);
 	return y;
 }
 
@@ -1144,7 +1139,7 @@ static void freeze(Vec *v, void *items, int *n)
 
 static Fusion *check_fusion(Arena *a, Diag *d, AstFusion *af)
 {
-	Sema s = {.a = a, .d = d, .ast = af};
+	Sema s = {.a = a, .d = d, .ast = af, .syms = {.strings = true}};
 	Fusion *f = NEW(a, Fusion);
 	s.f = f;
 	f->name = af->name.name;

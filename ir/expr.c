@@ -444,9 +444,17 @@ IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx)
 {
 	if (!e)
 		return NULL;
-	IrExpr *c = shallow_copy(a, e);
-	for (int i = 0; i < c->nargs; i++)
-		c->args[i] = ir_rewrite(a, e->args[i], fn, ctx);
+	/* copy on write: a node whose operands come back unchanged is passed to fn as it is
+	 * (nodes are never changed in place), so a pass that rewrites little allocates little */
+	IrExpr *c = e;
+	for (int i = 0; i < e->nargs; i++) {
+		IrExpr *x = ir_rewrite(a, e->args[i], fn, ctx);
+		if (x == e->args[i])
+			continue;
+		if (c == e)
+			c = shallow_copy(a, e);
+		c->args[i] = x;
+	}
 	return fn(a, c, ctx);
 }
 

@@ -197,7 +197,8 @@ IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either sid
 bool ir_is_const(IrExpr *e, int64_t *v);
 bool ir_equal(IrExpr *a, IrExpr *b); /* structural equality */
 IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
-/* Rebuilds e with fn applied bottom-up to every node (fn returns the node or a replacement). */
+/* e with fn applied bottom-up to every node (fn returns the node or a replacement). Copy on
+ * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
 /* Simplifies an expression with range facts about variables (ir/simplify.c). */
@@ -495,6 +496,8 @@ typedef struct Kernel {
 	int64_t smem_helper_bytes;
 	int nvars;             /* counter for unique Var names */
 	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
+	Map names;             /* kir_new_var: every name a new Var may not take (strings) */
+	Map name_next;         /* kir_new_var: base name -> int * next suffix to try */
 	Arena *arena;
 	/* Auto-scheduled fusions whose kernel has preconditions: the same fusion lowered without
 	 * vector accesses (no preconditions), named FUSION_kernel_scalar; launchers run it when a

@@ -27,6 +27,35 @@ START_TEST(arena_zeroed_aligned)
 }
 END_TEST
 
+/* Map: pointer keys by address, string keys by content, through growth; NULL when absent. */
+START_TEST(map_pointers_and_strings)
+{
+	Arena *a = arena_new();
+	Map p = {0}, s = {.strings = true};
+	int vals[5000];
+	for (int i = 0; i < 5000; i++) {
+		vals[i] = i;
+		map_insert(a, &p, &vals[i], &vals[i]);
+		map_insert(a, &s, arena_printf(a, "name%d", i), &vals[i]);
+	}
+	ck_assert_int_eq(p.len, 5000);
+	for (int i = 0; i < 5000; i++) {
+		ck_assert_ptr_eq(map_lookup(&p, &vals[i]), &vals[i]);
+		char key[32];
+		snprintf(key, sizeof key, "name%d", i); /* another pointer, same text */
+		ck_assert_ptr_eq(map_lookup(&s, key), &vals[i]);
+	}
+	ck_assert_ptr_null(map_lookup(&s, "name5000"));
+	ck_assert_ptr_null(map_lookup(&p, &p));
+	map_insert(a, &s, "name7", &vals[0]); /* replaces */
+	ck_assert_ptr_eq(map_lookup(&s, "name7"), &vals[0]);
+	ck_assert_int_eq(s.len, 5000);
+	Map empty = {0};
+	ck_assert_ptr_null(map_lookup(&empty, "x"));
+	arena_free(a);
+}
+END_TEST
+
 START_TEST(arena_blocks_distinct)
 {
 	Arena *a = arena_new();
@@ -297,6 +326,7 @@ Suite *support_suite(void)
 	TCase *tc = tcase_create("support");
 	tcase_add_test(tc, arena_zeroed_aligned);
 	tcase_add_test(tc, arena_blocks_distinct);
+	tcase_add_test(tc, map_pointers_and_strings);
 	tcase_add_test(tc, arena_strings);
 	tcase_add_test(tc, vec_grows);
 	tcase_add_test(tc, buf_text);
