@@ -185,6 +185,16 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		o = *opt;
 	if (o.arch < 0)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: bad arch %d", o.arch);
+	if (o.arch) {
+		Buf valid = {0};
+		bool known = nvrtc_arch_supported(o.arch, &valid);
+		if (!known)
+			rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NVRTC cannot compile for sm_%d "
+				"(it supports %s)", o.arch, valid.s);
+		buf_free(&valid);
+		if (!known)
+			return FUSRT_ERR_INVALID;
+	}
 	m = calloc(1, sizeof *m);
 	m->arena = arena_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */

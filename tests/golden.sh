@@ -118,6 +118,11 @@ grep -q 'warning: cp.async needs sm_80' "$tmp/cli.err" && [ -s "$tmp/cli/old.cu"
 cli unknown-pass 2 "$FUSC" "$sax" --dump-after=nosuchpass
 cli unknown-option 2 "$FUSC" --frobnicate "$sax"
 cli bad-arch 2 "$FUSC" "$sax" --arch=volta
+# An architecture NVRTC does not list is a usage error naming the ones it does (issue 11 item 8).
+cli unsupported-arch 2 "$FUSC" "$sax" --arch=sm_81 -o "$tmp/cli/arch.cu"
+grep -q 'unsupported architecture sm_81: NVRTC supports .*sm_80, .*sm_90' "$tmp/cli.err" && [ ! -e "$tmp/cli/arch.cu" ] && ok ||
+	bad "cli: --arch=sm_81 is not refused with the list of NVRTC's architectures"
+cli unsupported-arch-ptx 2 "$FUSC" "$sax" --arch=sm_81 --emit=ptx
 cli bad-emit 2 "$FUSC" "$sax" --emit=asm
 cli missing-file 2 "$FUSC" nosuch.fus
 cli no-input 2 "$FUSC"

@@ -37,7 +37,7 @@ static const char usage_text[] =
 	"  -o PATH                  the .cu output (the header goes beside it); - for stdout\n"
 	"  --emit=cuda|header|ir|ast|ptx|cubin\n"
 	"                           write only that (to -o PATH, or stdout)\n"
-	"  --arch=sm_XY|native      target architecture (default sm_80)\n"
+	"  --arch=sm_XY|native      target architecture (default sm_80), one NVRTC supports\n"
 	"  --no-arch-check          lower and emit even when the target is too old (warning)\n"
 	"  --dump-after=PASS|all    print the kernel IR after a pass (to stderr)\n"
 	"  --print-passes           list the lowering passes\n"
@@ -319,6 +319,14 @@ static int compile_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	Buf archs = {0};
+	if (!nvrtc_arch_supported(o.lower.arch, &archs)) {
+		fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
+			o.lower.arch, o.native_arch ? " (--arch=native)" : "", archs.s);
+		buf_free(&archs);
+		return 2;
+	}
+	buf_free(&archs);
 
 	bool from_stdin = strcmp(o.input, "-") == 0;
 	FILE *in = from_stdin ? stdin : fopen(o.input, "rb");

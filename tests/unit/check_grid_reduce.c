@@ -32,7 +32,7 @@ static int count_str(const char *hay, const char *needle)
 /* Runs kernel i; returns the reports (the caller frees r). */
 static void sim(TestCompile *tc, int i, const int64_t *sizes, void **in, void **out, SimResult *r)
 {
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	ck_assert_msg(sim_run(tc->kernels[i], sizes, NULL, in, out, &o, r), "%s",
 		      r->error ? r->error : "");
 }
