@@ -401,12 +401,18 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 		free(err);
 		return s;
 	}
+	/* as the generated launchers do: each tensor's size in bytes must fit in 64 bits, and
+	 * only an empty tensor may be a null pointer */
 	for (int i = 0; i < f->nsig; i++) {
 		Tensor *t = f->sig[i].tensor;
-		int64_t dims[INTERP_MAX_DIMS];
-		if (f->sig[i].kind == 'p' || args[i].ptr)
+		int64_t dims[INTERP_MAX_DIMS], n, bytes;
+		if (f->sig[i].kind == 'p')
 			continue;
-		if (!interp_tensor_dims(t, sizes, dims, NULL) || interp_numel(dims, t->ndim) != 0)
+		if (!interp_tensor_dims(t, sizes, dims, NULL) || (n = interp_numel(dims, t->ndim)) < 0 ||
+		    __builtin_mul_overflow(n, (int64_t)dtype_size(t->dtype), &bytes))
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of %s "
+				       "in bytes does not fit in 64 bits", f->name, t->name);
+		if (!args[i].ptr && bytes != 0)
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
 				       f->name, t->name);
 	}
@@ -432,8 +438,9 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 	for (int i = 0; i < 6; i++) {
 		dims[i] = 1;
 		if (k->launch[pts[i]] && !interp_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
-			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the %s launch "
-				       "dimension", k->fusion->name, par_name(pts[i]));
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the %s launch "
+				       "dimension does not fit in 64 bits", k->fusion->name,
+				       par_name(pts[i]));
 		if (dims[i] < 0)
 			dims[i] = 0;
 	}
@@ -511,13 +518,14 @@ static fusrt_status ws_alloc(Kernel *k, const int64_t *sizes, CUstream stream, C
 
 	for (i = 0; i < k->grid_ws.len && s == FUSRT_OK; i++) {
 		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
-		int64_t n = 0;
-		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0) {
-			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the size of the "
-				    "grid-reduction workspace", k->fusion->name);
+		int64_t n = 0, b;
+		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0 ||
+		    __builtin_mul_overflow(n ? n : 1, (int64_t)dtype_size(t->dtype), &b)) {
+			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of the "
+				    "grid-reduction workspace does not fit in 64 bits", k->fusion->name);
 			break;
 		}
-		size_t bytes = (size_t)(n ? n : 1) * (size_t)dtype_size(t->dtype); /* sem: DT_I32 */
+		size_t bytes = (size_t)b; /* sem: DT_I32 */
 		r = rt_cu.mem_alloc_async ? rt_cu.mem_alloc_async(&ws[i], bytes, stream)
 					  : rt_cu.mem_alloc(&ws[i], bytes);
 		if (r != CUDA_SUCCESS) {

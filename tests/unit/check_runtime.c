@@ -224,6 +224,10 @@ START_TEST(test_launch_check)
 	n = 0; /* an empty tensor needs no memory, and nothing is launched */
 	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
 	ck_assert_int_eq(dims[0], 0);
+	n = INT64_C(1) << 62; /* 2^64 bytes of f32: refused, null pointer or not */
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy: sizes too large: the size of x in "
+			 "bytes does not fit in 64 bits");
 
 	/* the auto-scheduled saxpy is vectorized for 16-byte aligned pointers; otherwise its
 	 * scalar fallback runs (with the fallback's launch dims), never a refusal */
