@@ -35,5 +35,7 @@ bool nvrtc_compile(const char *src, const char *name, int arch, bool cubin, char
 /* Whether NVRTC can compile for sm_`arch` (nvrtcGetSupportedArchs); appends the architectures
  * it lists ("sm_75, sm_80, ...") to *valid when valid is not NULL. */
 bool nvrtc_arch_supported(int arch, Buf *valid);
+/* NVRTC's version (nvrtcVersion); 0.0 when it cannot tell. */
+void nvrtc_version(int *major, int *minor);
 
 #endif

@@ -52,6 +52,12 @@ static bool program_output(nvrtcProgram prog, bool cubin, char **out, size_t *ou
 	return true;
 }
 
+void nvrtc_version(int *major, int *minor)
+{
+	if (nvrtcVersion(major, minor) != NVRTC_SUCCESS)
+		*major = *minor = 0;
+}
+
 bool nvrtc_arch_supported(int arch, Buf *valid)
 {
 	int n = 0, *archs = NULL;

@@ -28,8 +28,24 @@ struct fusrt_module {
 };
 
 static _Thread_local int last_cached;
+/* Why the last compilation did not use the disk cache as it could have (its first reason),
+ * or NULL: fusrt_last_cache_note. */
+static _Thread_local char *cache_note;
 
 int fusrt_last_compile_cached(void) { return last_cached; }
+
+const char *fusrt_last_cache_note(void) { return cache_note ? cache_note : ""; }
+
+/* Keeps why (malloc'd, NULL: nothing) as "disk cache: WHY" unless a note is there already. */
+static void cache_note_add(char *why)
+{
+	if (why && !cache_note) {
+		Buf b = {0};
+		buf_printf(&b, "disk cache: %s", why);
+		cache_note = b.s;
+	}
+	free(why);
+}
 
 void fusrt_module_free(fusrt_module *m)
 {
@@ -110,19 +126,18 @@ static fusrt_status check_arch(fusrt_module *m, int arch, const char *src, size_
 	return FUSRT_OK;
 }
 
-/* The binary for `src`: from the cache, else from NVRTC (then stored). PTX text keeps its
- * terminating NUL so cuModuleLoadData can read it. */
-static fusrt_status get_binary(const char *src, const char *name, int arch, bool cubin,
-			       const char *cache_dir, bool use_cache, char **bin, size_t *len)
+fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cubin,
+			   const char *cache_dir, bool use_cache, char **bin, size_t *len)
 {
 	const char *opts = cubin ? "cubin" : "ptx";
-	uint64_t key = rt_cache_key(src, opts, arch);
-	char *log = NULL;
+	RtCacheKey key = rt_cache_key(src, opts, arch);
+	char *log = NULL, *why = NULL;
 
-	if (use_cache && cache_dir && rt_cache_load(cache_dir, key, bin, len, NULL)) {
+	if (use_cache && cache_dir && rt_cache_load(cache_dir, key, bin, len, &why)) {
 		last_cached = 1;
 		return FUSRT_OK;
 	}
+	cache_note_add(why);
 	if (!nvrtc_compile(src, name, arch, cubin, bin, len, &log)) {
 		fusrt_status s = rt_fail(FUSRT_ERR_NVRTC, "NVRTC failed for sm_%d:\n%s", arch,
 					 log ? log : "(no log)");
@@ -133,8 +148,8 @@ static fusrt_status get_binary(const char *src, const char *name, int arch, bool
 	if (!cubin) {
 		*len = strlen(*bin) + 1;
 	}
-	if (cache_dir)
-		rt_cache_store(cache_dir, key, *bin, *len, NULL); /* a cache that fails is no cache */
+	if (cache_dir && !rt_cache_store(cache_dir, key, *bin, *len, &why))
+		cache_note_add(why); /* a cache that fails is no cache, and a note */
 	return FUSRT_OK;
 }
 
@@ -176,6 +191,8 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 
 	rt_clear_error();
 	last_cached = 0;
+	free(cache_note);
+	cache_note = NULL;
 	if (!out)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL result pointer");
 	*out = NULL;
@@ -219,13 +236,13 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 				  : rt_cache_default_dir();
 		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
 		bool cubin = arch == dev_arch;
-		s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
+		s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
 		if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
 			/* A well-formed entry that the driver rejects: rebuild it once. */
 			free(bin);
 			bin = NULL;
 			last_cached = 0;
-			s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, false, &bin,
+			s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, false, &bin,
 				       &blen);
 			if (s == FUSRT_OK)
 				s = load_module(m, bin);
