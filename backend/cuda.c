@@ -570,8 +570,8 @@ static const char preamble[] =
 	"b != b ? a + b : fmax(a, b); }\n"
 	"__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
 	"b != b ? a + b : fmin(a, b); }\n"
-	"// integer max/min also serve the host launchers' launch sizes (int64_t is long on\n"
-	"// LP64 and long long elsewhere: both have an exact match)\n"
+	"// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an\n"
+	"// exact match)\n"
 	"__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
 	"__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
 	"__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }\n"
@@ -1369,6 +1369,211 @@ static void emit_fail(Buf *out, Fusion *f, Fail m)
 	buf_puts(out, ");\n");
 }
 
+/* ---- launch sizes in checked arithmetic ---------------------------------------------- */
+
+/* The host helpers for size arithmetic, each emitted only into files whose launchers use it
+ * (an unused static function is a warning in the user's build). The checked ones take
+ * `&fus_ovf` and set it when the result does not fit in a long long. */
+#define SIZE_HELPERS(X)                                                                     \
+	X(ADD, "fus_add", true,                                                             \
+	  "  if ((b > 0 && a > LLONG_MAX - b) || (b < 0 && a < LLONG_MIN - b))\n"           \
+	  "    return *ovf = true, 0;\n  return a + b;\n")                                  \
+	X(SUB, "fus_sub", true,                                                             \
+	  "  if ((b < 0 && a > LLONG_MAX + b) || (b > 0 && a < LLONG_MIN + b))\n"           \
+	  "    return *ovf = true, 0;\n  return a - b;\n")                                  \
+	X(MUL, "fus_mul", true,                                                             \
+	  "  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)\n"                 \
+	  "            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))\n"      \
+	  "    return *ovf = true, 0;\n  return a * b;\n")                                  \
+	X(DIV, "fus_div", true,                                                             \
+	  "  if (b == 0 || (a == LLONG_MIN && b == -1))\n"                                  \
+	  "    return *ovf = true, 0;\n  return a / b;\n")                                  \
+	X(MOD, "fus_mod", true,                                                             \
+	  "  if (b == 0 || (a == LLONG_MIN && b == -1))\n"                                  \
+	  "    return *ovf = true, 0;\n  return a % b;\n")                                  \
+	X(CEILDIV, "fus_cdiv", true,                                                        \
+	  "  if (b <= 0)\n    return *ovf = true, 0;\n  return a / b + (a % b > 0);\n")     \
+	X(NEG, "fus_neg", true, "  if (a == LLONG_MIN)\n    return *ovf = true, 0;\n  return -a;\n") \
+	X(MAX, "fus_max", false, "  return a > b ? a : b;\n")                               \
+	X(MIN, "fus_min", false, "  return a < b ? a : b;\n")
+
+static const struct {
+	IrOp op;
+	const char *name, *body;
+	bool checked;
+} size_helpers[] = {
+#define X(op, name, checked, body) {OP_##op, name, body, checked},
+	SIZE_HELPERS(X)
+#undef X
+};
+
+/* Bits of size_helpers that use fus_ovf. */
+static unsigned checked_helpers(unsigned used)
+{
+	unsigned m = 0;
+	for (int i = 0; i < countof(size_helpers); i++)
+		if (size_helpers[i].checked)
+			m |= 1u << i;
+	return used & m;
+}
+
+/* The helpers marked in `used`, as static functions of the host part. */
+static void emit_size_helpers(Buf *out, unsigned used)
+{
+	if (!used)
+		return;
+	buf_puts(out, "\n// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked\n"
+		      "// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that\n"
+		      "// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher\n"
+		      "// refuses the sizes.\n");
+	for (int i = 0; i < countof(size_helpers); i++) {
+		if (!(used & (1u << i)))
+			continue;
+		bool unary = size_helpers[i].op == OP_NEG;
+		buf_printf(out, "static long long %s(long long a%s%s)\n{\n%s}\n",
+			   size_helpers[i].name, unary ? "" : ", long long b",
+			   size_helpers[i].checked ? ", bool *ovf" : "", size_helpers[i].body);
+	}
+}
+
+/* Appends integer expression e over the sizes (a launch dimension, a workspace or tensor
+ * size) as host C in which every operation that can overflow is a call of a checked helper
+ * (`fus_mul(M, N, &fus_ovf)`): a result past 64 bits sets fus_ovf instead of wrapping. The
+ * helpers used are marked in *used. The operations are those of interp_eval_i64, which
+ * libfusrt's launch path uses for the same sizes. */
+static void put_size(Buf *out, IrExpr *e, unsigned *used)
+{
+	static const struct { IrOp op; const char *c; } infix[] = {
+		{OP_LT, "<"}, {OP_LE, "<="}, {OP_GT, ">"}, {OP_GE, ">="}, {OP_EQ, "=="},
+		{OP_NE, "!="}, {OP_AND, "&&"}, {OP_OR, "||"},
+	};
+
+	switch (e->kind) {
+	case EX_INT:
+		put_int(out, e->ival);
+		return;
+	case EX_SIZE:
+		buf_puts(out, "(long long)");
+		cuda_name(out, e->size->name);
+		return;
+	case EX_CAST:
+		if (dtype_is_float(e->dtype) || dtype_is_float(e->args[0]->dtype))
+			break;
+		if (e->dtype == DT_I64) {
+			put_size(out, e->args[0], used);
+			return;
+		}
+		buf_printf(out, "(long long)(%s)(", dtype_ctype(e->dtype));
+		put_size(out, e->args[0], used);
+		buf_puts(out, ")");
+		return;
+	case EX_SELECT:
+		buf_puts(out, "(");
+		put_size(out, e->args[0], used);
+		buf_puts(out, " ? ");
+		put_size(out, e->args[1], used);
+		buf_puts(out, " : ");
+		put_size(out, e->args[2], used);
+		buf_puts(out, ")");
+		return;
+	case EX_OP:
+		if (e->op == OP_NOT) {
+			buf_puts(out, "!(");
+			put_size(out, e->args[0], used);
+			buf_puts(out, ")");
+			return;
+		}
+		for (int i = 0; i < countof(size_helpers); i++) {
+			if (size_helpers[i].op != e->op)
+				continue;
+			*used |= 1u << i;
+			buf_printf(out, "%s(", size_helpers[i].name);
+			put_size(out, e->args[0], used);
+			if (e->op != OP_NEG) {
+				buf_puts(out, ", ");
+				put_size(out, e->args[1], used);
+			}
+			buf_puts(out, size_helpers[i].checked ? ", &fus_ovf)" : ")");
+			return;
+		}
+		for (int i = 0; i < countof(infix); i++) {
+			if (infix[i].op != e->op)
+				continue;
+			buf_puts(out, "(");
+			put_size(out, e->args[0], used);
+			buf_printf(out, " %s ", infix[i].c);
+			put_size(out, e->args[1], used);
+			buf_puts(out, ")");
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	die("a launch size is not integer arithmetic of the sizes (expression kind %d)",
+	    (int)e->kind);
+}
+
+/* `  const long long NAME = SIZE;` and, when SIZE can overflow, its refusal. */
+static void emit_checked_size(Buf *out, Fusion *f, const char *err, const char *name,
+			      IrExpr *e, const char *what, unsigned *used)
+{
+	unsigned here = 0;
+
+	buf_printf(out, "  const long long %s = ", name);
+	put_size(out, e, &here);
+	buf_puts(out, ";\n");
+	*used |= here;
+	if (!checked_helpers(here))
+		return;
+	buf_printf(out, "  if (fus_ovf)\n    return fus_fail(%s, \"%s: sizes too large: %s does "
+			"not fit in 64 bits\");\n", err, f->name, what);
+}
+
+/* Every tensor argument's size in bytes, in checked arithmetic (a size past 64 bits is
+ * refused, never wrapped), and a null pointer refused for a tensor that is not empty: what
+ * libfusrt's check_launch refuses, in the same order (sizes, pointers, preconditions). */
+static void emit_tensor_checks(Arena *a, Buf *out, Fusion *f, const char *err, unsigned *used)
+{
+	for (int i = 0; i < f->nsig; i++) {
+		Tensor *t = f->sig[i].tensor;
+		if (f->sig[i].kind == 'p')
+			continue;
+		Buf n = {0};
+		cuda_name(&n, t->name);
+		/* bytes = dims[0] * ... * dims[ndim-1] * sizeof(element) */
+		IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
+		int64_t c = dtype_size(t->dtype), v;
+		bool constant = true;
+		for (int d = t->ndim - 1; d >= 0; d--) {
+			bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
+			constant = constant && ir_is_const(t->shape[d], &v) && v >= 0 &&
+				   !__builtin_mul_overflow(c, v, &c);
+		}
+		if (constant) { /* a constant shape: refused at compile time if too large */
+			if (c > 0)
+				emit_fail(out, f, (Fail){
+					.cond = arena_printf(a, "!%s", n.s),
+					.pre = arena_printf(a, "%s: %s is a null pointer", f->name,
+							    t->name),
+				});
+			buf_free(&n);
+			continue;
+		}
+		const char *var = arena_printf(a, "fus_bytes_%s", n.s);
+		emit_checked_size(out, f, err, var, bytes,
+				  arena_printf(a, "the size of %s in bytes", t->name), used);
+		emit_fail(out, f, (Fail){
+			.cond = arena_printf(a, "!%s && %s != 0", n.s, var),
+			.pre = arena_printf(a, "%s: %s is a null pointer (", f->name, t->name),
+			.spec = "%lld",
+			.post = " bytes)",
+			.arg = var,
+		});
+		buf_free(&n);
+	}
+}
+
 static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
 {
 	for (int i = 0; i < f->nsizes; i++) {
@@ -1446,7 +1651,8 @@ static const int64_t *dim_limits(ParType first)
 	return first == PT_BIDX ? grid_limits : block_limits;
 }
 
-static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first)
+static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first,
+			     const char *err, unsigned *used)
 {
 	const int64_t *limits = dim_limits(first);
 
@@ -1456,9 +1662,8 @@ static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, Pa
 		if (dim_const(e, limits[d], &c))
 			continue;
 		const char *v = arena_printf(a, "fus_%s_%s", what, dim_names[d]);
-		buf_printf(out, "  const long long %s = ", v);
-		put_expr(out, e, DT_I64, true);
-		buf_puts(out, ";\n");
+		emit_checked_size(out, k->fusion, err, v, e,
+				  arena_printf(a, "%s dimension %s", what, dim_names[d]), used);
 		emit_fail(out, k->fusion, (Fail){
 			.cond = arena_printf(a, "%s > %lld", v, (long long)limits[d]),
 			.pre = arena_printf(a, "%s: %s dimension %s = ", k->fusion->name, what,
@@ -1586,22 +1791,24 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 
 /* Grid reductions: the workspace of this launch, in stream order (cudaMallocAsync, the
  * counters zeroed with cudaMemsetAsync), freed after the launch with cudaFreeAsync. */
-static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	int n = k->grid_ws.len;
 	if (!n)
 		return;
-	buf_printf(out, "  // grid reductions: the workspace of this launch (partials, counters)\n"
-			"  void *fus_ws[%d] = {NULL", n);
+	buf_puts(out, "  // grid reductions: the workspace of this launch (partials, counters)\n");
+	for (int i = 0; i < n; i++) {
+		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
+		IrExpr *bytes = ir_op(a, OP_MUL, DT_I64, t->shape[0], ir_int(a, dtype_size(t->dtype)));
+		emit_checked_size(out, k->fusion, err, arena_printf(a, "fus_ws_bytes_%d", i), bytes,
+				  "the size of the grid-reduction workspace", used);
+	}
+	buf_printf(out, "  void *fus_ws[%d] = {NULL", n);
 	for (int i = 1; i < n; i++)
 		buf_puts(out, ", NULL");
 	buf_printf(out, "};\n  const size_t fus_ws_bytes[%d] = {", n);
-	for (int i = 0; i < n; i++) {
-		buf_puts(out, i ? ", " : "");
-		buf_puts(out, "(size_t)(");
-		put_expr(out, VEC_AT(k->grid_ws, Tensor, i)->shape[0], DT_I64, true);
-		buf_printf(out, ") * sizeof(%s)", ws_ctype(k, i));
-	}
+	for (int i = 0; i < n; i++)
+		buf_printf(out, "%s(size_t)fus_ws_bytes_%d", i ? ", " : "", i);
 	buf_printf(out, "};\n"
 			"  cudaError_t fus_ws_err = cudaSuccess;\n"
 			"  for (int i = 0; i < %d && fus_ws_err == cudaSuccess; i++)\n"
@@ -1634,10 +1841,11 @@ static void emit_ws_free(Buf *out, Kernel *k, const char *err)
 			"  }\n", k->grid_ws.len, err, k->fusion->name);
 }
 
-static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err);
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err);
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
 
-static void emit_launcher(Arena *a, Kernel *k, Buf *out)
+/* The launcher of k; marks the size helpers it uses in *helpers. */
+static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
 {
 	Fusion *f = k->fusion;
 	Buf err = {0};
@@ -1654,27 +1862,36 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	cuda_launcher_signature(f, out);
 	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
 	emit_size_checks(a, out, f);
+	/* the rest first, to know whether it needs fus_ovf */
+	Buf body = {0};
+	unsigned used = 0;
+	emit_tensor_checks(a, &body, f, err.s, &used);
 	if (k->fallback)
-		emit_fallback(a, out, k, err.s);
+		emit_fallback(a, &body, k, err.s, &used);
 	else
-		emit_precond_checks(a, out, k);
-	emit_launch(a, out, k, err.s);
+		emit_precond_checks(a, &body, k);
+	emit_launch(a, &body, k, err.s, &used);
+	if (checked_helpers(used))
+		buf_puts(out, "  bool fus_ovf = false; // set by size arithmetic past 64 bits\n");
+	buf_puts(out, body.s);
+	*helpers |= used;
 	buf_puts(out, "}\n");
+	buf_free(&body);
 	buf_free(&err);
 }
 
 /* Grid and block of k, checks, the launch and its error: the launcher's body after the
  * argument checks (ends with `return fus_err;`). */
-static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Fusion *f = k->fusion;
 
-	emit_launch_dims(a, out, k, "grid", PT_BIDX);
-	emit_launch_dims(a, out, k, "block", PT_TIDX);
+	emit_launch_dims(a, out, k, "grid", PT_BIDX, err, used);
+	emit_launch_dims(a, out, k, "block", PT_TIDX, err, used);
 	emit_block_check(out, k, err);
 	emit_zero_check(out, k);
 	emit_smem_setup(out, k, err);
-	emit_ws_alloc(a, out, k, err);
+	emit_ws_alloc(a, out, k, err, used);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);
 	buf_puts(out, ", ");
@@ -1731,7 +1948,7 @@ void cuda_precond_text(Kernel *k, Buf *out)
 
 /* An auto-scheduled fusion runs its scalar kernel (own grid and block) when any precondition
  * of the vectorized one fails, instead of refusing: the user did not ask for vectors. */
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Buf body = {0};
 
@@ -1742,7 +1959,7 @@ static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err)
 		buf_printf(out, "%s%s", i ? " || " : "",
 			   precond_fails(a, VEC_AT(k->preconds, Precond, i)));
 	buf_puts(out, ") {\n");
-	emit_launch(a, &body, k->fallback, err);
+	emit_launch(a, &body, k->fallback, err, used);
 	for (const char *s = body.s; *s; ) { /* one level deeper */
 		const char *nl = strchr(s, '\n');
 		buf_printf(out, "  %.*s\n", (int)(nl - s), s);
@@ -1756,6 +1973,7 @@ static const char host_prelude[] =
 	"\n#ifndef __CUDACC_RTC__\n"
 	"// ---- host part: launchers (nvcc only; NVRTC skips it) ----\n"
 	"#include <cuda_runtime.h>\n"
+	"#include <limits.h>\n"
 	"#include <stdarg.h>\n"
 	"#include <stdint.h>\n"
 	"#include <stdio.h>\n"
@@ -1785,8 +2003,13 @@ void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out)
 	buf_puts(out, ". Launchers: see the generated header.\n\n");
 	cuda_emit_device(ks, nk, out);
 	buf_puts(out, host_prelude);
+	Buf launchers = {0};
+	unsigned helpers = 0;
 	for (int i = 0; i < nk; i++)
-		emit_launcher(a, ks[i], out);
+		emit_launcher(a, ks[i], &launchers, &helpers);
+	emit_size_helpers(out, helpers);
+	buf_puts(out, launchers.s ? launchers.s : "");
 	buf_puts(out, "#endif // __CUDACC_RTC__\n");
+	buf_free(&launchers);
 	arena_free(a);
 }

@@ -1099,6 +1099,7 @@ static bool schedule_reductions(Arena *a, Diag *d, Fusion *f)
 			schedule_general(&p, o);
 	}
 	f->ast_schedule = ast_schedule(a, f->span, (AstName){f->name, f->span}, false, &p.dirs);
+	f->ast_schedule->generated = true;
 	return schedule_apply(a, d, f);
 }
 

@@ -109,6 +109,7 @@ typedef struct AstDirective {
 typedef struct AstSchedule {
 	AstName fusion;
 	bool is_auto;      /* `schedule NAME auto;` */
+	bool generated;    /* written by the automatic scheduler, not by the user */
 	AstDirective **dirs;
 	int ndirs;
 	Span span;
@@ -202,6 +203,7 @@ typedef struct Sched {
 	 * not (frontend/schedule.c, poison). */
 	Vec poisoned;
 	bool poison_all; /* too many to keep: every unknown name is a consequence */
+	bool generated;  /* AstSchedule.generated: checks of the user's intent are off */
 } Sched;
 
 typedef struct ReadMap { /* how a reader subscripts a tensor it reads */

@@ -35,6 +35,20 @@ char *xstrdup(const char *s);
 uint64_t hash_fnv1a(uint64_t h, const void *data, size_t n);
 double now_seconds(void); /* monotonic clock */
 
+/* support/sha256.c: SHA-256, incremental (init, update..., final). */
+#define SHA256_BYTES 32
+typedef struct Sha256 {
+	uint32_t h[8];
+	uint64_t len;             /* bytes hashed so far */
+	unsigned char buf[64];    /* a partial block */
+	size_t nbuf;
+} Sha256;
+void sha256_init(Sha256 *s);
+void sha256_update(Sha256 *s, const void *data, size_t n);
+void sha256_final(Sha256 *s, unsigned char out[SHA256_BYTES]);
+/* The digest as 64 lowercase hex digits and a NUL. */
+void sha256_hex(const unsigned char d[SHA256_BYTES], char out[2 * SHA256_BYTES + 1]);
+
 /* support/arena.c */
 typedef struct Arena Arena;
 Arena *arena_new(void);

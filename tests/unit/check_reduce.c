@@ -27,7 +27,7 @@ static int count_str(const char *hay, const char *needle)
 static void sim_ok(TestCompile *tc, int i, const int64_t *sizes, const double *scalars,
 		   void **in, void **out)
 {
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert_msg(sim_run(tc->kernels[i], sizes, scalars, in, out, &o, &r), "%s",
 		      r.error ? r.error : "");
@@ -633,7 +633,7 @@ START_TEST(test_block_reduce_under_branch)
 	int64_t sizes[2] = {1, 40};
 	float x[40] = {0}, out1[1];
 	void *in[1] = {x}, *out[1] = {out1};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert(sim_run(k, sizes, NULL, in, out, &o, &r));
 	int n = 0;
