@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -334,6 +334,7 @@ extern "C" __global__ void __launch_bounds__(256) tiles_kernel(const float *__re
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -346,6 +347,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of mm() failed ("" after a success).
@@ -365,10 +384,30 @@ extern "C" cudaError_t mm(const float *A, const float *B, float *C, int64_t M, i
     return fus_fail(mm_error_text, "mm: size K = %lld is negative", (long long)K);
   if (N < 0)
     return fus_fail(mm_error_text, "mm: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 31) / 32;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul((long long)K, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(mm_error_text, "mm: sizes too large: the size of A in bytes does not fit in 64 bits");
+  if (!A && fus_bytes_A != 0)
+    return fus_fail(mm_error_text, "mm: A is a null pointer (%lld bytes)", fus_bytes_A);
+  const long long fus_bytes_B = fus_mul((long long)K, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(mm_error_text, "mm: sizes too large: the size of B in bytes does not fit in 64 bits");
+  if (!B && fus_bytes_B != 0)
+    return fus_fail(mm_error_text, "mm: B is a null pointer (%lld bytes)", fus_bytes_B);
+  const long long fus_bytes_C = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(mm_error_text, "mm: sizes too large: the size of C in bytes does not fit in 64 bits");
+  if (!C && fus_bytes_C != 0)
+    return fus_fail(mm_error_text, "mm: C is a null pointer (%lld bytes)", fus_bytes_C);
+  const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(mm_error_text, "mm: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(mm_error_text, "mm: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = (M + 31) / 32;
+  const long long fus_grid_y = fus_cdiv((long long)M, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(mm_error_text, "mm: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
     return fus_fail(mm_error_text, "mm: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)
@@ -393,7 +432,18 @@ extern "C" cudaError_t own(const float *x, float *out, int64_t M, cudaStream_t s
   own_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(own_error_text, "own: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(256, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(own_error_text, "own: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(own_error_text, "own: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul(256, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(own_error_text, "own: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(own_error_text, "own: out is a null pointer (%lld bytes)", fus_bytes_out);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(own_error_text, "own: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -420,7 +470,18 @@ extern "C" cudaError_t inner(const float *x, float *s, int64_t M, int64_t N, cud
     return fus_fail(inner_error_text, "inner: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(inner_error_text, "inner: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(inner_error_text, "inner: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(inner_error_text, "inner: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(inner_error_text, "inner: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(inner_error_text, "inner: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(inner_error_text, "inner: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -443,6 +504,12 @@ extern "C" const char *one_row_last_error(void)
 extern "C" cudaError_t one_row(const float *A, const float *B, float *out, cudaStream_t stream)
 {
   one_row_error_text[0] = '\0';
+  if (!A)
+    return fus_fail(one_row_error_text, "one_row: A is a null pointer");
+  if (!B)
+    return fus_fail(one_row_error_text, "one_row: B is a null pointer");
+  if (!out)
+    return fus_fail(one_row_error_text, "one_row: out is a null pointer");
   if ((uintptr_t)A % 16 != 0)
     return fus_fail(one_row_error_text, "one_row: A is not 16-byte aligned (cp.async, barriers.fus:45:57)");
   one_row_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);
@@ -463,6 +530,12 @@ extern "C" const char *three_rows_last_error(void)
 extern "C" cudaError_t three_rows(const float *A, const float *B, float *out, cudaStream_t stream)
 {
   three_rows_error_text[0] = '\0';
+  if (!A)
+    return fus_fail(three_rows_error_text, "three_rows: A is a null pointer");
+  if (!B)
+    return fus_fail(three_rows_error_text, "three_rows: B is a null pointer");
+  if (!out)
+    return fus_fail(three_rows_error_text, "three_rows: out is a null pointer");
   if ((uintptr_t)A % 16 != 0)
     return fus_fail(three_rows_error_text, "three_rows: A is not 16-byte aligned (cp.async, barriers.fus:53:57)");
   three_rows_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);
@@ -489,10 +562,30 @@ extern "C" cudaError_t tiles(const float *A, const float *B, float *C, int64_t M
     return fus_fail(tiles_error_text, "tiles: size K = %lld is negative", (long long)K);
   if (N < 0)
     return fus_fail(tiles_error_text, "tiles: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 15) / 16;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul((long long)K, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tiles_error_text, "tiles: sizes too large: the size of A in bytes does not fit in 64 bits");
+  if (!A && fus_bytes_A != 0)
+    return fus_fail(tiles_error_text, "tiles: A is a null pointer (%lld bytes)", fus_bytes_A);
+  const long long fus_bytes_B = fus_mul((long long)K, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tiles_error_text, "tiles: sizes too large: the size of B in bytes does not fit in 64 bits");
+  if (!B && fus_bytes_B != 0)
+    return fus_fail(tiles_error_text, "tiles: B is a null pointer (%lld bytes)", fus_bytes_B);
+  const long long fus_bytes_C = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tiles_error_text, "tiles: sizes too large: the size of C in bytes does not fit in 64 bits");
+  if (!C && fus_bytes_C != 0)
+    return fus_fail(tiles_error_text, "tiles: C is a null pointer (%lld bytes)", fus_bytes_C);
+  const long long fus_grid_x = fus_cdiv((long long)N, 16, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tiles_error_text, "tiles: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(tiles_error_text, "tiles: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = (M + 15) / 16;
+  const long long fus_grid_y = fus_cdiv((long long)M, 16, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tiles_error_text, "tiles: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
     return fus_fail(tiles_error_text, "tiles: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)

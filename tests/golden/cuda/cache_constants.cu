@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -148,6 +148,7 @@ extern "C" __global__ void __launch_bounds__(64) first_dim_kernel(const float *_
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -160,6 +161,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of shared_row() failed ("" after a success).
@@ -175,7 +194,20 @@ extern "C" cudaError_t shared_row(const float *x, float *y, int64_t M, cudaStrea
   shared_row_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(shared_row_error_text, "shared_row: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = (M + 31) / 32;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(4, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(shared_row_error_text, "shared_row: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(shared_row_error_text, "shared_row: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(shared_row_error_text, "shared_row: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(shared_row_error_text, "shared_row: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)M, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(shared_row_error_text, "shared_row: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(shared_row_error_text, "shared_row: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -200,7 +232,20 @@ extern "C" cudaError_t local_row(const float *x, float *y, int64_t M, cudaStream
   local_row_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(local_row_error_text, "local_row: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = (M + 31) / 32;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(4, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(local_row_error_text, "local_row: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(local_row_error_text, "local_row: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(local_row_error_text, "local_row: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(local_row_error_text, "local_row: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)M, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(local_row_error_text, "local_row: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(local_row_error_text, "local_row: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -225,7 +270,20 @@ extern "C" cudaError_t async_row(const float *x, float *y, int64_t M, cudaStream
   async_row_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(async_row_error_text, "async_row: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = (M + 31) / 32;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(4, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(async_row_error_text, "async_row: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(async_row_error_text, "async_row: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(async_row_error_text, "async_row: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(async_row_error_text, "async_row: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)M, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(async_row_error_text, "async_row: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(async_row_error_text, "async_row: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -250,7 +308,20 @@ extern "C" cudaError_t two_readers(const float *x, float *y, int64_t M, cudaStre
   two_readers_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(two_readers_error_text, "two_readers: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = (M + 15) / 16;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(3, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_readers_error_text, "two_readers: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(two_readers_error_text, "two_readers: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_readers_error_text, "two_readers: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(two_readers_error_text, "two_readers: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)M, 16, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_readers_error_text, "two_readers: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(two_readers_error_text, "two_readers: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -275,7 +346,20 @@ extern "C" cudaError_t first_dim(const float *x, float *y, int64_t N, cudaStream
   first_dim_error_text[0] = '\0';
   if (N < 0)
     return fus_fail(first_dim_error_text, "first_dim: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 63) / 64;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul(3, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(first_dim_error_text, "first_dim: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(first_dim_error_text, "first_dim: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(first_dim_error_text, "first_dim: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(first_dim_error_text, "first_dim: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(first_dim_error_text, "first_dim: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(first_dim_error_text, "first_dim: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

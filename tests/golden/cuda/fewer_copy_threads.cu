@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -196,6 +196,7 @@ extern "C" __global__ void __launch_bounds__(256) rows_kernel(const float *__res
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -208,6 +209,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of repro() failed ("" after a success).
@@ -225,11 +244,27 @@ extern "C" cudaError_t repro(const float *a, const float *s, float *out, int64_t
     return fus_fail(repro_error_text, "repro: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(repro_error_text, "repro: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_a = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(repro_error_text, "repro: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(repro_error_text, "repro: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(repro_error_text, "repro: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(repro_error_text, "repro: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(repro_error_text, "repro: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(repro_error_text, "repro: out is a null pointer (%lld bytes)", fus_bytes_out);
   if ((uintptr_t)a % 16 != 0)
     return fus_fail(repro_error_text, "repro: a is not 16-byte aligned (cp.async, fewer_copy_threads.fus:14:58)");
   if (N % 4 != 0)
     return fus_fail(repro_error_text, "repro: N = %lld is not a multiple of 4 (cp.async, fewer_copy_threads.fus:14:58)", (long long)N);
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(repro_error_text, "repro: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -256,7 +291,23 @@ extern "C" cudaError_t scalar_async(const float *a, const float *s, float *out, 
     return fus_fail(scalar_async_error_text, "scalar_async: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(scalar_async_error_text, "scalar_async: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_a = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(scalar_async_error_text, "scalar_async: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(scalar_async_error_text, "scalar_async: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(scalar_async_error_text, "scalar_async: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(scalar_async_error_text, "scalar_async: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(scalar_async_error_text, "scalar_async: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(scalar_async_error_text, "scalar_async: out is a null pointer (%lld bytes)", fus_bytes_out);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(scalar_async_error_text, "scalar_async: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -283,11 +334,27 @@ extern "C" cudaError_t vec_copy(const float *a, const float *s, float *out, int6
     return fus_fail(vec_copy_error_text, "vec_copy: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(vec_copy_error_text, "vec_copy: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_a = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(vec_copy_error_text, "vec_copy: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(vec_copy_error_text, "vec_copy: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(vec_copy_error_text, "vec_copy: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(vec_copy_error_text, "vec_copy: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(vec_copy_error_text, "vec_copy: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(vec_copy_error_text, "vec_copy: out is a null pointer (%lld bytes)", fus_bytes_out);
   if ((uintptr_t)a % 16 != 0)
     return fus_fail(vec_copy_error_text, "vec_copy: a is not 16-byte aligned (vectorized access, fewer_copy_threads.fus:30:58)");
   if (N % 4 != 0)
     return fus_fail(vec_copy_error_text, "vec_copy: N = %lld is not a multiple of 4 (vectorized access, fewer_copy_threads.fus:30:58)", (long long)N);
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(vec_copy_error_text, "vec_copy: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -314,7 +381,23 @@ extern "C" cudaError_t uneven(const float *a, const float *s, float *out, int64_
     return fus_fail(uneven_error_text, "uneven: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(uneven_error_text, "uneven: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_a = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(uneven_error_text, "uneven: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(uneven_error_text, "uneven: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(uneven_error_text, "uneven: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(uneven_error_text, "uneven: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(uneven_error_text, "uneven: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(uneven_error_text, "uneven: out is a null pointer (%lld bytes)", fus_bytes_out);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(uneven_error_text, "uneven: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -341,7 +424,20 @@ extern "C" cudaError_t rows(const float *a, float *out, int64_t M, int64_t N, cu
     return fus_fail(rows_error_text, "rows: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(rows_error_text, "rows: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (M + 7) / 8;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_a = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rows_error_text, "rows: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(rows_error_text, "rows: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rows_error_text, "rows: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(rows_error_text, "rows: out is a null pointer (%lld bytes)", fus_bytes_out);
+  const long long fus_grid_x = fus_cdiv((long long)M, 8, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rows_error_text, "rows: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(rows_error_text, "rows: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

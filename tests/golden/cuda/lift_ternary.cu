@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -331,6 +331,7 @@ extern "C" __global__ void __launch_bounds__(64) two_block_kernel(const float *_
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -343,6 +344,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of tern_auto() failed ("" after a success).
@@ -360,9 +379,25 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
     return fus_fail(tern_auto_error_text, "tern_auto: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(tern_auto_error_text, "tern_auto: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_auto_error_text, "tern_auto: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(tern_auto_error_text, "tern_auto: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_c = fus_mul((long long)M, 1, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_auto_error_text, "tern_auto: sizes too large: the size of c in bytes does not fit in 64 bits");
+  if (!c && fus_bytes_c != 0)
+    return fus_fail(tern_auto_error_text, "tern_auto: c is a null pointer (%lld bytes)", fus_bytes_c);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_auto_error_text, "tern_auto: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(tern_auto_error_text, "tern_auto: y is a null pointer (%lld bytes)", fus_bytes_y);
   // vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise the scalar kernel
   if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 16 != 0 || N % 4 != 0) {
-    const long long fus_grid_x = M;
+    const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
@@ -373,7 +408,7 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
       fus_fail(tern_auto_error_text, "tern_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -400,7 +435,23 @@ extern "C" cudaError_t tern_block(const float *x, const bool *c, float *y, int64
     return fus_fail(tern_block_error_text, "tern_block: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(tern_block_error_text, "tern_block: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_block_error_text, "tern_block: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(tern_block_error_text, "tern_block: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_c = fus_mul((long long)M, 1, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_block_error_text, "tern_block: sizes too large: the size of c in bytes does not fit in 64 bits");
+  if (!c && fus_bytes_c != 0)
+    return fus_fail(tern_block_error_text, "tern_block: c is a null pointer (%lld bytes)", fus_bytes_c);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(tern_block_error_text, "tern_block: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(tern_block_error_text, "tern_block: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(tern_block_error_text, "tern_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -427,7 +478,20 @@ extern "C" cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, 
     return fus_fail(two_auto_error_text, "two_auto: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(two_auto_error_text, "two_auto: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (M + 127) / 128;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_auto_error_text, "two_auto: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(two_auto_error_text, "two_auto: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_z = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_auto_error_text, "two_auto: sizes too large: the size of z in bytes does not fit in 64 bits");
+  if (!z && fus_bytes_z != 0)
+    return fus_fail(two_auto_error_text, "two_auto: z is a null pointer (%lld bytes)", fus_bytes_z);
+  const long long fus_grid_x = fus_cdiv((long long)M, 128, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_auto_error_text, "two_auto: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(two_auto_error_text, "two_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -454,7 +518,20 @@ extern "C" cudaError_t two_block(const float *x, float *z, int64_t M, int64_t N,
     return fus_fail(two_block_error_text, "two_block: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(two_block_error_text, "two_block: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (M + 1) / 2;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_block_error_text, "two_block: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(two_block_error_text, "two_block: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_z = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_block_error_text, "two_block: sizes too large: the size of z in bytes does not fit in 64 bits");
+  if (!z && fus_bytes_z != 0)
+    return fus_fail(two_block_error_text, "two_block: z is a null pointer (%lld bytes)", fus_bytes_z);
+  const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_block_error_text, "two_block: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(two_block_error_text, "two_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
