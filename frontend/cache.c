@@ -664,6 +664,110 @@ bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
 	return sched_finish_caches(&s);
 }
 
+/* ---- scope: every reader of a computed-at tensor runs inside its loop --------------- */
+
+/* The loop a tensor computed at (t->ca_tensor, t->ca_pos) is placed in, through aliases to a
+ * real loop: the same resolution as loop_nest's. */
+static void placed_in(Tensor *t, Tensor **owner, int *pos)
+{
+	Tensor *o = t->ca_tensor;
+	int p = t->ca_pos;
+	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
+		Axis *al = o->domain[p]->ca_alias;
+		o = al->owner;
+		p = tensor_axis_pos(o, al);
+	}
+	*owner = o;
+	*pos = p;
+}
+
+/* Does e read p as loop_nest translates it (through tensors recomputed in their readers:
+ * inlined intermediates and outputs read by another statement)? */
+static bool reads_recomputed(IrExpr *e, Tensor *p)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_ACCESS) {
+		Tensor *x = e->tensor;
+		if (x == p)
+			return true;
+		bool recomputed = x->def && x->kind != TK_INPUT && !tensor_is_reduction(x) &&
+				  !(x->kind == TK_INTERMEDIATE && x->ca_tensor);
+		if (recomputed && reads_recomputed(x->def, p))
+			return true;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_recomputed(e->args[i], p))
+			return true;
+	return false;
+}
+
+/* p is computed at the start of loop `at` of o (-1: the top of o's nest). Its reader u's
+ * statements run there, after p, when u is o, or when u's placement reaches o at a deeper
+ * loop (or the same loop, later in definition order, as loop_nest nests producers). *meet is
+ * the loop of o where u's placement reaches it (-2: another nest). */
+static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
+{
+	*meet = -2;
+	for (Tensor *v = u; v != o; ) {
+		if (!v->ca_tensor)
+			return false;
+		Tensor *o2;
+		int at2;
+		placed_in(v, &o2, &at2);
+		if (o2 == o) {
+			*meet = at2;
+			return at2 > at || (at2 == at && p->index < v->index);
+		}
+		v = o2;
+	}
+	return true;
+}
+
+/* A materialized tensor exists only inside the loop it is computed at: a reader placed
+ * outside it (softmax's m at y.i reading x's cache computed at y.j) would read a buffer
+ * that is not there yet. An error at the compute_at (or the default placement), with a note
+ * at the reader's. */
+static bool check_scope(Sched *s, Tensor *p)
+{
+	if (p->kind != TK_INTERMEDIATE || !p->ca_tensor)
+		return true;
+	Tensor *o;
+	int at, meet;
+	placed_in(p, &o, &at);
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *u = s->f->tensors[i];
+		if (u == p || !u->def || u->kind == TK_SCALAR ||
+		    (u->kind == TK_INTERMEDIATE && !u->ca_tensor && !tensor_is_reduction(u)) ||
+		    !reads_recomputed(u->def, p) || runs_inside(u, p, o, at, &meet))
+			continue;
+		const char *where = at < 0 ? arena_printf(s->a, "at the top of the loop nest of '%s'", o->name)
+				    : arena_printf(s->a, "inside loop '%s' of '%s'", o->domain[at]->name, o->name);
+		diag_error(s->d, p->ca_span, "'%s' is computed %s, but '%s' reads it outside that %s",
+			   p->name, where, u->name, at < 0 ? "nest" : "loop");
+		if (u->ca_tensor && u->ca_pos >= 0)
+			diag_note(s->d, u->ca_span, "'%s' is computed at '%s.%s' here", u->name,
+				  u->ca_tensor->name, u->ca_tensor->domain[u->ca_pos]->name);
+		else if (u->ca_tensor)
+			diag_note(s->d, u->ca_span, "'%s' is computed at the top of '%s' here", u->name,
+				  u->ca_tensor->name);
+		if (meet >= 0 && meet < at)
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: compute '%s' at '%s.%s' or outside it",
+				  p->name, o->name, o->domain[meet]->name);
+		else if (meet == -2)
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: '%s' runs in another loop nest",
+				  u->name);
+		else
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: '%s' runs before it there",
+				  u->name);
+		return false;
+	}
+	return true;
+}
+
 bool sched_check_caches(Sched *s)
 {
 	bool ok = true;
@@ -673,6 +777,7 @@ bool sched_check_caches(Sched *s)
 			ok &= check_cp_async(s, c);
 		if (c->stages)
 			ok &= check_stages(s, c);
+		ok &= check_scope(s, c);
 	}
 	return ok;
 }
