@@ -10,12 +10,17 @@ NVCC    ?= $(CUDA)/bin/nvcc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -I$(BUILD) -Iinclude \
            -I$(CUDA)/include -fPIC
-LDLIBS  += -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lm -lpthread
+# NVRTC is loaded with dlopen on first use (backend/nvrtc.c), never linked: the run path
+# lets dlopen find the soname of the CUDA it was built with.
+LDLIBS  += -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -ldl -lm -lpthread
+NVRTC_SONAME := $(shell readelf -d $(CUDA)/lib64/libnvrtc.so 2>/dev/null | \
+                  sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := $(BUILD)/san
 endif
+$(BUILD)/backend/nvrtc.o: CFLAGS += $(if $(NVRTC_SONAME),-DFUSC_NVRTC_SONAME='"$(NVRTC_SONAME)"')
 
 LIB_DIRS := support frontend ir passes backend interp runtime
 # The subcommands of tools/ (run.c, check.c) live in the library too, so tests can call them.
@@ -92,7 +97,7 @@ $(BUILD)/fusrt.pc: Makefile FORCE
 	  'Version: $(shell sed -n "s/.*FUSC_VERSION \"\(.*\)\"/\1/p" support/support.h)' \
 	  'Cflags: -I$${includedir}' \
 	  'Libs: -L$${libdir} -lfusrt' \
-	  'Libs.private: -L$(CUDA)/lib64 -lnvrtc -ldl -lm -lpthread' > $@.tmp
+	  'Libs.private: -ldl -lm -lpthread' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
 

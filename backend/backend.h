@@ -28,10 +28,17 @@ void cuda_name(Buf *out, const char *name);
  * include-guard stem (derived from the file stem). */
 void header_emit(Kernel **ks, int nk, const char *source_name, const char *guard, Buf *out);
 
-/* backend/nvrtc.c: compiles CUDA source with NVRTC for sm_`arch`. Returns true and sets *out
- * (PTX text, or cubin bytes with *out_len) or false with the log in *log. Caller frees. */
+/* backend/nvrtc.c: NVRTC, loaded with dlopen on first use (FUSRT_LIBNVRTC names the library).
+ * nvrtc_load loads it once (thread-safe); false with the reason in *why (static text) when
+ * it cannot. Every function below loads it first and fails cleanly without it. */
+bool nvrtc_load(const char **why);
+/* Compiles CUDA source with NVRTC for sm_`arch`. Returns true and sets *out (PTX text, or
+ * cubin bytes with *out_len) or false with the log in *log. Caller frees. */
 bool nvrtc_compile(const char *src, const char *name, int arch, bool cubin, char **out,
 		   size_t *out_len, char **log);
+/* The same for an architecture spelled as text: "90", "90a" (compute_90a / sm_90a). */
+bool nvrtc_compile_arch(const char *src, const char *name, const char *arch, bool cubin,
+			char **out, size_t *out_len, char **log);
 /* Whether NVRTC can compile for sm_`arch` (nvrtcGetSupportedArchs); appends the architectures
  * it lists ("sm_75, sm_80, ...") to *valid when valid is not NULL. */
 bool nvrtc_arch_supported(int arch, Buf *valid);

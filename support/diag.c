@@ -6,7 +6,10 @@
  *   <caret line: '^' under the first byte of the span, '~' under the rest of it on that line>
  * Columns are 1-based byte columns. The caret line copies tabs from the source line so the
  * caret lines up in any tab width, and skips UTF-8 continuation bytes so it lines up under
- * multibyte characters too. A span of file 0 has no location: `fusc: error: message`. */
+ * multibyte characters too. A span of file 0 has no location: `fusc: error: message`.
+ * With colour on (--color), the severity word and the caret line are wrapped in ANSI SGR
+ * escapes, as GCC does: bold red error, bold magenta warning, bold cyan note, bold green caret;
+ * every other byte is the same as without colour. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +36,7 @@ struct Diag {
 	int nentries, cap;
 	int errors;    /* every error reported, collected or not */
 	bool dropping; /* past DIAG_MAX_ERRORS: drop everything until the next print */
+	bool color;    /* ANSI colour on the severity word and the caret line */
 };
 
 static const char *level_names[] = {
@@ -40,6 +44,42 @@ static const char *level_names[] = {
 	[DL_WARNING] = "warning",
 	[DL_NOTE] = "note",
 };
+
+static const char *level_colors[] = {
+	[DL_ERROR] = "\033[1;31m",
+	[DL_WARNING] = "\033[1;35m",
+	[DL_NOTE] = "\033[1;36m",
+};
+#define CARET_COLOR "\033[1;32m"
+#define COLOR_RESET "\033[0m"
+
+bool diag_color_from_name(const char *s, DiagColor *out)
+{
+	static const char *names[] = {[DC_AUTO] = "auto", [DC_ALWAYS] = "always",
+				      [DC_NEVER] = "never"};
+
+	for (int i = 0; i < countof(names); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*out = (DiagColor)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool diag_color_wanted(DiagColor when, const char *no_color, const char *term, bool tty)
+{
+	if (when != DC_AUTO)
+		return when == DC_ALWAYS;
+	if (no_color && *no_color)
+		return false;
+	return tty && !(term && strcmp(term, "dumb") == 0);
+}
+
+void diag_set_color(Diag *d, bool on)
+{
+	d->color = on;
+}
 
 Span span_join(Span a, Span b)
 {
@@ -217,7 +257,7 @@ static bool is_continuation(char c)
 }
 
 /* The source line and the caret line under it. */
-static void render_source(Buf *b, SrcFile *f, Span at)
+static void render_source(Buf *b, SrcFile *f, Span at, bool color)
 {
 	uint32_t lo = at.lo > f->len ? (uint32_t)f->len : at.lo;
 	int li = line_index(f, lo);
@@ -237,7 +277,7 @@ static void render_source(Buf *b, SrcFile *f, Span at)
 		else if (!is_continuation(*p))
 			buf_puts(b, " ");
 	}
-	buf_puts(b, "^");
+	buf_puts(b, color ? CARET_COLOR "^" : "^");
 	const char *stop = f->text + (at.hi > f->len ? f->len : at.hi);
 	if (stop > start + n)
 		stop = start + n;
@@ -245,13 +285,19 @@ static void render_source(Buf *b, SrcFile *f, Span at)
 		if (!is_continuation(*p))
 			buf_puts(b, "~");
 	}
-	buf_puts(b, "\n");
+	buf_puts(b, color ? COLOR_RESET "\n" : "\n");
 }
 
 static void render_entry(Diag *d, Buf *b, Entry *e)
 {
 	const char *level = level_names[e->level];
+	char colored[32];
 
+	if (d->color) {
+		snprintf(colored, sizeof colored, "%s%s%s", level_colors[e->level], level,
+			 COLOR_RESET);
+		level = colored;
+	}
 	if (e->at.file == 0) {
 		buf_printf(b, "fusc: %s: %s\n", level, e->msg);
 		return;
@@ -260,7 +306,7 @@ static void render_entry(Diag *d, Buf *b, Entry *e)
 	int line, col;
 	diag_line_col(d, e->at.file, e->at.lo, &line, &col);
 	buf_printf(b, "%s:%d:%d: %s: %s\n", f->name, line, col, level, e->msg);
-	render_source(b, f, e->at);
+	render_source(b, f, e->at, d->color);
 }
 
 char *diag_render(Diag *d)

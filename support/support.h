@@ -121,6 +121,15 @@ void diag_print(Diag *d, FILE *out);
 char *diag_render(Diag *d);
 /* Line and column (1-based) of an offset. */
 void diag_line_col(Diag *d, int file, uint32_t off, int *line, int *col);
+/* --color=auto|always|never. With colour on, the severity word and the caret line are
+ * wrapped in ANSI escapes (nothing else changes); off by default. */
+typedef enum DiagColor { DC_AUTO, DC_ALWAYS, DC_NEVER } DiagColor;
+bool diag_color_from_name(const char *s, DiagColor *out);
+/* Whether to colour: always, never, or for auto only on a terminal (tty) whose TERM is not
+ * "dumb" when NO_COLOR (https://no-color.org) is unset or empty. The caller passes the
+ * environment in (getenv("NO_COLOR"), getenv("TERM"), isatty(2)). */
+bool diag_color_wanted(DiagColor when, const char *no_color, const char *term, bool tty);
+void diag_set_color(Diag *d, bool on);
 
 /* Diagnostics stop being collected past this many errors. */
 #define DIAG_MAX_ERRORS 20

@@ -155,5 +155,80 @@ cli dev-null 0 "$FUSC" "$sax" -o /dev/null
 [ -c /dev/null ] && ok || bad "cli: -o /dev/null replaced /dev/null"
 ls "$tmp/cli" | grep -q '\.tmp' && bad "cli: a temporary output was left behind" || ok
 
+# GNU options (getopt_long, issue 15): --opt=X and --opt X, -oFILE and -o FILE, operands
+# anywhere, "--" ends the options; the same in fusc run and fusc check.
+cli emit-space 0 "$FUSC" "$sax" --emit cuda -o sp.cu
+grep -q '__global__' "$tmp/cli/sp.cu" && [ ! -e "$tmp/cli/sp.h" ] && ok || bad "cli: --emit cuda (separate value) did not write only the CUDA"
+cli o-attached 0 "$FUSC" -oatt.cu "$sax"
+[ -s "$tmp/cli/att.cu" ] && [ -s "$tmp/cli/att.h" ] && ok || bad "cli: -oFILE did not write FILE and its header"
+cli output-long 0 "$FUSC" "$sax" --output long.cu --arch sm_90
+[ -s "$tmp/cli/long.cu" ] && [ -s "$tmp/cli/long.h" ] && ok || bad "cli: --output PATH did not write PATH"
+cp "$sax" "$tmp/cli/-dash.fus"
+cli double-dash 0 "$FUSC" --emit=ir -o dash.ir -- -dash.fus
+grep -q 'saxpy' "$tmp/cli/dash.ir" && ok || bad "cli: '--' did not end the options"
+cli double-dash-check 0 "$FUSC" check --dims N=100 -- -dash.fus
+cli check-forms 0 "$FUSC" check "$sax" --dims N=100 --seed 3 --max-blocks 2
+cp "$tmp/cli.out" "$tmp/cli/check1.out"
+cli check-forms-eq 0 "$FUSC" check --dims=N=100 --seed=3 "$sax" --max-blocks=2
+cmp -s "$tmp/cli.out" "$tmp/cli/check1.out" && ok || bad "cli: fusc check --opt X and --opt=X differ"
+cli missing-value 2 "$FUSC" "$sax" --emit
+grep -q "^fusc: option '--emit' needs a value" "$tmp/cli.err" && ok || bad "cli: --emit without a value: wrong message"
+cli o-missing 2 "$FUSC" "$sax" -o
+grep -q "^fusc: option '-o' needs a value" "$tmp/cli.err" && ok || bad "cli: -o without a value: wrong message"
+cli flag-with-value 2 "$FUSC" "$sax" --no-arch-check=yes
+grep -q "^fusc: option '--no-arch-check' takes no value" "$tmp/cli.err" && ok || bad "cli: a flag given a value: wrong message"
+cli unknown-short 2 "$FUSC" -x "$sax"
+grep -q "^fusc: unknown option '-x'" "$tmp/cli.err" && ok || bad "cli: unknown short option: wrong message"
+cli check-unknown 2 "$FUSC" check --frobnicate "$sax"
+grep -q "^fusc check: unknown option '--frobnicate'" "$tmp/cli.err" && ok || bad "cli: fusc check: unknown option: wrong message"
+cli run-missing-value 2 "$FUSC" run "$sax" --seed
+grep -q "^fusc run: option '--seed' needs a value" "$tmp/cli.err" && ok || bad "cli: fusc run --seed without a value: wrong message"
+cli run-help 0 "$FUSC" run --help
+grep -q 'usage: fusc run' "$tmp/cli.out" && ok || bad "cli: fusc run --help printed no usage"
+# sm_90a: the arch-specific target, accepted where NVRTC lists sm_90, passed to NVRTC as is.
+cli arch-90a 0 "$FUSC" "$sax" --emit=ptx --arch=sm_90a
+grep -q '^.target sm_90a' "$tmp/cli.out" && ok || bad "cli: --arch=sm_90a did not give sm_90a PTX"
+cli arch-80a 2 "$FUSC" "$sax" --arch=sm_80a
+# -o x.h: the .cu and its header would be the same file (issue 15: only x.h, holding the .cu).
+cli output-is-header 2 "$FUSC" "$sax" -o x.h
+grep -q "the output 'x.h' is the header written beside it" "$tmp/cli.err" && [ ! -e "$tmp/cli/x.h" ] && ok ||
+	bad "cli: -o x.h was not refused, or wrote x.h"
+cli emit-header-to-h 0 "$FUSC" "$sax" --emit=header -o only.h
+grep -q 'cudaError_t saxpy' "$tmp/cli/only.h" && ok || bad "cli: --emit=header -o only.h did not write the header"
+
+# NVRTC is loaded on first use (issue 15): --emit=cuda neither loads nor needs it;
+# FUSRT_LIBNVRTC names the library (here a missing one).
+cli no-nvrtc-loaded 0 env LD_DEBUG=files "$FUSC" "$sax" --emit=cuda -o lazy.cu
+grep -q 'libnvrtc' "$tmp/cli.err" && bad "cli: fusc --emit=cuda loaded libnvrtc" || ok
+cli no-nvrtc-cuda 0 env FUSRT_LIBNVRTC=/nonexistent/libnvrtc.so "$FUSC" "$sax" --arch=sm_90 -o nonv.cu
+"$FUSC" "$sax" --arch=sm_90 -o "$tmp/cli/withnv.cu" && cmp -s "$tmp/cli/nonv.cu" "$tmp/cli/withnv.cu" && ok ||
+	bad "cli: without NVRTC the CUDA differs"
+cli no-nvrtc-ptx 2 env FUSRT_LIBNVRTC=/nonexistent/libnvrtc.so "$FUSC" "$sax" --emit=ptx
+grep -q "^fusc: --emit=ptx needs NVRTC: cannot load NVRTC: /nonexistent/libnvrtc.so" "$tmp/cli.err" && ok ||
+	bad "cli: --emit=ptx without NVRTC: wrong message"
+cli no-nvrtc-version 0 env FUSRT_LIBNVRTC=/nonexistent/libnvrtc.so "$FUSC" --version
+grep -q '^NVRTC: not available' "$tmp/cli.out" && ok || bad "cli: --version without NVRTC"
+cli version-nvrtc 0 "$FUSC" --version
+grep -q "^fusc [0-9]" "$tmp/cli.out" && grep -q '^NVRTC [0-9][0-9]*\.[0-9]' "$tmp/cli.out" && ok ||
+	bad "cli: --version does not print fusc's and NVRTC's versions"
+
+# --color (support/diag.c): only the severity word and the caret line change; off when not
+# asked for on a non-terminal; NO_COLOR turns auto off on a terminal.
+cli color-never 1 "$FUSC" bad.fus --color=never
+cp "$tmp/cli.err" "$tmp/cli/plain.err"
+cli color-always 1 env NO_COLOR=1 "$FUSC" bad.fus --color always
+esc=$(printf '\033')
+grep -q "error: " "$tmp/cli/plain.err" && ! grep -q "$esc" "$tmp/cli/plain.err" &&
+	grep -q "${esc}\[1;31merror${esc}\[0m: " "$tmp/cli.err" &&
+	sed "s/${esc}\[[0-9;]*m//g" "$tmp/cli.err" | cmp -s - "$tmp/cli/plain.err" && ok ||
+	bad "cli: --color=always did not colour only the severity and caret, or --color=never did"
+cli color-bad 2 "$FUSC" bad.fus --color=sometimes
+if command -v script >/dev/null; then
+	(cd "$tmp/cli" && TERM=xterm script -qec "\"$FUSC\" bad.fus" /dev/null > tty.out 2>&1)
+	(cd "$tmp/cli" && NO_COLOR=1 TERM=xterm script -qec "\"$FUSC\" bad.fus" /dev/null > tty-nc.out 2>&1)
+	grep -q "$esc\[1;31merror" "$tmp/cli/tty.out" && ! grep -q "$esc\[1;31merror" "$tmp/cli/tty-nc.out" && ok ||
+		bad "cli: --color=auto on a terminal: no colour, or colour despite NO_COLOR"
+fi
+
 echo "golden: $pass passed, $fail failed"
 [ $fail -eq 0 ]

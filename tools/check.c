@@ -37,7 +37,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: fusc check FILE [--fusion NAME] [--dims M=67,N=67] [--size S] "
 		     "[--seed S] [--max-blocks N]\n"
-		     "       [--max-elements N] [--max-steps N]\n"
+		     "       [--max-elements N] [--max-steps N] [--color=auto|always|never]\n"
 		     "  --size S          every size not in --dims (default %d), rounded up to a "
 		     "multiple a\n"
 		     "                    launcher precondition requires\n"
@@ -353,6 +353,7 @@ static int check_all(CheckOpts *o, const char *text, size_t len)
 {
 	Arena *a = arena_new();
 	Diag *d = diag_new();
+	cli_diag_color(d, o->cli.color);
 	int file = diag_add_file(d, o->cli.file, text, len);
 	Program *p = frontend_compile(a, d, file);
 	Job *jobs = NULL;

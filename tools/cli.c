@@ -2,9 +2,11 @@
  * Each subcommand keeps its own usage text, its own options and its own messages beyond these.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
 
@@ -70,16 +72,49 @@ static int parse_dims(CliOpts *o, const char *spec)
 	return rc;
 }
 
-/* The option of list (NULL-terminated) spelled a[0..n), or NULL. */
-static const char *find_option(const char *const *list, const char *a, size_t n)
+int cli_option_error(const char *prog, int ch, char **argv)
 {
-	for (; list && *list; list++)
-		if (strlen(*list) == n && strncmp(a, *list, n) == 0)
-			return *list;
-	return NULL;
+	const char *a = argv[optind - 1];
+	int n = (int)strcspn(a, "=");
+	bool is_long = strncmp(a, "--", 2) == 0;
+
+	if (ch == ':' && is_long)
+		fprintf(stderr, "%s: option '%.*s' needs a value\n", prog, n, a);
+	else if (ch == ':')
+		fprintf(stderr, "%s: option '-%c' needs a value\n", prog, optopt);
+	else if (is_long && optopt != 0 && a[n] == '=')
+		fprintf(stderr, "%s: option '%.*s' takes no value\n", prog, n, a);
+	else if (is_long || optopt == 0)
+		fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
+	else
+		fprintf(stderr, "%s: unknown option '-%c'\n", prog, optopt);
+	return 2;
 }
 
-/* FILE, -h/--help, --fusion and --dims here; the command's own options through cmd->option. */
+void cli_diag_color(Diag *d, DiagColor when)
+{
+	diag_set_color(d, diag_color_wanted(when, getenv("NO_COLOR"), getenv("TERM"),
+					    isatty(STDERR_FILENO)));
+}
+
+/* The getopt_long table entry of each option of list (NULL-terminated, "--name"); val is
+ * CLI_OPT_BASE + its index in names[]. */
+enum { CLI_MAX_OPTIONS = 32, CLI_OPT_BASE = 256 };
+
+static void add_options(struct option *longs, const char **names, int *n,
+			const char *const *list, int has_arg)
+{
+	for (; list && *list; list++) {
+		if (*n == CLI_MAX_OPTIONS - 1)
+			die("too many options");
+		names[*n] = *list;
+		longs[*n] = (struct option){*list + 2, has_arg, NULL, CLI_OPT_BASE + *n};
+		(*n)++;
+	}
+	longs[*n] = (struct option){0};
+}
+
+/* FILE, --fusion, --dims and --color here; the command's own options through cmd->option. */
 static int take_option(CliOpts *o, const char *name, const char *val)
 {
 	if (strcmp(name, "--fusion") == 0) {
@@ -90,45 +125,60 @@ static int take_option(CliOpts *o, const char *name, const char *val)
 		int rc = parse_dims(o, val);
 		return rc ? rc : -1;
 	}
+	if (strcmp(name, "--color") == 0) {
+		if (!diag_color_from_name(val, &o->color))
+			return cli_usage_error(o, "bad --color '%s' (expected auto, always or never)",
+					       val);
+		return -1;
+	}
 	return o->cmd->option(o, name, val);
+}
+
+static int take_file(CliOpts *o, const char *a)
+{
+	if (o->file)
+		return cli_usage_error(o, "more than one input file ('%s')", a);
+	o->file = a;
+	return -1;
 }
 
 int cli_parse_args(CliOpts *o, int argc, char **argv)
 {
-	static const char *const shared[] = {"--fusion", "--dims", NULL};
+	static const char *const shared[] = {"--fusion", "--dims", "--color", NULL};
+	static const char *const help[] = {"--help", NULL};
 	const CliCommand *c = o->cmd;
+	struct option longs[CLI_MAX_OPTIONS];
+	const char *names[CLI_MAX_OPTIONS];
+	int n = 0, ch, rc = -1;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL, *name;
-		size_t n = strcspn(a, "=");
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+	add_options(longs, names, &n, help, no_argument);
+	add_options(longs, names, &n, c->flags, no_argument);
+	add_options(longs, names, &n, shared, required_argument);
+	add_options(longs, names, &n, c->valued, required_argument);
+	/* A fresh scan each call (schedfuzz runs fusc check many times in one process); "-":
+	 * operands in order, ":": missing values reported here. */
+	optind = 0;
+	opterr = 0;
+	while (rc < 0 && (ch = getopt_long(argc, argv, "-:h", longs, NULL)) != -1) {
+		if (ch == 1)
+			rc = take_file(o, optarg);
+		else if (ch == 'h' || ch == CLI_OPT_BASE) {
 			c->usage(stdout);
-			return 0;
+			rc = 0;
+		} else if (ch == '?' || ch == ':')
+			rc = cli_option_error(c->name, ch, argv);
+		else {
+			int k = ch - CLI_OPT_BASE;
+			if (k <= 0 || k >= n)
+				unreachable();
+			rc = longs[k].has_arg ? take_option(o, names[k], optarg)
+					      : c->option(o, names[k], NULL);
 		}
-		if ((name = find_option(c->flags, a, strlen(a)))) {
-			int rc = c->option(o, name, NULL);
-			if (rc >= 0)
-				return rc;
-			continue;
-		}
-		if (a[0] != '-' || strcmp(a, "-") == 0) {
-			if (o->file)
-				return cli_usage_error(o, "more than one input file ('%s')", a);
-			o->file = a;
-			continue;
-		}
-		if (!(name = find_option(shared, a, n)) && !(name = find_option(c->valued, a, n)))
-			return cli_usage_error(o, "unknown option '%s'", a);
-		if (a[n] == '=')
-			val = a + n + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return cli_usage_error(o, "option '%s' needs a value", a);
-		int rc = take_option(o, name, val);
-		if (rc >= 0)
-			return rc;
 	}
+	for (; rc < 0 && optind < argc; optind++) /* after "--" */
+		rc = take_file(o, argv[optind]);
+	if (rc >= 0)
+		return rc;
 	if (!o->file) {
 		c->usage(stderr);
 		return 2;

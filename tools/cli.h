@@ -1,7 +1,9 @@
 /* cli.h: what `fusc run` (tools/run.c) and `fusc check` (tools/check.c) share: the options
- * FILE, --fusion, --dims and --seed, their usage errors, the sizes of a fusion checked
+ * FILE, --fusion, --dims, --color and --seed, their usage errors, the sizes of a fusion checked
  * against the file, the seeded random inputs and the comparison with the reference.
- * Every message starts with the subcommand's name ("fusc run: ..."); usage errors exit 2.
+ * Options are parsed by getopt_long (GNU style: --opt=X and --opt X, "--" ends the options,
+ * operands anywhere). Every message starts with the subcommand's name ("fusc run: ...");
+ * usage errors exit 2.
  */
 #ifndef FUSC_TOOLS_CLI_H
 #define FUSC_TOOLS_CLI_H
@@ -23,8 +25,8 @@ typedef struct CliOpts CliOpts;
 typedef struct CliCommand {
 	const char *name;		 /* "fusc run": the prefix of every message */
 	void (*usage)(FILE *out);
-	const char *const *flags;	 /* options without a value, NULL-terminated */
-	const char *const *valued;	 /* options with a value besides --fusion and --dims */
+	const char *const *flags;	 /* options without a value, NULL-terminated, "--name" */
+	const char *const *valued;	 /* options with a value besides --fusion, --dims, --color */
 	/* Takes one of flags (val NULL) or valued; -1 to go on, else an exit status. */
 	int (*option)(CliOpts *o, const char *name, const char *val);
 } CliCommand;
@@ -36,6 +38,7 @@ struct CliOpts {
 	CliDim dims[64];
 	int ndims;
 	uint64_t seed;
+	DiagColor color;
 };
 
 /* Prints "NAME: " fmt (with arg) on stderr; returns 2. */
@@ -43,6 +46,12 @@ int cli_usage_error(const CliOpts *o, const char *fmt, const char *arg);
 bool cli_parse_int(const char *s, int64_t *out);
 /* Parses argv into o (o->cmd set by the caller); -1 to go on, else an exit status. */
 int cli_parse_args(CliOpts *o, int argc, char **argv);
+/* The message for getopt_long's '?' or ':' (its opterr off), as "PROG: unknown option 'X'",
+ * "PROG: option 'X' needs a value" or "PROG: option 'X' takes no value"; returns 2. */
+int cli_option_error(const char *prog, int ch, char **argv);
+/* Turns d's colour on or off for --color=when, from NO_COLOR, TERM and whether stderr is a
+ * terminal. */
+void cli_diag_color(Diag *d, DiagColor when);
 void cli_free(CliOpts *o);
 /* The whole file (or stdin for "-"), NUL-terminated, malloc'd; NULL with errno on error. */
 char *cli_read_file(const char *path, size_t *len);

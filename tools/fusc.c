@@ -8,7 +8,9 @@
  * tools/output.c: all or nothing, so a failed compilation never leaves a partial file, and
  * never over the input. A file without any fusion is an error: there is nothing to write.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "tools/cli.h"
 #include "tools/output.h"
 
 typedef enum Emit { EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN } Emit;
@@ -28,6 +31,9 @@ typedef struct Options {
 	const char *output;   /* -o: path or "-"; NULL: derived from the input */
 	Emit emit;
 	bool native_arch;
+	bool arch_given;      /* --arch: checked against NVRTC's list when NVRTC can be loaded */
+	char arch_suffix;     /* 'a' (sm_90a) or 'f' (sm_100f): for NVRTC (ptx, cubin) only */
+	DiagColor color;
 	LowerOptions lower;
 } Options;
 
@@ -133,68 +139,167 @@ static void output_paths(const Options *o, const char *stem, char **cu, char **h
 		*h = header_path_for(*cu);
 }
 
+/* The target against NVRTC's list of architectures. NVRTC is needed for ptx and cubin; for
+ * the other outputs it is loaded only to check an --arch the user gave (the default sm_80 is
+ * one every NVRTC lists), and without it the target is taken as given, so fusc --emit=cuda
+ * neither loads nor needs libnvrtc. -1 to go on, else an exit status. */
+static int check_arch(const Options *o)
+{
+	bool needs_nvrtc = o->emit == EMIT_PTX || o->emit == EMIT_CUBIN;
+	const char *why;
+	int rc = -1;
+
+	if (!needs_nvrtc && !o->arch_given && !o->native_arch)
+		return -1;
+	if (!nvrtc_load(&why)) {
+		if (!needs_nvrtc)
+			return -1;
+		fprintf(stderr, "fusc: --emit=%s needs NVRTC: %s\n",
+			o->emit == EMIT_PTX ? "ptx" : "cubin", why);
+		return 2;
+	}
+	Buf archs = {0};
+	if (!nvrtc_arch_supported(o->lower.arch, &archs)) {
+		fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
+			o->lower.arch, o->native_arch ? " (--arch=native)" : "", archs.s);
+		rc = 2;
+	}
+	buf_free(&archs);
+	return rc;
+}
+
+/* fusc's version, and NVRTC's when it can be loaded. */
+static void print_version(void)
+{
+	int major = 0, minor = 0;
+	const char *why;
+
+	printf("fusc %s\n", FUSC_VERSION);
+	if (nvrtc_load(&why)) {
+		nvrtc_version(&major, &minor);
+		printf("NVRTC %d.%d\n", major, minor);
+	} else {
+		printf("NVRTC: not available (%s)\n", why);
+	}
+}
+
+/* "sm_XY", "sm_XYa" (arch-specific features, sm_90 and later) or "sm_XYf" (family,
+ * sm_100 and later), or "native". Whether NVRTC lists sm_XY is checked later (check_arch). */
 static bool parse_arch(const char *s, Options *o)
 {
 	if (strcmp(s, "native") == 0) {
 		o->native_arch = true;
 		return true;
 	}
-	int v;
-	char rest;
-	if (sscanf(s, "sm_%d%c", &v, &rest) != 1 || v < 30 || v > 200)
+	int v, end = 0;
+	if (sscanf(s, "sm_%d%n", &v, &end) != 1 || v < 30 || v > 200 || !isdigit((unsigned char)s[3]))
+		return false;
+	o->native_arch = false;
+	o->arch_suffix = 0;
+	if ((s[end] == 'a' && v >= 90) || (s[end] == 'f' && v >= 100))
+		o->arch_suffix = s[end++];
+	if (s[end])
 		return false;
 	o->lower.arch = v;
+	o->arch_given = true;
 	return true;
 }
 
-static int parse_args(int argc, char **argv, Options *o)
+static int parse_emit(const char *s, Options *o)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage_text, stdout);
-			exit(0);
-		} else if (strcmp(a, "--version") == 0) {
-			printf("fusc %s\n", FUSC_VERSION);
-			exit(0);
-		} else if (strcmp(a, "-o") == 0) {
-			if (++i == argc)
-				return usage_error("%s needs a path", a);
-			o->output = argv[i];
-		} else if (strncmp(a, "--emit=", 7) == 0) {
-			static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin"};
-			o->emit = EMIT_DEFAULT;
-			for (int e = 1; e < countof(names); e++)
-				if (strcmp(a + 7, names[e]) == 0)
-					o->emit = (Emit)e;
-			if (o->emit == EMIT_DEFAULT)
-				return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin)",
-						   a + 7);
-		} else if (strncmp(a, "--arch=", 7) == 0) {
-			if (!parse_arch(a + 7, o))
-				return usage_error("bad --arch '%s' (expected sm_XY or native)", a + 7);
-		} else if (strcmp(a, "--no-arch-check") == 0) {
-			o->lower.no_arch_check = true;
-		} else if (strncmp(a, "--dump-after=", 13) == 0) {
-			o->lower.dump_after = a + 13;
-			if (strcmp(a + 13, "all") != 0 && !pass_exists(a + 13))
-				return usage_error("unknown pass '%s' (see --print-passes)", a + 13);
-		} else if (strcmp(a, "--print-passes") == 0) {
-			passes_print(stdout);
-			exit(0);
-		} else if (strcmp(a, "--time-passes") == 0) {
-			o->lower.time_passes = true;
-		} else if (a[0] == '-' && a[1] != 0) {
-			return usage_error("unknown option '%s'", a);
-		} else if (o->input) {
-			return usage_error("more than one input file ('%s')", a);
-		} else {
-			o->input = a;
+	static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin"};
+
+	for (int e = 1; e < countof(names); e++) {
+		if (strcmp(s, names[e]) == 0) {
+			o->emit = (Emit)e;
+			return -1;
 		}
 	}
-	if (!o->input)
+	return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin)", s);
+}
+
+enum { OPT_EMIT = 256, OPT_ARCH, OPT_NO_ARCH_CHECK, OPT_DUMP_AFTER, OPT_PRINT_PASSES,
+       OPT_TIME_PASSES, OPT_COLOR, OPT_VERSION };
+
+/* getopt_long, GNU style: --opt=X and --opt X, -oFILE and -o FILE, operands anywhere, "--"
+ * ends the options. -1 to go on, else an exit status (0 after --help, --version,
+ * --print-passes). */
+static int parse_args(int argc, char **argv, Options *o)
+{
+	static const struct option longs[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"emit", required_argument, NULL, OPT_EMIT},
+		{"arch", required_argument, NULL, OPT_ARCH},
+		{"no-arch-check", no_argument, NULL, OPT_NO_ARCH_CHECK},
+		{"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
+		{"print-passes", no_argument, NULL, OPT_PRINT_PASSES},
+		{"time-passes", no_argument, NULL, OPT_TIME_PASSES},
+		{"color", required_argument, NULL, OPT_COLOR},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{0},
+	};
+	int ch, rc = -1;
+
+	optind = 0;
+	opterr = 0;
+	while (rc < 0 && (ch = getopt_long(argc, argv, "-:o:h", longs, NULL)) != -1) {
+		switch (ch) {
+		case 1:
+			if (o->input)
+				return usage_error("more than one input file ('%s')", optarg);
+			o->input = optarg;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_EMIT:
+			rc = parse_emit(optarg, o);
+			break;
+		case OPT_ARCH:
+			if (!parse_arch(optarg, o))
+				return usage_error("bad --arch '%s' (expected sm_XY, sm_XYa, sm_XYf "
+						   "or native)", optarg);
+			break;
+		case OPT_NO_ARCH_CHECK:
+			o->lower.no_arch_check = true;
+			break;
+		case OPT_DUMP_AFTER:
+			o->lower.dump_after = optarg;
+			if (strcmp(optarg, "all") != 0 && !pass_exists(optarg))
+				return usage_error("unknown pass '%s' (see --print-passes)", optarg);
+			break;
+		case OPT_PRINT_PASSES:
+			passes_print(stdout);
+			return 0;
+		case OPT_TIME_PASSES:
+			o->lower.time_passes = true;
+			break;
+		case OPT_COLOR:
+			if (!diag_color_from_name(optarg, &o->color))
+				return usage_error("bad --color '%s' (expected auto, always or never)",
+						   optarg);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case OPT_VERSION:
+			print_version();
+			return 0;
+		default: /* '?' or ':' */
+			cli_option_error("fusc", ch, argv);
+			fprintf(stderr, "(run 'fusc --help' for usage)\n");
+			return 2;
+		}
+	}
+	for (; rc < 0 && optind < argc; optind++) { /* after "--" */
+		if (o->input)
+			return usage_error("more than one input file ('%s')", argv[optind]);
+		o->input = argv[optind];
+	}
+	if (rc < 0 && !o->input)
 		return usage_error("%s", "no input file");
-	return 0;
+	return rc;
 }
 
 /* A file with no fusion (empty, or only comments) compiles to nothing: an error, not empty
@@ -227,7 +332,9 @@ static int emit_nvrtc(Kernel **ks, int nk, Options *o, const char *stem)
 	char *out = NULL, *log = NULL;
 	size_t len = 0;
 	bool cubin = o->emit == EMIT_CUBIN;
-	if (!nvrtc_compile(src.s, stem, o->lower.arch, cubin, &out, &len, &log)) {
+	char arch[16];
+	snprintf(arch, sizeof arch, "%d%.1s", o->lower.arch, o->arch_suffix ? &o->arch_suffix : "");
+	if (!nvrtc_compile_arch(src.s, stem, arch, cubin, &out, &len, &log)) {
 		fprintf(stderr, "fusc: NVRTC failed to compile the generated code (internal error):\n%s\n",
 			log ? log : "");
 		buf_free(&src);
@@ -293,7 +400,7 @@ static int compile_main(int argc, char **argv)
 	if (getenv("FUSC_VERIFY"))
 		o.lower.verify = true;
 	int rc = parse_args(argc, argv, &o);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (o.native_arch) {
 		char name[256];
@@ -302,14 +409,8 @@ static int compile_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	Buf archs = {0};
-	if (!nvrtc_arch_supported(o.lower.arch, &archs)) {
-		fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
-			o.lower.arch, o.native_arch ? " (--arch=native)" : "", archs.s);
-		buf_free(&archs);
-		return 2;
-	}
-	buf_free(&archs);
+	if ((rc = check_arch(&o)) >= 0)
+		return rc;
 
 	bool from_stdin = strcmp(o.input, "-") == 0;
 	FILE *in = from_stdin ? stdin : fopen(o.input, "rb");
@@ -332,7 +433,15 @@ static int compile_main(int argc, char **argv)
 	char *stem = from_stdin ? xstrdup("stdin") : stem_of(o.input);
 	char *cu_path, *h_path;
 	output_paths(&o, stem, &cu_path, &h_path);
-	if (output_is_input(cu_path, o.input) || (h_path && output_is_input(h_path, o.input))) {
+	if (h_path && strcmp(h_path, cu_path) == 0) {
+		/* -o x.h: the .cu and its header would both be x.h */
+		fprintf(stderr, "fusc: the output '%s' is the header written beside it: name the "
+			".cu (-o %.*s.cu), or write only the header (--emit=header)\n", cu_path,
+			(int)(strlen(cu_path) - 2), cu_path);
+		rc = 2;
+	}
+	if (rc == 2 || output_is_input(cu_path, o.input) ||
+	    (h_path && output_is_input(h_path, o.input))) {
 		free(text);
 		free(stem);
 		free(cu_path);
@@ -341,6 +450,7 @@ static int compile_main(int argc, char **argv)
 	}
 	Arena *a = arena_new();
 	Diag *d = diag_new();
+	cli_diag_color(d, o.color);
 	int file = diag_add_file(d, shown, text, len);
 	free(text);
 

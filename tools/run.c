@@ -38,7 +38,8 @@ static void run_error(const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fusc run FILE [--fusion NAME] [--dims M=4096,N=4096] [--seed S] "
-		     "[--bench] [--no-reference]\n");
+		     "[--bench] [--no-reference]\n"
+		     "                     [--color=auto|always|never]\n");
 }
 
 /* --bench, --no-reference, --seed */
@@ -311,6 +312,7 @@ static int run_all(RunOpts *o, const char *text, size_t len)
 {
 	Arena *a = arena_new();
 	Diag *d = diag_new();
+	cli_diag_color(d, o->cli.color);
 	int file = diag_add_file(d, o->cli.file, text, len);
 	Program *p = frontend_compile(a, d, file);
 	fusrt_module *m = NULL;

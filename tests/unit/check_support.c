@@ -299,6 +299,54 @@ START_TEST(diag_render_levels_and_notes)
 }
 END_TEST
 
+/* --color: escapes around the severity word and the caret line only (issue 15). */
+START_TEST(diag_render_color)
+{
+	Diag *d = diag_new();
+	int f = diag_add_file(d, "t.fus", src, strlen(src));
+	diag_set_color(d, true);
+	diag_warning(d, at(f, 7, 8), "unused fusion '%s'", "f");
+	diag_error(d, at(f, 21, 25), "bad output");
+	diag_note(d, at(0, 0, 0), "neither");
+	char *s = diag_render(d);
+	ck_assert_str_eq(s, "t.fus:1:8: \033[1;35mwarning\033[0m: unused fusion 'f'\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "       \033[1;32m^\033[0m\n"
+			    "t.fus:1:22: \033[1;31merror\033[0m: bad output\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "                     \033[1;32m^~~~\033[0m\n"
+			    "fusc: \033[1;36mnote\033[0m: neither\n");
+	free(s);
+	diag_set_color(d, false);
+	diag_error(d, at(f, 21, 22), "bad output");
+	s = diag_render(d);
+	ck_assert_str_eq(s, "t.fus:1:22: error: bad output\n"
+			    "fusion f(x: f32) -> (y: f32) {\n"
+			    "                     ^\n");
+	free(s);
+	diag_free(d);
+}
+END_TEST
+
+/* auto: a terminal, TERM not dumb, NO_COLOR unset or empty; always and never win. */
+START_TEST(diag_color_choice)
+{
+	DiagColor c;
+
+	ck_assert(diag_color_from_name("auto", &c) && c == DC_AUTO);
+	ck_assert(diag_color_from_name("always", &c) && c == DC_ALWAYS);
+	ck_assert(diag_color_from_name("never", &c) && c == DC_NEVER);
+	ck_assert(!diag_color_from_name("yes", &c));
+	ck_assert(diag_color_wanted(DC_AUTO, NULL, "xterm", true));
+	ck_assert(diag_color_wanted(DC_AUTO, "", NULL, true));
+	ck_assert(!diag_color_wanted(DC_AUTO, "1", "xterm", true));
+	ck_assert(!diag_color_wanted(DC_AUTO, NULL, "dumb", true));
+	ck_assert(!diag_color_wanted(DC_AUTO, NULL, "xterm", false));
+	ck_assert(diag_color_wanted(DC_ALWAYS, "1", "dumb", false));
+	ck_assert(!diag_color_wanted(DC_NEVER, NULL, "xterm", true));
+}
+END_TEST
+
 START_TEST(diag_render_edges)
 {
 	Diag *d = diag_new();
@@ -395,6 +443,8 @@ Suite *support_suite(void)
 	tcase_add_test(tc, diag_file_len_counts_nul);
 	tcase_add_test(tc, diag_render_levels_and_notes);
 	tcase_add_test(tc, diag_render_edges);
+	tcase_add_test(tc, diag_render_color);
+	tcase_add_test(tc, diag_color_choice);
 	tcase_add_test(tc, diag_too_many_errors);
 	tcase_add_test(tc, diag_print_matches_render);
 	tcase_add_test(tc, span_join_covers_both);
