@@ -171,6 +171,10 @@ AstFile *parse_file(Arena *a, Diag *d, int file);
  * its schedule block attached as f->ast_schedule for schedule_apply. Errors go to d. */
 Program *sema_program(Arena *a, Diag *d, AstFile *f);
 
+/* frontend/cnames.c: why a fusion cannot be named `name` ("a C keyword", "a C standard library
+ * name (<stdlib.h>)", ...: its launcher is a global C function of that name), or NULL. */
+const char *sema_c_name_clash(const char *name);
+
 /* frontend/schedule.c: applies the fusion's schedule directives in order (or calls
  * auto_schedule when there is no schedule block / `auto`). Errors go to d. */
 bool schedule_apply(Arena *a, Diag *d, Fusion *f);

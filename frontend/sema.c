@@ -87,6 +87,29 @@ static bool is_builtin_name(const char *s)
 	       strcmp(s, "sum") == 0;
 }
 
+/* The built-in function or cast nearest to an unknown call's name, or NULL: at most 2 edits
+ * (as directives' closest_verb in schedule.c) and fewer than half the name's length, so a
+ * short unrelated name (foo) suggests nothing. */
+static const char *closest_builtin(const char *name)
+{
+	const char *best = NULL;
+	int bestd = 3;
+
+	for (int i = 0; i < OP_COUNT + DT_COUNT + 1; i++) {
+		const char *c = i < OP_COUNT ? op_name((IrOp)i)
+			      : i < OP_COUNT + DT_COUNT ? dtype_name((DType)(i - OP_COUNT))
+			      : "where";
+		if (i < OP_COUNT && op_kind((IrOp)i) != 'f' && op_kind((IrOp)i) != 'm')
+			continue;
+		int dd = edit_distance(name, c);
+		if (dd < bestd && 2 * dd < (int)strlen(name)) {
+			bestd = dd;
+			best = c;
+		}
+	}
+	return best;
+}
+
 /* Dtype and built-in names cannot name anything (a parameter `exp` would make `exp(x)`
  * ambiguous). Reports and returns false for a reserved name. */
 static bool check_not_reserved(Sema *s, const char *name, Span at)
@@ -750,7 +773,12 @@ static IrExpr *check_call(Sema *s, AstExpr *e)
 		diag_error(s->d, e->span, "'sum' is a reduction: write sum(j: EXPR)");
 		return NULL;
 	} else {
-		diag_error(s->d, e->name_span, "unknown function '%s'", e->name);
+		const char *c = closest_builtin(e->name);
+		if (c)
+			diag_error(s->d, e->name_span, "unknown function '%s'; did you mean '%s'?",
+				   e->name, c);
+		else
+			diag_error(s->d, e->name_span, "unknown function '%s'", e->name);
 		return NULL;
 	}
 	if (e->nargs != want) {
@@ -1205,6 +1233,14 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 	for (int i = 0; i < file->nfusions; i++) {
 		AstFusion *af = file->fusions[i];
 		int errors = diag_error_count(d);
+		const char *clash = sema_c_name_clash(af->name.name);
+		if (clash) {
+			diag_error(d, af->name.span, "a fusion cannot be named '%s': it is %s",
+				   af->name.name, clash);
+			diag_note(d, af->name.span, "its launcher would be the global C function "
+				  "'cudaError_t %s(...)'; rename the fusion (docs/cli.md lists the "
+				  "names a fusion cannot have)", af->name.name);
+		}
 		for (int j = 0; j < i; j++) {
 			if (strcmp(file->fusions[j]->name.name, af->name.name) == 0) {
 				diag_error(d, af->name.span, "fusion '%s' is defined twice", af->name.name);

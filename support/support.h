@@ -34,6 +34,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 uint64_t hash_fnv1a(uint64_t h, const void *data, size_t n);
 double now_seconds(void); /* monotonic clock */
+/* Edits (insert, delete, replace a byte) from x to y; 99 when either is longer than 62 bytes.
+ * The did-you-mean of unknown directives and built-in functions. */
+int edit_distance(const char *x, const char *y);
 
 /* support/sha256.c: SHA-256, incremental (init, update..., final). */
 #define SHA256_BYTES 32

@@ -1,4 +1,4 @@
-/* util.c: die(), checked allocation, hashing, clock. */
+/* util.c: die(), checked allocation, hashing, clock, edit distance. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,4 +63,27 @@ double now_seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Levenshtein distance, two rows of the table. */
+int edit_distance(const char *x, const char *y)
+{
+	int n = (int)strlen(y), prev[64], cur[64];
+	if (n >= 63 || strlen(x) >= 63)
+		return 99;
+	for (int j = 0; j <= n; j++)
+		prev[j] = j;
+	for (int i = 1; x[i - 1]; i++) {
+		cur[0] = i;
+		for (int j = 1; j <= n; j++) {
+			int c = prev[j - 1] + (x[i - 1] != y[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			cur[j] = c;
+		}
+		memcpy(prev, cur, sizeof(int) * (n + 1));
+	}
+	return prev[n];
 }

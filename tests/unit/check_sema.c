@@ -220,6 +220,45 @@ START_TEST(test_err_indices)
 }
 END_TEST
 
+/* An unknown function names the built-in or cast it is 1 or 2 edits from, when fewer than
+ * half its letters changed (issue 15). */
+START_TEST(test_err_unknown_function_suggestion)
+{
+	check_errors(
+		"fusion g(x: f32[4]) -> (y: f32[4]) {\n"
+		"  y[i] = sqr(x[i]) + exxp(x[i]) + f33(x[i]) + wher(x[i] > 0.0, 1.0, 2.0) + foo(x[i]) + gelu(x[i]);\n"
+		"}\n",
+		"t.fus:2:10: error: unknown function 'sqr'; did you mean 'sqrt'?\n"
+		"t.fus:2:22: error: unknown function 'exxp'; did you mean 'exp'?\n"
+		"t.fus:2:35: error: unknown function 'f33'; did you mean 'f32'?\n"
+		"t.fus:2:47: error: unknown function 'wher'; did you mean 'where'?\n"
+		"t.fus:2:76: error: unknown function 'foo'\n"
+		"t.fus:2:88: error: unknown function 'gelu'\n");
+}
+END_TEST
+
+/* A fusion's launcher is a global C function of its name: names C, C++, the C library or
+ * CUDA already use are refused at the name (issue 15); similar names are not. */
+START_TEST(test_err_fusion_c_names)
+{
+	static const char *const bad[] = {"free", "main", "int", "new", "sqrt", "sqrtf", "powl",
+					  "isnan", "printf", "memcpy", "stdout", "errno", "_Exit",
+					  "__f", "cudaMalloc", "while", "typeof"};
+	static const char *const good[] = {"freely", "softmax", "self", "sqrtx", "f", "cuda",
+					   "cudamalloc", "_x", "mainly", "fl"};
+	for (int i = 0; i < countof(bad); i++)
+		ck_assert_msg(sema_c_name_clash(bad[i]), "%s accepted", bad[i]);
+	for (int i = 0; i < countof(good); i++)
+		ck_assert_msg(!sema_c_name_clash(good[i]), "%s refused", good[i]);
+	check_errors(
+		"fusion free(x: f32[4]) -> (y: f32[4]) {\n"
+		"  y[i] = x[i];\n"
+		"}\n",
+		"t.fus:1:8: error: a fusion cannot be named 'free': it is a C standard library name (<stdlib.h>)\n"
+		"t.fus:1:8: note: its launcher would be the global C function 'cudaError_t free(...)'; rename the fusion (docs/cli.md lists the names a fusion cannot have)\n");
+}
+END_TEST
+
 START_TEST(test_err_types)
 {
 	check_errors(
@@ -580,6 +619,8 @@ Suite *sema_suite(void)
 	Suite *s = suite_create("sema");
 	TCase *tc = tcase_create("sema");
 	tcase_add_test(tc, test_saxpy_ir);
+	tcase_add_test(tc, test_err_unknown_function_suggestion);
+	tcase_add_test(tc, test_err_fusion_c_names);
 	tcase_add_test(tc, test_softmax_ir);
 	tcase_add_test(tc, test_dtypes_ir);
 	tcase_add_test(tc, test_sizes_ir);
