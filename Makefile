@@ -241,6 +241,8 @@ demo: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(FUSC) $(DESTDIR)$(PREFIX)/bin/fusc
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 docs/fusc.1 $(DESTDIR)$(PREFIX)/share/man/man1/fusc.1
 	install -m 644 $(LIBFUSRT_A) $(LIBFUSRT_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/

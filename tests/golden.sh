@@ -230,5 +230,31 @@ if command -v script >/dev/null; then
 		bad "cli: --color=auto on a terminal: no colour, or colour despite NO_COLOR"
 fi
 
+# --help lists every option, subcommand, the exit status and the environment; the man page
+# docs/fusc.1 has exactly the options --help has (both ways).
+opts() { grep -oE '(^|[][ ,("|])--?[a-z][a-z-]*' | sed 's/^[^-]*//' | sort -u; }
+"$FUSC" --help | opts > "$tmp/cli/help.opts"
+sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' docs/fusc.1 | opts > "$tmp/cli/man.opts"
+if [ "$(wc -l < "$tmp/cli/help.opts")" -ge 20 ] && cmp -s "$tmp/cli/help.opts" "$tmp/cli/man.opts"; then ok
+else bad "cli: the options of fusc --help and docs/fusc.1 differ (< help, > man)"; diff "$tmp/cli/help.opts" "$tmp/cli/man.opts" | grep '^[<>]'; fi
+"$FUSC" --help > "$tmp/cli/help.txt"
+# Every option the parsers take (getopt_long tables of tools/*.c) is in --help.
+for o in $(cd "$top" && { grep -hoE '^[[:space:]]*\{"[a-z-]+", (no|required)_argument' tools/fusc.c | sed 's/.*{"\([a-z-]*\)".*/--\1/'
+	grep -hoE '"--[a-z-]+"' tools/cli.c tools/run.c tools/check.c | tr -d '"'; } | sort -u); do
+	grep -qx -- "$o" "$tmp/cli/help.opts" && ok || bad "cli: option $o is not in fusc --help"
+done
+for w in 'fusc run' 'fusc check' 'Exit status' 'FUSRT_CACHE_DIR' 'FUSRT_NO_CACHE' 'FUSRT_LIBNVRTC' 'FUSRT_LIBCUDA' 'FUSC_VERIFY' 'NO_COLOR'; do
+	grep -qi "$w" "$tmp/cli/help.txt" && grep -qi "$w" docs/fusc.1 && ok || bad "cli: '$w' missing from fusc --help or docs/fusc.1"
+done
+# Every getenv of the sources is documented in --help.
+for v in $(cd "$top" && grep -rhoE 'getenv\("[A-Z_]+"\)' --include=*.c support frontend ir passes backend interp runtime tools | sed 's/getenv("\(.*\)")/\1/' | sort -u); do
+	case $v in HOME|XDG_CACHE_HOME) grep -q "\$$v" "$tmp/cli/help.txt" ;; *) grep -q "^  $v " "$tmp/cli/help.txt" ;; esac && ok ||
+		bad "cli: environment variable $v is not in fusc --help"
+done
+if command -v groff >/dev/null; then
+	groff -man -ww -z docs/fusc.1 2>"$tmp/cli/groff.err" && [ ! -s "$tmp/cli/groff.err" ] && ok ||
+		{ bad "cli: docs/fusc.1 has roff warnings"; head -n 5 "$tmp/cli/groff.err"; }
+fi
+
 echo "golden: $pass passed, $fail failed"
 [ $fail -eq 0 ]

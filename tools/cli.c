@@ -97,7 +97,7 @@ void cli_diag_color(Diag *d, DiagColor when)
 					    isatty(STDERR_FILENO)));
 }
 
-/* The getopt_long table entry of each option of list (NULL-terminated, "--name"); val is
+/* The getopt_long table entry of each option of list (NULL-terminated, each "--NAME"); val is
  * CLI_OPT_BASE + its index in names[]. */
 enum { CLI_MAX_OPTIONS = 32, CLI_OPT_BASE = 256 };
 

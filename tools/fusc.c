@@ -4,6 +4,7 @@
  *   fusc run FILE ...        JIT on the GPU and compare with the reference (tools/run.c)
  *   fusc check FILE ...      the lowered kernel on the CPU simulator (interp/simulate.c)
  *
+ * Options are GNU style (getopt_long); --help lists every one, docs/fusc.1 documents them.
  * Exit status: 0 success, 1 diagnostics, 2 usage or I/O errors. Every output is written by
  * tools/output.c: all or nothing, so a failed compilation never leaves a partial file, and
  * never over the input. A file without any fusion is an error: there is nothing to write.
@@ -37,21 +38,61 @@ typedef struct Options {
 	LowerOptions lower;
 } Options;
 
+/* Every option, subcommand, exit status and environment variable; docs/fusc.1 holds the same
+ * options (tests/golden.sh checks both ways). */
 static const char usage_text[] =
-	"usage: fusc [options] FILE.fus        compile to FILE.cu + FILE.h\n"
-	"       fusc run FILE.fus [--fusion NAME] [--dims M=..,N=..] [--seed S] [--bench]\n"
-	"       fusc check FILE.fus [--fusion NAME] [--dims ...]\n"
-	"options:\n"
-	"  -o PATH                  the .cu output (the header goes beside it); - for stdout\n"
-	"  --emit=cuda|header|ir|ast|ptx|cubin\n"
-	"                           write only that (to -o PATH, or stdout)\n"
-	"  --arch=sm_XY|native      target architecture (default sm_80), one NVRTC supports\n"
-	"  --no-arch-check          lower and emit even when the target is too old (warning)\n"
+	"usage: fusc [options] FILE.fus       compile to STEM.cu and STEM.h (- : stdin)\n"
+	"       fusc run FILE.fus [options]   JIT on the GPU, compare with the reference\n"
+	"       fusc check FILE.fus [options] run the lowered kernel on the CPU simulator\n"
+	"\n"
+	"Values follow --opt=X or --opt X (-oFILE or -o FILE); -- ends the options.\n"
+	"\n"
+	"fusc FILE.fus:\n"
+	"  -o, --output=PATH        the .cu (the header goes beside it: PATH less its\n"
+	"                           extension, plus .h); - for stdout\n"
+	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
+	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC)\n"
+	"  --arch=sm_XY|sm_XYa|native\n"
+	"                           target (default sm_80), one NVRTC lists; sm_90a and\n"
+	"                           sm_100f name arch-specific and family targets\n"
+	"  --no-arch-check          lower and emit for a target too old (a warning)\n"
 	"  --dump-after=PASS|all    print the kernel IR after a pass (to stderr)\n"
 	"  --print-passes           list the lowering passes\n"
 	"  --time-passes            print the time each pass took (to stderr)\n"
-	"  --help, --version\n"
-	"FILE may be - for standard input.\n";
+	"\n"
+	"fusc run and fusc check:\n"
+	"  --fusion=NAME            only that fusion (default: every one)\n"
+	"  --dims=M=4096,N=4096     the sizes\n"
+	"  --seed=S                 the seed of the random inputs (default 0)\n"
+	"fusc run only:\n"
+	"  --bench                  also time the kernel (median, GB/s)\n"
+	"  --no-reference           do not run the CPU reference (time only)\n"
+	"fusc check only:\n"
+	"  --size=S                 every size not in --dims (default 67)\n"
+	"  --max-blocks=N           simulate at most N blocks (default 1024; 0: all)\n"
+	"  --max-elements=N         refuse work holding more than N elements\n"
+	"  --max-steps=N            refuse work above N simulator steps\n"
+	"\n"
+	"Everywhere:\n"
+	"  --color=auto|always|never  colour in diagnostics (default auto: on a terminal)\n"
+	"  -h, --help               this text (fusc run --help: run's own)\n"
+	"  --version                fusc's version and NVRTC's (fusc --version only)\n"
+	"\n"
+	"Exit status: 0 success; 1 errors in the file (diagnostics), a mismatch (run,\n"
+	"check) or a report (check); 2 usage, I/O, bad --dims, no GPU, budget exceeded.\n"
+	"\n"
+	"Environment:\n"
+	"  NO_COLOR                 set and not empty: no colour with --color=auto\n"
+	"  TERM                     dumb: no colour with --color=auto\n"
+	"  FUSRT_CACHE_DIR          the JIT's disk cache (fusc run, libfusrt)\n"
+	"                           (default $XDG_CACHE_HOME/fusc or $HOME/.cache/fusc)\n"
+	"  FUSRT_NO_CACHE           set and not 0: no disk cache\n"
+	"  FUSRT_LIBNVRTC           the NVRTC library to load (default the CUDA fusc was\n"
+	"                           built with)\n"
+	"  FUSRT_LIBCUDA            the CUDA driver to load (default libcuda.so.1)\n"
+	"  FUSC_VERIFY              set: run the IR verifier between passes\n"
+	"\n"
+	"Manual: man fusc (docs/fusc.1); the command line: docs/cli.md.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
