@@ -219,7 +219,7 @@ END_TEST
 START_TEST(test_auto_short_rows)
 {
 	static const char src[] =
-		"fusion short(x: f32[M, 20]) -> (s: f32[M]) {\n"
+		"fusion short_rows(x: f32[M, 20]) -> (s: f32[M]) {\n"
 		"  s[i] = sum(j: x[i, j]);\n"
 		"}\n";
 	char *ir = auto_ir(src);
@@ -234,7 +234,7 @@ START_TEST(test_auto_short_rows)
 		"      jv: 4 reduction unroll (split of j by 4, inner)\n");
 	free(ir);
 	char *k = auto_kernel(src);
-	ck_assert_contains(k, "kernel short_kernel grid(ceildiv(M, 16)) block(8, 16) {");
+	ck_assert_contains(k, "kernel short_rows_kernel grid(ceildiv(M, 16)) block(8, 16) {");
 	free(k);
 }
 END_TEST

@@ -101,16 +101,16 @@ END_TEST
 
 START_TEST(no_predicate_when_divisible)
 {
-	char *got = lower_dump("fusion div(x: f32[1024]) -> (z: f32[1024]) {\n"
+	char *got = lower_dump("fusion divisible(x: f32[1024]) -> (z: f32[1024]) {\n"
 			       "  z[i] = x[i] + 1.0;\n"
 			       "}\n"
-			       "schedule div {\n"
+			       "schedule divisible {\n"
 			       "  z.split(i, 128) -> (io, ii);\n"
 			       "  z.bind(io, blockIdx.x);\n"
 			       "  z.bind(ii, threadIdx.x);\n"
 			       "}\n",
 			       "predicate");
-	ck_assert_str_eq(got, "kernel div_kernel grid(8) block(128) {\n"
+	ck_assert_str_eq(got, "kernel divisible_kernel grid(8) block(128) {\n"
 			      "  // nest of z\n"
 			      "  z[blockIdx.x * 128 + threadIdx.x] = x[blockIdx.x * 128 + threadIdx.x] + 1.0;\n"
 			      "}\n");

@@ -165,10 +165,10 @@ END_TEST
  * than the stages keeps them: the loads past the extent are predicated off, the commits are
  * not (examples/cp_async/buf_*.fus at n = 1 and 5 in tests/check_examples.sh). */
 static const char *short_loop =
-	"fusion short(A: f32[3, 48], B: f32[3, 48]) -> (out: f32[3, 48]) {\n"
+	"fusion short_loop(A: f32[3, 48], B: f32[3, 48]) -> (out: f32[3, 48]) {\n"
 	"  out[i, j] = A[i, j] + B[i, j];\n"
 	"}\n"
-	"schedule short {\n"
+	"schedule short_loop {\n"
 	"  As = A.cache_after(shared);\n"
 	"  As.compute_at(out, i);\n"
 	"  As.split(j, 4) -> (jt, jv);\n"
@@ -183,7 +183,7 @@ static const char *short_loop =
 START_TEST(stages_longer_than_the_loop)
 {
 	ASSERT_KIR(short_loop,
-		"kernel short_kernel block(12) smem(576) {\n"
+		"kernel short_loop_kernel block(12) smem(576) {\n"
 		"  require aligned(A, 16);\n"
 		"  // nest of out\n"
 		"  alloc shared f32 As[144];\n"
