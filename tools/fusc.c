@@ -228,15 +228,16 @@ static void print_version(void)
  * sm_100 and later), or "native". Whether NVRTC lists sm_XY is checked later (check_arch). */
 static bool parse_arch(const char *s, Options *o)
 {
+	o->arch_suffix = 0;
 	if (strcmp(s, "native") == 0) {
 		o->native_arch = true;
 		return true;
 	}
 	int v, end = 0;
-	if (sscanf(s, "sm_%d%n", &v, &end) != 1 || v < 30 || v > 200 || !isdigit((unsigned char)s[3]))
+	if (sscanf(s, "sm_%d%n", &v, &end) != 1 || v < 30 || v > 200 ||
+	    !isdigit((unsigned char)s[3]))
 		return false;
 	o->native_arch = false;
-	o->arch_suffix = 0;
 	if ((s[end] == 'a' && v >= 90) || (s[end] == 'f' && v >= 100))
 		o->arch_suffix = s[end++];
 	if (s[end])
