@@ -74,6 +74,13 @@ $(BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The device preamble, embedded: backend/preamble.cuh as a list of byte values that
+# backend/cuda_kernel.c includes (od and sed only, so a clean clone builds it anywhere).
+$(BUILD)/backend/preamble.inc: backend/preamble.cuh
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
+
 $(LIBFUSC): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -152,6 +159,7 @@ LF_OBJ    := $(LIB_SRC:%.c=$(LF_BUILD)/%.o) $(GEN_SRC:%.c=$(LF_BUILD)/%.o)
 $(LF_BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
 	@mkdir -p $(dir $@)
 	$(LF_CC) $(LF_CFLAGS) -Wno-unused-function -Wno-sign-compare -Wno-bitwise-instead-of-logical -c -o $@ $<
+$(LF_BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
 $(LF_BUILD)/frontend_fuzz.o: tests/fuzz/frontend_fuzz.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(LF_CC) $(LF_CFLAGS) -DFUSC_LIBFUZZER -c -o $@ $<
