@@ -2,7 +2,9 @@
  *
  * A tensor c with stages(n, p) is loaded into n slots over its buffer loop: the innermost loop
  * around c's "computed at" marker (the innermost serial loop outside c's compute-at
- * position), `for i in [0, E)`. Its load nest (the statement after the marker) is
+ * position), `for i in [0, E)`. Its load nest LOAD (the statements after the marker up to the
+ * last one that writes c: c's loop nest, or, when c's own axes make no loop, the producers
+ * computed inside c and then c's stores; they are prefetched together) is
  *
  *     for i in [0, E) { A; LOAD(i); B }          B reads c
  *
@@ -112,6 +114,27 @@ static bool writes(Stmt *s, Tensor *t)
 	return false;
 }
 
+static bool writes_stmt(Stmt *s, Tensor *t)
+{
+	Stmt *next = s->next;
+	s->next = NULL;
+	bool w = writes(s, t);
+	s->next = next;
+	return w;
+}
+
+/* The last statement of t's load nest, which starts right after its marker: the statement
+ * that writes t, or, when t's own axes make no loop (all parallel), the producers computed
+ * inside t (their markers and nests) and then t's stores, up to the last one (NULL: none). */
+static Stmt *load_end(Stmt *marker, Tensor *t)
+{
+	Stmt *last = NULL;
+	for (Stmt *s = marker->next; s; s = s->next)
+		if (writes_stmt(s, t))
+			last = s;
+	return last;
+}
+
 static bool expr_reads(IrExpr *e, Tensor *t)
 {
 	if (!e)
@@ -146,17 +169,15 @@ static bool contains_marker(Stmt *s, Tensor *t)
 }
 
 /* Intermediates the load reads must be complete before the loop: a source computed inside
- * the buffer loop would be prefetched before it exists. */
+ * the buffer loop would be prefetched before it exists. A source computed inside the load
+ * nest itself (at t's own axes) is prefetched with it. */
 static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
 {
 	Fusion *f = cb->k->fusion;
 	for (int j = 0; j < f->ntensors; j++) {
 		Tensor *src = f->tensors[j];
-		Stmt *one = load->next;
-		load->next = NULL;
-		bool r = src != t && src->kind == TK_INTERMEDIATE && stmt_reads(load, src);
-		load->next = one;
-		if (!r)
+		if (src == t || src->kind != TK_INTERMEDIATE || !stmt_reads(load, src) ||
+		    contains_marker(load, src))
 			continue;
 		for (int g = 0; g < cb->ngroup; g++) {
 			if (cb->group[g] == src) {
@@ -243,12 +264,8 @@ static Stmt *stage_loads(Cb *cb, Stmt **loads, IrExpr *idx, IrExpr *slot, IrExpr
 	Stmt *list = NULL;
 	cb->idx = idx;
 	cb->slot = slot;
-	for (int g = 0; g < cb->ngroup; g++) {
-		Stmt *one = loads[g]->next;
-		loads[g]->next = NULL;
-		list = kir_append(list, copy_stmt(cb, loads[g]));
-		loads[g]->next = one;
-	}
+	for (int g = 0; g < cb->ngroup; g++)
+		list = kir_append(list, copy_list(cb, loads[g]));
 	Stmt *s = kir_if(cb->k, ix_lt(cb->a, idx, extent), list, NULL);
 	s->span = stages_span(cb->group[0]);
 	return s;
@@ -345,7 +362,8 @@ static bool buffer_loop(Cb *cb, Found *f)
 			continue;
 		}
 		Tensor *t = cb->group[g];
-		if (!s->next || !writes(s->next, t)) {
+		Stmt *last = load_end(s, t);
+		if (!last) {
 			diag_error(cb->d, stages_span(t), "cannot buffer %s: it has no load nest", t->name);
 			return false;
 		}
@@ -353,7 +371,8 @@ static bool buffer_loop(Cb *cb, Found *f)
 		loads[g] = s->next;
 		if (!at)
 			at = prev;
-		prev->next = s->next->next;
+		prev->next = last->next;
+		last->next = NULL;
 		s = prev;
 	}
 	L->body = head.next;
