@@ -66,6 +66,7 @@ typedef struct Found {
 	Stmt *marker;      /* the first marker of a buffered tensor not buffered yet */
 	Stmt *loop;        /* the loop whose body holds it directly (NULL: none) */
 	Stmt **loop_link;  /* where that loop is linked */
+	bool nested;       /* that loop is inside another loop: it runs again */
 } Found;
 
 static bool in_vec(Vec *v, void *p)
@@ -81,18 +82,18 @@ static bool in_vec(Vec *v, void *p)
  * computed at a loop of another buffered cache's load): the outer one is buffered first, its
  * load nest copied into the prologue and the main loop, and then every copy of the inner
  * marker is found and buffered in its own copy. */
-static void find(Stmt **link, Stmt *loop, Stmt **loop_link, Vec *done, Found *f)
+static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done, Found *f)
 {
 	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
 		if (s->kind == KS_COMMENT && s->tensor && s->tensor->stages >= 2 && !in_vec(done, s)) {
-			*f = (Found){s, loop, loop_link};
+			*f = (Found){s, loop, loop_link, depth > 1};
 			return;
 		}
 		if (s->kind == KS_FOR)
-			find(&s->body, s, link, done, f);
+			find(&s->body, s, link, depth + 1, done, f);
 		else if (s->kind == KS_IF) {
-			find(&s->then, NULL, NULL, done, f);
-			find(&s->els, NULL, NULL, done, f);
+			find(&s->then, NULL, NULL, depth, done, f);
+			find(&s->els, NULL, NULL, depth, done, f);
 		}
 	}
 }
@@ -432,6 +433,11 @@ static bool buffer_loop(Cb *cb, Found *f)
 	Stmt *after = L->next;
 	*f->loop_link = kir_append(before, L);
 	L->next = async ? node(cb, KS_CP_WAIT, -1) : NULL;
+	/* With p = 0 the last iteration's B is followed by no barrier: when the loop runs again,
+	 * its first load (slot 0) must wait until every thread is done reading slot (E-1) % n,
+	 * which is slot 0 too when E % n == 1. */
+	if (p == 0 && share && f->nested)
+		kir_append(L, node(cb, KS_SYNC, 0));
 	kir_append(L, after);
 	return true;
 }
@@ -486,7 +492,7 @@ bool pass_circular_buffer(Kernel *k, Diag *d)
 
 	for (;;) {
 		Found f = {0};
-		find(&k->body, NULL, NULL, &done, &f);
+		find(&k->body, NULL, NULL, 0, &done, &f);
 		if (!f.marker)
 			return true; /* every marker buffered, or none: not materialized here */
 		if (!buffer_marker(&cb, &f, &done))
