@@ -724,10 +724,78 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 	return true;
 }
 
+/* The root axis of the top of t's loop nest (following compute_at to the end) that t's root
+ * axis x stands for, through the subscripts each tensor of the chain is read with (NULL: x
+ * is t's own, or read at a constant). */
+static Axis *top_root(Arena *a, Tensor *t, Axis *x)
+{
+	while (x && t->ca_tensor) {
+		ReadMap m = sched_read_map(a, t, t->ca_tensor);
+		if (!m.found || x->root_index < 0 || x->root_index >= t->ndim)
+			return NULL;
+		x = m.first[x->root_index];
+		t = t->ca_tensor;
+	}
+	return x;
+}
+
+/* Does e read p (as reads_recomputed) at an element other than the current iteration's?
+ * map: the top root axis each root axis of e's tensor stands for; want[k]: the top root
+ * axis dim k of p is fixed to by its shared loops (NULL: a dim p's buffer spans). */
+static bool reads_other(IrExpr *e, Tensor *p, Axis **map, Axis **want, Arena *a)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_ACCESS) {
+		Tensor *x = e->tensor;
+		Axis **sub = arena_alloc(a, sizeof(Axis *) * (size_t)(e->nargs ? e->nargs : 1));
+		for (int k = 0; k < e->nargs; k++) {
+			IrExpr *g = e->args[k];
+			sub[k] = g->kind == EX_AXIS && g->axis->root_index >= 0 ? map[g->axis->root_index]
+										   : NULL;
+		}
+		if (x == p) {
+			for (int k = 0; k < e->nargs; k++)
+				if (want[k] && sub[k] != want[k])
+					return true;
+			return false;
+		}
+		bool recomputed = x->def && x->kind != TK_INPUT && !tensor_is_reduction(x) &&
+				  !(x->kind == TK_INTERMEDIATE && x->ca_tensor);
+		return recomputed && reads_other(x->def, p, sub, want, a);
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_other(e->args[i], p, map, want, a))
+			return true;
+	return false;
+}
+
+/* Does reader u, running inside p's loop, read elements of p that p's buffer does not hold:
+ * a dim that p's shared loops fix, subscripted by u with anything but the same loop (u's own
+ * reduction axis, a constant, another index)? */
+static bool reads_outside_buffer(Sched *s, Tensor *u, Tensor *p)
+{
+	Axis **want = arena_alloc(s->a, sizeof(Axis *) * (size_t)(p->ndim ? p->ndim : 1));
+	bool any = false;
+	for (int k = 0; k < p->ndim; k++) {
+		want[k] = NULL;
+		if (p->ca_pos >= 0 && sched_is_ancestor_of_shared(p->root[k], p, p->ca_pos))
+			want[k] = top_root(s->a, p, p->root[k]);
+		any |= want[k] != NULL;
+	}
+	if (!any)
+		return false;
+	Axis **map = arena_alloc(s->a, sizeof(Axis *) * (size_t)(u->nroot ? u->nroot : 1));
+	for (int r = 0; r < u->nroot; r++)
+		map[r] = top_root(s->a, u, u->root[r]);
+	return reads_other(u->def, p, map, want, s->a);
+}
+
 /* A materialized tensor exists only inside the loop it is computed at: a reader placed
  * outside it (softmax's m at y.i reading x's cache computed at y.j) would read a buffer
  * that is not there yet. An error at the compute_at (or the default placement), with a note
- * at the reader's. */
+ * at the reader's. A reader inside it may read only the elements of the current iteration
+ * of the loops it shares (a reduction over one of them reads the others). */
 static bool check_scope(Sched *s, Tensor *p)
 {
 	if (p->kind != TK_INTERMEDIATE || !p->ca_tensor)
@@ -739,8 +807,22 @@ static bool check_scope(Sched *s, Tensor *p)
 		Tensor *u = s->f->tensors[i];
 		if (u == p || !u->def || u->kind == TK_SCALAR ||
 		    (u->kind == TK_INTERMEDIATE && !u->ca_tensor && !tensor_is_reduction(u)) ||
-		    !reads_recomputed(u->def, p) || runs_inside(u, p, o, at, &meet))
+		    !reads_recomputed(u->def, p))
 			continue;
+		if (runs_inside(u, p, o, at, &meet)) {
+			if (at < 0 || !reads_outside_buffer(s, u, p))
+				continue;
+			diag_error(s->d, p->ca_span,
+				   "'%s' is computed inside loop '%s' of '%s', where it holds the elements of one iteration, but '%s' reads it at other elements there",
+				   p->name, o->domain[at]->name, o->name, u->name);
+			if (u->ca_tensor && u->ca_pos >= 0)
+				diag_note(s->d, u->ca_span, "'%s' is computed at '%s.%s' here", u->name,
+					  u->ca_tensor->name, u->ca_tensor->domain[u->ca_pos]->name);
+			diag_note(s->d, (Span){0},
+				  "compute '%s' at an outer loop, where it holds every element '%s' reads",
+				  p->name, u->name);
+			return false;
+		}
 		const char *where = at < 0 ? arena_printf(s->a, "at the top of the loop nest of '%s'", o->name)
 				    : arena_printf(s->a, "inside loop '%s' of '%s'", o->domain[at]->name, o->name);
 		diag_error(s->d, p->ca_span, "'%s' is computed %s, but '%s' reads it outside that %s",

@@ -2,7 +2,9 @@
  *
  * A tensor c with stages(n, p) is loaded into n slots over its buffer loop: the innermost loop
  * around c's "computed at" marker (the innermost serial loop outside c's compute-at
- * position), `for i in [0, E)`. Its load nest (the statement after the marker) is
+ * position), `for i in [0, E)`. Its load nest LOAD (the statements after the marker up to the
+ * last one that writes c: c's loop nest, or, when c's own axes make no loop, the producers
+ * computed inside c and then c's stores; they are prefetched together) is
  *
  *     for i in [0, E) { A; LOAD(i); B }          B reads c
  *
@@ -64,6 +66,7 @@ typedef struct Found {
 	Stmt *marker;      /* the first marker of a buffered tensor not buffered yet */
 	Stmt *loop;        /* the loop whose body holds it directly (NULL: none) */
 	Stmt **loop_link;  /* where that loop is linked */
+	bool nested;       /* that loop is inside another loop: it runs again */
 } Found;
 
 static bool in_vec(Vec *v, void *p)
@@ -79,18 +82,18 @@ static bool in_vec(Vec *v, void *p)
  * computed at a loop of another buffered cache's load): the outer one is buffered first, its
  * load nest copied into the prologue and the main loop, and then every copy of the inner
  * marker is found and buffered in its own copy. */
-static void find(Stmt **link, Stmt *loop, Stmt **loop_link, Vec *done, Found *f)
+static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done, Found *f)
 {
 	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
 		if (s->kind == KS_COMMENT && s->tensor && s->tensor->stages >= 2 && !in_vec(done, s)) {
-			*f = (Found){s, loop, loop_link};
+			*f = (Found){s, loop, loop_link, depth > 1};
 			return;
 		}
 		if (s->kind == KS_FOR)
-			find(&s->body, s, link, done, f);
+			find(&s->body, s, link, depth + 1, done, f);
 		else if (s->kind == KS_IF) {
-			find(&s->then, NULL, NULL, done, f);
-			find(&s->els, NULL, NULL, done, f);
+			find(&s->then, NULL, NULL, depth, done, f);
+			find(&s->els, NULL, NULL, depth, done, f);
 		}
 	}
 }
@@ -110,6 +113,27 @@ static bool writes(Stmt *s, Tensor *t)
 			return true;
 	}
 	return false;
+}
+
+static bool writes_stmt(Stmt *s, Tensor *t)
+{
+	Stmt *next = s->next;
+	s->next = NULL;
+	bool w = writes(s, t);
+	s->next = next;
+	return w;
+}
+
+/* The last statement of t's load nest, which starts right after its marker: the statement
+ * that writes t, or, when t's own axes make no loop (all parallel), the producers computed
+ * inside t (their markers and nests) and then t's stores, up to the last one (NULL: none). */
+static Stmt *load_end(Stmt *marker, Tensor *t)
+{
+	Stmt *last = NULL;
+	for (Stmt *s = marker->next; s; s = s->next)
+		if (writes_stmt(s, t))
+			last = s;
+	return last;
 }
 
 static bool expr_reads(IrExpr *e, Tensor *t)
@@ -146,17 +170,15 @@ static bool contains_marker(Stmt *s, Tensor *t)
 }
 
 /* Intermediates the load reads must be complete before the loop: a source computed inside
- * the buffer loop would be prefetched before it exists. */
+ * the buffer loop would be prefetched before it exists. A source computed inside the load
+ * nest itself (at t's own axes) is prefetched with it. */
 static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
 {
 	Fusion *f = cb->k->fusion;
 	for (int j = 0; j < f->ntensors; j++) {
 		Tensor *src = f->tensors[j];
-		Stmt *one = load->next;
-		load->next = NULL;
-		bool r = src != t && src->kind == TK_INTERMEDIATE && stmt_reads(load, src);
-		load->next = one;
-		if (!r)
+		if (src == t || src->kind != TK_INTERMEDIATE || !stmt_reads(load, src) ||
+		    contains_marker(load, src))
 			continue;
 		for (int g = 0; g < cb->ngroup; g++) {
 			if (cb->group[g] == src) {
@@ -243,12 +265,8 @@ static Stmt *stage_loads(Cb *cb, Stmt **loads, IrExpr *idx, IrExpr *slot, IrExpr
 	Stmt *list = NULL;
 	cb->idx = idx;
 	cb->slot = slot;
-	for (int g = 0; g < cb->ngroup; g++) {
-		Stmt *one = loads[g]->next;
-		loads[g]->next = NULL;
-		list = kir_append(list, copy_stmt(cb, loads[g]));
-		loads[g]->next = one;
-	}
+	for (int g = 0; g < cb->ngroup; g++)
+		list = kir_append(list, copy_list(cb, loads[g]));
 	Stmt *s = kir_if(cb->k, ix_lt(cb->a, idx, extent), list, NULL);
 	s->span = stages_span(cb->group[0]);
 	return s;
@@ -345,7 +363,8 @@ static bool buffer_loop(Cb *cb, Found *f)
 			continue;
 		}
 		Tensor *t = cb->group[g];
-		if (!s->next || !writes(s->next, t)) {
+		Stmt *last = load_end(s, t);
+		if (!last) {
 			diag_error(cb->d, stages_span(t), "cannot buffer %s: it has no load nest", t->name);
 			return false;
 		}
@@ -353,7 +372,8 @@ static bool buffer_loop(Cb *cb, Found *f)
 		loads[g] = s->next;
 		if (!at)
 			at = prev;
-		prev->next = s->next->next;
+		prev->next = last->next;
+		last->next = NULL;
 		s = prev;
 	}
 	L->body = head.next;
@@ -413,6 +433,11 @@ static bool buffer_loop(Cb *cb, Found *f)
 	Stmt *after = L->next;
 	*f->loop_link = kir_append(before, L);
 	L->next = async ? node(cb, KS_CP_WAIT, -1) : NULL;
+	/* With p = 0 the last iteration's B is followed by no barrier: when the loop runs again,
+	 * its first load (slot 0) must wait until every thread is done reading slot (E-1) % n,
+	 * which is slot 0 too when E % n == 1. */
+	if (p == 0 && share && f->nested)
+		kir_append(L, node(cb, KS_SYNC, 0));
 	kir_append(L, after);
 	return true;
 }
@@ -467,7 +492,7 @@ bool pass_circular_buffer(Kernel *k, Diag *d)
 
 	for (;;) {
 		Found f = {0};
-		find(&k->body, NULL, NULL, &done, &f);
+		find(&k->body, NULL, NULL, 0, &done, &f);
 		if (!f.marker)
 			return true; /* every marker buffered, or none: not materialized here */
 		if (!buffer_marker(&cb, &f, &done))

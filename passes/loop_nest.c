@@ -214,8 +214,14 @@ static IrExpr *translate_access(Nest *n, IrExpr *e, IrExpr **subs)
 			   "supported yet (%s)", y->name);
 		return ir_access(n->a, y, subs, e->nargs);
 	}
-	/* recompute: the reader's subscripts become y's root axes */
+	/* recompute: the reader's subscripts become y's root axes; the value is rounded to y's
+	 * dtype as a store of it would be (the reference's semantics), then converted to the
+	 * access's dtype */
 	IrExpr *v = translate(n, y->def, subs, e->nargs);
+	if (v->dtype != y->dtype)
+		v = ir_cast(n->a, y->dtype, v);
+	if (v->dtype != e->dtype)
+		v = ir_cast(n->a, e->dtype, v);
 	return v;
 }
 

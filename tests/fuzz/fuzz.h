@@ -41,6 +41,7 @@ bool rng_chance(Rng *r, int percent);   /* true with probability percent / 100 *
 	X(REDUCTION, "reduction", "reductions in the fusion (sum, max, min)")                \
 	X(REDUCE_IN_EXPR, "reduce-in-expr", "a reduction inside a larger expression")        \
 	X(READ_OUTPUT, "read-output", "an output that a later statement reads")             \
+	X(READ_OUTPUT_REDUCTION, "read-output-reduction", "an output reduction that a later statement reads (item 3)") \
 	X(MULTI_READ, "multi-read", "an intermediate (or a cached input) read by several statements") \
 	X(ZERO_D, "zero-d", "0-d results (a reduction over every axis)")                     \
 	X(TRANSPOSE, "transpose", "a statement that permutes its indices")                  \

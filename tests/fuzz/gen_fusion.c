@@ -35,6 +35,7 @@ typedef struct GTensor {
 	int ndim;
 	bool input;
 	bool read;          /* read by a later statement */
+	bool reduction;     /* its statement is a reduction (not one inside an expression) */
 	bool from_red;      /* a reduction or computed from one: its rounding error grows with the
 			     * terms summed, so it is never multiplied, divided by or put through
 			     * a function steeper than 1 (the tolerance could not absorb that) */
@@ -346,6 +347,7 @@ static bool gen_stmt(Gen *g)
 			g->t[other].read = true;
 		} else {
 			buf_puts(&s, r.s);
+			t->reduction = true;
 		}
 		buf_free(&r);
 	} else {
@@ -370,7 +372,9 @@ static void gen_outputs(Gen *g)
 			continue;
 		int u = g->c->stmts.v[unit++].unit;
 		bool is_last = x == g->nt - 1;
-		if (!is_last && t->read && (!fuzz_on(g->o, FF_READ_OUTPUT) || !rng_chance(g->r, 20)))
+		if (!is_last && t->read &&
+		    (!fuzz_on(g->o, FF_READ_OUTPUT) ||
+		     (t->reduction && !fuzz_on(g->o, FF_READ_OUTPUT_REDUCTION)) || !rng_chance(g->r, 20)))
 			continue;
 		Buf d = {0};
 		if (t->ndim)

@@ -426,6 +426,90 @@ START_TEST(test_err_reader_outside_loop)
 }
 END_TEST
 
+/* A reader inside a computed-at tensor's loop may read only the elements of the current
+ * iteration of the loops it shares (issue 11, fuzzer F9/F10): a reduction over one of those
+ * loops (explicit or default placement), a read at a constant subscript, and a reduction
+ * recomputed at a split's outer loop reading the other chunks are errors at the placement;
+ * readers that follow the shared loops (the same split) are accepted. */
+START_TEST(test_err_reader_other_elements)
+{
+	check_errors(
+		"fusion a(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  e[i, j] = x[i, j] * 2.0;\n"
+		"  s[i] = sum(j: e[i, j]);\n"
+		"  y[i, j] = e[i, j] - s[i];\n"
+		"}\n"
+		"schedule a {\n"
+		"  s.compute_at(y, j);\n"
+		"  e.compute_at(y, j);\n"
+		"}\n"
+		"fusion b(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  t[i, j] = x[i, j] + 1.0;\n"
+		"  u[i, j] = t[i, 0] * t[i, j];\n"
+		"  y[i, j] = u[i, j] + t[i, j];\n"
+		"}\n"
+		"schedule b {\n"
+		"  u.compute_at(y, j);\n"
+		"  t.compute_at(y, j);\n"
+		"}\n"
+		"fusion c(x: f32[N, M]) -> (y: f32[N, M]) {\n"
+		"  r[j] = sum(i: x[j, i]);\n"
+		"  t = sum(j: r[j]);\n"
+		"  y[j, i] = t - r[j] + x[j, i];\n"
+		"}\n"
+		"schedule c {\n"
+		"  t.compute_at(y, j);\n"
+		"}\n"
+		"fusion d(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  e[i, j] = x[i, j] * 2.0;\n"
+		"  s[i] = sum(j: e[i, j]);\n"
+		"  y[i, j] = e[i, j] - s[i];\n"
+		"}\n"
+		"schedule d {\n"
+		"  y.split(j, 4) -> (jo, ji);\n"
+		"  s.compute_at(y, jo);\n"
+		"  e.compute_at(y, jo);\n"
+		"}\n",
+		"t.fus:8:3: error: 'e' is computed inside loop 'j' of 'y', where it holds the elements of one iteration, but 's' reads it at other elements there\n"
+		"t.fus:7:3: note: 's' is computed at 'y.j' here\n"
+		"t.fus:17:3: error: 't' is computed inside loop 'j' of 'y', where it holds the elements of one iteration, but 'u' reads it at other elements there\n"
+		"t.fus:16:3: note: 'u' is computed at 'y.j' here\n"
+		"t.fus:20:3: error: 'r' is computed inside loop 'j' of 'y', where it holds the elements of one iteration, but 't' reads it at other elements there\n"
+		"t.fus:25:3: note: 't' is computed at 'y.j' here\n"
+		"t.fus:35:3: error: 'e' is computed inside loop 'jo' of 'y', where it holds the elements of one iteration, but 's' reads it at other elements there\n"
+		"t.fus:34:3: note: 's' is computed at 'y.jo' here\n");
+	/* the readers follow e's loops (the same split, the same row): accepted */
+	TestFrontend r = tf_compile("fusion ok(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+				    "  e[i, j] = x[i, j] * 2.0;\n"
+				    "  t[i, j] = e[i, j] + 1.0;\n"
+				    "  s[i] = sum(j: e[i, j]);\n"
+				    "  y[i, j] = e[i, j] * t[i, j] - s[i];\n"
+				    "}\n"
+				    "schedule ok {\n"
+				    "  y.split(j, 4) -> (jo, ji);\n"
+				    "  s.compute_at(y, i);\n"
+				    "  t.compute_at(y, jo);\n"
+				    "  e.compute_at(y, i);\n"
+				    "}\n",
+				    true);
+	ck_assert_str_eq(r.errors, "");
+	tf_free(&r);
+	r = tf_compile("fusion ok(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		       "  e[i, j] = x[i, j] * 2.0;\n"
+		       "  t[i, j] = e[i, j] + 1.0;\n"
+		       "  y[i, j] = e[i, j] * t[i, j];\n"
+		       "}\n"
+		       "schedule ok {\n"
+		       "  y.split(j, 4) -> (jo, ji);\n"
+		       "  t.compute_at(y, jo);\n"
+		       "  e.compute_at(y, jo);\n"
+		       "}\n",
+		       true);
+	ck_assert_str_eq(r.errors, "");
+	tf_free(&r);
+}
+END_TEST
+
 /* Two readers that use different index names in the same order are accepted; the cache takes
  * the first reader's names, sits before the first reader in definition order, and every read
  * of x is now a read of the cache (readers lists follow). w is recomputed in z, so both read
@@ -513,6 +597,7 @@ Suite *caches_suite(void)
 	tcase_add_test(tc, test_err_end_of_schedule);
 	tcase_add_test(tc, test_err_placement);
 	tcase_add_test(tc, test_err_reader_outside_loop);
+	tcase_add_test(tc, test_err_reader_other_elements);
 	tcase_add_test(tc, test_cache_after_structure);
 	tcase_add_test(tc, test_err_compute_at_order);
 	suite_add_tcase(s, tc);

@@ -366,6 +366,30 @@ START_TEST(inline_recomputes_outputs)
 }
 END_TEST
 
+START_TEST(recompute_rounds_to_dtype)
+{
+	/* A recomputed output is rounded to its declared dtype as its store is (issue 11, fuzzer
+	 * F2): v reads u's f16 values and w reads g's bf16 values of u's f16 ones, never the f32
+	 * expressions. */
+	char *got = lower_dump("fusion f(x: f32[256]) -> (u: f16[256], g: bf16[256], v: f32[256], w: f32[256]) {\n"
+			       "  u[i] = x[i] * 1.37;\n"
+			       "  g[i] = u[i] + 1.0;\n"
+			       "  v[i] = u[i] - 2.0;\n"
+			       "  w[i] = g[i] * 3.0;\n"
+			       "}\n"
+			       "schedule f {\n"
+			       "  u.bind(i, threadIdx.x);\n"
+			       "  g.bind(i, threadIdx.x);\n"
+			       "  v.bind(i, threadIdx.x);\n"
+			       "  w.bind(i, threadIdx.x);\n"
+			       "}\n",
+			       "simplify");
+	ck_assert_contains(got, "v[threadIdx.x] = f16(x[threadIdx.x] * 1.37) - 2.0;");
+	ck_assert_contains(got, "w[threadIdx.x] = bf16(f16(x[threadIdx.x] * 1.37) + 1.0) * 3.0;");
+	free(got);
+}
+END_TEST
+
 START_TEST(dump_and_time_options)
 {
 	TestCompile *tc = tc_compile(test_saxpy_src, false);
@@ -526,6 +550,7 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, zero_d_output_beside_parallel);
 	tcase_add_test(tc, partial_launch_dims);
 	tcase_add_test(tc, inline_recomputes_outputs);
+	tcase_add_test(tc, recompute_rounds_to_dtype);
 	tcase_add_test(tc, dump_and_time_options);
 	tcase_add_test(tc, shared_private_to_block);
 	tcase_add_test(tc, buffered_cache_of_buffered_cache);
