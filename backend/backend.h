@@ -32,5 +32,10 @@ void header_emit(Kernel **ks, int nk, const char *source_name, const char *guard
  * (PTX text, or cubin bytes with *out_len) or false with the log in *log. Caller frees. */
 bool nvrtc_compile(const char *src, const char *name, int arch, bool cubin, char **out,
 		   size_t *out_len, char **log);
+/* Whether NVRTC can compile for sm_`arch` (nvrtcGetSupportedArchs); appends the architectures
+ * it lists ("sm_75, sm_80, ...") to *valid when valid is not NULL. */
+bool nvrtc_arch_supported(int arch, Buf *valid);
+/* NVRTC's version (nvrtcVersion); 0.0 when it cannot tell. */
+void nvrtc_version(int *major, int *minor);
 
 #endif

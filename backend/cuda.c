@@ -106,7 +106,9 @@ static void val_paren(Val *v, int min)
 	if (v->prec >= min)
 		return;
 	Val w = val_new(P_PRIMARY, v->dt);
-	buf_printf(&w.b, "(%s)", v->b.s);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
 	buf_free(&v->b);
 	*v = w;
 }
@@ -133,7 +135,10 @@ static bool widening(DType have, DType want)
 static Val val_call1(const char *name, Val *v, DType dt)
 {
 	Val w = val_new(P_PRIMARY, dt);
-	buf_printf(&w.b, "%s(%s)", name, v->b.s);
+	buf_puts(&w.b, name);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
 	buf_free(&v->b);
 	return w;
 }
@@ -159,7 +164,8 @@ static Val val_to(Val v, DType want, bool implicit)
 	}
 	val_paren(&v, P_UNARY);
 	Val w = val_new(P_UNARY, want);
-	buf_printf(&w.b, "(%s)%s", dtype_ctype(want), v.b.s);
+	buf_printf(&w.b, "(%s)", dtype_ctype(want));
+	buf_puts(&w.b, v.b.s);
 	buf_free(&v.b);
 	return w;
 }
@@ -262,7 +268,10 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	val_paren(&a, lmin);
 	val_paren(&b, rmin);
 	Val v = val_new(prec, result);
-	buf_printf(&v.b, "%s %s %s", a.b.s, op, b.b.s);
+	/* buf_puts, not "%s": an operand holds its whole subtree's text */
+	buf_puts(&v.b, a.b.s);
+	buf_printf(&v.b, " %s ", op);
+	buf_puts(&v.b, b.b.s);
 	buf_free(&a.b);
 	buf_free(&b.b);
 	return v;
@@ -293,7 +302,8 @@ static Val val_prefix(const char *op, Val a, DType dt)
 		a.prec = 0;
 	val_paren(&a, P_UNARY);
 	Val v = val_new(P_UNARY, dt);
-	buf_printf(&v.b, "%s%s", op, a.b.s);
+	buf_puts(&v.b, op);
+	buf_puts(&v.b, a.b.s);
 	buf_free(&a.b);
 	return v;
 }
@@ -425,7 +435,11 @@ static Val val_select(IrExpr *e)
 	val_paren(&vt, P_OR);
 	val_paren(&vf, P_OR);
 	Val v = val_new(P_TERNARY, e->dtype);
-	buf_printf(&v.b, "%s ? %s : %s", vc.b.s, vt.b.s, vf.b.s);
+	buf_puts(&v.b, vc.b.s);
+	buf_puts(&v.b, " ? ");
+	buf_puts(&v.b, vt.b.s);
+	buf_puts(&v.b, " : ");
+	buf_puts(&v.b, vf.b.s);
 	buf_free(&vc.b);
 	buf_free(&vt.b);
 	buf_free(&vf.b);
@@ -556,8 +570,8 @@ static const char preamble[] =
 	"b != b ? a + b : fmax(a, b); }\n"
 	"__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || "
 	"b != b ? a + b : fmin(a, b); }\n"
-	"// integer max/min also serve the host launchers' launch sizes (int64_t is long on\n"
-	"// LP64 and long long elsewhere: both have an exact match)\n"
+	"// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an\n"
+	"// exact match)\n"
 	"__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }\n"
 	"__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }\n"
 	"__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }\n"
@@ -788,6 +802,7 @@ typedef struct Em {
 	Kernel *k;
 	Buf *out;
 	int depth;
+	Map vec_bytes;  /* Tensor * -> int *: the largest vector access touching it (vector_bytes) */
 } Em;
 
 static void line_start(Em *em)
@@ -795,26 +810,30 @@ static void line_start(Em *em)
 	buf_indent(em->out, em->depth);
 }
 
-/* The largest vector access (bytes) that touches t, so its buffer can be aligned for it. */
-static int vector_bytes(Stmt *s, Tensor *t)
+static void vector_touch(Em *em, Tensor *t, int bytes)
 {
-	int best = 0;
-
-	for (; s; s = s->next) {
-		int b = 0;
-		if (s->kind == KS_VSTORE && (s->tensor == t || s->src == t))
-			b = s->vec * dtype_size(t->dtype);
-		else if (s->kind == KS_FOR)
-			b = vector_bytes(s->body, t);
-		else if (s->kind == KS_IF) {
-			int e = vector_bytes(s->els, t);
-			b = vector_bytes(s->then, t);
-			b = e > b ? e : b;
-		}
-		if (b > best)
-			best = b;
+	int *best = map_lookup(&em->vec_bytes, t);
+	if (!best) {
+		best = arena_alloc(em->k->arena, sizeof *best);
+		map_insert(em->k->arena, &em->vec_bytes, t, best);
 	}
-	return best;
+	if (bytes > *best)
+		*best = bytes;
+}
+
+/* Em.vec_bytes for every tensor of list s, in one walk (a buffer is aligned for the largest
+ * vector access that touches it). */
+static void vector_bytes(Em *em, Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_VSTORE) {
+			vector_touch(em, s->tensor, s->vec * dtype_size(s->tensor->dtype));
+			vector_touch(em, s->src, s->vec * dtype_size(s->src->dtype));
+		}
+		vector_bytes(em, s->body);
+		vector_bytes(em, s->then);
+		vector_bytes(em, s->els);
+	}
 }
 
 static void emit_stmts(Em *em, Stmt *s);
@@ -895,7 +914,8 @@ static bool smem_pooled(Kernel *k)
 static void emit_alloc(Em *em, Stmt *s)
 {
 	Tensor *t = s->tensor;
-	int align = vector_bytes(em->k->body, t);
+	int *vb = map_lookup(&em->vec_bytes, t);
+	int align = vb ? *vb : 0;
 
 	line_start(em);
 	if (s->mem == MEM_SHARED && smem_pooled(em->k)) {
@@ -1213,7 +1233,7 @@ static void emit_ws_params(Kernel *k, Buf *out)
 static void emit_kernel(Kernel *k, Buf *out)
 {
 	int64_t threads = block_threads(k);
-	Em em = {k, out, 1};
+	Em em = {k, out, 1, {0}};
 
 	buf_puts(out, "\nextern \"C\" __global__ void ");
 	if (threads > 0)
@@ -1234,6 +1254,7 @@ static void emit_kernel(Kernel *k, Buf *out)
 		cuda_name(out, v->name);
 		buf_puts(out, ";\n");
 	}
+	vector_bytes(&em, k->body);
 	emit_stmts(&em, k->body);
 	buf_puts(out, "}\n");
 }
@@ -1348,6 +1369,211 @@ static void emit_fail(Buf *out, Fusion *f, Fail m)
 	buf_puts(out, ");\n");
 }
 
+/* ---- launch sizes in checked arithmetic ---------------------------------------------- */
+
+/* The host helpers for size arithmetic, each emitted only into files whose launchers use it
+ * (an unused static function is a warning in the user's build). The checked ones take
+ * `&fus_ovf` and set it when the result does not fit in a long long. */
+#define SIZE_HELPERS(X)                                                                     \
+	X(ADD, "fus_add", true,                                                             \
+	  "  if ((b > 0 && a > LLONG_MAX - b) || (b < 0 && a < LLONG_MIN - b))\n"           \
+	  "    return *ovf = true, 0;\n  return a + b;\n")                                  \
+	X(SUB, "fus_sub", true,                                                             \
+	  "  if ((b < 0 && a > LLONG_MAX + b) || (b > 0 && a < LLONG_MIN + b))\n"           \
+	  "    return *ovf = true, 0;\n  return a - b;\n")                                  \
+	X(MUL, "fus_mul", true,                                                             \
+	  "  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)\n"                 \
+	  "            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))\n"      \
+	  "    return *ovf = true, 0;\n  return a * b;\n")                                  \
+	X(DIV, "fus_div", true,                                                             \
+	  "  if (b == 0 || (a == LLONG_MIN && b == -1))\n"                                  \
+	  "    return *ovf = true, 0;\n  return a / b;\n")                                  \
+	X(MOD, "fus_mod", true,                                                             \
+	  "  if (b == 0 || (a == LLONG_MIN && b == -1))\n"                                  \
+	  "    return *ovf = true, 0;\n  return a % b;\n")                                  \
+	X(CEILDIV, "fus_cdiv", true,                                                        \
+	  "  if (b <= 0)\n    return *ovf = true, 0;\n  return a / b + (a % b > 0);\n")     \
+	X(NEG, "fus_neg", true, "  if (a == LLONG_MIN)\n    return *ovf = true, 0;\n  return -a;\n") \
+	X(MAX, "fus_max", false, "  return a > b ? a : b;\n")                               \
+	X(MIN, "fus_min", false, "  return a < b ? a : b;\n")
+
+static const struct {
+	IrOp op;
+	const char *name, *body;
+	bool checked;
+} size_helpers[] = {
+#define X(op, name, checked, body) {OP_##op, name, body, checked},
+	SIZE_HELPERS(X)
+#undef X
+};
+
+/* Bits of size_helpers that use fus_ovf. */
+static unsigned checked_helpers(unsigned used)
+{
+	unsigned m = 0;
+	for (int i = 0; i < countof(size_helpers); i++)
+		if (size_helpers[i].checked)
+			m |= 1u << i;
+	return used & m;
+}
+
+/* The helpers marked in `used`, as static functions of the host part. */
+static void emit_size_helpers(Buf *out, unsigned used)
+{
+	if (!used)
+		return;
+	buf_puts(out, "\n// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked\n"
+		      "// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that\n"
+		      "// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher\n"
+		      "// refuses the sizes.\n");
+	for (int i = 0; i < countof(size_helpers); i++) {
+		if (!(used & (1u << i)))
+			continue;
+		bool unary = size_helpers[i].op == OP_NEG;
+		buf_printf(out, "static long long %s(long long a%s%s)\n{\n%s}\n",
+			   size_helpers[i].name, unary ? "" : ", long long b",
+			   size_helpers[i].checked ? ", bool *ovf" : "", size_helpers[i].body);
+	}
+}
+
+/* Appends integer expression e over the sizes (a launch dimension, a workspace or tensor
+ * size) as host C in which every operation that can overflow is a call of a checked helper
+ * (`fus_mul(M, N, &fus_ovf)`): a result past 64 bits sets fus_ovf instead of wrapping. The
+ * helpers used are marked in *used. The operations are those of interp_eval_i64, which
+ * libfusrt's launch path uses for the same sizes. */
+static void put_size(Buf *out, IrExpr *e, unsigned *used)
+{
+	static const struct { IrOp op; const char *c; } infix[] = {
+		{OP_LT, "<"}, {OP_LE, "<="}, {OP_GT, ">"}, {OP_GE, ">="}, {OP_EQ, "=="},
+		{OP_NE, "!="}, {OP_AND, "&&"}, {OP_OR, "||"},
+	};
+
+	switch (e->kind) {
+	case EX_INT:
+		put_int(out, e->ival);
+		return;
+	case EX_SIZE:
+		buf_puts(out, "(long long)");
+		cuda_name(out, e->size->name);
+		return;
+	case EX_CAST:
+		if (dtype_is_float(e->dtype) || dtype_is_float(e->args[0]->dtype))
+			break;
+		if (e->dtype == DT_I64) {
+			put_size(out, e->args[0], used);
+			return;
+		}
+		buf_printf(out, "(long long)(%s)(", dtype_ctype(e->dtype));
+		put_size(out, e->args[0], used);
+		buf_puts(out, ")");
+		return;
+	case EX_SELECT:
+		buf_puts(out, "(");
+		put_size(out, e->args[0], used);
+		buf_puts(out, " ? ");
+		put_size(out, e->args[1], used);
+		buf_puts(out, " : ");
+		put_size(out, e->args[2], used);
+		buf_puts(out, ")");
+		return;
+	case EX_OP:
+		if (e->op == OP_NOT) {
+			buf_puts(out, "!(");
+			put_size(out, e->args[0], used);
+			buf_puts(out, ")");
+			return;
+		}
+		for (int i = 0; i < countof(size_helpers); i++) {
+			if (size_helpers[i].op != e->op)
+				continue;
+			*used |= 1u << i;
+			buf_printf(out, "%s(", size_helpers[i].name);
+			put_size(out, e->args[0], used);
+			if (e->op != OP_NEG) {
+				buf_puts(out, ", ");
+				put_size(out, e->args[1], used);
+			}
+			buf_puts(out, size_helpers[i].checked ? ", &fus_ovf)" : ")");
+			return;
+		}
+		for (int i = 0; i < countof(infix); i++) {
+			if (infix[i].op != e->op)
+				continue;
+			buf_puts(out, "(");
+			put_size(out, e->args[0], used);
+			buf_printf(out, " %s ", infix[i].c);
+			put_size(out, e->args[1], used);
+			buf_puts(out, ")");
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	die("a launch size is not integer arithmetic of the sizes (expression kind %d)",
+	    (int)e->kind);
+}
+
+/* `  const long long NAME = SIZE;` and, when SIZE can overflow, its refusal. */
+static void emit_checked_size(Buf *out, Fusion *f, const char *err, const char *name,
+			      IrExpr *e, const char *what, unsigned *used)
+{
+	unsigned here = 0;
+
+	buf_printf(out, "  const long long %s = ", name);
+	put_size(out, e, &here);
+	buf_puts(out, ";\n");
+	*used |= here;
+	if (!checked_helpers(here))
+		return;
+	buf_printf(out, "  if (fus_ovf)\n    return fus_fail(%s, \"%s: sizes too large: %s does "
+			"not fit in 64 bits\");\n", err, f->name, what);
+}
+
+/* Every tensor argument's size in bytes, in checked arithmetic (a size past 64 bits is
+ * refused, never wrapped), and a null pointer refused for a tensor that is not empty: what
+ * libfusrt's check_launch refuses, in the same order (sizes, pointers, preconditions). */
+static void emit_tensor_checks(Arena *a, Buf *out, Fusion *f, const char *err, unsigned *used)
+{
+	for (int i = 0; i < f->nsig; i++) {
+		Tensor *t = f->sig[i].tensor;
+		if (f->sig[i].kind == 'p')
+			continue;
+		Buf n = {0};
+		cuda_name(&n, t->name);
+		/* bytes = dims[0] * ... * dims[ndim-1] * sizeof(element) */
+		IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
+		int64_t c = dtype_size(t->dtype), v;
+		bool constant = true;
+		for (int d = t->ndim - 1; d >= 0; d--) {
+			bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
+			constant = constant && ir_is_const(t->shape[d], &v) && v >= 0 &&
+				   !__builtin_mul_overflow(c, v, &c);
+		}
+		if (constant) { /* a constant shape: refused at compile time if too large */
+			if (c > 0)
+				emit_fail(out, f, (Fail){
+					.cond = arena_printf(a, "!%s", n.s),
+					.pre = arena_printf(a, "%s: %s is a null pointer", f->name,
+							    t->name),
+				});
+			buf_free(&n);
+			continue;
+		}
+		const char *var = arena_printf(a, "fus_bytes_%s", n.s);
+		emit_checked_size(out, f, err, var, bytes,
+				  arena_printf(a, "the size of %s in bytes", t->name), used);
+		emit_fail(out, f, (Fail){
+			.cond = arena_printf(a, "!%s && %s != 0", n.s, var),
+			.pre = arena_printf(a, "%s: %s is a null pointer (", f->name, t->name),
+			.spec = "%lld",
+			.post = " bytes)",
+			.arg = var,
+		});
+		buf_free(&n);
+	}
+}
+
 static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
 {
 	for (int i = 0; i < f->nsizes; i++) {
@@ -1425,7 +1651,8 @@ static const int64_t *dim_limits(ParType first)
 	return first == PT_BIDX ? grid_limits : block_limits;
 }
 
-static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first)
+static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, ParType first,
+			     const char *err, unsigned *used)
 {
 	const int64_t *limits = dim_limits(first);
 
@@ -1435,9 +1662,8 @@ static void emit_launch_dims(Arena *a, Buf *out, Kernel *k, const char *what, Pa
 		if (dim_const(e, limits[d], &c))
 			continue;
 		const char *v = arena_printf(a, "fus_%s_%s", what, dim_names[d]);
-		buf_printf(out, "  const long long %s = ", v);
-		put_expr(out, e, DT_I64, true);
-		buf_puts(out, ";\n");
+		emit_checked_size(out, k->fusion, err, v, e,
+				  arena_printf(a, "%s dimension %s", what, dim_names[d]), used);
 		emit_fail(out, k->fusion, (Fail){
 			.cond = arena_printf(a, "%s > %lld", v, (long long)limits[d]),
 			.pre = arena_printf(a, "%s: %s dimension %s = ", k->fusion->name, what,
@@ -1565,22 +1791,24 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 
 /* Grid reductions: the workspace of this launch, in stream order (cudaMallocAsync, the
  * counters zeroed with cudaMemsetAsync), freed after the launch with cudaFreeAsync. */
-static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	int n = k->grid_ws.len;
 	if (!n)
 		return;
-	buf_printf(out, "  // grid reductions: the workspace of this launch (partials, counters)\n"
-			"  void *fus_ws[%d] = {NULL", n);
+	buf_puts(out, "  // grid reductions: the workspace of this launch (partials, counters)\n");
+	for (int i = 0; i < n; i++) {
+		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
+		IrExpr *bytes = ir_op(a, OP_MUL, DT_I64, t->shape[0], ir_int(a, dtype_size(t->dtype)));
+		emit_checked_size(out, k->fusion, err, arena_printf(a, "fus_ws_bytes_%d", i), bytes,
+				  "the size of the grid-reduction workspace", used);
+	}
+	buf_printf(out, "  void *fus_ws[%d] = {NULL", n);
 	for (int i = 1; i < n; i++)
 		buf_puts(out, ", NULL");
 	buf_printf(out, "};\n  const size_t fus_ws_bytes[%d] = {", n);
-	for (int i = 0; i < n; i++) {
-		buf_puts(out, i ? ", " : "");
-		buf_puts(out, "(size_t)(");
-		put_expr(out, VEC_AT(k->grid_ws, Tensor, i)->shape[0], DT_I64, true);
-		buf_printf(out, ") * sizeof(%s)", ws_ctype(k, i));
-	}
+	for (int i = 0; i < n; i++)
+		buf_printf(out, "%s(size_t)fus_ws_bytes_%d", i ? ", " : "", i);
 	buf_printf(out, "};\n"
 			"  cudaError_t fus_ws_err = cudaSuccess;\n"
 			"  for (int i = 0; i < %d && fus_ws_err == cudaSuccess; i++)\n"
@@ -1613,10 +1841,11 @@ static void emit_ws_free(Buf *out, Kernel *k, const char *err)
 			"  }\n", k->grid_ws.len, err, k->fusion->name);
 }
 
-static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err);
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err);
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
 
-static void emit_launcher(Arena *a, Kernel *k, Buf *out)
+/* The launcher of k; marks the size helpers it uses in *helpers. */
+static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
 {
 	Fusion *f = k->fusion;
 	Buf err = {0};
@@ -1633,27 +1862,36 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out)
 	cuda_launcher_signature(f, out);
 	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
 	emit_size_checks(a, out, f);
+	/* the rest first, to know whether it needs fus_ovf */
+	Buf body = {0};
+	unsigned used = 0;
+	emit_tensor_checks(a, &body, f, err.s, &used);
 	if (k->fallback)
-		emit_fallback(a, out, k, err.s);
+		emit_fallback(a, &body, k, err.s, &used);
 	else
-		emit_precond_checks(a, out, k);
-	emit_launch(a, out, k, err.s);
+		emit_precond_checks(a, &body, k);
+	emit_launch(a, &body, k, err.s, &used);
+	if (checked_helpers(used))
+		buf_puts(out, "  bool fus_ovf = false; // set by size arithmetic past 64 bits\n");
+	buf_puts(out, body.s);
+	*helpers |= used;
 	buf_puts(out, "}\n");
+	buf_free(&body);
 	buf_free(&err);
 }
 
 /* Grid and block of k, checks, the launch and its error: the launcher's body after the
  * argument checks (ends with `return fus_err;`). */
-static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Fusion *f = k->fusion;
 
-	emit_launch_dims(a, out, k, "grid", PT_BIDX);
-	emit_launch_dims(a, out, k, "block", PT_TIDX);
+	emit_launch_dims(a, out, k, "grid", PT_BIDX, err, used);
+	emit_launch_dims(a, out, k, "block", PT_TIDX, err, used);
 	emit_block_check(out, k, err);
 	emit_zero_check(out, k);
 	emit_smem_setup(out, k, err);
-	emit_ws_alloc(a, out, k, err);
+	emit_ws_alloc(a, out, k, err, used);
 	buf_printf(out, "  %s<<<", k->name);
 	put_dim3(out, k, "grid", PT_BIDX);
 	buf_puts(out, ", ");
@@ -1710,7 +1948,7 @@ void cuda_precond_text(Kernel *k, Buf *out)
 
 /* An auto-scheduled fusion runs its scalar kernel (own grid and block) when any precondition
  * of the vectorized one fails, instead of refusing: the user did not ask for vectors. */
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err)
+static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Buf body = {0};
 
@@ -1721,7 +1959,7 @@ static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err)
 		buf_printf(out, "%s%s", i ? " || " : "",
 			   precond_fails(a, VEC_AT(k->preconds, Precond, i)));
 	buf_puts(out, ") {\n");
-	emit_launch(a, &body, k->fallback, err);
+	emit_launch(a, &body, k->fallback, err, used);
 	for (const char *s = body.s; *s; ) { /* one level deeper */
 		const char *nl = strchr(s, '\n');
 		buf_printf(out, "  %.*s\n", (int)(nl - s), s);
@@ -1735,6 +1973,7 @@ static const char host_prelude[] =
 	"\n#ifndef __CUDACC_RTC__\n"
 	"// ---- host part: launchers (nvcc only; NVRTC skips it) ----\n"
 	"#include <cuda_runtime.h>\n"
+	"#include <limits.h>\n"
 	"#include <stdarg.h>\n"
 	"#include <stdint.h>\n"
 	"#include <stdio.h>\n"
@@ -1764,8 +2003,13 @@ void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out)
 	buf_puts(out, ". Launchers: see the generated header.\n\n");
 	cuda_emit_device(ks, nk, out);
 	buf_puts(out, host_prelude);
+	Buf launchers = {0};
+	unsigned helpers = 0;
 	for (int i = 0; i < nk; i++)
-		emit_launcher(a, ks[i], out);
+		emit_launcher(a, ks[i], &launchers, &helpers);
+	emit_size_helpers(out, helpers);
+	buf_puts(out, launchers.s ? launchers.s : "");
 	buf_puts(out, "#endif // __CUDACC_RTC__\n");
+	buf_free(&launchers);
 	arena_free(a);
 }

@@ -52,6 +52,36 @@ static bool program_output(nvrtcProgram prog, bool cubin, char **out, size_t *ou
 	return true;
 }
 
+void nvrtc_version(int *major, int *minor)
+{
+	if (nvrtcVersion(major, minor) != NVRTC_SUCCESS)
+		*major = *minor = 0;
+}
+
+bool nvrtc_arch_supported(int arch, Buf *valid)
+{
+	int n = 0, *archs = NULL;
+	bool found = false;
+
+	if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) {
+		if (valid)
+			buf_puts(valid, "none (NVRTC lists no architectures)");
+		return false;
+	}
+	archs = xmalloc(sizeof(int) * (size_t)n);
+	if (nvrtcGetSupportedArchs(archs) != NVRTC_SUCCESS)
+		n = 0;
+	for (int i = 0; i < n; i++) {
+		found = found || archs[i] == arch;
+		if (valid)
+			buf_printf(valid, "%ssm_%d", i ? ", " : "", archs[i]);
+	}
+	if (valid && n == 0)
+		buf_puts(valid, "none (NVRTC lists no architectures)");
+	free(archs);
+	return found;
+}
+
 bool nvrtc_compile(const char *src, const char *name, int arch, bool cubin, char **out,
 		   size_t *out_len, char **log)
 {

@@ -1361,6 +1361,7 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level)
 	if (p.ok)
 		place_reductions(&p);
 	f->ast_schedule = ast_schedule(a, f->span, (AstName){f->name, f->span}, false, &p.dirs);
+	f->ast_schedule->generated = true;
 	return sched_finish(&p.s, p.ok);
 }
 

@@ -90,15 +90,24 @@ static void collect_accesses(Arena *a, IrExpr *e, Tensor *t, Vec *out)
 }
 
 /* Two subscripts are the same root axis position of their readers (readers are different
- * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or the same
- * constant. */
+ * statements: z[i, j] reading x[i, j] and w[p, q] reading x[p, q] agree) or both constants:
+ * constants are not index orders. The cache's axis there is its own loop over the whole
+ * dimension (no reader's loop maps to it), so x[i, 0] and x[i, 2] both read their element of
+ * it wherever the cache is computed. */
 static bool same_subscript(IrExpr *x, IrExpr *y)
 {
 	if (x->kind != y->kind)
 		return false;
 	if (x->kind == EX_AXIS)
 		return x->axis->root_index == y->axis->root_index;
-	return x->kind == EX_INT && x->ival == y->ival;
+	return x->kind == EX_INT;
+}
+
+/* Same axis position of two different indices? (for the "index twice" check) */
+static bool same_index(IrExpr *x, IrExpr *y)
+{
+	return x->kind == EX_AXIS && y->kind == EX_AXIS &&
+	       x->axis->root_index == y->axis->root_index;
 }
 
 static const char *expr_text(Arena *a, IrExpr *e)
@@ -118,12 +127,20 @@ static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
 	for (int i = 1; i < acc->len; i++) {
 		IrExpr *e = VEC_AT(*acc, IrExpr, i);
 		bool same = true;
-		for (int k = 0; k < t->ndim; k++)
+		int mixed = -1;
+		for (int k = 0; k < t->ndim; k++) {
 			same &= same_subscript(first->args[k], e->args[k]);
+			if ((first->args[k]->kind == EX_INT) != (e->args[k]->kind == EX_INT))
+				mixed = k;
+		}
 		if (same)
 			continue;
-		diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
-			   t->name, expr_text(s->a, first), expr_text(s->a, e));
+		if (mixed >= 0)
+			diag_error(s->d, at, "cannot cache '%s': dimension %d is read both at a constant and at an index, %s and %s",
+				   t->name, mixed + 1, expr_text(s->a, first), expr_text(s->a, e));
+		else
+			diag_error(s->d, at, "cannot cache '%s': its readers access it with different index orders, %s and %s",
+				   t->name, expr_text(s->a, first), expr_text(s->a, e));
 		diag_note(s->d, first->span, "read as %s here", expr_text(s->a, first));
 		diag_note(s->d, e->span, "read as %s here", expr_text(s->a, e));
 		return NULL;
@@ -131,7 +148,7 @@ static IrExpr *common_access(Sched *s, Tensor *t, Vec *acc, Span at)
 	for (int k = 0; k < t->ndim; k++) {
 		for (int j = 0; j < k; j++) {
 			IrExpr *x = first->args[j], *y = first->args[k];
-			if (x->kind == EX_AXIS && same_subscript(x, y)) {
+			if (same_index(x, y)) {
 				diag_error(s->d, at, "cannot cache '%s': it is read as %s, with the index '%s' twice",
 					   t->name, expr_text(s->a, first), x->axis->name);
 				diag_note(s->d, first->span, "read here");
@@ -476,6 +493,29 @@ static bool check_cp_async(Sched *s, Tensor *c)
 	return true;
 }
 
+/* A buffer loop of constant extent E < n runs only E stages: more slots are never used. The
+ * stages are clamped to E (the prefetch to E - 1), with a warning; E <= 1 leaves nothing to
+ * overlap, so c is not buffered at all (a plain copy). */
+static void clamp_stages(Sched *s, Tensor *c, Axis *loop)
+{
+	int64_t E;
+	Axis *named = loop;
+
+	if (!ir_is_const(loop->extent, &E) || E >= c->stages)
+		return;
+	while (named->ca_alias)
+		named = named->ca_alias;
+	if (E <= 1)
+		diag_warning(s->d, c->stages_span, "'%s' is not buffered: its buffer loop '%s' has %lld iteration%s, so there is nothing to overlap",
+			     c->name, named->name, (long long)E, E == 1 ? "" : "s");
+	else
+		diag_warning(s->d, c->stages_span, "'%s' gets %lld stages, not %d: its buffer loop '%s' has %lld iterations",
+			     c->name, (long long)E, c->stages, named->name, (long long)E);
+	diag_note(s->d, named->span, "'%s' is made here", named->name);
+	c->stages = E <= 1 ? 0 : (int)E;
+	c->prefetch = E <= 1 ? 0 : c->prefetch < E - 1 ? c->prefetch : (int)E - 1;
+}
+
 /* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
  * depends on (not a bare alias of a broadcast). */
 static bool check_stages(Sched *s, Tensor *c)
@@ -488,8 +528,10 @@ static bool check_stages(Sched *s, Tensor *c)
 	for (int i = c->ca_pos; i >= 0; i--) {
 		Axis *ax = c->domain[i];
 		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
-		if (loop_par(ax) == PT_SERIAL && !bare)
+		if (loop_par(ax) == PT_SERIAL && !bare) {
+			clamp_stages(s, c, ax);
 			return true;
+		}
 	}
 	Tensor *u = c->ca_tensor;
 	if (c->ca_pos < 0)
@@ -623,6 +665,110 @@ bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
 	return sched_finish_caches(&s);
 }
 
+/* ---- scope: every reader of a computed-at tensor runs inside its loop --------------- */
+
+/* The loop a tensor computed at (t->ca_tensor, t->ca_pos) is placed in, through aliases to a
+ * real loop: the same resolution as loop_nest's. */
+static void placed_in(Tensor *t, Tensor **owner, int *pos)
+{
+	Tensor *o = t->ca_tensor;
+	int p = t->ca_pos;
+	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
+		Axis *al = o->domain[p]->ca_alias;
+		o = al->owner;
+		p = tensor_axis_pos(o, al);
+	}
+	*owner = o;
+	*pos = p;
+}
+
+/* Does e read p as loop_nest translates it (through tensors recomputed in their readers:
+ * inlined intermediates and outputs read by another statement)? */
+static bool reads_recomputed(IrExpr *e, Tensor *p)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_ACCESS) {
+		Tensor *x = e->tensor;
+		if (x == p)
+			return true;
+		bool recomputed = x->def && x->kind != TK_INPUT && !tensor_is_reduction(x) &&
+				  !(x->kind == TK_INTERMEDIATE && x->ca_tensor);
+		if (recomputed && reads_recomputed(x->def, p))
+			return true;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		if (reads_recomputed(e->args[i], p))
+			return true;
+	return false;
+}
+
+/* p is computed at the start of loop `at` of o (-1: the top of o's nest). Its reader u's
+ * statements run there, after p, when u is o, or when u's placement reaches o at a deeper
+ * loop (or the same loop, later in definition order, as loop_nest nests producers). *meet is
+ * the loop of o where u's placement reaches it (-2: another nest). */
+static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
+{
+	*meet = -2;
+	for (Tensor *v = u; v != o; ) {
+		if (!v->ca_tensor)
+			return false;
+		Tensor *o2;
+		int at2;
+		placed_in(v, &o2, &at2);
+		if (o2 == o) {
+			*meet = at2;
+			return at2 > at || (at2 == at && p->index < v->index);
+		}
+		v = o2;
+	}
+	return true;
+}
+
+/* A materialized tensor exists only inside the loop it is computed at: a reader placed
+ * outside it (softmax's m at y.i reading x's cache computed at y.j) would read a buffer
+ * that is not there yet. An error at the compute_at (or the default placement), with a note
+ * at the reader's. */
+static bool check_scope(Sched *s, Tensor *p)
+{
+	if (p->kind != TK_INTERMEDIATE || !p->ca_tensor)
+		return true;
+	Tensor *o;
+	int at, meet;
+	placed_in(p, &o, &at);
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *u = s->f->tensors[i];
+		if (u == p || !u->def || u->kind == TK_SCALAR ||
+		    (u->kind == TK_INTERMEDIATE && !u->ca_tensor && !tensor_is_reduction(u)) ||
+		    !reads_recomputed(u->def, p) || runs_inside(u, p, o, at, &meet))
+			continue;
+		const char *where = at < 0 ? arena_printf(s->a, "at the top of the loop nest of '%s'", o->name)
+				    : arena_printf(s->a, "inside loop '%s' of '%s'", o->domain[at]->name, o->name);
+		diag_error(s->d, p->ca_span, "'%s' is computed %s, but '%s' reads it outside that %s",
+			   p->name, where, u->name, at < 0 ? "nest" : "loop");
+		if (u->ca_tensor && u->ca_pos >= 0)
+			diag_note(s->d, u->ca_span, "'%s' is computed at '%s.%s' here", u->name,
+				  u->ca_tensor->name, u->ca_tensor->domain[u->ca_pos]->name);
+		else if (u->ca_tensor)
+			diag_note(s->d, u->ca_span, "'%s' is computed at the top of '%s' here", u->name,
+				  u->ca_tensor->name);
+		if (meet >= 0 && meet < at)
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: compute '%s' at '%s.%s' or outside it",
+				  p->name, o->name, o->domain[meet]->name);
+		else if (meet == -2)
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: '%s' runs in another loop nest",
+				  u->name);
+		else
+			diag_note(s->d, (Span){0},
+				  "a computed-at tensor exists only inside its loop: '%s' runs before it there",
+				  u->name);
+		return false;
+	}
+	return true;
+}
+
 bool sched_check_caches(Sched *s)
 {
 	bool ok = true;
@@ -632,6 +778,7 @@ bool sched_check_caches(Sched *s)
 			ok &= check_cp_async(s, c);
 		if (c->stages)
 			ok &= check_stages(s, c);
+		ok &= check_scope(s, c);
 	}
 	return ok;
 }

@@ -109,6 +109,7 @@ typedef struct AstDirective {
 typedef struct AstSchedule {
 	AstName fusion;
 	bool is_auto;      /* `schedule NAME auto;` */
+	bool generated;    /* written by the automatic scheduler, not by the user */
 	AstDirective **dirs;
 	int ndirs;
 	Span span;
@@ -205,6 +206,7 @@ typedef struct Sched {
 	 * not (frontend/schedule.c, poison). */
 	Vec poisoned;
 	bool poison_all; /* too many to keep: every unknown name is a consequence */
+	bool generated;  /* AstSchedule.generated: checks of the user's intent are off */
 } Sched;
 
 /* One directive of a schedule block (a failed one poisons the names it would have made), and

@@ -155,6 +155,7 @@ bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir)
 	r->shape = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
 	r->def_span = t->def_span;
 	r->mem = MEM_LOCAL;
+	r->rfactor_of = t;
 	for (int k = 0; k < ndim; k++)
 		r->root[k] = rf_root(s, r, t->root[k], k, false, dir->span);
 	/* r's axes for t's reduction leaves: the rest (iteration axes), then the listed ones */

@@ -477,6 +477,14 @@ static bool do_split(Sched *s, Tensor *t, AstDirective *dir)
 			   (long long)f);
 		return false;
 	}
+	/* a mistake in a written schedule; a generated one may cover a short row by a whole
+	 * group of threads (predicated) */
+	int64_t n;
+	if (!s->generated && ir_is_const(ax->extent, &n) && f > n) {
+		diag_error(s->d, dir->args[1].span, "split factor %lld is larger than the extent %lld "
+			   "of '%s'", (long long)f, (long long)n, ax->name);
+		return false;
+	}
 	const char *o = dir->nouts ? dir->outs[0].name : arena_printf(s->a, "%so", ax->name);
 	const char *in = dir->nouts ? dir->outs[1].name : arena_printf(s->a, "%si", ax->name);
 	Span names = dir->nouts ? span_join(dir->outs[0].span, dir->outs[1].span) : dir->span;
@@ -1161,7 +1169,7 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 	AstSchedule *sc = f->ast_schedule;
 	if (!sc || sc->is_auto)
 		return auto_schedule(a, d, f);
-	Sched s = {.a = a, .d = d, .f = f};
+	Sched s = {.a = a, .d = d, .f = f, .generated = sc->generated};
 	bool ok = true;
 	for (int i = 0; i < sc->ndirs; i++)
 		ok &= sched_directive(&s, sc->dirs[i]);

@@ -4,6 +4,10 @@
  *   - names: parameters, outputs, size symbols and defined tensors share one namespace; dtype
  *     and built-in names are reserved; every duplicate is reported with a note at the first;
  *   - statements: each defines one tensor once, reads only inputs and tensors defined earlier;
+ *   - reductions inside expressions: each reduction that is not the whole right-hand side is
+ *     lifted into an intermediate of its own, STMT_REDk (k counts the statement's lifted
+ *     reductions, innermost first), over the enclosing indices its body reads, defined just
+ *     before the statement, which reads it instead (docs/language.md);
  *   - indices: the left-hand indices, then the reduction indices of a top-level reduction, are
  *     the root axes of the defined tensor; the range of each index is inferred from the
  *     dimensions it subscripts (and, for outputs, the declared dimensions); two different ranges
@@ -41,12 +45,25 @@ typedef struct Index {
 	bool lhs;
 } Index;
 
+/* A reduction inside an expression, lifted into its own tensor (docs/language.md, "Reductions
+ * inside expressions"): `t` is defined as `red(...)` over `free` (the enclosing indices its body
+ * reads, in scope order) and its reduction indices. The root axes for `free` are `axes`; their
+ * extents are those of the enclosing indices, known when the statement is finished. */
+typedef struct Lift {
+	Tensor *t;
+	Index **free;
+	Axis **axes;
+	int nfree;
+	IrExpr *def;
+	Vec reads;      /* Tensor* read by the reduction's body */
+} Lift;
+
 typedef struct Sema {
 	Arena *a;
 	Diag *d;
 	AstFusion *ast;
 	Fusion *f;
-	Vec syms;      /* Sym* */
+	Map syms;      /* name -> Sym* (strings) */
 	Vec params;    /* Param* */
 	Vec inputs, outputs, tensors, sizes, sig;
 	/* the statement being checked */
@@ -56,6 +73,9 @@ typedef struct Sema {
 	Vec scope;     /* Index*, innermost last */
 	Vec reads;     /* Tensor* read by the current definition */
 	bool quiet;    /* do not report unranged indices (the statement already had an error) */
+	Vec lifted;    /* Lift*: the statement's reductions inside expressions, innermost first */
+	int nlifted;   /* reductions lifted so far in the statement (the ordinal of the next) */
+	Vec expired;   /* Index*: reduction indices of the statement whose reduction has closed */
 } Sema;
 
 /* ---- names ---------------------------------------------------------------------------- */
@@ -85,12 +105,7 @@ static bool check_not_reserved(Sema *s, const char *name, Span at)
 
 static Sym *find_sym(Sema *s, const char *name)
 {
-	for (int i = 0; i < s->syms.len; i++) {
-		Sym *y = VEC_AT(s->syms, Sym, i);
-		if (strcmp(y->name, name) == 0)
-			return y;
-	}
-	return NULL;
+	return map_lookup(&s->syms, name);
 }
 
 static const char *sym_what(Sym *y)
@@ -124,7 +139,7 @@ static Sym *add_sym(Sema *s, const char *name, SymKind kind, Span at)
 	y->name = name;
 	y->kind = kind;
 	y->span = at;
-	vec_push(s->a, &s->syms, y);
+	map_insert(s->a, &s->syms, name, y);
 	return y;
 }
 
@@ -576,6 +591,20 @@ static void add_read(Sema *s, Tensor *t)
 	vec_push(s->a, &s->reads, t);
 }
 
+/* After "unknown index/name": a note when `name` is the index of a reduction of the statement
+ * that has already closed (it is bound only inside that reduction). */
+static void note_expired(Sema *s, const char *name)
+{
+	for (int i = s->expired.len - 1; i >= 0; i--) {
+		Index *x = VEC_AT(s->expired, Index, i);
+		if (strcmp(x->name, name) == 0) {
+			diag_note(s->d, x->span, "'%s' is bound by this reduction and is not visible outside it",
+				  name);
+			return;
+		}
+	}
+}
+
 static IrExpr *check_access(Sema *s, AstExpr *e)
 {
 	Tensor *t = readable_tensor(s, e->name, e->name_span, true);
@@ -618,10 +647,12 @@ static IrExpr *check_access(Sema *s, AstExpr *e)
 				diag_error(s->d, sub->span,
 					   "'%s' is a %s, not an index; a subscript must be an index or an integer constant",
 					   sub->name, sym_what(y));
-			else
+			else {
 				diag_error(s->d, sub->span,
 					   "unknown index '%s': it is neither on the left-hand side nor bound by an enclosing reduction",
 					   sub->name);
+				note_expired(s, sub->name);
+			}
 			ok = false;
 			continue;
 		}
@@ -671,8 +702,11 @@ static IrExpr *check_name(Sema *s, AstExpr *e)
 	}
 	/* A 0-d tensor or scalar temporary: an access without subscripts. */
 	Tensor *t = readable_tensor(s, e->name, e->span, false);
-	if (!t)
+	if (!t) {
+		if (!y)
+			note_expired(s, e->name);
 		return NULL;
+	}
 	add_read(s, t);
 	IrExpr *r = ir_access(s->a, t, NULL, 0);
 	r->span = e->span;
@@ -758,8 +792,107 @@ static DType reduce_dtype(Sema *s, ReduceOp red, DType body)
 	return dtype_accum(red, t && t->kind == TK_OUTPUT ? t->dtype : body, body);
 }
 
+/* Does e read the axis ax? */
+static bool uses_axis(IrExpr *e, Axis *ax)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_AXIS && e->axis == ax)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (uses_axis(e->args[i], ax))
+			return true;
+	return false;
+}
+
+/* Points every EX_AXIS of e that reads `from` at `to` (the body is this reduction's own tree). */
+static void retarget_axis(IrExpr *e, Axis *from, Axis *to)
+{
+	if (e->kind == EX_AXIS && e->axis == from)
+		e->axis = to;
+	for (int i = 0; i < e->nargs; i++)
+		retarget_axis(e->args[i], from, to);
+}
+
+/* The lifted tensor's name must be new in the fusion: not a parameter, size symbol, output,
+ * tensor (defined before or after this statement) or index in scope. Reports at the reduction. */
+static bool check_lift_name(Sema *s, const char *name, Span at)
+{
+	Span other;
+	const char *what = NULL;
+	Sym *y = find_sym(s, name);
+	Index *x = find_index(s, name);
+	if (y) {
+		what = sym_what(y);
+		other = y->span;
+	} else if (x) {
+		what = "index";
+		other = x->span;
+	} else {
+		for (int i = 0; i < s->ast->nstmts && !what; i++) {
+			if (strcmp(s->ast->stmts[i]->lhs.name, name) == 0) {
+				what = "tensor";
+				other = s->ast->stmts[i]->lhs.span;
+			}
+		}
+	}
+	if (!what)
+		return true;
+	diag_error(s->d, at,
+		   "this reduction is lifted into a tensor named '%s', but %s %s already has that name",
+		   name, strchr("aeiou", what[0]) ? "an" : "a", what);
+	diag_note(s->d, other, "'%s' declared here; rename it, or define the reduction as its own tensor",
+		  name);
+	return false;
+}
+
+/* Lifts the checked reduction r (over the indices of tensor t, its body's reads in `reads`) out
+ * of the statement: t is defined as r over the enclosing indices r reads (in scope order: the
+ * left-hand side's, then those of enclosing reductions) and its own reduction indices; the
+ * statement reads t[those indices] instead. t is finished with the statement (finish_lifts). */
+static IrExpr *lift_reduce(Sema *s, Tensor *t, IrExpr *r, Vec *reads, Span at)
+{
+	t->name = arena_printf(s->a, "%s_%s%d", s->stmt->lhs.name, red_name(r->red), s->nlifted++);
+	if (!check_lift_name(s, t->name, at))
+		return NULL;
+	Lift *l = NEW(s->a, Lift);
+	l->t = t;
+	l->def = r;
+	l->reads = *reads;
+	int n = s->scope.len;
+	l->free = arena_alloc(s->a, sizeof(Index *) * (n ? n : 1));
+	l->axes = arena_alloc(s->a, sizeof(Axis *) * (n ? n : 1));
+	IrExpr **idx = arena_alloc(s->a, sizeof(IrExpr *) * (n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		Index *x = VEC_AT(s->scope, Index, i);
+		if (!uses_axis(r, x->axis))
+			continue;
+		Axis *ax = NEW(s->a, Axis);
+		*ax = (Axis){.kind = AX_ROOT, .name = x->name, .span = x->span, .owner = t,
+			     .par = PT_SERIAL};
+		retarget_axis(r, x->axis, ax);
+		idx[l->nfree] = ir_axis(s->a, x->axis);
+		idx[l->nfree]->span = at;
+		l->free[l->nfree] = x;
+		l->axes[l->nfree++] = ax;
+	}
+	t->dtype = r->dtype;
+	t->span = at;
+	t->lifted_from = s->cur;
+	Sym *y = add_sym(s, t->name, SYM_TENSOR, at);
+	y->tensor = t;
+	y->attempted = true;
+	vec_push(s->a, &s->lifted, l);
+	add_read(s, t);
+	IrExpr *e = ir_access(s->a, t, idx, l->nfree);
+	e->span = at;
+	return e;
+}
+
 /* A reduction; `top` when it is the whole right-hand side (its indices then become root axes
- * of the defined tensor, appended to `raxes`). */
+ * of the defined tensor, appended to `raxes`); otherwise it is lifted into its own tensor
+ * (lift_reduce), whose root axes its reduction indices are, and its body's reads are that
+ * tensor's. */
 static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
 {
 	ReduceOp red;
@@ -768,9 +901,13 @@ static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
 			   e->name);
 		return NULL;
 	}
-	if (!top)
-		diag_error(s->d, e->span,
-			   "a reduction must be the whole right-hand side of a statement; define it as its own tensor");
+	Tensor *outer = s->cur;
+	Vec outer_reads = s->reads;
+	if (!top) {
+		s->cur = new_tensor(s, e->name, TK_INTERMEDIATE, DT_F32, e->span);
+		s->reads = (Vec){0};
+	}
+	Tensor *owner = s->cur;
 	int base = s->scope.len;
 	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * (e->nidx ? e->nidx : 1));
 	for (int i = 0; i < e->nidx; i++)
@@ -779,26 +916,34 @@ static IrExpr *check_reduce(Sema *s, AstExpr *e, bool top, Vec *raxes)
 	IrExpr *body = check_expr(s, e->args[0]);
 	s->quiet = diag_error_count(s->d) > errors;
 	bool ok = true;
-	for (int i = base; i < s->scope.len; i++)
+	for (int i = base; i < s->scope.len; i++) {
 		ok &= finish_index(s, VEC_AT(s->scope, Index, i));
+		vec_push(s->a, &s->expired, VEC_AT(s->scope, Index, i));
+	}
 	s->quiet = false;
 	s->scope.len = base;
 	if (top && raxes)
 		for (int i = 0; i < e->nidx; i++)
 			vec_push(s->a, raxes, axes[i]);
-	if (!body || !ok || !top)
-		return NULL;
-	IrExpr *r = NEW(s->a, IrExpr);
-	r->kind = EX_REDUCE;
-	r->red = red;
-	r->red_axes = axes;
-	r->nred = e->nidx;
-	r->args = arena_alloc(s->a, sizeof(IrExpr *));
-	r->args[0] = body;
-	r->nargs = 1;
-	r->dtype = reduce_dtype(s, red, body->dtype);
-	r->span = e->span;
-	return r;
+	IrExpr *r = NULL;
+	if (body && ok) {
+		r = NEW(s->a, IrExpr);
+		r->kind = EX_REDUCE;
+		r->red = red;
+		r->red_axes = axes;
+		r->nred = e->nidx;
+		r->args = arena_alloc(s->a, sizeof(IrExpr *));
+		r->args[0] = body;
+		r->nargs = 1;
+		r->dtype = reduce_dtype(s, red, body->dtype);
+		r->span = e->span;
+	}
+	if (top)
+		return r;
+	Vec reads = s->reads;
+	s->cur = outer;
+	s->reads = outer_reads;
+	return r ? lift_reduce(s, owner, r, &reads, e->span) : NULL;
 }
 
 static IrExpr *check_expr(Sema *s, AstExpr *e)
@@ -883,12 +1028,16 @@ static Tensor *stmt_target(Sema *s, AstStmt *st)
 	return t;
 }
 
-static void finish_tensor(Sema *s, Tensor *t, Index **lhs, int nlhs, Vec *raxes, IrExpr *def)
+/* Defines t over its root axes (left-hand ones, then reduction ones) as def, read from `reads`;
+ * intermediates take their shape from the left-hand axes (their extents are fixed by now) and
+ * their dtype from def. `at` is where a size error is reported. */
+static void define_tensor(Sema *s, Tensor *t, Axis **lhs, int nlhs, Vec *raxes, IrExpr *def,
+			  Span def_span, Span at, Vec *reads)
 {
 	t->nroot = nlhs + raxes->len;
 	t->root = arena_alloc(s->a, sizeof(Axis *) * (t->nroot ? t->nroot : 1));
 	for (int i = 0; i < nlhs; i++) {
-		t->root[i] = lhs[i]->axis;
+		t->root[i] = lhs[i];
 		t->root[i]->root_index = i;
 	}
 	for (int i = 0; i < raxes->len; i++) {
@@ -904,17 +1053,41 @@ static void finish_tensor(Sema *s, Tensor *t, Index **lhs, int nlhs, Vec *raxes,
 		for (int i = 0; i < nlhs; i++)
 			t->shape[i] = t->root[i]->extent;
 		t->dtype = def ? def->dtype : DT_F32;
-		if (!check_numel(s, t, s->stmt->lhs.span))
+		if (!check_numel(s, t, at))
 			def = NULL;
 	}
 	t->def = def;
-	t->def_span = s->stmt->span;
+	t->def_span = def_span;
 	bool red = def && def->kind == EX_REDUCE;
 	t->inlined = (t->kind == TK_INTERMEDIATE && !red) || t->kind == TK_SCALAR;
 	t->index = s->tensors.len;
 	vec_push(s->a, &s->tensors, t);
-	for (int i = 0; i < s->reads.len; i++)
-		vec_push(s->a, &VEC_AT(s->reads, Tensor, i)->readers, t);
+	for (int i = 0; i < reads->len; i++)
+		vec_push(s->a, &VEC_AT(*reads, Tensor, i)->readers, t);
+}
+
+/* Defines the statement's lifted reductions, innermost first, before the statement's tensor
+ * (which reads them): their left-hand axes take the extents of the enclosing indices. */
+static void finish_lifts(Sema *s)
+{
+	for (int i = 0; i < s->lifted.len; i++) {
+		Lift *l = VEC_AT(s->lifted, Lift, i);
+		for (int k = 0; k < l->nfree; k++)
+			l->axes[k]->extent = l->free[k]->axis->extent;
+		Vec raxes = {0};
+		for (int k = 0; k < l->def->nred; k++)
+			vec_push(s->a, &raxes, l->def->red_axes[k]);
+		define_tensor(s, l->t, l->axes, l->nfree, &raxes, l->def, l->def->span,
+			      l->def->span, &l->reads);
+	}
+}
+
+static void finish_tensor(Sema *s, Tensor *t, Index **lhs, int nlhs, Vec *raxes, IrExpr *def)
+{
+	Axis **axes = arena_alloc(s->a, sizeof(Axis *) * (nlhs ? nlhs : 1));
+	for (int i = 0; i < nlhs; i++)
+		axes[i] = lhs[i]->axis;
+	define_tensor(s, t, axes, nlhs, raxes, def, s->stmt->span, s->stmt->lhs.span, &s->reads);
 }
 
 static void check_stmt(Sema *s, AstStmt *st, int index)
@@ -923,6 +1096,9 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 	s->stmt_index = index;
 	s->scope.len = 0;
 	s->reads = (Vec){0};
+	s->lifted = (Vec){0};
+	s->nlifted = 0;
+	s->expired = (Vec){0};
 	int errors = diag_error_count(s->d);
 	Tensor *t = stmt_target(s, st);
 	s->cur = t ? t : new_tensor(s, st->lhs.name, TK_INTERMEDIATE, DT_F32, st->span);
@@ -943,6 +1119,7 @@ static void check_stmt(Sema *s, AstStmt *st, int index)
 	for (int i = 0; i < n; i++)
 		ok &= finish_index(s, lhs[i]);
 	s->quiet = false;
+	finish_lifts(s); /* defined even when t is not: they are tensors of their own */
 	if (!t)
 		return;
 	if (!def || !ok) {
@@ -962,7 +1139,7 @@ static void freeze(Vec *v, void *items, int *n)
 
 static Fusion *check_fusion(Arena *a, Diag *d, AstFusion *af)
 {
-	Sema s = {.a = a, .d = d, .ast = af};
+	Sema s = {.a = a, .d = d, .ast = af, .syms = {.strings = true}};
 	Fusion *f = NEW(a, Fusion);
 	s.f = f;
 	f->ast = af;

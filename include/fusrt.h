@@ -19,7 +19,8 @@
  *     fusrt_synchronize();
  *
  * Environment: FUSRT_CACHE_DIR overrides the cache folder ($XDG_CACHE_HOME/fusc, else
- * ~/.cache/fusc); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA names another driver
+ * ~/.cache/fusc; created 0700, and used only when it is this user's and not writable by group
+ * or others: see fusrt_last_cache_note); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA names another driver
  * library (tests use it to simulate a machine without one).
  */
 #ifndef FUSRT_H
@@ -83,6 +84,12 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 void fusrt_module_free(fusrt_module *m);
 /* Whether the last fusrt_compile of this thread took the binary from the disk cache. */
 int fusrt_last_compile_cached(void);
+/* Why the last fusrt_compile of this thread could not use the disk cache as it should, or ""
+ * when nothing went wrong (a hit, a stored entry, or the cache off): a cache folder that is
+ * not this user's or that group or others can write (refused: the binary is compiled and not
+ * stored), an entry rejected (not private, wrong key, length or SHA-256; then rebuilt), an
+ * entry that could not be written. The compilation itself succeeds either way. */
+const char *fusrt_last_cache_note(void);
 
 /* ---- introspection ---- */
 int fusrt_fusion_count(const fusrt_module *m);

@@ -94,6 +94,14 @@ double interp_fmath(IrOp op, double x, double y);
  * and min add no rounding error and do not count). Used to scale comparison tolerances. */
 double interp_reduction_terms(Tensor *t, const int64_t *sizes);
 
+/* What interp_run costs at these sizes, to refuse work above a budget before starting it:
+ * the elements it holds (every tensor of f) and the terms it evaluates (each definition once
+ * per element, a reduction's body once per term); both saturate at INT64_MAX. False (with *err, malloc'd) when a dim cannot be evaluated. */
+typedef struct InterpCost {
+	int64_t elements, evals;
+} InterpCost;
+bool interp_cost(Fusion *f, const int64_t *sizes, InterpCost *out, char **err);
+
 
 /* interp/simulate.c: the kernel simulator behind `fusc check` (docs/check.md). It runs a
  * lowered Kernel (the IR the CUDA backend prints) on the CPU, thread by thread, with CUDA's
@@ -147,6 +155,14 @@ typedef struct SimOptions {
 	int64_t max_blocks;  /* simulate at most this many blocks (a seeded sample that always
 			      * includes the first and the last); 0: every block */
 	uint64_t seed;
+	/* The budget (docs/check.md), 0: none. max_elements bounds the elements held at once:
+	 * every global buffer, and each shared or local allocation on top of them (a local array
+	 * once per thread context). max_steps bounds the work: one step per thread started, per
+	 * statement executed and per loop iteration. Work the simulation can tell in advance is
+	 * above the budget (the blocks times their threads, a loop's extent) is refused before
+	 * it starts; sim_run then fails with SimResult.over_budget set. */
+	int64_t max_elements;
+	int64_t max_steps;
 } SimOptions;
 
 typedef struct SimResult {
@@ -157,15 +173,23 @@ typedef struct SimResult {
 	/* per output (f->outputs order): 1 for each element the kernel wrote (malloc'd) */
 	unsigned char **written;
 	int noutputs;
-	char *error;         /* a setup failure (sizes, memory), malloc'd; NULL if none */
+	char *error;         /* a setup failure (sizes, memory) or the budget, malloc'd; NULL if
+			      * none */
+	bool over_budget;    /* error is SimOptions' budget: the work was refused, not checked */
+	int64_t steps;       /* the steps taken (SimOptions.max_steps) */
 } SimResult;
 
 /* Runs kernel k with the given sizes (by SizeSym.index), scalars (f->params order), inputs
  * and outputs (raw host buffers as for interp_run). Elements the kernel does not write are left
- * as they were. False only when the simulation could not be set up (r->error). */
+ * as they were. False when the simulation could not be set up or ran over its budget
+ * (r->error; the outputs are then incomplete). */
 bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inputs,
 	     void **outputs, const SimOptions *o, SimResult *r);
 void sim_result_free(SimResult *r);
+/* The elements of k's global buffers at these sizes (inputs, outputs, grid-reduction
+ * workspaces), or -1 when they cannot be evaluated or overflow: what sim_run checks against
+ * max_elements before it allocates anything. */
+int64_t sim_global_elements(Kernel *k, const int64_t *sizes);
 /* Prints one report: `file:line:col: check: KIND ...` (the span of the .fus text that produced
  * the statement, via diag_line_col), the block/thread/address, and the kernel-IR statement. */
 void sim_report_print(Diag *d, const SimReport *r, FILE *out);

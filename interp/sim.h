@@ -114,6 +114,9 @@ typedef struct Sim {
 	Stmt *stmt;
 	SimResult *res;
 	int capreports;
+	/* the budget (SimOptions; 0: none) and what is used of it */
+	int64_t max_elements, max_steps;
+	int64_t elements;     /* global buffers */
 } Sim;
 
 /* interp/simulate.c: the cp.async model behind KS_CP_ASYNC, KS_CP_COMMIT and KS_CP_WAIT. */

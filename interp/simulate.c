@@ -33,6 +33,42 @@ static void fail(Sim *S, const char *fmt, ...)
 		buf_free(&b);
 }
 
+static char *msg(const char *fmt, ...) PRINTF(1, 2);
+
+/* Stops the simulation: the work is above SimOptions' budget (the first reason is kept). */
+static void over_budget(Sim *S, const char *fmt, ...) PRINTF(2, 3);
+static void over_budget(Sim *S, const char *fmt, ...)
+{
+	Buf b = {0};
+	va_list ap;
+
+	if (S->res->error)
+		return;
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	S->res->error = b.s;
+	S->res->over_budget = true;
+}
+
+/* One step of the budget: a thread started, a statement executed, a loop iteration. */
+static void step(Sim *S)
+{
+	if (++S->res->steps > S->max_steps && S->max_steps)
+		over_budget(S, "more than %lld steps (the step budget)", (long long)S->max_steps);
+}
+
+/* An allocation of n elements more than the global buffers, checked against the budget. */
+static bool elements_fit(Sim *S, int64_t n, const char *what, const char *name)
+{
+	if (!S->max_elements || (n <= S->max_elements && S->elements <= S->max_elements - n))
+		return true;
+	over_budget(S, "%s %s of %lld elements on top of %lld in global buffers is more than the "
+		    "element budget of %lld", what, name, (long long)n, (long long)S->elements,
+		    (long long)S->max_elements);
+	return false;
+}
+
 /* ---- values --------------------------------------------------------------------------- */
 
 static SVal vf(double f) { SVal v; v.f = f; return v; }
@@ -219,6 +255,11 @@ static void alloc_buf(Sim *S, SimThread *T, SimBuf *b, int64_t n)
 		n = 0;
 	if (b->mem == MEM_LOCAL) {
 		int c = T->ctx;
+		int64_t all; /* one copy per thread context */
+		if (__builtin_mul_overflow(n, (int64_t)S->nctx, &all))
+			all = INT64_MAX;
+		if (!elements_fit(S, all, "local array", b->t->name))
+			return;
 		if (n > b->ln[c] || !b->lv[c]) {
 			free(b->lv[c]);
 			free(b->linit[c]);
@@ -234,6 +275,8 @@ static void alloc_buf(Sim *S, SimThread *T, SimBuf *b, int64_t n)
 	if (b->gen == S->gen && b->n != n)
 		fail(S, "shared buffer %s allocated with %lld and %lld elements in one block",
 		     b->t->name, (long long)b->n, (long long)n);
+	if (!elements_fit(S, n, "shared buffer", b->t->name))
+		return;
 	if (n > b->n || !b->v) {
 		free(b->v);
 		free(b->init);
@@ -715,6 +758,12 @@ static void exec_for(Sim *S, SimThread *T, Stmt *s)
 
 	if (n <= 0 || !s->body)
 		return;
+	if (S->max_steps && n > S->max_steps - S->res->steps) {
+		over_budget(S, "loop %s of %lld iterations is more than the step budget of %lld "
+			    "(%lld steps taken)", s->var->name, (long long)n,
+			    (long long)S->max_steps, (long long)S->res->steps);
+		return;
+	}
 	T->vars[s->var->id] = vi(0);
 	T->var_init[s->var->id] = 1;
 	push(S, T, s->body, s, n);
@@ -761,6 +810,7 @@ static void run_thread(Sim *S, SimThread *T)
 		if (!s) {
 			if (f->loop && ++T->vars[f->loop->var->id].i < f->extent) {
 				f->s = f->loop->body;
+				step(S);
 				continue;
 			}
 			T->depth--;
@@ -768,6 +818,7 @@ static void run_thread(Sim *S, SimThread *T)
 		}
 		f->s = s->next;
 		S->stmt = s;
+		step(S);
 		switch (s->kind) {
 		case KS_FOR: exec_for(S, T, s); break;
 		case KS_IF:
@@ -834,6 +885,7 @@ static void thread_start(Sim *S, SimThread *T, int64_t lin)
 	T->at = NULL;
 	T->state = TS_RUN;
 	push(S, T, S->k->body, NULL, 0);
+	step(S);
 }
 
 static void thread_init(Sim *S, SimThread *T, int ctx)
@@ -1138,7 +1190,6 @@ static int64_t *pick_segments(Sim *S, int64_t max, uint64_t seed, int64_t *n)
 	return out;
 }
 
-static char *msg(const char *fmt, ...) PRINTF(1, 2);
 static char *msg(const char *fmt, ...)
 {
 	Buf b = {0};
@@ -1165,6 +1216,12 @@ static bool launch_dims(Sim *S)
 			return false;
 		}
 	}
+	int64_t blocks;
+	if (__builtin_mul_overflow(S->grid[0], S->grid[1], &blocks) ||
+	    __builtin_mul_overflow(blocks, S->grid[2], &blocks)) {
+		S->res->error = msg("%s: a grid of more than 2^63 blocks", S->k->name);
+		return false;
+	}
 	S->nthreads = S->block[0] * S->block[1] * S->block[2];
 	if (S->nthreads > 1024) {
 		S->res->error = msg("%s: a block of %lld threads (CUDA allows 1024)", S->k->name,
@@ -1189,6 +1246,9 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 		S->res->error = msg("tensor %s is too large", t->name);
 		return false;
 	}
+	if (!elements_fit(S, n, "global buffer", t->name))
+		return false;
+	S->elements += n;
 	SimBuf *b = add_buf(S, t, MEM_GLOBAL);
 	b->is_input = input;
 	b->n = n;
@@ -1208,12 +1268,40 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 	return true;
 }
 
+int64_t sim_global_elements(Kernel *k, const int64_t *sizes)
+{
+	Fusion *f = k->fusion;
+	int64_t total = 0, dims[INTERP_MAX_DIMS];
+
+	for (int i = 0; i < f->ninputs + f->noutputs + k->grid_ws.len; i++) {
+		Tensor *t = i < f->ninputs ? f->inputs[i]
+			  : i < f->ninputs + f->noutputs ? f->outputs[i - f->ninputs]
+			  : VEC_AT(k->grid_ws, Tensor, i - f->ninputs - f->noutputs);
+		char *err = NULL;
+		if (!interp_tensor_dims(t, sizes, dims, &err)) {
+			free(err);
+			return -1;
+		}
+		int64_t n = interp_numel(dims, t->ndim);
+		if (n < 0 || __builtin_add_overflow(total, n, &total))
+			return -1;
+	}
+	return total;
+}
+
 static bool setup(Sim *S, const double *scalars, void **inputs)
 {
 	Fusion *f = S->f;
 
 	if (!launch_dims(S))
 		return false;
+	int64_t all = sim_global_elements(S->k, S->sizes);
+	if (S->max_elements && (all < 0 || all > S->max_elements)) {
+		over_budget(S, "the global buffers hold %s%lld elements, more than the element "
+			    "budget of %lld", all < 0 ? "more than " : "",
+			    (long long)(all < 0 ? INT64_MAX : all), (long long)S->max_elements);
+		return false;
+	}
 	S->params = calloc((size_t)f->nparams + 1, sizeof(SVal));
 	for (int i = 0; i < f->nparams; i++)
 		S->params[i] = cv(vf(scalars[i]), DT_F64, f->params[i]->dtype);
@@ -1269,7 +1357,21 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 	S.sizes = sizes;
 	S.res = r;
 	S.nctx = 1;
+	S.max_elements = o ? o->max_elements : 0;
+	S.max_steps = o ? o->max_steps : 0;
 	bool ok = setup(&S, scalars, inputs);
+	if (ok) {
+		/* every thread of every block to run takes a step at least */
+		int64_t total = S.grid[0] * S.grid[1] * S.grid[2], max = o ? o->max_blocks : 0;
+		int64_t run = max > 0 && max < total ? max : total, work;
+		if (S.max_steps && (__builtin_mul_overflow(run, S.nthreads, &work) ||
+				    work > S.max_steps)) {
+			over_budget(&S, "%lld blocks of %lld threads are more than the step budget "
+				    "of %lld", (long long)run, (long long)S.nthreads,
+				    (long long)S.max_steps);
+			ok = false;
+		}
+	}
 	if (ok) {
 		S.has_sync = has_sync(k->body);
 		int64_t nts = S.has_sync ? S.nthreads : 1;
@@ -1289,6 +1391,7 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 		finish(&S, outputs);
 		for (int64_t i = 0; i < nts; i++)
 			thread_free(&ts[i]);
+		ok = !r->error;
 	}
 	free(ts);
 	free(blocks);

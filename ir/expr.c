@@ -314,7 +314,9 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
 }
 
 /* Splits a sum into q*F + rem: the terms `x * c` (c a multiple of F) and constant multiples
- * of F go to q (divided by F), every other term to rem. Returns false when no term divides. */
+ * of F go to q (divided by F), every other term to rem. Returns false when no term divides;
+ * *q and *rem are set either way (0 and e), so a sum of which one side divides and the other,
+ * itself a sum, does not, is split too (`(a + b) + c * F`). */
 static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **rem)
 {
 	int64_t c;
@@ -322,11 +324,11 @@ static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **
 		IrExpr *q0, *r0, *q1, *r1;
 		bool d0 = split_multiple(a, e->args[0], f, &q0, &r0);
 		bool d1 = split_multiple(a, e->args[1], f, &q1, &r1);
-		if (!d0 && !d1)
-			return false;
-		*q = ix_add(a, q0, q1);
-		*rem = ix_add(a, r0, r1);
-		return true;
+		if (d0 || d1) {
+			*q = ix_add(a, q0, q1);
+			*rem = ix_add(a, r0, r1);
+			return true;
+		}
 	}
 	if (e->kind == EX_OP && e->op == OP_MUL && ir_is_const(e->args[1], &c) && c % f == 0) {
 		*q = ix_mul(a, e->args[0], ir_int(a, c / f));
@@ -510,9 +512,17 @@ IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx)
 {
 	if (!e)
 		return NULL;
-	IrExpr *c = shallow_copy(a, e);
-	for (int i = 0; i < c->nargs; i++)
-		c->args[i] = ir_rewrite(a, e->args[i], fn, ctx);
+	/* copy on write: a node whose operands come back unchanged is passed to fn as it is
+	 * (nodes are never changed in place), so a pass that rewrites little allocates little */
+	IrExpr *c = e;
+	for (int i = 0; i < e->nargs; i++) {
+		IrExpr *x = ir_rewrite(a, e->args[i], fn, ctx);
+		if (x == e->args[i])
+			continue;
+		if (c == e)
+			c = shallow_copy(a, e);
+		c->args[i] = x;
+	}
 	return fn(a, c, ctx);
 }
 

@@ -307,6 +307,8 @@ static void print_tensor(Tensor *t, Buf *out)
 	buf_printf(out, "  tensor %s: ", t->name);
 	print_type(out, t->dtype, t->shape, t->ndim);
 	buf_printf(out, " %s %s", tensor_kind_name(t->kind), mem_name(t->mem));
+	if (t->lifted_from)
+		buf_printf(out, " lifted(%s)", t->lifted_from->name);
 	if (t->inlined)
 		buf_puts(out, " inline");
 	if (t->ca_tensor)

@@ -197,7 +197,8 @@ IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either sid
 bool ir_is_const(IrExpr *e, int64_t *v);
 bool ir_equal(IrExpr *a, IrExpr *b); /* structural equality */
 IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
-/* Rebuilds e with fn applied bottom-up to every node (fn returns the node or a replacement). */
+/* e with fn applied bottom-up to every node (fn returns the node or a replacement). Copy on
+ * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
 /* Simplifies an expression with range facts about variables (ir/simplify.c). */
@@ -211,6 +212,18 @@ struct Kernel;
 /* The kernel whose launch dims bound EX_PAR in ir_range (NULL: threadIdx.* in [0, 1023],
  * blockIdx.* in [0, unknown)). Set by lower_fusion for the passes. */
 void ir_range_set_kernel(struct Kernel *k);
+/* The facts of a guard: inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most
+ * 31 and t * 3 + v at most 127. A pass rewriting the statements under a guard calls
+ * ir_range_guard(cond, &saved) first (the conjuncts `e < c`, `e <= c` and `e == c`, c a
+ * constant, narrow ir_range of every expression equal to e) and ir_range_unguard(&saved)
+ * after; ir_range_set_kernel clears every guard. */
+#define IR_GUARD_FACTS 16
+typedef struct IrGuard {
+	struct { IrExpr *e; int64_t hi; } fact[IR_GUARD_FACTS];
+	int n;
+} IrGuard;
+void ir_range_guard(IrExpr *cond, IrGuard *saved);
+void ir_range_unguard(const IrGuard *saved);
 
 /* ---- fusion IR ----------------------------------------------------------------------- */
 
@@ -292,6 +305,9 @@ struct Tensor {
 	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top of its nest) */
 	Span ca_span;
 	Vec readers;        /* Tensor* whose definitions read this one */
+	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
+	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
+	Tensor *lifted_from;
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
 	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
 	 * definition computes into c, then t[...] = c[...]). */
@@ -309,6 +325,8 @@ struct Tensor {
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */
 	Tensor *welford_sum, *welford_var;
 	Span welford_span;  /* the welford directive */
+	/* `t.rfactor(...) -> r` (frontend/rfactor.c): on r, the reduction t it was split from. */
+	Tensor *rfactor_of;
 };
 
 typedef struct Fusion {
@@ -482,6 +500,8 @@ typedef struct Kernel {
 	int64_t smem_helper_bytes;
 	int nvars;             /* counter for unique Var names */
 	Vec vars;              /* every Var of kir_new_var (names are unique among them) */
+	Map names;             /* kir_new_var: every name a new Var may not take (strings) */
+	Map name_next;         /* kir_new_var: base name -> int * next suffix to try */
 	Arena *arena;
 	/* Auto-scheduled fusions whose kernel has preconditions: the same fusion lowered without
 	 * vector accesses (no preconditions), named FUSION_kernel_scalar; launchers run it when a

@@ -36,36 +36,51 @@ static const char *reserved[] = {
 	"blockIdx", "blockDim", "gridDim", "true", "false", "stream",
 };
 
-static bool name_taken(Kernel *k, const char *s)
+static void take(Kernel *k, const char *s)
 {
+	map_insert(k->arena, &k->names, s, (void *)s);
+}
+
+/* The names a variable cannot take: C keywords, CUDA built-ins, the fusion's names. Filled
+ * on the first kir_new_var, so kernels with 10^5 variables and tensors stay linear. */
+static void init_names(Kernel *k)
+{
+	k->names.strings = k->name_next.strings = true;
 	for (int i = 0; i < countof(reserved); i++)
-		if (strcmp(reserved[i], s) == 0)
-			return true;
-	for (int i = 0; i < k->vars.len; i++)
-		if (strcmp(VEC_AT(k->vars, Var, i)->name, s) == 0)
-			return true;
+		take(k, reserved[i]);
+	take(k, k->name);
 	Fusion *f = k->fusion;
 	if (!f)
-		return false;
+		return;
+	take(k, f->name);
 	for (int i = 0; i < f->ntensors; i++)
-		if (strcmp(f->tensors[i]->name, s) == 0)
-			return true;
+		take(k, f->tensors[i]->name);
 	for (int i = 0; i < f->nparams; i++)
-		if (strcmp(f->params[i]->name, s) == 0)
-			return true;
+		take(k, f->params[i]->name);
 	for (int i = 0; i < f->nsizes; i++)
-		if (strcmp(f->sizes[i]->name, s) == 0)
-			return true;
-	return strcmp(f->name, s) == 0 || strcmp(k->name, s) == 0;
+		take(k, f->sizes[i]->name);
 }
 
 Var *kir_new_var(Kernel *k, const char *base, DType t)
 {
 	Var *v = NEW(k->arena, Var);
 	const char *name = base;
-	for (int n = 1; name_taken(k, name); n++)
-		name = arena_printf(k->arena, "%s_%d", base, n);
+	if (!k->names.strings)
+		init_names(k);
+	if (map_lookup(&k->names, name)) {
+		/* base_1, base_2, ...: the next suffix of this base is kept */
+		int *n = map_lookup(&k->name_next, base);
+		if (!n) {
+			n = NEW(k->arena, int);
+			*n = 1;
+			map_insert(k->arena, &k->name_next, arena_strdup(k->arena, base), n);
+		}
+		do
+			name = arena_printf(k->arena, "%s_%d", base, (*n)++);
+		while (map_lookup(&k->names, name));
+	}
 	v->name = arena_strdup(k->arena, name);
+	take(k, v->name);
 	v->id = k->nvars++;
 	v->dtype = t;
 	vec_push(k->arena, &k->vars, v);

@@ -5,6 +5,9 @@
  *   parallel indices [0, launch - 1] when a kernel is set (ir_range_set_kernel) and its launch
  *                    extent is known; otherwise threadIdx.* in [0, 1023] (the CUDA limit) and
  *                    blockIdx.* in [0, unknown)
+ *   guards           inside `if (threadIdx.x < 32 && x * 3 + v < 128)`, threadIdx.x is at
+ *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
+ *                    conjunct compares with a constant)
  *   size symbols     [0, unknown) (launchers reject negative sizes)
  * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
@@ -22,10 +25,88 @@ typedef struct Range {
 
 /* Per thread: libfusrt may lower fusions on several threads at once. */
 static _Thread_local Kernel *range_kernel;
+/* The upper bounds the enclosing guards put on the parallel indices (ir_range_guard). */
+static _Thread_local IrGuard range_guard;
 
 void ir_range_set_kernel(Kernel *k)
 {
 	range_kernel = k;
+	range_guard.n = 0;
+}
+
+static void guard_add(IrGuard *g, IrExpr *e, int64_t hi)
+{
+	if (g->n < IR_GUARD_FACTS && !ir_is_const(e, NULL)) {
+		g->fact[g->n].e = e;
+		g->fact[g->n].hi = hi;
+		g->n++;
+	}
+}
+
+/* e as c0 + sum of coef[i] * atom[i] with every coefficient positive; false if it is not
+ * (or has more than 8 terms). */
+static bool guard_terms(IrExpr *e, int64_t m, IrExpr **atom, int64_t *coef, int *n, int64_t *c0)
+{
+	int64_t v;
+
+	if (ir_is_const(e, &v))
+		return !__builtin_mul_overflow(v, m, &v) && !__builtin_add_overflow(*c0, v, c0);
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_ADD)
+		return guard_terms(e->args[0], m, atom, coef, n, c0) &&
+		       guard_terms(e->args[1], m, atom, coef, n, c0);
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_MUL &&
+	    ir_is_const(e->args[1], &v) && v > 0)
+		return !__builtin_mul_overflow(v, m, &v) && guard_terms(e->args[0], v, atom, coef, n, c0);
+	if (*n == 8)
+		return false;
+	atom[*n] = e;
+	coef[(*n)++] = m;
+	return true;
+}
+
+/* Adds the facts of cond's conjuncts `e < c`, `e <= c`, `e == c` (e an integer expression,
+ * c a constant) to g: about e, and when e is c0 + sum of c_i * x_i with positive c_i and
+ * non-negative x_i, about each x_i (x_i <= (c - c0) / c_i: `jo + 1 < 8` gives jo <= 6). Facts
+ * beyond the first IR_GUARD_FACTS are dropped (fewer facts, wider ranges: still true). */
+static void guard_narrow(IrGuard *g, IrExpr *c)
+{
+	IrExpr *atom[8];
+	int64_t coef[8], c0 = 0;
+	int n = 0;
+
+	int64_t v;
+
+	if (!c || c->kind != EX_OP)
+		return;
+	if (c->op == OP_AND) {
+		guard_narrow(g, c->args[0]);
+		guard_narrow(g, c->args[1]);
+		return;
+	}
+	if ((c->op != OP_LT && c->op != OP_LE && c->op != OP_EQ) || !ir_is_const(c->args[1], &v) ||
+	    dtype_is_float(c->args[0]->dtype) || (c->op == OP_LT && v == INT64_MIN))
+		return;
+	int64_t hi = c->op == OP_LT ? v - 1 : v;
+	guard_add(g, c->args[0], hi);
+	if (!guard_terms(c->args[0], 1, atom, coef, &n, &c0) || (n == 1 && c0 == 0 && coef[0] == 1) ||
+	    __builtin_sub_overflow(hi, c0, &hi) || hi < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (!ir_nonneg(atom[i]))
+			return;
+	for (int i = 0; i < n; i++)
+		guard_add(g, atom[i], hi / coef[i]);
+}
+
+void ir_range_guard(IrExpr *cond, IrGuard *saved)
+{
+	*saved = range_guard;
+	guard_narrow(&range_guard, cond);
+}
+
+void ir_range_unguard(const IrGuard *saved)
+{
+	range_guard = *saved;
 }
 
 static Range unknown(void) { return (Range){0}; }
@@ -46,11 +127,12 @@ static Range index_range(IrExpr *extent)
 
 static Range par_range(ParType p)
 {
+	Range r = par_is_thread(p) ? between(0, 1023) : from(0);
 	if (range_kernel) {
 		IrExpr *l = range_kernel->launch[p];
-		return l ? index_range(l) : exact(0);
+		r = l ? index_range(l) : exact(0);
 	}
-	return par_is_thread(p) ? between(0, 1023) : from(0);
+	return r;
 }
 
 static Range add_range(Range a, Range b)
@@ -187,7 +269,28 @@ static Range op_range(IrExpr *e)
 	}
 }
 
+/* r narrowed by the guards' facts about e */
+static Range guarded(IrExpr *e, Range r)
+{
+	for (int i = 0; i < range_guard.n; i++) {
+		int64_t hi = range_guard.fact[i].hi;
+		if ((!r.has_hi || hi < r.hi) && ir_equal(range_guard.fact[i].e, e)) {
+			r.has_hi = true;
+			r.hi = hi;
+		}
+	}
+	return r;
+}
+
+static Range range_of_node(IrExpr *e);
+
 static Range range_of(IrExpr *e)
+{
+	Range r = range_of_node(e);
+	return range_guard.n ? guarded(e, r) : r;
+}
+
+static Range range_of_node(IrExpr *e)
 {
 	switch (e->kind) {
 	case EX_INT: return exact(e->ival);

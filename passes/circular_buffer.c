@@ -33,7 +33,9 @@
  * elements other threads wrote (sync_cross_thread), so a copy whose threads read only their
  * own elements gets waits and no __syncthreads. This pass owns these waits and barriers: the
  * cp_wait and sync passes leave buffered tensors alone. Caches buffered on the same loop share
- * the prologue, the commits and the waits; they need the same stages.
+ * the prologue, the commits and the waits; they need the same stages. Loops are buffered in
+ * program order of their markers, so a buffered cache computed inside another one's load nest
+ * is buffered after it, in every copy of that load nest (find).
  */
 #include <string.h>
 
@@ -59,23 +61,36 @@ static Span stages_span(Tensor *t)
 /* ---- finding the buffer loop ------------------------------------------------------------ */
 
 typedef struct Found {
-	Stmt *loop;        /* the loop whose body holds the marker directly (NULL: none) */
+	Stmt *marker;      /* the first marker of a buffered tensor not buffered yet */
+	Stmt *loop;        /* the loop whose body holds it directly (NULL: none) */
 	Stmt **loop_link;  /* where that loop is linked */
-	bool found;
 } Found;
 
-static void find(Stmt **link, Stmt *loop, Stmt **loop_link, Tensor *t, Found *f)
+static bool in_vec(Vec *v, void *p)
 {
-	for (Stmt *s; !f->found && (s = *link); link = &s->next) {
-		if (s->kind == KS_COMMENT && s->tensor == t) {
-			*f = (Found){loop, loop_link, true};
+	for (int i = 0; i < v->len; i++)
+		if (v->items[i] == p)
+			return true;
+	return false;
+}
+
+/* The first marker, in program order, of a tensor with stages that is not in `done`. Program
+ * order finds a tensor before those whose markers are inside its load nest (a buffered cache
+ * computed at a loop of another buffered cache's load): the outer one is buffered first, its
+ * load nest copied into the prologue and the main loop, and then every copy of the inner
+ * marker is found and buffered in its own copy. */
+static void find(Stmt **link, Stmt *loop, Stmt **loop_link, Vec *done, Found *f)
+{
+	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
+		if (s->kind == KS_COMMENT && s->tensor && s->tensor->stages >= 2 && !in_vec(done, s)) {
+			*f = (Found){s, loop, loop_link};
 			return;
 		}
 		if (s->kind == KS_FOR)
-			find(&s->body, s, link, t, f);
+			find(&s->body, s, link, done, f);
 		else if (s->kind == KS_IF) {
-			find(&s->then, NULL, NULL, t, f);
-			find(&s->els, NULL, NULL, t, f);
+			find(&s->then, NULL, NULL, done, f);
+			find(&s->els, NULL, NULL, done, f);
 		}
 	}
 }
@@ -402,15 +417,14 @@ static bool buffer_loop(Cb *cb, Found *f)
 	return true;
 }
 
-static bool buffer_tensor(Cb *cb, Tensor *t, bool *done)
+/* Buffers the loop around f's marker, with every buffered tensor marked directly in its
+ * body (the markers join `done`). */
+static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 {
-	Found f = {0};
+	Tensor *t = f->marker->tensor;
 	Fusion *fu = cb->k->fusion;
 
-	find(&cb->k->body, NULL, NULL, t, &f);
-	if (!f.found)
-		return true; /* not materialized in this kernel */
-	if (!f.loop) {
+	if (!f->loop) {
 		diag_error(cb->d, stages_span(t),
 			   "cannot buffer %s: no serial loop is outside its compute-at position", t->name);
 		return false;
@@ -426,12 +440,13 @@ static bool buffer_tensor(Cb *cb, Tensor *t, bool *done)
 	cb->ngroup = 0;
 	for (int j = 0; j < fu->ntensors; j++) {
 		Tensor *u = fu->tensors[j];
-		if (u->stages < 2 || done[j])
+		Stmt *m = NULL;
+		if (u->stages < 2)
 			continue;
-		bool here = false;
-		for (Stmt *s = f.loop->body; s; s = s->next)
-			here |= marks(s, u);
-		if (!here)
+		for (Stmt *s = f->loop->body; s && !m; s = s->next)
+			if (marks(s, u) && !in_vec(done, s))
+				m = s;
+		if (!m)
 			continue;
 		if (u->stages != t->stages || u->prefetch != t->prefetch) {
 			diag_error(cb->d, stages_span(u),
@@ -440,24 +455,22 @@ static bool buffer_tensor(Cb *cb, Tensor *t, bool *done)
 			return false;
 		}
 		cb->group[cb->ngroup++] = u;
-		done[j] = true;
+		vec_push(cb->a, done, m);
 	}
-	return buffer_loop(cb, &f);
+	return buffer_loop(cb, f);
 }
 
 bool pass_circular_buffer(Kernel *k, Diag *d)
 {
-	Fusion *f = k->fusion;
 	Cb cb = {.k = k, .d = d, .a = k->arena};
-	bool *done = arena_alloc(k->arena, sizeof(bool) * (size_t)(f->ntensors + 1));
+	Vec done = {0};
 
-	memset(done, 0, sizeof(bool) * (size_t)(f->ntensors + 1));
-	for (int j = 0; j < f->ntensors; j++) {
-		Tensor *t = f->tensors[j];
-		if (t->stages < 2 || done[j])
-			continue;
-		if (!buffer_tensor(&cb, t, done))
+	for (;;) {
+		Found f = {0};
+		find(&k->body, NULL, NULL, &done, &f);
+		if (!f.marker)
+			return true; /* every marker buffered, or none: not materialized here */
+		if (!buffer_marker(&cb, &f, &done))
 			return false;
 	}
-	return true;
 }

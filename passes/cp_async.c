@@ -11,7 +11,10 @@
  * plain store (a zero-init) and by cp.async.
  *
  * A vectorized copy loop `for v in [0, V) vectorize { [if (q)] c[b + v] = inb(v) ? A[g + v] : 0 }`
- * becomes one V-element cp.async at (b, g): the conditions q must not depend on v; each
+ * becomes one V-element cp.async at (b, g): a conjunct of q that depends on v must hold for
+ * the whole vector or for none of it (`e(v) < n`, e of stride 1 in v, e(0) and n multiples of
+ * V: the split condition `threadIdx.x * 4 + v < 128` of a cache copied by fewer threads than
+ * the block has), and becomes `e(0) < n`; each
  * conjunct of inb that does must be `e(v) < n` with e of stride 1 in v: the vector reads the
  * first min(n - e(0), V) elements (Stmt.size; a partial last vector), zero-fills the rest and
  * is predicated by e(0) < n. Unvectorized copies move one element. The access must be 4, 8 or
@@ -168,6 +171,30 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 	return true;
 }
 
+/* The guard q of a vectorized copy as one condition for the whole vector (see the file
+ * comment) into *out; false when a conjunct may hold for only part of it. */
+static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
+{
+	int64_t st, nc;
+
+	if (!q)
+		return true;
+	if (q->kind == EX_OP && q->op == OP_AND)
+		return vector_guard(a, v, V, q->args[0], out) && vector_guard(a, v, V, q->args[1], out);
+	if (!mentions(q, v)) {
+		*out = ix_and(a, *out, q);
+		return true;
+	}
+	if (q->kind != EX_OP || q->op != OP_LT || !ir_is_const(q->args[1], &nc) || nc % V != 0 ||
+	    !vectorize_stride(q->args[0], v, &st) || st != 1)
+		return false;
+	IrExpr *e0 = subst(a, q->args[0], v, ir_int(a, 0));
+	if (!vectorize_multiple(a, e0, V))
+		return false;
+	*out = ix_and(a, *out, ix_lt(a, e0, q->args[1]));
+	return true;
+}
+
 /* Skips comments; the only other statement of a list, or NULL. */
 static Stmt *only_stmt(Stmt *s)
 {
@@ -200,7 +227,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	Var *v = loop->var;
 	Axis *ax = v->axis;
 	Span span = ax && ax->vectorize_span.file ? ax->vectorize_span : cp_span(t);
-	IrExpr *load, *inb, *base, *src_base, *cond = NULL, *size = NULL;
+	IrExpr *load, *inb, *base, *src_base, *cond = NULL, *size = NULL, *guard = NULL;
 	int64_t V;
 
 	if (!copy_parts(c, st, &load, &inb))
@@ -212,7 +239,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	}
 	if (!size_ok(c, t, V))
 		return NULL;
-	if (mentions(q, v) ||
+	if (!vector_guard(c->a, v, V, q, &guard) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->offset, &base) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", load->tensor, load->args[0],
 			      &src_base)) {
@@ -226,9 +253,9 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	Stmt *s = cp_stmt(c, t, base, load, src_base, (int)V);
 	s->cond = cond;
 	s->size = size;
-	if (!q)
+	if (!guard)
 		return s;
-	Stmt *g = kir_if(c->k, q, s, NULL);
+	Stmt *g = kir_if(c->k, guard, s, NULL);
 	g->span = s->span;
 	return g;
 }

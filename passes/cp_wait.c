@@ -5,29 +5,38 @@
  * sync insertion, which then puts its barrier after the wait. It walks each statement list
  * with the set of cp.async tensors written since the last wait; a statement that reads one of
  * them (anywhere inside it) gets `cp.async.wait_group 0` right before it (every group is
- * committed: cp_async commits after each load nest). A loop is walked twice so a read at the
- * top of the body sees the copies issued at the bottom of the previous iteration.
+ * committed: cp_async commits after each load nest).
+ *
+ * Loops. The first time the walk meets a loop, the loop gets the waits it needs by itself: its
+ * body is walked from nothing pending, then again from what is pending at the end of the body
+ * (a read at the top of the body after copies at the bottom of the previous iteration; not for
+ * a loop of at most one iteration). What it reads and what it leaves pending are kept for that
+ * loop statement (Cw.loops); before the loop, a wait goes in when it reads a tensor pending
+ * there, and after it the pending set is the one before it plus what it leaves. A loop is so
+ * walked twice on its own and never again: the pass is linear in the kernel's size (the
+ * enclosing loops only look at what was kept).
  *
  * Circular-buffered tensors are skipped: the circular_buffer pass places their waits with the
  * group counts that keep the pipeline full (a wait_group 0 here would drain it).
  */
-#include <string.h>
-
 #include "passes/passes.h"
 
+/* A set of tensors (few: the cp.async destinations of one kernel). */
 typedef struct Pending {
-	Tensor *t[64];
-	int n;
+	Tensor **t;
+	int n, cap;
 } Pending;
 
-static void add(Pending *p, Tensor *t)
-{
-	for (int i = 0; i < p->n; i++)
-		if (p->t[i] == t)
-			return;
-	if (p->n < countof(p->t))
-		p->t[p->n++] = t;
-}
+typedef struct LoopInfo {
+	Pending reads;  /* cp.async destinations the loop reads */
+	Pending left;   /* pending after the loop when nothing was pending before it */
+} LoopInfo;
+
+typedef struct Cw {
+	Kernel *k;
+	Arena *a;
+	Map loops;      /* Stmt * (KS_FOR) -> LoopInfo * */
+} Cw;
 
 static bool has(Pending *p, Tensor *t)
 {
@@ -37,44 +46,82 @@ static bool has(Pending *p, Tensor *t)
 	return false;
 }
 
-static bool expr_reads(IrExpr *e, Pending *p)
+static void add(Arena *a, Pending *p, Tensor *t)
+{
+	if (has(p, t))
+		return;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 8;
+		Tensor **v = arena_alloc(a, sizeof *v * (size_t)p->cap);
+		for (int i = 0; i < p->n; i++)
+			v[i] = p->t[i];
+		p->t = v;
+	}
+	p->t[p->n++] = t;
+}
+
+static void merge(Arena *a, Pending *into, Pending *from)
+{
+	for (int i = 0; i < from->n; i++)
+		add(a, into, from->t[i]);
+}
+
+static Pending copy(Arena *a, Pending *p)
+{
+	Pending c = {0};
+	merge(a, &c, p);
+	return c;
+}
+
+static bool meets(Pending *a, Pending *b)
+{
+	for (int i = 0; i < a->n; i++)
+		if (has(b, a->t[i]))
+			return true;
+	return false;
+}
+
+/* A tensor whose reads need this pass's waits. */
+static bool waited_here(Tensor *t)
+{
+	return t->cp_async && t->stages < 2;
+}
+
+static void expr_reads(Cw *c, IrExpr *e, Pending *out)
 {
 	if (!e)
-		return false;
-	if (e->kind == EX_LOAD && has(p, e->tensor))
-		return true;
+		return;
+	if (e->kind == EX_LOAD && waited_here(e->tensor))
+		add(c->a, out, e->tensor);
 	for (int i = 0; i < e->nargs; i++)
-		if (expr_reads(e->args[i], p))
-			return true;
-	return false;
+		expr_reads(c, e->args[i], out);
 }
 
-static bool reads(Stmt *s, Pending *p)
+static LoopInfo *loop_info(Cw *c, Stmt *loop);
+
+/* The cp.async destinations list s reads (loops: what their walk kept). */
+static void reads(Cw *c, Stmt *s, Pending *out)
 {
 	for (; s; s = s->next) {
-		if (expr_reads(s->cond, p) || expr_reads(s->value, p) || expr_reads(s->offset, p) ||
-		    expr_reads(s->src_offset, p) || expr_reads(s->size, p))
-			return true;
-		if (s->kind == KS_VSTORE && has(p, s->src))
-			return true;
-		if (reads(s->body, p) || reads(s->then, p) || reads(s->els, p))
-			return true;
+		if (s->kind == KS_FOR) {
+			merge(c->a, out, &loop_info(c, s)->reads);
+			continue;
+		}
+		expr_reads(c, s->cond, out);
+		expr_reads(c, s->value, out);
+		expr_reads(c, s->offset, out);
+		expr_reads(c, s->src_offset, out);
+		expr_reads(c, s->size, out);
+		if (s->kind == KS_VSTORE && waited_here(s->src))
+			add(c->a, out, s->src);
+		reads(c, s->then, out);
+		reads(c, s->els, out);
 	}
-	return false;
 }
 
-static bool reads_one(Stmt *s, Pending *p)
+static void wait_before(Cw *c, Stmt **link, Pending *p)
 {
-	Stmt *next = s->next;
-	s->next = NULL;
-	bool r = reads(s, p);
-	s->next = next;
-	return r;
-}
-
-static void wait_before(Kernel *k, Stmt **link, Pending *p)
-{
-	Stmt *w = NEW(k->arena, Stmt);
+	Stmt *w = NEW(c->a, Stmt);
 	w->kind = KS_CP_WAIT;
 	w->wait_n = 0;
 	w->span = (*link)->span;
@@ -83,13 +130,30 @@ static void wait_before(Kernel *k, Stmt **link, Pending *p)
 	p->n = 0;
 }
 
-static void merge(Pending *into, Pending *from)
+static bool at_most_once(Stmt *loop)
 {
-	for (int i = 0; i < from->n; i++)
-		add(into, from->t[i]);
+	int64_t lo, hi;
+	return ir_range(loop->var->extent, &lo, &hi) && hi <= 1;
 }
 
-static void walk(Kernel *k, Stmt **link, Pending *p)
+static void walk(Cw *c, Stmt **link, Pending *p);
+
+/* The loop's own waits, placed the first time the walk meets it, and what it reads and leaves. */
+static LoopInfo *loop_info(Cw *c, Stmt *loop)
+{
+	LoopInfo *info = map_lookup(&c->loops, loop);
+	if (info)
+		return info;
+	info = NEW(c->a, LoopInfo);
+	walk(c, &loop->body, &info->left);
+	if (!at_most_once(loop))
+		walk(c, &loop->body, &info->left);
+	reads(c, loop->body, &info->reads);
+	map_insert(c->a, &c->loops, loop, info);
+	return info;
+}
+
+static void walk(Cw *c, Stmt **link, Pending *p)
 {
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
 		if (s->kind == KS_CP_WAIT) {
@@ -98,23 +162,31 @@ static void walk(Kernel *k, Stmt **link, Pending *p)
 			continue;
 		}
 		if (s->kind == KS_CP_ASYNC) {
-			if (s->tensor->stages < 2)
-				add(p, s->tensor);
+			if (waited_here(s->tensor))
+				add(c->a, p, s->tensor);
 			continue;
 		}
-		if (reads_one(s, p))
-			wait_before(k, link, p);
 		if (s->kind == KS_FOR) {
-			Pending in = *p;
-			walk(k, &s->body, &in);
-			walk(k, &s->body, &in);
-			merge(p, &in);
-		} else if (s->kind == KS_IF) {
-			Pending a = *p, b = *p;
-			walk(k, &s->then, &a);
-			walk(k, &s->els, &b);
-			*p = a;
-			merge(p, &b);
+			LoopInfo *info = loop_info(c, s);
+			if (meets(&info->reads, p))
+				wait_before(c, link, p);
+			Pending left = copy(c->a, &info->left);
+			merge(c->a, p, &left);
+		} else {
+			Pending r = {0};
+			Stmt *next = s->next;
+			s->next = NULL;
+			reads(c, s, &r);
+			s->next = next;
+			if (meets(&r, p))
+				wait_before(c, link, p);
+			if (s->kind == KS_IF) {
+				Pending a = copy(c->a, p), b = copy(c->a, p);
+				walk(c, &s->then, &a);
+				walk(c, &s->els, &b);
+				*p = a;
+				merge(c->a, p, &b);
+			}
 		}
 		while (*link != s)
 			link = &(*link)->next;
@@ -123,7 +195,8 @@ static void walk(Kernel *k, Stmt **link, Pending *p)
 
 bool pass_cp_wait(Kernel *k, Diag *d)
 {
-	Pending p = {.n = 0};
-	walk(k, &k->body, &p);
+	Cw c = {.k = k, .a = k->arena};
+	Pending p = {0};
+	walk(&c, &k->body, &p);
 	return true;
 }

@@ -3,14 +3,26 @@
  * Inputs and outputs are row-major contiguous over their shape: offset = sum over d of
  * subs[d] * (shape[d+1] * ... * shape[n-1]). A materialized intermediate lives in a buffer
  * that holds only what one iteration of its compute-at loop needs: it is row-major over its
- * buffer axes (index_buffer_axes), and the position along each buffer axis is computed
+ * buffer axes (index_buffer_axes: its own serial axes; for shared memory also the axes bound
+ * to threadIdx.*, its own and those of the consumer's loops it is computed inside, since the
+ * block's threads share the buffer), and the position along each buffer axis is computed
  * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
  * subscripts are functions of the loop variables, so the folding helpers reduce those
- * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`).
+ * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the
+ * guards around the statement (ir_range_guard): a cache copied by 32 of 128 threads is
+ * guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is `threadIdx.x * 4 + v`.
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
  */
 #include "passes/passes.h"
+
+/* The binding of a loop: a shared (compute_at) axis carries its owner's. */
+static ParType loop_par(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax->par;
+}
 
 int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 {
@@ -18,8 +30,17 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 	int n = 0;
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
-		if (ax->ca_alias || ax->reduction)
+		if (ax->reduction)
 			continue;
+		/* The threads of a block run a shared loop bound to threadIdx.* at once: each
+		 * needs its own part of a shared buffer computed inside it (unless t does not
+		 * depend on that loop: a bare alias, root_index < 0, of a broadcast). */
+		if (ax->ca_alias) {
+			if (t->mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
+			    !(ax->kind == AX_ROOT && ax->root_index < 0))
+				v[n++] = ax;
+			continue;
+		}
 		if (ax->par == PT_SERIAL || (t->mem == MEM_SHARED && par_is_thread(ax->par)))
 			v[n++] = ax;
 	}
@@ -85,11 +106,15 @@ static void index_list(Kernel *k, Stmt *s)
 		case KS_FOR:
 			index_list(k, s->body);
 			break;
-		case KS_IF:
+		case KS_IF: {
+			IrGuard saved;
 			s->cond = lower(k, s->cond);
+			ir_range_guard(s->cond, &saved);
 			index_list(k, s->then);
+			ir_range_unguard(&saved);
 			index_list(k, s->els);
 			break;
+		}
 		case KS_STORE:
 			if (!s->offset)
 				s->offset = index_offset(k->arena, s->tensor, s->idx, s->nidx);

@@ -42,6 +42,9 @@ typedef struct Nest {
 	Tensor *top;        /* the top-level tensor whose nest is being built */
 	Binding *env;       /* axis values of the enclosing loops (a stack) */
 	int nenv, cap;
+	Map producers;      /* Tensor * -> Vec * of the tensors placed in its loops (placement) */
+	unsigned gen;       /* changes whenever env does */
+	Map values;         /* Axis * -> Value *: axis_value's results for env generation gen */
 	Vec wsums, wm2s;    /* welford: the sums s1 built so far and their M2 locals (welford.c) */
 	bool ok;
 } Nest;
@@ -65,8 +68,22 @@ PRINTF(3, 4) static void error_once(Nest *n, Span at, const char *fmt, ...)
 	buf_free(&b);
 }
 
+/* A derived axis value computed for one state of the env (Nest.values): a chain of 200
+ * splits would otherwise rebuild each inner value once per axis above it (cubic). */
+typedef struct Value {
+	IrExpr *v;
+	unsigned gen;
+} Value;
+
+static void pop_to(Nest *n, int nenv)
+{
+	n->nenv = nenv;
+	n->gen++;
+}
+
 static void push(Nest *n, Axis *ax, IrExpr *v)
 {
+	n->gen++;
 	if (n->nenv == n->cap) {
 		/* the arena cannot grow a block: copy into a bigger one */
 		int cap = n->cap ? 2 * n->cap : 32;
@@ -87,18 +104,30 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 	for (int i = n->nenv - 1; i >= 0; i--)
 		if (n->env[i].axis == ax)
 			return n->env[i].value;
+	Value *memo = map_lookup(&n->values, ax);
+	if (memo && memo->gen == n->gen)
+		return memo->v;
 	Axis *c = ax->to[0];
+	IrExpr *v;
 	if (!c)
 		die("loop_nest: axis %s of %s has no value", ax->name, ax->owner->name);
 	if (c->kind == AX_SPLIT_OUTER) {
 		Axis *in = ax->to[1];
-		return ix_add(n->a, ix_mul(n->a, axis_value(n, c), ir_int(n->a, in->factor)),
-			      axis_value(n, in));
+		v = ix_add(n->a, ix_mul(n->a, axis_value(n, c), ir_int(n->a, in->factor)),
+			   axis_value(n, in));
+	} else {
+		/* merge: the merged value m = outer * E_inner + inner */
+		IrExpr *m = axis_value(n, c);
+		IrExpr *e_inner = c->from[1]->extent;
+		v = ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
 	}
-	/* merge: the merged value m = outer * E_inner + inner */
-	IrExpr *m = axis_value(n, c);
-	IrExpr *e_inner = c->from[1]->extent;
-	return ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
+	if (!memo) {
+		memo = NEW(n->a, Value);
+		map_insert(n->a, &n->values, ax, memo);
+	}
+	memo->v = v;
+	memo->gen = n->gen;
+	return v;
 }
 
 /* Non-divisible split predication. A split inner axis ax (extent F) that is split or merged
@@ -115,6 +144,16 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 static IrExpr *split_cond(Nest *n, Tensor *t, bool reductions)
 {
 	IrExpr *c = NULL;
+	/* A reduction root that is split or merged further is bounded by nothing else when it
+	 * is no bare subscript: an rfactor partial's listed roots are parts of the reduction's
+	 * index (`r.split(n2, 3)` of `n2: 2` gives n2 = 2, the next chunk's element, in
+	 * `o2 * 6 + n2 * 3 + n1`). A user's reduction index is a bare subscript: its access
+	 * bound is the same condition, merged with it. */
+	for (int i = 0; reductions && i < t->nroot; i++) {
+		Axis *ax = t->root[i];
+		if (ax->reduction && ax->to[0])
+			c = ix_and(n->a, c, ix_lt(n->a, axis_value(n, ax), ax->extent));
+	}
 	for (int i = 0; i < t->history.len; i++) {
 		Axis *ax = VEC_AT(t->history, Axis, i);
 		if (ax->kind != AX_SPLIT_INNER || !ax->to[0] || (ax->reduction && !reductions))
@@ -367,18 +406,35 @@ static void placement(Tensor *t, Tensor **owner, int *pos)
 	*pos = p;
 }
 
+/* Nest.producers: for each tensor, the tensors placed in its loops, in definition order (one
+ * pass over the fusion, not one per loop of every nest). */
+static void find_producers(Nest *n)
+{
+	for (int i = 0; i < n->f->ntensors; i++) {
+		Tensor *p = n->f->tensors[i], *o;
+		int at;
+		if (!p->ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
+			continue;
+		placement(p, &o, &at);
+		Vec *v = map_lookup(&n->producers, o);
+		if (!v) {
+			v = NEW(n->a, Vec);
+			map_insert(n->a, &n->producers, o, v);
+		}
+		vec_push(n->a, v, p);
+	}
+}
+
 /* Producers nested at the start of the body of t's loop `pos`, in definition order. */
 static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 {
 	Stmt *list = NULL;
-	for (int i = 0; i < n->f->ntensors; i++) {
-		Tensor *p = n->f->tensors[i];
-		if (!p->ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
-			continue;
-		Tensor *o;
+	Vec *v = map_lookup(&n->producers, t);
+	for (int i = 0; v && i < v->len; i++) {
+		Tensor *p = VEC_AT(*v, Tensor, i), *o;
 		int at;
 		placement(p, &o, &at);
-		if (o != t || at != pos)
+		if (at != pos)
 			continue;
 		Stmt *mark = kir_comment(n->k, p->ca_pos < 0
 					 ? arena_printf(n->a, "%s computed at the top of %s", p->name,
@@ -440,7 +496,7 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 	v->axis = ax;
 	push(n, ax, ir_var(n->a, v));
 	Stmt *body = init_in_place(n, t, pos + 1);
-	n->nenv--;
+	pop_to(n, n->nenv - 1);
 	return kir_for(n->k, v, body);
 }
 
@@ -542,7 +598,7 @@ static Stmt *open_axis(Nest *n, Frame *fr, int pos)
 	if (ax->par != PT_SERIAL) {
 		push(n, ax, ir_par(n->a, ax->par));
 		Stmt *s = build(n, fr, pos + 1);
-		n->nenv--;
+		pop_to(n, n->nenv - 1);
 		return s;
 	}
 	Var *v = kir_new_var(n->k, ax->name, DT_I64);
@@ -550,7 +606,7 @@ static Stmt *open_axis(Nest *n, Frame *fr, int pos)
 	v->axis = ax;
 	push(n, ax, ir_var(n->a, v));
 	Stmt *body = build(n, fr, pos + 1);
-	n->nenv--;
+	pop_to(n, n->nenv - 1);
 	return kir_for(n->k, v, body);
 }
 
@@ -610,7 +666,7 @@ static Stmt *build_tensor(Nest *n, Tensor *t)
 		if (!t->domain[i]->ca_alias && t->domain[i]->par != PT_SERIAL)
 			push(n, t->domain[i], ir_par(n->a, t->domain[i]->par));
 	Stmt *s = build(n, &fr, 0);
-	n->nenv = saved;
+	pop_to(n, saved);
 	return s;
 }
 
@@ -667,6 +723,8 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 {
 	Nest n = {.k = k, .a = k->arena, .d = d, .f = k->fusion, .ok = true};
 	Fusion *f = k->fusion;
+	Stmt *last = NULL; /* the end of k->body: appending stays linear in the outputs */
+	find_producers(&n);
 	for (int i = 0; i < f->ntensors && n.ok; i++) {
 		Tensor *t = f->tensors[i];
 		if (t->kind != TK_OUTPUT || t->ca_tensor)
@@ -676,8 +734,13 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 		Stmt *mark = kir_comment(k, arena_printf(k->arena, "nest of %s", t->name));
 		mark->tensor = t;
 		mark->span = stmt_span(t);
-		k->body = kir_append(k->body, mark);
-		k->body = kir_append(k->body, build_tensor(&n, t));
+		mark->next = build_tensor(&n, t);
+		if (last)
+			last->next = mark;
+		else
+			k->body = mark;
+		for (last = mark; last->next; last = last->next)
+			;
 	}
 	if (!n.ok)
 		return false;

@@ -9,7 +9,10 @@
  *     whose extent may be smaller than the kernel's launch extent (another tensor launched it
  *     wider): the extra threads must not write. The same for a reduction's accumulation
  *     (a KS_LET whose `tensor` is set): the extra threads of a block reduction must add
- *     nothing to their partials.
+ *     nothing to their partials, which keep the identity (an unconditional accumulator
+ *     initialisation is never drawn into the accumulation's `if`); a reduction's result,
+ *     stored after the block reduction, is held by every thread of the reduced types, so
+ *     its store has no condition on them.
  * A condition that ir_range proves true is dropped (e.g. a split of 33 by 11), duplicates are
  * merged, and a statement with no condition left is not wrapped. A copy into a cp.async
  * tensor is the exception (guard_cp_async): its bounds select a zero instead. Index values
@@ -77,12 +80,19 @@ static Axis *resolve(Axis *ax)
 	return ax;
 }
 
-/* par < extent where the launch may be wider than this tensor's bound axis */
-static void par_conds(Conds *cs, Kernel *k, Tensor *t)
+/* par < extent where the launch may be wider than this tensor's bound axis. `result`: the
+ * statement stores a reduction's result, after the block reduction that gave every thread of
+ * the reduced types the same value (loop_nest.c); threads beyond the extent of t's own
+ * reduction axes bound to threads hold it too (they contributed the identity), so those axes
+ * need no condition: a register copy is then defined in every thread that reads it (a wider
+ * reader of `m[0]`), and a store to memory is left to index 0 (redundant_write.c). */
+static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
 		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+			continue;
+		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
 		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ax->extent));
 	}
@@ -218,7 +228,7 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 	for (int i = 0; i < all.n; i++)
 		if (on_reduction(all.c[i], s->tensor))
 			add_cond(cs, all.c[i]);
-	par_conds(cs, k, s->tensor);
+	par_conds(cs, k, s->tensor, true);
 }
 
 /* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
@@ -231,7 +241,7 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 	Conds in = {.a = k->arena}, par = {.a = k->arena};
 	bounds(&in, s->tensor, s->idx, s->nidx);
 	access_conds(&in, s->value);
-	par_conds(&par, k, s->tensor);
+	par_conds(&par, k, s->tensor, true);
 	split_conds(&par, s->split_cond);
 	IrExpr *c = conjunction(&in);
 	if (c) {
@@ -266,15 +276,19 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 	} else {
 		if (s->kind == KS_STORE) {
 			bounds(&cs, s->tensor, s->idx, s->nidx);
-			par_conds(&cs, k, s->tensor);
+			par_conds(&cs, k, s->tensor, true);
 		}
-		/* a reduction's accumulation: threads beyond its bound extents add nothing */
+		/* a reduction's accumulation: threads beyond its bound extents add nothing (their
+		 * partial stays the identity for the block reduction) */
 		if (s->kind == KS_LET && s->tensor)
-			par_conds(&cs, k, s->tensor);
+			par_conds(&cs, k, s->tensor, false);
 		access_conds(&cs, s->value);
 	}
 	split_conds(&cs, s->split_cond);
-	if (s->kind == KS_LET) {
+	/* An unconditional assignment (an accumulator's identity) opens no group: the guarded
+	 * accumulation after it reads its variable, but the identity must hold in every thread
+	 * (the lanes beyond the extent give it to the block reduction). */
+	if (s->kind == KS_LET && cs.n) {
 		while (last->next && last->next->kind == KS_LET &&
 		       (uses_var(last->next->value, s->var) ||
 			(s->tensor && last->next->tensor == s->tensor))) {

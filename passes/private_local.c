@@ -1,18 +1,23 @@
-/* private_local.c: a register (local) tensor is private to a thread (SPEC §4.8): every element
- * a thread reads must be one that thread wrote.
+/* private_local.c: a register (local) tensor is private to a thread, and a shared tensor to a
+ * block (SPEC §4.8): every element a thread reads from registers must be one that thread
+ * wrote, and every element a block reads from shared memory one that block wrote.
  *
- * Runs right after loop_nest, on logical subscripts. A materialized local tensor t spreads its
+ * Runs right after loop_nest, on logical subscripts. A materialized tensor t spreads its
  * elements over threads (and blocks) only through its own axes bound to a parallel type
  * (aliases of its consumer's loops carry the same value for writer and reader; serial axes and
  * unbound parallel types are computed by every thread; reduction axes are combined before
- * anyone reads). For each such axis ax bound to P, the element a reader accesses must be on the
- * reader's own P index: the position along ax computed forward from the read's subscripts
- * (index_forward) must simplify to `P` itself, or to the same expression it gives at t's own
- * store when both statements run on the same P indices (both then depend only on shared loops
- * and parallel indices, since each nest has its own loop variables). The simplifier knows
- * P < the reader's own bound extent (its predicate). Anything else, including what the simplifier cannot prove, is an error
- * at the directive that put t in registers, e.g. `x.cache_after(local)` with `xl.jt` bound to
- * threadIdx.x (32 threads) read by `y`'s 64 threads.
+ * anyone reads). The types that matter are every type for a local tensor and the block types
+ * for a shared one (its threads share it; its blocks each have their own copy, which they
+ * fill for themselves). For each such axis ax bound to P, the element a reader accesses must
+ * be on the reader's own P index: the position along ax computed forward from the read's
+ * subscripts (index_forward) must simplify to `P` itself, or to the same expression it gives
+ * at t's own store when both statements run on the same P indices (both then depend only on
+ * shared loops and parallel indices, since each nest has its own loop variables). The
+ * simplifier knows P < the reader's own bound extent (its predicate). Anything else, including
+ * what the simplifier cannot prove, is an error at the directive that put t in registers or
+ * in shared memory, e.g. `x.cache_after(local)` with `xl.jt` bound to threadIdx.x (32 threads)
+ * read by `y`'s 64 threads, or `x.cache_after(shared)` with `xs.jo` bound to blockIdx.y read by
+ * `y` in a serial loop over `jo` (block (i, 0) would read what block (i, 1) wrote).
  */
 #include "passes/passes.h"
 
@@ -25,7 +30,15 @@ typedef struct Priv {
 
 static bool is_private(Tensor *t)
 {
-	return t->kind == TK_INTERMEDIATE && t->ca_tensor && t->mem == MEM_LOCAL;
+	return t->kind == TK_INTERMEDIATE && t->ca_tensor &&
+	       (t->mem == MEM_LOCAL || t->mem == MEM_SHARED);
+}
+
+/* Whether t's elements spread over P are private to each index of P: registers to a thread
+ * (and so to a block), shared memory to a block. */
+static bool private_over(Tensor *t, ParType p)
+{
+	return t->mem == MEM_LOCAL || par_is_block(p);
 }
 
 /* t's own store (the first one: all of them use t's root values) */
@@ -62,15 +75,24 @@ static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
 	vec_push(p->k->arena, &p->bad, t);
 	p->ok = false;
 	Tensor *who = reader && reader->tensor ? reader->tensor : NULL;
+	bool blocks = par_is_block(ax->par);
 	diag_error(p->d, reg_span(t),
-		   "'%s' is a register (local) tensor, but %s reads elements of it that other "
-		   "threads wrote ('%s.%s' is bound to %s)", t->name,
-		   who ? arena_printf(p->k->arena, "'%s'", who->name) : "its reader", t->name,
-		   ax->name, par_name(ax->par));
+		   "'%s' is %s, but %s reads elements of it that other %s wrote ('%s.%s' is bound "
+		   "to %s)", t->name,
+		   t->mem == MEM_LOCAL ? "a register (local) tensor" : "in shared memory",
+		   who ? arena_printf(p->k->arena, "'%s'", who->name) : "its reader",
+		   blocks ? "blocks" : "threads", t->name, ax->name, par_name(ax->par));
 	diag_note(p->d, ax->par_span, "'%s' is spread over %s here", t->name, par_name(ax->par));
-	diag_note(p->d, (Span){0},
-		  "registers are private to each thread: use cache_after(shared) or memory(shared) to "
-		  "share '%s' between threads, or bind its reader's loops the same way", t->name);
+	if (blocks)
+		diag_note(p->d, (Span){0},
+			  "each block has its own registers and shared memory: bind the reader's loop "
+			  "over these elements to %s the same way, or leave '%s.%s' unbound so that "
+			  "every block computes what it reads", par_name(ax->par), t->name, ax->name);
+	else
+		diag_note(p->d, (Span){0},
+			  "registers are private to each thread: use cache_after(shared) or "
+			  "memory(shared) to share '%s' between threads, or bind its reader's loops "
+			  "the same way", t->name);
 }
 
 /* The extent a tensor binds to P (through aliases), or P's launch extent when it binds none
@@ -110,7 +132,8 @@ static void check_access(Priv *p, IrExpr *e, Stmt *reader)
 	Stmt *w = NULL;
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
-		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL)
+		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL ||
+		    !private_over(t, ax->par))
 			continue;
 		IrExpr *er = bound_extent(p->k, reader->tensor, ax->par);
 		IrExpr *got = position(p, ax, e->args, e->nargs, er);

@@ -12,14 +12,17 @@
 /* Bound through a non-reduction axis: after a block reduction every thread of the reduced
  * types holds the same result, so only index 0 of them stores it. A reduction axis bound to a
  * block type counts as bound: each block holds a partial, and the grid step (grid_reduce.c)
- * lets the last block to arrive store the element, whatever its index. */
+ * lets the last block to arrive store the element, whatever its index. Whether an axis is a
+ * reduction is t's own: a tensor computed inside its consumer's reduction loop bound to P (a
+ * cache of the reduction's operand) has an element per index of P. */
 static bool bound_to(Tensor *t, ParType p)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
+		bool red = ax->reduction;
 		while (ax->ca_alias)
 			ax = ax->ca_alias;
-		if (ax->par == p && (!ax->reduction || par_is_block(p)))
+		if (ax->par == p && (!red || par_is_block(p)))
 			return true;
 	}
 	return false;

@@ -2,8 +2,8 @@
  *
  * Accesses. Every write (KS_STORE, KS_VSTORE, KS_CP_ASYNC) and read (EX_LOAD, a vector copy's
  * source) of a shared buffer is an access: buffer, element offset (after indexing), vector
- * width, whether it is a cp.async write, and the ranges of the thread indices under the `if`s
- * around it (`threadIdx.x < 12`, `threadIdx.y == 0` narrow them).
+ * width, whether it is a cp.async write, and the guards of the `if`s around it
+ * (`threadIdx.x < 12`, `threadIdx.y == 0`, `jo + 1 < 8` narrow the ranges).
  *
  * Same thread. Two accesses to one buffer touch an element from the same thread when their
  * offsets, as sums of (coefficient x atom), are mixed-radix numbers in which every thread
@@ -19,11 +19,25 @@
  * thread; a plain store and a cp.async to the same buffer always conflict. The pass walks each
  * statement list keeping the accesses made since the last barrier; a statement whose accesses
  * conflict with them gets a barrier right before it (after the cp_wait pass's wait, so the
- * wait comes first). A loop is walked twice: the second walk starts with the accesses left at
- * the end of the body, which finds hazards between iterations (a WAR on the next iteration).
- * Barriers go only where every thread of the block arrives: loops and `if`s whose condition
- * does not depend on the thread are entered, an `if` on the thread index is one statement. A
- * cp.async write is ordered by a barrier only once a wait has retired it.
+ * wait comes first). Barriers go only where every thread of the block arrives: loops and
+ * `if`s whose condition does not depend on the thread are entered, an `if` on the thread index
+ * is one statement. A cp.async write is ordered by a barrier only once a wait has retired it.
+ *
+ * Loops. The first time the walk meets a loop it places the barriers the loop needs by itself:
+ * its body is walked from nothing pending, then again from what is left at the end of the body
+ * (hazards from one iteration to the next; not for a loop of at most one iteration). What the
+ * loop exposes to the accesses before it (those it makes before a barrier every thread
+ * reaches), whether it always reaches a barrier, what it leaves pending and everything it
+ * accesses are then kept for that loop statement (Sy.loops). The loop then needs a barrier
+ * before it only when an access before it conflicts with an exposed one: a loop that starts
+ * with its own barrier needs none before it, and a loop that needs one gets it once, outside,
+ * not in every iteration. Only a cp.async write not yet retired makes the walk go into the loop
+ * again (a barrier cannot order it before its wait). Every loop's body is so walked a bounded
+ * number of times apart from those visits: the pass is linear in the kernel's size.
+ *
+ * Ranges come from ir_range under each access's guards (ir_range_guard, kept with the access):
+ * inside `if (jo + 1 < 8)`, `jo` is at most 6, so `threadIdx.x * 8 + jo + 1` has the thread
+ * index as a digit of weight 8.
  *
  * Circular-buffered tensors are left to the circular_buffer pass (it owns their barriers and
  * knows the slots); only their sharing of bytes with other buffers is checked here.
@@ -37,7 +51,7 @@ typedef struct Access {
 	bool write, async, waited;
 	IrExpr *off;
 	int vec;
-	int64_t hi[PT_COUNT]; /* thread index upper bounds under the guards; -1: unknown */
+	IrGuard guard;        /* the guards around it */
 	Stmt *stmt;
 } Access;
 
@@ -51,13 +65,21 @@ typedef struct Region {
 	int64_t lo, hi;
 } Region;
 
+/* What the walk keeps of a loop statement once it has placed the loop's own barriers. */
+typedef struct LoopInfo {
+	Set exposed;   /* accesses made before a barrier every thread reaches */
+	Set left;      /* pending after the loop when nothing was pending before it */
+	Set all;       /* every access in the loop */
+	bool barrier;  /* every thread reaches a barrier in the loop (at least one iteration) */
+} LoopInfo;
+
 typedef struct Sy {
 	Kernel *k;
 	Arena *a;
-	int64_t hi[PT_COUNT]; /* the guards of the statement being collected */
 	Tensor *only;         /* collect accesses to this tensor only (NULL: every shared one) */
 	Region *regions;
 	int nregions;
+	Map loops;            /* Stmt * (KS_FOR) -> LoopInfo * */
 } Sy;
 
 static void set_add(Arena *a, Set *s, Access *x)
@@ -108,7 +130,7 @@ static void add_access(Sy *y, Set *out, Stmt *s, Tensor *t, bool write, IrExpr *
 	x->async = write && s->kind == KS_CP_ASYNC;
 	x->off = off;
 	x->vec = vec > 0 ? vec : 1;
-	memcpy(x->hi, y->hi, sizeof x->hi);
+	ir_range_guard(NULL, &x->guard);
 	x->stmt = s;
 	set_add(y->a, out, x);
 }
@@ -123,26 +145,6 @@ static void expr_reads(Sy *y, Set *out, Stmt *s, IrExpr *e)
 		add_access(y, out, s, e->tensor, false, e->args[0], 1);
 }
 
-/* Narrows y->hi by the thread-index conjuncts of cond (`tid < c`, `tid == 0`). */
-static void narrow(Sy *y, IrExpr *c)
-{
-	int64_t v;
-
-	if (!c || c->kind != EX_OP)
-		return;
-	if (c->op == OP_AND) {
-		narrow(y, c->args[0]);
-		narrow(y, c->args[1]);
-		return;
-	}
-	IrExpr *l = c->args[0], *r = c->nargs > 1 ? c->args[1] : NULL;
-	if (!r || l->kind != EX_PAR || !par_is_thread(l->par) || !ir_is_const(r, &v))
-		return;
-	int64_t hi = c->op == OP_LT ? v - 1 : c->op == OP_LE ? v : c->op == OP_EQ ? v : -2;
-	if (hi >= 0 && (y->hi[l->par] < 0 || hi < y->hi[l->par]))
-		y->hi[l->par] = hi;
-}
-
 static void collect(Sy *y, Set *out, Stmt *s);
 
 static void collect_list(Sy *y, Set *out, Stmt *s)
@@ -153,18 +155,21 @@ static void collect_list(Sy *y, Set *out, Stmt *s)
 
 static void collect(Sy *y, Set *out, Stmt *s)
 {
-	int64_t saved[PT_COUNT];
+	IrGuard saved;
+	LoopInfo *info;
 
 	switch (s->kind) {
 	case KS_FOR:
-		collect_list(y, out, s->body);
+		if ((info = map_lookup(&y->loops, s)))
+			set_union(y->a, out, &info->all);
+		else
+			collect_list(y, out, s->body);
 		break;
 	case KS_IF:
 		expr_reads(y, out, s, s->cond);
-		memcpy(saved, y->hi, sizeof saved);
-		narrow(y, s->cond);
+		ir_range_guard(s->cond, &saved);
 		collect_list(y, out, s->then);
-		memcpy(y->hi, saved, sizeof saved);
+		ir_range_unguard(&saved);
 		collect_list(y, out, s->els);
 		break;
 	case KS_STORE:
@@ -262,24 +267,14 @@ static bool has_thread_par(IrExpr *e)
 	return false;
 }
 
-/* The largest value of thread index p for access x (its guards, else the launch); -1 if not
- * known. */
-static int64_t thread_hi(Kernel *k, Access *x, ParType p)
+/* The largest value of thread index p for access x (under its guards, else the launch); -1 if
+ * not known. The caller has made x's guards current. */
+static int64_t thread_hi(ParType p)
 {
-	int64_t lo, hi = -1, c;
-	IrExpr *e = k->launch[p];
+	IrExpr par = {.kind = EX_PAR, .dtype = DT_I64, .par = p};
+	int64_t lo, hi;
 
-	if (!e)
-		hi = 0;
-	else if (ir_is_const(e, &c))
-		hi = c - 1;
-	else if (ir_range(e, &lo, &hi))
-		hi = hi - 1;
-	else
-		hi = -1;
-	if (x->hi[p] >= 0 && (hi < 0 || x->hi[p] < hi))
-		hi = x->hi[p];
-	return hi;
+	return ir_range(&par, &lo, &hi) ? hi : -1;
 }
 
 static int64_t coef_of(Lin *L, ParType p)
@@ -290,8 +285,9 @@ static int64_t coef_of(Lin *L, ParType p)
 	return 0;
 }
 
-/* Whether thread index p is the digit of weight w (range R) in x's offset L. */
-static bool is_digit(Kernel *k, Access *x, Lin *L, ParType p, int64_t w, int64_t R)
+/* Whether thread index p is the digit of weight w (range R) in x's offset L (x's guards are
+ * current). */
+static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t R)
 {
 	int64_t lower = x->vec - 1, lo, hi, wr = w * R;
 
@@ -313,7 +309,7 @@ static bool is_digit(Kernel *k, Access *x, Lin *L, ParType p, int64_t w, int64_t
 			continue;
 		}
 		if (a->kind == EX_PAR && par_is_thread(a->par)) {
-			hi = thread_hi(k, x, a->par);
+			hi = thread_hi(a->par);
 			if (hi < 0)
 				return false;
 		} else if (has_thread_par(a) || !ir_range(a, &lo, &hi) || lo < 0) {
@@ -325,26 +321,37 @@ static bool is_digit(Kernel *k, Access *x, Lin *L, ParType p, int64_t w, int64_t
 }
 
 /* Whether every element that both x and y touch is touched by one thread in both. */
-static bool same_thread(Kernel *k, Access *x, Access *y)
+static bool same_thread(Access *x, Access *y)
 {
 	Lin lx = {.ok = true}, ly = {.ok = true};
+	IrGuard saved;
+	bool same = true;
 
 	lin(x->off, 1, &lx);
 	lin(y->off, 1, &ly);
 	if (!lx.ok || !ly.ok)
 		return false;
-	for (ParType p = PT_TIDX; p <= PT_TIDZ; p++) {
-		int64_t hx = thread_hi(k, x, p), hy = thread_hi(k, y, p);
+	ir_range_guard(NULL, &saved);
+	for (ParType p = PT_TIDX; same && p <= PT_TIDZ; p++) {
+		ir_range_unguard(&x->guard);
+		int64_t hx = thread_hi(p);
+		ir_range_unguard(&y->guard);
+		int64_t hy = thread_hi(p);
 		if (hx == 0 && hy == 0)
 			continue; /* one value: not a thread digit */
 		int64_t w = coef_of(&lx, p);
-		if (w <= 0 || w != coef_of(&ly, p) || hx < 0 || hy < 0)
-			return false;
+		if (w <= 0 || w != coef_of(&ly, p) || hx < 0 || hy < 0) {
+			same = false;
+			break;
+		}
 		int64_t R = (hx > hy ? hx : hy) + 1;
-		if (!is_digit(k, x, &lx, p, w, R) || !is_digit(k, y, &ly, p, w, R))
-			return false;
+		ir_range_unguard(&x->guard);
+		same = is_digit(x, &lx, p, w, R);
+		ir_range_unguard(&y->guard);
+		same = same && is_digit(y, &ly, p, w, R);
 	}
-	return true;
+	ir_range_unguard(&saved);
+	return same;
 }
 
 /* ---- conflicts -------------------------------------------------------------------------- */
@@ -369,7 +376,7 @@ static bool conflict(Sy *y, Access *a, Access *b)
 		return false;
 	if (a->write && b->write && a->async != b->async)
 		return true;
-	return !same_thread(y->k, a, b);
+	return !same_thread(a, b);
 }
 
 static bool conflicts(Sy *y, Set *pending, Set *now)
@@ -384,11 +391,16 @@ static bool conflicts(Sy *y, Set *pending, Set *now)
 /* ---- placing barriers ------------------------------------------------------------------- */
 
 /* A barrier orders everything before it, except cp.async writes no wait has retired. */
+static bool survives_barrier(Access *x)
+{
+	return x->async && !x->waited;
+}
+
 static void after_barrier(Set *s)
 {
 	int n = 0;
 	for (int i = 0; i < s->n; i++)
-		if (s->v[i]->async && !s->v[i]->waited)
+		if (survives_barrier(s->v[i]))
 			s->v[n++] = s->v[i];
 	s->n = n;
 }
@@ -399,6 +411,26 @@ static void after_wait(Set *s, int wait_n)
 		return; /* only circular buffering waits for older groups; it owns those tensors */
 	for (int i = 0; i < s->n; i++)
 		s->v[i]->waited = true;
+}
+
+/* A conflict a barrier right here would resolve (the pending access is not a cp.async write
+ * still in flight). */
+static bool conflicts_orderable(Sy *y, Set *pending, Set *now)
+{
+	for (int i = 0; i < pending->n; i++)
+		if (!survives_barrier(pending->v[i]))
+			for (int j = 0; j < now->n; j++)
+				if (conflict(y, pending->v[i], now->v[j]))
+					return true;
+	return false;
+}
+
+static bool has_async(Set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (survives_barrier(s->v[i]))
+			return true;
+	return false;
 }
 
 /* A condition every thread of the block evaluates alike. */
@@ -423,44 +455,127 @@ static Stmt *new_sync(Kernel *k, Span at)
 	return s;
 }
 
-static bool has_sync(Stmt *s)
-{
-	for (; s; s = s->next)
-		if (s->kind == KS_SYNC)
-			return true;
-	return false;
-}
-
-static void walk(Sy *y, Stmt **link, Set *pending);
-
-/* Puts a barrier before *link when its statement conflicts with the pending accesses. */
-static void check_before(Sy *y, Stmt **link, Set *pending, Set *now)
+/* Puts a barrier before *link. */
+static void barrier_before(Sy *y, Stmt **link, Set *pending)
 {
 	Stmt *s = *link;
-	if (!conflicts(y, pending, now))
-		return;
 	Stmt *b = new_sync(y->k, s->span);
 	b->next = s;
 	*link = b;
 	after_barrier(pending);
 }
 
-static void walk_loop(Sy *y, Stmt *s, Set *pending)
+/* Puts a barrier before *link when its statement conflicts with the pending accesses. */
+static void check_before(Sy *y, Stmt **link, Set *pending, Set *now)
+{
+	if (conflicts(y, pending, now))
+		barrier_before(y, link, pending);
+}
+
+static bool extent_at_least(Stmt *loop, int64_t n)
 {
 	int64_t lo, hi;
-	Set in = set_copy(y->a, pending);
+	return ir_range(loop->var->extent, &lo, &hi) ? lo >= n : n <= 0;
+}
 
-	walk(y, &s->body, &in);  /* barriers within an iteration */
-	walk(y, &s->body, &in);  /* hazards from the end of one iteration to the next */
-	if (has_sync(s->body) && ir_range(s->var->extent, &lo, &hi) && lo >= 1) {
-		*pending = in;
+static bool extent_at_most(Stmt *loop, int64_t n)
+{
+	int64_t lo, hi;
+	return ir_range(loop->var->extent, &lo, &hi) && hi <= n;
+}
+
+static LoopInfo *loop_info(Sy *y, Stmt *loop);
+
+/* The accesses of list s that may come before a barrier every thread reaches into *out;
+ * whether such a barrier is always reached. */
+static bool exposed(Sy *y, Stmt *s, Set *out)
+{
+	IrGuard saved;
+
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case KS_SYNC:
+			return true;
+		case KS_FOR: {
+			LoopInfo *info = loop_info(y, s);
+			set_union(y->a, out, &info->exposed);
+			if (info->barrier)
+				return true;
+			break;
+		}
+		case KS_IF:
+			if (uniform(s->cond)) {
+				int64_t v;
+				bool known = ir_is_const(s->cond, &v);
+				Set dead = {0};
+				expr_reads(y, out, s, s->cond);
+				ir_range_guard(s->cond, &saved);
+				bool a = exposed(y, s->then, known && !v ? &dead : out);
+				ir_range_unguard(&saved);
+				bool b = exposed(y, s->els, known && v ? &dead : out);
+				if ((a || (known && !v)) && (b || (known && v)))
+					return true;
+				break;
+			}
+			collect(y, out, s);
+			break;
+		default:
+			collect(y, out, s);
+			break;
+		}
+	}
+	return false;
+}
+
+static void walk(Sy *y, Stmt **link, Set *pending);
+
+/* The loop's own barriers (within an iteration and from one iteration to the next), placed the
+ * first time the walk meets it, and what it exposes, leaves and accesses. */
+static LoopInfo *loop_info(Sy *y, Stmt *loop)
+{
+	LoopInfo *info = map_lookup(&y->loops, loop);
+	if (info)
+		return info;
+	info = NEW(y->a, LoopInfo);
+	walk(y, &loop->body, &info->left);
+	if (!extent_at_most(loop, 1))
+		walk(y, &loop->body, &info->left);
+	info->barrier = exposed(y, loop->body, &info->exposed) && extent_at_least(loop, 1);
+	collect_list(y, &info->all, loop->body);
+	map_insert(y->a, &y->loops, loop, info);
+	return info;
+}
+
+/* A loop after the accesses pending before it: a barrier before the loop when one of them
+ * conflicts with what the loop exposes; then the accesses pending after it. */
+static void walk_loop(Sy *y, Stmt **link, Set *pending)
+{
+	Stmt *loop = *link;
+	LoopInfo *info = loop_info(y, loop);
+
+	if (conflicts_orderable(y, pending, &info->exposed))
+		barrier_before(y, link, pending);
+	if (has_async(pending)) {
+		/* a cp.async write retired by a wait inside the loop is ordered after that wait */
+		Set in = set_copy(y->a, pending);
+		walk(y, &loop->body, &in);
+		if (info->barrier)
+			*pending = in;
+		else
+			set_union(y->a, pending, &in);
 		return;
 	}
-	set_union(y->a, pending, &in);
+	Set left = set_copy(y->a, info->barrier ? &info->left : &info->all);
+	if (info->barrier)
+		*pending = left;
+	else
+		set_union(y->a, pending, &left);
 }
 
 static void walk(Sy *y, Stmt **link, Set *pending)
 {
+	IrGuard saved;
+
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
 		Set now = {0};
 		switch (s->kind) {
@@ -471,9 +586,7 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 			after_wait(pending, s->wait_n);
 			continue;
 		case KS_FOR:
-			collect(y, &now, s);
-			check_before(y, link, pending, &now);
-			walk_loop(y, s, pending);
+			walk_loop(y, link, pending);
 			break;
 		case KS_IF:
 			if (!uniform(s->cond)) {
@@ -484,13 +597,21 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 				break;
 			} else {
 				Set c = {0};
+				int64_t v;
+				bool known = ir_is_const(s->cond, &v);
 				expr_reads(y, &c, s, s->cond);
 				check_before(y, link, pending, &c);
 				set_union(y->a, pending, &c);
+				/* a branch that never runs (the prologue's `if (0 < 32)`) adds no path */
 				Set els = set_copy(y->a, pending);
-				walk(y, &s->then, pending);
-				walk(y, &s->els, &els);
-				set_union(y->a, pending, &els);
+				ir_range_guard(s->cond, &saved);
+				walk(y, &s->then, known && !v ? &els : pending);
+				ir_range_unguard(&saved);
+				walk(y, &s->els, known && v ? pending : &els);
+				if (!known)
+					set_union(y->a, pending, &els);
+				else if (!v)
+					*pending = els;
 				break;
 			}
 		default:
@@ -527,8 +648,6 @@ static void sy_init(Sy *y, Kernel *k)
 	memset(y, 0, sizeof *y);
 	y->k = k;
 	y->a = k->arena;
-	for (int p = 0; p < PT_COUNT; p++)
-		y->hi[p] = -1;
 }
 
 bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers)
@@ -542,7 +661,7 @@ bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers)
 	collect_list(&y, &r, readers);
 	for (int i = 0; i < w.n; i++)
 		for (int j = 0; j < r.n; j++)
-			if ((w.v[i]->write || r.v[j]->write) && !same_thread(k, w.v[i], r.v[j]))
+			if ((w.v[i]->write || r.v[j]->write) && !same_thread(w.v[i], r.v[j]))
 				return true;
 	return false;
 }

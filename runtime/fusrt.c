@@ -28,8 +28,24 @@ struct fusrt_module {
 };
 
 static _Thread_local int last_cached;
+/* Why the last compilation did not use the disk cache as it could have (its first reason),
+ * or NULL: fusrt_last_cache_note. */
+static _Thread_local char *cache_note;
 
 int fusrt_last_compile_cached(void) { return last_cached; }
+
+const char *fusrt_last_cache_note(void) { return cache_note ? cache_note : ""; }
+
+/* Keeps why (malloc'd, NULL: nothing) as "disk cache: WHY" unless a note is there already. */
+static void cache_note_add(char *why)
+{
+	if (why && !cache_note) {
+		Buf b = {0};
+		buf_printf(&b, "disk cache: %s", why);
+		cache_note = b.s;
+	}
+	free(why);
+}
 
 void fusrt_module_free(fusrt_module *m)
 {
@@ -110,19 +126,18 @@ static fusrt_status check_arch(fusrt_module *m, int arch, const char *src, size_
 	return FUSRT_OK;
 }
 
-/* The binary for `src`: from the cache, else from NVRTC (then stored). PTX text keeps its
- * terminating NUL so cuModuleLoadData can read it. */
-static fusrt_status get_binary(const char *src, const char *name, int arch, bool cubin,
-			       const char *cache_dir, bool use_cache, char **bin, size_t *len)
+fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cubin,
+			   const char *cache_dir, bool use_cache, char **bin, size_t *len)
 {
 	const char *opts = cubin ? "cubin" : "ptx";
-	uint64_t key = rt_cache_key(src, opts, arch);
-	char *log = NULL;
+	RtCacheKey key = rt_cache_key(src, opts, arch);
+	char *log = NULL, *why = NULL;
 
-	if (use_cache && cache_dir && rt_cache_load(cache_dir, key, bin, len, NULL)) {
+	if (use_cache && cache_dir && rt_cache_load(cache_dir, key, bin, len, &why)) {
 		last_cached = 1;
 		return FUSRT_OK;
 	}
+	cache_note_add(why);
 	if (!nvrtc_compile(src, name, arch, cubin, bin, len, &log)) {
 		fusrt_status s = rt_fail(FUSRT_ERR_NVRTC, "NVRTC failed for sm_%d:\n%s", arch,
 					 log ? log : "(no log)");
@@ -133,8 +148,8 @@ static fusrt_status get_binary(const char *src, const char *name, int arch, bool
 	if (!cubin) {
 		*len = strlen(*bin) + 1;
 	}
-	if (cache_dir)
-		rt_cache_store(cache_dir, key, *bin, *len, NULL); /* a cache that fails is no cache */
+	if (cache_dir && !rt_cache_store(cache_dir, key, *bin, *len, &why))
+		cache_note_add(why); /* a cache that fails is no cache, and a note */
 	return FUSRT_OK;
 }
 
@@ -176,6 +191,8 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 
 	rt_clear_error();
 	last_cached = 0;
+	free(cache_note);
+	cache_note = NULL;
 	if (!out)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL result pointer");
 	*out = NULL;
@@ -185,6 +202,16 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		o = *opt;
 	if (o.arch < 0)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: bad arch %d", o.arch);
+	if (o.arch) {
+		Buf valid = {0};
+		bool known = nvrtc_arch_supported(o.arch, &valid);
+		if (!known)
+			rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NVRTC cannot compile for sm_%d "
+				"(it supports %s)", o.arch, valid.s);
+		buf_free(&valid);
+		if (!known)
+			return FUSRT_ERR_INVALID;
+	}
 	m = calloc(1, sizeof *m);
 	m->arena = arena_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */
@@ -209,13 +236,13 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 				  : rt_cache_default_dir();
 		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
 		bool cubin = arch == dev_arch;
-		s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
+		s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
 		if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
 			/* A well-formed entry that the driver rejects: rebuild it once. */
 			free(bin);
 			bin = NULL;
 			last_cached = 0;
-			s = get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, false, &bin,
+			s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, false, &bin,
 				       &blen);
 			if (s == FUSRT_OK)
 				s = load_module(m, bin);
@@ -391,12 +418,18 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 		free(err);
 		return s;
 	}
+	/* as the generated launchers do: each tensor's size in bytes must fit in 64 bits, and
+	 * only an empty tensor may be a null pointer */
 	for (int i = 0; i < f->nsig; i++) {
 		Tensor *t = f->sig[i].tensor;
-		int64_t dims[INTERP_MAX_DIMS];
-		if (f->sig[i].kind == 'p' || args[i].ptr)
+		int64_t dims[INTERP_MAX_DIMS], n, bytes;
+		if (f->sig[i].kind == 'p')
 			continue;
-		if (!interp_tensor_dims(t, sizes, dims, NULL) || interp_numel(dims, t->ndim) != 0)
+		if (!interp_tensor_dims(t, sizes, dims, NULL) || (n = interp_numel(dims, t->ndim)) < 0 ||
+		    __builtin_mul_overflow(n, (int64_t)dtype_size(t->dtype), &bytes))
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of %s "
+				       "in bytes does not fit in 64 bits", f->name, t->name);
+		if (!args[i].ptr && bytes != 0)
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
 				       f->name, t->name);
 	}
@@ -422,8 +455,9 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 	for (int i = 0; i < 6; i++) {
 		dims[i] = 1;
 		if (k->launch[pts[i]] && !interp_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
-			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the %s launch "
-				       "dimension", k->fusion->name, par_name(pts[i]));
+			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the %s launch "
+				       "dimension does not fit in 64 bits", k->fusion->name,
+				       par_name(pts[i]));
 		if (dims[i] < 0)
 			dims[i] = 0;
 	}
@@ -501,13 +535,14 @@ static fusrt_status ws_alloc(Kernel *k, const int64_t *sizes, CUstream stream, C
 
 	for (i = 0; i < k->grid_ws.len && s == FUSRT_OK; i++) {
 		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
-		int64_t n = 0;
-		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0) {
-			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: cannot compute the size of the "
-				    "grid-reduction workspace", k->fusion->name);
+		int64_t n = 0, b;
+		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0 ||
+		    __builtin_mul_overflow(n ? n : 1, (int64_t)dtype_size(t->dtype), &b)) {
+			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of the "
+				    "grid-reduction workspace does not fit in 64 bits", k->fusion->name);
 			break;
 		}
-		size_t bytes = (size_t)(n ? n : 1) * (size_t)dtype_size(t->dtype); /* sem: DT_I32 */
+		size_t bytes = (size_t)b; /* sem: DT_I32 */
 		r = rt_cu.mem_alloc_async ? rt_cu.mem_alloc_async(&ws[i], bytes, stream)
 					  : rt_cu.mem_alloc(&ws[i], bytes);
 		if (r != CUDA_SUCCESS) {

@@ -75,22 +75,39 @@ int rt_device_smem_optin(void);
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
 void rt_clear_error(void);
 
-/* runtime/cache.c: the cache stores one binary per key in DIR/KEY.cubin (KEY: 16 hex digits).
- * An entry is a header (magic "FUSCBIN1", key, payload length, FNV-1a checksum of the payload)
- * then the payload. Stores go to a temporary file renamed into place, so readers never see a
- * partial entry; a truncated or corrupt entry is rejected by the loader (and then rebuilt). */
-uint64_t rt_cache_key(const char *source, const char *options, int arch);
+/* runtime/cache.c: the disk cache of binaries, one per key in DIR/KEY.cubin (KEY: 64 hex
+ * digits). The folder is trusted only when it is this user's alone: created 0700, and an
+ * existing one that is not a directory owned by this user, or that group or others can write,
+ * is refused (the caller then compiles without the cache). An entry is a header (magic
+ * "FUSCBIN2", key, payload length, SHA-256 of the payload) then the payload; it is loaded only
+ * from a private regular file whose header matches. Stores go to a temporary (O_EXCL, 0600)
+ * renamed into place, so readers never see a partial entry. */
+typedef struct RtCacheKey {
+	unsigned char b[SHA256_BYTES];
+} RtCacheKey;
+/* SHA-256 of the fusc version, the NVRTC version, arch, options and source. */
+RtCacheKey rt_cache_key(const char *source, const char *options, int arch);
 /* The default folder: $FUSRT_CACHE_DIR, else $XDG_CACHE_HOME/fusc, else $HOME/.cache/fusc;
  * NULL when none can be determined or FUSRT_NO_CACHE is set. Caller frees. */
 char *rt_cache_default_dir(void);
-char *rt_cache_path(const char *dir, uint64_t key); /* caller frees */
-/* Loads an entry: true with *data (malloc'd) and *len, or false with *why (malloc'd, may be
- * NULL when the entry does not exist). */
-bool rt_cache_load(const char *dir, uint64_t key, char **data, size_t *len, char **why);
-/* Stores an entry (creating dir and its parents). False with *err (malloc'd). */
-bool rt_cache_store(const char *dir, uint64_t key, const void *data, size_t len, char **err);
+char *rt_cache_path(const char *dir, RtCacheKey key); /* caller frees */
+/* The folder opened (O_DIRECTORY), created first (0700, with its parents) when `create`;
+ * -1 with *why (malloc'd) when it cannot be opened or is refused, and -1 with *why NULL when
+ * it does not exist and create is false. */
+int rt_cache_open_dir(const char *dir, bool create, char **why);
+/* Loads an entry: true with *data (malloc'd) and *len, or false with *why (malloc'd; NULL
+ * when there is no entry or no folder: not an error). */
+bool rt_cache_load(const char *dir, RtCacheKey key, char **data, size_t *len, char **why);
+/* Stores an entry (creating the folder). False with *err (malloc'd). */
+bool rt_cache_store(const char *dir, RtCacheKey key, const void *data, size_t len, char **err);
 
 /* runtime/fusrt.c */
+/* The binary (cubin, or PTX with its NUL) for device source `src`: from the disk cache in
+ * cache_dir (NULL: none; use_cache false: compile anyway), else from NVRTC, then stored.
+ * Sets fusrt_last_compile_cached and, when the cache could not be used as it should,
+ * fusrt_last_cache_note. */
+fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cubin,
+			   const char *cache_dir, bool use_cache, char **bin, size_t *len);
 /* The checks fusrt_launch makes before launching (no GPU needed): argument and size counts,
  * sizes consistent with the file, null pointers, preconditions (unless the kernel has a
  * fallback); then the launch dimensions of rt_pick_kernel's kernel, dims = grid x, y, z,

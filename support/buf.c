@@ -21,13 +21,17 @@ void buf_vprintf(Buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
 
+	/* one pass when the text fits in the room left, a second one after growing */
+	buf_reserve(b, 63);
 	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap2);
+	int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap2);
 	va_end(ap2);
 	if (n < 0)
 		die("buf_printf: bad format '%s'", fmt);
-	buf_reserve(b, (size_t)n);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	if ((size_t)n >= b->cap - b->len) {
+		buf_reserve(b, (size_t)n);
+		vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	}
 	b->len += (size_t)n;
 }
 

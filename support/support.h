@@ -2,6 +2,7 @@
  *
  *   arena    one per compilation; every AST and IR node lives in it and dies with it.
  *   Vec      growable arrays of pointers, allocated from an arena.
+ *   Map      hash maps from pointers or strings, allocated from an arena.
  *   Buf      a growable text buffer (malloc'd: it outlives arenas, e.g. generated code).
  *   Span     a source range: file id + byte offsets. Line/column are computed only when a
  *            diagnostic is printed.
@@ -34,6 +35,20 @@ char *xstrdup(const char *s);
 uint64_t hash_fnv1a(uint64_t h, const void *data, size_t n);
 double now_seconds(void); /* monotonic clock */
 
+/* support/sha256.c: SHA-256, incremental (init, update..., final). */
+#define SHA256_BYTES 32
+typedef struct Sha256 {
+	uint32_t h[8];
+	uint64_t len;             /* bytes hashed so far */
+	unsigned char buf[64];    /* a partial block */
+	size_t nbuf;
+} Sha256;
+void sha256_init(Sha256 *s);
+void sha256_update(Sha256 *s, const void *data, size_t n);
+void sha256_final(Sha256 *s, unsigned char out[SHA256_BYTES]);
+/* The digest as 64 lowercase hex digits and a NUL. */
+void sha256_hex(const unsigned char d[SHA256_BYTES], char out[2 * SHA256_BYTES + 1]);
+
 /* support/arena.c */
 typedef struct Arena Arena;
 Arena *arena_new(void);
@@ -51,6 +66,18 @@ typedef struct Vec {
 } Vec;
 void vec_push(Arena *a, Vec *v, void *item);
 #define VEC_AT(v, T, i) ((T *)(v).items[i])
+
+/* support/map.c: a hash map in an arena from pointers (compared by address) or, with
+ * `strings` set, from C strings (compared by content) to non-NULL values. Zero-initialize:
+ * `Map m = {0}` or `Map m = {.strings = true}`. Keys are kept, not copied. */
+typedef struct Map {
+	const void **keys;
+	void **vals;
+	int len, cap;
+	bool strings;
+} Map;
+void *map_lookup(const Map *m, const void *key); /* NULL when absent */
+void map_insert(Arena *a, Map *m, const void *key, void *val);
 
 /* support/buf.c: malloc'd text buffer, always NUL-terminated. */
 typedef struct Buf {

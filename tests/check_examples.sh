@@ -50,5 +50,29 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 		sed 's/^/  | /' "$out" | head -40
 	fi
 done
+# The budget (docs/check.md, issue 11 item 8): work above it is refused at once with exit 2 and
+# a message naming it, never run for hours. A split by 2^40 of a symbolic size is a loop of 2^40
+# iterations; a huge --size is too many elements; a large matmul too many reference terms.
+# `timeout` turns a regression (spinning) into a failure.
+budget() {
+	want=$1; shift
+	timeout 60 "$FUSC" check "$@" >"$out" 2>&1
+	rc=$?
+	if [ $rc = 2 ] && grep -q "$want" "$out" && grep -q 'the budget is --max-elements' "$out"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $FUSC check $* (exit $rc, expected 2 and '$want')"
+		sed 's/^/  | /' "$out" | head -10
+	fi
+}
+bdir=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$bdir"' EXIT
+printf 'fusion pw(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\nschedule pw { y.split(i, 1099511627776) -> (io, ii); y.bind(io, blockIdx.x); }\n' >"$bdir/split.fus"
+printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\n' >"$bdir/mm.fus"
+budget 'over the budget (simulator): loop .* of 1099511627776 iterations' "$bdir/split.fus" --size 5
+budget 'over the budget (reference): its tensors hold 300000000000 elements' examples/saxpy.fus --size 100000000000
+budget 'over the budget (reference): its tensors hold' "$bdir/mm.fus" --size 100000
+budget 'over the budget (reference): it evaluates 1002000000 terms' "$bdir/mm.fus" --size 1000
 echo "check_examples: $pass passed, $fail failed"
 [ "$fail" = 0 ]

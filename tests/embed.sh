@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds and runs the embedding examples (docs/embedding.md) from a clean state against this
-# tree:
+# tree, and the launcher refusal test (tests/launcher):
 #   examples/embed/nvcc  fusc -> .cu/.h, nvcc -> object, linked into a C program (-lcudart)
 #   examples/embed/jit   a C program linked with libfusrt through `pkg-config fusrt`, after
 #                        `make install PREFIX=<tmp>` of this tree (shared and static builds)
@@ -53,6 +53,22 @@ if step "embed/nvcc: build" $MAKE -C examples/embed/nvcc OUT="$nv" FUSC="$FUSC" 
 	runs "embed/nvcc: saxpy_demo" "$nv/saxpy_demo"
 	grep -q '^saxpy(N = -1): refused: saxpy: size N = -1 is negative$' "$tmp/run" && ok ||
 		bad "embed/nvcc: the launcher did not refuse N = -1 with its reason"
+fi
+
+# ---- the launchers' argument checks (issue 11 item 16) ----
+# tests/launcher/refuse.c calls the launchers of refuse.fus with sizes whose products pass 64
+# bits, null pointers and grids past CUDA's limits; the CUDA entry points a launch goes through
+# are wrapped (counted and failed), so it needs no GPU and shows any launcher that reaches CUDA.
+ln="$tmp/launcher"
+mkdir -p "$ln"
+wrap=-Wl,--wrap=__cudaPushCallConfiguration,--wrap=cudaGetLastError,--wrap=cudaGetDevice,--wrap=cudaMallocAsync
+if step "launcher: fusc" "$FUSC" tests/launcher/refuse.fus -o "$ln/refuse.cu" &&
+   step "launcher: nvcc" "$CUDA/bin/nvcc" -std=c++17 -arch=sm_80 -c "$ln/refuse.cu" -o "$ln/refuse.o" &&
+   step "launcher: cc (C99 against the header)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
+	-I"$ln" -isystem "$CUDA/include" -c tests/launcher/refuse.c -o "$ln/main.o" &&
+   step "launcher: link" cc -o "$ln/refuse" "$ln/main.o" "$ln/refuse.o" "$wrap" \
+	-L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lstdc++ -lm; then
+	runs "launcher: refusals before any CUDA call" "$ln/refuse"
 fi
 
 # ---- JIT: make install, then pkg-config fusrt ----

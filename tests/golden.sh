@@ -118,6 +118,11 @@ grep -q 'warning: cp.async needs sm_80' "$tmp/cli.err" && [ -s "$tmp/cli/old.cu"
 cli unknown-pass 2 "$FUSC" "$sax" --dump-after=nosuchpass
 cli unknown-option 2 "$FUSC" --frobnicate "$sax"
 cli bad-arch 2 "$FUSC" "$sax" --arch=volta
+# An architecture NVRTC does not list is a usage error naming the ones it does (issue 11 item 8).
+cli unsupported-arch 2 "$FUSC" "$sax" --arch=sm_81 -o "$tmp/cli/arch.cu"
+grep -q 'unsupported architecture sm_81: NVRTC supports .*sm_80, .*sm_90' "$tmp/cli.err" && [ ! -e "$tmp/cli/arch.cu" ] && ok ||
+	bad "cli: --arch=sm_81 is not refused with the list of NVRTC's architectures"
+cli unsupported-arch-ptx 2 "$FUSC" "$sax" --arch=sm_81 --emit=ptx
 cli bad-emit 2 "$FUSC" "$sax" --emit=asm
 cli missing-file 2 "$FUSC" nosuch.fus
 cli no-input 2 "$FUSC"
@@ -127,6 +132,28 @@ printf 'fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[j];\n}\n' > "$tmp/cli/b
 rm -f "$tmp/cli/bad.cu" "$tmp/cli/bad.h"
 cli diagnostics 1 "$FUSC" bad.fus
 [ ! -e "$tmp/cli/bad.cu" ] && [ ! -e "$tmp/cli/bad.h" ] && ok || bad "cli: a failed compilation left an output file"
+
+# Outputs (tools/output.c, issue 11 item 15): an output that is the input is refused (exit 2) under
+# any spelling and the input is left as it was; an empty file is an error and writes nothing.
+cp "$sax" "$tmp/cli/in.fus"
+cli output-is-input 2 "$FUSC" in.fus -o in.fus
+cli output-is-input-dotted 2 "$FUSC" in.fus --emit=ir -o ./in.fus
+cp "$sax" "$tmp/cli/k.h"
+cli header-is-input 2 "$FUSC" k.h -o k.cu
+cp "$sax" "$tmp/cli/same.cu"
+cli default-output-is-input 2 "$FUSC" same.cu
+grep -q "the output 'same.cu' is the input file 'same.cu'" "$tmp/cli.err" && cmp -s "$sax" "$tmp/cli/in.fus" &&
+	cmp -s "$sax" "$tmp/cli/k.h" && cmp -s "$sax" "$tmp/cli/same.cu" && [ ! -e "$tmp/cli/k.cu" ] && ok ||
+	bad "cli: an output that is the input was not refused, or the input changed"
+: > "$tmp/cli/empty.fus"
+cli empty-file 1 "$FUSC" empty.fus
+grep -q "empty.fus:1:1: error: no fusion in this file" "$tmp/cli.err" && [ ! -e "$tmp/cli/empty.cu" ] &&
+	[ ! -e "$tmp/cli/empty.h" ] && ok || bad "cli: an empty file did not fail, or wrote outputs"
+cli empty-stdin 1 sh -c "\"$FUSC\" - < /dev/null"
+[ ! -s "$tmp/cli.out" ] && ok || bad "cli: an empty standard input wrote output"
+cli dev-null 0 "$FUSC" "$sax" -o /dev/null
+[ -c /dev/null ] && ok || bad "cli: -o /dev/null replaced /dev/null"
+ls "$tmp/cli" | grep -q '\.tmp' && bad "cli: a temporary output was left behind" || ok
 
 echo "golden: $pass passed, $fail failed"
 [ $fail -eq 0 ]

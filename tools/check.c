@@ -1,12 +1,15 @@
 /* check.c: `fusc check FILE [--fusion NAME] [--dims M=..,N=..] [--size S] [--seed S]
- * [--max-blocks N]` (docs/check.md).
+ * [--max-blocks N] [--max-elements N] [--max-steps N]` (docs/check.md).
  *
  * For each selected fusion: lower it like `fusc FILE` does, make random inputs (the same seeds as
  * `fusc run`), run the kernel IR on the CPU simulator (interp/simulate.c) and the fusion on the
  * reference interpreter, compare the outputs with `fusc run`'s tolerances, and print every
  * detector report. Sizes not given with --dims get --size (default 67: small, odd, not a
  * multiple of any block), rounded up to a multiple a launcher precondition requires.
- * Exit: 0 PASS, 1 report, mismatch or errors in the file, 2 usage, I/O or bad dims.
+ * Work above the budget (elements held, steps taken by the simulator or the reference) is
+ * refused with a message instead of running for hours.
+ * Exit: 0 PASS, 1 report, mismatch or errors in the file, 2 usage, I/O, bad dims or over the
+ * budget.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,27 +21,40 @@
 
 #define CHECK_DEFAULT_SIZE 67
 #define CHECK_DEFAULT_MAX_BLOCKS 1024
+/* The budget (docs/check.md): about 1.5 GB of memory and a minute or two of work; every
+ * example and golden at check_examples.sh's sizes uses at most half of it. */
+#define CHECK_DEFAULT_MAX_ELEMENTS (INT64_C(1) << 27)
+#define CHECK_DEFAULT_MAX_STEPS INT64_C(200000000)
 
 typedef struct CheckOpts {
 	CliOpts cli; /* first member: option() gets &cli */
 	int64_t size;
 	int64_t max_blocks;
+	int64_t max_elements, max_steps;
 } CheckOpts;
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fusc check FILE [--fusion NAME] [--dims M=67,N=67] [--size S] "
 		     "[--seed S] [--max-blocks N]\n"
+		     "       [--max-elements N] [--max-steps N]\n"
 		     "  --size S          every size not in --dims (default %d), rounded up to a "
 		     "multiple a\n"
 		     "                    launcher precondition requires\n"
 		     "  --max-blocks N    simulate at most N blocks, a seeded sample with the first "
 		     "and last\n"
-		     "                    (default %d; 0: all)\n",
-		CHECK_DEFAULT_SIZE, CHECK_DEFAULT_MAX_BLOCKS);
+		     "                    (default %d; 0: all)\n"
+		     "  --max-elements N  the budget: refuse sizes at which the simulator or the "
+		     "reference\n"
+		     "                    would hold more than N elements (default %lld; 0: no limit)\n"
+		     "  --max-steps N     the budget: refuse work above N simulator steps or "
+		     "reference\n"
+		     "                    evaluations (default %lld; 0: no limit)\n",
+		CHECK_DEFAULT_SIZE, CHECK_DEFAULT_MAX_BLOCKS, (long long)CHECK_DEFAULT_MAX_ELEMENTS,
+		(long long)CHECK_DEFAULT_MAX_STEPS);
 }
 
-/* --seed, --size, --max-blocks */
+/* --seed, --size, --max-blocks, --max-elements, --max-steps */
 static int option(CliOpts *c, const char *name, const char *val)
 {
 	CheckOpts *o = (CheckOpts *)c;
@@ -50,12 +66,17 @@ static int option(CliOpts *c, const char *name, const char *val)
 		c->seed = (uint64_t)v;
 	else if (strcmp(name, "--size") == 0)
 		o->size = v;
-	else
+	else if (strcmp(name, "--max-blocks") == 0)
 		o->max_blocks = v;
+	else if (strcmp(name, "--max-elements") == 0)
+		o->max_elements = v;
+	else
+		o->max_steps = v;
 	return -1;
 }
 
-static const char *const valued[] = {"--seed", "--size", "--max-blocks", NULL};
+static const char *const valued[] = {"--seed", "--size", "--max-blocks", "--max-elements",
+				     "--max-steps", NULL};
 static const CliCommand command = {"fusc check", usage, NULL, valued, option};
 
 /* ---- sizes ---------------------------------------------------------------------------- */
@@ -206,16 +227,55 @@ static void print_header(Job *j, const SimResult *r, double secs)
 	       (long long)r->threads_per_block, secs);
 }
 
+static int over_budget(CheckOpts *o, Fusion *f, const char *who, const char *why)
+{
+	fprintf(stderr, "fusc check: fusion %s: over the budget (%s): %s\n"
+		"  (the budget is --max-elements %lld --max-steps %lld: check smaller sizes, or "
+		"raise it; 0 is no limit)\n", f->name, who, why, (long long)o->max_elements,
+		(long long)o->max_steps);
+	return 2;
+}
+
+/* Refuses the job before anything is allocated when the reference (which holds every tensor
+ * and evaluates every element, whatever --max-blocks samples) is above the budget. The
+ * simulator checks its own share as it goes (SimOptions). An exit status, else -1. */
+static int check_budget(CheckOpts *o, Job *j)
+{
+	InterpCost c;
+	char *err = NULL, why[160];
+
+	if (!interp_cost(j->f, j->sizes, &c, &err)) {
+		fprintf(stderr, "fusc check: fusion %s: %s\n", j->f->name, err);
+		free(err);
+		return 2;
+	}
+	if (o->max_elements && c.elements > o->max_elements) {
+		snprintf(why, sizeof why, "its tensors hold %lld elements, more than the element budget of %lld",
+			 (long long)c.elements, (long long)o->max_elements);
+		return over_budget(o, j->f, "reference", why);
+	}
+	if (o->max_steps && c.evals > o->max_steps) {
+		snprintf(why, sizeof why, "it evaluates %lld terms, more than the step budget of "
+			 "%lld", (long long)c.evals, (long long)o->max_steps);
+		return over_budget(o, j->f, "reference", why);
+	}
+	return -1;
+}
+
 /* Simulation, reference, comparison, reports. Returns an exit status. */
 static int check_job(CheckOpts *o, Job *j, Diag *d)
 {
 	Fusion *f = j->f;
 	Data b = {0};
 	SimResult r = {0};
-	SimOptions so = {o->max_blocks, o->cli.seed};
+	SimOptions so = {.max_blocks = o->max_blocks, .seed = o->cli.seed,
+			 .max_elements = o->max_elements, .max_steps = o->max_steps};
 	char *err = NULL;
-	int rc = 1;
+	int rc = check_budget(o, j);
 
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	if (!setup(o, j, &b, &err)) {
 		fprintf(stderr, "fusc check: fusion %s: %s\n", f->name, err);
 		free(err);
@@ -225,6 +285,10 @@ static int check_job(CheckOpts *o, Job *j, Diag *d)
 	double t0 = now_seconds();
 	bool ok = sim_run(j->k, j->sizes, b.scalars, b.ins, b.outs, &so, &r);
 	double secs = now_seconds() - t0;
+	if (!ok && r.over_budget) {
+		rc = over_budget(o, f, "simulator", r.error);
+		goto done;
+	}
 	if (!ok) {
 		fprintf(stderr, "fusc check: fusion %s: %s\n", f->name, r.error);
 		goto done;
@@ -327,6 +391,8 @@ int fusc_check_main(int argc, char **argv)
 	o.cli.cmd = &command;
 	o.size = CHECK_DEFAULT_SIZE;
 	o.max_blocks = CHECK_DEFAULT_MAX_BLOCKS;
+	o.max_elements = CHECK_DEFAULT_MAX_ELEMENTS;
+	o.max_steps = CHECK_DEFAULT_MAX_STEPS;
 	if ((rc = cli_parse_args(&o.cli, argc, argv)) < 0) {
 		if (!(text = cli_read_file(o.cli.file, &len))) {
 			fprintf(stderr, "fusc check: cannot read %s: %s\n", o.cli.file,

@@ -4,8 +4,9 @@
  *   fusc run FILE ...        JIT on the GPU and compare with the reference (tools/run.c)
  *   fusc check FILE ...      the lowered kernel on the CPU simulator (interp/simulate.c)
  *
- * Exit status: 0 success, 1 diagnostics, 2 usage or I/O errors. Outputs are written to a
- * temporary file and renamed, so a failed compilation never leaves a partial file.
+ * Exit status: 0 success, 1 diagnostics, 2 usage or I/O errors. Every output is written by
+ * tools/output.c: all or nothing, so a failed compilation never leaves a partial file, and
+ * never over the input. A file without any fusion is an error: there is nothing to write.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "tools/output.h"
 
 typedef enum Emit { EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN } Emit;
 
@@ -37,7 +39,7 @@ static const char usage_text[] =
 	"  -o PATH                  the .cu output (the header goes beside it); - for stdout\n"
 	"  --emit=cuda|header|ir|ast|ptx|cubin\n"
 	"                           write only that (to -o PATH, or stdout)\n"
-	"  --arch=sm_XY|native      target architecture (default sm_80)\n"
+	"  --arch=sm_XY|native      target architecture (default sm_80), one NVRTC supports\n"
 	"  --no-arch-check          lower and emit even when the target is too old (warning)\n"
 	"  --dump-after=PASS|all    print the kernel IR after a pass (to stderr)\n"
 	"  --print-passes           list the lowering passes\n"
@@ -72,45 +74,11 @@ static char *read_all(FILE *f, size_t *len)
 	return s;
 }
 
-static bool write_to(FILE *f, const char *path, const char *data, size_t len)
+/* One output (tools/output.c); an exit status. */
+static int write_one(const char *path, const char *data, size_t len)
 {
-	if (fwrite(data, 1, len, f) == len && fflush(f) == 0)
-		return true;
-	fprintf(stderr, "fusc: cannot write '%s': %s\n", path, strerror(errno));
-	return false;
-}
-
-/* Writes data to path atomically (temp file + rename), to stdout for "-", and straight into
- * anything that is not a regular file (/dev/null, a pipe): renaming over those would replace
- * them. */
-static bool write_output(const char *path, const char *data, size_t len)
-{
-	if (strcmp(path, "-") == 0)
-		return write_to(stdout, "<stdout>", data, len);
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		FILE *f = fopen(path, "wb");
-		bool ok = f && write_to(f, path, data, len);
-		if (!f)
-			fprintf(stderr, "fusc: cannot write '%s': %s\n", path, strerror(errno));
-		if (f)
-			fclose(f);
-		return ok;
-	}
-	char *tmp = xmalloc(strlen(path) + 16);
-	sprintf(tmp, "%s.tmp%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	bool ok = f && fwrite(data, 1, len, f) == len;
-	if (f && fclose(f) != 0)
-		ok = false;
-	if (ok && rename(tmp, path) != 0)
-		ok = false;
-	if (!ok) {
-		fprintf(stderr, "fusc: cannot write '%s': %s\n", path, strerror(errno));
-		remove(tmp);
-	}
-	free(tmp);
-	return ok;
+	OutputFile f = {path, data, len};
+	return output_write(&f, 1) ? 0 : 2;
 }
 
 static const char *base_name(const char *path)
@@ -141,6 +109,28 @@ static char *header_path_for(const char *cu)
 		*dot = 0;
 	strcat(s, ".h");
 	return s;
+}
+
+/* Where the outputs go: cu (-o PATH, "-", or STEM.cu by default) and, for the default emit to
+ * a regular file, the header beside it (else *h is NULL). Both malloc'd. */
+static void output_paths(const Options *o, const char *stem, char **cu, char **h)
+{
+	struct stat st;
+
+	*h = NULL;
+	if (o->emit != EMIT_DEFAULT) {
+		*cu = xstrdup(o->output ? o->output : "-");
+		return;
+	}
+	if (o->output) {
+		*cu = xstrdup(o->output);
+	} else {
+		*cu = xmalloc(strlen(stem) + 4);
+		sprintf(*cu, "%s.cu", stem);
+	}
+	/* stdout, /dev/null or a pipe: the .cu alone, no header beside it */
+	if (strcmp(*cu, "-") != 0 && !(stat(*cu, &st) == 0 && !S_ISREG(st.st_mode)))
+		*h = header_path_for(*cu);
 }
 
 static bool parse_arch(const char *s, Options *o)
@@ -207,6 +197,13 @@ static int parse_args(int argc, char **argv, Options *o)
 	return 0;
 }
 
+/* A file with no fusion (empty, or only comments) compiles to nothing: an error, not empty
+ * outputs. */
+static void no_fusion(Diag *d, int file)
+{
+	diag_error(d, (Span){file, 0, 0}, "no fusion in this file: nothing to compile");
+}
+
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
@@ -237,16 +234,15 @@ static int emit_nvrtc(Kernel **ks, int nk, Options *o, const char *stem)
 		free(log);
 		return 2;
 	}
-	const char *path = o->output ? o->output : "-";
-	bool ok = write_output(path, out, cubin ? len : strlen(out));
+	int rc = write_one(o->output ? o->output : "-", out, cubin ? len : strlen(out));
 	buf_free(&src);
 	free(out);
 	free(log);
-	return ok ? 0 : 2;
+	return rc;
 }
 
 static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char *stem,
-			const char *src_name)
+			const char *src_name, const char *cu_path, const char *h_path)
 {
 	Buf cu = {0}, h = {0};
 	int rc = 0;
@@ -261,34 +257,21 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 			kir_print(ks[i], &cu);
 			buf_puts(&cu, "\n");
 		}
-		rc = write_output(o->output ? o->output : "-", cu.s, cu.len) ? 0 : 2;
+		rc = write_one(cu_path, cu.s, cu.len);
 		break;
 	case EMIT_CUDA:
 		cuda_emit(ks, nk, src_name, &cu);
-		rc = write_output(o->output ? o->output : "-", cu.s, cu.len) ? 0 : 2;
+		rc = write_one(cu_path, cu.s, cu.len);
 		break;
 	case EMIT_HEADER:
 		header_emit(ks, nk, src_name, stem, &h);
-		rc = write_output(o->output ? o->output : "-", h.s, h.len) ? 0 : 2;
+		rc = write_one(cu_path, h.s, h.len);
 		break;
 	case EMIT_DEFAULT: {
 		cuda_emit(ks, nk, src_name, &cu);
 		header_emit(ks, nk, src_name, stem, &h);
-		char *cu_path = o->output ? xstrdup(o->output) : NULL;
-		if (!cu_path) {
-			cu_path = xmalloc(strlen(stem) + 4);
-			sprintf(cu_path, "%s.cu", stem);
-		}
-		struct stat st;
-		if (strcmp(cu_path, "-") == 0 || (stat(cu_path, &st) == 0 && !S_ISREG(st.st_mode))) {
-			/* stdout, /dev/null or a pipe: the .cu alone, no header beside it */
-			rc = write_output(cu_path, cu.s, cu.len) ? 0 : 2;
-		} else {
-			char *h_path = header_path_for(cu_path);
-			rc = write_output(h_path, h.s, h.len) && write_output(cu_path, cu.s, cu.len) ? 0 : 2;
-			free(h_path);
-		}
-		free(cu_path);
+		OutputFile fs[2] = {{h_path, h.s, h.len}, {cu_path, cu.s, cu.len}};
+		rc = h_path ? (output_write(fs, 2) ? 0 : 2) : write_one(cu_path, cu.s, cu.len);
 		break;
 	}
 	case EMIT_AST:
@@ -319,6 +302,14 @@ static int compile_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	Buf archs = {0};
+	if (!nvrtc_arch_supported(o.lower.arch, &archs)) {
+		fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
+			o.lower.arch, o.native_arch ? " (--arch=native)" : "", archs.s);
+		buf_free(&archs);
+		return 2;
+	}
+	buf_free(&archs);
 
 	bool from_stdin = strcmp(o.input, "-") == 0;
 	FILE *in = from_stdin ? stdin : fopen(o.input, "rb");
@@ -339,6 +330,15 @@ static int compile_main(int argc, char **argv)
 
 	const char *shown = from_stdin ? "<stdin>" : o.input;
 	char *stem = from_stdin ? xstrdup("stdin") : stem_of(o.input);
+	char *cu_path, *h_path;
+	output_paths(&o, stem, &cu_path, &h_path);
+	if (output_is_input(cu_path, o.input) || (h_path && output_is_input(h_path, o.input))) {
+		free(text);
+		free(stem);
+		free(cu_path);
+		free(h_path);
+		return 2;
+	}
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, shown, text, len);
@@ -350,17 +350,22 @@ static int compile_main(int argc, char **argv)
 	if (o.emit == EMIT_AST) {
 		/* The AST is printed straight from the parser, before sema. */
 		AstFile *af = parse_file(a, d, file);
+		if (diag_error_count(d) == 0 && af->nfusions == 0)
+			no_fusion(d, file);
 		if (diag_error_count(d) == 0) {
 			Buf b = {0};
 			ast_print(af, &b);
-			rc = write_output(o.output ? o.output : "-", b.s, b.len) ? 0 : 2;
+			rc = write_one(cu_path, b.s, b.len);
 			buf_free(&b);
 		} else {
 			rc = 1;
 		}
-	} else if ((ks = compile(a, d, file, &o, &p)) && diag_error_count(d) == 0) {
+	} else if ((ks = compile(a, d, file, &o, &p)) && p->nfusions == 0) {
+		no_fusion(d, file);
+		rc = 1;
+	} else if (ks && diag_error_count(d) == 0) {
 		diag_print(d, stderr); /* warnings */
-		rc = emit_outputs(ks, p->nfusions, p, &o, stem, base_name(shown));
+		rc = emit_outputs(ks, p->nfusions, p, &o, stem, base_name(shown), cu_path, h_path);
 		if (o.lower.time_passes)
 			fprintf(stderr, "total: text to output %.0f us\n", (now_seconds() - t0) * 1e6);
 	} else {
@@ -370,6 +375,8 @@ static int compile_main(int argc, char **argv)
 	diag_free(d);
 	arena_free(a);
 	free(stem);
+	free(cu_path);
+	free(h_path);
 	return rc;
 }
 

@@ -367,7 +367,7 @@ static void check_simulated(const char *src, const char *dims)
 	char *err = NULL;
 	ck_assert_msg(interp_run(f, sizes, NULL, ins, refs, &err), "%s", err);
 	SimResult r;
-	SimOptions so = {0, 1};
+	SimOptions so = {.seed = 1};
 	ck_assert(sim_run(k, sizes, NULL, ins, outs, &so, &r));
 	ck_assert_msg(r.nreports == 0, "%d simulator reports", r.nreports);
 	for (int o = 0; o < f->noutputs; o++) {
@@ -668,7 +668,7 @@ START_TEST(test_in_place_max_min_nan)
 			x[i * 7 + k] = i == 0 ? -INFINITY : i == 2 && k == 6 ? INFINITY : (float)(k + 10 * i);
 	x[1 * 7 + 3] = NAN;
 	void *in[1] = {x}, *out[2] = {m, n};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert(sim_run(tc->kernels[0], NULL, NULL, in, out, &o, &r));
 	ck_assert_int_eq(r.nreports, 0);

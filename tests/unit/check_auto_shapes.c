@@ -52,7 +52,7 @@ static void check_sim(Kernel *k, const char *dims)
 	}
 	ck_assert_msg(interp_run(f, sizes, NULL, ins, refs, &err), "%s", err);
 	SimResult r;
-	SimOptions so = {0, 1};
+	SimOptions so = {.seed = 1};
 	ck_assert_msg(sim_run(k, sizes, NULL, ins, outs, &so, &r), "%s", r.error);
 	ck_assert_msg(r.nreports == 0, "%s at %s: %d simulator reports", f->name, dims, r.nreports);
 	for (int i = 0; i < f->noutputs; i++) {

@@ -270,7 +270,20 @@ START_TEST(launcher_and_header)
 				"\"f: h is not 16-byte aligned (vectorized access, t.fus:3:5)\");\n");
 	ck_assert_contains(b.s, "  if (N % 8 != 0)\n    return fus_fail(f_error_text, \"f: N = "
 				"%lld is not a multiple of 8 (vectorized access)\", (long long)N);\n");
-	ck_assert_contains(b.s, "  const long long fus_grid_x = (N + 127) / 128;\n");
+	/* sizes in checked arithmetic, null pointers of non-empty tensors refused, before the
+	 * preconditions (issue 11 item 16) */
+	ck_assert_contains(b.s, "  bool fus_ovf = false;");
+	ck_assert_contains(b.s, "  const long long fus_bytes_h = fus_mul((long long)N, 2, &fus_ovf);\n"
+				"  if (fus_ovf)\n    return fus_fail(f_error_text, \"f: sizes too large: "
+				"the size of h in bytes does not fit in 64 bits\");\n"
+				"  if (!h && fus_bytes_h != 0)\n    return fus_fail(f_error_text, \"f: h "
+				"is a null pointer (%lld bytes)\", fus_bytes_h);\n");
+	ck_assert(strstr(b.s, "!h && fus_bytes_h") < strstr(b.s, "(uintptr_t)h % 16"));
+	ck_assert_contains(b.s, "  const long long fus_grid_x = fus_cdiv((long long)N, 128, "
+				"&fus_ovf);\n  if (fus_ovf)\n    return fus_fail(f_error_text, \"f: "
+				"sizes too large: grid dimension x does not fit in 64 bits\");\n");
+	ck_assert_contains(b.s, "static long long fus_cdiv(long long a, long long b, bool *ovf)\n");
+	ck_assert_not_contains(b.s, "fus_add"); /* only the helpers used: no unused functions */
 	ck_assert_contains(b.s, "  if (fus_grid_x == 0)\n    return cudaSuccess;");
 	ck_assert_contains(b.s, "  f_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, "
 				"stream>>>(s, x, (const __fus_half *)h, stream_, y, (__fus_bfloat *)hb, "

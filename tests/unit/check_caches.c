@@ -211,6 +211,32 @@ START_TEST(test_err_cache_after_before)
 }
 END_TEST
 
+/* Issue 11 item 6: constants are not index orders. x read at two different constants caches
+ * into a tensor whose axis there is its own loop over the whole dimension (d1); the reads
+ * become xs[i, 0] and xs[i, 2]. A dimension read at a constant and at an index is refused. */
+START_TEST(test_cache_after_constants)
+{
+	TestFrontend r = tf_compile(
+		"fusion f(x: f32[M, 4]) -> (y: f32[M]) { y[i] = x[i, 0] * x[i, 2]; }\n"
+		"schedule f { xs = x.cache_after(local); }\n", true);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_contains(r.ir, "    def xs[i, d1] = x[i, d1]\n");
+	ck_assert_contains(r.ir, "    def y[i] = xs[i, 0] * xs[i, 2]\n");
+	tf_free(&r);
+	TestCompile *tc = tc_lowered(
+		"fusion f(x: f32[2, N]) -> (y: f32[N]) { y[j] = x[0, j] - x[1, j]; }\n"
+		"schedule f { xs = x.cache_after(shared); y.split(j, 32) -> (jo, ji);\n"
+		"  y.bind(jo, blockIdx.x); y.bind(ji, threadIdx.x); }\n");
+	tc_free(tc);
+	tf_expect_errors(
+		"fusion f(x: f32[M, 4]) -> (y: f32[M, 4]) { y[i, j] = x[i, 0] * x[i, j]; }\n"
+		"schedule f { xs = x.cache_after(shared); }\n",
+		"t.fus:2:14: error: cannot cache 'x': dimension 2 is read both at a constant and at an index, x[i, 0] and x[i, j]\n"
+		"t.fus:1:54: note: read as x[i, 0] here\n"
+		"t.fus:1:64: note: read as x[i, j] here\n");
+}
+END_TEST
+
 /* cp_async and stages rejections at the directive. */
 START_TEST(test_err_cp_async_stages)
 {
@@ -347,15 +373,69 @@ START_TEST(test_err_placement)
 }
 END_TEST
 
+/* A computed-at tensor exists only inside its loop (issue 11): a reader placed outside it
+ * (softmax's m at y.i reading x's cache computed at y.j; a reduction reading a register
+ * intermediate computed at its reader's inner loop; an output in another nest that recomputes
+ * the cache's reader) is an error at the compute_at, with a note at the reader's placement. */
+START_TEST(test_err_reader_outside_loop)
+{
+	check_errors(
+		"fusion sm(x: f32[M, 5]) -> (y: f32[M, 5]) {\n"
+		"  m[i] = max(j: x[i, j]);\n"
+		"  y[i, j] = x[i, j] - m[i];\n"
+		"}\n"
+		"schedule sm {\n"
+		"  xc = x.cache_after(shared);\n"
+		"  xc.compute_at(y, j);\n"
+		"}\n"
+		"fusion nm(x: f32[M, 8]) -> (y: f32[M, 8]) {\n"
+		"  t[i, j] = x[i, j] * 2.0;\n"
+		"  m[i] = sum(j: t[i, j]);\n"
+		"  y[i, j] = t[i, j] / m[i];\n"
+		"}\n"
+		"schedule nm {\n"
+		"  t.compute_at(y, j);\n"
+		"  t.memory(local);\n"
+		"}\n"
+		"fusion two(x: f32[M, 8]) -> (y: f32[M, 8], z: f32[M, 8]) {\n"
+		"  y[i, j] = x[i, j] * 2.0;\n"
+		"  z[i, j] = y[i, j] + 1.0;\n"
+		"}\n"
+		"schedule two {\n"
+		"  xc = x.cache_after(local);\n"
+		"  xc.compute_at(y, j);\n"
+		"}\n",
+		"t.fus:7:3: error: 'xc' is computed inside loop 'j' of 'y', but 'm' reads it outside that loop\n"
+		"t.fus:2:3: note: 'm' is computed at 'y.i' here\n"
+		"t.fus:15:3: error: 't' is computed inside loop 'j' of 'y', but 'm' reads it outside that loop\n"
+		"t.fus:11:3: note: 'm' is computed at 'y.i' here\n"
+		"t.fus:24:3: error: 'xc' is computed inside loop 'j' of 'y', but 'z' reads it outside that loop\n");
+	/* the cache at the row loop, where m and y both run: accepted */
+	TestFrontend r = tf_compile("fusion sm(x: f32[M, 5]) -> (y: f32[M, 5]) {\n"
+				    "  m[i] = max(j: x[i, j]);\n"
+				    "  y[i, j] = x[i, j] - m[i];\n"
+				    "}\n"
+				    "schedule sm {\n"
+				    "  xc = x.cache_after(shared);\n"
+				    "  xc.compute_at(y, i);\n"
+				    "}\n",
+				    true);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_contains(r.ir, "  tensor xc: f32[M, 5] intermediate shared compute_at(y, 0) cache_after(x)\n");
+	tf_free(&r);
+}
+END_TEST
+
 /* Two readers that use different index names in the same order are accepted; the cache takes
  * the first reader's names, sits before the first reader in definition order, and every read
- * of x is now a read of the cache (readers lists follow). */
+ * of x is now a read of the cache (readers lists follow). w is recomputed in z, so both read
+ * the cache inside z.j. */
 START_TEST(test_cache_after_structure)
 {
 	const char *text =
-		"fusion f(x: f32[8, 16]) -> (z: f32[8, 16], w: f32[8, 16]) {\n"
-		"  z[i, j] = x[i, j] * x[i, j];\n"
+		"fusion f(x: f32[8, 16]) -> (z: f32[8, 16]) {\n"
 		"  w[p, q] = x[p, q] + 1.0;\n"
+		"  z[i, j] = x[i, j] * x[i, j] + w[i, j];\n"
 		"}\n"
 		"schedule f {\n"
 		"  xs = x.cache_after(local);\n"
@@ -368,12 +448,12 @@ START_TEST(test_cache_after_structure)
 	ck_assert_int_eq(diag_error_count(d), 0);
 	Fusion *f = p->fusions[0];
 	ck_assert_int_eq(f->ntensors, 4);
-	const char *order[] = {"x", "xs", "z", "w"};
+	const char *order[] = {"x", "xs", "w", "z"};
 	for (int i = 0; i < 4; i++) {
 		ck_assert_str_eq(f->tensors[i]->name, order[i]);
 		ck_assert_int_eq(f->tensors[i]->index, i);
 	}
-	Tensor *x = f->tensors[0], *xs = f->tensors[1], *z = f->tensors[2], *w = f->tensors[3];
+	Tensor *x = f->tensors[0], *xs = f->tensors[1], *w = f->tensors[2], *z = f->tensors[3];
 	ck_assert_ptr_eq(xs->cache_of, x);
 	ck_assert(!xs->cache_before);
 	ck_assert_int_eq(xs->mem, MEM_LOCAL);
@@ -384,15 +464,15 @@ START_TEST(test_cache_after_structure)
 	ck_assert_int_eq(x->readers.len, 1);
 	ck_assert_ptr_eq(VEC_AT(x->readers, Tensor, 0), xs);
 	ck_assert_int_eq(xs->readers.len, 2);
-	ck_assert_ptr_eq(VEC_AT(xs->readers, Tensor, 0), z);
-	ck_assert_ptr_eq(VEC_AT(xs->readers, Tensor, 1), w);
+	ck_assert_ptr_eq(VEC_AT(xs->readers, Tensor, 0), w);
+	ck_assert_ptr_eq(VEC_AT(xs->readers, Tensor, 1), z);
 	Buf b = {0};
 	ir_print_expr(z->def, &b);
 	buf_puts(&b, " | ");
 	ir_print_expr(w->def, &b);
 	buf_puts(&b, " | ");
 	ir_print_expr(xs->def, &b);
-	ck_assert_str_eq(b.s, "xs[i, j] * xs[i, j] | xs[p, q] + 1.0 | x[i, j]");
+	ck_assert_str_eq(b.s, "xs[i, j] * xs[i, j] + w[i, j] | xs[p, q] + 1.0 | x[i, j]");
 	buf_free(&b);
 	diag_free(d);
 	arena_free(a);
@@ -428,9 +508,11 @@ Suite *caches_suite(void)
 	tcase_add_test(tc, test_cache_before_reduction);
 	tcase_add_test(tc, test_cache_chain_inlined_reader);
 	tcase_add_test(tc, test_err_cache_after_before);
+	tcase_add_test(tc, test_cache_after_constants);
 	tcase_add_test(tc, test_err_cp_async_stages);
 	tcase_add_test(tc, test_err_end_of_schedule);
 	tcase_add_test(tc, test_err_placement);
+	tcase_add_test(tc, test_err_reader_outside_loop);
 	tcase_add_test(tc, test_cache_after_structure);
 	tcase_add_test(tc, test_err_compute_at_order);
 	suite_add_tcase(s, tc);

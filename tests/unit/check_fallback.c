@@ -165,7 +165,7 @@ static int64_t simulate_bad(Kernel *k, int *nreports)
 	for (int64_t e = 0; e < M * N; e++)
 		y[e] = NAN;
 	SimResult r;
-	SimOptions so = {0, 1};
+	SimOptions so = {.seed = 1};
 	ck_assert(sim_run(k, sizes, NULL, ins, outs, &so, &r));
 	int64_t bad = 0;
 	for (int64_t e = 0; e < M * N; e++)

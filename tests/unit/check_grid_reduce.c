@@ -32,7 +32,7 @@ static int count_str(const char *hay, const char *needle)
 /* Runs kernel i; returns the reports (the caller frees r). */
 static void sim(TestCompile *tc, int i, const int64_t *sizes, void **in, void **out, SimResult *r)
 {
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	ck_assert_msg(sim_run(tc->kernels[i], sizes, NULL, in, out, &o, r), "%s",
 		      r->error ? r->error : "");
 }
@@ -138,8 +138,15 @@ START_TEST(test_col_sum_structure)
 			       "      s[((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = s_acc;\n"
 			       "    }\n");
 	/* the launcher: workspace of N * ceildiv(M, 64) floats and N counters, in stream order */
-	ck_assert_contains(cu, "const size_t fus_ws_bytes[2] = {(size_t)(N * ((M + 63) / 64)) * "
-			       "sizeof(float), (size_t)(N) * sizeof(unsigned)};");
+	ck_assert_contains(cu, "const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)N, "
+			       "fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf), 4, &fus_ovf);\n"
+			       "  if (fus_ovf)\n    return fus_fail(colsum_error_text, \"colsum: sizes "
+			       "too large: the size of the grid-reduction workspace does not fit in "
+			       "64 bits\");\n");
+	ck_assert_contains(cu, "const long long fus_ws_bytes_1 = fus_mul((long long)N, 4, "
+			       "&fus_ovf);\n");
+	ck_assert_contains(cu, "const size_t fus_ws_bytes[2] = {(size_t)fus_ws_bytes_0, "
+			       "(size_t)fus_ws_bytes_1};");
 	ck_assert_contains(cu, "cudaMallocAsync(&fus_ws[i]");
 	ck_assert_contains(cu, "cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream);");
 	ck_assert_contains(cu, "cudaFreeAsync(fus_ws[i], stream);");

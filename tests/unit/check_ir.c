@@ -215,6 +215,12 @@ START_TEST(fold_split_identities)
 	/* x % 4 is x when x < 4 */
 	ck_assert_ptr_eq(ix_mod(A, b, f), b);
 	ck_assert_str_eq(str(ix_div(A, b, f)), "0");
+	/* a sum whose left part, itself a sum, has no multiple of F (issue 11: the left part's
+	 * quotient was left unset, a crash on nested splits of a merge) */
+	IrExpr *lm = ix_add(A, ix_add(A, b, b5), ix_mul(A, a, f));
+	ck_assert_str_eq(str(lm), "b + c + a * 4");
+	ck_assert_str_eq(str(ix_div(A, lm, f)), "a + (b + c) / 4");
+	ck_assert_str_eq(str(ix_mod(A, lm, f)), "(b + c) % 4");
 }
 END_TEST
 

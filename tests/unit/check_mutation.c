@@ -51,7 +51,7 @@ static int64_t simulate(TestCompile *tc, SimResult *r)
 	double scalars[8] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
 	HostTensor in[8], out[8], ref[8];
 	void *inp[8], *outp[8], *refp[8];
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	char *err = NULL;
 
 	ck_assert(f->nsizes <= 8 && f->nparams <= 8 && f->ninputs <= 8 && f->noutputs <= 8);
@@ -463,7 +463,7 @@ START_TEST(test_cp_async_partial_vector)
 	Arena *a = tc->arena;
 	static float x[1582], y[1584];
 	void *in[1] = {x}, *out[1] = {y};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 
 	cp->size = ir_op(a, OP_MIN, DT_I64, ix_sub(a, ir_int(a, 1582), cp->src_offset),

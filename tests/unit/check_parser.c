@@ -147,6 +147,24 @@ START_TEST(reduce_versus_call)
 }
 END_TEST
 
+/* A reduction is an expression like any other (sema lifts the ones that are not a whole
+ * right-hand side): inside operators, calls, a ternary and another reduction. */
+START_TEST(reductions_inside_expressions)
+{
+	check_stmt("y[i] = c ? x[i] / sum(j: x[j]) : log(sum(j: exp(max(k: x[k]) - x[j]))) / N;",
+		   "(assign y [i] (?: c (/ x[i] (sum [j] x[j])) "
+		   "(/ (log (sum [j] (exp (- (max [k] x[k]) x[j])))) N)))");
+	/* the reduction's span, which sema's diagnostics about it underline, is sum(...) */
+	Parsed p = parse("fusion f(x: f32[N]) -> (y: f32[N]) {\n  y[i] = 2.0 * sum(j: x[j]) + 1.0;\n}\n");
+	ck_assert_int_eq(p.errors, 0);
+	AstExpr *e = p.file->fusions[0]->stmts[0]->rhs->args[0]->args[1];
+	ck_assert_int_eq(e->kind, AE_REDUCE);
+	ck_assert_int_eq(e->span.lo, 52);
+	ck_assert_int_eq(e->span.hi, 64);
+	done(&p);
+}
+END_TEST
+
 START_TEST(precedence_and_associativity)
 {
 	check_stmt("y[i] = 1 + 2 * 3 - 4 / 5 % 6;",
@@ -576,6 +594,7 @@ Suite *parser_suite(void)
 	tcase_add_test(ok, signature_forms);
 	tcase_add_test(ok, softmax_reductions);
 	tcase_add_test(ok, reduce_versus_call);
+	tcase_add_test(ok, reductions_inside_expressions);
 	tcase_add_test(ok, precedence_and_associativity);
 	tcase_add_test(ok, literals_and_accesses);
 	tcase_add_test(ok, literal_values_and_spans);

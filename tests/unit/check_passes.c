@@ -394,6 +394,120 @@ START_TEST(dump_and_time_options)
 }
 END_TEST
 
+/* private_local: shared memory is private to a block (issue 11). A shared tensor whose own
+ * axis is bound to blockIdx.y is an error when a block reads elements outside its own part
+ * (a serial reader loop over them, or blockIdx.y on another part of the index); the same
+ * binding on both sides is accepted, and the buffer holds one block's part. */
+START_TEST(shared_private_to_block)
+{
+	const char *head = "fusion f(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] * 2.0; }\n"
+			   "schedule f {\n"
+			   "  y.bind(i, blockIdx.x); y.split(j, 8) -> (jo, jt); y.bind(jt, threadIdx.x);\n"
+			   "  xs = x.cache_after(shared); xs.compute_at(y, i);\n"
+			   "  xs.split(j, 8) -> (jo, jt); xs.bind(jo, blockIdx.y); xs.bind(jt, threadIdx.x);\n";
+	Buf b = {0};
+	buf_printf(&b, "%s}\n", head);
+	char *got = lower_dump(b.s, "loop_nest");
+	ck_assert_contains(got, "t.fus:4:3: error: 'xs' is in shared memory, but 'y' reads elements "
+				"of it that other blocks wrote ('xs.jo' is bound to blockIdx.y)\n");
+	ck_assert_contains(got, "t.fus:5:31: note: 'xs' is spread over blockIdx.y here\n");
+	ck_assert_contains(got, "note: each block has its own registers and shared memory: bind the "
+				"reader's loop over these elements to blockIdx.y the same way, or leave "
+				"'xs.jo' unbound so that every block computes what it reads\n");
+	free(got);
+	buf_free(&b);
+	/* the reader's blocks over the same chunks: legal, one block's chunk in the buffer */
+	b = (Buf){0};
+	buf_printf(&b, "%s  y.bind(jo, blockIdx.y);\n}\n", head);
+	got = lower_dump(b.s, "simplify");
+	ck_assert_contains(got, "alloc shared f32 xs[8];\n");
+	ck_assert_contains(got, "xs[threadIdx.x] = x[blockIdx.x * N + blockIdx.y * 8 + threadIdx.x];\n");
+	free(got);
+	buf_free(&b);
+	/* blockIdx.y on both sides, but on i % 2 in the writer and i / 2 in the reader */
+	got = lower_dump("fusion g(x: f32[6, N]) -> (y: f32[6, N]) { y[i, j] = x[i, j] * 2.0; }\n"
+			 "schedule g {\n"
+			 "  y.split(j, 8) -> (jo, jt); y.reorder(jo, i, jt); y.bind(jt, threadIdx.x);\n"
+			 "  y.bind(jo, blockIdx.x); y.split(i, 2) -> (io, ii); y.bind(io, blockIdx.y);\n"
+			 "  xs = x.cache_after(shared); xs.compute_at(y, jo);\n"
+			 "  xs.split(i, 2) -> (a, c); xs.bind(c, blockIdx.y);\n"
+			 "}\n",
+			 "loop_nest");
+	ck_assert_contains(got, "error: 'xs' is in shared memory, but 'y' reads elements of it that "
+				"other blocks wrote ('xs.c' is bound to blockIdx.y)\n");
+	free(got);
+	/* threads of one block share it: xs spread over threadIdx.x in fives, read in eights */
+	got = lower_dump("fusion h(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] * 2.0; }\n"
+			 "schedule h {\n"
+			 "  y.bind(i, blockIdx.x); y.split(j, 8) -> (jo, jt); y.bind(jt, threadIdx.x);\n"
+			 "  xs = x.cache_after(shared); xs.compute_at(y, jo);\n"
+			 "  xs.split(jt, 5) -> (a, c); xs.bind(c, threadIdx.x);\n"
+			 "}\n",
+			 "simplify");
+	ck_assert_not_contains(got, "error");
+	ck_assert_contains(got, "__syncthreads();\n");
+	free(got);
+}
+END_TEST
+
+/* circular_buffer: a buffered cache computed at a loop of another buffered cache's load nest
+ * (issue 11). The outer (xl, over ioo) is buffered first; its load nest, xs's included, is
+ * copied into the prologue and the main loop, and xs is buffered in each copy: its own
+ * prologue, and reads of its slot ioi % 2. */
+START_TEST(buffered_cache_of_buffered_cache)
+{
+	char *got = lower_dump("fusion q(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+			       "schedule q {\n"
+			       "  y.split(i, 8) -> (io, ii); y.split(io, 3) -> (ioo, ioi);\n"
+			       "  xs = x.cache_after(shared);\n"
+			       "  xl = xs.cache_after(local); xl.compute_at(y, ioo); xl.stages(2);\n"
+			       "  xs.compute_at(xl, ioi); xs.stages(2);\n"
+			       "}\n",
+			       "circular_buffer");
+	/* the outer prologue: stage 0 of xl, with xs buffered inside it */
+	ck_assert_contains(got, "  if (0 < ceildiv(N, 24)) {\n"
+				"    // xs computed at xl.ioi\n"
+				"    if (true) {\n"
+				"      for ii in [0, 8) {\n"
+				"        if (ii < N) {\n"
+				"          xs[ii] = x[ii];\n");
+	ck_assert_contains(got, "          xl[ioi * 8 + ii_1] = xs[ii_1 + ioi % 2 * 8];\n");
+	/* the main loop's load of stage ioo + 1, xs buffered again */
+	ck_assert_contains(got, "    if (ioo + 1 < ceildiv(N, 24)) {\n"
+				"      // xs computed at xl.ioi\n"
+				"      if (true) {\n");
+	ck_assert_contains(got, "            xl[ioi * 8 + ii_1 + (ioo + 1) % 2 * 24] = xs[ii_1 + ioi % 2 * 8];\n");
+	ck_assert_contains(got, "y[ioo * 24 + ioi_1 * 8 + ii_2] = xl[ioi_1 * 8 + ii_2 + ioo % 2 * 24] * 2.0;\n");
+	free(got);
+}
+END_TEST
+
+/* indexing, redundant_write: a shared tensor computed inside its consumer's loop bound to
+ * threadIdx.x (issue 11) holds an element per thread (the block shares the buffer), and each
+ * thread stores its own, also when that loop is the consumer's reduction: no `threadIdx.x ==
+ * 0` (the cache's axis is no reduction of its own). */
+START_TEST(shared_inside_thread_loop)
+{
+	char *got = lower_dump("fusion pw(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] * 2.0 + 1.0; }\n"
+			       "schedule pw { y.bind(i, blockIdx.x); y.split(j, 8) -> (jo, jt);\n"
+			       "  y.bind(jt, threadIdx.x); xs = x.cache_after(shared); xs.compute_at(y, jt); }\n",
+			       "simplify");
+	ck_assert_contains(got, "    alloc shared f32 xs[8];\n");
+	ck_assert_contains(got, "      xs[threadIdx.x] = x[blockIdx.x * N + jo * 8 + threadIdx.x];\n");
+	ck_assert_contains(got, "= xs[threadIdx.x] * 2.0 + 1.0;\n");
+	free(got);
+	got = lower_dump("fusion br(x: f32[M, N]) -> (y: f32[M]) { y[i] = sum(j: x[i, j] * 0.5); }\n"
+			 "schedule br { y.bind(i, blockIdx.x); y.split(j, 7) -> (jo, jt);\n"
+			 "  y.bind(jt, threadIdx.x); xc = x.cache_after(shared); xc.compute_at(y, jt); }\n",
+			 "simplify");
+	ck_assert_contains(got, "    alloc shared f32 xc[7];\n");
+	ck_assert_contains(got, "    if (blockIdx.x < M && jo * 7 + threadIdx.x < N) {\n"
+				"      xc[threadIdx.x] = x[blockIdx.x * N + jo * 7 + threadIdx.x];\n");
+	ck_assert_contains(got, "y_acc = y_acc + xc[threadIdx.x] * 0.5;\n");
+	free(got);
+}
+END_TEST
+
 Suite *passes_suite(void)
 {
 	Suite *s = suite_create("passes");
@@ -413,6 +527,9 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, partial_launch_dims);
 	tcase_add_test(tc, inline_recomputes_outputs);
 	tcase_add_test(tc, dump_and_time_options);
+	tcase_add_test(tc, shared_private_to_block);
+	tcase_add_test(tc, buffered_cache_of_buffered_cache);
+	tcase_add_test(tc, shared_inside_thread_loop);
 	suite_add_tcase(s, tc);
 	return s;
 }

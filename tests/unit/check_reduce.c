@@ -27,7 +27,7 @@ static int count_str(const char *hay, const char *needle)
 static void sim_ok(TestCompile *tc, int i, const int64_t *sizes, const double *scalars,
 		   void **in, void **out)
 {
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert_msg(sim_run(tc->kernels[i], sizes, scalars, in, out, &o, &r), "%s",
 		      r.error ? r.error : "");
@@ -633,7 +633,7 @@ START_TEST(test_block_reduce_under_branch)
 	int64_t sizes[2] = {1, 40};
 	float x[40] = {0}, out1[1];
 	void *in[1] = {x}, *out[1] = {out1};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert(sim_run(k, sizes, NULL, in, out, &o, &r));
 	int n = 0;
@@ -783,6 +783,136 @@ START_TEST(test_accum_rule)
 }
 END_TEST
 
+/* rfactor after non-divisible splits (issue 11). A listed axis split again on the partial
+ * (`n2: 2` by 3) reaches 2, the next chunk's element in `o2 * 6 + n2 * 3 + n1`: the partial's
+ * accumulation needs `p * 3 + q < 2` besides the root bound. */
+START_TEST(test_rfactor_listed_axis_split)
+{
+	TestCompile *tc = tc_lowered("fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
+				     "  s[i] = sum(j: x[i, j]);\n"
+				     "}\n"
+				     "schedule row_sum {\n"
+				     "  s.split(j, 3) -> (o1, n1); s.split(o1, 2) -> (o2, n2);\n"
+				     "  s.rfactor(n2) -> r; s.bind(i, blockIdx.x); r.split(n2, 3) -> (p, q);\n"
+				     "}\n");
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "if (blockIdx.x < M && o2 * 6 + p * 9 + q * 3 + n1 < N && p * 3 + q < 2) {\n"
+			       "            r_acc = r_acc + (");
+	int64_t ns[] = {1, 5, 7, 14, 67};
+	for (int i = 0; i < 5; i++)
+		check_row_sums(tc, 2, ns[i]);
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* A split that a merge undoes: the partial reads x[i, m] with m < 6 under its in-range select
+ * (j < 5). The reference's size check does not take that for contradicting dims. */
+START_TEST(test_rfactor_merged_split_sizes)
+{
+	TestCompile *tc = tc_lowered("fusion um(x: f32[M, 5, 2]) -> (s: f32[M]) { s[i] = min(j, k: x[i, j, k]); }\n"
+				     "schedule um { s.split(j, 2) -> (o, n); s.merge(o, n) -> m;\n"
+				     "  s.rfactor(m) -> r; s.bind(i, blockIdx.x); }\n");
+	char *fir = tc_fusion_ir(tc, 0);
+	ck_assert_contains(fir, "def r[i, k] = min(m: m < 5 ? x[i, m, k] : inf)\n");
+	int64_t sizes[1] = {3};
+	char *err = NULL;
+	ck_assert_msg(interp_check_sizes(tc->prog->fusions[0], sizes, &err), "%s", err);
+	float x[30], sv[3];
+	void *in[1] = {x}, *out[1] = {sv};
+	for (int e = 0; e < 30; e++)
+		x[e] = small_int(e / 10, e % 10);
+	sim_ok(tc, 0, sizes, NULL, in, out);
+	for (int i = 0; i < 3; i++) {
+		float want = INFINITY;
+		for (int e = 0; e < 10; e++)
+			want = fminf(want, x[i * 10 + e]);
+		ck_assert_float_eq(sv[i], want);
+	}
+	free(fir);
+	tc_free(tc);
+}
+END_TEST
+
+/* ---- identity lanes: thread extents that differ inside one kernel (issue 11) ---------------- */
+
+/* blockDim.x is 13 (y's extent); s binds 7 lanes with no serial reduction loop. The lanes 7..12
+ * must give the identity to the block reduction: the accumulator's `s_acc = 0.0` stays outside
+ * the accumulation's predicate (it was grouped into it, leaving garbage in those lanes). */
+START_TEST(test_identity_lanes_no_serial_loop)
+{
+	TestCompile *tc = tc_lowered("fusion nl(x: f32[M, 7], z: f32[M, 13]) -> (s: f32[M], y: f32[M, 13]) {\n"
+				     "  s[i] = sum(j: x[i, j]);\n"
+				     "  y[i, k] = z[i, k] * 2.0;\n"
+				     "}\n"
+				     "schedule nl { s.bind(i, blockIdx.x); s.bind(j, threadIdx.x);\n"
+				     "  y.bind(i, blockIdx.x); y.bind(k, threadIdx.x); }\n");
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "  s_acc = 0.0;\n"
+			       "  if (threadIdx.x < 7 && blockIdx.x < M) {\n"
+			       "    s_acc = s_acc + x[blockIdx.x * 7 + threadIdx.x];\n"
+			       "  }\n"
+			       "  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n");
+	int64_t m = 3, sizes[1] = {m};
+	float x[3 * 7], z[3 * 13], sv[3], y[3 * 13];
+	void *in[2] = {x, z}, *out[2] = {sv, y};
+	for (int i = 0; i < 3 * 7; i++)
+		x[i] = small_int(i / 7, i % 7);
+	for (int i = 0; i < 3 * 13; i++)
+		z[i] = (float)i;
+	sim_ok(tc, 0, sizes, NULL, in, out);
+	for (int64_t i = 0; i < m; i++) {
+		float want = 0;
+		for (int j = 0; j < 7; j++)
+			want += x[i * 7 + j];
+		ck_assert_msg(sv[i] == want, "s[%lld] = %g, want %g", (long long)i, sv[i], want);
+	}
+	for (int i = 0; i < 3 * 13; i++)
+		ck_assert_float_eq(y[i], 2.0f * (float)i);
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* m's block reduction runs on 5 lanes, y reads m[0] on 13: every thread holds the result after
+ * the reduction, so the register store has no `threadIdx.x < 5` (the lanes 5..12 read a
+ * register nobody wrote). */
+START_TEST(test_identity_lanes_register_result)
+{
+	TestCompile *tc = tc_lowered("fusion wr(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+				     "  m[i] = max(j: x[i, j]);\n"
+				     "  y[i, j] = x[i, j] - m[i];\n"
+				     "}\n"
+				     "schedule wr { y.bind(i, blockIdx.x); y.split(j, 13) -> (jo, jt);\n"
+				     "  y.bind(jt, threadIdx.x); m.split(j, 5) -> (jo, jt); m.bind(jt, threadIdx.x); }\n");
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "    if (threadIdx.x < 5 && blockIdx.x < M && jo * 5 + threadIdx.x < N) {\n");
+	ck_assert_contains(ir, "  m_acc = block_reduce_max(m_acc over threadIdx.x);\n"
+			       "  m[0] = m_acc;\n");
+	int64_t ns[] = {1, 4, 13, 31};
+	for (int c = 0; c < 4; c++) {
+		int64_t m = 2, n = ns[c], sizes[2] = {m, n};
+		float *x = malloc(sizeof(float) * (size_t)(m * n)), *y = malloc(sizeof(float) * (size_t)(m * n));
+		void *in[1] = {x}, *out[1] = {y};
+		for (int64_t e = 0; e < m * n; e++)
+			x[e] = small_int(e / n, e % n);
+		sim_ok(tc, 0, sizes, NULL, in, out);
+		for (int64_t i = 0; i < m; i++) {
+			float mx = -INFINITY;
+			for (int64_t j = 0; j < n; j++)
+				mx = fmaxf(mx, x[i * n + j]);
+			for (int64_t j = 0; j < n; j++)
+				ck_assert_msg(y[i * n + j] == x[i * n + j] - mx, "N=%lld y[%lld, %lld] = %g, want %g",
+					      (long long)n, (long long)i, (long long)j, y[i * n + j], x[i * n + j] - mx);
+		}
+		free(x);
+		free(y);
+	}
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
 Suite *reduce_suite(void)
 {
 	Suite *s = suite_create("reduce");
@@ -804,6 +934,10 @@ Suite *reduce_suite(void)
 	tcase_add_test(tc, test_accum_f64_output_of_f32);
 	tcase_add_test(tc, test_accum_f32_output_of_f64);
 	tcase_add_test(tc, test_accum_rule);
+	tcase_add_test(tc, test_rfactor_listed_axis_split);
+	tcase_add_test(tc, test_rfactor_merged_split_sizes);
+	tcase_add_test(tc, test_identity_lanes_no_serial_loop);
+	tcase_add_test(tc, test_identity_lanes_register_result);
 	suite_add_tcase(s, tc);
 	TCase *n = tcase_create("normalizations");
 	tcase_set_timeout(n, 60);

@@ -2,10 +2,11 @@
  *
  * Without a GPU: every call fails with a clear error (no driver, NULL arguments, bad names,
  * bad sizes) and never crashes; the launch checks (counts, sizes, alignment, launch dims) and
- * the disk cache (truncated, corrupted, renamed entries are rejected) work on their own; `fusc
- * run` rejects bad options, dims and fusion names with exit 2 before any launch.
- * With a GPU (TCase "gpu"): saxpy through libfusrt matches the interpreter, the cache is hit
- * and a corrupt entry is rebuilt, and `fusc run` passes.
+ * the disk cache (truncated, corrupted, renamed and foreign entries and foreign folders are
+ * rejected; rt_get_binary through NVRTC) work on their own; `fusc run` rejects bad options,
+ * dims and fusion names with exit 2 before any launch.
+ * With a GPU (TCase "gpu"): saxpy through libfusrt matches the interpreter, the cache is hit,
+ * a corrupt entry is rebuilt, a folder others can write is not used, and `fusc run` passes.
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -224,6 +225,10 @@ START_TEST(test_launch_check)
 	n = 0; /* an empty tensor needs no memory, and nothing is launched */
 	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
 	ck_assert_int_eq(dims[0], 0);
+	n = INT64_C(1) << 62; /* 2^64 bytes of f32: refused, null pointer or not */
+	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_ERR_INVALID);
+	ck_assert_str_eq(fusrt_last_error(), "fusion saxpy: sizes too large: the size of x in "
+			 "bytes does not fit in 64 bits");
 
 	/* the auto-scheduled saxpy is vectorized for 16-byte aligned pointers; otherwise its
 	 * scalar fallback runs (with the fallback's launch dims), never a refusal */
@@ -288,6 +293,23 @@ END_TEST
 
 static const char payload[] = "\x7f" "ELF fake cubin payload with some bytes \x01\x02\x03";
 
+/* A distinct key per n. */
+static RtCacheKey key_of(int n)
+{
+	char src[32];
+
+	snprintf(src, sizeof src, "source %d", n);
+	return rt_cache_key(src, "cubin", 80);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
 START_TEST(test_cache_roundtrip)
 {
 	char *dir = temp_dir(), *sub = NULL, *data = NULL, *why = NULL;
@@ -296,23 +318,32 @@ START_TEST(test_cache_roundtrip)
 
 	buf_printf(&b, "%s/a/b", dir); /* parents are created */
 	sub = b.s;
-	ck_assert(!rt_cache_load(sub, 42, &data, &len, &why));
-	ck_assert_ptr_null(why); /* a missing entry is not an error */
-	ck_assert(rt_cache_store(sub, 42, payload, sizeof payload, NULL));
-	ck_assert(rt_cache_load(sub, 42, &data, &len, &why));
+	ck_assert(!rt_cache_load(sub, key_of(42), &data, &len, &why));
+	ck_assert_ptr_null(why); /* a missing folder or entry is not an error */
+	ck_assert(rt_cache_store(sub, key_of(42), payload, sizeof payload, NULL));
+	ck_assert(!rt_cache_load(sub, key_of(43), &data, &len, &why));
+	ck_assert_ptr_null(why);
+	ck_assert(rt_cache_load(sub, key_of(42), &data, &len, &why));
 	ck_assert_uint_eq(len, sizeof payload);
 	ck_assert_int_eq(memcmp(data, payload, len), 0);
 	free(data);
-	/* no temporary file is left behind */
-	char *path = rt_cache_path(sub, 42);
-	ck_assert_str_eq(path + strlen(sub), "/000000000000002a.cubin");
+	/* the folders it made are private; so is the entry */
+	ck_assert_uint_eq(mode_of(sub) & 077, 0);
+	char *mid = xstrdup(sub);
+	*strrchr(mid, '/') = 0;
+	ck_assert_uint_eq(mode_of(mid) & 077, 0);
+	free(mid);
+	char *path = rt_cache_path(sub, key_of(42));
+	ck_assert_uint_eq(mode_of(path), 0600);
+	/* KEY.cubin: 64 hex digits of SHA-256; no temporary file is left behind */
+	ck_assert_uint_eq(strlen(path + strlen(sub)), 1 + 64 + strlen(".cubin"));
 	Buf cmd = {0};
 	buf_printf(&cmd, "test $(ls -A %s | wc -l) -eq 1", sub);
 	ck_assert_int_eq(system(cmd.s), 0);
 	buf_free(&cmd);
 	/* an empty payload is a valid entry */
-	ck_assert(rt_cache_store(sub, 7, "", 0, NULL));
-	ck_assert(rt_cache_load(sub, 7, &data, &len, NULL));
+	ck_assert(rt_cache_store(sub, key_of(7), "", 0, NULL));
+	ck_assert(rt_cache_load(sub, key_of(7), &data, &len, NULL));
 	ck_assert_uint_eq(len, 0);
 	free(data);
 	free(path);
@@ -326,12 +357,13 @@ START_TEST(test_cache_truncated)
 	char *dir = temp_dir(), *data, *why = NULL, *path, *full;
 	size_t len, flen;
 
-	ck_assert(rt_cache_store(dir, 99, payload, sizeof payload, NULL));
-	path = rt_cache_path(dir, 99);
+	ck_assert(rt_cache_store(dir, key_of(99), payload, sizeof payload, NULL));
+	path = rt_cache_path(dir, key_of(99));
 	full = read_all(path, &flen);
 	for (size_t cut = 0; cut < flen; cut++) {
 		write_all(path, full, cut);
-		ck_assert_msg(!rt_cache_load(dir, 99, &data, &len, &why), "cut at %zu loaded", cut);
+		ck_assert_msg(!rt_cache_load(dir, key_of(99), &data, &len, &why), "cut at %zu loaded",
+			      cut);
 		ck_assert_ptr_nonnull(why);
 		ck_assert_ptr_null(data);
 		free(why);
@@ -341,10 +373,10 @@ START_TEST(test_cache_truncated)
 	memcpy(longer, full, flen);
 	longer[flen] = 'x';
 	write_all(path, longer, flen + 1);
-	ck_assert(!rt_cache_load(dir, 99, &data, &len, NULL));
+	ck_assert(!rt_cache_load(dir, key_of(99), &data, &len, NULL));
 	/* a store replaces the bad entry */
-	ck_assert(rt_cache_store(dir, 99, payload, sizeof payload, NULL));
-	ck_assert(rt_cache_load(dir, 99, &data, &len, NULL));
+	ck_assert(rt_cache_store(dir, key_of(99), payload, sizeof payload, NULL));
+	ck_assert(rt_cache_load(dir, key_of(99), &data, &len, NULL));
 	free(data);
 	free(longer);
 	free(full);
@@ -358,31 +390,95 @@ START_TEST(test_cache_corrupt)
 	char *dir = temp_dir(), *data, *why = NULL, *path, *full;
 	size_t len, flen;
 
-	ck_assert(rt_cache_store(dir, 5, payload, sizeof payload, NULL));
-	path = rt_cache_path(dir, 5);
+	ck_assert(rt_cache_store(dir, key_of(5), payload, sizeof payload, NULL));
+	path = rt_cache_path(dir, key_of(5));
 	full = read_all(path, &flen);
 	for (size_t i = 0; i < flen; i++) { /* every single-byte corruption is caught */
 		full[i] ^= 0x20;
 		write_all(path, full, flen);
-		ck_assert_msg(!rt_cache_load(dir, 5, &data, &len, &why), "flip at %zu loaded", i);
+		ck_assert_msg(!rt_cache_load(dir, key_of(5), &data, &len, &why), "flip at %zu loaded",
+			      i);
 		ck_assert_ptr_nonnull(why);
 		free(why);
 		full[i] ^= 0x20;
 	}
 	write_all(path, full, flen);
-	ck_assert(rt_cache_load(dir, 5, &data, &len, NULL));
+	ck_assert(rt_cache_load(dir, key_of(5), &data, &len, NULL));
 	free(data);
 	/* an entry renamed to another key is rejected */
-	char *other = rt_cache_path(dir, 6);
+	char *other = rt_cache_path(dir, key_of(6));
 	ck_assert_int_eq(rename(path, other), 0);
-	ck_assert(!rt_cache_load(dir, 6, &data, &len, &why));
+	ck_assert(!rt_cache_load(dir, key_of(6), &data, &len, &why));
 	ck_assert_contains(why, "stored under another key");
 	free(why);
 	/* garbage */
 	write_all(other, "hello", 5);
-	ck_assert(!rt_cache_load(dir, 6, &data, &len, NULL));
+	ck_assert(!rt_cache_load(dir, key_of(6), &data, &len, NULL));
 	free(other);
 	free(full);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+/* A folder someone else can write, or that someone else owns, is refused for loads and
+ * stores; so is an entry that is not a private regular file (issue 11 item 18). */
+START_TEST(test_cache_refuses_foreign)
+{
+	char *dir = temp_dir(), *data = NULL, *why = NULL, *path;
+	size_t len;
+
+	ck_assert(rt_cache_store(dir, key_of(1), payload, sizeof payload, NULL));
+	ck_assert_int_eq(chmod(dir, 0777), 0); /* group and others can plant entries */
+	ck_assert(!rt_cache_load(dir, key_of(1), &data, &len, &why));
+	ck_assert_contains(why, "is writable by group or others (mode 0777); not used");
+	free(why);
+	ck_assert(!rt_cache_store(dir, key_of(2), payload, sizeof payload, &why));
+	ck_assert_contains(why, "is writable by group or others");
+	free(why);
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	ck_assert(rt_cache_load(dir, key_of(1), &data, &len, NULL));
+	free(data);
+
+	/* someone else's folder: as root, give it away; otherwise "/" is root's */
+	const char *foreign = "/";
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+		foreign = dir;
+	}
+	ck_assert(!rt_cache_store(foreign, key_of(3), payload, sizeof payload, &why));
+	ck_assert_contains(why, "is owned by uid ");
+	ck_assert_contains(why, "not by this user");
+	free(why);
+	if (geteuid() == 0) {
+		ck_assert(!rt_cache_load(dir, key_of(1), &data, &len, &why));
+		ck_assert_contains(why, "not by this user");
+		free(why);
+		ck_assert_int_eq(chown(dir, 0, 0), 0);
+	}
+
+	/* entries: writable by others, a symlink, someone else's */
+	path = rt_cache_path(dir, key_of(1));
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	ck_assert(!rt_cache_load(dir, key_of(1), &data, &len, &why));
+	ck_assert_contains(why, "is writable by group or others (mode 0666)");
+	free(why);
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	char *target = rt_cache_path(dir, key_of(9));
+	ck_assert_int_eq(rename(path, target), 0);
+	ck_assert_int_eq(symlink(target, path), 0);
+	ck_assert(!rt_cache_load(dir, key_of(1), &data, &len, &why));
+	ck_assert_contains(why, "cannot open");
+	free(why);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rename(target, path), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+		ck_assert(!rt_cache_load(dir, key_of(1), &data, &len, &why));
+		ck_assert_contains(why, "not by this user");
+		free(why);
+	}
+	free(target);
 	free(path);
 	free(dir);
 }
@@ -392,7 +488,7 @@ START_TEST(test_cache_store_failure)
 {
 	char *err = NULL;
 
-	ck_assert(!rt_cache_store("/proc/fusc_no_such_dir", 1, "x", 1, &err));
+	ck_assert(!rt_cache_store("/proc/fusc_no_such_dir", key_of(1), "x", 1, &err));
 	ck_assert_ptr_nonnull(err);
 	free(err);
 }
@@ -400,13 +496,42 @@ END_TEST
 
 START_TEST(test_cache_key_and_dir)
 {
-	uint64_t k = rt_cache_key("src", "cubin", 80);
+	RtCacheKey k = rt_cache_key("src", "cubin", 80);
 	char *d;
 
-	ck_assert_uint_eq(k, rt_cache_key("src", "cubin", 80));
-	ck_assert_uint_ne(k, rt_cache_key("src2", "cubin", 80));
-	ck_assert_uint_ne(k, rt_cache_key("src", "ptx", 80));
-	ck_assert_uint_ne(k, rt_cache_key("src", "cubin", 90));
+	ck_assert_mem_eq(k.b, rt_cache_key("src", "cubin", 80).b, SHA256_BYTES);
+	ck_assert_mem_ne(k.b, rt_cache_key("src2", "cubin", 80).b, SHA256_BYTES);
+	ck_assert_mem_ne(k.b, rt_cache_key("src", "ptx", 80).b, SHA256_BYTES);
+	ck_assert_mem_ne(k.b, rt_cache_key("src", "cubin", 90).b, SHA256_BYTES);
+	/* fields are length-prefixed: moving text between options and source changes the key */
+	ck_assert_mem_ne(rt_cache_key("bsrc", "a", 80).b, rt_cache_key("src", "ab", 80).b,
+			 SHA256_BYTES);
+	/* the key is SHA-256 of (fusc version, NVRTC version, arch, options, source) */
+	int nv[2];
+	nvrtc_version(&nv[0], &nv[1]);
+	ck_assert_int_gt(nv[0], 0);
+	Sha256 s;
+	RtCacheKey want;
+	int arch = 80;
+	uint64_t n;
+	sha256_init(&s);
+	n = strlen("fusc " FUSC_VERSION);
+	sha256_update(&s, &n, 8);
+	sha256_update(&s, "fusc " FUSC_VERSION, n);
+	n = sizeof nv;
+	sha256_update(&s, &n, 8);
+	sha256_update(&s, nv, sizeof nv);
+	n = sizeof arch;
+	sha256_update(&s, &n, 8);
+	sha256_update(&s, &arch, sizeof arch);
+	n = 5;
+	sha256_update(&s, &n, 8);
+	sha256_update(&s, "cubin", 5);
+	n = 3;
+	sha256_update(&s, &n, 8);
+	sha256_update(&s, "src", 3);
+	sha256_final(&s, want.b);
+	ck_assert_mem_eq(k.b, want.b, SHA256_BYTES);
 
 	unsetenv("FUSRT_NO_CACHE");
 	unsetenv("FUSRT_CACHE_DIR");
@@ -422,6 +547,57 @@ START_TEST(test_cache_key_and_dir)
 	free(d);
 	setenv("FUSRT_NO_CACHE", "1", 1);
 	ck_assert_ptr_null(rt_cache_default_dir());
+}
+END_TEST
+
+/* rt_get_binary, the cache as fusrt_compile uses it (NVRTC, no GPU): stored, then a hit; a
+ * refused folder compiles without the cache and says why in fusrt_last_cache_note. */
+static const char device_src[] = "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }\n";
+
+START_TEST(test_cache_get_binary)
+{
+	char *dir = temp_dir(), *bin = NULL;
+	size_t len = 0;
+
+	ck_assert_int_eq(rt_get_binary(device_src, "k.cu", 80, true, dir, true, &bin, &len),
+			 FUSRT_OK);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_str_eq(fusrt_last_cache_note(), "");
+	char *first = xmalloc(len);
+	size_t first_len = len;
+	memcpy(first, bin, len);
+	free(bin);
+	ck_assert_int_eq(rt_get_binary(device_src, "k.cu", 80, true, dir, true, &bin, &len),
+			 FUSRT_OK);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 1);
+	ck_assert_uint_eq(len, first_len);
+	ck_assert_int_eq(memcmp(bin, first, len), 0);
+	ck_assert_str_eq(fusrt_last_cache_note(), "");
+	free(bin);
+	free(first);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_cache_get_binary_refused)
+{
+	char *dir = temp_dir(), *bin = NULL;
+	size_t len = 0;
+
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	ck_assert_int_eq(rt_get_binary(device_src, "k.cu", 80, true, dir, true, &bin, &len),
+			 FUSRT_OK);
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_contains(fusrt_last_cache_note(), "disk cache: the cache folder ");
+	ck_assert_contains(fusrt_last_cache_note(), "is writable by group or others (mode "
+			   "0777); not used");
+	free(bin);
+	Buf cmd = {0}; /* nothing was written into it */
+	buf_printf(&cmd, "test $(ls -A %s | wc -l) -eq 0", dir);
+	ck_assert_int_eq(system(cmd.s), 0);
+	buf_free(&cmd);
+	free(dir);
 }
 END_TEST
 
@@ -606,6 +782,14 @@ START_TEST(test_gpu_saxpy)
 	ck_assert_int_eq(system(cmd.s), 0);
 	m = compile_in(saxpy_src, dir);
 	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_contains(fusrt_last_cache_note(), "does not match the file");
+	check_saxpy(m, 4096);
+	fusrt_module_free(m);
+	/* a folder others can write is not used: compiled, not cached, and said so */
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	m = compile_in(saxpy_src, dir);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_contains(fusrt_last_cache_note(), "is writable by group or others");
 	check_saxpy(m, 4096);
 	fusrt_module_free(m);
 	buf_free(&cmd);
@@ -737,6 +921,9 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_truncated);
 	tcase_add_test(tc, test_cache_corrupt);
 	tcase_add_test(tc, test_cache_store_failure);
+	tcase_add_test(tc, test_cache_refuses_foreign);
+	tcase_add_test(tc, test_cache_get_binary);
+	tcase_add_test(tc, test_cache_get_binary_refused);
 	tcase_add_test(tc, test_cache_key_and_dir);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);

@@ -227,7 +227,7 @@ START_TEST(test_err_types)
 		"  z[i] = a[i] + x;\n"
 		"  q[i] = b[i] && x[i];\n"
 		"  s[i] = where(x[i], 1.0, 2.0) + pow(x[i]) + foo(x[i]) + bool(x[i]) + max(x[i]);\n"
-		"  c[i] = x[i] * sum(j: x[j]);\n"
+		"  c[i] = x[i] && sum(j: x[j]);\n"
 		"  d[i] = -b[i] + f32(x[i], 2);\n"
 		"}\n",
 		"t.fus:2:10: error: 'a' is a parameter, not a tensor; it cannot be indexed\n"
@@ -238,7 +238,7 @@ START_TEST(test_err_types)
 		"t.fus:4:46: error: unknown function 'foo'\n"
 		"t.fus:4:58: error: there is no cast to bool; compare with 0 instead\n"
 		"t.fus:4:71: error: 'max' takes 2 arguments, not 1 (a reduction is written max(j: EXPR))\n"
-		"t.fus:5:17: error: a reduction must be the whole right-hand side of a statement; define it as its own tensor\n"
+		"t.fus:5:10: error: operands of '&&' must be bool, not f32 and f32\n"
 		"t.fus:6:10: error: '-' needs a numeric operand, not bool\n"
 		"t.fus:6:18: error: the cast f32() takes 1 argument, not 2\n");
 }
@@ -365,6 +365,216 @@ START_TEST(test_err_failed_directive_no_cascade)
 }
 END_TEST
 
+/* Reductions inside expressions are lifted into their own tensors (docs/language.md): named
+ * STATEMENT_REDk (k counts the statement's lifted reductions, innermost first), defined before
+ * the statement over the enclosing indices their body reads, typed by dtype_accum as an
+ * intermediate (f16 data sums in f32, whatever the statement's dtype). A size symbol is an i64
+ * value. */
+START_TEST(test_lift_ir)
+{
+	check_sema_ir(
+		"fusion f(x: f16[M, N]) -> (mean: f32[M], l: f64[M]) {\n"
+		"  mean[i] = sum(j: x[i, j]) / N;\n"
+		"  m[i] = max(j: x[i, j]);\n"
+		"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+		"}\n",
+		"fusion f(x: f16[M, N]) -> (mean: f32[M], l: f64[M])\n"
+		"  sizes: M N\n"
+		"  schedule: user\n"
+		"  tensor x: f16[M, N] input global\n"
+		"  tensor mean_sum0: f32[M] intermediate local lifted(mean)\n"
+		"    def mean_sum0[i] = sum(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor mean: f32[M] output global\n"
+		"    def mean[i] = mean_sum0[i] / N\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"  tensor m: f32[M] intermediate local\n"
+		"    def m[i] = max(j: x[i, j])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor l_sum0: f32[M] intermediate local lifted(l)\n"
+		"    def l_sum0[i] = sum(j: exp(x[i, j] - m[i]))\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      j: N reduction (root 1)\n"
+		"  tensor l: f64[M] output global\n"
+		"    def l[i] = m[i] + log(l_sum0[i])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n");
+}
+END_TEST
+
+/* Nested reductions lift innermost first (the inner one over the outer one's index too); a
+ * lifted tensor's dimensions follow the left-hand side's order whatever order the body reads
+ * them in, include an index used only as a value, and are none when the body reads no
+ * enclosing index (a 0-d tensor). A bool sum counts in i64, an i32 product sums in i32. */
+START_TEST(test_lift_nested_ir)
+{
+	check_sema_ir(
+		"fusion g(x: f32[B, N, M], k: i32[N]) -> (y: f32[M, B], z: i64[B]) {\n"
+		"  y[i, b] = sum(n: max(j: x[b, n, j]) * x[b, n, i]) + sum(n: f32(i) * x[b, n, 0]);\n"
+		"  z[b] = sum(n: k[n] > 0) + sum(n, q: k[n] * k[q]) + i64(b);\n"
+		"}\n",
+		"fusion g(x: f32[B, N, M], k: i32[N]) -> (y: f32[M, B], z: i64[B])\n"
+		"  sizes: B N M\n"
+		"  schedule: user\n"
+		"  tensor x: f32[B, N, M] input global\n"
+		"  tensor k: i32[N] input global\n"
+		"  tensor y_max0: f32[B, N] intermediate local lifted(y_sum1)\n"
+		"    def y_max0[b, n] = max(j: x[b, n, j])\n"
+		"    domain:\n"
+		"      b: B (root 0)\n"
+		"      n: N (root 1)\n"
+		"      j: M reduction (root 2)\n"
+		"  tensor y_sum1: f32[M, B] intermediate local lifted(y)\n"
+		"    def y_sum1[i, b] = sum(n: y_max0[b, n] * x[b, n, i])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      b: B (root 1)\n"
+		"      n: N reduction (root 2)\n"
+		"  tensor y_sum2: f32[M, B] intermediate local lifted(y)\n"
+		"    def y_sum2[i, b] = sum(n: f32(i) * x[b, n, 0])\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      b: B (root 1)\n"
+		"      n: N reduction (root 2)\n"
+		"  tensor y: f32[M, B] output global\n"
+		"    def y[i, b] = y_sum1[i, b] + y_sum2[i, b]\n"
+		"    domain:\n"
+		"      i: M (root 0)\n"
+		"      b: B (root 1)\n"
+		"  tensor z_sum0: i64 intermediate local lifted(z)\n"
+		"    def z_sum0 = sum(n: k[n] > 0)\n"
+		"    domain:\n"
+		"      n: N reduction (root 0)\n"
+		"  tensor z_sum1: i32 intermediate local lifted(z)\n"
+		"    def z_sum1 = sum(n, q: k[n] * k[q])\n"
+		"    domain:\n"
+		"      n: N reduction (root 0)\n"
+		"      q: N reduction (root 1)\n"
+		"  tensor z: i64[B] output global\n"
+		"    def z[b] = z_sum0[] + z_sum1[] + i64(b)\n"
+		"    domain:\n"
+		"      b: B (root 0)\n");
+}
+END_TEST
+
+/* The lifted tensor is scheduled by its name like any reduction; the automatic scheduler
+ * places it like a hand-written one. */
+START_TEST(test_lift_schedule)
+{
+	check_ir(
+		"fusion h(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  y[i, j] = x[i, j] / sum(k: x[i, k]);\n"
+		"}\n"
+		"schedule h {\n"
+		"  y.bind(i, blockIdx.x);\n"
+		"  y.split(j, 32) -> (jo, tx);\n"
+		"  y.bind(tx, threadIdx.x);\n"
+		"  y_sum0.compute_at(y, i);\n"
+		"  y_sum0.split(k, 32) -> (ko, tx);\n"
+		"  y_sum0.bind(tx, threadIdx.x);\n"
+		"}\n",
+		"fusion h(x: f32[M, N]) -> (y: f32[M, N])\n"
+		"  sizes: M N\n"
+		"  schedule: user\n"
+		"  tensor x: f32[M, N] input global\n"
+		"  tensor y_sum0: f32[M] intermediate local lifted(y) compute_at(y, 0)\n"
+		"    def y_sum0[i] = sum(k: x[i, k])\n"
+		"    domain:\n"
+		"      i: M = y.i (root 0)\n"
+		"      ko: ceildiv(N, 32) reduction (split of k by 32, outer)\n"
+		"      tx: 32 reduction threadIdx.x (split of k by 32, inner)\n"
+		"  tensor y: f32[M, N] output global\n"
+		"    def y[i, j] = x[i, j] / y_sum0[i]\n"
+		"    domain:\n"
+		"      i: M blockIdx.x (root 0)\n"
+		"      jo: ceildiv(N, 32) (split of j by 32, outer)\n"
+		"      tx: 32 threadIdx.x (split of j by 32, inner)\n");
+}
+END_TEST
+
+/* A lifted reduction is a tensor of its own even when its statement fails: reading it later
+ * adds no error. */
+START_TEST(test_err_lift_no_cascade)
+{
+	check_errors(
+		"fusion f(x: f32[N]) -> (y: f32[N]) {\n"
+		"  x[i] = x[i] / sum(j: x[j]);\n"
+		"  y[i] = x_sum0 * x[i];\n"
+		"}\n",
+		"t.fus:2:3: error: cannot assign to input 'x'\n"
+		"t.fus:1:10: note: 'x' declared here\n");
+}
+END_TEST
+
+/* s with every `from` replaced by `to` (malloc'd). */
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+	Buf b = {0};
+	buf_puts(&b, "");
+	for (const char *p; (p = strstr(s, from)); s = p + strlen(from)) {
+		buf_printf(&b, "%.*s%s", (int)(p - s), s, to);
+	}
+	buf_puts(&b, s);
+	return b.s;
+}
+
+/* Without a schedule, a lifted reduction compiles to the same CUDA as the program with the
+ * reduction written as its own statement (up to its name): logsumexp and a row
+ * normalization, at a constant and a symbolic row length. */
+START_TEST(test_lift_auto_same_as_written)
+{
+	static const char *pairs[][2] = {
+		{"fusion f(x: f32[M, N]) -> (l: f32[M]) {\n"
+		 "  m[i] = max(j: x[i, j]);\n"
+		 "  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+		 "}\n",
+		 "fusion f(x: f32[M, N]) -> (l: f32[M]) {\n"
+		 "  m[i] = max(j: x[i, j]);\n"
+		 "  l_sum0[i] = sum(j: exp(x[i, j] - m[i]));\n"
+		 "  l[i] = m[i] + log(l_sum0[i]);\n"
+		 "}\n"},
+		{"fusion f(x: f16[M, 1024]) -> (y: f16[M, 1024]) {\n"
+		 "  y[i, j] = x[i, j] - sum(k: x[i, k]) / 1024;\n"
+		 "}\n",
+		 "fusion f(x: f16[M, 1024]) -> (y: f16[M, 1024]) {\n"
+		 "  y_sum0[i] = sum(k: x[i, k]);\n"
+		 "  y[i, j] = x[i, j] - y_sum0[i] / 1024;\n"
+		 "}\n"},
+		{"fusion f(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		 "  y[i, j] = x[i, j] - sum(k: x[i, k]) / N;\n"
+		 "}\n",
+		 "fusion f(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+		 "  y_sum0[i] = sum(k: x[i, k]);\n"
+		 "  y[i, j] = x[i, j] - y_sum0[i] / N;\n"
+		 "}\n"},
+	};
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		TestCompile *lifted = tc_lowered(pairs[i][0]);
+		TestCompile *written = tc_lowered(pairs[i][1]);
+		char *a = tc_cuda(lifted), *b = tc_cuda(written);
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		char *ia = tc_fusion_ir(lifted, 0), *ib = tc_fusion_ir(written, 0);
+		char *ja = replace_all(ia, " lifted(l)", "");
+		char *jb = replace_all(ja, " lifted(y)", "");
+		ck_assert_str_eq(jb, ib);
+		free(ia);
+		free(ib);
+		free(ja);
+		free(jb);
+		tc_free(lifted);
+		tc_free(written);
+	}
+}
+END_TEST
+
 Suite *sema_suite(void)
 {
 	Suite *s = suite_create("sema");
@@ -374,6 +584,11 @@ Suite *sema_suite(void)
 	tcase_add_test(tc, test_dtypes_ir);
 	tcase_add_test(tc, test_sizes_ir);
 	tcase_add_test(tc, test_transpose_matmul_ir);
+	tcase_add_test(tc, test_lift_ir);
+	tcase_add_test(tc, test_lift_nested_ir);
+	tcase_add_test(tc, test_lift_schedule);
+	tcase_add_test(tc, test_lift_auto_same_as_written);
+	tcase_add_test(tc, test_err_lift_no_cascade);
 	tcase_add_test(tc, test_err_names);
 	tcase_add_test(tc, test_err_defs);
 	tcase_add_test(tc, test_err_indices);

@@ -18,7 +18,7 @@ static void run_saxpy(Kernel *k, int64_t n, float *z, SimResult *r)
 	float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
 	double a = 2;
 	void *in[2] = {x, y}, *out[1] = {z};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 
 	for (int64_t i = 0; i < n; i++) {
 		x[i] = (float)i;
@@ -246,7 +246,7 @@ START_TEST(test_block_sample_has_first_and_last)
 	float *x = calloc((size_t)n, 4), *y = calloc((size_t)n, 4), *z = calloc((size_t)n, 4);
 	double a = 1;
 	void *in[2] = {x, y}, *out[1] = {z};
-	SimOptions o = {5, 7};
+	SimOptions o = {.max_blocks = 5, .seed = 7};
 	SimResult r;
 
 	ck_assert(sim_run(tc->kernels[0], &n, &a, in, out, &o, &r));
@@ -277,7 +277,7 @@ START_TEST(test_integer_division_by_zero)
 				     "}\n");
 	int64_t n = 5, x[5] = {INT64_MIN, -1, 0, 7, INT64_MAX}, y[5];
 	void *in[1] = {x}, *out[1] = {y};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	double k = 0;
 
@@ -377,7 +377,7 @@ static void run_hand(Hand *h, float *y, SimResult *r)
 	float x[32];
 	int64_t n = 32;
 	void *in[1] = {x}, *out[1] = {y};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 
 	for (int i = 0; i < 32; i++) {
 		x[i] = (float)(i * 10);
@@ -605,6 +605,163 @@ START_TEST(test_cp_async_zero_fill)
 }
 END_TEST
 
+/* ---- the budget (SimOptions.max_elements, max_steps; issue 11 item 8) -------------------- */
+
+/* Runs the one-input, one-output f32 fusion of tc (f32[N] or f32[N, 64]) at size n under the
+ * budget o. */
+static bool run_budget(TestCompile *tc, int64_t n, const SimOptions *o, SimResult *r)
+{
+	float *x = calloc((size_t)n * 64 + 1, 4), *y = calloc((size_t)n * 64 + 1, 4);
+	void *in[1] = {x}, *out[1] = {y};
+	bool ok = sim_run(tc->kernels[0], &n, NULL, in, out, o, r);
+	free(x);
+	free(y);
+	return ok;
+}
+
+/* A split by 2^40 of a symbolic size is a serial loop of 2^40 iterations: refused at the loop,
+ * at once, not after spinning through the budget. */
+START_TEST(test_budget_huge_loop)
+{
+	TestCompile *tc = tc_lowered("fusion f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+				     "schedule f { y.split(i, 1099511627776) -> (io, ii);\n"
+				     "  y.bind(io, blockIdx.x); }\n");
+	SimOptions o = {.seed = 1, .max_steps = 1000000};
+	SimResult r;
+
+	ck_assert(!run_budget(tc, 5, &o, &r));
+	ck_assert(r.over_budget);
+	ck_assert_contains(r.error, "of 1099511627776 iterations is more than the step budget "
+			   "of 1000000");
+	ck_assert_int_lt(r.steps, 100);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* The steps are exact: a run that takes s steps passes with max_steps = s and is stopped with
+ * s - 1; no budget (0) is no limit. */
+START_TEST(test_budget_steps_exact)
+{
+	TestCompile *tc = tc_lowered("fusion f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+				     "schedule f { y.split(i, 64) -> (io, ii);\n"
+				     "  y.bind(io, blockIdx.x); }\n");
+	SimOptions o = {.seed = 1};
+	SimResult r;
+
+	ck_assert(run_budget(tc, 300, &o, &r));
+	int64_t steps = r.steps;
+	ck_assert_int_gt(steps, 300);
+	sim_result_free(&r);
+	o.max_steps = steps;
+	ck_assert(run_budget(tc, 300, &o, &r));
+	ck_assert(!r.over_budget && !r.error);
+	sim_result_free(&r);
+	o.max_steps = steps - 1;
+	ck_assert(!run_budget(tc, 300, &o, &r));
+	ck_assert(r.over_budget);
+	ck_assert_contains(r.error, "step budget");
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* More blocks times threads than steps in the budget is refused before any block runs. */
+START_TEST(test_budget_blocks_times_threads)
+{
+	TestCompile *tc = tc_lowered(test_saxpy_src);
+	int64_t n = 1 << 20;
+	float *x = calloc((size_t)n, 4), *y = calloc((size_t)n, 4), *z = calloc((size_t)n, 4);
+	double a = 1;
+	void *in[2] = {x, y}, *out[1] = {z};
+	SimOptions o = {.seed = 1, .max_steps = 100000};
+	SimResult r;
+
+	ck_assert(!sim_run(tc->kernels[0], &n, &a, in, out, &o, &r));
+	ck_assert(r.over_budget);
+	ck_assert_contains(r.error, "1024 blocks of 256 threads are more than the step budget");
+	ck_assert_int_eq(r.steps, 0);
+	sim_result_free(&r);
+	o.max_blocks = 2; /* a sample of 2 blocks fits */
+	ck_assert(sim_run(tc->kernels[0], &n, &a, in, out, &o, &r));
+	sim_result_free(&r);
+	free(x);
+	free(y);
+	free(z);
+	tc_free(tc);
+}
+END_TEST
+
+/* Elements: the global buffers up front, then each shared allocation and each local array
+ * (once per thread context) on top of them. */
+START_TEST(test_budget_elements)
+{
+	TestCompile *pw = tc_lowered("fusion f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+				     "schedule f { y.bind(i, blockIdx.x); }\n");
+	TestCompile *sh = tc_lowered(
+		"fusion f(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\n"
+		"schedule f { y.split(i, 128) -> (io, ii); y.bind(io, blockIdx.x);\n"
+		"  y.bind(ii, threadIdx.x); xs = x.cache_after(shared); xs.compute_at(y, io);\n"
+		"  xs.bind(ii, threadIdx.x); }\n");
+	TestCompile *lo = tc_lowered(
+		"fusion f(x: f32[N, 64]) -> (y: f32[N, 64]) { y[i, j] = x[i, j] * 2.0; }\n"
+		"schedule f { y.bind(i, blockIdx.x); xl = x.cache_after(local);\n"
+		"  xl.compute_at(y, i); }\n");
+	SimOptions o = {.seed = 1, .max_elements = 1000};
+	SimResult r;
+
+	ck_assert_int_eq(sim_global_elements(pw->kernels[0], (int64_t[]){501}), 1002);
+	ck_assert_msg(run_budget(pw, 500, &o, &r), "%s", r.error);
+	sim_result_free(&r);
+	ck_assert(!run_budget(pw, 501, &o, &r));
+	ck_assert(r.over_budget);
+	ck_assert_contains(r.error, "hold 1002 elements, more than the element budget of 1000");
+	sim_result_free(&r);
+
+	ck_assert(run_budget(sh, 436, &o, &r)); /* 872 + 128 */
+	sim_result_free(&r);
+	ck_assert(!run_budget(sh, 437, &o, &r));
+	ck_assert_contains(r.error, "shared buffer xs of 128 elements on top of 874");
+	sim_result_free(&r);
+
+	o.max_elements = 2 * 64 * 3 + 64; /* N = 3 rows in and out, and xl */
+	ck_assert(run_budget(lo, 3, &o, &r));
+	sim_result_free(&r);
+	o.max_elements--;
+	ck_assert(!run_budget(lo, 3, &o, &r));
+	ck_assert_contains(r.error, "local array xl of 64 elements");
+	sim_result_free(&r);
+	tc_free(pw);
+	tc_free(sh);
+	tc_free(lo);
+}
+END_TEST
+
+/* What the reference costs: every tensor's elements, and a reduction's terms. */
+START_TEST(test_interp_cost)
+{
+	TestCompile *tc = tc_lowered("fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {\n"
+				     "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+				     "}\n");
+	int64_t sizes[3];
+	InterpCost c;
+	char *err = NULL;
+	Fusion *f = tc->prog->fusions[0];
+
+	for (int i = 0; i < f->nsizes; i++) /* M = 2, K = 3, N = 5 */
+		sizes[i] = f->sizes[i]->name[0] == 'M' ? 2 : f->sizes[i]->name[0] == 'K' ? 3 : 5;
+	ck_assert(interp_cost(f, sizes, &c, &err));
+	ck_assert_int_eq(c.elements, 6 + 15 + 10);
+	ck_assert_int_eq(c.evals, 6 + 15 + 10 * 3);
+	for (int i = 0; i < f->nsizes; i++)
+		sizes[i] = INT64_C(1) << 40;
+	ck_assert(interp_cost(f, sizes, &c, &err));
+	ck_assert_int_eq(c.elements, INT64_MAX); /* saturates */
+	ck_assert_int_eq(c.evals, INT64_MAX);
+	tc_free(tc);
+}
+END_TEST
+
 Suite *simulate_suite(void)
 {
 	Suite *s = suite_create("simulate");
@@ -616,6 +773,11 @@ Suite *simulate_suite(void)
 	tcase_add_test(c, test_removed_store_is_uninit_read);
 	tcase_add_test(c, test_removed_tail_store_leaves_unwritten);
 	tcase_add_test(c, test_block_sample_has_first_and_last);
+	tcase_add_test(c, test_budget_huge_loop);
+	tcase_add_test(c, test_budget_steps_exact);
+	tcase_add_test(c, test_budget_blocks_times_threads);
+	tcase_add_test(c, test_budget_elements);
+	tcase_add_test(c, test_interp_cost);
 	suite_add_tcase(s, c);
 	c = tcase_create("hand_built");
 	tcase_add_test(c, test_race_without_barrier);

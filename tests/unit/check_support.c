@@ -27,6 +27,35 @@ START_TEST(arena_zeroed_aligned)
 }
 END_TEST
 
+/* Map: pointer keys by address, string keys by content, through growth; NULL when absent. */
+START_TEST(map_pointers_and_strings)
+{
+	Arena *a = arena_new();
+	Map p = {0}, s = {.strings = true};
+	int vals[5000];
+	for (int i = 0; i < 5000; i++) {
+		vals[i] = i;
+		map_insert(a, &p, &vals[i], &vals[i]);
+		map_insert(a, &s, arena_printf(a, "name%d", i), &vals[i]);
+	}
+	ck_assert_int_eq(p.len, 5000);
+	for (int i = 0; i < 5000; i++) {
+		ck_assert_ptr_eq(map_lookup(&p, &vals[i]), &vals[i]);
+		char key[32];
+		snprintf(key, sizeof key, "name%d", i); /* another pointer, same text */
+		ck_assert_ptr_eq(map_lookup(&s, key), &vals[i]);
+	}
+	ck_assert_ptr_null(map_lookup(&s, "name5000"));
+	ck_assert_ptr_null(map_lookup(&p, &p));
+	map_insert(a, &s, "name7", &vals[0]); /* replaces */
+	ck_assert_ptr_eq(map_lookup(&s, "name7"), &vals[0]);
+	ck_assert_int_eq(s.len, 5000);
+	Map empty = {0};
+	ck_assert_ptr_null(map_lookup(&empty, "x"));
+	arena_free(a);
+}
+END_TEST
+
 START_TEST(arena_blocks_distinct)
 {
 	Arena *a = arena_new();
@@ -97,6 +126,63 @@ START_TEST(hash_known_values)
 	/* Hashing in pieces equals hashing at once. */
 	ck_assert_uint_eq(hash_fnv1a(hash_fnv1a(0, "foo", 3), "bar", 3),
 			  hash_fnv1a(0, "foobar", 6));
+}
+END_TEST
+
+/* SHA-256 of data (n bytes) as hex, hashed in pieces of `piece` bytes (0: at once). */
+static void sha256_of(const void *data, size_t n, size_t piece, char hex[65])
+{
+	Sha256 s;
+	unsigned char d[SHA256_BYTES];
+	const unsigned char *p = data;
+
+	sha256_init(&s);
+	for (size_t i = 0; i < n; i += piece ? piece : n)
+		sha256_update(&s, p + i, piece && n - i > piece ? piece : n - i);
+	sha256_final(&s, d);
+	sha256_hex(d, hex);
+}
+
+START_TEST(sha256_vectors)
+{
+	/* FIPS 180-4 / NIST CAVS examples */
+	static const struct { const char *msg, *digest; } v[] = {
+		{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+		{"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopq"
+		 "klmnopqrlmnopqrsmnopqrstnopqrstu",
+		 "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+	};
+	/* lengths around the padding boundaries (55 and 56 bytes: one or two final blocks) */
+	static const struct { size_t n; const char *digest; } as[] = {
+		{55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+		{56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+		{63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+		{64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+		{65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+		{119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+		{120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+		{1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
+	};
+	char hex[65];
+	char *a = xmalloc(1000000);
+
+	memset(a, 'a', 1000000);
+	for (int i = 0; i < countof(v); i++) {
+		for (size_t piece = 0; piece <= 70; piece++) { /* 0: at once */
+			sha256_of(v[i].msg, strlen(v[i].msg), piece, hex);
+			ck_assert_str_eq(hex, v[i].digest);
+		}
+	}
+	for (int i = 0; i < countof(as); i++) {
+		sha256_of(a, as[i].n, 0, hex);
+		ck_assert_str_eq(hex, as[i].digest);
+		sha256_of(a, as[i].n, 7, hex); /* in pieces that straddle the blocks */
+		ck_assert_str_eq(hex, as[i].digest);
+	}
+	free(a);
 }
 END_TEST
 
@@ -297,10 +383,12 @@ Suite *support_suite(void)
 	TCase *tc = tcase_create("support");
 	tcase_add_test(tc, arena_zeroed_aligned);
 	tcase_add_test(tc, arena_blocks_distinct);
+	tcase_add_test(tc, map_pointers_and_strings);
 	tcase_add_test(tc, arena_strings);
 	tcase_add_test(tc, vec_grows);
 	tcase_add_test(tc, buf_text);
 	tcase_add_test(tc, hash_known_values);
+	tcase_add_test(tc, sha256_vectors);
 	tcase_add_test(tc, clock_monotonic);
 	tcase_add_test(tc, diag_positions);
 	tcase_add_test(tc, diag_render_error_with_tab);

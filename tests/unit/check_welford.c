@@ -232,7 +232,7 @@ static void check_rows(TestCompile *tc, int64_t M, int64_t N)
 			x[i * N + j] = big_mean_value(i, j);
 	int64_t sizes[2] = {M, N};
 	void *in[1] = {x}, *out[1] = {v};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert_msg(sim_run(tc->kernels[0], sizes, NULL, in, out, &o, &r), "%s",
 		      r.error ? r.error : "");
@@ -307,7 +307,7 @@ START_TEST(test_same_as_two_pass)
 	for (int64_t i = 0; i < M * N; i++)
 		x[i] = big_mean_value(i / N, i % N);
 	void *in[1] = {x}, *o1[1] = {v1}, *o2[1] = {v2};
-	SimOptions o = {0, 1};
+	SimOptions o = {.seed = 1};
 	SimResult r;
 	ck_assert(sim_run(one->kernels[0], sizes, NULL, in, o1, &o, &r));
 	sim_result_free(&r);

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -85,6 +85,7 @@ extern "C" __global__ void __launch_bounds__(32) buf_gmem_local_kernel(const flo
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +98,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of buf_gmem_local() failed ("" after a success).
@@ -112,7 +131,20 @@ extern "C" cudaError_t buf_gmem_local(const float *x, float *out, int64_t N, cud
   buf_gmem_local_error_text[0] = '\0';
   if (N < 0)
     return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 255) / 256;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_out = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: out is a null pointer (%lld bytes)", fus_bytes_out);
+  const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(buf_gmem_local_error_text, "buf_gmem_local: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -113,6 +113,7 @@ extern "C" __global__ void __launch_bounds__(32) buf_vec_local_kernel(const floa
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +126,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of buf_vec_local() failed ("" after a success).
@@ -140,11 +159,24 @@ extern "C" cudaError_t buf_vec_local(const float *x, float *out, int64_t N, cuda
   buf_vec_local_error_text[0] = '\0';
   if (N < 0)
     return fus_fail(buf_vec_local_error_text, "buf_vec_local: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_vec_local_error_text, "buf_vec_local: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(buf_vec_local_error_text, "buf_vec_local: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_out = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_vec_local_error_text, "buf_vec_local: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(buf_vec_local_error_text, "buf_vec_local: out is a null pointer (%lld bytes)", fus_bytes_out);
   if ((uintptr_t)x % 16 != 0)
     return fus_fail(buf_vec_local_error_text, "buf_vec_local: x is not 16-byte aligned (vectorized access, buf_vec_local.fus:18:3)");
   if ((uintptr_t)out % 16 != 0)
     return fus_fail(buf_vec_local_error_text, "buf_vec_local: out is not 16-byte aligned (vectorized access, buf_vec_local.fus:16:3)");
-  const long long fus_grid_x = (N + 1023) / 1024;
+  const long long fus_grid_x = fus_cdiv((long long)N, 1024, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(buf_vec_local_error_text, "buf_vec_local: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(buf_vec_local_error_text, "buf_vec_local: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

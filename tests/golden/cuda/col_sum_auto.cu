@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -163,6 +163,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum_auto_kernel(const floa
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,6 +176,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of col_sum_auto() failed ("" after a success).
@@ -190,14 +209,30 @@ extern "C" cudaError_t col_sum_auto(const float *x, float *s, int64_t M, cudaStr
   col_sum_auto_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = (M + 255) / 256;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(1000, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: x is a null pointer (%lld bytes)", fus_bytes_x);
+  if (!s)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: s is a null pointer");
+  const long long fus_grid_x = fus_cdiv((long long)M, 256, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
   // grid reductions: the workspace of this launch (partials, counters)
+  const long long fus_ws_bytes_0 = fus_mul(fus_mul(fus_cdiv((long long)M, 256, &fus_ovf), 1000, &fus_ovf), 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
+  const long long fus_ws_bytes_1 = fus_mul(1000, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
   void *fus_ws[2] = {NULL, NULL};
-  const size_t fus_ws_bytes[2] = {(size_t)((M + 255) / 256 * 1000) * sizeof(float), (size_t)(1000) * sizeof(unsigned)};
+  const size_t fus_ws_bytes[2] = {(size_t)fus_ws_bytes_0, (size_t)fus_ws_bytes_1};
   cudaError_t fus_ws_err = cudaSuccess;
   for (int i = 0; i < 2 && fus_ws_err == cudaSuccess; i++)
     fus_ws_err = cudaMallocAsync(&fus_ws[i], fus_ws_bytes[i] ? fus_ws_bytes[i] : 1, stream);

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -81,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(128) cp_async_cg_kernel(const float
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +94,18 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
 }
 
 // Why the last call of cp_async_cg() failed ("" after a success).
@@ -108,9 +121,25 @@ extern "C" cudaError_t cp_async_cg(const float *A, const float *B, float *out, i
   cp_async_cg_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(cp_async_cg_error_text, "cp_async_cg: size M = %lld is negative", (long long)M);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: sizes too large: the size of A in bytes does not fit in 64 bits");
+  if (!A && fus_bytes_A != 0)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: A is a null pointer (%lld bytes)", fus_bytes_A);
+  const long long fus_bytes_B = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: sizes too large: the size of B in bytes does not fit in 64 bits");
+  if (!B && fus_bytes_B != 0)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: B is a null pointer (%lld bytes)", fus_bytes_B);
+  const long long fus_bytes_out = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: sizes too large: the size of out in bytes does not fit in 64 bits");
+  if (!out && fus_bytes_out != 0)
+    return fus_fail(cp_async_cg_error_text, "cp_async_cg: out is a null pointer (%lld bytes)", fus_bytes_out);
   if ((uintptr_t)A % 16 != 0)
     return fus_fail(cp_async_cg_error_text, "cp_async_cg: A is not 16-byte aligned (cp.async, cp_async_cg.fus:16:3)");
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(cp_async_cg_error_text, "cp_async_cg: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

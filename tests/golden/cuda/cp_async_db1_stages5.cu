@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -91,6 +91,7 @@ extern "C" __global__ void __launch_bounds__(12) cp_async_db1_stages5_kernel(con
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,6 +117,12 @@ extern "C" const char *cp_async_db1_stages5_last_error(void)
 extern "C" cudaError_t cp_async_db1_stages5(const float *A, const float *B, float *out, cudaStream_t stream)
 {
   cp_async_db1_stages5_error_text[0] = '\0';
+  if (!A)
+    return fus_fail(cp_async_db1_stages5_error_text, "cp_async_db1_stages5: A is a null pointer");
+  if (!B)
+    return fus_fail(cp_async_db1_stages5_error_text, "cp_async_db1_stages5: B is a null pointer");
+  if (!out)
+    return fus_fail(cp_async_db1_stages5_error_text, "cp_async_db1_stages5: out is a null pointer");
   if ((uintptr_t)A % 16 != 0)
     return fus_fail(cp_async_db1_stages5_error_text, "cp_async_db1_stages5: A is not 16-byte aligned (cp.async, cp_async_db1_stages5.fus:17:3)");
   cp_async_db1_stages5_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);

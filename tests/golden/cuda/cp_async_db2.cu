@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -90,6 +90,7 @@ extern "C" __global__ void __launch_bounds__(12) cp_async_db2_kernel(const float
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,6 +116,12 @@ extern "C" const char *cp_async_db2_last_error(void)
 extern "C" cudaError_t cp_async_db2(const float *A, const float *B, float *out, cudaStream_t stream)
 {
   cp_async_db2_error_text[0] = '\0';
+  if (!A)
+    return fus_fail(cp_async_db2_error_text, "cp_async_db2: A is a null pointer");
+  if (!B)
+    return fus_fail(cp_async_db2_error_text, "cp_async_db2: B is a null pointer");
+  if (!out)
+    return fus_fail(cp_async_db2_error_text, "cp_async_db2: out is a null pointer");
   cp_async_db2_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)

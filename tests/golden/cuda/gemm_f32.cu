@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -194,6 +194,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -206,6 +207,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of gemm_f32() failed ("" after a success).
@@ -225,6 +244,22 @@ extern "C" cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_
     return fus_fail(gemm_f32_error_text, "gemm_f32: size K = %lld is negative", (long long)K);
   if (N < 0)
     return fus_fail(gemm_f32_error_text, "gemm_f32: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul((long long)K, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: the size of A in bytes does not fit in 64 bits");
+  if (!A && fus_bytes_A != 0)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: A is a null pointer (%lld bytes)", fus_bytes_A);
+  const long long fus_bytes_B = fus_mul((long long)K, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: the size of B in bytes does not fit in 64 bits");
+  if (!B && fus_bytes_B != 0)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: B is a null pointer (%lld bytes)", fus_bytes_B);
+  const long long fus_bytes_C = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: the size of C in bytes does not fit in 64 bits");
+  if (!C && fus_bytes_C != 0)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: C is a null pointer (%lld bytes)", fus_bytes_C);
   if ((uintptr_t)A % 16 != 0)
     return fus_fail(gemm_f32_error_text, "gemm_f32: A is not 16-byte aligned (cp.async, gemm_f32.fus:71:3)");
   if ((uintptr_t)B % 16 != 0)
@@ -235,10 +270,14 @@ extern "C" cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_
     return fus_fail(gemm_f32_error_text, "gemm_f32: K = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:71:3)", (long long)K);
   if (N % 4 != 0)
     return fus_fail(gemm_f32_error_text, "gemm_f32: N = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:82:3)", (long long)N);
-  const long long fus_grid_x = (N + 127) / 128;
+  const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(gemm_f32_error_text, "gemm_f32: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = (M + 127) / 128;
+  const long long fus_grid_y = fus_cdiv((long long)M, 128, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
     return fus_fail(gemm_f32_error_text, "gemm_f32: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -280,6 +280,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel(
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -292,6 +293,18 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
 }
 
 // Why the last call of layernorm_welford_1024() failed ("" after a success).
@@ -307,6 +320,21 @@ extern "C" cudaError_t layernorm_welford_1024(const float *x, const float *gamma
   layernorm_welford_1024_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: size M = %lld is negative", (long long)M);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(1024, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: x is a null pointer (%lld bytes)", fus_bytes_x);
+  if (!gamma)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: gamma is a null pointer");
+  if (!beta)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: beta is a null pointer");
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul(1024, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: y is a null pointer (%lld bytes)", fus_bytes_y);
   if ((uintptr_t)x % 16 != 0)
     return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: x is not 16-byte aligned (vectorized access, layernorm_welford_1024.fus:33:3)");
   if ((uintptr_t)gamma % 16 != 0)
@@ -315,7 +343,7 @@ extern "C" cudaError_t layernorm_welford_1024(const float *x, const float *gamma
     return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: beta is not 16-byte aligned (vectorized access, layernorm_welford_1024.fus:26:3)");
   if ((uintptr_t)y % 16 != 0)
     return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: y is not 16-byte aligned (vectorized access, layernorm_welford_1024.fus:26:3)");
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(layernorm_welford_1024_error_text, "layernorm_welford_1024: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

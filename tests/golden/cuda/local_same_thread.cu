@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -129,12 +129,12 @@ extern "C" __global__ void __launch_bounds__(64) wide_kernel(const float *__rest
   // xl computed at y.i
   for (long long jo = 0; jo < 4; ++jo) {
     if (((long long)blockIdx.x) < M && jo * 32 + ((long long)threadIdx.x) < 128 && ((long long)threadIdx.x) < 32) {
-      xl[jo + ((long long)threadIdx.x) / 32] = x[((long long)blockIdx.x) * 128 + jo * 32 + ((long long)threadIdx.x)];
+      xl[jo] = x[((long long)blockIdx.x) * 128 + jo * 32 + ((long long)threadIdx.x)];
     }
   }
   for (long long jo_1 = 0; jo_1 < 4; ++jo_1) {
     if (((long long)blockIdx.x) < M && jo_1 * 32 + ((long long)threadIdx.x) < 128 && ((long long)threadIdx.x) < 32) {
-      y[((long long)blockIdx.x) * 128 + jo_1 * 32 + ((long long)threadIdx.x)] = xl[jo_1 + ((long long)threadIdx.x) / 32] * 2.0f;
+      y[((long long)blockIdx.x) * 128 + jo_1 * 32 + ((long long)threadIdx.x)] = xl[jo_1] * 2.0f;
     }
   }
   // nest of z
@@ -191,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(32) rowsum_kernel(const float *__re
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -203,6 +204,18 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
 }
 
 // Why the last call of wide() failed ("" after a success).
@@ -218,7 +231,28 @@ extern "C" cudaError_t wide(const float *x, const float *w, float *y, float *z, 
   wide_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(wide_error_text, "wide: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(wide_error_text, "wide: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(wide_error_text, "wide: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_w = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(wide_error_text, "wide: sizes too large: the size of w in bytes does not fit in 64 bits");
+  if (!w && fus_bytes_w != 0)
+    return fus_fail(wide_error_text, "wide: w is a null pointer (%lld bytes)", fus_bytes_w);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(wide_error_text, "wide: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(wide_error_text, "wide: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_bytes_z = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(wide_error_text, "wide: sizes too large: the size of z in bytes does not fit in 64 bits");
+  if (!z && fus_bytes_z != 0)
+    return fus_fail(wide_error_text, "wide: z is a null pointer (%lld bytes)", fus_bytes_z);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(wide_error_text, "wide: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -243,7 +277,20 @@ extern "C" cudaError_t halves(const float *x, const float *b, float *y, int64_t 
   halves_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(halves_error_text, "halves: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(halves_error_text, "halves: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(halves_error_text, "halves: x is a null pointer (%lld bytes)", fus_bytes_x);
+  if (!b)
+    return fus_fail(halves_error_text, "halves: b is a null pointer");
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(halves_error_text, "halves: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(halves_error_text, "halves: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(halves_error_text, "halves: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -268,7 +315,18 @@ extern "C" cudaError_t rowsum(const float *x, float *s, int64_t M, cudaStream_t 
   rowsum_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(rowsum_error_text, "rowsum: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(128, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowsum_error_text, "rowsum: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(rowsum_error_text, "rowsum: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowsum_error_text, "rowsum: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(rowsum_error_text, "rowsum: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(rowsum_error_text, "rowsum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

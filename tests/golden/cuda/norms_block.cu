@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -206,6 +206,7 @@ extern "C" __global__ void __launch_bounds__(64) rmsnorm_persistent_kernel(const
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -218,6 +219,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of layernorm_block() failed ("" after a success).
@@ -235,7 +254,28 @@ extern "C" cudaError_t layernorm_block(const float *x, const float *gamma, const
     return fus_fail(layernorm_block_error_text, "layernorm_block: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(layernorm_block_error_text, "layernorm_block: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_gamma = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: sizes too large: the size of gamma in bytes does not fit in 64 bits");
+  if (!gamma && fus_bytes_gamma != 0)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: gamma is a null pointer (%lld bytes)", fus_bytes_gamma);
+  const long long fus_bytes_beta = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: sizes too large: the size of beta in bytes does not fit in 64 bits");
+  if (!beta && fus_bytes_beta != 0)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: beta is a null pointer (%lld bytes)", fus_bytes_beta);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(layernorm_block_error_text, "layernorm_block: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(layernorm_block_error_text, "layernorm_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -262,7 +302,25 @@ extern "C" cudaError_t rmsnorm_block(const float *x, const float *w, float eps, 
     return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (M + 3) / 4;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_w = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: sizes too large: the size of w in bytes does not fit in 64 bits");
+  if (!w && fus_bytes_w != 0)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: w is a null pointer (%lld bytes)", fus_bytes_w);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = fus_cdiv((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(rmsnorm_block_error_text, "rmsnorm_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -287,7 +345,20 @@ extern "C" cudaError_t rmsnorm_persistent(const uint16_t *x, const uint16_t *w, 
   rmsnorm_persistent_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: size M = %lld is negative", (long long)M);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul(777, 2, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: x is a null pointer (%lld bytes)", fus_bytes_x);
+  if (!w)
+    return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: w is a null pointer");
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul(777, 2, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(rmsnorm_persistent_error_text, "rmsnorm_persistent: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

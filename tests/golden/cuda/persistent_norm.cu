@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -211,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,6 +237,16 @@ extern "C" const char *persistent_norm_last_error(void)
 extern "C" cudaError_t persistent_norm(const float *sx, const float *dx, const float *gamma, const float *beta, float eps, float *y, cudaStream_t stream)
 {
   persistent_norm_error_text[0] = '\0';
+  if (!sx)
+    return fus_fail(persistent_norm_error_text, "persistent_norm: sx is a null pointer");
+  if (!dx)
+    return fus_fail(persistent_norm_error_text, "persistent_norm: dx is a null pointer");
+  if (!gamma)
+    return fus_fail(persistent_norm_error_text, "persistent_norm: gamma is a null pointer");
+  if (!beta)
+    return fus_fail(persistent_norm_error_text, "persistent_norm: beta is a null pointer");
+  if (!y)
+    return fus_fail(persistent_norm_error_text, "persistent_norm: y is a null pointer");
   if ((uintptr_t)sx % 16 != 0)
     return fus_fail(persistent_norm_error_text, "persistent_norm: sx is not 16-byte aligned (vectorized access, persistent_norm.fus:48:3)");
   if ((uintptr_t)dx % 16 != 0)

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -294,6 +294,7 @@ extern "C" __global__ void __launch_bounds__(32) row_max_rf_kernel(const __fus_b
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -306,6 +307,24 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
 }
 
 // Why the last call of row_sum() failed ("" after a success).
@@ -323,7 +342,18 @@ extern "C" cudaError_t row_sum(const float *x, float *s, int64_t M, int64_t N, c
     return fus_fail(row_sum_error_text, "row_sum: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_sum_error_text, "row_sum: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum_error_text, "row_sum: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_sum_error_text, "row_sum: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum_error_text, "row_sum: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(row_sum_error_text, "row_sum: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_sum_error_text, "row_sum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -350,7 +380,18 @@ extern "C" cudaError_t row_max(const float *x, float *m, int64_t M, int64_t N, c
     return fus_fail(row_max_error_text, "row_max: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_max_error_text, "row_max: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_max_error_text, "row_max: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_max_error_text, "row_max: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_m = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_max_error_text, "row_max: sizes too large: the size of m in bytes does not fit in 64 bits");
+  if (!m && fus_bytes_m != 0)
+    return fus_fail(row_max_error_text, "row_max: m is a null pointer (%lld bytes)", fus_bytes_m);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_max_error_text, "row_max: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -377,7 +418,20 @@ extern "C" cudaError_t row_min16(const float *x, float *m, int64_t M, int64_t N,
     return fus_fail(row_min16_error_text, "row_min16: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_min16_error_text, "row_min16: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (M + 7) / 8;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_min16_error_text, "row_min16: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_min16_error_text, "row_min16: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_m = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_min16_error_text, "row_min16: sizes too large: the size of m in bytes does not fit in 64 bits");
+  if (!m && fus_bytes_m != 0)
+    return fus_fail(row_min16_error_text, "row_min16: m is a null pointer (%lld bytes)", fus_bytes_m);
+  const long long fus_grid_x = fus_cdiv((long long)M, 8, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_min16_error_text, "row_min16: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(row_min16_error_text, "row_min16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -404,7 +458,18 @@ extern "C" cudaError_t row_sum48(const float *x, float *s, int64_t M, int64_t N,
     return fus_fail(row_sum48_error_text, "row_sum48: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_sum48_error_text, "row_sum48: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum48_error_text, "row_sum48: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_sum48_error_text, "row_sum48: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum48_error_text, "row_sum48: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(row_sum48_error_text, "row_sum48: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_sum48_error_text, "row_sum48: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -431,7 +496,20 @@ extern "C" cudaError_t col_sum(const float *x, float *s, int64_t M, int64_t N, c
     return fus_fail(col_sum_error_text, "col_sum: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(col_sum_error_text, "col_sum: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 63) / 64;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_error_text, "col_sum: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(col_sum_error_text, "col_sum: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_error_text, "col_sum: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(col_sum_error_text, "col_sum: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_error_text, "col_sum: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(col_sum_error_text, "col_sum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -458,7 +536,20 @@ extern "C" cudaError_t col_sum_y(const float *x, float *s, int64_t M, int64_t N,
     return fus_fail(col_sum_y_error_text, "col_sum_y: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(col_sum_y_error_text, "col_sum_y: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = (N + 31) / 32;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_y_error_text, "col_sum_y: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(col_sum_y_error_text, "col_sum_y: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_y_error_text, "col_sum_y: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(col_sum_y_error_text, "col_sum_y: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(col_sum_y_error_text, "col_sum_y: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(col_sum_y_error_text, "col_sum_y: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -483,7 +574,18 @@ extern "C" cudaError_t sum2(const float *x, float *s, int64_t B, cudaStream_t st
   sum2_error_text[0] = '\0';
   if (B < 0)
     return fus_fail(sum2_error_text, "sum2: size B = %lld is negative", (long long)B);
-  const long long fus_grid_x = B;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)B, fus_mul(12, fus_mul(40, 4, &fus_ovf), &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(sum2_error_text, "sum2: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(sum2_error_text, "sum2: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)B, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(sum2_error_text, "sum2: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(sum2_error_text, "sum2: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)B;
   if (fus_grid_x > 2147483647)
     return fus_fail(sum2_error_text, "sum2: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -510,7 +612,18 @@ extern "C" cudaError_t row_sum_rf(const float *x, float *s, int64_t M, int64_t N
     return fus_fail(row_sum_rf_error_text, "row_sum_rf: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_sum_rf_error_text, "row_sum_rf: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum_rf_error_text, "row_sum_rf: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_sum_rf_error_text, "row_sum_rf: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_sum_rf_error_text, "row_sum_rf: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(row_sum_rf_error_text, "row_sum_rf: s is a null pointer (%lld bytes)", fus_bytes_s);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_sum_rf_error_text, "row_sum_rf: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -537,7 +650,18 @@ extern "C" cudaError_t row_max_rf(const uint16_t *x, uint16_t *m, int64_t M, int
     return fus_fail(row_max_rf_error_text, "row_max_rf: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(row_max_rf_error_text, "row_max_rf: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = M;
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 2, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_max_rf_error_text, "row_max_rf: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(row_max_rf_error_text, "row_max_rf: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_m = fus_mul((long long)M, 2, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(row_max_rf_error_text, "row_max_rf: sizes too large: the size of m in bytes does not fit in 64 bits");
+  if (!m && fus_bytes_m != 0)
+    return fus_fail(row_max_rf_error_text, "row_max_rf: m is a null pointer (%lld bytes)", fus_bytes_m);
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_max_rf_error_text, "row_max_rf: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

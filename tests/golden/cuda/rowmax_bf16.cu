@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -187,6 +187,7 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_scalar(cons
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -199,6 +200,18 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
 }
 
 // Why the last call of rowmax_bf16() failed ("" after a success).
@@ -216,9 +229,20 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 2, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_s = fus_mul((long long)M, 2, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of s in bytes does not fit in 64 bits");
+  if (!s && fus_bytes_s != 0)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: s is a null pointer (%lld bytes)", fus_bytes_s);
   // vectorized when x is 16-byte aligned and N is a multiple of 8; otherwise the scalar kernel
   if ((uintptr_t)x % 16 != 0 || N % 8 != 0) {
-    const long long fus_grid_x = M;
+    const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
@@ -229,7 +253,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

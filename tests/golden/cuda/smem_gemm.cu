@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -160,6 +160,7 @@ extern "C" __global__ void __launch_bounds__(64) smem_gemm_kernel(const float *_
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -185,6 +186,12 @@ extern "C" const char *smem_gemm_last_error(void)
 extern "C" cudaError_t smem_gemm(const float *A, const float *B, float *C, cudaStream_t stream)
 {
   smem_gemm_error_text[0] = '\0';
+  if (!A)
+    return fus_fail(smem_gemm_error_text, "smem_gemm: A is a null pointer");
+  if (!B)
+    return fus_fail(smem_gemm_error_text, "smem_gemm: B is a null pointer");
+  if (!C)
+    return fus_fail(smem_gemm_error_text, "smem_gemm: C is a null pointer");
   smem_gemm_kernel<<<dim3(48, 5, 1), dim3(8, 8, 1), 0, stream>>>(A, B, C);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)

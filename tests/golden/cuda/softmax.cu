@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -173,6 +173,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(const float *__
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -185,6 +186,18 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
 }
 
 // Why the last call of softmax() failed ("" after a success).
@@ -202,13 +215,24 @@ extern "C" cudaError_t softmax(const float *x, float *y, int64_t M, int64_t N, c
     return fus_fail(softmax_error_text, "softmax: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(softmax_error_text, "softmax: size N = %lld is negative", (long long)N);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(softmax_error_text, "softmax: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(softmax_error_text, "softmax: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)M, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(softmax_error_text, "softmax: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(softmax_error_text, "softmax: y is a null pointer (%lld bytes)", fus_bytes_y);
   if ((uintptr_t)x % 16 != 0)
     return fus_fail(softmax_error_text, "softmax: x is not 16-byte aligned (vectorized access, softmax.fus:20:3)");
   if ((uintptr_t)y % 16 != 0)
     return fus_fail(softmax_error_text, "softmax: y is not 16-byte aligned (vectorized access, softmax.fus:20:3)");
   if (N % 4 != 0)
     return fus_fail(softmax_error_text, "softmax: N = %lld is not a multiple of 4 (vectorized access, softmax.fus:20:3)", (long long)N);
-  const long long fus_grid_x = M;
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(softmax_error_text, "softmax: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)

@@ -49,8 +49,8 @@ __device__ __forceinline__ float __fus_max(float a, float b) { return a != a || 
 __device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
 __device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
 __device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min also serve the host launchers' launch sizes (int64_t is long on
-// LP64 and long long elsewhere: both have an exact match)
+// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
+// exact match)
 __host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
 __host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
@@ -77,6 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) two_kernel(const float *__rest
 #ifndef __CUDACC_RTC__
 // ---- host part: launchers (nvcc only; NVRTC skips it) ----
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +90,28 @@ static cudaError_t fus_fail(char *text, const char *fmt, ...)
   vsnprintf(text, 256, fmt, ap);
   va_end(ap);
   return cudaErrorInvalidValue;
+}
+
+// Sizes (bytes of tensors, grid and block dimensions, workspaces) in checked
+// 64-bit arithmetic, portable C99, like libfusrt's launch path: a result that
+// does not fit sets *ovf (and gives 0) instead of wrapping, and the launcher
+// refuses the sizes.
+static long long fus_mul(long long a, long long b, bool *ovf)
+{
+  if (a > 0 ? (b > 0 ? a > LLONG_MAX / b : b < LLONG_MIN / a)
+            : (b > 0 ? a < LLONG_MIN / b : a != 0 && b < LLONG_MAX / a))
+    return *ovf = true, 0;
+  return a * b;
+}
+static long long fus_cdiv(long long a, long long b, bool *ovf)
+{
+  if (b <= 0)
+    return *ovf = true, 0;
+  return a / b + (a % b > 0);
+}
+static long long fus_max(long long a, long long b)
+{
+  return a > b ? a : b;
 }
 
 // Why the last call of two() failed ("" after a success).
@@ -106,7 +129,30 @@ extern "C" cudaError_t two(const float *x, const float *y, float *a, float *b, i
     return fus_fail(two_error_text, "two: size M = %lld is negative", (long long)M);
   if (N < 0)
     return fus_fail(two_error_text, "two: size N = %lld is negative", (long long)N);
-  const long long fus_grid_x = __fus_max((M + 127) / 128, (N + 63) / 64);
+  bool fus_ovf = false; // set by size arithmetic past 64 bits
+  const long long fus_bytes_x = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_error_text, "two: sizes too large: the size of x in bytes does not fit in 64 bits");
+  if (!x && fus_bytes_x != 0)
+    return fus_fail(two_error_text, "two: x is a null pointer (%lld bytes)", fus_bytes_x);
+  const long long fus_bytes_y = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_error_text, "two: sizes too large: the size of y in bytes does not fit in 64 bits");
+  if (!y && fus_bytes_y != 0)
+    return fus_fail(two_error_text, "two: y is a null pointer (%lld bytes)", fus_bytes_y);
+  const long long fus_bytes_a = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_error_text, "two: sizes too large: the size of a in bytes does not fit in 64 bits");
+  if (!a && fus_bytes_a != 0)
+    return fus_fail(two_error_text, "two: a is a null pointer (%lld bytes)", fus_bytes_a);
+  const long long fus_bytes_b = fus_mul((long long)N, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(two_error_text, "two: sizes too large: the size of b in bytes does not fit in 64 bits");
+  if (!b && fus_bytes_b != 0)
+    return fus_fail(two_error_text, "two: b is a null pointer (%lld bytes)", fus_bytes_b);
+  const long long fus_grid_x = fus_max(fus_cdiv((long long)M, 128, &fus_ovf), fus_cdiv((long long)N, 64, &fus_ovf));
+  if (fus_ovf)
+    return fus_fail(two_error_text, "two: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(two_error_text, "two: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
