@@ -784,19 +784,19 @@ START_TEST(test_accum_rule)
 END_TEST
 
 /* rfactor after non-divisible splits (issue 11). A listed axis split again on the partial
- * (`n2: 2` by 3) reaches 2, the next chunk's element in `o2 * 6 + n2 * 3 + n1`: the partial's
- * accumulation needs `p * 3 + q < 2` besides the root bound. */
+ * (`n2: 4` by 3) reaches 4, the next chunk's element in `o2 * 12 + n2 * 3 + n1`: the partial's
+ * accumulation needs `p * 3 + q < 4` besides the root bound. */
 START_TEST(test_rfactor_listed_axis_split)
 {
 	TestCompile *tc = tc_lowered("fusion row_sum(x: f32[M, N]) -> (s: f32[M]) {\n"
 				     "  s[i] = sum(j: x[i, j]);\n"
 				     "}\n"
 				     "schedule row_sum {\n"
-				     "  s.split(j, 3) -> (o1, n1); s.split(o1, 2) -> (o2, n2);\n"
+				     "  s.split(j, 3) -> (o1, n1); s.split(o1, 4) -> (o2, n2);\n"
 				     "  s.rfactor(n2) -> r; s.bind(i, blockIdx.x); r.split(n2, 3) -> (p, q);\n"
 				     "}\n");
 	char *ir = tc_kernel_ir(tc, 0);
-	ck_assert_contains(ir, "if (blockIdx.x < M && o2 * 6 + p * 9 + q * 3 + n1 < N && p * 3 + q < 2) {\n"
+	ck_assert_contains(ir, "if (blockIdx.x < M && o2 * 12 + p * 9 + q * 3 + n1 < N && p * 3 + q < 4) {\n"
 			       "            r_acc = r_acc + (");
 	int64_t ns[] = {1, 5, 7, 14, 67};
 	for (int i = 0; i < 5; i++)

@@ -373,13 +373,13 @@ START_TEST(test_errors)
 			 "  s2.welford();\n"
 			 "}\n",
 			 "t.fus:12:3: error: welford() does not support rfactor: 's2' was split into 'r'\n");
-	/* not computed at the same loop (s1 at y's row, s2 at the default) */
+	/* not computed at the same loop (s1 at y's row by default, s2 inside y's column loop) */
 	tf_expect_errors(LAYERNORM_FUSION
 			 "schedule ln {\n"
 			 "  y.split(j, 128) -> (jr, tx);\n"
 			 "  y.bind(i, blockIdx.x);\n"
 			 "  y.bind(tx, threadIdx.x);\n"
-			 "  s1.compute_at(y, jr);\n"
+			 "  s2.compute_at(y, jr);\n"
 			 "  s2.welford();\n"
 			 "}\n",
 			 "t.fus:14:3: error: welford() needs 's1' and 's2' to be intermediates computed at "
