@@ -179,7 +179,7 @@ static const char *fresh(Arena *a, Tensor *t, const char *base)
 
 static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level)
 {
-	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f}, .level = level, .at = f->span,
+	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level, .at = f->span,
 		    .names = {.a = a}, .axes = {.a = a}, .ok = true};
 	names_of_fusion(&p->names, f);
 }
