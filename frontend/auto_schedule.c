@@ -1,31 +1,34 @@
 /* auto_schedule.c: the schedule used when a fusion has no schedule block (or `auto`).
- * docs/auto_schedule.md explains the choice; in short, for each pointwise output:
+ * docs/auto_schedule.md explains the choices; in short:
  *
- *   1. merge the axes into one when every access is the identity (same shape, no transpose or
- *      broadcast), else keep the last axis as the vector axis and merge the outer ones;
- *   2. vec = 16 bytes / the widest dtype among the output and the tensors it reads, halved until
- *      it divides the vector axis' extent (a size symbol is assumed to, and the vectorize pass
- *      records that precondition for the launcher);
- *   3. split(x, vec) -> (x, v); split(x, 128) -> (x, tx); split(x, 4) -> (bx, u): the domain
- *      [bx, u, tx, v] with bx on blockIdx.x, tx on threadIdx.x, u unrolled and v vectorized, so
- *      consecutive threads access consecutive 16-byte vectors (coalesced) and each thread keeps
- *      four of them in flight (a short constant axis gets fewer threads and less unrolling);
- *   4. the merged outer axis of a non-mergeable output goes on blockIdx.y when its extent is a
- *      constant <= 65535, else it is folded into bx.
- *
- * Pointwise intermediates stay inlined (their reads count as reads of what they read).
- *
- * A fusion with reductions gets its schedule as generated directives, applied by
- * schedule_apply like a schedule block: row groups (an output and the row reductions it reads)
- * get one block per row (or several short rows per block), threads over the row in vectors,
- * block reductions computed at the row, and the row kept in registers when it is constant and
- * fits (persistent); other reduction outputs get threads over their kept axes and serial
- * reduction loops; other pointwise outputs a general per-thread schedule.
+ * First every output gets a loop nest of its own (auto_nests.c: a nest recomputes the
+ * reductions and outputs it reads, in copies). Then, per output:
+ *   - a pointwise output that reads no reduction: all axes merged when every access is the
+ *     identity (else the last axis is the vector axis and the outer ones are merged),
+ *     split(x, vec) -> (x, v); split(x, 128) -> (x, tx); split(x, 4) -> (bx, u): bx on
+ *     blockIdx.x, tx on threadIdx.x, u unrolled, v vectorized (consecutive threads access
+ *     consecutive 16-byte vectors, four in flight per thread); the merged outer axis of a
+ *     non-mergeable output on blockIdx.y when it is a constant <= 65535;
+ *   - a row group (an output and the row reductions it reads): one block per row (or
+ *     several short rows per block), threads over the row in vectors, block reductions
+ *     computed at the row, the row kept in registers when it is constant and fits;
+ *   - another reduction output: threads over its kept axes, serial reduction loops (or a
+ *     grid reduction when the kept axes give few blocks);
+ *   - another pointwise output: threads over the axes of the reductions it reads, which are
+ *     computed inside its loops.
+ * The schedule is a list of ordinary directives (AstDirective), applied as they are made
+ * with every check a user's schedule gets, and then lowered once to see that it compiles.
+ * A schedule that is refused or does not lower is forgotten (its diagnostics rolled back,
+ * the fusion rebuilt from its definition) and the next, simpler one is tried: the same
+ * without vectors and register caches, then one thread per output element with every
+ * reduction serial inside its one reader, then all of it on one thread. The user never sees
+ * an error about a directive they did not write.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "passes/passes.h"
 
 enum { AUTO_THREADS = 128, AUTO_UNROLL = 4, AUTO_VECTOR_BYTES = 16, AUTO_GRID_YZ = 65535 };
 
@@ -105,119 +108,8 @@ static Access analyze(Tensor *o)
 	return acc;
 }
 
-/* A name not used in t's domain: base, base2, base3, ... */
-static const char *fresh(Arena *a, Tensor *t, const char *base)
-{
-	const char *n = base;
-	for (int k = 2; tensor_find_axis(t, n); k++)
-		n = arena_printf(a, "%s%d", base, k);
-	return n;
-}
+/* ---- the plan: directives, made and applied one by one ---------------------------------- */
 
-/* Merges domain[from .. to] into one axis; returns it. */
-static Axis *merge_range(Arena *a, Diag *d, Tensor *t, int from, int to)
-{
-	while (to > from) {
-		Axis *x = t->domain[from], *y = t->domain[from + 1];
-		const char *n = fresh(a, t, arena_printf(a, "%s%s", x->name, y->name));
-		if (!sched_merge(a, d, t, x, y, n, t->span))
-			die("auto_schedule: merge failed");
-		to--;
-	}
-	return t->domain[from];
-}
-
-/* The largest power-of-two vector width <= want that the vector axis' extent allows. */
-static int vector_width(Tensor *o, Axis *inner, bool merged, int want)
-{
-	int64_t n;
-	IrExpr *last = o->shape[o->ndim - 1];
-	for (int v = want; v > 1; v /= 2) {
-		if (ir_is_const(inner->extent, &n)) {
-			if (n % v == 0)
-				return v;
-		} else if (last->kind == EX_SIZE || (merged && last->kind == EX_INT && last->ival % v == 0)) {
-			return v;
-		}
-	}
-	return 1;
-}
-
-static void split(Arena *a, Diag *d, Tensor *t, Axis *x, int64_t f, const char *outer,
-		  const char *inner)
-{
-	if (!sched_split(a, d, t, x, f, fresh(a, t, outer), fresh(a, t, inner), t->span))
-		die("auto_schedule: split failed");
-}
-
-static bool schedule_output(Arena *a, Diag *d, Tensor *o)
-{
-	if (!o->def || o->ndim == 0 || tensor_is_reduction(o))
-		return true;
-	Access acc = analyze(o);
-	bool merged = acc.identity || o->ndim == 1;
-	Axis *outer = NULL, *x;
-	if (merged) {
-		x = merge_range(a, d, o, 0, o->ndim - 1);
-	} else {
-		outer = merge_range(a, d, o, 0, o->ndim - 2);
-		x = o->domain[1];
-	}
-	int vec = acc.vec_ok ? vector_width(o, x, merged, AUTO_VECTOR_BYTES / acc.max_size) : 1;
-	Axis *v = NULL;
-	const char *base = x->name;
-	if (vec > 1) {
-		split(a, d, o, x, vec, arena_printf(a, "%so", base), "v");
-		v = x->to[1];
-		x = x->to[0];
-	}
-	/* A short constant axis gets fewer threads (a warp at least) and less unrolling, so
-	 * small tensors do not launch mostly idle threads. */
-	int64_t threads = AUTO_THREADS, unroll = AUTO_UNROLL, n;
-	if (ir_is_const(x->extent, &n)) {
-		while (threads > 32 && threads / 2 >= n)
-			threads /= 2;
-		while (unroll > 1 && threads * (unroll / 2) >= n)
-			unroll /= 2;
-	}
-	split(a, d, o, x, threads, arena_printf(a, "%sb", base), "tx");
-	Axis *tx = x->to[1];
-	x = x->to[0];
-	Axis *bx = x, *u = NULL;
-	if (unroll > 1) {
-		split(a, d, o, x, unroll, "bx", "u");
-		bx = x->to[0];
-		u = x->to[1];
-	} else {
-		bx->name = fresh(a, o, "bx");
-	}
-	if (outer && !(ir_is_const(outer->extent, &n) && n <= AUTO_GRID_YZ)) {
-		const char *name = fresh(a, o, arena_printf(a, "%s%s", outer->name, bx->name));
-		if (!sched_merge(a, d, o, outer, bx, name, o->span))
-			die("auto_schedule: merge failed");
-		bx = outer->to[0];
-		outer = NULL;
-	}
-	if (!sched_bind(d, o, bx, PT_BIDX, o->span) || !sched_bind(d, o, tx, PT_TIDX, o->span))
-		die("auto_schedule: bind failed");
-	if (outer && !sched_bind(d, o, outer, PT_BIDY, o->span))
-		die("auto_schedule: bind failed");
-	if (u) {
-		u->unroll = true;
-		u->unroll_span = o->span;
-	}
-	if (v) {
-		v->vectorize = true;
-		v->vectorize_span = o->span;
-	}
-	return true;
-}
-
-/* ---- fusions with reductions --------------------------------------------------------- */
-
-/* A reduction schedule is written as directives (AstDirective, the same as a schedule block)
- * and applied by schedule_apply, so it goes through every check and end-of-schedule step a
- * user's schedule does (default placement, vectorization, caches). */
 enum {
 	ROW_THREADS = 128,        /* threads over a row of symbolic length */
 	ROW_MAX_THREADS = 512,    /* threads over a long row of constant length */
@@ -232,53 +124,38 @@ enum {
 	GRID_KEPT_BLOCKS = 264,   /* fewer blocks over the kept axes (2 per H100/H200 SM): */
 	GRID_ROWS = 256,          /*   the reduction is split over blocks in chunks of this */
 	MAX_GROUP = 64,
+	MAX_CONSUMERS = 8,
 };
 
+/* The schedule is written as directives (AstDirective, the same as a schedule block), each
+ * applied by sched_directive as soon as it is made, so it goes through every check a user's
+ * schedule does, and later choices can look at the domains the earlier ones made. */
 typedef struct Plan {
 	Arena *a;
 	Fusion *f;
-	Span at;      /* every generated directive points at the fusion */
+	Sched s;
+	AutoLevel level;
+	Span at;      /* every generated directive points here (the fusion, or the output) */
 	Vec dirs;     /* AstDirective* */
-	Vec names;    /* names in use: indices, tensors, parameters, sizes, caches */
-	Vec axes;     /* generated axis names, as "tensor.axis" */
+	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
+	NameSet axes; /* generated axis names, as "tensor.axis" */
+	bool ok;      /* every directive held */
 } Plan;
-
-static bool name_used(Plan *p, const char *n)
-{
-	for (int i = 0; i < p->names.len; i++)
-		if (strcmp(VEC_AT(p->names, char, i), n) == 0)
-			return true;
-	return false;
-}
-
-static void use_name(Plan *p, const char *n)
-{
-	if (!name_used(p, n))
-		vec_push(p->a, &p->names, (void *)n);
-}
 
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
 {
-	const char *n = base;
-	for (int k = 2; name_used(p, n); k++)
-		n = arena_printf(p->a, "%s%d", base, k);
-	use_name(p, n);
-	return n;
+	return names_fresh(&p->names, base);
 }
 
 static bool axis_used(Plan *p, const char *t, const char *n)
 {
-	const char *key = arena_printf(p->a, "%s.%s", t, n);
-	for (int i = 0; i < p->axes.len; i++)
-		if (strcmp(VEC_AT(p->axes, char, i), key) == 0)
-			return true;
-	return name_used(p, n);
+	return names_has(&p->axes, arena_printf(p->a, "%s.%s", t, n)) || names_has(&p->names, n);
 }
 
 static void use_axis(Plan *p, const char *t, const char *n)
 {
-	vec_push(p->a, &p->axes, arena_printf(p->a, "%s.%s", t, n));
+	names_add(&p->axes, arena_printf(p->a, "%s.%s", t, n));
 }
 
 /* A new axis name for tensor t: base, base2, ... unused by t and by every index name. */
@@ -291,19 +168,20 @@ static const char *fresh_axis(Plan *p, const char *t, const char *base)
 	return n;
 }
 
-static void plan_init(Plan *p, Arena *a, Fusion *f)
+/* A name not in t's current domain: base, base2, base3, ... (the pointwise schedules). */
+static const char *fresh(Arena *a, Tensor *t, const char *base)
 {
-	*p = (Plan){.a = a, .f = f, .at = f->span};
-	for (int i = 0; i < f->ntensors; i++) {
-		Tensor *t = f->tensors[i];
-		use_name(p, t->name);
-		for (int k = 0; k < t->nroot; k++)
-			use_name(p, t->root[k]->name);
-	}
-	for (int i = 0; i < f->nparams; i++)
-		use_name(p, f->params[i]->name);
-	for (int i = 0; i < f->nsizes; i++)
-		use_name(p, f->sizes[i]->name);
+	const char *n = base;
+	for (int k = 2; tensor_find_axis(t, n); k++)
+		n = arena_printf(a, "%s%d", base, k);
+	return n;
+}
+
+static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level)
+{
+	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level, .at = f->span,
+		    .names = {.a = a}, .axes = {.a = a}, .ok = true};
+	names_of_fusion(&p->names, f);
 }
 
 static AstName plan_name(Plan *p, const char *n)
@@ -334,6 +212,7 @@ static void emit(Plan *p, const char *result, const char *t, const char *verb, i
 	AstDirective *d = ast_directive(p->a, p->at, result ? &res : NULL, plan_name(p, t),
 					plan_name(p, verb), &va, &vo);
 	vec_push(p->a, &p->dirs, d);
+	p->ok &= sched_directive(&p->s, d);
 }
 
 static void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
@@ -387,6 +266,113 @@ static int64_t pow2_ceil(int64_t n)
 	return v;
 }
 
+/* Threads over a constant extent n: the largest power of two <= want that n does not leave
+ * half idle, but a warp at least. */
+static int64_t threads_for(IrExpr *extent, int64_t want)
+{
+	int64_t n, t = want;
+	if (ir_is_const(extent, &n))
+		while (t > 32 && t / 2 >= n)
+			t /= 2;
+	return t;
+}
+
+/* ---- pointwise outputs ----------------------------------------------------------------- */
+
+/* Merges o's domain[from .. to] into one axis (innermost pair first: the flattened offsets
+ * then simplify back to the merged index); returns its name. */
+static const char *merge_range(Plan *p, Tensor *o, int from, int to)
+{
+	while (to > from) {
+		Axis *x = o->domain[to - 1], *y = o->domain[to];
+		d_merge(p, o->name, x->name, y->name,
+			fresh(p->a, o, arena_printf(p->a, "%s%s", x->name, y->name)));
+		if (!p->ok)
+			return NULL;
+		to--;
+	}
+	return o->domain[from]->name;
+}
+
+/* The largest power-of-two vector width <= want that the vector axis' extent allows. */
+static int vector_width(Tensor *o, Axis *inner, bool merged, int want)
+{
+	int64_t n;
+	IrExpr *last = o->shape[o->ndim - 1];
+	for (int v = want; v > 1; v /= 2) {
+		if (ir_is_const(inner->extent, &n)) {
+			if (n % v == 0)
+				return v;
+		} else if (last->kind == EX_SIZE || (merged && last->kind == EX_INT && last->ival % v == 0)) {
+			return v;
+		}
+	}
+	return 1;
+}
+
+/* A pointwise output: [bx, u, tx, v] over its merged axes (see the file comment). */
+static void schedule_output(Plan *p, Tensor *o)
+{
+	if (!o->def || o->ndim == 0 || tensor_is_reduction(o))
+		return;
+	const char *t = o->name;
+	p->at = o->span;
+	Access acc = analyze(o);
+	bool merged = acc.identity || o->ndim == 1;
+	const char *outer = NULL, *x;
+	if (merged) {
+		x = merge_range(p, o, 0, o->ndim - 1);
+	} else {
+		outer = merge_range(p, o, 0, o->ndim - 2);
+		x = o->domain[1]->name;
+	}
+	if (!p->ok)
+		return;
+	Axis *xa = tensor_find_axis(o, x);
+	int vec = acc.vec_ok && p->level == AUTO_TUNED
+			  ? vector_width(o, xa, merged, AUTO_VECTOR_BYTES / acc.max_size) : 1;
+	const char *v = NULL, *base = x;
+	if (vec > 1) {
+		const char *xo = fresh(p->a, o, arena_printf(p->a, "%so", base));
+		v = fresh(p->a, o, "v");
+		d_split(p, t, x, vec, xo, v);
+		x = xo;
+	}
+	/* A short constant axis gets fewer threads (a warp at least) and less unrolling, so
+	 * small tensors do not launch mostly idle threads. */
+	xa = tensor_find_axis(o, x);
+	if (!p->ok || !xa)
+		return;
+	int64_t threads = threads_for(xa->extent, AUTO_THREADS), unroll = AUTO_UNROLL, n;
+	if (ir_is_const(xa->extent, &n))
+		while (unroll > 1 && threads * (unroll / 2) >= n)
+			unroll /= 2;
+	const char *xb = fresh(p->a, o, unroll > 1 ? arena_printf(p->a, "%sb", base) : "bx");
+	const char *tx = fresh(p->a, o, "tx");
+	d_split(p, t, x, threads, xb, tx);
+	const char *bx = xb, *u = NULL;
+	if (unroll > 1) {
+		bx = fresh(p->a, o, "bx");
+		u = fresh(p->a, o, "u");
+		d_split(p, t, xb, unroll, bx, u);
+	}
+	Axis *oa = outer ? tensor_find_axis(o, outer) : NULL;
+	if (oa && !(ir_is_const(oa->extent, &n) && n <= AUTO_GRID_YZ)) {
+		const char *m = fresh(p->a, o, arena_printf(p->a, "%s%s", outer, bx));
+		d_merge(p, t, outer, bx, m);
+		bx = m;
+		outer = NULL;
+	}
+	d_bind(p, t, bx, "blockIdx.x");
+	d_bind(p, t, tx, "threadIdx.x");
+	if (outer)
+		d_bind(p, t, outer, "blockIdx.y");
+	if (u)
+		d_verb1(p, t, "unroll", u);
+	if (v)
+		d_verb1(p, t, "vectorize", v);
+}
+
 /* ---- the row analysis ---------------------------------------------------------------- */
 
 /* Roles of the indices of an expression walked from a row tensor: a row position (>= 0),
@@ -408,6 +394,8 @@ typedef struct Row {
 	int nreds;
 	Tensor *ins[MAX_GROUP];   /* inputs read as full rows x[rows..., col] */
 	uint64_t readers[MAX_GROUP]; /* per input: bit s set when stored tensor s reads it */
+	int stored[MAX_GROUP];  /* per input: its stored readers in the whole fusion, before
+				 * any directive (stored_readers) */
 	int nins;
 	Tensor *mids[MAX_GROUP];  /* inlined intermediates read as full rows mid[rows..., col] */
 	uint64_t mid_readers[MAX_GROUP]; /* per mid: the stored tensors that read it */
@@ -437,6 +425,8 @@ static void row_reduction(Row *r, Tensor *t)
 	int i = row_add_red(r, t);
 	if (i < 0 || i < before)
 		return;
+	if (!r->n && t->nroot == r->k + 1)
+		r->n = t->root[r->k]->extent; /* an anchor without column: the first reduction's */
 	if (t->ndim != r->k || t->nroot != r->k + 1 || !dims_equal(t->root[r->k]->extent, r->n)) {
 		r->ok = false;
 		return;
@@ -565,18 +555,20 @@ static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
 	return nb;
 }
 
-/* The row group of output o, or ok == false when o is not row-shaped. */
-static Row row_analyze(Arena *a, Tensor *o)
+/* The row group of output o with k row indices, or ok == false when o is not row-shaped: a
+ * row reduction (k = o->ndim), a pointwise output over rows and a column (k = o->ndim - 1),
+ * or a pointwise output over rows only that reads row reductions (k = o->ndim: `m[i] =
+ * t[i] / N`, the anchor has no column; the row length is the reductions'). */
+static Row row_analyze(Tensor *o, int k)
 {
-	Row r = {.anchor = o, .ok = true, .max_size = dtype_size(o->dtype)};
+	Row r = {.anchor = o, .ok = true, .max_size = dtype_size(o->dtype), .k = k};
 	bool red = tensor_is_reduction(o);
-	r.k = red ? o->ndim : o->ndim - 1;
 	if (r.k < 1 || r.k > 15 || (red && o->nroot != o->ndim + 1)) {
 		r.ok = false;
 		return r;
 	}
 	r.rows = o->shape;
-	r.n = red ? o->root[r.k]->extent : o->shape[r.k];
+	r.n = red ? o->root[r.k]->extent : r.k < o->ndim ? o->shape[r.k] : NULL;
 	int role[17];
 	for (int p = 0; p < r.k; p++)
 		role[p] = p;
@@ -598,7 +590,16 @@ static Row row_analyze(Arena *a, Tensor *o)
 		r.readers[i] = remap_readers(&r, old, r.readers[i]);
 	for (int i = 0; i < r.nmids; i++)
 		r.mid_readers[i] = remap_readers(&r, old, r.mid_readers[i]);
-	(void)a;
+	return r;
+}
+
+/* The row group of output o: over all but its last index, else over all of them. */
+static Row row_group(Tensor *o)
+{
+	bool red = tensor_is_reduction(o);
+	Row r = row_analyze(o, red ? o->ndim : o->ndim - 1);
+	if (!r.ok && !red)
+		r = row_analyze(o, o->ndim);
 	return r;
 }
 
@@ -702,9 +703,12 @@ static Tensor *row_kept_mid(Row *r)
 	return NULL;
 }
 
-static RowShape row_shape(Row *r, bool may_persist)
+/* may_vector false: no vectors (then nothing is persistent either). */
+static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 {
-	RowShape s = {.vec = row_vec(r), .threads = ROW_THREADS, .rows_per_block = 1};
+	RowShape s = {.vec = may_vector ? row_vec(r) : 1, .threads = ROW_THREADS,
+		      .rows_per_block = 1};
+	may_persist &= may_vector;
 	int64_t n;
 	if (!ir_is_const(r->n, &n))
 		return s;
@@ -714,7 +718,7 @@ static RowShape row_shape(Row *r, bool may_persist)
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
 		if (popcount64(r->readers[i]) < 2 || !(r->readers[i] & 1) ||
-		    stored_readers(r->f, r->ins[i]) != popcount64(r->readers[i]))
+		    r->stored[i] != popcount64(r->readers[i]))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -798,7 +802,7 @@ static const char *own_name(const char *name, const char **shared, int nshared, 
 /* Is the stored tensor `me` (a reader bit) the only reader of input i in the whole fusion? */
 static bool sole_reader(Row *r, int i, uint64_t me)
 {
-	return r->readers[i] == me && stored_readers(r->f, r->ins[i]) == 1;
+	return r->readers[i] == me && r->stored[i] == 1;
 }
 
 /* A stored reduction t of the group (reader bit `bit`): its row split, and in the
@@ -833,19 +837,25 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 
 /* The tensor that t (a reduction or a cached input) is computed at: the anchor, unless only
  * the kept intermediate reads it (compute_at wants a direct reader). */
-static const char *row_reader(Row *r, RowShape *s, Tensor *t)
+static Tensor *row_reader(Row *r, RowShape *s, Tensor *t)
 {
 	Tensor *o = r->anchor;
 	IrExpr *def = tensor_is_reduction(o) ? o->def->args[0] : o->def;
 	if (s->mid && !reads_through_but(def, t, s->mid, 0) && reads_through(s->mid->def, t, 0))
-		return s->mid->name;
-	return o->name;
+		return s->mid;
+	if (reads_through(def, t, 0))
+		return o;
+	/* only reductions of the group read it (auto_nests.c gave it one reader then) */
+	for (int i = 0; i < r->nreds; i++)
+		if (r->reds[i] != t && reads_through(r->reds[i]->def->args[0], t, 0))
+			return r->reds[i];
+	return o;
 }
 
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
-	RowShape s = row_shape(r, may_persist);
+	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -874,10 +884,10 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	for (int i = 0; i < r->nins; i++)
 		if (s.cache[i])
 			cache[i] = d_cache_after(p, r->ins[i], "local");
-	const char *col = o->root[r->k]->name;
+	const char *col = r->k < o->nroot ? o->root[r->k]->name : NULL;
 	if (red) {
 		schedule_row_reduction(p, r, &s, o, 0, col);
-	} else {
+	} else if (col) {
 		/* a pointwise anchor writes whole vectors */
 		RowAxes x = row_split(p, o->name, col, s.vec, s.threads);
 		if (x.jv)
@@ -895,22 +905,30 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (x.jv)
 			d_verb1(p, s.mid->name, "unroll", x.jv);
 	}
-	/* The reductions at the row, in definition order. */
-	for (int i = 0; i < r->nreds; i++) {
-		Tensor *t = r->reds[i];
-		if (t == o)
-			continue;
-		d_compute_at(p, t->name, row_reader(r, &s, t), at, shared, nshared);
-		const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);
-		schedule_row_reduction(p, r, &s, t, 1 + i, c);
+	/* The reductions at the row: those the anchor or the kept intermediate reads in
+	 * definition order, then those only another reduction reads, each after its reader
+	 * (whose compute_at must come first). */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int q = 0; q < r->nreds; q++) {
+			int i = pass ? r->nreds - 1 - q : q;
+			Tensor *t = r->reds[i], *u = row_reader(r, &s, t);
+			if (t == o || (u != o && u != s.mid) != (pass == 1))
+				continue;
+			d_compute_at(p, t->name, u->name, at, shared, nshared);
+			const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);
+			schedule_row_reduction(p, r, &s, t, 1 + i, c);
+		}
 	}
 	/* Persistent inputs: the row in registers, split like their readers. */
 	for (int i = 0; i < r->nins; i++) {
 		if (!cache[i])
 			continue;
-		d_compute_at(p, cache[i], row_reader(r, &s, r->ins[i]), at, shared, nshared);
-		const char *c = own_name(col, shared, nshared, p->a);
-		RowAxes x = row_split(p, cache[i], c, s.vec, s.threads);
+		Tensor *c = fusion_find_tensor(p->f, cache[i]);
+		if (!c)
+			return;
+		d_compute_at(p, cache[i], row_reader(r, &s, c)->name, at, shared, nshared);
+		RowAxes x = row_split(p, cache[i], own_name(col, shared, nshared, p->a), s.vec,
+				      s.threads);
 		if (x.jv)
 			d_verb1(p, cache[i], "vectorize", x.jv);
 		d_verb1(p, cache[i], "unroll", x.jr);
@@ -935,19 +953,27 @@ static bool read_by_other(Fusion *f, Tensor *t)
  * reducing serially (consecutive threads take consecutive kept indices, which for a column
  * reduction are consecutive addresses: coalesced). A full (0-d) reduction is one block
  * reduction over all its elements. */
+/* A 0-d reduction: one block reduction over all its elements (computed at the top of its
+ * reader's nest, or its own nest). */
+static void schedule_zero_d(Plan *p, Tensor *o)
+{
+	const char *t = o->name;
+	const char *x = o->root[0]->name;
+	for (int q = 1; q < o->nroot; q++) {
+		const char *m = fresh_axis(p, t, "r");
+		d_merge(p, t, x, o->root[q]->name, m);
+		x = m;
+	}
+	const char *ro = fresh_axis(p, t, "ro"), *tx = fresh_axis(p, t, "tx");
+	d_split(p, t, x, ALL_THREADS, ro, tx);
+	d_bind(p, t, tx, "threadIdx.x");
+}
+
 static void schedule_kept(Plan *p, Tensor *o)
 {
 	const char *t = o->name;
 	if (o->ndim == 0) {
-		const char *x = o->root[0]->name;
-		for (int q = 1; q < o->nroot; q++) {
-			const char *m = fresh_axis(p, t, "r");
-			d_merge(p, t, x, o->root[q]->name, m);
-			x = m;
-		}
-		const char *ro = fresh_axis(p, t, "ro"), *tx = fresh_axis(p, t, "tx");
-		d_split(p, t, x, ALL_THREADS, ro, tx);
-		d_bind(p, t, tx, "threadIdx.x");
+		schedule_zero_d(p, o);
 		return;
 	}
 	const char *x = o->root[0]->name;
@@ -1066,50 +1092,323 @@ static bool has_reduction(Fusion *f)
 	return false;
 }
 
-/* Fusions with reductions (docs/auto_schedule.md): each output is a row group (one block per
- * row, block reductions at the row, persistent when it fits), a reduction over other axes
- * (threads over the kept axes), or a general pointwise output. Row groups share nothing: a
- * reduction read by two outputs would be computed in two loop nests. */
-static bool schedule_reductions(Arena *a, Diag *d, Fusion *f)
+/* The reductions e reads, looking through recomputed tensors: bit 0 any, bit 1 a 0-d one,
+ * bit 2 one with dimensions. */
+static unsigned reads_reductions(IrExpr *e, int depth)
 {
-	Plan p;
-	plan_init(&p, a, f);
+	if (!e || depth > 64)
+		return 0;
+	unsigned bits = 0;
+	if (e->kind == EX_ACCESS) {
+		Tensor *t = e->tensor;
+		if (tensor_is_reduction(t))
+			return 1u | (t->ndim == 0 ? 2u : 4u);
+		if (t->def && (t->inlined || t->kind == TK_SCALAR))
+			bits |= reads_reductions(t->def, depth + 1);
+	}
+	for (int i = 0; i < e->nargs; i++)
+		bits |= reads_reductions(e->args[i], depth);
+	return bits;
+}
+
+/* A pointwise output that reads 0-d reductions only: one block of ALL_THREADS threads over
+ * all its elements, so each 0-d reduction is computed once (by the block, at the top of the
+ * nest), not once per block. */
+static void schedule_one_block(Plan *p, Tensor *o)
+{
+	const char *t = o->name, *x = o->root[0]->name;
+	for (int q = 1; q < o->ndim; q++) {
+		const char *m = fresh_axis(p, t, "col");
+		d_merge(p, t, x, o->root[q]->name, m);
+		x = m;
+	}
+	const char *ro = fresh_axis(p, t, "ro"), *tx = fresh_axis(p, t, "tx");
+	d_split(p, t, x, threads_for(tensor_find_axis(o, x) ? tensor_find_axis(o, x)->extent
+							   : o->shape[0], ALL_THREADS), ro, tx);
+	d_bind(p, t, tx, "threadIdx.x");
+}
+
+/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, a
+ * pointwise schedule, a row group, a reduction over its kept axes, or the general one. */
+static void schedule_tuned(Plan *p)
+{
+	Fusion *f = p->f;
+	if (!has_reduction(f)) {
+		for (int i = 0; i < f->noutputs; i++)
+			schedule_output(p, f->outputs[i]);
+		return;
+	}
 	Row rows[MAX_GROUP];
 	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
 	for (int i = 0; i < nout; i++) {
 		Tensor *o = f->outputs[i];
-		rows[i] = o->def && o->ndim + (tensor_is_reduction(o) ? 1 : 0) >= 2
-				  ? row_analyze(a, o) : (Row){.ok = false};
+		rows[i] = o->def ? row_group(o) : (Row){.ok = false};
 		rows[i].f = f;
+		for (int k = 0; k < rows[i].nins; k++)
+			rows[i].stored[k] = stored_readers(f, rows[i].ins[k]);
 		for (int j = 0; j < i && rows[i].ok; j++)
 			for (int x = 0; x < rows[i].nreds; x++)
 				for (int y = 0; y < rows[j].nreds; y++)
 					if (rows[i].reds[x] == rows[j].reds[y])
 						rows[i].ok = false;
 	}
-	for (int i = 0; i < nout; i++) {
+	for (int i = 0; i < f->noutputs; i++) {
 		Tensor *o = f->outputs[i];
+		p->at = f->span;
 		if (!o->def)
 			continue;
-		if (rows[i].ok)
-			schedule_row(&p, &rows[i], f->noutputs == 1);
+		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
+		if (i < nout && rows[i].ok)
+			schedule_row(p, &rows[i], f->noutputs == 1);
+		else if (tensor_is_reduction(o) && !(reads_reductions(o->def->args[0], 0) & 4))
+			schedule_kept(p, o);
+		else if (tensor_is_reduction(o) && o->ndim > 0)
+			/* its axes stay unmerged, for the reductions it reads to be computed in */
+			schedule_general(p, o);
 		else if (tensor_is_reduction(o))
-			schedule_kept(&p, o);
+			continue; /* 0-d, reading reductions: one thread */
+		else if (!reds)
+			schedule_output(p, o);
+		else if (o->ndim > 0 && reds == 3)
+			schedule_one_block(p, o);
 		else if (o->ndim > 0)
-			schedule_general(&p, o);
+			schedule_general(p, o);
 	}
+	p->at = f->span;
+	/* 0-d reductions inside a nest: block reductions at the top of their reader */
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *t = f->tensors[i];
+		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && t->ndim == 0 &&
+		    !t->ca_tensor && t->history.len == 0)
+			schedule_zero_d(p, t);
+	}
+}
+
+/* The plain schedules: one thread per output element (the first index on blockIdx.x, the
+ * last split over threadIdx.x; a single index split over both) with every other loop
+ * serial, or (threads false) everything on one thread. */
+static void schedule_plain(Plan *p, Tensor *o, bool threads)
+{
+	int k = o->ndim;
+	if (!o->def || k == 0 || !threads)
+		return;
+	const char *t = o->name, *last = o->root[k - 1]->name;
+	const char *xo = fresh_axis(p, t, k == 1 ? "bx" : arena_printf(p->a, "%so", last));
+	const char *tx = fresh_axis(p, t, "tx");
+	d_split(p, t, last, threads_for(o->shape[k - 1], COL_THREADS), xo, tx);
+	d_bind(p, t, k == 1 ? xo : o->root[0]->name, "blockIdx.x");
+	d_bind(p, t, tx, "threadIdx.x");
+}
+
+/* ---- placing the reductions ------------------------------------------------------------ */
+
+/* The stored tensors (outputs, reductions, caches, tensors in memory) that read r, looking
+ * through inlined ones; -1 when more than `max`. */
+static int consumers(Plan *p, Tensor *r, Tensor **u, int max)
+{
+	Vec todo = {0};
+	int n = 0;
+	vec_push(p->a, &todo, r);
+	for (int k = 0; k < todo.len; k++) {
+		Tensor *x = VEC_AT(todo, Tensor, k);
+		for (int i = 0; i < x->readers.len; i++) {
+			Tensor *t = VEC_AT(x->readers, Tensor, i);
+			bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+			Vec *into = stored ? NULL : &todo;
+			int j = 0;
+			if (stored) {
+				while (j < n && u[j] != t)
+					j++;
+				if (j == n && n == max)
+					return -1;
+				if (j == n)
+					u[n++] = t;
+				continue;
+			}
+			while (j < into->len && into->items[j] != t)
+				j++;
+			if (j == into->len)
+				vec_push(p->a, into, t);
+		}
+	}
+	return n;
+}
+
+/* Is x made (all: only; else: at least partly) from the root axes in set[0 .. n)? */
+static bool made_of(Axis *x, Axis **set, int n, bool all)
+{
+	if (x->kind == AX_SPLIT_OUTER || x->kind == AX_SPLIT_INNER)
+		return made_of(x->from[0], set, n, all);
+	if (x->kind == AX_MERGE) {
+		bool a = made_of(x->from[0], set, n, all), b = made_of(x->from[1], set, n, all);
+		return all ? a && b : a || b;
+	}
+	for (int i = 0; i < n; i++)
+		if (set[i] == x)
+			return true;
+	return false;
+}
+
+static ParType loop_par_of(Axis *x)
+{
+	while (x->ca_alias)
+		x = x->ca_alias;
+	return x->par;
+}
+
+/* Computes reduction r inside the loops of its reader `home` (the stored reader every other
+ * one is computed at) at the deepest of: the last loop of the leading loops that all run
+ * over r's own axes (one computation per element of r: the default placement), and the last
+ * loop that runs over any of them (inside loops r does not depend on, it is recomputed per
+ * iteration, which is always possible: `y[i, j] = x[i, j] / (r[i] + c[j])`), or the first
+ * loop when none does. A 0-d reduction goes to the top of the nest (once per thread), and so
+ * does one whose other consumer is computed there. */
+static void place_reduction(Plan *p, Tensor *r)
+{
+	Tensor *u[MAX_CONSUMERS], *home = NULL;
+	int n = consumers(p, r, u, MAX_CONSUMERS), limit = 0;
+	for (int h = 0; h < n && !home; h++) {
+		int lim = INT32_MAX;
+		bool all = true;
+		for (int j = 0; j < n && all; j++) {
+			Tensor *c = u[j];
+			if (c == u[h])
+				continue;
+			while (c && c->ca_tensor != u[h])
+				c = c->ca_tensor;
+			all = c != NULL;
+			if (c && c->ca_pos < lim)
+				lim = c->ca_pos;
+		}
+		if (all) {
+			home = u[h];
+			limit = lim;
+		}
+	}
+	if (!home || r->ndim > 16)
+		return; /* the default placement decides (and reports) */
+	if (r->ndim == 0 || limit < 0 || home->ndomain == 0) {
+		/* one value, or a consumer computed at the top: at the top of the nest */
+		p->ok &= sched_compute_at_pos(&p->s, r, home, -1, p->at);
+		return;
+	}
+	ReadMap m = sched_read_map(p->a, r, home);
+	if (!m.found || m.differ)
+		return;
+	Axis *set[16];
+	int nset = 0;
+	for (int k = 0; k < r->ndim; k++)
+		if (m.first[k])
+			set[nset++] = m.first[k];
+	unsigned reduced = 0;
+	for (int i = 0; i < r->ndomain; i++)
+		if (r->domain[i]->reduction && par_is_thread(r->domain[i]->par))
+			reduced |= 1u << r->domain[i]->par;
+	int all = -1, any = -1;
+	for (int i = 0; i < home->ndomain && i <= limit; i++) {
+		Axis *ax = home->domain[i];
+		ParType pt = loop_par_of(ax);
+		if (ax->vectorize || (par_is_thread(pt) && (reduced & (1u << pt))))
+			break;
+		if (made_of(ax, set, nset, true) && all == i - 1)
+			all = i;
+		if (made_of(ax, set, nset, false))
+			any = i;
+	}
+	int pos = all > any ? all : any;
+	if (pos < 0)
+		pos = 0; /* no loop runs over r's axes: recomputed in the outermost */
+	const char *args[] = {home->name, home->domain[pos]->name};
+	emit(p, NULL, r->name, "compute_at", 2, args, 0, NULL);
+}
+
+/* Every reduction intermediate not yet placed, readers first (a reduction computed at
+ * another one needs that one placed). */
+static void place_reductions(Plan *p)
+{
+	for (int i = p->f->ntensors - 1; i >= 0; i--) {
+		Tensor *t = p->f->tensors[i];
+		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && !t->ca_tensor)
+			place_reduction(p, t);
+	}
+}
+
+/* ---- the fallback chain ---------------------------------------------------------------- */
+
+static const char *const level_names[AUTO_LEVELS] = {"tuned", "scalar", "plain", "serial"};
+
+const char *auto_level_name(AutoLevel level)
+{
+	return level_names[level];
+}
+
+/* Schedules f (as sema built it) at one level; false after errors. */
+static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level)
+{
+	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
+		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
+			   f->name);
+		return false;
+	}
+	Plan p;
+	plan_init(&p, a, d, f, level);
+	if (level <= AUTO_SCALAR)
+		schedule_tuned(&p);
+	else
+		for (int i = 0; i < f->noutputs; i++)
+			schedule_plain(&p, f->outputs[i], level == AUTO_PLAIN);
+	p.at = f->span;
+	if (p.ok)
+		place_reductions(&p);
 	f->ast_schedule = ast_schedule(a, f->span, (AstName){f->name, f->span}, false, &p.dirs);
 	f->ast_schedule->generated = true;
-	return schedule_apply(a, d, f);
+	return sched_finish(&p.s, p.ok);
+}
+
+/* Lowers f as a launcher will (sm_80: the generated schedules use nothing newer) and keeps
+ * no diagnostic: the real lowering reports its warnings again. */
+static bool lowers(Arena *a, Diag *d, Fusion *f)
+{
+	DiagMark m = diag_mark(d);
+	LowerOptions o = {.arch = 80};
+	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
+	diag_rollback(d, m);
+	return ok;
+}
+
+bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
+{
+	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
+	DiagMark m = diag_mark(d);
+	for (int level = 0; level < AUTO_LEVELS; level++) {
+		if (level > 0) {
+			/* forget the refused schedule: its diagnostics and the fusion it changed */
+			diag_rollback(d, m);
+			if (!f->ast)
+				break;
+			Fusion *g = sema_fusion(a, d, f->ast);
+			diag_rollback(d, m); /* it was checked before: nothing new to say */
+			g->ast_schedule = block;
+			*f = *g;
+		}
+		f->auto_scheduled = true;
+		f->auto_fallback = level ? level_names[level] : NULL;
+		bool ok = schedule_level(a, d, f, (AutoLevel)level) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, f);
+		if (ok && o && (o->refuse >> level & 1)) {
+			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
+				   level_names[level], f->name);
+			ok = false;
+		}
+		if (ok)
+			return true;
+	}
+	diag_note(d, f->span, "fusion '%s' has no schedule block and none of the automatic scheduler's schedules compiled (a bug in fusc): please report it, and write a schedule block",
+		  f->name);
+	return false;
 }
 
 bool auto_schedule(Arena *a, Diag *d, Fusion *f)
 {
-	f->auto_scheduled = true;
-	if (has_reduction(f))
-		return schedule_reductions(a, d, f);
-	bool ok = true;
-	for (int i = 0; i < f->noutputs; i++)
-		ok &= schedule_output(a, d, f->outputs[i]);
-	return ok;
+	return auto_schedule_with(a, d, f, NULL);
 }

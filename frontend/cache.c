@@ -582,8 +582,8 @@ static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit
 }
 
 /* Default placement of a reduction read by another statement (SPEC §3, docs/reductions.md):
- * computed at its reader, at the deepest position pos whose loops u.domain[0..pos] all come
- * from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
+ * computed at its reader, at the deepest position pos (-1: the top of the reader's nest, for
+ * a 0-d reduction) whose loops u.domain[0..pos] all come from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
  * one per element), hold no vectorized axis, no thread type that r reduces over, and no loop
  * deeper than where another reader of r is computed at u. */
 static bool place_reduction(Sched *s, Tensor *r)
@@ -624,7 +624,8 @@ static bool place_reduction(Sched *s, Tensor *r)
 			break;
 		pos = i;
 	}
-	if (pos < 0 && home->ndomain > 0) {
+	/* a 0-d reduction is one value: computed once at the top of the nest */
+	if (pos < 0 && home->ndomain > 0 && r->ndim > 0) {
 		diag_error(s->d, r->def_span, "cannot place reduction '%s' by default: the outermost loop '%s' of its reader '%s' does not run over the axes of '%s' alone; give '%s' a compute_at",
 			   r->name, home->domain[0]->name, home->name, r->name, r->name);
 		return false;

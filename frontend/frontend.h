@@ -170,6 +170,9 @@ AstFile *parse_file(Arena *a, Diag *d, int file);
 /* frontend/sema.c: checks the AST and builds one Fusion per definition (in file order), with
  * its schedule block attached as f->ast_schedule for schedule_apply. Errors go to d. */
 Program *sema_program(Arena *a, Diag *d, AstFile *f);
+/* One fusion's IR, built afresh from its definition (f->failed after errors); the schedule
+ * block is not attached. auto_schedule rebuilds a fusion this way to try another schedule. */
+Fusion *sema_fusion(Arena *a, Diag *d, AstFusion *af);
 
 /* frontend/cnames.c: why a fusion cannot be named `name` ("a C keyword", "a C standard library
  * name (<stdlib.h>)", ...: its launcher is a global C function of that name), or NULL. */
@@ -210,6 +213,13 @@ typedef struct Sched {
 	bool generated;  /* AstSchedule.generated: checks of the user's intent are off */
 } Sched;
 
+/* One directive of a schedule block (a failed one poisons the names it would have made), and
+ * the end of the schedule (default placement, then the checks of the final schedule; `ok`:
+ * every directive held). schedule_apply is these two; auto_schedule applies its generated
+ * directives the same way. */
+bool sched_directive(Sched *s, AstDirective *dir);
+bool sched_finish(Sched *s, bool ok);
+
 typedef struct ReadMap { /* how a reader subscripts a tensor it reads */
 	Arena *a;
 	Tensor *t;
@@ -247,8 +257,44 @@ ReadMap sched_read_map(Arena *a, Tensor *t, Tensor *u);
 Axis *sched_replay_get(Replay *r, Axis *u);
 void sched_replay_put(Arena *a, Replay *r, Axis *u, Axis *t);
 
-/* frontend/auto_schedule.c: the automatic scheduler (SPEC §3 defaults; docs/auto_schedule.md). */
+/* frontend/auto_schedule.c: the automatic scheduler (SPEC §3 defaults; docs/auto_schedule.md).
+ * It tries its schedules from the tuned one down and keeps the first that is accepted and
+ * lowers; a refused one leaves no diagnostic and no trace in the fusion (rebuilt by sema). */
+typedef enum AutoLevel {
+	AUTO_TUNED,   /* vectors, register caches, block reductions per row group */
+	AUTO_SCALAR,  /* the same without vectors, register caches or kept intermediates */
+	AUTO_PLAIN,   /* one thread per output element, each reduction serial in its reader */
+	AUTO_SERIAL,  /* the same on one thread */
+	AUTO_LEVELS
+} AutoLevel;
+typedef struct AutoOptions {
+	unsigned refuse; /* tests: levels (bits 1 << AutoLevel) refused after they lowered */
+} AutoOptions;
 bool auto_schedule(Arena *a, Diag *d, Fusion *f);
+bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o);
+const char *auto_level_name(AutoLevel level);
+
+/* frontend/auto_nests.c: every loop nest gets its own copy of the reductions it reads, and no
+ * statement reads an output (docs/auto_schedule.md, "One loop nest per output"). False when
+ * that would take too many copies. */
+typedef enum AutoCopies {
+	AUTO_COPY_NEST,   /* the reductions a nest's output reads are shared in the nest */
+	AUTO_COPY_READER, /* every stored reader (output or reduction) has its own copies */
+} AutoCopies;
+bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode);
+
+/* A set of names (open addressing), for fresh names in fusions of any size. */
+typedef struct NameSet {
+	Arena *a;
+	const char **slots;
+	int cap, len;
+} NameSet;
+bool names_has(NameSet *s, const char *n);
+void names_add(NameSet *s, const char *n);
+/* base, base2, base3, ...: the first not in s, added to it. */
+const char *names_fresh(NameSet *s, const char *base);
+/* Every tensor, root axis, parameter and size name of f. */
+void names_of_fusion(NameSet *s, Fusion *f);
 
 /* frontend/frontend.c: text -> scheduled Program in one call (parse, sema, schedule). Stops
  * after the first phase that reported errors; returns NULL then. */

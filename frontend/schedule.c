@@ -1114,6 +1114,34 @@ static bool check_grid_reductions(Sched *s)
 	return ok;
 }
 
+bool sched_directive(Sched *s, AstDirective *dir)
+{
+	if (apply_directive(s, dir))
+		return true;
+	poison_results(s, dir);
+	return false;
+}
+
+bool sched_finish(Sched *s, bool ok)
+{
+	Fusion *f = s->f;
+	/* Placing caches replays transforms: only on a schedule whose directives all held. */
+	if (ok)
+		ok = sched_finish_caches(s);
+	for (int i = 0; i < f->ntensors; i++)
+		ok &= check_vectorized(s, f->tensors[i]);
+	if (ok)
+		ok = sched_check_caches(s);
+	if (ok)
+		ok = check_block_size(s);
+	/* welford first: its message for a grid-bound sum says what welford() supports */
+	if (ok)
+		ok = sched_check_welford(s);
+	if (ok)
+		ok = check_grid_reductions(s);
+	return ok;
+}
+
 bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 {
 	AstSchedule *sc = f->ast_schedule;
@@ -1121,25 +1149,7 @@ bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 		return auto_schedule(a, d, f);
 	Sched s = {.a = a, .d = d, .f = f, .generated = sc->generated};
 	bool ok = true;
-	for (int i = 0; i < sc->ndirs; i++) {
-		if (apply_directive(&s, sc->dirs[i]))
-			continue;
-		poison_results(&s, sc->dirs[i]);
-		ok = false;
-	}
-	/* Placing caches replays transforms: only on a schedule whose directives all held. */
-	if (ok)
-		ok = sched_finish_caches(&s);
-	for (int i = 0; i < f->ntensors; i++)
-		ok &= check_vectorized(&s, f->tensors[i]);
-	if (ok)
-		ok = sched_check_caches(&s);
-	if (ok)
-		ok = check_block_size(&s);
-	/* welford first: its message for a grid-bound sum says what welford() supports */
-	if (ok)
-		ok = sched_check_welford(&s);
-	if (ok)
-		ok = check_grid_reductions(&s);
-	return ok;
+	for (int i = 0; i < sc->ndirs; i++)
+		ok &= sched_directive(&s, sc->dirs[i]);
+	return sched_finish(&s, ok);
 }

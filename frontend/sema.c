@@ -1170,6 +1170,7 @@ static Fusion *check_fusion(Arena *a, Diag *d, AstFusion *af)
 	Sema s = {.a = a, .d = d, .ast = af, .syms = {.strings = true}};
 	Fusion *f = NEW(a, Fusion);
 	s.f = f;
+	f->ast = af;
 	f->name = af->name.name;
 	f->span = af->name.span;
 	for (int i = 0; i < af->nparams; i++)
@@ -1197,6 +1198,14 @@ static Fusion *check_fusion(Arena *a, Diag *d, AstFusion *af)
 	f->sig = arena_alloc(a, sizeof(struct SigEntry) * (s.sig.len ? s.sig.len : 1));
 	for (int i = 0; i < s.sig.len; i++)
 		f->sig[i] = *VEC_AT(s.sig, struct SigEntry, i);
+	return f;
+}
+
+Fusion *sema_fusion(Arena *a, Diag *d, AstFusion *af)
+{
+	int errors = diag_error_count(d);
+	Fusion *f = check_fusion(a, d, af);
+	f->failed = diag_error_count(d) > errors;
 	return f;
 }
 
@@ -1248,8 +1257,8 @@ Program *sema_program(Arena *a, Diag *d, AstFile *file)
 				break;
 			}
 		}
-		Fusion *f = check_fusion(a, d, af);
-		f->failed = diag_error_count(d) > errors;
+		Fusion *f = sema_fusion(a, d, af);
+		f->failed |= diag_error_count(d) > errors;
 		p->fusions[p->nfusions++] = f;
 	}
 	attach_schedules(d, p, file);

@@ -170,13 +170,79 @@ static bool cmod(int64_t a, int64_t b, int64_t *r)
 	return true;
 }
 
-/* m is (x / d) * d and r is x % d */
-static bool div_times(IrExpr *m, IrExpr *r)
+/* The leaves of a product (i64 multiplications), left to right; -1 past max. */
+static int mul_leaves(IrExpr *e, IrExpr **out, int n, int max)
 {
-	return m->kind == EX_OP && m->op == OP_MUL && m->args[0]->kind == EX_OP &&
-	       m->args[0]->op == OP_DIV && r->kind == EX_OP && r->op == OP_MOD &&
-	       ir_equal(m->args[1], m->args[0]->args[1]) && ir_equal(r->args[1], m->args[1]) &&
-	       ir_equal(r->args[0], m->args[0]->args[0]);
+	if (n < 0)
+		return n;
+	if (e->kind == EX_OP && e->op == OP_MUL && e->dtype == DT_I64)
+		return mul_leaves(e->args[1], out, mul_leaves(e->args[0], out, n, max), max);
+	if (n == max)
+		return -1;
+	out[n] = e;
+	return n + 1;
+}
+
+/* Are x[0 .. n) and y[0 .. n) the same factors, in any order? */
+static bool same_factors(IrExpr **x, IrExpr **y, int n)
+{
+	bool used[16] = {0};
+	for (int i = 0; i < n; i++) {
+		int j = 0;
+		while (j < n && (used[j] || !ir_equal(x[i], y[j])))
+			j++;
+		if (j == n)
+			return false;
+		used[j] = true;
+	}
+	return true;
+}
+
+/* The x of m = (x / d) * d, however the products are grouped and ordered: ((x / (B * (C *
+ * D))) * B) * C * D (a row stride of a merge of four axes) is one, and so is
+ * x / (D * 15) * 15 * D; NULL if m is not of that form. */
+static IrExpr *div_times_of(IrExpr *m, IrExpr *d)
+{
+	enum { MAX = 16 };
+	IrExpr *want[MAX], *got[MAX], *right[MAX];
+	int nw = mul_leaves(d, want, 0, MAX), nr = 0, ng = 0;
+	IrExpr *q = m;
+	while (q->kind == EX_OP && q->op == OP_MUL && q->dtype == DT_I64 && nr < MAX) {
+		right[nr++] = q->args[1];
+		q = q->args[0];
+	}
+	if (nw <= 0 || nr == 0 || q->kind != EX_OP || q->op != OP_DIV)
+		return NULL;
+	for (int i = nr - 1; i >= 0 && ng >= 0; i--)
+		ng = mul_leaves(right[i], got, ng, MAX);
+	IrExpr *div[MAX];
+	if (ng != nw || mul_leaves(q->args[1], div, 0, MAX) != nw)
+		return NULL;
+	return same_factors(got, want, nw) && same_factors(div, want, nw) ? q->args[0] : NULL;
+}
+
+/* The x of m + r when that sum is a merge of axes read back in order: m = (x / d) * d and
+ * r = x % d, or both scaled by one stride, m = m' * c and r = r' * c with m' + r' such a sum
+ * (the flattened offset of three or more merged axes: x / C / B * B * C + x / C % B * C is
+ * (x / C) * C). NULL otherwise. */
+static IrExpr *merged_back(Arena *a, IrExpr *m, IrExpr *r)
+{
+	if (r->kind != EX_OP || m->kind != EX_OP)
+		return NULL;
+	if (r->op == OP_MOD) {
+		IrExpr *x = div_times_of(m, r->args[1]);
+		return x && ir_equal(x, r->args[0]) ? x : NULL;
+	}
+	if (r->op != OP_MUL || m->op != OP_MUL)
+		return NULL;
+	IrExpr *x = NULL;
+	int64_t cm, cr;
+	if (ir_equal(m->args[1], r->args[1]))
+		x = merged_back(a, m->args[0], r->args[0]);
+	else if (ir_is_const(m->args[1], &cm) && ir_is_const(r->args[1], &cr) && cr > 0 &&
+		 cm > cr && cm % cr == 0) /* y / 3 * 15 + y % 3 * 5: (y / 3 * 3 + y % 3) * 5 */
+		x = merged_back(a, ix_mul(a, m->args[0], ir_int(a, cm / cr)), r->args[0]);
+	return x ? ix_mul(a, x, r->args[1]) : NULL;
 }
 
 IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
@@ -194,12 +260,14 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 		return ix_add(a, l->args[0], ir_int(a, v));
 	if (ir_is_const(l, &x) && !ir_is_const(r, NULL))
 		return ix_add(a, r, l);
-	/* (x / d) * d + x % d -> x (a merge of two axes read back in order), also at the end
-	 * of a longer sum: (e + (x / d) * d) + x % d -> e + x */
-	if (div_times(l, r))
-		return r->args[0];
-	if (l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64 && div_times(l->args[1], r))
-		return ix_add(a, l->args[0], r->args[0]);
+	/* (x / d) * d + x % d -> x (a merge of axes read back in order), also at the end of a
+	 * longer sum: (e + (x / d) * d) + x % d -> e + x */
+	IrExpr *m;
+	if ((m = merged_back(a, l, r)))
+		return m;
+	if (l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64 &&
+	    (m = merged_back(a, l->args[1], r)))
+		return ix_add(a, l->args[0], m);
 	/* left-associated sums print without parentheses: l + (b + c) -> (l + b) + c */
 	if (r->kind == EX_OP && r->op == OP_ADD && r->dtype == DT_I64)
 		return ix_add(a, ix_add(a, l, r->args[0]), r->args[1]);

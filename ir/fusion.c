@@ -243,7 +243,10 @@ static void print_signature(Fusion *f, Buf *out)
 			buf_printf(out, " %s", f->sizes[i]->name);
 		buf_puts(out, "\n");
 	}
-	buf_printf(out, "  schedule: %s\n", f->auto_scheduled ? "auto" : "user");
+	if (f->auto_fallback)
+		buf_printf(out, "  schedule: auto, %s (fallback)\n", f->auto_fallback);
+	else
+		buf_printf(out, "  schedule: %s\n", f->auto_scheduled ? "auto" : "user");
 }
 
 /* `def z[i, j] = EXPR` */

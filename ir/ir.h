@@ -347,7 +347,11 @@ typedef struct Fusion {
 	int nsig;
 	struct SigEntry { char kind; Param *param; Tensor *tensor; } *sig;
 	struct AstSchedule *ast_schedule; /* NULL: automatic */
+	struct AstFusion *ast;  /* the definition sema built this from (rebuilt by auto_schedule) */
 	bool auto_scheduled;
+	/* auto_scheduled: NULL, or the simpler schedule the automatic scheduler fell back to
+	 * ("scalar", "plain", "serial"; docs/auto_schedule.md) */
+	const char *auto_fallback;
 	/* sema reported an error in this fusion (its IR is incomplete: not scheduled, never
 	 * lowered); the other fusions of the file are still scheduled, so their errors show */
 	bool failed;

@@ -251,6 +251,22 @@ int diag_error_count(Diag *d)
 	return d->errors;
 }
 
+DiagMark diag_mark(Diag *d)
+{
+	return (DiagMark){d->nentries, d->errors, d->dropping};
+}
+
+void diag_rollback(Diag *d, DiagMark m)
+{
+	if (m.nentries > d->nentries)
+		die("diag_rollback: the mark was printed");
+	for (int i = m.nentries; i < d->nentries; i++)
+		free(d->entries[i].msg);
+	d->nentries = m.nentries;
+	d->errors = m.errors;
+	d->dropping = m.dropping;
+}
+
 static bool is_continuation(char c)
 {
 	return ((unsigned char)c & 0xC0) == 0x80;

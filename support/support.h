@@ -118,6 +118,15 @@ void diag_warning(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
 /* A note attached to the last error or warning. */
 void diag_note(Diag *d, Span at, const char *fmt, ...) PRINTF(3, 4);
 int diag_error_count(Diag *d);
+/* A point in the diagnostics: diag_rollback(d, m) forgets everything reported after
+ * diag_mark(d) returned m (the automatic scheduler's rejected attempts). A mark does not
+ * survive diag_print or diag_render. */
+typedef struct DiagMark {
+	int nentries, errors;
+	bool dropping;
+} DiagMark;
+DiagMark diag_mark(Diag *d);
+void diag_rollback(Diag *d, DiagMark m);
 /* Prints every collected diagnostic in order and forgets them. */
 void diag_print(Diag *d, FILE *out);
 /* Renders into a string instead (for libfusrt and tests); caller frees. */

@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     #pragma unroll
     for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
       if (ko * 16 < K) {
-        Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) / 4 * 64 + ((long long)threadIdx.y) % 4 * 16 + ko % 4 * 2048];
+        Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
       }
     }
     #pragma unroll
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
         #pragma unroll
         for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
           if (ko * 16 + ki + 1 < K) {
-            Al[iu_1 + (ki + 1) % 2 * 8] = As[iu_1 * 256 + ((long long)threadIdx.y) / 4 * 64 + ((long long)threadIdx.y) % 4 * 16 + ki + 1 + ko % 4 * 2048];
+            Al[iu_1 + (ki + 1) % 2 * 8] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
           }
         }
         #pragma unroll

@@ -11,26 +11,28 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel(const float *_
   float l_sum0_acc;
   // nest of l
   float m[1];
-  // m computed at l.tx
+  // m computed at l.i
   m_acc = __int_as_float(0xff800000);
-  for (long long j = 0; j < N; ++j) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      m_v = x[(((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) * N + j];
+  for (long long jr = 0; jr < (N + 127) / 128; ++jr) {
+    if (((long long)blockIdx.x) < M && jr * 128 + ((long long)threadIdx.x) < N) {
+      m_v = x[((long long)blockIdx.x) * N + jr * 128 + ((long long)threadIdx.x)];
       m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
     }
   }
+  m_acc = __fus_reduce_warps<__fus_red_max, 128, float>(m_acc);
   m[0] = m_acc;
   float l_sum0[1];
-  // l_sum0 computed at l.tx
+  // l_sum0 computed at l.i
   l_sum0_acc = 0.0f;
-  for (long long j_1 = 0; j_1 < N; ++j_1) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      l_sum0_acc = l_sum0_acc + expf(x[(((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) * N + j_1] - m[0]);
+  for (long long jr_1 = 0; jr_1 < (N + 127) / 128; ++jr_1) {
+    if (((long long)blockIdx.x) < M && jr_1 * 128 + ((long long)threadIdx.x) < N) {
+      l_sum0_acc = l_sum0_acc + expf(x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)] - m[0]);
     }
   }
+  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(l_sum0_acc);
   l_sum0[0] = l_sum0_acc;
-  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-    l[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = m[0] + logf(l_sum0[0]);
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
   }
 }
 
@@ -66,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(128) lse_block_kernel(const float *
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) lse_one_kernel(const float *__restrict__ x, float *__restrict__ l, long long M)
+extern "C" __global__ void __launch_bounds__(64) lse_one_kernel(const float *__restrict__ x, float *__restrict__ l, long long M)
 {
   float l_max0_acc;
   float l_max0_v;
@@ -75,36 +77,39 @@ extern "C" __global__ void __launch_bounds__(128) lse_one_kernel(const float *__
   float l_sum2_acc;
   // nest of l
   float l_max0[1];
-  // l_max0 computed at l.tx
+  // l_max0 computed at l.i
   l_max0_acc = __int_as_float(0xff800000);
-  for (long long j = 0; j < 256; ++j) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      l_max0_v = x[((long long)blockIdx.x) * 32768 + ((long long)threadIdx.x) * 256 + j];
+  for (long long jr = 0; jr < 4; ++jr) {
+    if (((long long)blockIdx.x) < M) {
+      l_max0_v = x[((long long)blockIdx.x) * 256 + jr * 64 + ((long long)threadIdx.x)];
       l_max0_acc = l_max0_v > l_max0_acc || l_max0_v != l_max0_v ? l_max0_v : l_max0_acc;
     }
   }
+  l_max0_acc = __fus_reduce_warps<__fus_red_max, 64, float>(l_max0_acc);
   l_max0[0] = l_max0_acc;
   float l_max1[1];
-  // l_max1 computed at l_sum2.tx
+  // l_max1 computed at l_sum2.i
   l_max1_acc = __int_as_float(0xff800000);
-  for (long long k = 0; k < 256; ++k) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      l_max1_v = x[((long long)blockIdx.x) * 32768 + ((long long)threadIdx.x) * 256 + k];
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (((long long)blockIdx.x) < M) {
+      l_max1_v = x[((long long)blockIdx.x) * 256 + jr_1 * 64 + ((long long)threadIdx.x)];
       l_max1_acc = l_max1_v > l_max1_acc || l_max1_v != l_max1_v ? l_max1_v : l_max1_acc;
     }
   }
+  l_max1_acc = __fus_reduce_warps<__fus_red_max, 64, float>(l_max1_acc);
   l_max1[0] = l_max1_acc;
   float l_sum2[1];
-  // l_sum2 computed at l.tx
+  // l_sum2 computed at l.i
   l_sum2_acc = 0.0f;
-  for (long long j_1 = 0; j_1 < 256; ++j_1) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      l_sum2_acc = l_sum2_acc + expf(x[((long long)blockIdx.x) * 32768 + ((long long)threadIdx.x) * 256 + j_1] - l_max1[0]);
+  for (long long jr_2 = 0; jr_2 < 4; ++jr_2) {
+    if (((long long)blockIdx.x) < M) {
+      l_sum2_acc = l_sum2_acc + expf(x[((long long)blockIdx.x) * 256 + jr_2 * 64 + ((long long)threadIdx.x)] - l_max1[0]);
     }
   }
+  l_sum2_acc = __fus_reduce_warps<__fus_red_sum, 64, float>(l_sum2_acc);
   l_sum2[0] = l_sum2_acc;
-  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-    l[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = l_max0[0] + logf(l_sum2[0]);
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    l[((long long)blockIdx.x)] = l_max0[0] + logf(l_sum2[0]);
   }
 }
 
@@ -137,12 +142,6 @@ static long long fus_mul(long long a, long long b, bool *ovf)
     return *ovf = true, 0;
   return a * b;
 }
-static long long fus_cdiv(long long a, long long b, bool *ovf)
-{
-  if (b <= 0)
-    return *ovf = true, 0;
-  return a / b + (a % b > 0);
-}
 
 // Why the last call of lse_auto() failed ("" after a success).
 static thread_local char lse_auto_error_text[256];
@@ -170,9 +169,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
     return fus_fail(lse_auto_error_text, "lse_auto: sizes too large: the size of l in bytes does not fit in 64 bits");
   if (!l && fus_bytes_l != 0)
     return fus_fail(lse_auto_error_text, "lse_auto: l is a null pointer (%lld bytes)", fus_bytes_l);
-  const long long fus_grid_x = fus_cdiv((long long)M, 128, &fus_ovf);
-  if (fus_ovf)
-    return fus_fail(lse_auto_error_text, "lse_auto: sizes too large: grid dimension x does not fit in 64 bits");
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
@@ -246,14 +243,12 @@ extern "C" cudaError_t lse_one(const float *x, float *l, int64_t M, cudaStream_t
     return fus_fail(lse_one_error_text, "lse_one: sizes too large: the size of l in bytes does not fit in 64 bits");
   if (!l && fus_bytes_l != 0)
     return fus_fail(lse_one_error_text, "lse_one: l is a null pointer (%lld bytes)", fus_bytes_l);
-  const long long fus_grid_x = fus_cdiv((long long)M, 128, &fus_ovf);
-  if (fus_ovf)
-    return fus_fail(lse_one_error_text, "lse_one: sizes too large: grid dimension x does not fit in 64 bits");
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(lse_one_error_text, "lse_one: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  lse_one_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M);
+  lse_one_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(64, 1, 1), 0, stream>>>(x, l, M);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(lse_one_error_text, "lse_one: launch failed: %s", cudaGetErrorString(fus_err));

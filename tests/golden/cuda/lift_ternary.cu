@@ -132,36 +132,39 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel(const float *_
   float z_min2_v;
   // nest of z
   float z_sum0[1];
-  // z_sum0 computed at z.tx
+  // z_sum0 computed at z.i
   z_sum0_acc = 0.0f;
-  for (long long j = 0; j < N; ++j) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      z_sum0_acc = z_sum0_acc + x[(((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) * N + j];
+  for (long long jr = 0; jr < (N + 127) / 128; ++jr) {
+    if (((long long)blockIdx.x) < M && jr * 128 + ((long long)threadIdx.x) < N) {
+      z_sum0_acc = z_sum0_acc + x[((long long)blockIdx.x) * N + jr * 128 + ((long long)threadIdx.x)];
     }
   }
+  z_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(z_sum0_acc);
   z_sum0[0] = z_sum0_acc;
   float z_max1[1];
-  // z_max1 computed at z.tx
+  // z_max1 computed at z.i
   z_max1_acc = __int_as_float(0xff800000);
-  for (long long j_1 = 0; j_1 < N; ++j_1) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      z_max1_v = x[(((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) * N + j_1];
+  for (long long jr_1 = 0; jr_1 < (N + 127) / 128; ++jr_1) {
+    if (((long long)blockIdx.x) < M && jr_1 * 128 + ((long long)threadIdx.x) < N) {
+      z_max1_v = x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)];
       z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
     }
   }
+  z_max1_acc = __fus_reduce_warps<__fus_red_max, 128, float>(z_max1_acc);
   z_max1[0] = z_max1_acc;
   float z_min2[1];
-  // z_min2 computed at z.tx
+  // z_min2 computed at z.i
   z_min2_acc = __int_as_float(0x7f800000);
-  for (long long j_2 = 0; j_2 < N; ++j_2) {
-    if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-      z_min2_v = x[(((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) * N + j_2];
+  for (long long jr_2 = 0; jr_2 < (N + 127) / 128; ++jr_2) {
+    if (((long long)blockIdx.x) < M && jr_2 * 128 + ((long long)threadIdx.x) < N) {
+      z_min2_v = x[((long long)blockIdx.x) * N + jr_2 * 128 + ((long long)threadIdx.x)];
       z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
     }
   }
+  z_min2_acc = __fus_reduce_warps<__fus_red_min, 128, float>(z_min2_acc);
   z_min2[0] = z_min2_acc;
-  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
-    z[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = (z_sum0[0] - z_max1[0] * z_min2[0]) / N;
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    z[((long long)blockIdx.x)] = (z_sum0[0] - z_max1[0] * z_min2[0]) / N;
   }
 }
 
@@ -371,9 +374,7 @@ extern "C" cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, 
     return fus_fail(two_auto_error_text, "two_auto: sizes too large: the size of z in bytes does not fit in 64 bits");
   if (!z && fus_bytes_z != 0)
     return fus_fail(two_auto_error_text, "two_auto: z is a null pointer (%lld bytes)", fus_bytes_z);
-  const long long fus_grid_x = fus_cdiv((long long)M, 128, &fus_ovf);
-  if (fus_ovf)
-    return fus_fail(two_auto_error_text, "two_auto: sizes too large: grid dimension x does not fit in 64 bits");
+  const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(two_auto_error_text, "two_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
