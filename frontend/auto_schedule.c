@@ -150,7 +150,7 @@ static void split(Arena *a, Diag *d, Tensor *t, Axis *x, int64_t f, const char *
 		die("auto_schedule: split failed");
 }
 
-static bool schedule_output(Arena *a, Diag *d, Tensor *o)
+static bool schedule_output(Arena *a, Diag *d, Fusion *f, Tensor *o)
 {
 	if (!o->def || o->ndim == 0 || tensor_is_reduction(o))
 		return true;
@@ -198,9 +198,9 @@ static bool schedule_output(Arena *a, Diag *d, Tensor *o)
 		bx = outer->to[0];
 		outer = NULL;
 	}
-	if (!sched_bind(d, o, bx, PT_BIDX, o->span) || !sched_bind(d, o, tx, PT_TIDX, o->span))
+	if (!sched_bind(f, d, o, bx, PT_BIDX, o->span) || !sched_bind(f, d, o, tx, PT_TIDX, o->span))
 		die("auto_schedule: bind failed");
-	if (outer && !sched_bind(d, o, outer, PT_BIDY, o->span))
+	if (outer && !sched_bind(f, d, o, outer, PT_BIDY, o->span))
 		die("auto_schedule: bind failed");
 	if (u) {
 		u->unroll = true;
@@ -1110,6 +1110,6 @@ bool auto_schedule(Arena *a, Diag *d, Fusion *f)
 		return schedule_reductions(a, d, f);
 	bool ok = true;
 	for (int i = 0; i < f->noutputs; i++)
-		ok &= schedule_output(a, d, f->outputs[i]);
+		ok &= schedule_output(a, d, f, f->outputs[i]);
 	return ok;
 }
