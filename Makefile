@@ -8,8 +8,9 @@ CC      ?= cc
 NVCC    ?= $(CUDA)/bin/nvcc
 
 CFLAGS  ?= -O2 -g
+# -fvisibility=hidden: libfusrt exports only what include/fusrt.h marks FUSRT_API.
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -I$(BUILD) -Iinclude \
-           -I$(CUDA)/include -fPIC
+           -I$(CUDA)/include -fPIC -fvisibility=hidden
 LDLIBS  += -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ldl -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -18,7 +19,8 @@ BUILD   := $(BUILD)/san
 endif
 
 LIB_DIRS := support frontend ir passes backend interp runtime
-# The subcommands of tools/ (run.c, check.c) live in the library too, so tests can call them.
+# The subcommands of tools/ (run.c, check.c) live in libfusc.a too (fusc and the tests call
+# them), never in libfusrt.
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(filter-out tools/fusc.c,$(wildcard tools/*.c))
 GEN_SRC  := $(BUILD)/fus.tab.c $(BUILD)/fus.lex.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:.c=.o)
@@ -26,9 +28,18 @@ HEADERS  := $(wildcard */*.h) include/fusrt.h $(BUILD)/fus.tab.h
 
 FUSC     := $(BUILD)/fusc
 LIBFUSC  := $(BUILD)/libfusc.a
-# libfusrt is the whole compiler plus the JIT runtime, as a static and a shared library.
+# libfusrt is the compiler plus the JIT runtime (not the command line of tools/), as a static
+# and a shared library that define only the fusrt_* functions of include/fusrt.h: the
+# objects are built with -fvisibility=hidden; the static one is a single object, partially
+# linked, whose hidden symbols objcopy makes local, so a program with its own xmalloc links
+# against either and its xmalloc is never the library's.
+RT_OBJ      := $(filter-out $(BUILD)/tools/%,$(LIB_OBJ))
+RT_VERSION  := $(shell sed -n 's/^\#define FUSRT_VERSION_[A-Z]* \([0-9]*\)$$/\1/p' include/fusrt.h | paste -sd.)
+RT_MAJOR    := $(firstword $(subst ., ,$(RT_VERSION)))
 LIBFUSRT_A  := $(BUILD)/libfusrt.a
 LIBFUSRT_SO := $(BUILD)/libfusrt.so
+LIBFUSRT_SONAME := libfusrt.so.$(RT_MAJOR)
+LIBFUSRT_REAL   := libfusrt.so.$(RT_VERSION)
 
 TEST_SRC := $(wildcard tests/unit/*.c)
 SUITE_SRC := $(filter-out tests/unit/check_main.c,$(wildcard tests/unit/check_*.c))
@@ -39,7 +50,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-sim check-embed check-gpu bench install clean FORCE
+.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu bench install clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -74,15 +85,32 @@ $(BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The device preamble, embedded: backend/preamble.cuh as a list of byte values that
+# backend/cuda_kernel.c includes (od and sed only, so a clean clone builds it anywhere).
+$(BUILD)/backend/preamble.inc: backend/preamble.cuh
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
+
 $(LIBFUSC): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(LIBFUSRT_A): $(LIBFUSC)
-	cp $< $@
+$(BUILD)/fusrt.o: $(RT_OBJ)
+	$(LD) -r -o $@.tmp $^
+	objcopy --localize-hidden $@.tmp $@
+	@rm -f $@.tmp
 
-$(LIBFUSRT_SO): $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfusrt.so -o $@ $^ $(LDLIBS)
+$(LIBFUSRT_A): $(BUILD)/fusrt.o
+	@rm -f $@
+	ar rcs $@ $<
+
+# build/libfusrt.so -> libfusrt.so.0 -> libfusrt.so.0.1.0 (soname libfusrt.so.0), as installed.
+$(BUILD)/$(LIBFUSRT_REAL): $(RT_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(LIBFUSRT_SONAME) -o $@ $^ $(LDLIBS)
+$(LIBFUSRT_SO): $(BUILD)/$(LIBFUSRT_REAL)
+	ln -sf $(LIBFUSRT_REAL) $(BUILD)/$(LIBFUSRT_SONAME)
+	ln -sf $(LIBFUSRT_SONAME) $@
 
 # The .pc names the prefix it is installed under, so install rewrites it with PREFIX.
 $(BUILD)/fusrt.pc: Makefile FORCE
@@ -129,6 +157,26 @@ check-embed: all
 check-gpu:
 	FUSC=$(FUSC) CHECK_UNIT=$(BUILD)/check_unit sh tests/gpu.sh
 
+# libfusrt defines only the fusrt_* functions, shared and static (nm), and a program with its
+# own xmalloc, die and buf_printf links against both and is never called by the library
+# (tests/lib/clash.c; no GPU needed).
+LIB_TEST_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iinclude
+check-lib: $(LIBFUSRT_A) $(LIBFUSRT_SO)
+	@mkdir -p $(BUILD)/tests/lib
+	$(CC) $(LIB_TEST_CFLAGS) $(LDFLAGS) -o $(BUILD)/tests/lib/clash_shared tests/lib/clash.c \
+	  -L$(BUILD) -lfusrt -Wl,-rpath,$(abspath $(BUILD))
+	$(CC) $(LIB_TEST_CFLAGS) $(LDFLAGS) -o $(BUILD)/tests/lib/clash_static tests/lib/clash.c \
+	  $(LIBFUSRT_A) $(LDLIBS)
+	$(BUILD)/tests/lib/clash_shared
+	$(BUILD)/tests/lib/clash_static
+	@readelf -d $(LIBFUSRT_SO) | grep -q 'SONAME.*\[$(LIBFUSRT_SONAME)\]' || \
+	  { echo "check-lib: the soname of $(LIBFUSRT_SO) is not $(LIBFUSRT_SONAME)"; exit 1; }
+	@nm -D --defined-only $(LIBFUSRT_SO) | awk '$$3 !~ /^fusrt_/' > $(BUILD)/tests/lib/extra.so.txt
+	@nm -g --defined-only $(LIBFUSRT_A) | awk 'NF == 3 && $$3 !~ /^fusrt_/' > $(BUILD)/tests/lib/extra.a.txt
+	@if [ -s $(BUILD)/tests/lib/extra.so.txt ] || [ -s $(BUILD)/tests/lib/extra.a.txt ]; then \
+	  echo "check-lib: libfusrt exports more than fusrt_*:"; cat $(BUILD)/tests/lib/extra.*.txt; exit 1; fi
+	@echo "check-lib: libfusrt.so exports $$(nm -D --defined-only $(LIBFUSRT_SO) | wc -l) symbols, all fusrt_*; libfusrt.a defines only fusrt_* globally"
+
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
 check-sim: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/check_examples.sh
@@ -152,6 +200,7 @@ LF_OBJ    := $(LIB_SRC:%.c=$(LF_BUILD)/%.o) $(GEN_SRC:%.c=$(LF_BUILD)/%.o)
 $(LF_BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
 	@mkdir -p $(dir $@)
 	$(LF_CC) $(LF_CFLAGS) -Wno-unused-function -Wno-sign-compare -Wno-bitwise-instead-of-logical -c -o $@ $<
+$(LF_BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
 $(LF_BUILD)/frontend_fuzz.o: tests/fuzz/frontend_fuzz.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(LF_CC) $(LF_CFLAGS) -DFUSC_LIBFUZZER -c -o $@ $<
@@ -217,6 +266,7 @@ check: deps
 	@$(MAKE) --no-print-directory $(FUSC) $(BUILD)/check_unit $(BUILD)/schedfuzz $(BUILD)/frontend_fuzz
 	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
 	 $(MAKE) --no-print-directory check-golden || rc=1; \
+	 $(MAKE) --no-print-directory check-lib || rc=1; \
 	 $(MAKE) --no-print-directory check-sim || rc=1; \
 	 $(MAKE) --no-print-directory check-embed || rc=1; \
 	 $(MAKE) --no-print-directory check-fuzz || rc=1; \
@@ -232,7 +282,9 @@ demo: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(FUSC) $(DESTDIR)$(PREFIX)/bin/fusc
-	install -m 644 $(LIBFUSRT_A) $(LIBFUSRT_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(LIBFUSRT_A) $(BUILD)/$(LIBFUSRT_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(LIBFUSRT_REAL) $(DESTDIR)$(PREFIX)/lib/$(LIBFUSRT_SONAME)
+	ln -sf $(LIBFUSRT_SONAME) $(DESTDIR)$(PREFIX)/lib/libfusrt.so
 	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 

@@ -8,21 +8,60 @@
 
 #include "../ir/ir.h"
 
-/* backend/cuda.c: the whole .cu for a program's kernels (in fusion order). `header_name` is
- * the header's file name, mentioned in a comment. */
+/* backend/cuda.c: the whole .cu for a program's kernels (in fusion order): a comment header,
+ * the device part (cuda_emit_device), the host part (cuda_emit_host). */
 void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out);
-/* Only the device part (what NVRTC compiles): preamble + kernels. */
-void cuda_emit_device(Kernel **ks, int nk, Buf *out);
 
+/* backend/cuda_kernel.c: only the device part (what NVRTC compiles): preamble + kernels. */
+void cuda_emit_device(Kernel **ks, int nk, Buf *out);
+/* The sections of backend/preamble.cuh, bits of the mask cuda_put_preamble takes. */
+enum { PRE_BASE, PRE_REDUCE, PRE_GRID, PRE_WELFORD, PRE_COUNT };
+/* Appends the preamble sections in `sections` (1u << PRE_*), in file order. */
+void cuda_put_preamble(Buf *out, unsigned sections);
+/* Threads per block when every thread dimension is a constant; 0 otherwise. */
+int64_t cuda_block_threads(Kernel *k);
+/* The C type of grid-reduction workspace i: ws in its dtype, sem as unsigned counters. */
+const char *cuda_ws_ctype(Kernel *k, int i);
+
+/* backend/cuda_stmt.c: what goes between a kernel's braces: the shared-memory pool, the
+ * kernel-scope locals, the statements. */
+void cuda_emit_body(Kernel *k, Buf *out);
+
+/* backend/cuda_expr.c: expressions and names. */
+/* C precedence levels (higher binds tighter). */
+enum {
+	PREC_TERNARY = 3,
+	PREC_OR = 4,
+	PREC_AND = 5,
+	PREC_EQ = 9,
+	PREC_REL = 10,
+	PREC_ADD = 12,
+	PREC_MUL = 13,
+	PREC_UNARY = 15,
+	PREC_PRIMARY = 16,
+};
+/* Appends e converted to `want`. `implicit`: the context converts by itself (an operand next
+ * to one of type `want`, a condition), so only f16/bf16 need a helper. */
+void cuda_put_expr(Buf *out, IrExpr *e, DType want, bool implicit);
+/* The same, in parentheses unless its top operator binds at least as tightly as `min`. */
+void cuda_put_operand(Buf *out, IrExpr *e, DType want, bool implicit, int min);
+/* Whether C converts `have` to `want` implicitly without changing the value. */
+bool cuda_widening(DType have, DType want);
+/* An integer literal of any i64 value (INT64_MIN and INT32_MIN spelled so they parse). */
+void cuda_put_int(Buf *out, int64_t v);
+/* Appends a .fus name as a C/C++ identifier: names that clash with C++ keywords, CUDA
+ * built-ins or the generated code's own names get a trailing '_'. */
+void cuda_name(Buf *out, const char *name);
+
+/* backend/cuda_launch.c: the host part: `#ifndef __CUDACC_RTC__`, per fusion the launcher
+ * and FUSION_last_error(), `#endif`. */
+void cuda_emit_host(Kernel **ks, int nk, Buf *out);
 /* The launcher's C prototype `cudaError_t NAME(params..., cudaStream_t stream)` (no `;`),
  * shared by the .cu definition and the header so both use the same types. */
 void cuda_launcher_signature(Fusion *f, Buf *out);
 /* Appends k's preconditions as a phrase: "x and y are 16-byte aligned and N is a multiple of
  * 4" (for the launcher and header text of kernels with a fallback). */
 void cuda_precond_text(Kernel *k, Buf *out);
-/* Appends a .fus name as a C/C++ identifier: names that clash with C++ keywords, CUDA
- * built-ins or the generated code's own names get a trailing '_'. */
-void cuda_name(Buf *out, const char *name);
 
 /* backend/header.c: the C99 header with one launcher prototype per fusion. `guard` is the
  * include-guard stem (derived from the file stem). */

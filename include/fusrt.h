@@ -29,6 +29,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library's version (fusrt_version() gives the one the program runs with). The soname is
+ * libfusrt.so.MAJOR. */
+#define FUSRT_VERSION_MAJOR 0
+#define FUSRT_VERSION_MINOR 1
+#define FUSRT_VERSION_PATCH 0
+
+/* What libfusrt exports: the functions declared here and nothing else (it is built with
+ * -fvisibility=hidden; libfusrt.a's internal symbols are local too). */
+#if defined(__GNUC__) || defined(__clang__)
+#define FUSRT_API __attribute__((visibility("default")))
+#else
+#define FUSRT_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,29 +59,33 @@ typedef enum fusrt_status {
 	FUSRT_ERR_PRECONDITION,   /* a launch precondition failed (alignment, size multiple) */
 	FUSRT_ERR_LAUNCH,         /* the launch or the kernel failed */
 	FUSRT_ERR_CUDA,           /* another CUDA driver error */
+	FUSRT_ERR_INTERNAL,       /* a bug in fusc (message: where); the process goes on */
 } fusrt_status;
 
+/* "0.1.0": FUSRT_VERSION_MAJOR.MINOR.PATCH of the library in use. */
+FUSRT_API const char *fusrt_version(void);
+
 /* The reason for the calling thread's last failure ("" when none). */
-const char *fusrt_last_error(void);
+FUSRT_API const char *fusrt_last_error(void);
 /* "FUSRT_ERR_NO_DRIVER", ... */
-const char *fusrt_status_name(fusrt_status s);
+FUSRT_API const char *fusrt_status_name(fusrt_status s);
 
 /* Loads the driver and makes device 0's primary context current on the calling thread. Every
  * call below does it when needed; calling it first just reports problems early. */
-fusrt_status fusrt_init(void);
+FUSRT_API fusrt_status fusrt_init(void);
 /* The device's name and compute capability as major*10+minor (e.g. 90). */
-fusrt_status fusrt_device_info(char *name, size_t name_len, int *arch);
+FUSRT_API fusrt_status fusrt_device_info(char *name, size_t name_len, int *arch);
 
 /* ---- device memory ---- */
 typedef uint64_t fusrt_devptr;  /* a CUdeviceptr */
 typedef void *fusrt_stream;     /* a CUstream; NULL is the default stream */
 
-fusrt_status fusrt_malloc(fusrt_devptr *out, size_t bytes);
-fusrt_status fusrt_free(fusrt_devptr p);
-fusrt_status fusrt_copy_to_device(fusrt_devptr dst, const void *src, size_t bytes);
-fusrt_status fusrt_copy_to_host(void *dst, fusrt_devptr src, size_t bytes);
-fusrt_status fusrt_memset(fusrt_devptr dst, unsigned char byte, size_t bytes);
-fusrt_status fusrt_synchronize(void);
+FUSRT_API fusrt_status fusrt_malloc(fusrt_devptr *out, size_t bytes);
+FUSRT_API fusrt_status fusrt_free(fusrt_devptr p);
+FUSRT_API fusrt_status fusrt_copy_to_device(fusrt_devptr dst, const void *src, size_t bytes);
+FUSRT_API fusrt_status fusrt_copy_to_host(void *dst, fusrt_devptr src, size_t bytes);
+FUSRT_API fusrt_status fusrt_memset(fusrt_devptr dst, unsigned char byte, size_t bytes);
+FUSRT_API fusrt_status fusrt_synchronize(void);
 
 /* ---- compiling ---- */
 typedef struct fusrt_module fusrt_module;
@@ -78,22 +96,23 @@ typedef struct fusrt_options {
 } fusrt_options;
 
 /* Compiles every fusion of `source` (len bytes; `name` is used in diagnostics). */
-fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
-			   const fusrt_options *opt, fusrt_module **out);
+FUSRT_API fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
+				     const fusrt_options *opt, fusrt_module **out);
 /* Releases the module (its device code too). NULL is fine. */
-void fusrt_module_free(fusrt_module *m);
+FUSRT_API void fusrt_module_free(fusrt_module *m);
 /* Whether the last fusrt_compile of this thread took the binary from the disk cache. */
-int fusrt_last_compile_cached(void);
+FUSRT_API int fusrt_last_compile_cached(void);
 /* Why the last fusrt_compile of this thread could not use the disk cache as it should, or ""
  * when nothing went wrong (a hit, a stored entry, or the cache off): a cache folder that is
  * not this user's or that group or others can write (refused: the binary is compiled and not
  * stored), an entry rejected (not private, wrong key, length or SHA-256; then rebuilt), an
  * entry that could not be written. The compilation itself succeeds either way. */
-const char *fusrt_last_cache_note(void);
+FUSRT_API const char *fusrt_last_cache_note(void);
 
 /* ---- introspection ---- */
-int fusrt_fusion_count(const fusrt_module *m);
-const char *fusrt_fusion_name(const fusrt_module *m, int i); /* NULL when out of range */
+FUSRT_API int fusrt_fusion_count(const fusrt_module *m);
+/* NULL when out of range */
+FUSRT_API const char *fusrt_fusion_name(const fusrt_module *m, int i);
 
 typedef enum fusrt_arg_kind { FUSRT_SCALAR, FUSRT_INPUT, FUSRT_OUTPUT } fusrt_arg_kind;
 typedef struct fusrt_arg_info {
@@ -104,11 +123,12 @@ typedef struct fusrt_arg_info {
 } fusrt_arg_info;
 /* The launch arguments of a fusion (its signature in declaration order) and its size
  * symbols (in launcher order). -1 / NULL when the fusion does not exist. */
-int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion);
-fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
-			      fusrt_arg_info *out);
-int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion);
-const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion, int i);
+FUSRT_API int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion);
+FUSRT_API fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
+					fusrt_arg_info *out);
+FUSRT_API int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion);
+FUSRT_API const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion,
+					      int i);
 
 /* ---- launching ---- */
 
@@ -129,14 +149,15 @@ static inline fusrt_arg fusrt_ptr(fusrt_devptr p) { fusrt_arg a = {0, 0, 0}; a.p
  * consistent with the constant dimensions of the file) and the kernel's preconditions
  * (pointer alignment, size multiples) and launches nothing when one fails. A grid with a zero
  * dimension launches nothing and succeeds. */
-fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
-			  const int64_t *sizes, int nsizes, fusrt_stream stream);
+FUSRT_API fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
+				    int nargs, const int64_t *sizes, int nsizes,
+				    fusrt_stream stream);
 
 /* Times the launch with CUDA events: `warmup` untimed launches, then `iters` timed ones;
  * *median_ms is the median of the per-launch times. */
-fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
-			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
-			       double *median_ms);
+FUSRT_API fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion,
+					 const fusrt_arg *args, int nargs, const int64_t *sizes,
+					 int nsizes, int warmup, int iters, double *median_ms);
 
 #ifdef __cplusplus
 }

@@ -343,22 +343,21 @@ typedef union ArgSlot {
 	CUdeviceptr ptr;
 } ArgSlot;
 
-static ArgSlot scalar_slot(DType t, const fusrt_arg *a)
+/* A scalar argument in the kernel parameter's type; false for a dtype no parameter has (an
+ * internal error, reported rather than aborting the program). */
+static bool scalar_slot(DType t, const fusrt_arg *a, ArgSlot *s)
 {
-	ArgSlot s;
-
-	memset(&s, 0, sizeof s);
+	memset(s, 0, sizeof *s);
 	switch (t) {
-	case DT_F16: s.bits = interp_f16_bits(a->f); break;
-	case DT_BF16: s.bits = interp_bf16_bits(a->f); break;
-	case DT_F32: s.f32 = (float)a->f; break;
-	case DT_F64: s.f64 = a->f; break;
-	case DT_I32: s.i32 = (int32_t)a->i; break;
-	case DT_I64: s.i64 = a->i; break;
-	case DT_BOOL: s.b = a->i != 0; break;
-	default: unreachable();
+	case DT_F16: s->bits = interp_f16_bits(a->f); return true;
+	case DT_BF16: s->bits = interp_bf16_bits(a->f); return true;
+	case DT_F32: s->f32 = (float)a->f; return true;
+	case DT_F64: s->f64 = a->f; return true;
+	case DT_I32: s->i32 = (int32_t)a->i; return true;
+	case DT_I64: s->i64 = a->i; return true;
+	case DT_BOOL: s->b = a->i != 0; return true;
+	default: return false;
 	}
-	return s;
 }
 
 static const char *arg_name(struct SigEntry *e)
@@ -594,8 +593,18 @@ static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 	fusrt_status s;
 	CUresult r;
 
+	s = FUSRT_OK;
+	for (int i = 0; i < f->nsig && s == FUSRT_OK; i++) {
+		if (f->sig[i].kind != 'p')
+			slots[i].ptr = (CUdeviceptr)args[i].ptr;
+		else if (!scalar_slot(f->sig[i].param->dtype, &args[i], &slots[i]))
+			s = rt_fail(FUSRT_ERR_INTERNAL, "internal error: fusion %s: parameter %s has "
+				    "dtype %d, which no kernel argument carries", f->name,
+				    f->sig[i].param->name, (int)f->sig[i].param->dtype);
+		params[i] = &slots[i];
+	}
 	memset(ws, 0, sizeof(CUdeviceptr) * (size_t)(nws + 1));
-	if ((s = ws_alloc(k, sizes, stream, ws)) != FUSRT_OK) {
+	if (s != FUSRT_OK || (s = ws_alloc(k, sizes, stream, ws)) != FUSRT_OK) {
 		free(slots);
 		free(params);
 		free(ws);
@@ -604,14 +613,6 @@ static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 	for (int i = 0; i < nws; i++) {
 		slots[f->nsig + f->nsizes + i].ptr = ws[i];
 		params[f->nsig + f->nsizes + i] = &slots[f->nsig + f->nsizes + i];
-	}
-
-	for (int i = 0; i < f->nsig; i++) {
-		if (f->sig[i].kind == 'p')
-			slots[i] = scalar_slot(f->sig[i].param->dtype, &args[i]);
-		else
-			slots[i].ptr = (CUdeviceptr)args[i].ptr;
-		params[i] = &slots[i];
 	}
 	for (int i = 0; i < f->nsizes; i++) {
 		slots[f->nsig + i].i64 = sizes[i];

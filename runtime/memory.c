@@ -27,13 +27,22 @@ void rt_clear_error(void)
 
 const char *fusrt_last_error(void) { return last_error ? last_error : ""; }
 
+#define RT_STR(x) #x
+#define RT_XSTR(x) RT_STR(x)
+
+const char *fusrt_version(void)
+{
+	return RT_XSTR(FUSRT_VERSION_MAJOR) "." RT_XSTR(FUSRT_VERSION_MINOR) "."
+		RT_XSTR(FUSRT_VERSION_PATCH);
+}
+
 const char *fusrt_status_name(fusrt_status s)
 {
 	static const char *names[] = {
 		"FUSRT_OK", "FUSRT_ERR_INVALID", "FUSRT_ERR_COMPILE", "FUSRT_ERR_NO_DRIVER",
 		"FUSRT_ERR_NO_DEVICE", "FUSRT_ERR_ARCH", "FUSRT_ERR_NVRTC",
 		"FUSRT_ERR_OUT_OF_MEMORY", "FUSRT_ERR_PRECONDITION", "FUSRT_ERR_LAUNCH",
-		"FUSRT_ERR_CUDA",
+		"FUSRT_ERR_CUDA", "FUSRT_ERR_INTERNAL",
 	};
 
 	if ((unsigned)s >= (unsigned)countof(names))

@@ -3,8 +3,10 @@
 #   tests/golden/err/x.fus   must fail with exit 1; stderr must equal x.err
 #                            (never a crash, an internal error or an exit code above 2,
 #                            and no output file left behind)
-#   examples/**/x.fus,       must compile; the CUDA must equal tests/golden/cuda/x.cu, the IR dump
-#   tests/golden/ok/x.fus    tests/golden/ir/x.ir; compiling twice gives the same bytes; the CUDA
+#   examples/**/x.fus,       must compile; the CUDA must equal tests/golden/cuda/x.cu, which
+#   tests/golden/ok/x.fus    holds only the banners of the preamble's sections (they must be those
+#                            of backend/preamble.cuh: tests/preamble.sh), the IR dump
+#                            tests/golden/ir/x.ir; compiling twice gives the same bytes; the CUDA
 #                            compiles with NVRTC for sm_80 and sm_90 and, with its launchers,
 #                            with nvcc; the header x.h (tests/golden/cuda/x.h) is plain C99.
 # UPDATE=1 rewrites the expected files. Prints "N passed, N failed" and exits 1 on any failure.
@@ -14,6 +16,7 @@ FUSC=$(cd "$(dirname "$FUSC")" && pwd)/$(basename "$FUSC")
 CUDA=${CUDA:-/usr/local/cuda}
 NVCC=${NVCC:-$CUDA/bin/nvcc}
 top=$(pwd)
+. "$top/tests/preamble.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -68,7 +71,10 @@ for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
 		bad "$f: does not compile"; sed 's/^/    /' "$tmp/$name.log" | head -n 10; continue
 	fi
 	ok
-	if expect "tests/golden/cuda/$name.cu" "$tmp/$name.cu"; then ok; else bad "$f: CUDA differs from tests/golden/cuda/$name.cu"; fi
+	strip_preamble "$tmp/$name.cu" >"$tmp/$name.short.cu"
+	if expect "tests/golden/cuda/$name.cu" "$tmp/$name.short.cu"; then ok; else bad "$f: CUDA differs from tests/golden/cuda/$name.cu"; fi
+	if expand_preamble "tests/golden/cuda/$name.cu" | cmp -s - "$tmp/$name.cu"; then ok
+	else bad "$f: the .cu's preamble is not the sections of backend/preamble.cuh its golden names"; fi
 	if expect "tests/golden/cuda/$name.h" "$tmp/$name.h"; then ok; else bad "$f: header differs from tests/golden/cuda/$name.h"; fi
 	# The whole .cu (kernels and launchers) builds with nvcc, and the header is C99.
 	if $NVCC -std=c++17 -arch=sm_80 -c "$tmp/$name.cu" -o "$tmp/$name.o" 2>"$tmp/$name.nvcc" &&
@@ -86,6 +92,13 @@ for f in examples/*.fus examples/*/*.fus tests/golden/ok/*.fus; do
 		else bad "$f: NVRTC compilation for $arch failed"; sed 's/^/    /' "$tmp/$name.nvrtc" | head -n 10; fi
 	done
 done
+
+# Every section of the preamble is in some golden (so each is compiled by nvcc and NVRTC above).
+grep '^// ---- ' backend/preamble.cuh | while IFS= read -r banner; do
+	grep -qxF -- "$banner" tests/golden/cuda/*.cu || echo "$banner"
+done >"$tmp/unused"
+if [ -s "$tmp/unused" ]; then bad "no golden uses these sections of backend/preamble.cuh:"; cat "$tmp/unused"
+else ok; fi
 
 # ---- the command line (SPEC §5) ----
 # cli NAME EXPECTED_RC COMMAND...: runs in $tmp/cli, checks the exit status.

@@ -500,6 +500,41 @@ START_TEST(arch_too_old)
 }
 END_TEST
 
+/* ---- the device preamble ---------------------------------------------------------------- */
+
+/* The embedded preamble is backend/preamble.cuh from its first banner on (a stale build or a
+ * section out of order fails here), each section starts at its banner (after the first, with
+ * the blank line before it), and all of them together compile with NVRTC. */
+START_TEST(preamble_embedded)
+{
+	FILE *f = fopen("backend/preamble.cuh", "rb");
+	ck_assert_msg(f != NULL, "cannot open backend/preamble.cuh (run from the repository root)");
+	static char file[1 << 16];
+	size_t n = fread(file, 1, sizeof file - 1, f);
+	fclose(f);
+	file[n] = 0;
+	const char *first = strstr(file, "// ---- fusc device preamble");
+	ck_assert_ptr_nonnull(first);
+
+	Buf all = {0};
+	cuda_put_preamble(&all, (1u << PRE_COUNT) - 1);
+	ck_assert_str_eq(all.s, first);
+	for (int i = 0; i < PRE_COUNT; i++) {
+		Buf one = {0};
+		cuda_put_preamble(&one, 1u << i);
+		ck_assert_msg(strncmp(one.s, i ? "\n// ---- " : "// ---- ", i ? 9 : 8) == 0,
+			      "section %d does not start at its banner:\n%.80s", i, one.s);
+		ck_assert_msg(!strstr(one.s + 1, "\n// ---- "), "section %d holds another banner", i);
+		ck_assert_msg(one.len > 1 && one.s[one.len - 1] == '\n' && one.s[one.len - 2] != '\n',
+			      "section %d does not end with exactly one newline", i);
+		buf_free(&one);
+	}
+	buf_puts(&all, "\nextern \"C\" __global__ void k(float *x) { x[0] = __fus_max(x[0], 1.0f); }\n");
+	assert_nvrtc_ok(all.s, "k");
+	buf_free(&all);
+}
+END_TEST
+
 /* ---- NVRTC ------------------------------------------------------------------------------ */
 
 START_TEST(nvrtc_reports_errors)
@@ -533,6 +568,7 @@ Suite *backend_suite(void)
 	tcase_add_test(tc, vectorize_plain_copy);
 	tcase_add_test(tc, vectorize_misaligned);
 	tcase_add_test(tc, arch_too_old);
+	tcase_add_test(tc, preamble_embedded);
 	tcase_add_test(tc, nvrtc_reports_errors);
 	suite_add_tcase(s, tc);
 	return s;

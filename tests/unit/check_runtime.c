@@ -182,6 +182,9 @@ START_TEST(test_null_arguments)
 	ck_assert_int_eq(fusrt_copy_to_host(NULL, 8, 8), FUSRT_ERR_INVALID);
 	ck_assert_int_eq(fusrt_memset(0, 0, 8), FUSRT_ERR_INVALID);
 	ck_assert_str_eq(fusrt_status_name((fusrt_status)99), "FUSRT_ERR_UNKNOWN");
+	ck_assert_str_eq(fusrt_status_name(FUSRT_ERR_INTERNAL), "FUSRT_ERR_INTERNAL");
+	/* the library's version is the header's and fusc's (fusc --version, fusrt.pc) */
+	ck_assert_str_eq(fusrt_version(), FUSC_VERSION);
 	ck_assert_int_eq(fusrt_free(0), FUSRT_OK); /* like free(NULL) */
 	ck_assert_str_eq(fusrt_last_error(), "");
 }

@@ -2,127 +2,9 @@
 // Kernels: mm_kernel own_kernel inner_kernel one_row_kernel three_rows_kernel tiles_kernel. Launchers: see the generated header.
 
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
-
-// f16 and bf16 are stored as their bits; arithmetic happens in f32.
-struct __align__(2) __fus_half { unsigned short bits; };
-struct __align__(2) __fus_bfloat { unsigned short bits; };
-
-// N elements moved by one 2/4/8/16-byte access.
-template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N]; };
-
-__device__ __forceinline__ float __fus_half2float(__fus_half h)
-{
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
-  return f;
-}
-
-__device__ __forceinline__ __fus_half __fus_float2half(float f)
-{
-  __fus_half h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
-  return h;
-}
-
-__device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)
-{
-  return __uint_as_float((unsigned int)b.bits << 16);
-}
-
-// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.
-__device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)
-{
-  unsigned int u = __float_as_uint(f);
-  __fus_bfloat b;
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    b.bits = (unsigned short)(u >> 16 | 0x40u);
-  else
-    b.bits = (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-  return b;
-}
-
-__device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ double __fus_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-// max/min propagate NaN (like PyTorch): a + b is NaN when either is.
-__device__ __forceinline__ float __fus_max(float a, float b) { return a != a || b != b ? a + b : fmaxf(a, b); }
-__device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
-__device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
-__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
-// exact match)
-__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
-__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
-__device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
-__device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
-__device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
-__device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : a; }
-
 // ---- block reductions: every thread of the block calls them ----
-struct __fus_red_sum { template <typename T> __device__ static T f(T a, T b) { return a + b; } };
-struct __fus_red_max { template <typename T> __device__ static T f(T a, T b) { return __fus_max(a, b); } };
-struct __fus_red_min { template <typename T> __device__ static T f(T a, T b) { return __fus_min(a, b); } };
 
-__device__ __forceinline__ unsigned __fus_tid(void)
-{
-  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-}
-
-// Groups of COUNT (a power of 2 <= 32) consecutive threads of NT: butterfly shuffles.
-template <typename Op, int COUNT, int NT, typename T>
-__device__ __forceinline__ T __fus_reduce_warp(T v)
-{
-  unsigned left = NT - (__fus_tid() & ~31u);
-  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;
-#pragma unroll
-  for (int o = COUNT / 2; o > 0; o /= 2)
-    v = Op::f(v, __shfl_xor_sync(mask, v, o));
-  return v;
-}
-
-// Groups of COUNT (a multiple of 32) consecutive threads: shuffles in each warp, then
-// the group's warp results in order through shared memory.
-template <typename Op, int COUNT, typename T>
-__device__ __forceinline__ T __fus_reduce_warps(T v)
-{
-  __shared__ T ws[32];
-  unsigned tid = __fus_tid();
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2)
-    v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));
-  if ((tid & 31u) == 0)
-    ws[tid >> 5] = v;
-  __syncthreads();
-  unsigned first = tid / COUNT * (COUNT / 32);
-  T r = ws[first];
-#pragma unroll
-  for (int w = 1; w < COUNT / 32; w++)
-    r = Op::f(r, ws[first + w]);
-  __syncthreads();
-  return r;
-}
-
-// Any other group (base + i * STRIDE, i < COUNT): in order through shared memory.
-template <typename Op, int COUNT, int STRIDE, int NT, typename T>
-__device__ __forceinline__ T __fus_reduce_smem(T v)
-{
-  __shared__ T ws[NT];
-  unsigned tid = __fus_tid();
-  ws[tid] = v;
-  __syncthreads();
-  unsigned base = tid / (COUNT * STRIDE) * (COUNT * STRIDE) + tid % STRIDE;
-  T r = ws[base];
-  for (int i = 1; i < COUNT; i++)
-    r = Op::f(r, ws[base + i * STRIDE]);
-  __syncthreads();
-  return r;
-}
-
-extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
+extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long N)
 {
   __shared__ __align__(16) unsigned char fus_smem[8192];
   // nest of C
@@ -135,14 +17,14 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restri
       }
     }
   }
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
+  for (long long ko = 0; ko < 4; ++ko) {
     float *As = reinterpret_cast<float *>(fus_smem + 0); // 1024 elements
     // As computed at Al.ko
     __syncthreads();
     for (long long iio = 0; iio < 4; ++iio) {
       for (long long kio = 0; kio < 4; ++kio) {
-        if (((long long)blockIdx.y) * 32 + iio * 8 + ((long long)threadIdx.y) < M && ko * 32 + kio * 8 + ((long long)threadIdx.x) < K) {
-          As[iio * 256 + kio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = A[(((long long)blockIdx.y) * 32 + iio * 8 + ((long long)threadIdx.y)) * K + ko * 32 + kio * 8 + ((long long)threadIdx.x)];
+        if (((long long)blockIdx.y) * 32 + iio * 8 + ((long long)threadIdx.y) < M && ko * 32 + kio * 8 + ((long long)threadIdx.x) < 100) {
+          As[iio * 256 + kio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = A[((long long)blockIdx.y) * 3200 + iio * 800 + ((long long)threadIdx.y) * 100 + ko * 32 + kio * 8 + ((long long)threadIdx.x)];
         }
       }
     }
@@ -150,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restri
     // Bs computed at Bl.ko
     for (long long kio_1 = 0; kio_1 < 4; ++kio_1) {
       for (long long jio = 0; jio < 4; ++jio) {
-        if (ko * 32 + kio_1 * 8 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x) < N) {
+        if (ko * 32 + kio_1 * 8 + ((long long)threadIdx.y) < 100 && ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x) < N) {
           Bs[kio_1 * 256 + jio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = B[(ko * 32 + kio_1 * 8 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x)];
         }
       }
@@ -161,31 +43,31 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restri
     // Bl computed at Cl.ki
     __syncthreads();
     for (long long iu_1 = 0; iu_1 < 4; ++iu_1) {
-      if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < M && ko * 32 < K) {
+      if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < M) {
         Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) * 8];
       }
     }
     for (long long ju_1 = 0; ju_1 < 4; ++ju_1) {
-      if (ko * 32 < K && ((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < N) {
         Bl[ju_1] = Bs[ju_1 * 64 + ((long long)threadIdx.x)];
       }
     }
     for (long long ki = 0; ki < 32; ++ki) {
       if (ki + 1 < 32) {
         for (long long iu_1 = 0; iu_1 < 4; ++iu_1) {
-          if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < M && ko * 32 + ki + 1 < K) {
+          if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < M && ko * 32 + ki + 1 < 100) {
             Al[iu_1 + (ki + 1) % 2 * 4] = As[iu_1 * 256 + (ki + 1) / 8 * 64 + ((long long)threadIdx.y) * 8 + (ki + 1) % 8];
           }
         }
         for (long long ju_1 = 0; ju_1 < 4; ++ju_1) {
-          if (ko * 32 + ki + 1 < K && ((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < N) {
+          if (ko * 32 + ki + 1 < 100 && ((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < N) {
             Bl[ju_1 + (ki + 1) % 2 * 4] = Bs[(ki + 1) / 8 * 256 + ju_1 * 64 + (ki + 1) % 8 * 8 + ((long long)threadIdx.x)];
           }
         }
       }
       for (long long iu_2 = 0; iu_2 < 4; ++iu_2) {
         for (long long ju_2 = 0; ju_2 < 4; ++ju_2) {
-          if (((long long)blockIdx.y) * 32 + iu_2 * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ju_2 * 8 + ((long long)threadIdx.x) < N && ko * 32 + ki < K) {
+          if (((long long)blockIdx.y) * 32 + iu_2 * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ju_2 * 8 + ((long long)threadIdx.x) < N && ko * 32 + ki < 100) {
             Cl[iu_2 * 4 + ju_2] = Cl[iu_2 * 4 + ju_2] + Al[iu_2 + ki % 2 * 4] * Bl[ju_2 + ki % 2 * 4];
           }
         }
@@ -297,31 +179,31 @@ extern "C" __global__ void __launch_bounds__(12) three_rows_kernel(const float *
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(256) tiles_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
+extern "C" __global__ void __launch_bounds__(256) tiles_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long N)
 {
   __shared__ __align__(16) unsigned char fus_smem[2048];
   float C_acc;
   // nest of C
   C_acc = 0.0f;
-  for (long long ko = 0; ko < (K + 15) / 16; ++ko) {
+  for (long long ko = 0; ko < 7; ++ko) {
     float *As = reinterpret_cast<float *>(fus_smem + 0); // 256 elements
     // As computed at C.ko
     __syncthreads();
     for (long long kv = 0; kv < 4; ++kv) {
-      if (((long long)blockIdx.y) * 16 + ((long long)threadIdx.y) < M && ko * 16 + ((long long)threadIdx.x) * 4 + kv < K && ((long long)threadIdx.x) < 4 && ((long long)threadIdx.x) * 4 + kv < 16) {
-        As[((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) * 4 + kv] = A[(((long long)blockIdx.y) * 16 + ((long long)threadIdx.y)) * K + ko * 16 + ((long long)threadIdx.x) * 4 + kv];
+      if (((long long)blockIdx.y) * 16 + ((long long)threadIdx.y) < M && ko * 16 + ((long long)threadIdx.x) * 4 + kv < 100 && ((long long)threadIdx.x) < 4 && ((long long)threadIdx.x) * 4 + kv < 16) {
+        As[((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) * 4 + kv] = A[((long long)blockIdx.y) * 1600 + ((long long)threadIdx.y) * 100 + ko * 16 + ((long long)threadIdx.x) * 4 + kv];
       }
     }
     float *Bs = reinterpret_cast<float *>(fus_smem + 1024); // 256 elements
     // Bs computed at C.ko
     for (long long kv_1 = 0; kv_1 < 4; ++kv_1) {
-      if (ko * 16 + ((long long)threadIdx.y) * 4 + kv_1 < K && ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x) < N && ((long long)threadIdx.y) < 4 && ((long long)threadIdx.y) * 4 + kv_1 < 16) {
+      if (ko * 16 + ((long long)threadIdx.y) * 4 + kv_1 < 100 && ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x) < N && ((long long)threadIdx.y) < 4 && ((long long)threadIdx.y) * 4 + kv_1 < 16) {
         Bs[((long long)threadIdx.x) * 16 + ((long long)threadIdx.y) * 4 + kv_1] = B[(ko * 16 + ((long long)threadIdx.y) * 4 + kv_1) * N + ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x)];
       }
     }
     __syncthreads();
     for (long long ki = 0; ki < 16; ++ki) {
-      if (((long long)blockIdx.y) * 16 + ((long long)threadIdx.y) < M && ko * 16 + ki < K && ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.y) * 16 + ((long long)threadIdx.y) < M && ko * 16 + ki < 100 && ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x) < N) {
         C_acc = C_acc + As[((long long)threadIdx.y) * 16 + ki] * Bs[((long long)threadIdx.x) * 16 + ki];
       }
     }
@@ -375,22 +257,20 @@ extern "C" const char *mm_last_error(void)
   return mm_error_text;
 }
 
-extern "C" cudaError_t mm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream)
+extern "C" cudaError_t mm(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream)
 {
   mm_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(mm_error_text, "mm: size M = %lld is negative", (long long)M);
-  if (K < 0)
-    return fus_fail(mm_error_text, "mm: size K = %lld is negative", (long long)K);
   if (N < 0)
     return fus_fail(mm_error_text, "mm: size N = %lld is negative", (long long)N);
   bool fus_ovf = false; // set by size arithmetic past 64 bits
-  const long long fus_bytes_A = fus_mul((long long)M, fus_mul((long long)K, 4, &fus_ovf), &fus_ovf);
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul(100, 4, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(mm_error_text, "mm: sizes too large: the size of A in bytes does not fit in 64 bits");
   if (!A && fus_bytes_A != 0)
     return fus_fail(mm_error_text, "mm: A is a null pointer (%lld bytes)", fus_bytes_A);
-  const long long fus_bytes_B = fus_mul((long long)K, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  const long long fus_bytes_B = fus_mul(100, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(mm_error_text, "mm: sizes too large: the size of B in bytes does not fit in 64 bits");
   if (!B && fus_bytes_B != 0)
@@ -412,7 +292,7 @@ extern "C" cudaError_t mm(const float *A, const float *B, float *C, int64_t M, i
     return fus_fail(mm_error_text, "mm: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)
     return cudaSuccess; /* nothing to do */
-  mm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(8, 8, 1), 0, stream>>>(A, B, C, M, K, N);
+  mm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(8, 8, 1), 0, stream>>>(A, B, C, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(mm_error_text, "mm: launch failed: %s", cudaGetErrorString(fus_err));
@@ -511,7 +391,7 @@ extern "C" cudaError_t one_row(const float *A, const float *B, float *out, cudaS
   if (!out)
     return fus_fail(one_row_error_text, "one_row: out is a null pointer");
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(one_row_error_text, "one_row: A is not 16-byte aligned (cp.async, barriers.fus:45:57)");
+    return fus_fail(one_row_error_text, "one_row: A is not 16-byte aligned (cp.async, barriers.fus:46:57)");
   one_row_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
@@ -537,7 +417,7 @@ extern "C" cudaError_t three_rows(const float *A, const float *B, float *out, cu
   if (!out)
     return fus_fail(three_rows_error_text, "three_rows: out is a null pointer");
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(three_rows_error_text, "three_rows: A is not 16-byte aligned (cp.async, barriers.fus:53:57)");
+    return fus_fail(three_rows_error_text, "three_rows: A is not 16-byte aligned (cp.async, barriers.fus:54:57)");
   three_rows_kernel<<<dim3(1, 1, 1), dim3(12, 1, 1), 0, stream>>>(A, B, out);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
@@ -553,22 +433,20 @@ extern "C" const char *tiles_last_error(void)
   return tiles_error_text;
 }
 
-extern "C" cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream)
+extern "C" cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream)
 {
   tiles_error_text[0] = '\0';
   if (M < 0)
     return fus_fail(tiles_error_text, "tiles: size M = %lld is negative", (long long)M);
-  if (K < 0)
-    return fus_fail(tiles_error_text, "tiles: size K = %lld is negative", (long long)K);
   if (N < 0)
     return fus_fail(tiles_error_text, "tiles: size N = %lld is negative", (long long)N);
   bool fus_ovf = false; // set by size arithmetic past 64 bits
-  const long long fus_bytes_A = fus_mul((long long)M, fus_mul((long long)K, 4, &fus_ovf), &fus_ovf);
+  const long long fus_bytes_A = fus_mul((long long)M, fus_mul(100, 4, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(tiles_error_text, "tiles: sizes too large: the size of A in bytes does not fit in 64 bits");
   if (!A && fus_bytes_A != 0)
     return fus_fail(tiles_error_text, "tiles: A is a null pointer (%lld bytes)", fus_bytes_A);
-  const long long fus_bytes_B = fus_mul((long long)K, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
+  const long long fus_bytes_B = fus_mul(100, fus_mul((long long)N, 4, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(tiles_error_text, "tiles: sizes too large: the size of B in bytes does not fit in 64 bits");
   if (!B && fus_bytes_B != 0)
@@ -590,7 +468,7 @@ extern "C" cudaError_t tiles(const float *A, const float *B, float *C, int64_t M
     return fus_fail(tiles_error_text, "tiles: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)
     return cudaSuccess; /* nothing to do */
-  tiles_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 0, stream>>>(A, B, C, M, K, N);
+  tiles_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 0, stream>>>(A, B, C, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(tiles_error_text, "tiles: launch failed: %s", cudaGetErrorString(fus_err));

@@ -11,13 +11,13 @@ extern "C" {
 #endif
 
 /*
- * fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N])
+ * fusion mm(A: f32[M, 100], B: f32[100, N]) -> (C: f32[M, N])
  * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mm_last_error()
  * says why.
  */
-cudaError_t mm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
+cudaError_t mm(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream);
 const char *mm_last_error(void);
 
 /*
@@ -63,13 +63,13 @@ cudaError_t three_rows(const float *A, const float *B, float *out, cudaStream_t 
 const char *three_rows_last_error(void);
 
 /*
- * fusion tiles(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N])
+ * fusion tiles(A: f32[M, 100], B: f32[100, N]) -> (C: f32[M, N])
  * Runs the fusion on `stream`. Sizes come after the tensors, in order of first
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tiles_last_error()
  * says why.
  */
-cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
+cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream);
 const char *tiles_last_error(void);
 
 #ifdef __cplusplus

@@ -3,65 +3,6 @@
 
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
 
-// f16 and bf16 are stored as their bits; arithmetic happens in f32.
-struct __align__(2) __fus_half { unsigned short bits; };
-struct __align__(2) __fus_bfloat { unsigned short bits; };
-
-// N elements moved by one 2/4/8/16-byte access.
-template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N]; };
-
-__device__ __forceinline__ float __fus_half2float(__fus_half h)
-{
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
-  return f;
-}
-
-__device__ __forceinline__ __fus_half __fus_float2half(float f)
-{
-  __fus_half h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
-  return h;
-}
-
-__device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)
-{
-  return __uint_as_float((unsigned int)b.bits << 16);
-}
-
-// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.
-__device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)
-{
-  unsigned int u = __float_as_uint(f);
-  __fus_bfloat b;
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    b.bits = (unsigned short)(u >> 16 | 0x40u);
-  else
-    b.bits = (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-  return b;
-}
-
-__device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ double __fus_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-// max/min propagate NaN (like PyTorch): a + b is NaN when either is.
-__device__ __forceinline__ float __fus_max(float a, float b) { return a != a || b != b ? a + b : fmaxf(a, b); }
-__device__ __forceinline__ float __fus_min(float a, float b) { return a != a || b != b ? a + b : fminf(a, b); }
-__device__ __forceinline__ double __fus_max(double a, double b) { return a != a || b != b ? a + b : fmax(a, b); }
-__device__ __forceinline__ double __fus_min(double a, double b) { return a != a || b != b ? a + b : fmin(a, b); }
-// integer max/min (int64_t is long on LP64 and long long elsewhere: both have an
-// exact match)
-__host__ __device__ __forceinline__ int __fus_max(int a, int b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ int __fus_min(int a, int b) { return a < b ? a : b; }
-__host__ __device__ __forceinline__ long __fus_max(long a, long b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ long __fus_min(long a, long b) { return a < b ? a : b; }
-__host__ __device__ __forceinline__ long long __fus_max(long long a, long long b) { return a > b ? a : b; }
-__host__ __device__ __forceinline__ long long __fus_min(long long a, long long b) { return a < b ? a : b; }
-__device__ __forceinline__ bool __fus_max(bool a, bool b) { return a || b; }
-__device__ __forceinline__ bool __fus_min(bool a, bool b) { return a && b; }
-__device__ __forceinline__ int __fus_abs(int a) { return a < 0 ? -a : a; }
-__device__ __forceinline__ long long __fus_abs(long long a) { return a < 0 ? -a : a; }
-
 extern "C" __global__ void __launch_bounds__(128) cp_async_cg_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ out, long long M)
 {
   // nest of out

@@ -1,0 +1,490 @@
+/* cuda_expr.c: IR expressions as CUDA C++ text, and .fus names as C identifiers.
+ *
+ * Expressions are printed with the fewest parentheses C precedence allows, and every value is
+ * converted explicitly to the dtype it is used as (f16/bf16 through the preamble's helpers);
+ * C's own implicit conversions are relied on only where they give the same value (widening,
+ * or an operand converted to the other operand's type by the usual arithmetic conversions).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "interp/interp.h"
+
+/* ---- names ---------------------------------------------------------------------------- */
+
+/* C++ keywords, CUDA built-ins, math functions the generated code calls, and names the
+ * launcher uses. A .fus name equal to one of these gets a trailing '_'. */
+static const char *const reserved_names[] = {
+	"alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+	"case", "catch", "char", "char16_t", "char32_t", "char8_t", "class", "compl", "concept",
+	"const", "const_cast", "consteval", "constexpr", "constinit", "continue", "co_await",
+	"co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+	"else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+	"if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+	"nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+	"reinterpret_cast", "requires", "restrict", "return", "short", "signed", "sizeof",
+	"static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+	"thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+	"unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+	"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "main",
+	"expf", "exp", "logf", "log", "sqrtf", "sqrt", "rsqrtf", "rsqrt", "tanhf", "tanh", "erff",
+	"erf", "fabsf", "fabs", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
+	"powf", "pow", "fmodf", "fmod", "fmaxf", "fminf", "fmax", "fmin", "abs", "min", "max",
+	"stream", "uint16_t", "int32_t", "int64_t", "uintptr_t", "cudaError_t", "cudaStream_t",
+	"snprintf", "va_list", "NULL",
+};
+
+static bool is_reserved(const char *s)
+{
+	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
+		return true;
+	for (int i = 0; i < countof(reserved_names); i++)
+		if (strcmp(s, reserved_names[i]) == 0)
+			return true;
+	return false;
+}
+
+void cuda_name(Buf *out, const char *name)
+{
+	buf_puts(out, name);
+	if (is_reserved(name))
+		buf_puts(out, "_");
+}
+
+/* The file name without directories, so output does not depend on where fusc ran. */
+/* ---- values: text + precedence + dtype ------------------------------------------------ */
+
+/* A printed expression: its text, the precedence of its top operator and its dtype. */
+typedef struct Val {
+	Buf b;
+	int prec;
+	DType dt;
+} Val;
+
+static Val val_new(int prec, DType dt)
+{
+	Val v = {{0}, prec, dt};
+	buf_puts(&v.b, "");
+	return v;
+}
+
+/* Wraps v in parentheses when its operator binds less tightly than `min`. */
+static void val_paren(Val *v, int min)
+{
+	if (v->prec >= min)
+		return;
+	Val w = val_new(PREC_PRIMARY, v->dt);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
+	buf_free(&v->b);
+	*v = w;
+}
+
+/* Appends v's text to out and frees v. */
+static void val_put(Buf *out, Val *v)
+{
+	buf_puts(out, v->b.s);
+	buf_free(&v->b);
+}
+
+static bool is_half(DType t) { return t == DT_F16 || t == DT_BF16; }
+static bool is_intlike(DType t) { return t == DT_I32 || t == DT_I64 || t == DT_BOOL; }
+
+/* Conversions C performs implicitly without changing the value. */
+bool cuda_widening(DType have, DType want)
+{
+	if (is_intlike(have) && is_intlike(want))
+		return want != DT_BOOL && dtype_size(want) >= dtype_size(have);
+	return have == DT_F32 && want == DT_F64;
+}
+
+/* `name(arg)` around v. */
+static Val val_call1(const char *name, Val *v, DType dt)
+{
+	Val w = val_new(PREC_PRIMARY, dt);
+	buf_puts(&w.b, name);
+	buf_puts(&w.b, "(");
+	buf_puts(&w.b, v->b.s);
+	buf_puts(&w.b, ")");
+	buf_free(&v->b);
+	return w;
+}
+
+/* Converts a printed value to `want`. `implicit`: the context converts by itself (an operand
+ * next to one of type `want`, a condition), so only f16/bf16 need a helper. */
+static Val val_to(Val v, DType want, bool implicit)
+{
+	if (v.dt == want)
+		return v;
+	if (v.dt == DT_F16)
+		return val_to(val_call1("__fus_half2float", &v, DT_F32), want, implicit);
+	if (v.dt == DT_BF16)
+		return val_to(val_call1("__fus_bfloat2float", &v, DT_F32), want, implicit);
+	if (is_half(want)) {
+		v = val_to(v, DT_F32, false);
+		return val_call1(want == DT_F16 ? "__fus_float2half" : "__fus_float2bfloat", &v,
+				 want);
+	}
+	if (implicit || cuda_widening(v.dt, want)) {
+		v.dt = want;
+		return v;
+	}
+	val_paren(&v, PREC_UNARY);
+	Val w = val_new(PREC_UNARY, want);
+	buf_printf(&w.b, "(%s)", dtype_ctype(want));
+	buf_puts(&w.b, v.b.s);
+	buf_free(&v.b);
+	return w;
+}
+
+/* A float literal that reads back as exactly v (shortest such text). */
+static void put_float(Buf *out, double v, bool f32)
+{
+	char s[64];
+
+	if (isnan(v)) {
+		buf_puts(out, f32 ? "__int_as_float(0x7fffffff)" :
+				    "__longlong_as_double(0x7fffffffffffffffLL)");
+		return;
+	}
+	if (isinf(v)) {
+		if (f32)
+			buf_puts(out, v > 0 ? "__int_as_float(0x7f800000)" :
+					      "__int_as_float(0xff800000)");
+		else
+			buf_puts(out, v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" :
+					      "__longlong_as_double(0xfff0000000000000LL)");
+		return;
+	}
+	if (f32)
+		v = (float)v;
+	for (int p = 1; p <= 17; p++) {
+		snprintf(s, sizeof s, "%.*g", p, v);
+		if (f32 ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v)
+			break;
+	}
+	buf_puts(out, s);
+	if (!strpbrk(s, ".e"))
+		buf_puts(out, ".0");
+	if (f32)
+		buf_puts(out, "f");
+}
+
+void cuda_put_int(Buf *out, int64_t v)
+{
+	if (v == INT64_MIN)
+		buf_puts(out, "(-9223372036854775807LL - 1)");
+	else if (v == INT32_MIN) /* -2147483648 is the long long 2147483648 negated */
+		buf_puts(out, "(-2147483647 - 1)");
+	else if (v > INT32_MAX || v < INT32_MIN)
+		buf_printf(out, "%lldLL", (long long)v);
+	else
+		buf_printf(out, "%lld", (long long)v);
+}
+
+static bool is_literal(IrExpr *e) { return e->kind == EX_INT || e->kind == EX_FLOAT; }
+
+/* A literal printed directly in dtype `want` (f16/bf16: converted from an f32 literal). */
+static Val val_literal(IrExpr *e, DType want)
+{
+	DType ct = dtype_compute(want);
+	bool is_int = e->kind == EX_INT;
+	double fv = is_int ? (double)e->ival : e->fval;
+	/* a float literal read as an integer converts as CUDA (and the reference) do: truncated,
+	 * saturated, NaN 0 (a plain C cast of inf, NaN or 1e30 is undefined) */
+	int64_t iv = is_int ? e->ival : interp_float_to_int(e->fval, ct == DT_I32 ? DT_I32 : DT_I64);
+	Val v = val_new(PREC_PRIMARY, ct);
+
+	if (ct == DT_BOOL) {
+		buf_puts(&v.b, (is_int ? iv != 0 : fv != 0) ? "true" : "false");
+	} else if (is_intlike(ct)) {
+		cuda_put_int(&v.b, iv);
+		if (iv < 0)
+			v.prec = PREC_UNARY;
+	} else {
+		put_float(&v.b, fv, ct == DT_F32);
+		if (v.b.s[0] == '-' || v.b.s[0] == '(')
+			v.prec = v.b.s[0] == '-' ? PREC_UNARY : PREC_PRIMARY;
+	}
+	return val_to(v, want, false);
+}
+
+static Val val_expr(IrExpr *e);
+
+/* e converted to `want`. */
+static Val val_conv(IrExpr *e, DType want, bool implicit)
+{
+	if (is_literal(e))
+		return val_literal(e, want);
+	return val_to(val_expr(e), want, implicit);
+}
+
+/* `l OP r` computed in ct. An operand is converted implicitly when the other already has
+ * type ct (C's usual arithmetic conversions then give ct). Comparison chains and && inside
+ * || get parentheses for the reader's sake. */
+static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, DType result)
+{
+	int lmin = prec, rmin = prec + 1;
+
+	if (prec == PREC_REL || prec == PREC_EQ)
+		lmin = rmin = PREC_REL + 1;
+	if (prec == PREC_OR)
+		lmin = rmin = PREC_AND + 1;
+	Val a = val_conv(l, ct, r->dtype == ct && !is_literal(r));
+	Val b = val_conv(r, ct, l->dtype == ct && !is_literal(l));
+	val_paren(&a, lmin);
+	val_paren(&b, rmin);
+	Val v = val_new(prec, result);
+	/* buf_puts, not "%s": an operand holds its whole subtree's text */
+	buf_puts(&v.b, a.b.s);
+	buf_printf(&v.b, " %s ", op);
+	buf_puts(&v.b, b.b.s);
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
+/* `name(args...)` with every argument converted explicitly to ct. */
+static Val val_callv(const char *name, IrExpr **args, int n, DType ct)
+{
+	Val v = val_new(PREC_PRIMARY, ct);
+	buf_printf(&v.b, "%s(", name);
+	for (int i = 0; i < n; i++) {
+		Val a = val_conv(args[i], ct, false);
+		buf_puts(&v.b, i ? ", " : "");
+		/* an integer literal is an int in C++: with a long long beside it the (int, int)
+		 * and (long long, long long) helpers would both match */
+		if (ct == DT_I64 && is_literal(args[i]))
+			buf_puts(&v.b, "(long long)");
+		val_put(&v.b, &a);
+	}
+	buf_puts(&v.b, ")");
+	return v;
+}
+
+static Val val_prefix(const char *op, Val a, DType dt)
+{
+	/* an operand starting with the same sign gets parentheses: - -x would read as --x */
+	if (a.b.s[0] == op[0])
+		a.prec = 0;
+	val_paren(&a, PREC_UNARY);
+	Val v = val_new(PREC_UNARY, dt);
+	buf_puts(&v.b, op);
+	buf_puts(&v.b, a.b.s);
+	buf_free(&a.b);
+	return v;
+}
+
+/* (a + b - 1) / b, for non-negative index arithmetic. */
+static Val val_ceildiv(IrExpr *l, IrExpr *r)
+{
+	int64_t c;
+	Val a = val_conv(l, DT_I64, true);
+	Val b = val_conv(r, DT_I64, true);
+	Val v = val_new(PREC_MUL, DT_I64);
+
+	val_paren(&a, PREC_ADD);
+	val_paren(&b, PREC_MUL + 1);
+	if (ir_is_const(r, &c))
+		buf_printf(&v.b, "(%s + %lld) / %s", a.b.s, (long long)(c - 1), b.b.s);
+	else
+		buf_printf(&v.b, "(%s + %s - 1) / %s", a.b.s, b.b.s, b.b.s);
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
+static Val val_arith(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype);
+	IrExpr **x = e->args;
+
+	switch (e->op) {
+	case OP_ADD: return val_infix(x[0], x[1], ct, "+", PREC_ADD, ct);
+	case OP_SUB: return val_infix(x[0], x[1], ct, "-", PREC_ADD, ct);
+	case OP_MUL: return val_infix(x[0], x[1], ct, "*", PREC_MUL, ct);
+	case OP_DIV: return val_infix(x[0], x[1], ct, "/", PREC_MUL, ct);
+	case OP_MOD:
+		if (dtype_is_float(ct))
+			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
+		return val_infix(x[0], x[1], ct, "%", PREC_MUL, ct);
+	case OP_NEG: return val_prefix("-", val_conv(x[0], ct, true), ct);
+	case OP_CEILDIV: return val_ceildiv(x[0], x[1]);
+	default: die("not an arithmetic op: %s", op_name(e->op));
+	}
+}
+
+static Val val_compare(IrExpr *e)
+{
+	static const struct { IrOp op; const char *text; int prec; } ops[] = {
+		{OP_LT, "<", PREC_REL}, {OP_LE, "<=", PREC_REL}, {OP_GT, ">", PREC_REL},
+		{OP_GE, ">=", PREC_REL}, {OP_EQ, "==", PREC_EQ}, {OP_NE, "!=", PREC_EQ},
+	};
+	DType ct = dtype_compute(dtype_promote(e->args[0]->dtype, e->args[1]->dtype));
+
+	for (int i = 0; i < countof(ops); i++)
+		if (ops[i].op == e->op)
+			return val_infix(e->args[0], e->args[1], ct, ops[i].text, ops[i].prec,
+					 DT_BOOL);
+	die("not a comparison: %s", op_name(e->op));
+}
+
+static Val val_logical(IrExpr *e)
+{
+	switch (e->op) {
+	case OP_AND: return val_infix(e->args[0], e->args[1], DT_BOOL, "&&", PREC_AND, DT_BOOL);
+	case OP_OR: return val_infix(e->args[0], e->args[1], DT_BOOL, "||", PREC_OR, DT_BOOL);
+	case OP_NOT: return val_prefix("!", val_conv(e->args[0], DT_BOOL, true), DT_BOOL);
+	default: die("not a logical op: %s", op_name(e->op));
+	}
+}
+
+/* Float built-ins: the CUDA math function for f32 and for f64. */
+static const struct { IrOp op; const char *f32, *f64; } float_fns[] = {
+	{OP_EXP, "expf", "exp"},       {OP_LOG, "logf", "log"},
+	{OP_SQRT, "sqrtf", "sqrt"},    {OP_RSQRT, "rsqrtf", "rsqrt"},
+	{OP_TANH, "tanhf", "tanh"},    {OP_SIGMOID, "__fus_sigmoid", "__fus_sigmoid"},
+	{OP_ERF, "erff", "erf"},       {OP_SIN, "sinf", "sin"},
+	{OP_COS, "cosf", "cos"},       {OP_FLOOR, "floorf", "floor"},
+	{OP_CEIL, "ceilf", "ceil"},    {OP_POW, "powf", "pow"},
+};
+
+static Val val_func(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
+
+	for (int i = 0; i < countof(float_fns); i++) {
+		if (float_fns[i].op != e->op)
+			continue;
+		const char *fn = ct == DT_F64 ? float_fns[i].f64 : float_fns[i].f32;
+		return val_to(val_callv(fn, e->args, e->nargs, ct), e->dtype, false);
+	}
+	die("not a float function: %s", op_name(e->op));
+}
+
+/* max/min/abs on any numeric type; max/min propagate NaN like PyTorch (preamble helpers). */
+static Val val_minmax(IrExpr *e)
+{
+	DType ct = dtype_compute(e->dtype);
+	Val v;
+
+	if (e->op == OP_ABS) {
+		if (ct == DT_BOOL)
+			return val_conv(e->args[0], ct, false);
+		const char *fn = ct == DT_F32 ? "fabsf" : ct == DT_F64 ? "fabs" : "__fus_abs";
+		v = val_callv(fn, e->args, 1, ct);
+	} else {
+		v = val_callv(e->op == OP_MAX ? "__fus_max" : "__fus_min", e->args, 2, ct);
+	}
+	return val_to(v, e->dtype, false);
+}
+
+static Val val_op(IrExpr *e)
+{
+	switch (op_kind(e->op)) {
+	case 'a': return val_arith(e);
+	case 'c': return val_compare(e);
+	case 'l': return val_logical(e);
+	case 'f': return val_func(e);
+	case 'm': return val_minmax(e);
+	}
+	die("bad op kind for %s", op_name(e->op));
+}
+
+static Val val_select(IrExpr *e)
+{
+	IrExpr *c = e->args[0], *t = e->args[1], *f = e->args[2];
+	Val vc = val_conv(c, DT_BOOL, true);
+	Val vt = val_conv(t, e->dtype, f->dtype == e->dtype && !is_literal(f));
+	Val vf = val_conv(f, e->dtype, t->dtype == e->dtype && !is_literal(t));
+
+	val_paren(&vc, PREC_OR);
+	val_paren(&vt, PREC_OR);
+	val_paren(&vf, PREC_OR);
+	Val v = val_new(PREC_TERNARY, e->dtype);
+	buf_puts(&v.b, vc.b.s);
+	buf_puts(&v.b, " ? ");
+	buf_puts(&v.b, vt.b.s);
+	buf_puts(&v.b, " : ");
+	buf_puts(&v.b, vf.b.s);
+	buf_free(&vc.b);
+	buf_free(&vt.b);
+	buf_free(&vf.b);
+	return v;
+}
+
+static Val val_name(const char *name, DType dt)
+{
+	Val v = val_new(PREC_PRIMARY, dt);
+	cuda_name(&v.b, name);
+	return v;
+}
+
+static const char *par_index_text(ParType p)
+{
+	switch (p) {
+	case PT_BIDX: return "blockIdx.x";
+	case PT_BIDY: return "blockIdx.y";
+	case PT_BIDZ: return "blockIdx.z";
+	case PT_TIDX: return "threadIdx.x";
+	case PT_TIDY: return "threadIdx.y";
+	case PT_TIDZ: return "threadIdx.z";
+	default: die("not a parallel index: %d", (int)p);
+	}
+}
+
+/* e printed in its own dtype. */
+static Val val_expr(IrExpr *e)
+{
+	Val v;
+
+	switch (e->kind) {
+	case EX_INT:
+	case EX_FLOAT:
+		return val_literal(e, e->dtype);
+	case EX_PARAM:
+		return val_name(e->param->name, e->dtype);
+	case EX_SIZE:
+		return val_name(e->size->name, e->dtype);
+	case EX_VAR:
+		return val_name(e->var->name, e->dtype);
+	case EX_PAR:
+		v = val_new(PREC_PRIMARY, e->dtype);
+		buf_printf(&v.b, "((%s)%s)", dtype_ctype(e->dtype), par_index_text(e->par));
+		return v;
+	case EX_LOAD: {
+		Val off = val_conv(e->args[0], DT_I64, true);
+		v = val_name(e->tensor->name, e->tensor->dtype);
+		buf_printf(&v.b, "[%s]", off.b.s);
+		buf_free(&off.b);
+		return val_to(v, e->dtype, false);
+	}
+	case EX_OP:
+		return val_op(e);
+	case EX_SELECT:
+		return val_select(e);
+	case EX_CAST:
+		return val_conv(e->args[0], e->dtype, false);
+	case EX_AXIS:
+	case EX_ACCESS:
+	case EX_REDUCE:
+		break;
+	}
+	die("expression kind %d cannot reach the CUDA backend", (int)e->kind);
+}
+
+void cuda_put_expr(Buf *out, IrExpr *e, DType want, bool implicit)
+{
+	Val v = val_conv(e, want, implicit);
+	val_put(out, &v);
+}
+
+void cuda_put_operand(Buf *out, IrExpr *e, DType want, bool implicit, int min)
+{
+	Val v = val_conv(e, want, implicit);
+	val_paren(&v, min);
+	val_put(out, &v);
+}

@@ -1,0 +1,402 @@
+/* cuda_stmt.c: a kernel's body (kernel IR statements) as CUDA C++ text.
+ *
+ * cuda_emit_body prints what goes between the kernel's braces: the shared-memory pool, the
+ * kernel-scope locals, then the statements, two spaces per level. Expressions are printed by
+ * cuda_expr.c.
+ */
+#include <string.h>
+
+#include "backend/backend.h"
+
+typedef struct Em {
+	Kernel *k;
+	Buf *out;
+	int depth;
+	Map vec_bytes;  /* Tensor * -> int *: the largest vector access touching it (vector_bytes) */
+} Em;
+
+static void line_start(Em *em)
+{
+	buf_indent(em->out, em->depth);
+}
+
+static void vector_touch(Em *em, Tensor *t, int bytes)
+{
+	int *best = map_lookup(&em->vec_bytes, t);
+	if (!best) {
+		best = arena_alloc(em->k->arena, sizeof *best);
+		map_insert(em->k->arena, &em->vec_bytes, t, best);
+	}
+	if (bytes > *best)
+		*best = bytes;
+}
+
+/* Em.vec_bytes for every tensor of list s, in one walk (a buffer is aligned for the largest
+ * vector access that touches it). */
+static void vector_bytes(Em *em, Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_VSTORE) {
+			vector_touch(em, s->tensor, s->vec * dtype_size(s->tensor->dtype));
+			vector_touch(em, s->src, s->vec * dtype_size(s->src->dtype));
+		}
+		vector_bytes(em, s->body);
+		vector_bytes(em, s->then);
+		vector_bytes(em, s->els);
+	}
+}
+
+static void emit_stmts(Em *em, Stmt *s);
+
+static void emit_block(Em *em, Stmt *body)
+{
+	buf_puts(em->out, " {\n");
+	em->depth++;
+	emit_stmts(em, body);
+	em->depth--;
+	line_start(em);
+	buf_puts(em->out, "}");
+}
+
+static void emit_for(Em *em, Stmt *s)
+{
+	if (s->unroll || s->vectorize) {
+		line_start(em);
+		buf_puts(em->out, "#pragma unroll\n");
+	}
+	line_start(em);
+	buf_printf(em->out, "for (%s ", dtype_ctype(s->var->dtype));
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " = 0; ");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " < ");
+	cuda_put_expr(em->out, s->var->extent, s->var->dtype, true);
+	buf_puts(em->out, "; ++");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ")");
+	emit_block(em, s->body);
+	buf_puts(em->out, "\n");
+}
+
+/* if / else if / else chains. */
+static void emit_if(Em *em, Stmt *s)
+{
+	line_start(em);
+	for (;;) {
+		buf_puts(em->out, "if (");
+		cuda_put_expr(em->out, s->cond, DT_BOOL, true);
+		buf_puts(em->out, ")");
+		emit_block(em, s->then);
+		if (!s->els)
+			break;
+		buf_puts(em->out, " else ");
+		if (s->els->kind == KS_IF && !s->els->next) {
+			s = s->els;
+			continue;
+		}
+		buf_puts(em->out, "{\n");
+		em->depth++;
+		emit_stmts(em, s->els);
+		em->depth--;
+		line_start(em);
+		buf_puts(em->out, "}");
+		break;
+	}
+	buf_puts(em->out, "\n");
+}
+
+static int count_shared(Stmt *s)
+{
+	int n = 0;
+	for (; s; s = s->next)
+		n += (s->kind == KS_ALLOC && s->mem == MEM_SHARED) + count_shared(s->body) +
+		     count_shared(s->then) + count_shared(s->els);
+	return n;
+}
+
+/* Several shared buffers (which may share bytes) or a dynamic one live in one pool,
+ * `fus_smem`; a single static buffer is a plain array. */
+static bool smem_pooled(Kernel *k)
+{
+	return k->smem_dynamic || count_shared(k->body) > 1;
+}
+
+static void emit_alloc(Em *em, Stmt *s)
+{
+	Tensor *t = s->tensor;
+	int *vb = map_lookup(&em->vec_bytes, t);
+	int align = vb ? *vb : 0;
+
+	line_start(em);
+	if (s->mem == MEM_SHARED && smem_pooled(em->k)) {
+		buf_printf(em->out, "%s *", dtype_ctype(t->dtype));
+		cuda_name(em->out, t->name);
+		buf_printf(em->out, " = reinterpret_cast<%s *>(fus_smem + %lld); // ",
+			   dtype_ctype(t->dtype), (long long)s->smem_offset);
+		cuda_put_expr(em->out, s->size, DT_I64, true);
+		buf_puts(em->out, " elements\n");
+		return;
+	}
+	if (s->mem == MEM_SHARED)
+		buf_puts(em->out, "__shared__ __align__(16) ");
+	else if (s->mem != MEM_LOCAL)
+		die("%s: only local and shared buffers are allocated in kernels", t->name);
+	else if (align > dtype_size(t->dtype))
+		buf_printf(em->out, "__align__(%d) ", align);
+	buf_printf(em->out, "%s ", dtype_ctype(t->dtype));
+	cuda_name(em->out, t->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, s->size, DT_I64, true);
+	buf_puts(em->out, "];\n");
+}
+
+static void emit_store(Em *em, Stmt *s)
+{
+	if (!s->offset)
+		die("%s: store reached the backend before indexing", s->tensor->name);
+	line_start(em);
+	cuda_name(em->out, s->tensor->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	buf_puts(em->out, "] = ");
+	DType want = s->tensor->dtype;
+	cuda_put_expr(em->out, s->value, want, cuda_widening(s->value->dtype, want));
+	buf_puts(em->out, ";\n");
+}
+
+/* *reinterpret_cast<__fus_vec<T, N> *>(&dst[o]) = *reinterpret_cast<const ...>(&src[so]); */
+static void emit_vstore(Em *em, Stmt *s)
+{
+	Tensor *d = s->tensor, *src = s->src;
+
+	if (d->dtype != src->dtype)
+		die("vector copy %s <- %s changes dtype", d->name, src->name);
+	line_start(em);
+	buf_printf(em->out, "*reinterpret_cast<__fus_vec<%s, %d> *>(&", dtype_ctype(d->dtype),
+		   s->vec);
+	cuda_name(em->out, d->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	buf_printf(em->out, "]) = *reinterpret_cast<const __fus_vec<%s, %d> *>(&",
+		   dtype_ctype(d->dtype), s->vec);
+	cuda_name(em->out, src->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, s->src_offset, DT_I64, true);
+	buf_puts(em->out, "]);\n");
+}
+
+static bool is_local(Kernel *k, Var *v)
+{
+	for (int i = 0; i < k->locals.len; i++)
+		if (VEC_AT(k->locals, Var, i) == v)
+			return true;
+	return false;
+}
+
+/* A let of a kernel-scope local assigns it; any other let declares its variable. */
+static void emit_let(Em *em, Stmt *s)
+{
+	line_start(em);
+	if (!is_local(em->k, s->var))
+		buf_printf(em->out, "%s ", dtype_ctype(s->var->dtype));
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, " = ");
+	cuda_put_expr(em->out, s->value, s->var->dtype, cuda_widening(s->value->dtype, s->var->dtype));
+	buf_puts(em->out, ";\n");
+}
+
+/* acc = __fus_reduce_warps<__fus_red_sum, 128, float>(acc); (bool travels as int: shuffles
+ * have no bool overload) */
+/* __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2); */
+static void emit_block_welford(Em *em, Stmt *s, BlockReduceShape *sh)
+{
+	const char *ct = dtype_ctype(s->var->dtype);
+	line_start(em);
+	switch (sh->kind) {
+	case BR_WARP:
+		buf_printf(em->out, "__fus_welford_warp<%lld, %lld, %s>(", (long long)sh->count,
+			   (long long)sh->nthreads, ct);
+		break;
+	case BR_WARPS:
+		buf_printf(em->out, "__fus_welford_warps<%lld, %s>(", (long long)sh->count, ct);
+		break;
+	case BR_SMEM:
+		buf_printf(em->out, "__fus_welford_smem<%lld, %lld, %lld, %s>(", (long long)sh->count,
+			   (long long)sh->stride, (long long)sh->nthreads, ct);
+		break;
+	}
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ", ");
+	cuda_name(em->out, s->wmean->name);
+	buf_puts(em->out, ", ");
+	cuda_name(em->out, s->wm2->name);
+	buf_puts(em->out, ");\n");
+}
+
+static void emit_block_reduce(Em *em, Stmt *s)
+{
+	BlockReduceShape sh;
+	if (!kir_block_reduce_shape(em->k, s->pars, &sh))
+		die("block reduction without a layout reached the backend");
+	if (s->red == RED_WELFORD) {
+		emit_block_welford(em, s, &sh);
+		return;
+	}
+	const char *op = red_name(s->red);
+	bool is_bool = s->var->dtype == DT_BOOL;
+	const char *ct = is_bool ? "int" : dtype_ctype(s->var->dtype);
+	line_start(em);
+	cuda_name(em->out, s->var->name);
+	buf_printf(em->out, " = %s", is_bool ? "(bool)" : "");
+	switch (sh.kind) {
+	case BR_WARP:
+		buf_printf(em->out, "__fus_reduce_warp<__fus_red_%s, %lld, %lld, %s>(", op,
+			   (long long)sh.count, (long long)sh.nthreads, ct);
+		break;
+	case BR_WARPS:
+		buf_printf(em->out, "__fus_reduce_warps<__fus_red_%s, %lld, %s>(", op,
+			   (long long)sh.count, ct);
+		break;
+	case BR_SMEM:
+		buf_printf(em->out, "__fus_reduce_smem<__fus_red_%s, %lld, %lld, %lld, %s>(", op,
+			   (long long)sh.count, (long long)sh.stride, (long long)sh.nthreads, ct);
+		break;
+	}
+	buf_puts(em->out, is_bool ? "(int)" : "");
+	cuda_name(em->out, s->var->name);
+	buf_puts(em->out, ");\n");
+}
+
+/* if (__fus_grid_reduce<__fus_red_sum>(acc, fus_ws_s, fus_sem_s, o, r, R)) { store } */
+static void emit_grid_reduce(Em *em, Stmt *s)
+{
+	const char *op = red_name(s->red);
+	line_start(em);
+	buf_printf(em->out, "if (__fus_grid_reduce<__fus_red_%s>(", op);
+	cuda_name(em->out, s->var->name);
+	buf_printf(em->out, ", %s, %s, ", s->ws->name, s->sem->name);
+	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	buf_puts(em->out, ", ");
+	cuda_put_expr(em->out, s->part, DT_I64, true);
+	buf_puts(em->out, ", ");
+	cuda_put_expr(em->out, s->nparts, DT_I64, true);
+	buf_puts(em->out, "))");
+	emit_block(em, s->body);
+	buf_puts(em->out, "\n");
+}
+
+static void emit_comment(Em *em, Stmt *s)
+{
+	const char *p = s->text ? s->text : "";
+
+	/* one // line per line of text */
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		line_start(em);
+		buf_printf(em->out, "// %.*s\n", (int)n, p);
+		p += n + (nl != NULL);
+	}
+}
+
+/* The 32-bit shared address of &t[off]. */
+static void put_smem_addr(Em *em, Tensor *t, IrExpr *off)
+{
+	buf_puts(em->out, "(unsigned)__cvta_generic_to_shared(&");
+	cuda_name(em->out, t->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, off, DT_I64, true);
+	buf_puts(em->out, "])");
+}
+
+/* asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(smem), "l"(gmem),
+ * "r"(src_size) : "memory"); the src-size operand zero-fills lanes not read from global. */
+static void emit_cp_async(Em *em, Stmt *s)
+{
+	Tensor *t = s->tensor;
+	int esize = dtype_size(t->dtype), bytes = s->vec * esize;
+	bool src_size = s->cond || s->size;
+
+	line_start(em);
+	buf_printf(em->out, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d%s;\\n\" :: \"r\"(",
+		   t->cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
+	put_smem_addr(em, t, s->offset);
+	buf_puts(em->out, "), \"l\"(&");
+	cuda_name(em->out, s->src->name);
+	buf_puts(em->out, "[");
+	cuda_put_expr(em->out, s->src_offset, DT_I64, true);
+	buf_puts(em->out, "])");
+	if (src_size) {
+		buf_puts(em->out, ", \"r\"(");
+		if (s->cond) {
+			cuda_put_operand(em->out, s->cond, DT_BOOL, true, PREC_OR);
+			buf_puts(em->out, " ? ");
+		}
+		if (s->size) {
+			buf_puts(em->out, "(unsigned)(");
+			cuda_put_operand(em->out, s->size, DT_I64, true, PREC_MUL);
+			buf_printf(em->out, " * %d)", esize);
+		} else {
+			buf_printf(em->out, "%du", bytes);
+		}
+		if (s->cond)
+			buf_puts(em->out, " : 0u");
+		buf_puts(em->out, ")");
+	}
+	buf_puts(em->out, " : \"memory\");\n");
+}
+
+static void emit_cp_wait(Em *em, Stmt *s)
+{
+	line_start(em);
+	if (s->wait_n < 0)
+		buf_puts(em->out, "asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+	else
+		buf_printf(em->out, "asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n",
+			   s->wait_n);
+}
+
+static void emit_stmts(Em *em, Stmt *s)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case KS_FOR: emit_for(em, s); break;
+		case KS_IF: emit_if(em, s); break;
+		case KS_ALLOC: emit_alloc(em, s); break;
+		case KS_STORE: emit_store(em, s); break;
+		case KS_VSTORE: emit_vstore(em, s); break;
+		case KS_LET: emit_let(em, s); break;
+		case KS_COMMENT: emit_comment(em, s); break;
+		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
+		case KS_BLOCK_REDUCE: emit_block_reduce(em, s); break;
+		case KS_GRID_REDUCE: emit_grid_reduce(em, s); break;
+		case KS_CP_ASYNC: emit_cp_async(em, s); break;
+		case KS_CP_COMMIT:
+			line_start(em);
+			buf_puts(em->out, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n");
+			break;
+		case KS_CP_WAIT: emit_cp_wait(em, s); break;
+		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
+		}
+	}
+}
+
+void cuda_emit_body(Kernel *k, Buf *out)
+{
+	Em em = {k, out, 1, {0}};
+
+	if (k->smem_dynamic)
+		buf_printf(out, "  extern __shared__ __align__(16) unsigned char fus_smem[]; // %lld "
+				"bytes, dynamic\n", (long long)k->smem_bytes);
+	else if (smem_pooled(k))
+		buf_printf(out, "  __shared__ __align__(16) unsigned char fus_smem[%lld];\n",
+			   (long long)k->smem_bytes);
+	for (int i = 0; i < k->locals.len; i++) {
+		Var *v = VEC_AT(k->locals, Var, i);
+		buf_printf(out, "  %s ", dtype_ctype(v->dtype));
+		cuda_name(out, v->name);
+		buf_puts(out, ";\n");
+	}
+	vector_bytes(&em, k->body);
+	emit_stmts(&em, k->body);
+}
