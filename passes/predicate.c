@@ -86,11 +86,30 @@ static Axis *resolve(Axis *ax)
  * reduction axes bound to threads hold it too (they contributed the identity), so those axes
  * need no condition: a register copy is then defined in every thread that reads it (a wider
  * reader of `m[0]`), and a store to memory is left to index 0 (redundant_write.c). */
+static bool bare_alias(Axis *ax)
+{
+	return ax->ca_alias && ax->kind == AX_ROOT && ax->root_index < 0;
+}
+
+/* Does t bind p on one of its own axes (not through a loop of its consumer)? */
+static bool binds_own(Tensor *t, ParType p)
+{
+	for (int i = 0; i < t->ndomain; i++)
+		if (!t->domain[i]->ca_alias && t->domain[i]->par == p)
+			return true;
+	return false;
+}
+
+/* A consumer's loop over an index t lacks (a bare alias) may share its type with one of t's
+ * own axes (frontend/schedule.c, par_taken): t's elements are spread over that type by its
+ * own axis, whose extent is the one that counts, not the consumer loop's. */
 static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
 		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+			continue;
+		if (bare_alias(t->domain[i]) && binds_own(t, ax->par))
 			continue;
 		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
