@@ -237,8 +237,43 @@ static bool on_reduction(IrExpr *c, Tensor *t)
 	return false;
 }
 
-/* The conditions of an eliminated store: its parallel conditions and the bounds conditions
- * on reduction loops. */
+/* A read past its tensor's shape may still be inside the tensor's buffer, sized by its loops
+ * (a split pads). It is surely outside when the dimension is one loop of the tensor's own,
+ * neither split, merged nor shared, of a constant extent the read may reach: the buffer holds
+ * exactly the shape there. (Only that case is recognised; a split source padded less than
+ * its reader is not.) */
+static bool read_past_buffer(Tensor *t, int d, IrExpr *sub)
+{
+	int64_t lo, hi, n;
+	if (d >= t->nroot)
+		return false;
+	Axis *r = t->root[d];
+	if (r->to[0] || r->ca_alias || !ir_is_const(r->extent, &n))
+		return false;
+	for (int i = 0; i < t->ndomain; i++)
+		if (t->domain[i] == r)
+			return !ir_range(sub, &lo, &hi) || hi >= n;
+	return false;
+}
+
+/* Bounds conditions of the reads in e that an eliminated store keeps: those whose index may
+ * leave the read tensor's buffer (a register cache split by 3 over 8 elements reads lane 8 of
+ * a source whose 8 elements are its whole buffer: issue 11, fuzzer class A-2). */
+static void outside_buffer_conds(Conds *cs, IrExpr *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nargs; i++)
+		outside_buffer_conds(cs, e->args[i]);
+	if (e->kind != EX_ACCESS)
+		return;
+	for (int d = 0; d < e->nargs && d < e->tensor->ndim; d++)
+		if (read_past_buffer(e->tensor, d, e->args[d]))
+			add_cond(cs, ix_lt(cs->a, e->args[d], e->tensor->shape[d]));
+}
+
+/* The conditions of an eliminated store: its parallel conditions, the bounds conditions on
+ * reduction loops, and those of reads that may leave their tensor's buffer. */
 static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 {
 	Conds all = {.a = k->arena};
@@ -247,6 +282,7 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 	for (int i = 0; i < all.n; i++)
 		if (on_reduction(all.c[i], s->tensor))
 			add_cond(cs, all.c[i]);
+	outside_buffer_conds(cs, s->value);
 	par_conds(cs, k, s->tensor, true);
 }
 
