@@ -237,23 +237,32 @@ static bool on_reduction(IrExpr *c, Tensor *t)
 	return false;
 }
 
+/* The root index values the buffer of a tensor holds along the root (or derived) axis ax,
+ * padding included, when its loops there are its own and constant: a loop of extent E holds
+ * E, a split of ax by f holds f times what its outer part holds (a root index v is at outer
+ * position v / f); 0 when not known (a merge, a loop shared with the consumer, a symbolic
+ * extent). */
+static int64_t held(Axis *ax)
+{
+	int64_t n;
+	if (ax->ca_alias)
+		return 0;
+	if (!ax->to[0])
+		return ir_is_const(ax->extent, &n) ? n : 0;
+	if (ax->to[0]->kind != AX_SPLIT_OUTER)
+		return 0;
+	int64_t o = held(ax->to[0]);
+	return o > 0 && o <= INT64_MAX / ax->to[0]->factor ? o * ax->to[0]->factor : 0;
+}
+
 /* A read past its tensor's shape may still be inside the tensor's buffer, sized by its loops
- * (a split pads). It is surely outside when the dimension is one loop of the tensor's own,
- * neither split, merged nor shared, of a constant extent the read may reach: the buffer holds
- * exactly the shape there. (Only that case is recognised; a split source padded less than
- * its reader is not.) */
+ * (a split pads). It is surely outside when the buffer's loops over that dimension are the
+ * tensor's own and hold fewer root index values than the read may reach (an unsplit source
+ * of 8 read at lane 8 of a split by 3; a source split by 3 over 3 read by 4 lanes). */
 static bool read_past_buffer(Tensor *t, int d, IrExpr *sub)
 {
-	int64_t lo, hi, n;
-	if (d >= t->nroot)
-		return false;
-	Axis *r = t->root[d];
-	if (r->to[0] || r->ca_alias || !ir_is_const(r->extent, &n))
-		return false;
-	for (int i = 0; i < t->ndomain; i++)
-		if (t->domain[i] == r)
-			return !ir_range(sub, &lo, &hi) || hi >= n;
-	return false;
+	int64_t lo, hi, n = d < t->nroot ? held(t->root[d]) : 0;
+	return n > 0 && (!ir_range(sub, &lo, &hi) || hi >= n);
 }
 
 /* Bounds conditions of the reads in e that an eliminated store keeps: those whose index may
