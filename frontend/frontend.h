@@ -188,7 +188,7 @@ bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const c
 		 const char *inner, Span at);
 bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const char *name,
 		 Span at);
-bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
+bool sched_bind(Fusion *f, Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
 
 /* Default placement at the end of a schedule (SPEC §3 defaults): caches and reductions read by
  * another statement that have no compute_at are computed at their reader's most inlined legal

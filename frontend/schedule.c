@@ -216,7 +216,68 @@ static int64_t thread_product(Tensor *t, Axis *extra)
 	return p;
 }
 
-bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
+/* The loop an axis runs as: after compute_at, a shared axis is its target's loop (through
+ * every level of compute_at), whose binding is the loop's. */
+static Axis *loop_of(Axis *ax)
+{
+	while (ax->ca_alias)
+		ax = ax->ca_alias;
+	return ax;
+}
+
+/* Does the tensor's value depend on its loop x? Not on a bare alias: a loop of the tensor it
+ * is computed at over an index it does not have (build_ca_domain). */
+static bool indexed(Axis *x)
+{
+	return !(x->ca_alias && x->kind == AX_ROOT && x->root_index < 0);
+}
+
+/* Does q's loop nest (its shared loops, then its own) contain loop l, as a loop q indexes? */
+static bool nest_has(Tensor *q, Axis *l)
+{
+	for (int i = 0; i < q->ndomain; i++)
+		if (loop_of(q->domain[i]) == l && indexed(q->domain[i]))
+			return true;
+	return false;
+}
+
+/* A parallel type binds at most one loop of a loop nest: two loops bound to threadIdx.x both
+ * run as threadIdx.x, so only their diagonal runs. (A loop the tensor does not index may
+ * share a type with one of its own: every thread computes the same, as in a tile copy
+ * spread over threadIdx.x inside the reader's threadIdx.x loop over another index.) The
+ * loop other than ax, indexed in some nest through ax (the loops around its tensor, or those
+ * of a tensor computed inside ax), bound to p. */
+static Axis *par_taken(Fusion *f, Axis *ax, ParType p)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *q = f->tensors[i];
+		if (!nest_has(q, ax))
+			continue;
+		for (int j = 0; j < q->ndomain; j++) {
+			Axis *l = loop_of(q->domain[j]);
+			if (l != ax && l->par == p && indexed(q->domain[j]))
+				return l;
+		}
+	}
+	return NULL;
+}
+
+/* A shared axis of a tensor computed inside loop l, bound on its own to another type than
+ * l (the loop's binding is the one that runs: the two must agree). */
+static Axis *shared_disagrees(Fusion *f, Axis *l, ParType p)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *q = f->tensors[i];
+		for (int j = 0; j < q->ndomain; j++) {
+			Axis *x = q->domain[j];
+			if (x->ca_alias && loop_of(x) == l && x->par != PT_SERIAL && x->par != p)
+				return x;
+		}
+	}
+	return NULL;
+}
+
+bool sched_bind(Fusion *f, Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 {
 	int64_t v;
 	bool is_const = ir_is_const(ax->extent, &v);
@@ -232,6 +293,30 @@ bool sched_bind(Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 			diag_note(d, t->domain[i]->par_span, "bound here");
 			return false;
 		}
+	}
+	Axis *l = par_taken(f, ax, p);
+	if (l && nest_has(t, l)) {
+		diag_error(d, at, "%s is already bound in the loops around '%s': it is computed inside loop '%s' of '%s', bound to %s",
+			   par_name(p), t->name, l->name, l->owner->name, par_name(p));
+		diag_note(d, l->par_span, "bound here");
+		diag_note(d, (Span){0}, "a parallel type binds one loop of a loop nest; bind '%s.%s' to another one",
+			  t->name, ax->name);
+		return false;
+	}
+	if (l) {
+		diag_error(d, at, "cannot bind '%s.%s' to %s: '%s' is computed inside it and binds its loop '%s' to %s",
+			   t->name, ax->name, par_name(p), l->owner->name, l->name, par_name(p));
+		diag_note(d, l->par_span, "bound here");
+		diag_note(d, (Span){0}, "a parallel type binds one loop of a loop nest; bind '%s.%s' to another one",
+			  t->name, ax->name);
+		return false;
+	}
+	Axis *x = shared_disagrees(f, ax, p);
+	if (x) {
+		diag_error(d, at, "cannot bind '%s.%s' to %s: '%s', computed inside it, binds the same loop ('%s') to %s",
+			   t->name, ax->name, par_name(p), x->owner->name, x->name, par_name(x->par));
+		diag_note(d, x->par_span, "bound here");
+		return false;
 	}
 	if (ax->vectorize) {
 		diag_error(d, at, "cannot bind '%s': it is vectorized", ax->name);
@@ -545,7 +630,7 @@ static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
 		return false;
-	return sched_bind(s->d, t, ax, p, dir->span);
+	return sched_bind(s->f, s->d, t, ax, p, dir->span);
 }
 
 static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec)
@@ -854,6 +939,51 @@ Tensor *sched_computed_at(Fusion *f, Tensor *t)
 	return NULL;
 }
 
+/* After t is computed at another tensor: the bindings of every nest through t's loops (t's
+ * own, and those of the tensors already computed at t) still bind each parallel type once,
+ * and an axis of t bound before the compute_at agrees with the loop it now runs as when that
+ * loop is bound (if it is not, it may be bound later: check_shared_bindings). */
+static bool nest_bindings_ok(Sched *s, Tensor *t, Span at)
+{
+	const char *where = t->ca_pos >= 0
+		? arena_printf(s->a, "'%s.%s'", t->ca_tensor->name, t->ca_tensor->domain[t->ca_pos]->name)
+		: arena_printf(s->a, "'%s'", t->ca_tensor->name);
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *q = s->f->tensors[i];
+		Tensor *v = q;
+		while (v && v != t)
+			v = v->ca_tensor;
+		if (!v)
+			continue;
+		for (int j = 0; j < q->ndomain; j++) {
+			Axis *x = q->domain[j], *l = loop_of(x);
+			if (x->ca_alias && x->par != PT_SERIAL && l->par != PT_SERIAL && x->par != l->par) {
+				diag_error(s->d, at, "cannot compute '%s' at %s: '%s.%s', bound to %s, would run as loop '%s' of '%s', bound to %s",
+					   t->name, where, q->name, x->name, par_name(x->par), l->name,
+					   l->owner->name, par_name(l->par));
+				diag_note(s->d, x->par_span, "bound here");
+				diag_note(s->d, (Span){0}, "a shared loop has the binding of '%s': bind '%s.%s' there, or leave '%s.%s' unbound",
+					  l->owner->name, l->owner->name, l->name, q->name, x->name);
+				return false;
+			}
+			for (int k = 0; k < j; k++) {
+				Axis *o = loop_of(q->domain[k]);
+				if (o == l || l->par == PT_SERIAL || o->par != l->par ||
+				    !indexed(q->domain[k]) || !indexed(x))
+					continue;
+				diag_error(s->d, at, "cannot compute '%s' at %s: the loop nest of '%s' would bind %s twice, loop '%s' of '%s' and loop '%s' of '%s'",
+					   t->name, where, q->name, par_name(l->par), o->name, o->owner->name,
+					   l->name, l->owner->name);
+				diag_note(s->d, o->par_span, "bound here");
+				diag_note(s->d, l->par_span, "and here");
+				diag_note(s->d, (Span){0}, "a parallel type binds one loop of a loop nest");
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* Computes t inside u's loop domain[pos] (the checks on the directive are done). */
 bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 {
@@ -865,7 +995,7 @@ bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 	t->ca_pos = pos;
 	t->ca_span = at;
 	t->inlined = false;
-	return true;
+	return nest_bindings_ok(s, t, at);
 }
 
 static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
@@ -1114,6 +1244,29 @@ static bool check_grid_reductions(Sched *s)
 	return ok;
 }
 
+/* An axis bound before its tensor was computed at another one runs as that tensor's loop,
+ * with the loop's binding: one the schedule left unbound would drop the axis's binding. */
+static bool check_shared_bindings(Sched *s)
+{
+	bool ok = true;
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *t = s->f->tensors[i];
+		for (int j = 0; j < t->ndomain; j++) {
+			Axis *x = t->domain[j], *l = loop_of(x);
+			if (!x->ca_alias || x->par == PT_SERIAL || l->par == x->par)
+				continue;
+			diag_error(s->d, x->par_span, "'%s.%s' is bound to %s, but it runs as loop '%s' of '%s' (compute_at), which is %s",
+				   t->name, x->name, par_name(x->par), l->name, l->owner->name,
+				   l->par == PT_SERIAL ? "not bound" : par_name(l->par));
+			diag_note(s->d, t->ca_span, "'%s' is computed at '%s' here", t->name, t->ca_tensor->name);
+			diag_note(s->d, (Span){0}, "a shared loop has the binding of '%s': bind '%s.%s' to %s, or leave '%s.%s' unbound",
+				  l->owner->name, l->owner->name, l->name, par_name(x->par), t->name, x->name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 bool sched_directive(Sched *s, AstDirective *dir)
 {
 	if (apply_directive(s, dir))
@@ -1130,6 +1283,8 @@ bool sched_finish(Sched *s, bool ok)
 		ok = sched_finish_caches(s);
 	for (int i = 0; i < f->ntensors; i++)
 		ok &= check_vectorized(s, f->tensors[i]);
+	if (ok)
+		ok = check_shared_bindings(s);
 	if (ok)
 		ok = sched_check_caches(s);
 	if (ok)

@@ -86,11 +86,30 @@ static Axis *resolve(Axis *ax)
  * reduction axes bound to threads hold it too (they contributed the identity), so those axes
  * need no condition: a register copy is then defined in every thread that reads it (a wider
  * reader of `m[0]`), and a store to memory is left to index 0 (redundant_write.c). */
+static bool bare_alias(Axis *ax)
+{
+	return ax->ca_alias && ax->kind == AX_ROOT && ax->root_index < 0;
+}
+
+/* Does t bind p on one of its own axes (not through a loop of its consumer)? */
+static bool binds_own(Tensor *t, ParType p)
+{
+	for (int i = 0; i < t->ndomain; i++)
+		if (!t->domain[i]->ca_alias && t->domain[i]->par == p)
+			return true;
+	return false;
+}
+
+/* A consumer's loop over an index t lacks (a bare alias) may share its type with one of t's
+ * own axes (frontend/schedule.c, par_taken): t's elements are spread over that type by its
+ * own axis, whose extent is the one that counts, not the consumer loop's. */
 static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
 		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+			continue;
+		if (bare_alias(t->domain[i]) && binds_own(t, ax->par))
 			continue;
 		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
@@ -218,8 +237,52 @@ static bool on_reduction(IrExpr *c, Tensor *t)
 	return false;
 }
 
-/* The conditions of an eliminated store: its parallel conditions and the bounds conditions
- * on reduction loops. */
+/* The root index values the buffer of a tensor holds along the root (or derived) axis ax,
+ * padding included, when its loops there are its own and constant: a loop of extent E holds
+ * E, a split of ax by f holds f times what its outer part holds (a root index v is at outer
+ * position v / f); 0 when not known (a merge, a loop shared with the consumer, a symbolic
+ * extent). */
+static int64_t held(Axis *ax)
+{
+	int64_t n;
+	if (ax->ca_alias)
+		return 0;
+	if (!ax->to[0])
+		return ir_is_const(ax->extent, &n) ? n : 0;
+	if (ax->to[0]->kind != AX_SPLIT_OUTER)
+		return 0;
+	int64_t o = held(ax->to[0]);
+	return o > 0 && o <= INT64_MAX / ax->to[0]->factor ? o * ax->to[0]->factor : 0;
+}
+
+/* A read past its tensor's shape may still be inside the tensor's buffer, sized by its loops
+ * (a split pads). It is surely outside when the buffer's loops over that dimension are the
+ * tensor's own and hold fewer root index values than the read may reach (an unsplit source
+ * of 8 read at lane 8 of a split by 3; a source split by 3 over 3 read by 4 lanes). */
+static bool read_past_buffer(Tensor *t, int d, IrExpr *sub)
+{
+	int64_t lo, hi, n = d < t->nroot ? held(t->root[d]) : 0;
+	return n > 0 && (!ir_range(sub, &lo, &hi) || hi >= n);
+}
+
+/* Bounds conditions of the reads in e that an eliminated store keeps: those whose index may
+ * leave the read tensor's buffer (a register cache split by 3 over 8 elements reads lane 8 of
+ * a source whose 8 elements are its whole buffer: issue 11, fuzzer class A-2). */
+static void outside_buffer_conds(Conds *cs, IrExpr *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nargs; i++)
+		outside_buffer_conds(cs, e->args[i]);
+	if (e->kind != EX_ACCESS)
+		return;
+	for (int d = 0; d < e->nargs && d < e->tensor->ndim; d++)
+		if (read_past_buffer(e->tensor, d, e->args[d]))
+			add_cond(cs, ix_lt(cs->a, e->args[d], e->tensor->shape[d]));
+}
+
+/* The conditions of an eliminated store: its parallel conditions, the bounds conditions on
+ * reduction loops, and those of reads that may leave their tensor's buffer. */
 static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 {
 	Conds all = {.a = k->arena};
@@ -228,6 +291,7 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 	for (int i = 0; i < all.n; i++)
 		if (on_reduction(all.c[i], s->tensor))
 			add_cond(cs, all.c[i]);
+	outside_buffer_conds(cs, s->value);
 	par_conds(cs, k, s->tensor, true);
 }
 

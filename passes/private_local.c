@@ -10,14 +10,19 @@
  * for a shared one (its threads share it; its blocks each have their own copy, which they
  * fill for themselves). For each such axis ax bound to P, the element a reader accesses must
  * be on the reader's own P index: the position along ax computed forward from the read's
- * subscripts (index_forward) must simplify to `P` itself, or to the same expression it gives
- * at t's own store when both statements run on the same P indices (both then depend only on
- * shared loops and parallel indices, since each nest has its own loop variables). The
- * simplifier knows P < the reader's own bound extent (its predicate). Anything else, including
- * what the simplifier cannot prove, is an error at the directive that put t in registers or
- * in shared memory, e.g. `x.cache_after(local)` with `xl.jt` bound to threadIdx.x (32 threads)
- * read by `y`'s 64 threads, or `x.cache_after(shared)` with `xs.jo` bound to blockIdx.y read by
- * `y` in a serial loop over `jo` (block (i, 0) would read what block (i, 1) wrote).
+ * subscripts (index_forward) must simplify to `P` itself. That is exactly which index of P
+ * wrote the element, through every split and merge, non-divisible ones and their parts
+ * included: t's store at P index p writes only elements whose position along ax is p (the
+ * others are past a split's extent, and predicated off). So the reader's position is compared
+ * with P, never with the expression of t's own store: where the store at p writes nothing
+ * (every element past an inner extent, as for a part of extent 1 split by 32), that
+ * expression says nothing about who wrote the element, even when both simplify alike (to 0).
+ * The simplifier knows P < the reader's own bound extent (its predicate). Anything else,
+ * including what the simplifier cannot prove, is an error at the directive that put t in
+ * registers or in shared memory, e.g. `x.cache_after(local)` with `xl.jt` bound to threadIdx.x
+ * (32 threads) read by `y`'s 64 threads, or `x.cache_after(shared)` with `xs.jo` bound to
+ * blockIdx.y read by `y` in a serial loop over `jo` (block (i, 0) would read what block (i, 1)
+ * wrote).
  */
 #include "passes/passes.h"
 
@@ -39,23 +44,6 @@ static bool is_private(Tensor *t)
 static bool private_over(Tensor *t, ParType p)
 {
 	return t->mem == MEM_LOCAL || par_is_block(p);
-}
-
-/* t's own store (the first one: all of them use t's root values) */
-static Stmt *own_store(Stmt *s, Tensor *t)
-{
-	for (; s; s = s->next) {
-		if (s->kind == KS_STORE && s->tensor == t && s->idx)
-			return s;
-		Stmt *r = own_store(s->body, t);
-		if (!r)
-			r = own_store(s->then, t);
-		if (!r)
-			r = own_store(s->els, t);
-		if (r)
-			return r;
-	}
-	return NULL;
 }
 
 static Span reg_span(Tensor *t)
@@ -123,26 +111,18 @@ static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
 }
 
 /* Every P index of the reader that reads the element at `e` wrote it: its position along each
- * of t's own P-bound axes is the reader's P index (a position past ax's extent is past t's
- * shape, so the read is predicated off), or the very expression of t's store, when both run
- * on the same P indices. */
+ * of t's own P-bound axes is the reader's P index (where that is past ax's extent, the element
+ * is past t's shape, so the read is predicated off). */
 static void check_access(Priv *p, IrExpr *e, Stmt *reader)
 {
 	Tensor *t = e->tensor;
-	Stmt *w = NULL;
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
 		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL ||
 		    !private_over(t, ax->par))
 			continue;
 		IrExpr *er = bound_extent(p->k, reader->tensor, ax->par);
-		IrExpr *got = position(p, ax, e->args, e->nargs, er);
-		if (ir_equal(got, ir_par(p->k->arena, ax->par)))
-			continue;
-		if (!w)
-			w = own_store(p->k->body, t);
-		if (w && ir_equal(er, ax->extent) &&
-		    ir_equal(got, position(p, ax, w->idx, w->nidx, ax->extent)))
+		if (ir_equal(position(p, ax, e->args, e->nargs, er), ir_par(p->k->arena, ax->par)))
 			continue;
 		report(p, t, ax, reader);
 		return;

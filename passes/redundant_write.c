@@ -14,12 +14,16 @@
  * block type counts as bound: each block holds a partial, and the grid step (grid_reduce.c)
  * lets the last block to arrive store the element, whatever its index. Whether an axis is a
  * reduction is t's own: a tensor computed inside its consumer's reduction loop bound to P (a
- * cache of the reduction's operand) has an element per index of P. */
+ * cache of the reduction's operand) has an element per index of P. A loop of the consumer
+ * over an index t does not have (a bare alias: root_index -1) does not count: t's elements are
+ * the same in each of its iterations, so every thread of P would store the same element. */
 static bool bound_to(Tensor *t, ParType p)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = t->domain[i];
 		bool red = ax->reduction;
+		if (ax->ca_alias && ax->kind == AX_ROOT && ax->root_index < 0)
+			continue;
 		while (ax->ca_alias)
 			ax = ax->ca_alias;
 		if (ax->par == p && (!red || par_is_block(p)))

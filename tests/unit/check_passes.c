@@ -532,6 +532,50 @@ START_TEST(shared_inside_thread_loop)
 }
 END_TEST
 
+/* private_local: who wrote an element, through nested non-divisible splits (issue 11, fuzzer
+ * class F12). t's own ii (32) split by 7, its inner part b (7) by 9 and that outer part c
+ * (extent 1) by 32, g bound to threadIdx.x: only g = 0 is in range, so thread 0 writes t[0..6]
+ * and y's thread x reads t[x], another thread's registers. The position along g of what
+ * either side touches simplifies to 0, which says nothing about who wrote it: an error. A
+ * written schedule cannot split 1 by 32 (an error at the factor); a generated one, or the
+ * directives applied one by one as here, can. */
+static char *f12_lowered(bool split_past_extent)
+{
+	const char *src = "fusion f12(x: f32[M]) -> (y: f32[M]) { t[i] = x[i] * 2.0; y[i] = t[i] + 1.0; }\n"
+			  "schedule f12 { y.split(i, 32) -> (io, ii); y.bind(ii, threadIdx.x);\n"
+			  "  t.compute_at(y, io); t.split(ii, 7) -> (a, b); }\n";
+	Arena *a = arena_new();
+	Diag *d = diag_new();
+	int file = diag_add_file(d, "t.fus", src, strlen(src));
+	Program *p = frontend_compile(a, d, file);
+	ck_assert_msg(p != NULL, "front end failed");
+	Fusion *f = p->fusions[0];
+	Tensor *t = fusion_find_tensor(f, "t");
+	Span at = t->span;
+	ck_assert(sched_split(a, d, t, tensor_find_axis(t, "b"), split_past_extent ? 9 : 3, "c", "e", at));
+	ck_assert(sched_split(a, d, t, tensor_find_axis(t, "c"), split_past_extent ? 32 : 2, "f", "g", at));
+	ck_assert(sched_bind(f, d, t, tensor_find_axis(t, "g"), PT_TIDX, at));
+	LowerOptions o = {.arch = 80, .verify = true};
+	Kernel *k = lower_fusion(a, d, f, &o);
+	char *got = k ? xstrdup("lowered") : diag_render(d);
+	diag_free(d);
+	arena_free(a);
+	return got;
+}
+
+START_TEST(local_nested_nondivisible_thread_split)
+{
+	char *got = f12_lowered(true);
+	ck_assert_contains(got, "error: 't' is a register (local) tensor, but 'y' reads elements of "
+				"it that other threads wrote ('t.g' is bound to threadIdx.x)\n");
+	free(got);
+	got = f12_lowered(false);
+	ck_assert_contains(got, "error: 't' is a register (local) tensor, but 'y' reads elements of "
+				"it that other threads wrote ('t.g' is bound to threadIdx.x)\n");
+	free(got);
+}
+END_TEST
+
 Suite *passes_suite(void)
 {
 	Suite *s = suite_create("passes");
@@ -553,6 +597,7 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, recompute_rounds_to_dtype);
 	tcase_add_test(tc, dump_and_time_options);
 	tcase_add_test(tc, shared_private_to_block);
+	tcase_add_test(tc, local_nested_nondivisible_thread_split);
 	tcase_add_test(tc, buffered_cache_of_buffered_cache);
 	tcase_add_test(tc, shared_inside_thread_loop);
 	suite_add_tcase(s, tc);

@@ -484,6 +484,61 @@ START_TEST(test_err_block_over_tensors)
 }
 END_TEST
 
+/* A parallel type binds one loop of a loop nest (issue 11, fuzzer class F5): a loop of the
+ * consumer a tensor is computed inside counts, in either order of the binds, and an axis bound
+ * before the compute_at must agree with the loop it runs as. A loop the tensor does not index
+ * (y.ii for xs, which has no i) may share the type. */
+START_TEST(test_err_par_reuse)
+{
+	check_errors(
+		"fusion f(x: f32[8, 8]) -> (y: f32[8, 8]) {\n"
+		"  y[i, j] = x[i, j] * 2.0;\n"
+		"}\n"
+		"schedule f {\n"
+		"  xs = x.cache_after(shared);\n"
+		"  y.split(j, 4) -> (jo, ji);\n"
+		"  y.bind(jo, threadIdx.x);\n"
+		"  xs.compute_at(y, jo);\n"
+		"  xs.bind(ji, threadIdx.x);\n"
+		"  xs.bind(ji, threadIdx.y);\n"
+		"  y.bind(i, threadIdx.y);\n"
+		"}\n",
+		"t.fus:9:3: error: threadIdx.x is already bound in the loops around 'xs': it is computed inside loop 'jo' of 'y', bound to threadIdx.x\n"
+		"t.fus:7:3: note: bound here\n"
+		"t.fus:11:3: error: cannot bind 'y.i' to threadIdx.y: 'xs' is computed inside it and binds its loop 'ji' to threadIdx.y\n"
+		"t.fus:10:3: note: bound here\n");
+	check_errors(
+		"fusion f(x: f32[8, 8]) -> (y: f32[8, 8]) {\n"
+		"  y[i, j] = x[i, j] * 2.0;\n"
+		"}\n"
+		"schedule f {\n"
+		"  xs = x.cache_after(local);\n"
+		"  xs.bind(j, blockIdx.y);\n"
+		"  y.bind(j, blockIdx.x);\n"
+		"  xs.compute_at(y, j);\n"
+		"}\n",
+		"t.fus:8:3: error: cannot compute 'xs' at 'y.j': 'xs.j', bound to blockIdx.y, would run as loop 'j' of 'y', bound to blockIdx.x\n"
+		"t.fus:6:3: note: bound here\n");
+}
+END_TEST
+
+START_TEST(test_par_reuse_unindexed)
+{
+	TestFrontend r = tf_compile(
+		"fusion f(x: f32[N], b: f32[M, N]) -> (y: f32[M, N]) {\n"
+		"  y[i, j] = x[j] + b[i, j];\n"
+		"}\n"
+		"schedule f {\n"
+		"  y.split(i, 4) -> (io, ii); y.split(j, 8) -> (jo, ji); y.reorder(io, jo, ii, ji);\n"
+		"  y.bind(ii, threadIdx.y); y.bind(ji, threadIdx.x);\n"
+		"  xs = x.cache_after(shared); xs.compute_at(y, ii);\n"
+		"  xs.bind(ji, threadIdx.y);\n"
+		"}\n", true);
+	ck_assert_str_eq(r.errors, "");
+	tf_free(&r);
+}
+END_TEST
+
 Suite *schedule_suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -504,6 +559,8 @@ Suite *schedule_suite(void)
 	tcase_add_test(tc, test_err_sched_misc);
 	tcase_add_test(tc, test_err_compute_at);
 	tcase_add_test(tc, test_err_block_over_tensors);
+	tcase_add_test(tc, test_err_par_reuse);
+	tcase_add_test(tc, test_par_reuse_unindexed);
 	suite_add_tcase(s, tc);
 	return s;
 }
