@@ -409,6 +409,30 @@ static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
 	return n;
 }
 
+/* Is every root axis that x derives from one of u's roots in set[0..n)? */
+static bool derived_from(Axis *x, Axis **set, int n)
+{
+	if (x->kind != AX_ROOT)
+		return derived_from(x->from[0], set, n) &&
+		       (x->kind != AX_MERGE || derived_from(x->from[1], set, n));
+	for (int i = 0; i < n; i++)
+		if (set[i] == x)
+			return true;
+	return false;
+}
+
+/* The axes of home that index r (at most 16; the loops r may share without needing the
+ * other elements of its inputs). */
+static int index_axes(Sched *s, Tensor *r, Tensor *home, Axis **set)
+{
+	ReadMap m = sched_read_map(s->a, r, home);
+	int n = 0;
+	for (int k = 0; k < r->ndim && n < 16; k++)
+		if (m.first && m.first[k])
+			set[n++] = m.first[k];
+	return n;
+}
+
 /* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
  * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
  * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
@@ -440,14 +464,21 @@ static bool place_cache(Sched *s, Tensor *c)
 			   c->name, u[0]->name, u[1]->name);
 		return false;
 	}
+	/* A cache that computes a reduction (cache_before of one) needs all of its inputs: it
+	 * shares only loops over the axes that index it, as a reduction placed by default. */
+	Axis *set[16];
+	int nset = tensor_is_reduction(c) ? index_axes(s, c, u[0], set) : -1;
 	int pos = -1;
 	for (int i = 0; i < u[0]->ndomain; i++) {
 		Axis *ax = u[0]->domain[i];
 		bool thread = par_is_thread(loop_par(ax)) && c->mem == MEM_SHARED;
-		if (thread || ax->vectorize || !replayable(s, c, u[0], i))
+		if (thread || ax->vectorize || !replayable(s, c, u[0], i) ||
+		    (nset >= 0 && !derived_from(ax, set, nset)))
 			break;
 		pos = i;
 	}
+	if (pos < 0 && nset >= 0 && c->ndim == 0)
+		return sched_compute_at_pos(s, c, u[0], -1, c->cache_span);
 	if (pos < 0) {
 		Axis *ax = u[0]->domain[0];
 		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
@@ -544,18 +575,6 @@ static bool check_stages(Sched *s, Tensor *c)
 	return false;
 }
 
-/* Is every root axis that x derives from one of u's roots in set[0..n)? */
-static bool derived_from(Axis *x, Axis **set, int n)
-{
-	if (x->kind != AX_ROOT)
-		return derived_from(x->from[0], set, n) &&
-		       (x->kind != AX_MERGE || derived_from(x->from[1], set, n));
-	for (int i = 0; i < n; i++)
-		if (set[i] == x)
-			return true;
-	return false;
-}
-
 /* The tensor at whose loops r is placed: the consumer that every other consumer is computed
  * at (through a chain of compute_at); the most inlined position any consumer allows. */
 static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit)
@@ -607,10 +626,7 @@ static bool place_reduction(Sched *s, Tensor *r)
 	}
 	ReadMap m = sched_read_map(s->a, r, home);
 	Axis *set[16];
-	int nset = 0;
-	for (int k = 0; k < r->ndim && nset < 16; k++)
-		if (m.first && m.first[k])
-			set[nset++] = m.first[k];
+	int nset = index_axes(s, r, home, set);
 	unsigned reduced = 0;
 	for (int i = 0; i < r->ndomain; i++)
 		if (r->domain[i]->reduction && par_is_thread(r->domain[i]->par))
@@ -725,12 +741,13 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 	return true;
 }
 
-/* The root axis of the top of t's loop nest (following compute_at to the end) that t's root
- * axis x stands for, through the subscripts each tensor of the chain is read with (NULL: x
- * is t's own, or read at a constant). */
+/* The root axis of the loop that t's root axis x runs as: followed through compute_at while
+ * it is a shared loop, by the subscripts each tensor of the chain is read with (NULL: read at
+ * a constant). An axis a tensor runs itself (its own loop, or a reduction's loop below
+ * where it is computed at) stands for itself. */
 static Axis *top_root(Arena *a, Tensor *t, Axis *x)
 {
-	while (x && t->ca_tensor) {
+	while (x && t->ca_tensor && t->ca_pos >= 0 && sched_is_ancestor_of_shared(x, t, t->ca_pos)) {
 		ReadMap m = sched_read_map(a, t, t->ca_tensor);
 		if (!m.found || x->root_index < 0 || x->root_index >= t->ndim)
 			return NULL;

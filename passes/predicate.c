@@ -91,25 +91,27 @@ static bool bare_alias(Axis *ax)
 	return ax->ca_alias && ax->kind == AX_ROOT && ax->root_index < 0;
 }
 
-/* Does t bind p on one of its own axes (not through a loop of its consumer)? */
-static bool binds_own(Tensor *t, ParType p)
+/* Is p bound by a loop of t's nest deeper than domain[i] (its own axis, or a loop of the
+ * consumer it is computed at)? */
+static bool binds_deeper(Tensor *t, int i, ParType p)
 {
-	for (int i = 0; i < t->ndomain; i++)
-		if (!t->domain[i]->ca_alias && t->domain[i]->par == p)
+	for (int j = i + 1; j < t->ndomain; j++)
+		if (resolve(t->domain[j])->par == p)
 			return true;
 	return false;
 }
 
-/* A consumer's loop over an index t lacks (a bare alias) may share its type with one of t's
- * own axes (frontend/schedule.c, par_taken): t's elements are spread over that type by its
- * own axis, whose extent is the one that counts, not the consumer loop's. */
+/* A consumer's loop over an index t lacks (a bare alias) may share its type with a deeper
+ * loop (frontend/schedule.c, par_taken): t's own axis, or the axis of a tensor t is computed
+ * inside. The deepest one spreads t's elements over that type, its extent is the one that
+ * counts, not the outer loop's. */
 static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
 		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
 			continue;
-		if (bare_alias(t->domain[i]) && binds_own(t, ax->par))
+		if (bare_alias(t->domain[i]) && binds_deeper(t, i, ax->par))
 			continue;
 		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
