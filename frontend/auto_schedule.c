@@ -1013,29 +1013,31 @@ static void schedule_kept(Plan *p, Tensor *o)
 }
 
 /* The roots of the output (bits) that subscript a reduction e reads, looking through
- * recomputed tensors; map[k]: the output root of e's tensor's root k (-1: none). */
-static unsigned reduction_roots(IrExpr *e, const int *map)
+ * recomputed tensors; map[k] (k < nmap): the output root of e's tensor's root k (-1: none;
+ * a root past nmap, e's own reduction axis, has none). */
+static unsigned reduction_roots(IrExpr *e, const int *map, int nmap)
 {
 	if (!e)
 		return 0;
 	unsigned bits = 0;
 	if (e->kind != EX_ACCESS) {
 		for (int i = 0; i < e->nargs; i++)
-			bits |= reduction_roots(e->args[i], map);
+			bits |= reduction_roots(e->args[i], map, nmap);
 		return bits;
 	}
 	Tensor *x = e->tensor;
 	int sub[16];
 	for (int k = 0; k < e->nargs && k < 16; k++) {
 		IrExpr *g = e->args[k];
-		sub[k] = g->kind == EX_AXIS && g->axis->root_index >= 0 ? map[g->axis->root_index] : -1;
+		int r = g->kind == EX_AXIS ? g->axis->root_index : -1;
+		sub[k] = r >= 0 && r < nmap ? map[r] : -1;
 		if (tensor_is_reduction(x) && sub[k] >= 0)
 			bits |= 1u << sub[k];
 	}
 	bool recomputed = x->def && !tensor_is_reduction(x) &&
 			  (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed && e->nargs <= 16)
-		bits |= reduction_roots(x->def, sub);
+		bits |= reduction_roots(x->def, sub, e->nargs);
 	return bits;
 }
 
@@ -1052,7 +1054,7 @@ static void schedule_general(Plan *p, Tensor *o)
 		return;
 	for (int k = 0; k < o->ndim; k++)
 		map[k] = k;
-	unsigned bits = reduction_roots(o->def, map);
+	unsigned bits = reduction_roots(o->def, map, o->ndim);
 	int par = o->ndim - 1;
 	for (int k = 0; k < o->ndim; k++)
 		if (bits >> k & 1)
