@@ -257,7 +257,8 @@ def markdown(rows):
     for r in rows:
         name, _ = r.best()
         fms = fmt(r.fusc_ms, 3) if isinstance(r.fusc_ms, float) else str(r.fusc_ms).split(":")[0]
-        c = [r.case.label, fms, cell(r, r.fusc_ms)] + [cell(r, r.peer_ms.get(p)) for p in PEERS]
+        c = [r.case.label, fms, cell(r, r.fusc_ms) if isinstance(r.fusc_ms, float) else ""]
+        c += [cell(r, r.peer_ms.get(p)) for p in PEERS]
         c += [name or "", fmt(r.ratio(), 2)]
         if not r.case.flops:
             c.append(fmt(r.copy_fraction(), 2))
@@ -563,8 +564,8 @@ class Bench:
         return Row(case, amount, fusc_ms, dict(self.peers[key]), self.copy_gbs)
 
 
-class Stopped(Exception):
-    pass
+class Stopped(BaseException):
+    """SIGTERM (not an Exception: a peer's `except Exception` must not swallow it)."""
 
 
 def main(argv=None):
