@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -625,7 +626,11 @@ def main(argv=None):
                 not_run.append(c.label)
                 continue
             log(f"# {c.suite}: {c.label} ({c.fus} {c.dims})")
-            r = b.run_case(c, progs[c.fus])
+            try:
+                r = b.run_case(c, progs[c.fus])
+            except Exception as e:  # e.g. a kernel fault: reported as FAIL, not fatal
+                log(traceback.format_exc().rstrip())
+                r = Row(c, c.flops or 0, f"FAIL: {type(e).__name__}", {}, b.copy_gbs)
             rows.append(r)
             log(r.line())
     except Stopped:
