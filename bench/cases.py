@@ -100,7 +100,7 @@ def mm(A, B):
     return torch.mm(A, B)
 
 
-# ---- the Triton peers ---------------------------------------------------------------------
+# ---- the Triton peers (bench/triton_peers.py) ---------------------------------------------
 def triton_softmax(x):
     return triton_peers.softmax(x)
 
@@ -111,6 +111,14 @@ def triton_layernorm(x, gamma, beta, eps):
 
 def triton_row_sum(x):
     return triton_peers.row_sum(x)
+
+
+def triton_rmsnorm(x, w, eps):
+    return triton_peers.rmsnorm(x, w, eps)
+
+
+def triton_logsumexp(x):
+    return triton_peers.logsumexp(x)
 
 
 # ---- bench/auto: programs as users write them (size symbols, no schedule) ----------------
@@ -142,8 +150,9 @@ def auto_cases():
             Case("auto", f"layernorm f32 {sz}", a + "layernorm_f32.fus", d, layernorm,
                  scalars={"eps": 1e-5}, triton=triton_layernorm),
             Case("auto", f"rmsnorm f32 {sz}", a + "rmsnorm_f32.fus", d, rmsnorm,
-                 scalars={"eps": 1e-5}),
-            Case("auto", f"logsumexp f32 {sz}", a + "logsumexp_f32.fus", d, logsumexp),
+                 scalars={"eps": 1e-5}, triton=triton_rmsnorm),
+            Case("auto", f"logsumexp f32 {sz}", a + "logsumexp_f32.fus", d, logsumexp,
+                 triton=triton_logsumexp),
             Case("auto", f"row sum f32 {sz}", a + "row_sum_f32.fus", d, row_sum,
                  triton=triton_row_sum),
         ]
@@ -155,9 +164,9 @@ def auto_cases():
                 Case("auto", f"layernorm f32 {sz} (N constant)", a + "layernorm_4096.fus",
                      {"M": m}, layernorm, scalars={"eps": 1e-5}, triton=triton_layernorm),
                 Case("auto", f"rmsnorm f32 {sz} (N constant)", a + "rmsnorm_4096.fus",
-                     {"M": m}, rmsnorm, scalars={"eps": 1e-5}),
+                     {"M": m}, rmsnorm, scalars={"eps": 1e-5}, triton=triton_rmsnorm),
                 Case("auto", f"logsumexp f32 {sz} (N constant)", a + "logsumexp_4096.fus",
-                     {"M": m}, logsumexp),
+                     {"M": m}, logsumexp, triton=triton_logsumexp),
             ]
     for n in (4096, 65536):
         m = _rows(n, 2)
@@ -171,9 +180,9 @@ def auto_cases():
     m = _rows(4096, 2)
     cs += [
         Case("auto", f"rmsnorm bf16 {m}x4096", a + "rmsnorm_bf16.fus", {"M": m, "N": 4096},
-             rmsnorm, scalars={"eps": 1e-5}),
+             rmsnorm, scalars={"eps": 1e-5}, triton=triton_rmsnorm),
         Case("auto", f"logsumexp f16 {m}x4096", a + "logsumexp_f16.fus", {"M": m, "N": 4096},
-             logsumexp),
+             logsumexp, triton=triton_logsumexp),
     ]
     for n in (4096, 16384):
         m = _rows(n, 2)

@@ -1,12 +1,14 @@
-"""Hand-written Triton kernels, the third peer of bench.py for softmax, layernorm and row sums.
+"""Hand-written Triton kernels, the third peer of bench.py for softmax, layernorm, rmsnorm,
+logsumexp and row sums.
 
 Each takes and returns torch tensors like the eager function it stands for (a new output per
 call). A row that fits (at most FIT elements after rounding up to a power of two) is held in
 registers and read once: BLOCK_M rows per program, so short rows still give each program a
 tile of about 2048 elements. A longer row gets one program that loops over it in chunks of
 LOOP elements: softmax keeps an online maximum and sum (two reads of the row), layernorm sums
-x and x*x (two reads), row sum one read. Arithmetic is in f32; outputs take the input's dtype
-(row sums are f32, as in bench/auto).
+x and x*x (two reads), rmsnorm x*x (two reads), logsumexp and row sum read it once.
+Arithmetic is in f32; outputs take the input's dtype (row sums and logsumexp are f32, as in
+bench/auto).
 """
 import torch
 import triton
@@ -141,3 +143,77 @@ def row_sum(x):
         bm, bn, warps = 1, LOOP, 8
     _row_sum[(triton.cdiv(m, bm),)](x, s, m, n, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps)
     return s
+
+
+@triton.jit
+def _rmsnorm_fit(x_ptr, w_ptr, y_ptr, M, N, eps, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, (x * r[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rmsnorm_loop(x_ptr, w_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+    base = tl.program_id(0).to(tl.int64) * N
+    s2 = tl.zeros([BLOCK_N], tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
+        s2 += x * x
+    r = 1.0 / tl.sqrt(tl.sum(s2, axis=0) / N + eps)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + base + cols, (x * r * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rmsnorm(x, w, eps):
+    m, n = x.shape
+    y = torch.empty_like(x)
+    if triton.next_power_of_2(n) <= FIT:
+        bm, bn, warps = _shape(n)
+        _rmsnorm_fit[(triton.cdiv(m, bm),)](x, w, y, m, n, eps, BLOCK_M=bm, BLOCK_N=bn,
+                                            num_warps=warps)
+    else:
+        _rmsnorm_loop[(m,)](x, w, y, n, eps, BLOCK_N=LOOP, num_warps=8)
+    return y
+
+
+@triton.jit
+def _logsumexp(x_ptr, l_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # An online maximum and sum per lane over chunks of the row, then combined across lanes.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    base = rows[:, None].to(tl.int64) * N
+    m = tl.full([BLOCK_M, BLOCK_N], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        # a lane that has seen only -inf keeps m = -inf and s = 0 (no NaN from -inf - -inf)
+        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    row_max = tl.max(m, axis=1)
+    row_safe = tl.where(row_max == -float("inf"), 0.0, row_max)
+    total = tl.sum(s * tl.exp(m - row_safe[:, None]), axis=1)
+    tl.store(l_ptr + rows, row_max + tl.log(total), mask=rows < M)
+
+
+def logsumexp(x):
+    m, n = x.shape
+    out = torch.empty(m, device=x.device, dtype=torch.float32)
+    if triton.next_power_of_2(n) <= FIT:
+        bm, bn, warps = _shape(n)
+    else:
+        bm, bn, warps = 1, LOOP, 8
+    _logsumexp[(triton.cdiv(m, bm),)](x, out, m, n, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps)
+    return out
