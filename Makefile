@@ -55,7 +55,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu bench install clean FORCE
+.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu check-bench bench install clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -271,6 +271,7 @@ check: deps
 	 $(MAKE) --no-print-directory check-lib || rc=1; \
 	 $(MAKE) --no-print-directory check-sim || rc=1; \
 	 $(MAKE) --no-print-directory check-embed || rc=1; \
+	 $(MAKE) --no-print-directory check-bench || rc=1; \
 	 $(MAKE) --no-print-directory check-fuzz || rc=1; \
 	 if [ $$rc = 0 ]; then echo "make check: all passed"; else echo "make check: FAILED"; fi; exit $$rc
 
@@ -292,18 +293,25 @@ install: all
 	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
-# On the GPU machine, which has no flex/bison/check: these use the build/ carried there and
-# rebuild nothing (run `make all build/check_unit` here first).
+# On the GPU machine, which has no flex/bison/check: uses the build/ carried there and rebuilds
+# nothing of fusc (run `make all` here first). bench/bench.py builds each fusion's launcher with
+# nvcc and times it and every peer (PyTorch eager, torch.compile, Triton) the same way:
+# `make bench` runs the pointwise, reduce and gemm suites, `make bench SUITE=auto` bench/auto
+# (SUITE=all: every suite). bench/device_run.sh is the same in one call with deadlines.
+SUITE ?=
+BENCH_FLAGS ?=
 bench:
 	@test -x $(FUSC) || { echo "bench: build $(FUSC) first (make all)"; exit 2; }
-	@mkdir -p $(BUILD)/bench/manual $(BUILD)/bench/auto
-	$(FUSC) examples/saxpy.fus -o $(BUILD)/bench/manual/saxpy.cu
-	$(FUSC) bench/pointwise/saxpy_auto.fus -o $(BUILD)/bench/auto/saxpy.cu
-	for v in manual auto; do \
-	  $(NVCC) -O3 -std=c++17 -arch=sm_90 -I$(BUILD)/bench/$$v bench/saxpy_main.cu \
-	    $(BUILD)/bench/$$v/saxpy.cu -o $(BUILD)/bench/saxpy_$$v && \
-	  $(BUILD)/bench/saxpy_$$v 28 saxpy_nvcc_$$v || exit 1; done
-	FUSC=$(FUSC) python3 bench/bench.py
+	FUSC=$(FUSC) NVCC=$(NVCC) python3 bench/bench.py $(if $(SUITE),--suite $(SUITE)) \
+	  --build $(BUILD)/bench $(BENCH_FLAGS)
+
+# The harness without a GPU: its unit tests, and a dry run that generates every benchmarked
+# fusion with fusc and checks each case against its launcher's prototype.
+check-bench: $(FUSC)
+	python3 bench/test_bench.py
+	@FUSC=$(FUSC) python3 bench/bench.py --dry-run --suite all --build $(BUILD)/bench-dry \
+	  > $(BUILD)/bench-dry.log 2>&1 || { cat $(BUILD)/bench-dry.log; exit 1; }
+	@tail -n 1 $(BUILD)/bench-dry.log
 
 clean:
 	rm -rf $(BUILD)

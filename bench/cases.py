@@ -1,0 +1,272 @@
+"""The benchmark suites of bench.py: which .fus file at which sizes, and the PyTorch function
+(and, where there is one, the hand-written Triton kernel) it is compared with.
+
+A Case names a .fus file, the fusion in it, the sizes of its size symbols and the values of
+its scalar parameters. The shapes and dtypes of the inputs and outputs come from the fusion's
+signature, so a case cannot disagree with its file. `ref` is the PyTorch function: it takes
+the inputs by parameter name and returns the outputs (one tensor, or a tuple in the order of
+the outputs). It is the eager peer, the torch.compile peer, and, run on float64 copies of the
+inputs, the reference that every output is checked against. `torch` and `F` are bound by
+bind_torch() when the harness times (a dry run needs no PyTorch).
+"""
+torch = None
+F = None
+triton_peers = None
+
+
+def bind_torch():
+    global torch, F, triton_peers
+    import torch as _torch
+    import torch.nn.functional as _F
+    torch, F = _torch, _F
+    import triton_peers as _tp
+    triton_peers = _tp
+
+
+class Case:
+    def __init__(self, suite, label, fus, dims, ref, fusion=None, scalars=None, triton=None,
+                 flops=None, tol=None):
+        self.suite, self.label, self.fus, self.dims = suite, label, fus, dims
+        self.ref, self.fusion, self.scalars = ref, fusion, scalars or {}
+        self.triton, self.flops, self.tol = triton, flops, tol
+
+    def __repr__(self):
+        return f"Case({self.suite}: {self.label})"
+
+
+# ---- the PyTorch functions (module-level, so torch.compile sees plain functions) ---------
+def saxpy(a, x, y):
+    return a * x + y
+
+
+def bcast3(x, r, c):
+    return x * r[:, None, :] + c[None, :, None]
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def layernorm(x, gamma, beta, eps):
+    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+def rmsnorm(x, w, eps):
+    xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w).to(x.dtype)
+
+
+def logsumexp(x):
+    return torch.logsumexp(x, dim=-1)
+
+
+def row_sum(x):
+    return x.sum(dim=-1, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def col_sum(x):
+    return x.sum(dim=0)
+
+
+def mid_sum(x):
+    return x.sum(dim=1)
+
+
+def total(x):
+    return x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def transpose(x):
+    return x.t().contiguous()
+
+
+def permute3(x):
+    return x.permute(2, 0, 1).contiguous()
+
+
+def gelu(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def bias_gelu(x, b):
+    return F.gelu(x + b)
+
+
+def half_scale(alpha, x, y):
+    return torch.tanh(alpha * x) + y * y
+
+
+def mm(A, B):
+    return torch.mm(A, B)
+
+
+# ---- the Triton peers (bench/triton_peers.py) ---------------------------------------------
+def triton_softmax(x):
+    return triton_peers.softmax(x)
+
+
+def triton_layernorm(x, gamma, beta, eps):
+    return triton_peers.layernorm(x, gamma, beta, eps)
+
+
+def triton_row_sum(x):
+    return triton_peers.row_sum(x)
+
+
+def triton_rmsnorm(x, w, eps):
+    return triton_peers.rmsnorm(x, w, eps)
+
+
+def triton_logsumexp(x):
+    return triton_peers.logsumexp(x)
+
+
+# ---- bench/auto: programs as users write them (size symbols, no schedule) ----------------
+# Row tensors of E f32 elements (256 MB) or 2E f16/bf16 elements (256 MB).
+E = 1 << 26
+ROW_LENGTHS = (128, 1000, 4096, 16384, 65536, 1 << 20)
+
+
+def _rows(n, elem_bytes=4):
+    return (E * 4 // elem_bytes) // n
+
+
+def auto_cases():
+    a = "bench/auto/"
+    cs = [
+        Case("auto", "saxpy f32 2^26", a + "saxpy.fus", {"N": E}, saxpy, scalars={"a": 1.75}),
+        Case("auto", "saxpy bf16 2^27", a + "saxpy_bf16.fus", {"N": 2 * E}, saxpy,
+             scalars={"a": 1.75}),
+        Case("auto", "3-D broadcast f32 64x1024x1024", a + "bcast3.fus",
+             {"B": 64, "M": 1024, "N": 1024}, bcast3),
+    ]
+    for n in ROW_LENGTHS:
+        m = _rows(n)
+        d = {"M": m, "N": n}
+        sz = f"{m}x{n}"
+        cs += [
+            Case("auto", f"softmax f32 {sz}", a + "softmax_f32.fus", d, softmax,
+                 triton=triton_softmax),
+            Case("auto", f"layernorm f32 {sz}", a + "layernorm_f32.fus", d, layernorm,
+                 scalars={"eps": 1e-5}, triton=triton_layernorm),
+            Case("auto", f"rmsnorm f32 {sz}", a + "rmsnorm_f32.fus", d, rmsnorm,
+                 scalars={"eps": 1e-5}, triton=triton_rmsnorm),
+            Case("auto", f"logsumexp f32 {sz}", a + "logsumexp_f32.fus", d, logsumexp,
+                 triton=triton_logsumexp),
+            Case("auto", f"row sum f32 {sz}", a + "row_sum_f32.fus", d, row_sum,
+                 triton=triton_row_sum),
+        ]
+        if n == 4096:
+            # The same programs with the row length a constant: symbolic must cost nothing.
+            cs += [
+                Case("auto", f"softmax f32 {sz} (N constant)", a + "softmax_4096.fus",
+                     {"M": m}, softmax, triton=triton_softmax),
+                Case("auto", f"layernorm f32 {sz} (N constant)", a + "layernorm_4096.fus",
+                     {"M": m}, layernorm, scalars={"eps": 1e-5}, triton=triton_layernorm),
+                Case("auto", f"rmsnorm f32 {sz} (N constant)", a + "rmsnorm_4096.fus",
+                     {"M": m}, rmsnorm, scalars={"eps": 1e-5}, triton=triton_rmsnorm),
+                Case("auto", f"logsumexp f32 {sz} (N constant)", a + "logsumexp_4096.fus",
+                     {"M": m}, logsumexp, triton=triton_logsumexp),
+            ]
+    for n in (4096, 65536):
+        m = _rows(n, 2)
+        cs.append(Case("auto", f"softmax f16 {m}x{n}", a + "softmax_f16.fus", {"M": m, "N": n},
+                       softmax, triton=triton_softmax))
+    for n in (1000, 4096):
+        m = _rows(n, 2)
+        cs.append(Case("auto", f"layernorm bf16 {m}x{n}", a + "layernorm_bf16.fus",
+                       {"M": m, "N": n}, layernorm, scalars={"eps": 1e-5},
+                       triton=triton_layernorm))
+    m = _rows(4096, 2)
+    cs += [
+        Case("auto", f"rmsnorm bf16 {m}x4096", a + "rmsnorm_bf16.fus", {"M": m, "N": 4096},
+             rmsnorm, scalars={"eps": 1e-5}, triton=triton_rmsnorm),
+        Case("auto", f"logsumexp f16 {m}x4096", a + "logsumexp_f16.fus", {"M": m, "N": 4096},
+             logsumexp, triton=triton_logsumexp),
+    ]
+    for n in (4096, 16384):
+        m = _rows(n, 2)
+        cs.append(Case("auto", f"row sum bf16 {m}x{n}", a + "row_sum_bf16.fus",
+                       {"M": m, "N": n}, row_sum, triton=triton_row_sum))
+    cs += [
+        Case("auto", "column sum f32 16384x4096", a + "col_sum.fus", {"M": 16384, "N": 4096},
+             col_sum),
+        Case("auto", "column sum f32 65536x1024", a + "col_sum.fus", {"M": 65536, "N": 1024},
+             col_sum),
+        Case("auto", "middle-axis sum f32 64x512x1024", a + "mid_sum.fus",
+             {"B": 64, "T": 512, "H": 1024}, mid_sum),
+        # f32 accumulation of 2^28 values against a float64 sum: allow 1e-3.
+        Case("auto", "whole sum f16 2^28 -> f32", a + "total_f16.fus", {"N": 1 << 28}, total,
+             tol=1e-3),
+        Case("auto", "transpose f32 16384x16384", a + "transpose.fus",
+             {"M": 16384, "N": 16384}, transpose),
+        Case("auto", "permute (2,0,1) f32 256x512x512", a + "permute3.fus",
+             {"A": 256, "B": 512, "C": 512}, permute3),
+    ]
+    return cs
+
+
+# ---- the pointwise, reduce and gemm suites (bench/pointwise, bench/reduce, examples/) -----
+N28 = 1 << 28
+
+
+def pointwise_cases():
+    p = "bench/pointwise/"
+    return [
+        Case("pointwise", "saxpy f32 2^28 (manual)", "examples/saxpy.fus", {"N": N28}, saxpy,
+             scalars={"a": 1.75}),
+        Case("pointwise", "saxpy f32 2^28 (auto)", p + "saxpy_auto.fus", {"N": N28}, saxpy,
+             scalars={"a": 1.75}),
+        Case("pointwise", "gelu f32 2^28 (auto)", "examples/gelu_auto.fus", {"N": N28}, gelu),
+        Case("pointwise", "bias+gelu 16384x8192 (manual)", "examples/bias_gelu.fus",
+             {"M": 16384, "N": 8192}, bias_gelu),
+        Case("pointwise", "bias+gelu 16384x8192 (auto)", p + "bias_gelu_auto.fus",
+             {"M": 16384, "N": 8192}, bias_gelu),
+        Case("pointwise", "f16 tanh+sq 2^28 (manual)", "examples/half_scale.fus", {"N": N28},
+             half_scale, scalars={"alpha": 1.5}, tol=2e-2),
+        Case("pointwise", "f16 tanh+sq 2^28 (auto)", p + "half_scale_auto.fus", {"N": N28},
+             half_scale, scalars={"alpha": 1.5}, tol=2e-2),
+    ]
+
+
+def reduce_cases():
+    r = "bench/reduce/"
+    e = "examples/reduce/"
+    cs = []
+    for m, n in ((16384, 4096), (65536, 1024)):
+        sz = f"{m}x{n}"
+        d = {"M": m, "N": n}
+        cs += [
+            Case("reduce", f"row sum {sz} (manual)", e + "row_sum.fus", d, row_sum,
+                 triton=triton_row_sum),
+            Case("reduce", f"row sum {sz} (auto)", f"{r}row_sum_auto_{n}.fus", {"M": m},
+                 row_sum, triton=triton_row_sum),
+            Case("reduce", f"softmax {sz} (manual)", e + "softmax.fus", d, softmax,
+                 triton=triton_softmax),
+            Case("reduce", f"softmax {sz} (auto)", f"{r}softmax_auto_{n}.fus", {"M": m},
+                 softmax, triton=triton_softmax),
+            Case("reduce", f"layernorm {sz} (manual)", e + "layernorm.fus", d, layernorm,
+                 scalars={"eps": 1e-5}, triton=triton_layernorm),
+            Case("reduce", f"layernorm {sz} (auto)", f"{r}layernorm_auto_{n}.fus", {"M": m},
+                 layernorm, scalars={"eps": 1e-5}, triton=triton_layernorm),
+            Case("reduce", f"layernorm {sz} (manual, welford)", e + "layernorm_welford.fus", d,
+                 layernorm, scalars={"eps": 1e-5}, triton=triton_layernorm),
+        ]
+    cs.append(Case("reduce", "layernorm 65536x1024 (persistent, welford)",
+                   e + "layernorm_welford_1024.fus", {"M": 65536}, layernorm,
+                   scalars={"eps": 1e-5}, triton=triton_layernorm))
+    return cs
+
+
+def gemm_cases():
+    # torch.mm is cuBLAS SGEMM in full f32 (bench.py turns TF32 off).
+    return [
+        Case("gemm", "gemm f32 4096^3 (manual)", "examples/gemm/gemm_f32.fus",
+             {"M": 4096, "N": 4096, "K": 4096}, mm, flops=2 * 4096 ** 3, tol=1e-4),
+    ]
+
+
+SUITES = {"auto": auto_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
+          "gemm": gemm_cases}
+# `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
+DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
