@@ -861,14 +861,15 @@ static void run_thread(Sim *S, SimThread *T)
 
 /* ---- blocks --------------------------------------------------------------------------- */
 
+static bool is_barrier(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE;
+}
+
 static bool has_sync(Stmt *s)
 {
-	for (; s; s = s->next)
-		if (s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE ||
-		    (s->kind == KS_FOR && has_sync(s->body)) ||
-		    (s->kind == KS_IF && (has_sync(s->then) || has_sync(s->els))))
-			return true;
-	return false;
+	return ir_stmts_any(s, is_barrier, NULL);
 }
 
 static void thread_start(Sim *S, SimThread *T, int64_t lin)
@@ -1141,12 +1142,17 @@ static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *
 bool sim_reverse_blocks;
 
 /* The block types a grid reduction of k reduces over, as a mask. */
+static bool add_grid_reduced(Stmt *s, void *ctx)
+{
+	if (s->kind == KS_GRID_REDUCE)
+		*(unsigned *)ctx |= s->pars;
+	return false;
+}
+
 static unsigned grid_reduced(Stmt *s)
 {
 	unsigned m = 0;
-	for (; s; s = s->next)
-		m |= (s->kind == KS_GRID_REDUCE ? s->pars : 0) | grid_reduced(s->body) |
-		     grid_reduced(s->then) | grid_reduced(s->els);
+	ir_stmts_any(s, add_grid_reduced, &m);
 	return m;
 }
 

@@ -31,14 +31,10 @@ static void stmt_needs(Stmt *s, Need *worst)
 		need(worst, 80, "cp.async", s->span);
 }
 
-static void scan(Stmt *s, Need *worst)
+static bool scan(Stmt *s, void *worst)
 {
-	for (; s; s = s->next) {
-		stmt_needs(s, worst);
-		scan(s->body, worst);
-		scan(s->then, worst);
-		scan(s->els, worst);
-	}
+	stmt_needs(s, worst);
+	return false;
 }
 
 bool pass_arch(Kernel *k, Diag *d)
@@ -46,7 +42,7 @@ bool pass_arch(Kernel *k, Diag *d)
 	Need worst = {ARCH_BASELINE, NULL, {0}};
 	int target = pass_options ? pass_options->arch : 80;
 
-	scan(k->body, &worst);
+	ir_stmts_any(k->body, scan, &worst);
 	if (k->min_arch < worst.arch)
 		k->min_arch = worst.arch;
 	if (target >= k->min_arch)
