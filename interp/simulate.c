@@ -1139,7 +1139,6 @@ static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *
 	return pick;
 }
 
-bool sim_reverse_blocks;
 
 /* The block types a grid reduction of k reduces over, as a mask. */
 static bool add_grid_reduced(Stmt *s, void *ctx)
@@ -1379,8 +1378,9 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 		r->blocks_total = S.grid[0] * S.grid[1] * S.grid[2];
 		r->threads_per_block = S.nthreads;
 		blocks = pick_segments(&S, o ? o->max_blocks : 0, o ? o->seed : 0, &nb);
+		bool reverse = o && o->reverse_blocks;
 		for (int64_t i = 0; i < nb && !r->error; i++)
-			run_block(&S, ts, blocks[sim_reverse_blocks ? nb - 1 - i : i]);
+			run_block(&S, ts, blocks[reverse ? nb - 1 - i : i]);
 		r->blocks_run = nb;
 		finish(&S, outputs);
 		for (int64_t i = 0; i < nts; i++)

@@ -494,8 +494,22 @@ typedef struct Precond {
 	const char *reason; /* e.g. "vectorized access"; NULL means that */
 } Precond;
 
+/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
+ * Kernel (Kernel.options), never from anywhere else. */
+typedef struct LowerOptions {
+	int arch;            /* target sm version, e.g. 80 */
+	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
+	bool verify;         /* run ir_verify between passes */
+	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
+	FILE *dump_out;
+	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
+	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
+			      * lower_fusion sets it to lower Kernel.fallback */
+} LowerOptions;
+
 typedef struct Kernel {
 	Fusion *fusion;
+	const LowerOptions *options; /* the lowering's options (kir_new: the defaults, sm_80) */
 	const char *name;      /* CUDA kernel name: FUSION_kernel */
 	Stmt *body;
 	IrExpr *launch[PT_COUNT]; /* grid/block extent per parallel type (i64); NULL = 1 */

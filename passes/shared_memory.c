@@ -231,7 +231,7 @@ static Span buf_span(Tensor *t)
  * first block reduction's when there is no buffer). */
 static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 {
-	int arch = pass_options ? pass_options->arch : 80;
+	int arch = k->options->arch;
 	int64_t limit = smem_limit(arch);
 	long long dyn = (long long)kernel_smem_dynamic(k), stat = (long long)kernel_smem_static(k);
 	if (dyn + stat <= limit && stat <= STATIC_LIMIT)
@@ -246,7 +246,7 @@ static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 				big = &m->b[i];
 		at = buf_span(big->t);
 	}
-	bool warn = pass_options && pass_options->no_arch_check;
+	bool warn = k->options->no_arch_check;
 	const char *fmt = "%s needs %lld bytes of shared memory (dynamic %lld, static %lld, "
 			  "required %lld), more than the %lld bytes (%lld KiB) %s on sm_%d";
 	const char *what = limit == STATIC_LIMIT ? "of static shared memory a block can have"

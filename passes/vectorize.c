@@ -372,7 +372,7 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 	bool ok = true;
 
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
-		if (s->kind == KS_FOR && s->vectorize && pass_options && pass_options->no_vectorize) {
+		if (s->kind == KS_FOR && s->vectorize && k->options->no_vectorize) {
 			s->vectorize = false; /* the per-lane form the tail uses */
 			s->unroll = true;
 		}
