@@ -216,7 +216,7 @@ IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
  * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
-/* Simplifies an expression with range facts about variables (ir/simplify.c). */
+/* Simplifies an expression with range facts about variables (ir/range.c). */
 IrExpr *ir_simplify(Arena *a, IrExpr *e);
 /* Bounds of an integer expression when they are known constants: var ranges come from
  * Var.extent, par ranges from the kernel's launch dims if set (else unknown). */

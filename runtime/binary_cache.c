@@ -1,4 +1,4 @@
-/* cache.c: the on-disk cache of compiled binaries (runtime.h, docs/runtime.md).
+/* binary_cache.c: the on-disk cache of compiled binaries (runtime.h, docs/runtime.md).
  *
  * libfusrt loads what it finds here into the GPU, so the cache is trusted only as far as the
  * folder is: the folder is created 0700 (its missing parents too), and an existing one is
