@@ -28,18 +28,6 @@ const char *cuda_ws_ctype(Kernel *k, int i);
 void cuda_emit_body(Kernel *k, Buf *out);
 
 /* backend/cuda_expr.c: expressions and names. */
-/* C precedence levels (higher binds tighter). */
-enum {
-	PREC_TERNARY = 3,
-	PREC_OR = 4,
-	PREC_AND = 5,
-	PREC_EQ = 9,
-	PREC_REL = 10,
-	PREC_ADD = 12,
-	PREC_MUL = 13,
-	PREC_UNARY = 15,
-	PREC_PRIMARY = 16,
-};
 /* Appends e converted to `want`. `implicit`: the context converts by itself (an operand next
  * to one of type `want`, a condition), so only f16/bf16 need a helper. */
 void cuda_put_expr(Buf *out, IrExpr *e, DType want, bool implicit);

@@ -303,14 +303,14 @@ static Val val_arith(IrExpr *e)
 	IrExpr **x = e->args;
 
 	switch (e->op) {
-	case OP_ADD: return val_infix(x[0], x[1], ct, "+", PREC_ADD, ct);
-	case OP_SUB: return val_infix(x[0], x[1], ct, "-", PREC_ADD, ct);
-	case OP_MUL: return val_infix(x[0], x[1], ct, "*", PREC_MUL, ct);
-	case OP_DIV: return val_infix(x[0], x[1], ct, "/", PREC_MUL, ct);
+	case OP_ADD: return val_infix(x[0], x[1], ct, "+", ir_op_prec(e->op), ct);
+	case OP_SUB: return val_infix(x[0], x[1], ct, "-", ir_op_prec(e->op), ct);
+	case OP_MUL: return val_infix(x[0], x[1], ct, "*", ir_op_prec(e->op), ct);
+	case OP_DIV: return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
 	case OP_MOD:
 		if (dtype_is_float(ct))
 			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
-		return val_infix(x[0], x[1], ct, "%", PREC_MUL, ct);
+		return val_infix(x[0], x[1], ct, "%", ir_op_prec(e->op), ct);
 	case OP_NEG: return val_prefix("-", val_conv(x[0], ct, true), ct);
 	case OP_CEILDIV: return val_ceildiv(x[0], x[1]);
 	default: die("not an arithmetic op: %s", op_name(e->op));
@@ -319,15 +319,14 @@ static Val val_arith(IrExpr *e)
 
 static Val val_compare(IrExpr *e)
 {
-	static const struct { IrOp op; const char *text; int prec; } ops[] = {
-		{OP_LT, "<", PREC_REL}, {OP_LE, "<=", PREC_REL}, {OP_GT, ">", PREC_REL},
-		{OP_GE, ">=", PREC_REL}, {OP_EQ, "==", PREC_EQ}, {OP_NE, "!=", PREC_EQ},
+	static const struct { IrOp op; const char *text; } ops[] = {
+		{OP_LT, "<"}, {OP_LE, "<="}, {OP_GT, ">"}, {OP_GE, ">="}, {OP_EQ, "=="}, {OP_NE, "!="},
 	};
 	DType ct = dtype_compute(dtype_promote(e->args[0]->dtype, e->args[1]->dtype));
 
 	for (int i = 0; i < countof(ops); i++)
 		if (ops[i].op == e->op)
-			return val_infix(e->args[0], e->args[1], ct, ops[i].text, ops[i].prec,
+			return val_infix(e->args[0], e->args[1], ct, ops[i].text, ir_op_prec(e->op),
 					 DT_BOOL);
 	die("not a comparison: %s", op_name(e->op));
 }
@@ -404,7 +403,7 @@ static Val val_select(IrExpr *e)
 	val_paren(&vc, PREC_OR);
 	val_paren(&vt, PREC_OR);
 	val_paren(&vf, PREC_OR);
-	Val v = val_new(PREC_TERNARY, e->dtype);
+	Val v = val_new(PREC_SELECT, e->dtype);
 	buf_puts(&v.b, vc.b.s);
 	buf_puts(&v.b, " ? ");
 	buf_puts(&v.b, vt.b.s);

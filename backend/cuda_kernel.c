@@ -50,13 +50,15 @@ void cuda_put_preamble(Buf *out, unsigned sections)
 			put_section(out, i);
 }
 
+static bool is_welford(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD;
+}
+
 static bool has_welford(Stmt *s)
 {
-	for (; s; s = s->next)
-		if ((s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD) || has_welford(s->body) ||
-		    has_welford(s->then) || has_welford(s->els))
-			return true;
-	return false;
+	return ir_stmts_any(s, is_welford, NULL);
 }
 
 static bool has_grid_reduce(Kernel *k)
@@ -64,13 +66,15 @@ static bool has_grid_reduce(Kernel *k)
 	return k->grid_ws.len > 0 || (k->fallback && k->fallback->grid_ws.len > 0);
 }
 
+static bool is_block_reduce(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return s->kind == KS_BLOCK_REDUCE;
+}
+
 static bool has_block_reduce(Stmt *s)
 {
-	for (; s; s = s->next)
-		if (s->kind == KS_BLOCK_REDUCE || has_block_reduce(s->body) ||
-		    has_block_reduce(s->then) || has_block_reduce(s->els))
-			return true;
-	return false;
+	return ir_stmts_any(s, is_block_reduce, NULL);
 }
 
 /* Threads per block when every thread dimension is a constant; 0 otherwise. */

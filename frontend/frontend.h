@@ -197,7 +197,7 @@ bool sched_bind(Fusion *f, Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
 bool sched_place_defaults(Arena *a, Diag *d, Fusion *f);
 
 /* ---- schedule internals, shared by frontend/schedule.c (directives, compute_at),
- * frontend/cache.c (caches, default placement) and frontend/rfactor.c ---------------------- */
+ * frontend/cache_directives.c (caches, default placement) and frontend/rfactor.c ---------- */
 
 /* One schedule block being applied. */
 typedef struct Sched {

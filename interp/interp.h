@@ -163,6 +163,9 @@ typedef struct SimOptions {
 	 * it starts; sim_run then fails with SimResult.over_budget set. */
 	int64_t max_elements;
 	int64_t max_steps;
+	/* Run the sampled blocks in decreasing order (a test's check that a grid reduction's
+	 * result does not depend on the order in which blocks finish). */
+	bool reverse_blocks;
 } SimOptions;
 
 typedef struct SimResult {

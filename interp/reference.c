@@ -14,18 +14,6 @@
 
 typedef InterpVal Val;
 
-static char *fmt_err(const char *fmt, ...) PRINTF(1, 2);
-static char *fmt_err(const char *fmt, ...)
-{
-	Buf b = {0};
-	va_list ap;
-
-	va_start(ap, fmt);
-	buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	return b.s;
-}
-
 static void set_err(char **err, char *msg)
 {
 	if (err)
@@ -290,17 +278,17 @@ int64_t interp_numel(const int64_t *dims, int ndim)
 bool interp_tensor_dims(Tensor *t, const int64_t *sizes, int64_t *dims, char **err)
 {
 	if (t->ndim > INTERP_MAX_DIMS) {
-		set_err(err, fmt_err("tensor %s has %d dimensions (at most %d supported)", t->name,
+		set_err(err, xprintf("tensor %s has %d dimensions (at most %d supported)", t->name,
 				     t->ndim, INTERP_MAX_DIMS));
 		return false;
 	}
 	for (int d = 0; d < t->ndim; d++) {
 		if (!interp_eval_i64(t->shape[d], sizes, &dims[d])) {
-			set_err(err, fmt_err("cannot evaluate dimension %d of tensor %s", d, t->name));
+			set_err(err, xprintf("cannot evaluate dimension %d of tensor %s", d, t->name));
 			return false;
 		}
 		if (dims[d] < 0) {
-			set_err(err, fmt_err("dimension %d of tensor %s is negative (%lld)", d, t->name,
+			set_err(err, xprintf("dimension %d of tensor %s is negative (%lld)", d, t->name,
 					     (long long)dims[d]));
 			return false;
 		}
@@ -349,18 +337,18 @@ static void check_expr(CheckCtx *c, IrExpr *e)
 		 * reduction's own reads were consistent; only constant indices are checked. */
 		if (s->kind == EX_AXIS && !c->t->rfactor_of) {
 			if (!axis_extent(c->t, s->axis, c->dims, c->sizes, &ext)) {
-				c->err = fmt_err("cannot evaluate the extent of index %s of %s",
+				c->err = xprintf("cannot evaluate the extent of index %s of %s",
 						 s->axis->name, c->t->name);
 				return;
 			}
 			if (ext != xd[d]) {
-				c->err = fmt_err("%s reads %s with index %s of extent %lld along its "
+				c->err = xprintf("%s reads %s with index %s of extent %lld along its "
 						 "dimension %d of extent %lld", c->t->name, x->name,
 						 s->axis->name, (long long)ext, d, (long long)xd[d]);
 				return;
 			}
 		} else if (s->kind == EX_INT && (s->ival < 0 || s->ival >= xd[d])) {
-			c->err = fmt_err("%s reads %s at constant index %lld along its dimension %d of "
+			c->err = xprintf("%s reads %s at constant index %lld along its dimension %d of "
 					 "extent %lld", c->t->name, x->name, (long long)s->ival, d,
 					 (long long)xd[d]);
 			return;
@@ -372,7 +360,7 @@ bool interp_check_sizes(Fusion *f, const int64_t *sizes, char **err)
 {
 	for (int i = 0; i < f->nsizes; i++) {
 		if (sizes[i] < 0) {
-			set_err(err, fmt_err("size %s is negative (%lld)", f->sizes[i]->name,
+			set_err(err, xprintf("size %s is negative (%lld)", f->sizes[i]->name,
 					     (long long)sizes[i]));
 			return false;
 		}
@@ -578,7 +566,7 @@ static Val eval_op(Ctx *c, IrExpr *e)
 	case 'a':
 		if (r && !dtype_is_float(e->dtype) && interp_div_by_zero(e->op, e->dtype, vi(as_i(b, tb))) &&
 		    !c->err)
-			c->err = fmt_err("integer division by zero in the definition of %s "
+			c->err = xprintf("integer division by zero in the definition of %s "
 					 "(undefined on the GPU)", c->cur ? c->cur->name : "?");
 		return eval_arith(e->op, e->dtype, a, l->dtype, b, tb);
 	case 'c':
@@ -609,7 +597,7 @@ static Val eval_access(Ctx *c, IrExpr *e)
 		int64_t s = as_i(eval(c, e->args[d]), e->args[d]->dtype);
 		if (s < 0 || s >= c->dims[t->index][d]) {
 			if (!c->err)
-				c->err = fmt_err("index %lld out of range [0, %lld) in dimension %d of %s",
+				c->err = xprintf("index %lld out of range [0, %lld) in dimension %d of %s",
 						 (long long)s, (long long)c->dims[t->index][d], d, t->name);
 			return vi(0);
 		}
@@ -667,7 +655,7 @@ static void reduce_loop(Ctx *c, IrExpr *e, int k, RedAcc *acc)
 	Axis *ax = e->red_axes[k];
 	int64_t n;
 	if (!interp_eval_i64(ax->extent, c->sizes, &n)) {
-		c->err = fmt_err("cannot evaluate the extent of reduction index %s", ax->name);
+		c->err = xprintf("cannot evaluate the extent of reduction index %s", ax->name);
 		return;
 	}
 	for (int64_t j = 0; j < n && !c->err; j++) {
@@ -714,7 +702,7 @@ static Val eval(Ctx *c, IrExpr *e)
 		return eval_reduce(c, e);
 	default:
 		if (!c->err)
-			c->err = fmt_err("the interpreter cannot evaluate this expression (kind %d)",
+			c->err = xprintf("the interpreter cannot evaluate this expression (kind %d)",
 					 (int)e->kind);
 		return vi(0);
 	}
@@ -731,12 +719,12 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 	int64_t idx[64] = {0};
 
 	if (!buf) {
-		c->err = fmt_err("out of memory for tensor %s (%lld elements)", t->name, (long long)n);
+		c->err = xprintf("out of memory for tensor %s (%lld elements)", t->name, (long long)n);
 		return false;
 	}
 	c->bufs[t->index] = buf;
 	if (t->nroot > 64) {
-		c->err = fmt_err("tensor %s has too many axes", t->name);
+		c->err = xprintf("tensor %s has too many axes", t->name);
 		return false;
 	}
 	Tensor *saved_cur = c->cur;
@@ -763,12 +751,12 @@ static bool ensure_tensor(Ctx *c, Tensor *t)
 		return true;
 	if (*st == ST_BUSY) {
 		if (!c->err)
-			c->err = fmt_err("tensor %s depends on itself", t->name);
+			c->err = xprintf("tensor %s depends on itself", t->name);
 		return false;
 	}
 	if (!t->def) {
 		if (!c->err)
-			c->err = fmt_err("tensor %s has no definition and no data", t->name);
+			c->err = xprintf("tensor %s has no definition and no data", t->name);
 		return false;
 	}
 	*st = ST_BUSY;
@@ -796,13 +784,13 @@ static bool load_inputs(Ctx *c, void **inputs)
 		int64_t n = interp_numel(c->dims[t->index], t->ndim);
 		Val *buf = calloc(n > 0 ? (size_t)n : 1, sizeof(Val));
 		if (!buf) {
-			c->err = fmt_err("out of memory for input %s", t->name);
+			c->err = xprintf("out of memory for input %s", t->name);
 			return false;
 		}
 		c->bufs[t->index] = buf;
 		c->state[t->index] = ST_DONE;
 		if (n > 0 && !inputs[i]) {
-			c->err = fmt_err("no data for input %s", t->name);
+			c->err = xprintf("no data for input %s", t->name);
 			return false;
 		}
 		for (int64_t k = 0; k < n; k++)
@@ -824,7 +812,7 @@ bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **i
 	c.state = calloc(f->ntensors + 1, sizeof(int));
 	if (!c.params || !c.bufs || !c.dims || !c.state) {
 		ctx_free(&c);
-		set_err(err, fmt_err("out of memory"));
+		set_err(err, xprintf("out of memory"));
 		return false;
 	}
 	for (int i = 0; i < f->nparams; i++)
@@ -959,12 +947,12 @@ bool host_tensor_init(HostTensor *h, Tensor *t, const int64_t *sizes, char **err
 	int64_t n = interp_numel(h->dims, h->ndim);
 	size_t bytes;
 	if (n < 0 || __builtin_mul_overflow((size_t)n, (size_t)dtype_size(t->dtype), &bytes)) {
-		set_err(err, fmt_err("tensor %s is too large", t->name));
+		set_err(err, xprintf("tensor %s is too large", t->name));
 		return false;
 	}
 	h->data = calloc(bytes ? bytes : 1, 1);
 	if (!h->data) {
-		set_err(err, fmt_err("out of memory for tensor %s (%zu bytes)", t->name, bytes));
+		set_err(err, xprintf("out of memory for tensor %s (%zu bytes)", t->name, bytes));
 		return false;
 	}
 	return true;

@@ -130,10 +130,6 @@ void sim_async_commit(Sim *S, SimThread *T);
 void sim_async_wait(Sim *S, SimThread *T, int keep);
 SimBuf *sim_buf(Sim *S, Tensor *t);
 
-/* Test hook: run the blocks in decreasing order (a grid reduction's result must not depend on
- * the order in which blocks finish). False by default. */
-extern bool sim_reverse_blocks;
-
 /* interp/sim_report.c */
 void sim_report(Sim *S, SimFault kind, SimBuf *b, int64_t off, int64_t size, bool write);
 /* Adds a report and returns it (merged with an earlier one of the same kind, statement and

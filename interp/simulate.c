@@ -33,7 +33,6 @@ static void fail(Sim *S, const char *fmt, ...)
 		buf_free(&b);
 }
 
-static char *msg(const char *fmt, ...) PRINTF(1, 2);
 
 /* Stops the simulation: the work is above SimOptions' budget (the first reason is kept). */
 static void over_budget(Sim *S, const char *fmt, ...) PRINTF(2, 3);
@@ -862,14 +861,15 @@ static void run_thread(Sim *S, SimThread *T)
 
 /* ---- blocks --------------------------------------------------------------------------- */
 
+static bool is_barrier(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE;
+}
+
 static bool has_sync(Stmt *s)
 {
-	for (; s; s = s->next)
-		if (s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE ||
-		    (s->kind == KS_FOR && has_sync(s->body)) ||
-		    (s->kind == KS_IF && (has_sync(s->then) || has_sync(s->els))))
-			return true;
-	return false;
+	return ir_stmts_any(s, is_barrier, NULL);
 }
 
 static void thread_start(Sim *S, SimThread *T, int64_t lin)
@@ -1139,15 +1139,19 @@ static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *
 	return pick;
 }
 
-bool sim_reverse_blocks;
 
 /* The block types a grid reduction of k reduces over, as a mask. */
+static bool add_grid_reduced(Stmt *s, void *ctx)
+{
+	if (s->kind == KS_GRID_REDUCE)
+		*(unsigned *)ctx |= s->pars;
+	return false;
+}
+
 static unsigned grid_reduced(Stmt *s)
 {
 	unsigned m = 0;
-	for (; s; s = s->next)
-		m |= (s->kind == KS_GRID_REDUCE ? s->pars : 0) | grid_reduced(s->body) |
-		     grid_reduced(s->then) | grid_reduced(s->els);
+	ir_stmts_any(s, add_grid_reduced, &m);
 	return m;
 }
 
@@ -1190,17 +1194,6 @@ static int64_t *pick_segments(Sim *S, int64_t max, uint64_t seed, int64_t *n)
 	return out;
 }
 
-static char *msg(const char *fmt, ...)
-{
-	Buf b = {0};
-	va_list ap;
-
-	va_start(ap, fmt);
-	buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	return b.s;
-}
-
 static bool launch_dims(Sim *S)
 {
 	for (int i = 0; i < 3; i++) {
@@ -1208,24 +1201,24 @@ static bool launch_dims(Sim *S)
 		S->grid[i] = S->block[i] = 1;
 		if ((g && !interp_eval_i64(g, S->sizes, &S->grid[i])) ||
 		    (b && !interp_eval_i64(b, S->sizes, &S->block[i]))) {
-			S->res->error = msg("cannot evaluate the launch dimensions of %s", S->k->name);
+			S->res->error = xprintf("cannot evaluate the launch dimensions of %s", S->k->name);
 			return false;
 		}
 		if (S->grid[i] < 0 || S->block[i] < 0) {
-			S->res->error = msg("negative launch dimension in %s", S->k->name);
+			S->res->error = xprintf("negative launch dimension in %s", S->k->name);
 			return false;
 		}
 	}
 	int64_t blocks;
 	if (__builtin_mul_overflow(S->grid[0], S->grid[1], &blocks) ||
 	    __builtin_mul_overflow(blocks, S->grid[2], &blocks)) {
-		S->res->error = msg("%s: a grid of more than 2^63 blocks", S->k->name);
+		S->res->error = xprintf("%s: a grid of more than 2^63 blocks", S->k->name);
 		return false;
 	}
 	S->nthreads = S->block[0] * S->block[1] * S->block[2];
 	if (S->nthreads > 1024) {
-		S->res->error = msg("%s: a block of %lld threads (CUDA allows 1024)", S->k->name,
-				    (long long)S->nthreads);
+		S->res->error = xprintf("%s: a block of %lld threads (CUDA allows 1024)", S->k->name,
+				        (long long)S->nthreads);
 		return false;
 	}
 	return true;
@@ -1243,7 +1236,7 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 	}
 	int64_t n = interp_numel(dims, t->ndim);
 	if (n < 0) {
-		S->res->error = msg("tensor %s is too large", t->name);
+		S->res->error = xprintf("tensor %s is too large", t->name);
 		return false;
 	}
 	if (!elements_fit(S, n, "global buffer", t->name))
@@ -1257,7 +1250,7 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 	if (!input)
 		b->gl = calloc((size_t)(n ? n : 1), sizeof(SimGlobal));
 	if (!b->v || !b->init || (!input && !b->gl)) {
-		S->res->error = msg("out of memory for tensor %s", t->name);
+		S->res->error = xprintf("out of memory for tensor %s", t->name);
 		return false;
 	}
 	if (input) {
@@ -1385,8 +1378,9 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 		r->blocks_total = S.grid[0] * S.grid[1] * S.grid[2];
 		r->threads_per_block = S.nthreads;
 		blocks = pick_segments(&S, o ? o->max_blocks : 0, o ? o->seed : 0, &nb);
+		bool reverse = o && o->reverse_blocks;
 		for (int64_t i = 0; i < nb && !r->error; i++)
-			run_block(&S, ts, blocks[sim_reverse_blocks ? nb - 1 - i : i]);
+			run_block(&S, ts, blocks[reverse ? nb - 1 - i : i]);
 		r->blocks_run = nb;
 		finish(&S, outputs);
 		for (int64_t i = 0; i < nts; i++)

@@ -528,20 +528,7 @@ IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx)
 
 /* ---- printer -------------------------------------------------------------------------- */
 
-/* C precedence levels; higher binds tighter. */
-enum {
-	PREC_SELECT = 3,
-	PREC_OR = 4,
-	PREC_AND = 5,
-	PREC_EQ = 9,
-	PREC_REL = 10,
-	PREC_ADD = 12,
-	PREC_MUL = 13,
-	PREC_UNARY = 14,
-	PREC_PRIMARY = 16,
-};
-
-static int op_prec(IrOp op)
+int ir_op_prec(IrOp op)
 {
 	switch (op) {
 	case OP_ADD: case OP_SUB: return PREC_ADD;
@@ -560,7 +547,7 @@ static int expr_prec(IrExpr *e)
 	switch (e->kind) {
 	case EX_INT: return e->ival < 0 && e->dtype != DT_BOOL ? PREC_UNARY : PREC_PRIMARY;
 	case EX_FLOAT: return signbit(e->fval) && !isnan(e->fval) ? PREC_UNARY : PREC_PRIMARY;
-	case EX_OP: return op_prec(e->op);
+	case EX_OP: return ir_op_prec(e->op);
 	case EX_SELECT: return PREC_SELECT;
 	default: return PREC_PRIMARY;
 	}
@@ -614,7 +601,7 @@ const char *red_name(ReduceOp r)
 
 static void print_op(IrExpr *e, Buf *out)
 {
-	int p = op_prec(e->op);
+	int p = ir_op_prec(e->op);
 	if (p == PREC_PRIMARY) {
 		buf_printf(out, "%s(", op_name(e->op));
 		print_list(e->args, e->nargs, out);

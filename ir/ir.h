@@ -172,6 +172,21 @@ struct IrExpr {
 	int nred;
 };
 
+/* C precedence levels (higher binds tighter), shared by the IR printer and the backend, and
+ * the level of an operator as C prints it (calls such as exp(x), max(a, b): PREC_PRIMARY). */
+enum {
+	PREC_SELECT = 3,
+	PREC_OR = 4,
+	PREC_AND = 5,
+	PREC_EQ = 9,
+	PREC_REL = 10,
+	PREC_ADD = 12,
+	PREC_MUL = 13,
+	PREC_UNARY = 14,
+	PREC_PRIMARY = 16,
+};
+int ir_op_prec(IrOp op);
+
 /* Constructors (ir/expr.c). Index arithmetic is i64. The ix_* helpers fold constants and the
  * obvious identities (x*1, x+0, (a*F+b)/F with 0<=b<F, ...) so lowered code stays readable. */
 IrExpr *ir_int(Arena *a, int64_t v);
@@ -201,7 +216,7 @@ IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
  * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
-/* Simplifies an expression with range facts about variables (ir/simplify.c). */
+/* Simplifies an expression with range facts about variables (ir/range.c). */
 IrExpr *ir_simplify(Arena *a, IrExpr *e);
 /* Bounds of an integer expression when they are known constants: var ranges come from
  * Var.extent, par ranges from the kernel's launch dims if set (else unknown). */
@@ -479,8 +494,22 @@ typedef struct Precond {
 	const char *reason; /* e.g. "vectorized access"; NULL means that */
 } Precond;
 
+/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
+ * Kernel (Kernel.options), never from anywhere else. */
+typedef struct LowerOptions {
+	int arch;            /* target sm version, e.g. 80 */
+	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
+	bool verify;         /* run ir_verify between passes */
+	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
+	FILE *dump_out;
+	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
+	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
+			      * lower_fusion sets it to lower Kernel.fallback */
+} LowerOptions;
+
 typedef struct Kernel {
 	Fusion *fusion;
+	const LowerOptions *options; /* the lowering's options (kir_new: the defaults, sm_80) */
 	const char *name;      /* CUDA kernel name: FUSION_kernel */
 	Stmt *body;
 	IrExpr *launch[PT_COUNT]; /* grid/block extent per parallel type (i64); NULL = 1 */
@@ -554,6 +583,33 @@ Stmt *kir_append(Stmt *a, Stmt *b);
 void kir_print(Kernel *k, Buf *out);
 /* One statement on one line, without the bodies of loops and ifs (for reports). */
 void kir_print_stmt_line(Stmt *s, Buf *out);
+/* ir/walk.c: a statement's children are listed there and nowhere else. */
+/* Calls fn on the address of each expression field of s that is set (cond, size, offset,
+ * value, split_cond, src_offset, part, nparts, idx[]), not on nested statements; stops and
+ * returns true when fn does. */
+typedef bool (*IrSlotFn)(IrExpr **slot, void *ctx);
+bool ir_stmt_exprs(Stmt *s, IrSlotFn fn, void *ctx);
+/* The addresses of the statement lists nested in s (a loop's body, an if's then and els, a
+ * grid reduction's body) into out; returns their number. */
+int ir_stmt_lists(Stmt *s, Stmt **out[3]);
+/* Whether fn holds for a node of e (pre-order; NULL e: false). */
+typedef bool (*IrExprPred)(IrExpr *e, void *ctx);
+bool ir_expr_any(IrExpr *e, IrExprPred fn, void *ctx);
+/* Whether fn holds for a statement of list or of the lists nested in it (pre-order). */
+typedef bool (*IrStmtPred)(Stmt *s, void *ctx);
+bool ir_stmts_any(Stmt *list, IrStmtPred fn, void *ctx);
+/* Whether fn holds for a node of an expression of a statement of list (nested too). */
+bool ir_stmts_any_expr(Stmt *list, IrExprPred fn, void *ctx);
+/* Every expression field of s (of every statement of list, nested too) through ir_rewrite. */
+void ir_stmt_rewrite(Arena *a, Stmt *s, IrRewrite fn, void *ctx);
+void ir_stmts_rewrite(Arena *a, Stmt *list, IrRewrite fn, void *ctx);
+/* A shallow copy of s alone (next NULL; its own idx array; the same nested lists). */
+Stmt *ir_stmt_clone(Arena *a, Stmt *s);
+/* Whether e mentions variable v; whether e loads from tensor t (NULL e: false). */
+bool ir_mentions(IrExpr *e, Var *v);
+bool ir_reads(IrExpr *e, Tensor *t);
+/* e with every use of v replaced by a copy of `with` (NULL e: NULL); not simplified. */
+IrExpr *ir_subst(Arena *a, IrExpr *e, Var *v, IrExpr *with);
 /* Checks structural invariants; reports internal errors into d (returns false on failure). */
 bool ir_verify(Kernel *k, Diag *d, const char *after_pass);
 

@@ -18,10 +18,13 @@
 
 #include "ir/ir.h"
 
+static const LowerOptions default_options = {.arch = 80};
+
 Kernel *kir_new(Arena *a, Fusion *f)
 {
 	Kernel *k = NEW(a, Kernel);
 	k->fusion = f;
+	k->options = &default_options;
 	k->name = arena_printf(a, "%s_kernel", f->name);
 	k->arena = a;
 	return k;

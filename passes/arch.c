@@ -31,35 +31,44 @@ static void stmt_needs(Stmt *s, Need *worst)
 		need(worst, 80, "cp.async", s->span);
 }
 
-static void scan(Stmt *s, Need *worst)
+static bool scan(Stmt *s, void *worst)
 {
-	for (; s; s = s->next) {
-		stmt_needs(s, worst);
-		scan(s->body, worst);
-		scan(s->then, worst);
-		scan(s->els, worst);
-	}
+	stmt_needs(s, worst);
+	return false;
 }
 
-bool pass_arch(Kernel *k, Diag *d)
+static Need worst_need(Kernel *k)
 {
 	Need worst = {ARCH_BASELINE, NULL, {0}};
-	int target = pass_options ? pass_options->arch : 80;
+	ir_stmts_any(k->body, scan, &worst);
+	return worst;
+}
 
-	scan(k->body, &worst);
-	if (k->min_arch < worst.arch)
-		k->min_arch = worst.arch;
-	if (target >= k->min_arch)
-		return true;
+void pass_arch_explain(Kernel *k, int target, Diag *d)
+{
+	Need worst = worst_need(k);
 	const char *what = worst.what ? worst.what : "the generated code";
-	if (pass_options && pass_options->no_arch_check) {
-		diag_warning(d, worst.span, "%s needs sm_%d, but the target is sm_%d; emitting it "
-			     "anyway (--no-arch-check)", what, k->min_arch, target);
-		return true;
-	}
 	diag_error(d, worst.span, "%s needs sm_%d, but the target is sm_%d", what, k->min_arch,
 		   target);
 	diag_note(d, (Span){0}, "use --arch=sm_%d or newer, or --no-arch-check to emit it anyway",
 		  k->min_arch);
+}
+
+bool pass_arch(Kernel *k, Diag *d)
+{
+	Need worst = worst_need(k);
+	int target = k->options->arch;
+
+	if (k->min_arch < worst.arch)
+		k->min_arch = worst.arch;
+	if (target >= k->min_arch)
+		return true;
+	if (k->options->no_arch_check) {
+		const char *what = worst.what ? worst.what : "the generated code";
+		diag_warning(d, worst.span, "%s needs sm_%d, but the target is sm_%d; emitting it "
+			     "anyway (--no-arch-check)", what, k->min_arch, target);
+		return true;
+	}
+	pass_arch_explain(k, target, d);
 	return false;
 }

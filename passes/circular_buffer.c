@@ -103,23 +103,17 @@ static bool marks(Stmt *s, Tensor *t)
 	return s->kind == KS_COMMENT && s->tensor == t;
 }
 
-static bool writes(Stmt *s, Tensor *t)
+static bool stmt_writes(Stmt *s, void *t)
 {
-	for (; s; s = s->next) {
-		if ((s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) &&
-		    s->tensor == t)
-			return true;
-		if (writes(s->body, t) || writes(s->then, t) || writes(s->els, t))
-			return true;
-	}
-	return false;
+	return (s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) &&
+	       s->tensor == t;
 }
 
 static bool writes_stmt(Stmt *s, Tensor *t)
 {
 	Stmt *next = s->next;
 	s->next = NULL;
-	bool w = writes(s, t);
+	bool w = ir_stmts_any(s, stmt_writes, t);
 	s->next = next;
 	return w;
 }
@@ -136,37 +130,30 @@ static Stmt *load_end(Stmt *marker, Tensor *t)
 	return last;
 }
 
-static bool expr_reads(IrExpr *e, Tensor *t)
+/* e loads t (NULL t: any intermediate) */
+static bool loads(IrExpr *e, void *t)
 {
-	if (!e)
-		return false;
-	if (e->kind == EX_LOAD && (e->tensor == t || (!t && e->tensor->kind == TK_INTERMEDIATE)))
-		return true;
-	for (int i = 0; i < e->nargs; i++)
-		if (expr_reads(e->args[i], t))
-			return true;
-	return false;
+	return e->kind == EX_LOAD && (e->tensor == t || (!t && e->tensor->kind == TK_INTERMEDIATE));
+}
+
+static bool vstore_reads(Stmt *s, void *t)
+{
+	return s->kind == KS_VSTORE && s->src == t;
 }
 
 static bool stmt_reads(Stmt *s, Tensor *t)
 {
-	for (; s; s = s->next) {
-		if (expr_reads(s->cond, t) || expr_reads(s->value, t) || expr_reads(s->offset, t) ||
-		    expr_reads(s->src_offset, t) || (s->kind == KS_VSTORE && s->src == t))
-			return true;
-		if (stmt_reads(s->body, t) || stmt_reads(s->then, t) || stmt_reads(s->els, t))
-			return true;
-	}
-	return false;
+	return ir_stmts_any_expr(s, loads, t) || ir_stmts_any(s, vstore_reads, t);
+}
+
+static bool is_marker(Stmt *s, void *t)
+{
+	return marks(s, t);
 }
 
 static bool contains_marker(Stmt *s, Tensor *t)
 {
-	for (; s; s = s->next)
-		if (marks(s, t) || contains_marker(s->body, t) || contains_marker(s->then, t) ||
-		    contains_marker(s->els, t))
-			return true;
-	return false;
+	return ir_stmts_any(s, is_marker, t);
 }
 
 /* Intermediates the load reads must be complete before the loop: a source computed inside
@@ -200,15 +187,12 @@ static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
 
 /* ---- copies ----------------------------------------------------------------------------- */
 
-static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
+/* i -> cb->idx, simplified */
+static bool map_slot(IrExpr **slot, void *ctx)
 {
 	Cb *cb = ctx;
-	return e->kind == EX_VAR && e->var == cb->i ? ir_copy(a, cb->idx) : e;
-}
-
-static IrExpr *map(Cb *cb, IrExpr *e)
-{
-	return e ? ir_simplify(cb->a, ir_rewrite(cb->a, e, subst_fn, cb)) : NULL;
+	*slot = ir_simplify(cb->a, ir_subst(cb->a, *slot, cb->i, cb->idx));
+	return false;
 }
 
 static int group_index(Cb *cb, Tensor *t)
@@ -229,25 +213,15 @@ static Stmt *copy_list(Cb *cb, Stmt *s);
 /* A copy of a load statement with i -> cb->idx, writing slot cb->slot. */
 static Stmt *copy_stmt(Cb *cb, Stmt *s)
 {
-	Stmt *c = NEW(cb->a, Stmt);
-	*c = *s;
-	c->next = NULL;
-	c->cond = map(cb, s->cond);
-	c->value = map(cb, s->value);
-	c->offset = map(cb, s->offset);
-	c->src_offset = map(cb, s->src_offset);
-	c->size = map(cb, s->size);
-	if (s->nidx) {
-		c->idx = arena_alloc(cb->a, sizeof(IrExpr *) * (size_t)s->nidx);
-		for (int j = 0; j < s->nidx; j++)
-			c->idx[j] = map(cb, s->idx[j]);
-	}
+	Stmt *c = ir_stmt_clone(cb->a, s);
+	ir_stmt_exprs(c, map_slot, cb);
 	int g = group_index(cb, s->tensor);
 	if ((s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) && g >= 0)
 		c->offset = ix_add(cb->a, c->offset, slot_offset(cb, cb->slot, g));
-	c->body = copy_list(cb, s->body);
-	c->then = copy_list(cb, s->then);
-	c->els = copy_list(cb, s->els);
+	Stmt **lists[3];
+	int n = ir_stmt_lists(c, lists);
+	for (int j = 0; j < n; j++)
+		*lists[j] = copy_list(cb, *lists[j]);
 	return c;
 }
 
@@ -282,27 +256,17 @@ static IrExpr *slot_read_fn(Arena *a, IrExpr *e, void *ctx)
 	return ir_load(a, e->tensor, ix_add(a, e->args[0], slot_offset(cb, cb->slot, g)));
 }
 
-static IrExpr *slot_read(Cb *cb, IrExpr *e)
-{
-	return e ? ir_rewrite(cb->a, e, slot_read_fn, cb) : NULL;
-}
-
 static void read_slots(Cb *cb, Stmt *s)
 {
 	for (; s; s = s->next) {
-		s->cond = slot_read(cb, s->cond);
-		s->value = slot_read(cb, s->value);
-		s->offset = slot_read(cb, s->offset);
-		s->src_offset = slot_read(cb, s->src_offset);
-		s->size = slot_read(cb, s->size);
-		for (int j = 0; j < s->nidx; j++)
-			s->idx[j] = slot_read(cb, s->idx[j]);
+		ir_stmt_rewrite(cb->a, s, slot_read_fn, cb);
 		if (s->kind == KS_VSTORE && group_index(cb, s->src) >= 0)
 			s->src_offset = ix_add(cb->a, s->src_offset,
 					       slot_offset(cb, cb->slot, group_index(cb, s->src)));
-		read_slots(cb, s->body);
-		read_slots(cb, s->then);
-		read_slots(cb, s->els);
+		Stmt **lists[3];
+		int n = ir_stmt_lists(s, lists);
+		for (int j = 0; j < n; j++)
+			read_slots(cb, *lists[j]);
 	}
 }
 

@@ -37,32 +37,6 @@ static Span cp_span(Tensor *t)
 	return t->cp_async_span.file ? t->cp_async_span : t->span;
 }
 
-static bool mentions(IrExpr *e, Var *v)
-{
-	if (!e)
-		return false;
-	if (e->kind == EX_VAR && e->var == v)
-		return true;
-	for (int i = 0; i < e->nargs; i++)
-		if (mentions(e->args[i], v))
-			return true;
-	return false;
-}
-
-typedef struct Subst { Var *v; IrExpr *with; } Subst;
-
-static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
-{
-	Subst *s = ctx;
-	return e->kind == EX_VAR && e->var == s->v ? ir_copy(a, s->with) : e;
-}
-
-static IrExpr *subst(Arena *a, IrExpr *e, Var *v, IrExpr *with)
-{
-	Subst s = {v, with};
-	return ir_simplify(a, ir_rewrite(a, e, subst_fn, &s));
-}
-
 static bool is_zero(IrExpr *e)
 {
 	return (e->kind == EX_INT && e->ival == 0) || (e->kind == EX_FLOAT && e->fval == 0.0);
@@ -151,18 +125,18 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 	if (inb->kind == EX_OP && inb->op == OP_AND)
 		return vector_pred(c, t, v, V, inb->args[0], cond, size) &&
 		       vector_pred(c, t, v, V, inb->args[1], cond, size);
-	if (!mentions(inb, v)) {
+	if (!ir_mentions(inb, v)) {
 		*cond = ix_and(a, *cond, inb);
 		return true;
 	}
-	if (inb->kind != EX_OP || inb->op != OP_LT || mentions(inb->args[1], v) ||
+	if (inb->kind != EX_OP || inb->op != OP_LT || ir_mentions(inb->args[1], v) ||
 	    !vectorize_stride(inb->args[0], v, &st) || st != 1) {
 		diag_error(c->d, cp_span(t),
 			   "cp_async: the bounds of the vectorized copy into %s are not a prefix of "
 			   "the vector", t->name);
 		return false;
 	}
-	IrExpr *e0 = subst(a, inb->args[0], v, ir_int(a, 0)), *n = inb->args[1];
+	IrExpr *e0 = ir_simplify(a, ir_subst(a, inb->args[0], v, ir_int(a, 0))), *n = inb->args[1];
 	*cond = ix_and(a, *cond, ix_lt(a, e0, n));
 	if (ir_is_const(n, &nc) && nc % V == 0 && vectorize_multiple(a, e0, V))
 		return true; /* the whole vector is in or out */
@@ -181,14 +155,14 @@ static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 		return true;
 	if (q->kind == EX_OP && q->op == OP_AND)
 		return vector_guard(a, v, V, q->args[0], out) && vector_guard(a, v, V, q->args[1], out);
-	if (!mentions(q, v)) {
+	if (!ir_mentions(q, v)) {
 		*out = ix_and(a, *out, q);
 		return true;
 	}
 	if (q->kind != EX_OP || q->op != OP_LT || !ir_is_const(q->args[1], &nc) || nc % V != 0 ||
 	    !vectorize_stride(q->args[0], v, &st) || st != 1)
 		return false;
-	IrExpr *e0 = subst(a, q->args[0], v, ir_int(a, 0));
+	IrExpr *e0 = ir_simplify(a, ir_subst(a, q->args[0], v, ir_int(a, 0)));
 	if (!vectorize_multiple(a, e0, V))
 		return false;
 	*out = ix_and(a, *out, ix_lt(a, e0, q->args[1]));

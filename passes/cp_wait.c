@@ -87,14 +87,19 @@ static bool waited_here(Tensor *t)
 	return t->cp_async && t->stages < 2;
 }
 
-static void expr_reads(Cw *c, IrExpr *e, Pending *out)
+typedef struct Reads { Cw *c; Pending *out; } Reads;
+
+static bool expr_reads(IrExpr *e, void *ctx)
 {
-	if (!e)
-		return;
+	Reads *r = ctx;
 	if (e->kind == EX_LOAD && waited_here(e->tensor))
-		add(c->a, out, e->tensor);
-	for (int i = 0; i < e->nargs; i++)
-		expr_reads(c, e->args[i], out);
+		add(r->c->a, r->out, e->tensor);
+	return false;
+}
+
+static bool slot_reads(IrExpr **slot, void *ctx)
+{
+	return ir_expr_any(*slot, expr_reads, ctx);
 }
 
 static LoopInfo *loop_info(Cw *c, Stmt *loop);
@@ -102,20 +107,19 @@ static LoopInfo *loop_info(Cw *c, Stmt *loop);
 /* The cp.async destinations list s reads (loops: what their walk kept). */
 static void reads(Cw *c, Stmt *s, Pending *out)
 {
+	Reads r = {c, out};
 	for (; s; s = s->next) {
 		if (s->kind == KS_FOR) {
 			merge(c->a, out, &loop_info(c, s)->reads);
 			continue;
 		}
-		expr_reads(c, s->cond, out);
-		expr_reads(c, s->value, out);
-		expr_reads(c, s->offset, out);
-		expr_reads(c, s->src_offset, out);
-		expr_reads(c, s->size, out);
+		ir_stmt_exprs(s, slot_reads, &r);
 		if (s->kind == KS_VSTORE && waited_here(s->src))
 			add(c->a, out, s->src);
-		reads(c, s->then, out);
-		reads(c, s->els, out);
+		Stmt **lists[3];
+		int n = ir_stmt_lists(s, lists);
+		for (int i = 0; i < n; i++)
+			reads(c, *lists[i], out);
 	}
 }
 

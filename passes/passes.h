@@ -11,16 +11,6 @@
 
 #include "../ir/ir.h"
 
-typedef struct LowerOptions {
-	int arch;            /* target sm version, e.g. 80 */
-	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
-	bool verify;         /* run ir_verify between passes */
-	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
-	FILE *dump_out;
-	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
-	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
-			      * lower_fusion sets it to lower Kernel.fallback */
-} LowerOptions;
 
 /* The most elements a `local` (per-thread) buffer may have (passes/allocation.c;
  * docs/design.md, "Limits"). */
@@ -98,10 +88,12 @@ bool pass_sync(Kernel *k, Diag *d);
 bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers);
 /* passes/arch.c: minimum architecture from the features used; check against the target. */
 bool pass_arch(Kernel *k, Diag *d);
+/* Why lowered kernel k (k->min_arch set) cannot run on sm_`target`: the error and note pass_arch
+ * reports for that target, into d (k is not changed). */
+void pass_arch_explain(Kernel *k, int target, Diag *d);
 /* passes/simplify.c: constant folding and dead branch removal. */
 bool pass_simplify(Kernel *k, Diag *d);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
-extern _Thread_local const LowerOptions *pass_options;
 
 #endif

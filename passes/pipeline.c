@@ -29,7 +29,6 @@ const Pass pass_list[] = {
 };
 const int pass_count = countof(pass_list);
 
-_Thread_local const LowerOptions *pass_options; /* per thread, like the lowering */
 
 static const LowerOptions default_options = {.arch = 80};
 
@@ -87,12 +86,11 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 
 static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
-	const LowerOptions *saved = pass_options;
-	pass_options = o;
 	FILE *out = o->dump_out ? o->dump_out : stdout;
 	FILE *tout = o->dump_out ? o->dump_out : stderr;
 	Kernel *k = kir_new(a, f);
 	bool ok = true;
+	k->options = o;
 	/* par ranges are unknown until loop_nest has set the launch dims */
 	ir_range_set_kernel(NULL);
 	for (int i = 0; i < pass_count && ok; i++) {
@@ -116,6 +114,5 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 			dump(k, p->name, out);
 	}
 	ir_range_set_kernel(NULL);
-	pass_options = saved;
 	return ok ? k : NULL;
 }

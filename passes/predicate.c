@@ -140,18 +140,6 @@ static IrExpr *conjunction(Conds *cs)
 	return c;
 }
 
-static bool uses_var(IrExpr *e, Var *v)
-{
-	if (!e)
-		return false;
-	if (e->kind == EX_VAR && e->var == v)
-		return true;
-	for (int i = 0; i < e->nargs; i++)
-		if (uses_var(e->args[i], v))
-			return true;
-	return false;
-}
-
 /* ---- predicate elimination ---- */
 
 typedef struct Elim {
@@ -356,7 +344,7 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 	 * (the lanes beyond the extent give it to the block reduction). */
 	if (s->kind == KS_LET && cs.n) {
 		while (last->next && last->next->kind == KS_LET &&
-		       (uses_var(last->next->value, s->var) ||
+		       (ir_mentions(last->next->value, s->var) ||
 			(s->tensor && last->next->tensor == s->tensor))) {
 			last = last->next;
 			access_conds(&cs, last->value);

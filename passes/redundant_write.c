@@ -107,16 +107,15 @@ static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
 
 /* Shared stores (barriers may follow) or block reductions (barriers inside): every thread of
  * the block must run the nest. */
+static bool shared_store(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return (is_store(s) && s->mem == MEM_SHARED) || s->kind == KS_BLOCK_REDUCE;
+}
+
 static bool has_shared_store(Stmt *s)
 {
-	for (; s; s = s->next) {
-		if ((is_store(s) && s->mem == MEM_SHARED) || s->kind == KS_BLOCK_REDUCE)
-			return true;
-		if (has_shared_store(s->body) || has_shared_store(s->then) ||
-		    has_shared_store(s->els))
-			return true;
-	}
-	return false;
+	return ir_stmts_any(s, shared_store, NULL);
 }
 
 static bool is_top_marker(Stmt *s)

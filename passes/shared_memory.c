@@ -42,11 +42,17 @@ typedef struct Sm {
 	int depth;
 } Sm;
 
+static bool count_one(Stmt *s, void *n)
+{
+	(void)s;
+	++*(int *)n;
+	return false;
+}
+
 static int count(Stmt *s)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += 1 + count(s->body) + count(s->then) + count(s->els);
+	ir_stmts_any(s, count_one, &n);
 	return n;
 }
 
@@ -70,14 +76,16 @@ static void use(Sm *m, Tensor *t)
 		b->last = end;
 }
 
-static void use_expr(Sm *m, IrExpr *e)
+static bool use_load(IrExpr *e, void *m)
 {
-	if (!e)
-		return;
 	if (e->kind == EX_LOAD)
 		use(m, e->tensor);
-	for (int i = 0; i < e->nargs; i++)
-		use_expr(m, e->args[i]);
+	return false;
+}
+
+static bool use_slot(IrExpr **slot, void *m)
+{
+	return ir_expr_any(*slot, use_load, m);
 }
 
 static void scan(Sm *m, Stmt *s, Arena *a)
@@ -99,10 +107,7 @@ static void scan(Sm *m, Stmt *s, Arena *a)
 			use(m, s->tensor);
 		if (s->kind == KS_VSTORE)
 			use(m, s->src);
-		use_expr(m, s->cond);
-		use_expr(m, s->value);
-		use_expr(m, s->offset);
-		use_expr(m, s->src_offset);
+		ir_stmt_exprs(s, use_slot, m);
 		if (s->kind == KS_FOR && m->depth < countof(m->starts)) {
 			m->starts[m->depth] = here;
 			m->ends[m->depth] = here + count(s->body);
@@ -131,6 +136,7 @@ typedef struct Helpers {
 	Stmt *first; /* the first block reduction that declares any (for diagnostics) */
 	int64_t bytes;
 	Arena *a;
+	Kernel *k;
 } Helpers;
 
 /* Bytes one block reduction's helper declares: none for shuffles in a warp, 32 partials for
@@ -152,34 +158,29 @@ static bool same_helper(Helper *h, Stmt *s, BlockReduceShape *sh)
 	       h->sh.nthreads == sh->nthreads;
 }
 
-static void scan_helpers(Kernel *k, Helpers *hs, Stmt *s)
+static bool scan_helper(Stmt *s, void *ctx)
 {
-	for (; s; s = s->next) {
-		BlockReduceShape sh;
-		if (s->kind == KS_BLOCK_REDUCE && kir_block_reduce_shape(k, s->pars, &sh) &&
-		    helper_bytes(s, &sh)) {
-			bool seen = false;
-			for (int i = 0; i < hs->n && !seen; i++)
-				seen = same_helper(&hs->h[i], s, &sh);
-			if (!seen) {
-				if (hs->n == hs->cap) {
-					int cap = hs->cap ? 2 * hs->cap : 4;
-					Helper *nh = arena_alloc(hs->a, sizeof *nh * (size_t)cap);
-					if (hs->n)
-						memcpy(nh, hs->h, sizeof *nh * (size_t)hs->n);
-					hs->h = nh;
-					hs->cap = cap;
-				}
-				hs->h[hs->n++] = (Helper){s->red, s->var->dtype, sh};
-				hs->bytes += helper_bytes(s, &sh);
-				if (!hs->first)
-					hs->first = s;
-			}
-		}
-		scan_helpers(k, hs, s->body);
-		scan_helpers(k, hs, s->then);
-		scan_helpers(k, hs, s->els);
+	Helpers *hs = ctx;
+	BlockReduceShape sh;
+	if (s->kind != KS_BLOCK_REDUCE || !kir_block_reduce_shape(hs->k, s->pars, &sh) ||
+	    !helper_bytes(s, &sh))
+		return false;
+	for (int i = 0; i < hs->n; i++)
+		if (same_helper(&hs->h[i], s, &sh))
+			return false;
+	if (hs->n == hs->cap) {
+		int cap = hs->cap ? 2 * hs->cap : 4;
+		Helper *nh = arena_alloc(hs->a, sizeof *nh * (size_t)cap);
+		if (hs->n)
+			memcpy(nh, hs->h, sizeof *nh * (size_t)hs->n);
+		hs->h = nh;
+		hs->cap = cap;
 	}
+	hs->h[hs->n++] = (Helper){s->red, s->var->dtype, sh};
+	hs->bytes += helper_bytes(s, &sh);
+	if (!hs->first)
+		hs->first = s;
+	return false;
 }
 
 static bool overlap(SBuf *x, SBuf *y)
@@ -230,7 +231,7 @@ static Span buf_span(Tensor *t)
  * first block reduction's when there is no buffer). */
 static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 {
-	int arch = pass_options ? pass_options->arch : 80;
+	int arch = k->options->arch;
 	int64_t limit = smem_limit(arch);
 	long long dyn = (long long)kernel_smem_dynamic(k), stat = (long long)kernel_smem_static(k);
 	if (dyn + stat <= limit && stat <= STATIC_LIMIT)
@@ -245,7 +246,7 @@ static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 				big = &m->b[i];
 		at = buf_span(big->t);
 	}
-	bool warn = pass_options && pass_options->no_arch_check;
+	bool warn = k->options->no_arch_check;
 	const char *fmt = "%s needs %lld bytes of shared memory (dynamic %lld, static %lld, "
 			  "required %lld), more than the %lld bytes (%lld KiB) %s on sm_%d";
 	const char *what = limit == STATIC_LIMIT ? "of static shared memory a block can have"
@@ -268,10 +269,10 @@ static bool check_limit(Kernel *k, Diag *d, Sm *m, Helpers *hs)
 bool pass_shared_memory(Kernel *k, Diag *d)
 {
 	Sm m = {0};
-	Helpers hs = {.a = k->arena};
+	Helpers hs = {.a = k->arena, .k = k};
 
 	scan(&m, k->body, k->arena);
-	scan_helpers(k, &hs, k->body);
+	ir_stmts_any(k->body, scan_helper, &hs);
 	k->smem_helper_bytes = hs.bytes;
 	k->smem_bytes = 0;
 	for (int i = 0; i < m.n; i++) {

@@ -46,22 +46,12 @@ typedef struct Vz {
 	int nloads, cap;
 } Vz;
 
-static bool mentions(IrExpr *e, Var *v)
-{
-	if (e->kind == EX_VAR && e->var == v)
-		return true;
-	for (int i = 0; i < e->nargs; i++)
-		if (mentions(e->args[i], v))
-			return true;
-	return false;
-}
-
 /* The constant c with e = c * v + (terms without v); false if e is not of that form. */
 static bool stride_of(IrExpr *e, Var *v, int64_t *c)
 {
 	int64_t l, r, k;
 
-	if (!mentions(e, v)) {
+	if (!ir_mentions(e, v)) {
 		*c = 0;
 		return true;
 	}
@@ -94,21 +84,6 @@ static bool stride_of(IrExpr *e, Var *v, int64_t *c)
 	default:
 		return false;
 	}
-}
-
-typedef struct Subst { Var *v; IrExpr *with; } Subst;
-
-static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
-{
-	Subst *s = ctx;
-	return e->kind == EX_VAR && e->var == s->v ? ir_copy(a, s->with) : e;
-}
-
-/* e with v replaced by `with`, simplified. */
-static IrExpr *subst(Arena *a, IrExpr *e, Var *v, IrExpr *with)
-{
-	Subst s = {v, with};
-	return ir_simplify(a, ir_rewrite(a, e, subst_fn, &s));
 }
 
 /* Whether e is a multiple of V for every value of its variables; size symbols it needs to be
@@ -192,7 +167,7 @@ static bool vector_access(Vz *z, Tensor *t, IrExpr *off, IrExpr **base, Vec *nee
 		return false;
 	if (!stride_of(off, z->v, &c) || c != 1)
 		return false;
-	*base = subst(z->a, off, z->v, ir_int(z->a, 0));
+	*base = ir_simplify(z->a, ir_subst(z->a, off, z->v, ir_int(z->a, 0)));
 	return multiple_of(z->a, *base, z->V, needs);
 }
 
@@ -280,7 +255,7 @@ static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 	st->tensor = out;
 	st->mem = MEM_LOCAL;
 	st->offset = ir_var(a, lane);
-	st->value = subst(a, val, z->v, ir_var(a, lane));
+	st->value = ir_simplify(a, ir_subst(a, val, z->v, ir_var(a, lane)));
 	Stmt *loop = kir_for(z->k, lane, st);
 	loop->unroll = true;
 	loop->span = z->span;
@@ -301,12 +276,13 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 		return NULL;
 	if (cond->kind == EX_OP && cond->op == OP_AND)
 		return ix_and(a, vector_guard(z, cond->args[0]), vector_guard(z, cond->args[1]));
-	if (!mentions(cond, z->v))
+	if (!ir_mentions(cond, z->v))
 		return cond;
 	if (cond->kind == EX_OP && (cond->op == OP_LT || cond->op == OP_LE) &&
-	    stride_of(cond->args[0], z->v, &c) && c >= 0 && !mentions(cond->args[1], z->v))
-		return subst(a, cond, z->v, last);
-	return ix_and(a, subst(a, cond, z->v, first), subst(a, cond, z->v, last));
+	    stride_of(cond->args[0], z->v, &c) && c >= 0 && !ir_mentions(cond->args[1], z->v))
+		return ir_simplify(a, ir_subst(a, cond, z->v, last));
+	return ix_and(a, ir_simplify(a, ir_subst(a, cond, z->v, first)),
+		      ir_simplify(a, ir_subst(a, cond, z->v, last)));
 }
 
 /* Skips comments; returns the only other statement of a list, or NULL. */
@@ -396,7 +372,7 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 	bool ok = true;
 
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
-		if (s->kind == KS_FOR && s->vectorize && pass_options && pass_options->no_vectorize) {
+		if (s->kind == KS_FOR && s->vectorize && k->options->no_vectorize) {
 			s->vectorize = false; /* the per-lane form the tail uses */
 			s->unroll = true;
 		}

@@ -90,20 +90,15 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 	return s;
 }
 
-/* The reason a kernel needs k->min_arch, in the words of the compile-time error: pass_arch
- * run again without --no-arch-check, its diagnostic rendered ("FILE:L:C: error: cp.async needs
- * sm_80, but the target is sm_75" with the source line and the note). Malloc'd. */
+/* The reason a kernel needs k->min_arch, in the words of the compile-time error
+ * (pass_arch_explain, rendered: "FILE:L:C: error: cp.async needs sm_80, but the target is
+ * sm_75" with the source line and the note). Malloc'd. */
 static char *arch_reason(Kernel *k, int arch, const char *src, size_t len, const char *name)
 {
 	Diag *d = diag_new();
-	LowerOptions o = {0};
-	const LowerOptions *saved = pass_options;
 
 	diag_add_file(d, name, src, len);
-	o.arch = arch;
-	pass_options = &o;
-	pass_arch(k, d);
-	pass_options = saved;
+	pass_arch_explain(k, arch, d);
 	char *text = diag_render(d);
 	diag_free(d);
 	return text;

@@ -1,10 +1,10 @@
 /* runtime.h: libfusrt's internals (the public API is include/fusrt.h), shared by its files,
  * the `fusc run` tool and the unit tests.
  *
- *   driver.c   dlopen("libcuda.so.1") and the driver entry points we use; device probing
- *   cache.c    the on-disk cubin cache (header with magic, key, length and checksum)
- *   fusrt.c    compile (front end, lowering, NVRTC, cache), module loading, launching
- *   memory.c   device memory, synchronization, the thread's last error
+ *   driver.c        dlopen("libcuda.so.1") and the driver entry points we use; device probing
+ *   binary_cache.c  the on-disk cubin cache (header with magic, key, length and checksum)
+ *   fusrt.c         compile (front end, lowering, NVRTC, cache), module loading, launching
+ *   memory.c        device memory, synchronization, the thread's last error
  */
 #ifndef FUSC_RUNTIME_H
 #define FUSC_RUNTIME_H
@@ -75,7 +75,7 @@ int rt_device_smem_optin(void);
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
 void rt_clear_error(void);
 
-/* runtime/cache.c: the disk cache of binaries, one per key in DIR/KEY.cubin (KEY: 64 hex
+/* runtime/binary_cache.c: the disk cache of binaries, one per key in DIR/KEY.cubin (KEY: 64 hex
  * digits). The folder is trusted only when it is this user's alone: created 0700, and an
  * existing one that is not a directory owned by this user, or that group or others can write,
  * is refused (the caller then compiles without the cache). An entry is a header (magic

@@ -44,6 +44,19 @@ void buf_printf(Buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+char *xprintf(const char *fmt, ...)
+{
+	Buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (!b.s)
+		buf_puts(&b, "");
+	return b.s;
+}
+
 void buf_puts(Buf *b, const char *s)
 {
 	size_t n = strlen(s);

@@ -1,5 +1,5 @@
 /* sha256.c: SHA-256 (FIPS 180-4), for the keys and checksums of libfusrt's disk cache
- * (runtime/cache.c), where a collision must not be within anyone's reach. Incremental:
+ * (runtime/binary_cache.c), where a collision must not be within anyone's reach. Incremental:
  * sha256_init, any number of sha256_update calls, sha256_final. Tested against the FIPS
  * vectors in tests/unit/check_support.c.
  */

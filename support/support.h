@@ -92,6 +92,8 @@ void buf_vprintf(Buf *b, const char *fmt, va_list ap);
 void buf_puts(Buf *b, const char *s);
 void buf_indent(Buf *b, int level); /* two spaces per level */
 void buf_free(Buf *b);
+/* A malloc'd string formatted like printf (the caller frees it). */
+char *xprintf(const char *fmt, ...) PRINTF(1, 2);
 
 /* support/diag.c */
 typedef struct Span {

@@ -100,6 +100,22 @@ done >"$tmp/unused"
 if [ -s "$tmp/unused" ]; then bad "no golden uses these sections of backend/preamble.cuh:"; cat "$tmp/unused"
 else ok; fi
 
+# ---- the IR after each pass (tests/golden/after/LIST: PASS SOURCE -> after/PASS.ir) ----
+grep -v '^#' tests/golden/after/LIST | awk '{print $1}' >"$tmp/after.listed"
+"$FUSC" --print-passes | awk '{print $1}' >"$tmp/after.passes"
+if cmp -s "$tmp/after.listed" "$tmp/after.passes"; then ok
+else bad "tests/golden/after/LIST does not name every pass of --print-passes, in order"; fi
+grep -v '^#' tests/golden/after/LIST | while read -r p src; do
+	(cd "$(dirname "$src")" && "$FUSC" "$(basename "$src")" --dump-after="$p" \
+		-o "$tmp/after.cu" 2>"$tmp/after.$p.ir" >/dev/null) || echo "$p: $src does not compile"
+	expect "tests/golden/after/$p.ir" "$tmp/after.$p.ir" || echo "$p: IR after $p differs"
+done >"$tmp/after.fail"
+if [ -s "$tmp/after.fail" ]; then bad "per-pass IR goldens:"; cat "$tmp/after.fail"; else ok; fi
+# The pipeline list of docs/design.md ("## Lowering") is the list of --print-passes.
+sed -n '/^## Lowering/,/^## /p' docs/design.md | sed -n 's/^[0-9][0-9]*\. `\([a-z_]*\)`.*/\1/p' >"$tmp/after.doc"
+if cmp -s "$tmp/after.doc" "$tmp/after.passes"; then ok
+else bad "docs/design.md's pipeline list differs from fusc --print-passes:"; diff "$tmp/after.doc" "$tmp/after.passes"; fi
+
 # ---- the command line (SPEC §5) ----
 # cli NAME EXPECTED_RC COMMAND...: runs in $tmp/cli, checks the exit status.
 mkdir -p "$tmp/cli"

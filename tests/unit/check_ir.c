@@ -376,6 +376,79 @@ START_TEST(verify_indexing)
 }
 END_TEST
 
+/* ir/walk.c: every expression field of every statement kind is reached through
+ * ir_stmt_exprs (circular_buffer once skipped a cp.async's size, cp_wait did not), and the
+ * nested lists of loops, ifs and grid reductions through ir_stmt_lists. */
+static bool mentions_i(IrExpr *e, void *v)
+{
+	return e->kind == EX_VAR && e->var == v;
+}
+
+static IrExpr *subst_i(Arena *a, IrExpr *e, void *j)
+{
+	return e->kind == EX_VAR && e->var->name[0] == 'i' ? ir_var(a, j) : e;
+}
+
+static bool is_sync(Stmt *s, void *ctx)
+{
+	(void)ctx;
+	return s->kind == KS_SYNC;
+}
+
+START_TEST(walk_children)
+{
+	Var *i = loopvar("i", 8), *j = loopvar("j", 4);
+	Tensor *t = tensor("t", 1), *u = tensor("u", 1);
+	IrExpr *vi = ir_var(A, i);
+	/* one statement a field, each with i only in that field */
+	Stmt *s[9];
+	for (int n = 0; n < 9; n++) {
+		s[n] = NEW(A, Stmt);
+		s[n]->kind = KS_CP_ASYNC;
+	}
+	s[0]->cond = ix_lt(A, vi, ir_int(A, 3));
+	s[1]->size = vi;
+	s[2]->offset = vi;
+	s[3]->value = ir_load(A, u, vi);
+	s[4]->split_cond = ix_lt(A, vi, ir_int(A, 3));
+	s[5]->src_offset = vi;
+	s[6]->part = vi;
+	s[7]->nparts = vi;
+	s[8]->idx = NEW(A, IrExpr *);
+	s[8]->idx[0] = vi;
+	s[8]->nidx = 1;
+	for (int n = 0; n < 9; n++) {
+		ck_assert_msg(ir_stmts_any_expr(s[n], mentions_i, i), "field %d not visited", n);
+		ck_assert(!ir_stmts_any_expr(s[n], mentions_i, j));
+		/* a clone rewritten with i -> j mentions j there, the original still i */
+		Stmt *c = ir_stmt_clone(A, s[n]);
+		ir_stmts_rewrite(A, c, subst_i, j);
+		ck_assert(ir_stmts_any_expr(c, mentions_i, j) && !ir_stmts_any_expr(c, mentions_i, i));
+		ck_assert(ir_stmts_any_expr(s[n], mentions_i, i));
+	}
+	ck_assert(ir_reads(s[3]->value, u) && !ir_reads(s[3]->value, t));
+	/* substitution and mentions */
+	IrExpr *e = ix_add(A, ix_mul(A, vi, ir_int(A, 4)), ir_var(A, j));
+	ck_assert(ir_mentions(e, i) && ir_mentions(e, j));
+	IrExpr *f = ir_subst(A, e, i, ir_int(A, 2));
+	ck_assert(!ir_mentions(f, i) && ir_mentions(e, i));
+	ck_assert_str_eq(str(ir_simplify(A, f)), "j + 8");
+	ck_assert(ir_subst(A, NULL, i, vi) == NULL);
+	/* nested lists: a sync inside a grid reduction inside an if's else inside a loop */
+	Stmt *sync = NEW(A, Stmt);
+	sync->kind = KS_SYNC;
+	Stmt *gr = NEW(A, Stmt);
+	gr->kind = KS_GRID_REDUCE;
+	gr->body = sync;
+	Fusion fu = {.name = "f"};
+	Kernel *k = kir_new(A, &fu);
+	Stmt *loop = kir_for(k, i, kir_if(k, ir_bool(A, true), NULL, gr));
+	ck_assert(ir_stmts_any(loop, is_sync, NULL));
+	gr->body = NULL;
+	ck_assert(!ir_stmts_any(loop, is_sync, NULL));
+}
+END_TEST
+
 Suite *ir_suite(void)
 {
 	Suite *s = suite_create("ir");
@@ -393,6 +466,7 @@ Suite *ir_suite(void)
 	tcase_add_test(tc, equal_copy_rewrite);
 	tcase_add_test(tc, kir_names_and_print);
 	tcase_add_test(tc, verify_indexing);
+	tcase_add_test(tc, walk_children);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,4 +1,4 @@
-/* cache.c: the cache directives (cache_after, cache_before, cp_async, stages) and, at the
+/* cache_directives.c: the cache directives (cache_after, cache_before, cp_async, stages) and, at the
  * end of a schedule, the default placement of caches and reductions and the checks that need
  * the final schedule (docs/caching.md, docs/reductions.md). Called from schedule.c.
  */

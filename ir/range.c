@@ -1,4 +1,4 @@
-/* simplify.c: value ranges of integer expressions and the expression simplifier.
+/* range.c: value ranges of integer expressions and the expression simplifier.
  *
  * A range is an interval whose ends may each be unknown. Facts used:
  *   loop variables   [0, extent - 1] (Var.extent; the upper end is unknown when symbolic)

@@ -1,4 +1,4 @@
-/* cache.c: the on-disk cache of compiled binaries (runtime.h, docs/runtime.md).
+/* binary_cache.c: the on-disk cache of compiled binaries (runtime.h, docs/runtime.md).
  *
  * libfusrt loads what it finds here into the GPU, so the cache is trusted only as far as the
  * folder is: the folder is created 0700 (its missing parents too), and an existing one is
@@ -34,18 +34,6 @@ typedef struct CacheHeader {
 	uint64_t len;
 	unsigned char digest[SHA256_BYTES];
 } CacheHeader;
-
-static char *msg(const char *fmt, ...) PRINTF(1, 2);
-static char *msg(const char *fmt, ...)
-{
-	Buf b = {0};
-	va_list ap;
-
-	va_start(ap, fmt);
-	buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	return b.s;
-}
 
 static void set(char **out, char *s)
 {
@@ -103,12 +91,12 @@ static char *entry_name(RtCacheKey key)
 	char hex[2 * SHA256_BYTES + 1];
 
 	sha256_hex(key.b, hex);
-	return msg("%s.cubin", hex);
+	return xprintf("%s.cubin", hex);
 }
 
 char *rt_cache_path(const char *dir, RtCacheKey key)
 {
-	char *name = entry_name(key), *path = msg("%s/%s", dir, name);
+	char *name = entry_name(key), *path = xprintf("%s/%s", dir, name);
 
 	free(name);
 	return path;
@@ -118,11 +106,11 @@ char *rt_cache_path(const char *dir, RtCacheKey key)
 static char *not_private(const struct stat *st, const char *what)
 {
 	if (st->st_uid != geteuid())
-		return msg("%s is owned by uid %u, not by this user (uid %u)", what,
-			   (unsigned)st->st_uid, (unsigned)geteuid());
+		return xprintf("%s is owned by uid %u, not by this user (uid %u)", what,
+			       (unsigned)st->st_uid, (unsigned)geteuid());
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return msg("%s is writable by group or others (mode %04o)", what,
-			   (unsigned)(st->st_mode & 07777));
+		return xprintf("%s is writable by group or others (mode %04o)", what,
+			       (unsigned)(st->st_mode & 07777));
 	return NULL;
 }
 
@@ -136,7 +124,7 @@ static bool make_dirs(const char *dir, char **err)
 		if (*s == '/' || end) {
 			*s = 0;
 			if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-				set(err, msg("cannot create %s: %s", p, strerror(errno)));
+				set(err, xprintf("cannot create %s: %s", p, strerror(errno)));
 				free(p);
 				return false;
 			}
@@ -160,16 +148,16 @@ int rt_cache_open_dir(const char *dir, bool create, char **why)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno != ENOENT || create)
-			set(why, msg("cannot open the cache folder %s: %s", dir, strerror(errno)));
+			set(why, xprintf("cannot open the cache folder %s: %s", dir, strerror(errno)));
 		return -1;
 	}
 	if (fstat(fd, &st) != 0) {
-		set(why, msg("cannot open the cache folder %s: %s", dir, strerror(errno)));
+		set(why, xprintf("cannot open the cache folder %s: %s", dir, strerror(errno)));
 		close(fd);
 		return -1;
 	}
 	if ((bad = not_private(&st, dir))) {
-		set(why, msg("the cache folder %s; not used", bad));
+		set(why, xprintf("the cache folder %s; not used", bad));
 		free(bad);
 		close(fd);
 		return -1;
@@ -187,15 +175,15 @@ static char *read_entry(int dfd, const char *name, const char *path, size_t *siz
 
 	if (fd < 0) {
 		if (errno != ENOENT)
-			set(why, msg("%s: cannot open: %s", path, strerror(errno)));
+			set(why, xprintf("%s: cannot open: %s", path, strerror(errno)));
 		return NULL;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		set(why, msg("%s: not a regular file", path));
+		set(why, xprintf("%s: not a regular file", path));
 	} else if ((bad = not_private(&st, path))) {
 		set(why, bad);
 	} else if ((uint64_t)st.st_size > CACHE_MAX + sizeof(CacheHeader)) {
-		set(why, msg("%s: too large (%lld bytes)", path, (long long)st.st_size));
+		set(why, xprintf("%s: too large (%lld bytes)", path, (long long)st.st_size));
 	} else {
 		size_t n = (size_t)st.st_size, got = 0;
 		ssize_t r = 0;
@@ -203,7 +191,7 @@ static char *read_entry(int dfd, const char *name, const char *path, size_t *siz
 		while (got < n && ((r = read(fd, buf + got, n - got)) > 0 || (r < 0 && errno == EINTR)))
 			got += r > 0 ? (size_t)r : 0;
 		if (got != n) {
-			set(why, msg("%s: cannot read", path));
+			set(why, xprintf("%s: cannot read", path));
 			free(buf);
 			buf = NULL;
 		}
@@ -229,28 +217,28 @@ bool rt_cache_load(const char *dir, RtCacheKey key, char **data, size_t *len, ch
 	if (dfd < 0 || !(file = read_entry(dfd, name, path, &size, why)))
 		goto done; /* no folder or no entry (no *why): not an error */
 	if (size < sizeof h) {
-		set(why, msg("%s: truncated header (%zu bytes)", path, size));
+		set(why, xprintf("%s: truncated header (%zu bytes)", path, size));
 		goto done;
 	}
 	memcpy(&h, file, sizeof h);
 	if (memcmp(h.magic, CACHE_MAGIC, 8) != 0) {
-		set(why, msg("%s: bad magic", path));
+		set(why, xprintf("%s: bad magic", path));
 		goto done;
 	}
 	if (memcmp(h.key, key.b, sizeof h.key) != 0) {
-		set(why, msg("%s: stored under another key", path));
+		set(why, xprintf("%s: stored under another key", path));
 		goto done;
 	}
 	if (h.len > CACHE_MAX || h.len != (uint64_t)(size - sizeof h)) {
-		set(why, msg("%s: length %llu does not match the file (%zu bytes)", path,
-			     (unsigned long long)h.len, size));
+		set(why, xprintf("%s: length %llu does not match the file (%zu bytes)", path,
+			         (unsigned long long)h.len, size));
 		goto done;
 	}
 	sha256_init(&s);
 	sha256_update(&s, file + sizeof h, (size_t)h.len);
 	sha256_final(&s, digest);
 	if (memcmp(digest, h.digest, sizeof digest) != 0) {
-		set(why, msg("%s: checksum mismatch", path));
+		set(why, xprintf("%s: checksum mismatch", path));
 		goto done;
 	}
 	*len = (size_t)h.len;
@@ -303,11 +291,11 @@ bool rt_cache_store(const char *dir, RtCacheKey key, const void *data, size_t le
 	sha256_init(&s);
 	sha256_update(&s, data, len);
 	sha256_final(&s, h.digest);
-	tmp = msg(".%.16s.tmp.%d.%d", name, (int)getpid(),
-		  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	tmp = xprintf(".%.16s.tmp.%d.%d", name, (int)getpid(),
+		      __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		set(err, msg("cannot write %s/%s: %s", dir, tmp, strerror(errno)));
+		set(err, xprintf("cannot write %s/%s: %s", dir, tmp, strerror(errno)));
 		goto done;
 	}
 	ok = write_all(fd, &h, sizeof h) && write_all(fd, data, len);
@@ -315,7 +303,7 @@ bool rt_cache_store(const char *dir, RtCacheKey key, const void *data, size_t le
 	if (ok && renameat(dfd, tmp, dfd, name) != 0)
 		ok = false;
 	if (!ok) {
-		set(err, msg("cannot write %s: %s", path, strerror(errno)));
+		set(err, xprintf("cannot write %s: %s", path, strerror(errno)));
 		unlinkat(dfd, tmp, 0);
 	}
 done:

@@ -1,0 +1,154 @@
+/* walk.c: the one place that lists a statement's children (its expression fields and its
+ * nested statement lists), and the small expression queries every pass needs: substitution
+ * of a variable, "does this expression mention that variable / read that tensor".
+ *
+ * Adding an expression field or a nested list to a statement kind touches ir_stmt_exprs or
+ * ir_stmt_lists only; the passes, the simulator and the printers reach the children through
+ * them (or through the walkers below, which are built on them).
+ */
+#include "ir/ir.h"
+
+bool ir_stmt_exprs(Stmt *s, IrSlotFn fn, void *ctx)
+{
+	IrExpr **all[] = {&s->cond, &s->size, &s->offset, &s->value, &s->split_cond,
+			  &s->src_offset, &s->part, &s->nparts};
+	for (int i = 0; i < countof(all); i++)
+		if (*all[i] && fn(all[i], ctx))
+			return true;
+	for (int i = 0; i < s->nidx; i++)
+		if (s->idx[i] && fn(&s->idx[i], ctx))
+			return true;
+	return false;
+}
+
+int ir_stmt_lists(Stmt *s, Stmt **out[3])
+{
+	int n = 0;
+	if (s->kind == KS_FOR || s->kind == KS_GRID_REDUCE)
+		out[n++] = &s->body;
+	if (s->kind == KS_IF) {
+		out[n++] = &s->then;
+		out[n++] = &s->els;
+	}
+	return n;
+}
+
+bool ir_expr_any(IrExpr *e, IrExprPred fn, void *ctx)
+{
+	if (!e)
+		return false;
+	if (fn(e, ctx))
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (ir_expr_any(e->args[i], fn, ctx))
+			return true;
+	return false;
+}
+
+bool ir_stmts_any(Stmt *list, IrStmtPred fn, void *ctx)
+{
+	for (Stmt *s = list; s; s = s->next) {
+		if (fn(s, ctx))
+			return true;
+		Stmt **lists[3];
+		int n = ir_stmt_lists(s, lists);
+		for (int i = 0; i < n; i++)
+			if (ir_stmts_any(*lists[i], fn, ctx))
+				return true;
+	}
+	return false;
+}
+
+typedef struct AnyExpr { IrExprPred fn; void *ctx; } AnyExpr;
+
+static bool slot_any(IrExpr **slot, void *ctx)
+{
+	AnyExpr *ae = ctx;
+	return ir_expr_any(*slot, ae->fn, ae->ctx);
+}
+
+static bool stmt_any_expr(Stmt *s, void *ctx)
+{
+	return ir_stmt_exprs(s, slot_any, ctx);
+}
+
+bool ir_stmts_any_expr(Stmt *list, IrExprPred fn, void *ctx)
+{
+	AnyExpr ae = {fn, ctx};
+	return ir_stmts_any(list, stmt_any_expr, &ae);
+}
+
+typedef struct Rw { Arena *a; IrRewrite fn; void *ctx; } Rw;
+
+static bool slot_rewrite(IrExpr **slot, void *ctx)
+{
+	Rw *rw = ctx;
+	*slot = ir_rewrite(rw->a, *slot, rw->fn, rw->ctx);
+	return false;
+}
+
+void ir_stmt_rewrite(Arena *a, Stmt *s, IrRewrite fn, void *ctx)
+{
+	Rw rw = {a, fn, ctx};
+	ir_stmt_exprs(s, slot_rewrite, &rw);
+}
+
+void ir_stmts_rewrite(Arena *a, Stmt *list, IrRewrite fn, void *ctx)
+{
+	for (Stmt *s = list; s; s = s->next) {
+		ir_stmt_rewrite(a, s, fn, ctx);
+		Stmt **lists[3];
+		int n = ir_stmt_lists(s, lists);
+		for (int i = 0; i < n; i++)
+			ir_stmts_rewrite(a, *lists[i], fn, ctx);
+	}
+}
+
+Stmt *ir_stmt_clone(Arena *a, Stmt *s)
+{
+	Stmt *c = NEW(a, Stmt);
+	*c = *s;
+	c->next = NULL;
+	if (s->nidx) {
+		c->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)s->nidx);
+		for (int i = 0; i < s->nidx; i++)
+			c->idx[i] = s->idx[i];
+	}
+	return c;
+}
+
+/* ---- expression queries ------------------------------------------------------------------ */
+
+static bool is_var(IrExpr *e, void *v)
+{
+	return e->kind == EX_VAR && e->var == v;
+}
+
+bool ir_mentions(IrExpr *e, Var *v)
+{
+	return ir_expr_any(e, is_var, v);
+}
+
+static bool loads(IrExpr *e, void *t)
+{
+	return e->kind == EX_LOAD && e->tensor == t;
+}
+
+bool ir_reads(IrExpr *e, Tensor *t)
+{
+	return ir_expr_any(e, loads, t);
+}
+
+typedef struct Subst { Var *v; IrExpr *with; } Subst;
+
+static IrExpr *subst_fn(Arena *a, IrExpr *e, void *ctx)
+{
+	Subst *s = ctx;
+	return e->kind == EX_VAR && e->var == s->v ? ir_copy(a, s->with) : e;
+}
+
+IrExpr *ir_subst(Arena *a, IrExpr *e, Var *v, IrExpr *with)
+{
+	Subst s = {v, with};
+	return e ? ir_rewrite(a, e, subst_fn, &s) : NULL;
+}
