@@ -606,10 +606,19 @@ static bool place_reduction(Sched *s, Tensor *r)
 		return false;
 	}
 	ReadMap m = sched_read_map(s->a, r, home);
+	/* Another reader computed in home's loops that reads r over a reduction index of its
+	 * own (`c = min(j: r[j])` computed at a loop of home over j) needs every element of
+	 * that dimension in one iteration: no loop over it is shared with r. */
+	bool whole[16] = {false};
+	for (int j = 0; j < n; j++) {
+		ReadMap mc = u[j] == home ? m : sched_read_map(s->a, r, u[j]);
+		for (int k = 0; k < r->ndim && k < 16 && u[j] != home && mc.first; k++)
+			whole[k] |= mc.first[k] && mc.first[k]->reduction;
+	}
 	Axis *set[16];
 	int nset = 0;
 	for (int k = 0; k < r->ndim && nset < 16; k++)
-		if (m.first && m.first[k])
+		if (m.first && m.first[k] && !whole[k])
 			set[nset++] = m.first[k];
 	unsigned reduced = 0;
 	for (int i = 0; i < r->ndomain; i++)
