@@ -606,19 +606,10 @@ static bool place_reduction(Sched *s, Tensor *r)
 		return false;
 	}
 	ReadMap m = sched_read_map(s->a, r, home);
-	/* Another reader computed in home's loops that reads r over a reduction index of its
-	 * own (`c = min(j: r[j])` computed at a loop of home over j) needs every element of
-	 * that dimension in one iteration: no loop over it is shared with r. */
-	bool whole[16] = {false};
-	for (int j = 0; j < n; j++) {
-		ReadMap mc = u[j] == home ? m : sched_read_map(s->a, r, u[j]);
-		for (int k = 0; k < r->ndim && k < 16 && u[j] != home && mc.first; k++)
-			whole[k] |= mc.first[k] && mc.first[k]->reduction;
-	}
 	Axis *set[16];
 	int nset = 0;
 	for (int k = 0; k < r->ndim && nset < 16; k++)
-		if (m.first && m.first[k] && !whole[k])
+		if (m.first && m.first[k])
 			set[nset++] = m.first[k];
 	unsigned reduced = 0;
 	for (int i = 0; i < r->ndomain; i++)
@@ -735,13 +726,16 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 }
 
 /* The root axis of the top of t's loop nest (following compute_at to the end) that t's root
- * axis x stands for, through the subscripts each tensor of the chain is read with (NULL: x
- * is t's own, or read at a constant). */
+ * axis x stands for, through the subscripts each tensor of the chain is read with; a
+ * reduction axis of a tensor of the chain stands for itself (the loop of that tensor's own
+ * that everything computed inside it shares); NULL: read at a constant. */
 static Axis *top_root(Arena *a, Tensor *t, Axis *x)
 {
 	while (x && t->ca_tensor) {
+		if (x->root_index >= t->ndim)
+			return x;
 		ReadMap m = sched_read_map(a, t, t->ca_tensor);
-		if (!m.found || x->root_index < 0 || x->root_index >= t->ndim)
+		if (!m.found || x->root_index < 0)
 			return NULL;
 		x = m.first[x->root_index];
 		t = t->ca_tensor;
