@@ -370,13 +370,23 @@ static IrExpr *rewrite_fn(Arena *a, IrExpr *e, void *ctx)
 	Job *j = w->job;
 	if (e->kind == EX_AXIS && e->axis->owner == j->orig && j->sub)
 		return ir_copy(a, j->sub[e->axis->root_index]);
-	if (e->kind == EX_REDUCE && j->sub)
+	/* ir_rewrite passes a node whose operands did not change as it is, and that node is
+	 * also in the original definition, which later jobs rewrite again (a 0-d read `t[]` of
+	 * a reduction, copied per reader): change copies only */
+	if (e->kind == EX_REDUCE && j->sub) {
+		Axis **red = arena_alloc(a, sizeof(Axis *) * (size_t)e->nred);
 		for (int i = 0; i < e->nred; i++)
-			if (e->red_axes[i]->owner == j->orig)
-				e->red_axes[i] = j->sub[e->red_axes[i]->root_index]->axis;
+			red[i] = e->red_axes[i]->owner == j->orig
+					 ? j->sub[e->red_axes[i]->root_index]->axis : e->red_axes[i];
+		e = ir_copy(a, e);
+		e->red_axes = red;
+	}
 	if (e->kind != EX_ACCESS)
 		return e;
 	Tensor *x = e->tensor, *t = resolve(w->z, x, e, j);
+	if (t == x)
+		return e;
+	e = ir_copy(a, e);
 	e->tensor = t;
 	if (t != x && t->ndim != e->nargs) {
 		Pattern pat = pattern_of(w->z, e);

@@ -748,8 +748,10 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 static Axis *top_root(Arena *a, Tensor *t, Axis *x)
 {
 	while (x && t->ca_tensor && t->ca_pos >= 0 && sched_is_ancestor_of_shared(x, t, t->ca_pos)) {
+		if (x->root_index >= t->ndim)
+			return x;
 		ReadMap m = sched_read_map(a, t, t->ca_tensor);
-		if (!m.found || x->root_index < 0 || x->root_index >= t->ndim)
+		if (!m.found || x->root_index < 0)
 			return NULL;
 		x = m.first[x->root_index];
 		t = t->ca_tensor;

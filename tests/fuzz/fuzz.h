@@ -89,6 +89,7 @@ typedef struct FuzzOpts {
 	bool off[FF_COUNT];  /* --no-NAME */
 	int max_dirs;        /* directives per schedule at most */
 	int64_t max_elems;   /* the sizes chosen keep every tensor below this many elements */
+	bool only_auto;      /* --only-auto: every case without a schedule block */
 } FuzzOpts;
 
 static inline bool fuzz_on(const FuzzOpts *o, FuzzFeature f) { return !o->off[f]; }

@@ -663,7 +663,8 @@ void gen_schedule(Rng *r, const FuzzOpts *o, Case *c, FuzzTrace trace, void *ctx
 	g.c = c;
 	g.trace = trace;
 	g.ctx = ctx;
-	if (rng_chance(r, 4) && fuzz_on(o, FF_AUTO)) {
+	bool pick_auto = rng_chance(r, 4); /* drawn always: --only-auto keeps the fusions */
+	if ((pick_auto || o->only_auto) && fuzz_on(o, FF_AUTO)) {
 		c->auto_schedule = true;
 		return;
 	}

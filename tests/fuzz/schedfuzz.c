@@ -2,7 +2,7 @@
  *
  *   schedfuzz [--seed S] [--count N] [--first N] [--out DIR] [--no-FEATURE ...]
  *             [--max-dirs N] [--max-elems N] [--timeout S] [--sim-timeout S] [--stats]
- *             [--print] [--stop] [--no-minimize]
+ *             [--print] [--stop] [--no-minimize] [--only-auto]
  *
  * Case n of seed S is generated and checked in a child process (fork), so that a crash, an
  * abort (an internal error) or a hang (alarm) of the compiler is a verdict like any other.
@@ -663,7 +663,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: schedfuzz [--seed S] [--count N] [--first N] [--out DIR] [--no-FEATURE ...]\n"
 		"                 [--max-dirs N] [--max-elems N] [--timeout S] [--sim-timeout S]\n"
-		"                 [--stats] [--print] [--stop] [--no-minimize]\n"
+		"                 [--stats] [--print] [--stop] [--no-minimize] [--only-auto]\n"
 		"  --seed S        the random seed (default 1); case n of seed S is always the same\n"
 		"  --count N       cases to run (default 100), from case --first (default 0)\n"
 		"  --out DIR       write each minimized failure to DIR/sSEED-nCASE.fus\n"
@@ -676,6 +676,7 @@ static void usage(FILE *out)
 		"  --print         print every case and its verdict\n"
 		"  --stop          stop after the first failure\n"
 		"  --no-minimize   do not minimize failures\n"
+		"  --only-auto     every case without a schedule block (the automatic scheduler)\n"
 		"features (each on by default; --no-NAME leaves it out):\n");
 	for (int f = 0; f < FF_COUNT; f++)
 		fprintf(out, "  %-16s %s\n", fuzz_feature_name((FuzzFeature)f),
@@ -721,6 +722,7 @@ static int parse_args(Driver *dr, int argc, char **argv)
 		if (strcmp(a, "--print") == 0) { dr->print = true; continue; }
 		if (strcmp(a, "--stop") == 0) { dr->stop = true; continue; }
 		if (strcmp(a, "--no-minimize") == 0) { dr->minimize = false; continue; }
+		if (strcmp(a, "--only-auto") == 0) { dr->o.only_auto = true; continue; }
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			usage(stdout);
 			exit(0);
