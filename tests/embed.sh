@@ -71,6 +71,20 @@ if step "launcher: fusc" "$FUSC" tests/launcher/refuse.fus -o "$ln/refuse.cu" &&
 	runs "launcher: refusals before any CUDA call" "$ln/refuse"
 fi
 
+# ---- --prefix: two files that both define softmax in one program (issue 15 item 1) ----
+px="$tmp/prefix-names"
+mkdir -p "$px"
+if step "prefix: fusc rows" "$FUSC" tests/prefix/rows.fus --prefix=rows_ -o "$px/rows.cu" &&
+   step "prefix: fusc cols" "$FUSC" tests/prefix/cols.fus --prefix cols_ -o "$px/cols.cu" &&
+   step "prefix: nvcc rows" "$CUDA/bin/nvcc" -std=c++17 -arch=sm_80 -c "$px/rows.cu" -o "$px/rows.o" &&
+   step "prefix: nvcc cols" "$CUDA/bin/nvcc" -std=c++17 -arch=sm_80 -c "$px/cols.cu" -o "$px/cols.o" &&
+   step "prefix: cc (both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
+	-I"$px" -isystem "$CUDA/include" -c tests/prefix/main.c -o "$px/main.o" &&
+   step "prefix: link" cc -o "$px/prog" "$px/main.o" "$px/rows.o" "$px/cols.o" \
+	-L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lstdc++ -lm; then
+	runs "prefix: rows_softmax and cols_softmax in one program" "$px/prog"
+fi
+
 # ---- JIT: make install, then pkg-config fusrt ----
 prefix="$tmp/prefix"
 # The GPU machine has no flex/bison/check: there the prebuilt build/ is installed as it is.
