@@ -92,6 +92,25 @@ noregen=
 if ! command -v bison >/dev/null || ! command -v flex >/dev/null; then
 	noregen="-o deps -o build/fus.tab.c -o build/fus.tab.h -o build/fus.lex.c -o build/fus.lex.h"
 fi
+
+# ---- GNU install directories, DESTDIR and uninstall (issue 15 item 2) ----
+dest="$tmp/destdir"
+if step "make install DESTDIR prefix=/usr" $MAKE --no-print-directory $noregen install \
+	DESTDIR="$dest" prefix=/usr mandir=/usr/share/man; then
+	ver=$(sed -n 's/^#define FUSRT_VERSION_[A-Z]* \([0-9]*\)$/\1/p' include/fusrt.h | paste -sd.)
+	(cd "$dest" && find . ! -type d | sort) > "$tmp/installed"
+	printf '%s\n' ./usr/bin/fusc ./usr/include/fusrt.h ./usr/lib/libfusrt.a ./usr/lib/libfusrt.so \
+		./usr/lib/libfusrt.so.0 ./usr/lib/libfusrt.so.$ver ./usr/lib/pkgconfig/fusrt.pc \
+		./usr/share/man/man1/fusc.1 > "$tmp/expected"
+	cmp -s "$tmp/installed" "$tmp/expected" && ok ||
+		{ bad "install: DESTDIR=... prefix=/usr installed other files"; diff "$tmp/expected" "$tmp/installed"; }
+	grep -qx 'libdir=/usr/lib' "$dest/usr/lib/pkgconfig/fusrt.pc" && ok ||
+		bad "install: fusrt.pc does not name libdir=/usr/lib (the DESTDIR leaked into it?)"
+	if step "make uninstall" $MAKE --no-print-directory $noregen uninstall DESTDIR="$dest" prefix=/usr; then
+		left=$(cd "$dest" && find . ! -type d)
+		[ -z "$left" ] && ok || bad "uninstall left: $left"
+	fi
+fi
 if step "make install PREFIX=$prefix" $MAKE --no-print-directory $noregen install PREFIX="$prefix"; then
 	for link in shared static; do
 		out="$tmp/jit-$link"
