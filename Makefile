@@ -3,6 +3,14 @@
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
+# GNU install directories (PREFIX is the older spelling of prefix); DESTDIR stages an install.
+prefix     ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir     ?= $(exec_prefix)/bin
+libdir     ?= $(exec_prefix)/lib
+includedir ?= $(prefix)/include
+datarootdir ?= $(prefix)/share
+mandir     ?= $(datarootdir)/man
 CUDA    ?= /usr/local/cuda
 CC      ?= cc
 NVCC    ?= $(CUDA)/bin/nvcc
@@ -55,7 +63,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu check-bench bench install clean FORCE
+.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu check-bench bench install uninstall clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -117,10 +125,10 @@ $(LIBFUSRT_SO): $(BUILD)/$(LIBFUSRT_REAL)
 	ln -sf $(LIBFUSRT_REAL) $(BUILD)/$(LIBFUSRT_SONAME)
 	ln -sf $(LIBFUSRT_SONAME) $@
 
-# The .pc names the prefix it is installed under, so install rewrites it with PREFIX.
+# The .pc names the directories it is installed under, so install rewrites it with them.
 $(BUILD)/fusrt.pc: Makefile FORCE
 	@mkdir -p $(BUILD)
-	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	@printf '%s\n' 'prefix=$(prefix)' 'libdir=$(libdir)' 'includedir=$(includedir)' '' \
 	  'Name: fusrt' 'Description: fusc JIT runtime: compile and launch .fus fusions at run time' \
 	  'Version: $(shell sed -n "s/.*FUSC_VERSION \"\(.*\)\"/\1/p" support/support.h)' \
 	  'Cflags: -I$${includedir}' \
@@ -281,15 +289,22 @@ demo: all
 	@echo "demo: wrote $(BUILD)/demo/saxpy.cu and $(BUILD)/demo/saxpy.h from examples/saxpy.fus"
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(FUSC) $(DESTDIR)$(PREFIX)/bin/fusc
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 docs/fusc.1 $(DESTDIR)$(PREFIX)/share/man/man1/fusc.1
-	install -m 644 $(LIBFUSRT_A) $(BUILD)/$(LIBFUSRT_REAL) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(LIBFUSRT_REAL) $(DESTDIR)$(PREFIX)/lib/$(LIBFUSRT_SONAME)
-	ln -sf $(LIBFUSRT_SONAME) $(DESTDIR)$(PREFIX)/lib/libfusrt.so
-	install -m 644 include/fusrt.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/pkgconfig $(DESTDIR)$(includedir)
+	install -m 755 $(FUSC) $(DESTDIR)$(bindir)/fusc
+	install -d $(DESTDIR)$(mandir)/man1
+	install -m 644 docs/fusc.1 $(DESTDIR)$(mandir)/man1/fusc.1
+	install -m 644 $(LIBFUSRT_A) $(BUILD)/$(LIBFUSRT_REAL) $(DESTDIR)$(libdir)/
+	ln -sf $(LIBFUSRT_REAL) $(DESTDIR)$(libdir)/$(LIBFUSRT_SONAME)
+	ln -sf $(LIBFUSRT_SONAME) $(DESTDIR)$(libdir)/libfusrt.so
+	install -m 644 include/fusrt.h $(DESTDIR)$(includedir)/
+	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(libdir)/pkgconfig/
+
+# Removes exactly what install wrote (the directories stay: others may share them).
+uninstall:
+	rm -f $(DESTDIR)$(bindir)/fusc $(DESTDIR)$(mandir)/man1/fusc.1 \
+	  $(DESTDIR)$(libdir)/libfusrt.a $(DESTDIR)$(libdir)/$(LIBFUSRT_REAL) \
+	  $(DESTDIR)$(libdir)/$(LIBFUSRT_SONAME) $(DESTDIR)$(libdir)/libfusrt.so \
+	  $(DESTDIR)$(includedir)/fusrt.h $(DESTDIR)$(libdir)/pkgconfig/fusrt.pc
 
 # On the GPU machine, which has no flex/bison/check: uses the build/ carried there and rebuilds
 # nothing of fusc (run `make all` here first). bench/bench.py builds each fusion's launcher with

@@ -71,12 +71,45 @@ if step "launcher: fusc" "$FUSC" tests/launcher/refuse.fus -o "$ln/refuse.cu" &&
 	runs "launcher: refusals before any CUDA call" "$ln/refuse"
 fi
 
+# ---- --prefix: two files that both define softmax in one program (issue 15 item 1) ----
+px="$tmp/prefix-names"
+mkdir -p "$px"
+if step "prefix: fusc rows" "$FUSC" tests/prefix/rows.fus --prefix=rows_ -o "$px/rows.cu" &&
+   step "prefix: fusc cols" "$FUSC" tests/prefix/cols.fus --prefix cols_ -o "$px/cols.cu" &&
+   step "prefix: nvcc rows" "$CUDA/bin/nvcc" -std=c++17 -arch=sm_80 -c "$px/rows.cu" -o "$px/rows.o" &&
+   step "prefix: nvcc cols" "$CUDA/bin/nvcc" -std=c++17 -arch=sm_80 -c "$px/cols.cu" -o "$px/cols.o" &&
+   step "prefix: cc (both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
+	-I"$px" -isystem "$CUDA/include" -c tests/prefix/main.c -o "$px/main.o" &&
+   step "prefix: link" cc -o "$px/prog" "$px/main.o" "$px/rows.o" "$px/cols.o" \
+	-L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lstdc++ -lm; then
+	runs "prefix: rows_softmax and cols_softmax in one program" "$px/prog"
+fi
+
 # ---- JIT: make install, then pkg-config fusrt ----
 prefix="$tmp/prefix"
 # The GPU machine has no flex/bison/check: there the prebuilt build/ is installed as it is.
 noregen=
 if ! command -v bison >/dev/null || ! command -v flex >/dev/null; then
 	noregen="-o deps -o build/fus.tab.c -o build/fus.tab.h -o build/fus.lex.c -o build/fus.lex.h"
+fi
+
+# ---- GNU install directories, DESTDIR and uninstall (issue 15 item 2) ----
+dest="$tmp/destdir"
+if step "make install DESTDIR prefix=/usr" $MAKE --no-print-directory $noregen install \
+	DESTDIR="$dest" prefix=/usr mandir=/usr/share/man; then
+	ver=$(sed -n 's/^#define FUSRT_VERSION_[A-Z]* \([0-9]*\)$/\1/p' include/fusrt.h | paste -sd.)
+	(cd "$dest" && find . ! -type d | sort) > "$tmp/installed"
+	printf '%s\n' ./usr/bin/fusc ./usr/include/fusrt.h ./usr/lib/libfusrt.a ./usr/lib/libfusrt.so \
+		./usr/lib/libfusrt.so.0 ./usr/lib/libfusrt.so.$ver ./usr/lib/pkgconfig/fusrt.pc \
+		./usr/share/man/man1/fusc.1 > "$tmp/expected"
+	cmp -s "$tmp/installed" "$tmp/expected" && ok ||
+		{ bad "install: DESTDIR=... prefix=/usr installed other files"; diff "$tmp/expected" "$tmp/installed"; }
+	grep -qx 'libdir=/usr/lib' "$dest/usr/lib/pkgconfig/fusrt.pc" && ok ||
+		bad "install: fusrt.pc does not name libdir=/usr/lib (the DESTDIR leaked into it?)"
+	if step "make uninstall" $MAKE --no-print-directory $noregen uninstall DESTDIR="$dest" prefix=/usr; then
+		left=$(cd "$dest" && find . ! -type d)
+		[ -z "$left" ] && ok || bad "uninstall left: $left"
+	fi
 fi
 if step "make install PREFIX=$prefix" $MAKE --no-print-directory $noregen install PREFIX="$prefix"; then
 	for link in shared static; do

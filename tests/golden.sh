@@ -212,6 +212,16 @@ cli check-unknown 2 "$FUSC" check --frobnicate "$sax"
 grep -q "^fusc check: unknown option '--frobnicate'" "$tmp/cli.err" && ok || bad "cli: fusc check: unknown option: wrong message"
 cli run-missing-value 2 "$FUSC" run "$sax" --seed
 grep -q "^fusc run: option '--seed' needs a value" "$tmp/cli.err" && ok || bad "cli: fusc run --seed without a value: wrong message"
+# --prefix (issue 15 item 1): every launcher, kernel and the include guard carry it; a prefix
+# that does not start a C identifier, or one C reserves, is a usage error.
+cli prefix 0 "$FUSC" "$sax" --prefix=lib1_ -o pre.cu
+grep -q '^cudaError_t lib1_saxpy(' "$tmp/cli/pre.h" && grep -q '^#ifndef FUSC_LIB1_SAXPY_H' "$tmp/cli/pre.h" &&
+	grep -q '__global__ .*lib1_saxpy_kernel(' "$tmp/cli/pre.cu" && ! grep -q '[ *]saxpy[_(]' "$tmp/cli/pre.h" &&
+	ok || bad "cli: --prefix=lib1_ did not prefix the launcher, the kernel and the guard"
+for p in 1x __x _X a-b ''; do
+	cli "prefix-bad-$p" 2 "$FUSC" "$sax" --prefix="$p"
+	grep -q "^fusc: bad --prefix" "$tmp/cli.err" && ok || bad "cli: --prefix='$p' was not refused"
+done
 cli run-help 0 "$FUSC" run --help
 grep -q 'usage: fusc run' "$tmp/cli.out" && ok || bad "cli: fusc run --help printed no usage"
 # sm_90a: the arch-specific target, accepted where NVRTC lists sm_90, passed to NVRTC as is.

@@ -35,6 +35,7 @@ typedef struct Options {
 	bool arch_given;      /* --arch: checked against NVRTC's list when NVRTC can be loaded */
 	char arch_suffix;     /* 'a' (sm_90a) or 'f' (sm_100f): for NVRTC (ptx, cubin) only */
 	DiagColor color;
+	const char *prefix;   /* --prefix: put before every launcher and kernel name; NULL: none */
 	LowerOptions lower;
 } Options;
 
@@ -52,6 +53,8 @@ static const char usage_text[] =
 	"                           extension, plus .h); - for stdout\n"
 	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
 	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC)\n"
+	"  --prefix=NAME_           put NAME_ before every launcher and kernel name\n"
+	"                           (two files may then both define softmax)\n"
 	"  --arch=sm_XY|sm_XYa|native\n"
 	"                           target (default sm_80), one NVRTC lists; sm_90a and\n"
 	"                           sm_100f name arch-specific and family targets\n"
@@ -261,7 +264,19 @@ static int parse_emit(const char *s, Options *o)
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_NO_ARCH_CHECK, OPT_DUMP_AFTER, OPT_PRINT_PASSES,
-       OPT_TIME_PASSES, OPT_COLOR, OPT_VERSION };
+       OPT_TIME_PASSES, OPT_COLOR, OPT_VERSION, OPT_PREFIX };
+
+/* --prefix: a C identifier, not one of the names C reserves (leading "__" or "_X"). */
+static bool prefix_ok(const char *s)
+{
+	if (!(isalpha((unsigned char)s[0]) || s[0] == '_') ||
+	    (s[0] == '_' && (s[1] == '_' || isupper((unsigned char)s[1]))))
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
 
 /* getopt_long, GNU style: --opt=X and --opt X, -oFILE and -o FILE, operands anywhere, "--"
  * ends the options. -1 to go on, else an exit status (0 after --help, --version,
@@ -277,6 +292,7 @@ static int parse_args(int argc, char **argv, Options *o)
 		{"print-passes", no_argument, NULL, OPT_PRINT_PASSES},
 		{"time-passes", no_argument, NULL, OPT_TIME_PASSES},
 		{"color", required_argument, NULL, OPT_COLOR},
+		{"prefix", required_argument, NULL, OPT_PREFIX},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{0},
@@ -322,6 +338,12 @@ static int parse_args(int argc, char **argv, Options *o)
 				return usage_error("bad --color '%s' (expected auto, always or never)",
 						   optarg);
 			break;
+		case OPT_PREFIX:
+			if (!prefix_ok(optarg))
+				return usage_error("bad --prefix '%s' (expected the start of a C "
+						   "identifier, such as mylib_)", optarg);
+			o->prefix = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -361,6 +383,10 @@ static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_
 	Kernel **ks = arena_alloc(a, sizeof(Kernel *) * (p->nfusions + 1));
 	bool ok = true;
 	for (int i = 0; i < p->nfusions; i++) {
+		/* --prefix renames the fusion after the front end checked its own name, so the
+		 * launcher, its kernels and the header all carry it. */
+		if (o->prefix)
+			p->fusions[i]->name = arena_printf(a, "%s%s", o->prefix, p->fusions[i]->name);
 		ks[i] = lower_fusion(a, d, p->fusions[i], &o->lower);
 		ok = ok && ks[i];
 	}
@@ -395,10 +421,14 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 {
 	Buf cu = {0}, h = {0};
 	int rc = 0;
+	/* the include guard: with --prefix, two headers of one stem may be included together */
+	char *guard = xmalloc(strlen(o->prefix ? o->prefix : "") + strlen(stem) + 1);
+	sprintf(guard, "%s%s", o->prefix ? o->prefix : "", stem);
 	switch (o->emit) {
 	case EMIT_PTX:
 	case EMIT_CUBIN:
-		return emit_nvrtc(ks, nk, o, stem);
+		rc = emit_nvrtc(ks, nk, o, stem);
+		break;
 	case EMIT_IR:
 		for (int i = 0; i < p->nfusions; i++) {
 			ir_print_fusion(p->fusions[i], &cu);
@@ -413,12 +443,12 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 		rc = write_one(cu_path, cu.s, cu.len);
 		break;
 	case EMIT_HEADER:
-		header_emit(ks, nk, src_name, stem, &h);
+		header_emit(ks, nk, src_name, guard, &h);
 		rc = write_one(cu_path, h.s, h.len);
 		break;
 	case EMIT_DEFAULT: {
 		cuda_emit(ks, nk, src_name, &cu);
-		header_emit(ks, nk, src_name, stem, &h);
+		header_emit(ks, nk, src_name, guard, &h);
 		OutputFile fs[2] = {{h_path, h.s, h.len}, {cu_path, cu.s, cu.len}};
 		rc = h_path ? (output_write(fs, 2) ? 0 : 2) : write_one(cu_path, cu.s, cu.len);
 		break;
@@ -428,6 +458,7 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 	}
 	buf_free(&cu);
 	buf_free(&h);
+	free(guard);
 	return rc;
 }
 
