@@ -28,7 +28,8 @@ enum {
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
 	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
 	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
-	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic */
+	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
+	OUTER_GRID_Y_BATCH = 8, /*   and when more kept indices multiply the blocks on x */
 	WHOLE_THREADS = 512,
 	WHOLE_BLOCKS = 264,     /* 2 blocks of 512 per SM; also the length of the final fold */
 	WHOLE_UNROLL = 4,
@@ -171,7 +172,7 @@ static void schedule_outer(Plan *p, Outer *a)
 		while (ty > 1 && ty / 2 >= r)
 			ty /= 2;
 	/* blocks over the kept indices, when known; then rows over blockIdx.y */
-	int64_t kept = const_extent(o, 0, k - 1), gy = OUTER_GRID_Y;
+	int64_t kept = const_extent(o, 0, k - 1), gy = k > 1 ? OUTER_GRID_Y_BATCH : OUTER_GRID_Y;
 	if (kept >= 0 && ir_is_const(o->root[k - 1]->extent, &last))
 		gy = ceil_div(OUTER_BLOCKS, kept * ceil_div(last, tx));
 	if (r >= 0 && gy > ceil_div(r, ty * OUTER_MIN_ROWS))
