@@ -29,6 +29,7 @@
 
 #include "frontend/frontend.h"
 #include "passes/passes.h"
+#include "frontend/auto_plan.h"
 
 enum { AUTO_THREADS = 128, AUTO_UNROLL = 4, AUTO_VECTOR_BYTES = 16, AUTO_GRID_YZ = 65535 };
 
@@ -127,20 +128,6 @@ enum {
 	MAX_CONSUMERS = 8,
 };
 
-/* The schedule is written as directives (AstDirective, the same as a schedule block), each
- * applied by sched_directive as soon as it is made, so it goes through every check a user's
- * schedule does, and later choices can look at the domains the earlier ones made. */
-typedef struct Plan {
-	Arena *a;
-	Fusion *f;
-	Sched s;
-	AutoLevel level;
-	Span at;      /* every generated directive points here (the fusion, or the output) */
-	Vec dirs;     /* AstDirective* */
-	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
-	NameSet axes; /* generated axis names, as "tensor.axis" */
-	bool ok;      /* every directive held */
-} Plan;
 
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
@@ -159,7 +146,7 @@ static void use_axis(Plan *p, const char *t, const char *n)
 }
 
 /* A new axis name for tensor t: base, base2, ... unused by t and by every index name. */
-static const char *fresh_axis(Plan *p, const char *t, const char *base)
+const char *fresh_axis(Plan *p, const char *t, const char *base)
 {
 	const char *n = base;
 	for (int k = 2; axis_used(p, t, n); k++)
@@ -215,32 +202,32 @@ static void emit(Plan *p, const char *result, const char *t, const char *verb, i
 	p->ok &= sched_directive(&p->s, d);
 }
 
-static void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
+void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
 		    const char *i)
 {
 	const char *args[] = {ax, arena_printf(p->a, "%lld", (long long)f)}, *outs[] = {o, i};
 	emit(p, NULL, t, "split", 2, args, 2, outs);
 }
 
-static void d_merge(Plan *p, const char *t, const char *x, const char *y, const char *m)
+void d_merge(Plan *p, const char *t, const char *x, const char *y, const char *m)
 {
 	const char *args[] = {x, y};
 	emit(p, NULL, t, "merge", 2, args, 1, &m);
 }
 
-static void d_verb1(Plan *p, const char *t, const char *verb, const char *arg)
+void d_verb1(Plan *p, const char *t, const char *verb, const char *arg)
 {
 	emit(p, NULL, t, verb, 1, &arg, 0, NULL);
 }
 
-static void d_bind(Plan *p, const char *t, const char *ax, const char *par)
+void d_bind(Plan *p, const char *t, const char *ax, const char *par)
 {
 	const char *args[] = {ax, par};
 	emit(p, NULL, t, "bind", 2, args, 0, NULL);
 }
 
 /* t.compute_at(u, ax); t's domain starts with u's axes `shared` (up to ax) then. */
-static void d_compute_at(Plan *p, const char *t, const char *u, const char *ax,
+void d_compute_at(Plan *p, const char *t, const char *u, const char *ax,
 			 const char **shared, int nshared)
 {
 	const char *args[] = {u, ax};
@@ -249,7 +236,7 @@ static void d_compute_at(Plan *p, const char *t, const char *u, const char *ax,
 	emit(p, NULL, t, "compute_at", 2, args, 0, NULL);
 }
 
-static const char *d_cache_after(Plan *p, Tensor *x, const char *mem)
+const char *d_cache_after(Plan *p, Tensor *x, const char *mem)
 {
 	const char *c = fresh_name(p, arena_printf(p->a, "%s_%s", x->name,
 						   strcmp(mem, "local") == 0 ? "reg" : "smem"));
@@ -268,7 +255,7 @@ static int64_t pow2_ceil(int64_t n)
 
 /* Threads over a constant extent n: the largest power of two <= want that n does not leave
  * half idle, but a warp at least. */
-static int64_t threads_for(IrExpr *extent, int64_t want)
+int64_t threads_for(IrExpr *extent, int64_t want)
 {
 	int64_t n, t = want;
 	if (ir_is_const(extent, &n))
@@ -938,7 +925,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 /* ---- other shapes ---------------------------------------------------------------------- */
 
 /* Does a tensor of f other than t read t? */
-static bool read_by_other(Fusion *f, Tensor *t)
+bool read_by_other(Fusion *f, Tensor *t)
 {
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *u = f->tensors[i];
@@ -1162,6 +1149,8 @@ static void schedule_tuned(Plan *p)
 		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
 		if (i < nout && rows[i].ok)
 			schedule_row(p, &rows[i], f->noutputs == 1);
+		else if (auto_outer(p, o))
+			continue; /* outer, middle-axis and whole-tensor reductions (auto_outer.c) */
 		else if (tensor_is_reduction(o) && !(reads_reductions(o->def->args[0], 0) & 4))
 			schedule_kept(p, o);
 		else if (tensor_is_reduction(o) && o->ndim > 0)

@@ -239,32 +239,47 @@ START_TEST(test_auto_short_rows)
 }
 END_TEST
 
-/* An outer reduction: threads over the columns, the rows serial and innermost. */
-/* A constant, narrow column count: the rows are split over blockIdx.x in chunks of 256 (a grid
- * reduction), the column blocks go to blockIdx.y; not when the rows fit one chunk. */
+static void check_simulated(const char *src, const char *dims);
+
+/* An outer reduction (frontend/auto_outer.c): 32 threads over consecutive columns, 8 on
+ * threadIdx.y and gy blocks on blockIdx.y over interleaved rows (a grid-stride loop, 4 loads
+ * unrolled), a block reduction over threadIdx.y and a grid reduction over blockIdx.y. gy fills
+ * about 1056 blocks when the column count is constant (32 column blocks x 33), but leaves each
+ * thread 16 rows at least when the row count is constant (200 rows: 2). */
 START_TEST(test_auto_col_sum_grid)
 {
 	char *ir = auto_ir("fusion c(x: f32[M, 1000]) -> (s: f32[1000]) {\n"
 			   "  s[j] = sum(i: x[i, j]);\n"
 			   "}\n");
-	ck_assert_contains(ir, "      bx: 8 blockIdx.y (split of j by 128, outer)\n"
-			       "      tx: 128 threadIdx.x (split of j by 128, inner)\n"
-			       "      rc: ceildiv(M, 256) reduction blockIdx.x (split of i by 256, outer)\n"
-			       "      rr: 256 reduction (split of i by 256, inner)\n");
+	ck_assert_contains(ir, "      hx: 32 blockIdx.x (split of j by 32, outer)\n"
+			       "      tx: 32 threadIdx.x (split of j by 32, inner)\n"
+			       "      rr: ceildiv(M, 1056) reduction (split of rq by 4, outer)\n"
+			       "      u: 4 reduction unroll (split of rq by 4, inner)\n"
+			       "      by: 33 reduction blockIdx.y (split of ro by 33, inner)\n"
+			       "      ty: 8 reduction threadIdx.y (split of i by 8, inner)\n");
 	free(ir);
 	char *k = auto_kernel("fusion c(x: f32[M, 1000]) -> (s: f32[1000]) {\n"
 			      "  s[j] = sum(i: x[i, j]);\n"
 			      "}\n");
-	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x");
+	ck_assert_contains(k, "kernel c_kernel grid(32, 33) block(32, 8) {");
+	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.y);");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
 	free(k);
-	ir = auto_ir("fusion c(x: f32[200, 1000]) -> (s: f32[1000]) {\n"
-		     "  s[j] = sum(i: x[i, j]);\n"
-		     "}\n");
-	ck_assert_contains(ir, "      bx: 8 blockIdx.x (split of j by 128, outer)\n");
-	free(ir);
+	k = auto_kernel("fusion c(x: f32[200, 1000]) -> (s: f32[1000]) {\n"
+			"  s[j] = sum(i: x[i, j]);\n"
+			"}\n");
+	ck_assert_contains(k, "kernel c_kernel grid(32, 2) block(32, 8) {");
+	free(k);
+	/* f16 columns: 64 threads over them (128 bytes per warp and row), 4 rows per block */
+	k = auto_kernel("fusion c(x: f16[M, N]) -> (s: f32[N]) {\n"
+			"  s[j] = sum(i: f32(x[i, j]));\n"
+			"}\n");
+	ck_assert_contains(k, "kernel c_kernel grid(ceildiv(N, 64), 64) block(64, 4) {");
+	free(k);
 }
 END_TEST
 
+/* Symbolic sizes: 64 blocks on blockIdx.y (the column count is unknown). */
 START_TEST(test_auto_col_sum)
 {
 	char *ir = auto_ir(
@@ -276,10 +291,33 @@ START_TEST(test_auto_col_sum)
 		"  tensor s: f32[N] output global\n"
 		"    def s[j] = sum(i: x[i, j])\n"
 		"    domain:\n"
-		"      bx: ceildiv(N, 128) blockIdx.x (split of j by 128, outer)\n"
-		"      tx: 128 threadIdx.x (split of j by 128, inner)\n"
-		"      i: M reduction (root 1)\n");
+		"      hx: ceildiv(N, 32) blockIdx.x (split of j by 32, outer)\n"
+		"      tx: 32 threadIdx.x (split of j by 32, inner)\n"
+		"      rr: ceildiv(M, 2048) reduction (split of rq by 4, outer)\n"
+		"      u: 4 reduction unroll (split of rq by 4, inner)\n"
+		"      by: 64 reduction blockIdx.y (split of ro by 64, inner)\n"
+		"      ty: 8 reduction threadIdx.y (split of i by 8, inner)\n");
 	free(ir);
+	check_simulated("fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
+			"  s[j] = sum(i: x[i, j]);\n"
+			"}\n", "M=0,N=3");
+}
+END_TEST
+
+/* A middle-axis reduction: the batch index and the column blocks merged on blockIdx.x, 8 blocks
+ * on blockIdx.y (the batch already gives many blocks; a larger split would write and fold a
+ * workspace of 64 partials per output element). */
+START_TEST(test_auto_middle_sum)
+{
+	static const char src[] = "fusion ms(x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
+				  "  s[b, h] = max(t: x[b, t, h]);\n"
+				  "}\n";
+	char *k = auto_kernel(src);
+	ck_assert_contains(k, "kernel ms_kernel grid(B * ceildiv(H, 32), 8) block(32, 8) {");
+	ck_assert_contains(k, "grid_reduce_max(s_acc over blockIdx.y");
+	free(k);
+	check_simulated(src, "B=3,T=1037,H=35");
+	check_simulated(src, "B=1,T=1,H=1");
 }
 END_TEST
 
@@ -308,15 +346,30 @@ START_TEST(test_auto_general_colnorm)
 }
 END_TEST
 
-/* A full reduction: one block of 512 threads. */
+/* A full reduction (frontend/auto_outer.c): one flat index, 16-byte vectors through a
+ * one-vector register copy, 512 threads, 264 blocks in a grid-stride loop (4 vectors per
+ * thread unrolled), a block reduction and a grid reduction over blockIdx.x. */
 START_TEST(test_auto_total)
 {
 	char *k = auto_kernel(
 		"fusion total(x: f32[M, N]) -> (s: f32) {\n"
 		"  s = sum(i, j: x[i, j]);\n"
 		"}\n");
-	ck_assert_contains(k, "block(512)");
+	ck_assert_contains(k, "kernel total_kernel grid(264) block(512) {");
 	ck_assert_contains(k, "block_reduce_sum(");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 264");
+	free(k);
+	k = auto_kernel("fusion total(x: f16[N]) -> (s: f32) {\n"
+			"  s = sum(i: f32(x[i]));\n"
+			"}\n");
+	ck_assert_contains(k, "x_reg[0 : 8] = x[");
+	ck_assert_contains(k, "kernel total_kernel grid(264) block(512) {");
+	free(k);
+	/* a small constant tensor: fewer blocks and threads */
+	k = auto_kernel("fusion total(x: f32[1000]) -> (s: f32) {\n"
+			"  s = sum(i: x[i]);\n"
+			"}\n");
+	ck_assert_contains(k, "kernel total_kernel block(256) {");
 	free(k);
 }
 END_TEST
@@ -702,6 +755,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_col_sum_grid);
 	tcase_add_test(tc, test_auto_general_colnorm);
 	tcase_add_test(tc, test_auto_total);
+	tcase_add_test(tc, test_auto_middle_sum);
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
 	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
 	tcase_add_test(tc, test_auto_two_reductions_two_inputs);

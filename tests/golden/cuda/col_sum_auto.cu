@@ -5,19 +5,23 @@
 // ---- block reductions: every thread of the block calls them ----
 // ---- grid reductions: the thread of each block that would store element o calls it ----
 
-extern "C" __global__ void __launch_bounds__(128) col_sum_auto_kernel(const float *__restrict__ x, float *__restrict__ s, long long M, float *fus_ws_s, unsigned *fus_sem_s)
+extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const float *__restrict__ x, float *__restrict__ s, long long M, float *fus_ws_s, unsigned *fus_sem_s)
 {
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (long long rr = 0; rr < 256; ++rr) {
-    if (((long long)blockIdx.x) * 256 + rr < M && ((long long)blockIdx.y) * 128 + ((long long)threadIdx.x) < 1000) {
-      s_acc = s_acc + x[((long long)blockIdx.x) * 256000 + rr * 1000 + ((long long)blockIdx.y) * 128 + ((long long)threadIdx.x)];
+  for (long long rr = 0; rr < (M + 1055) / 1056; ++rr) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (rr * 1056 + u * 264 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < 1000) {
+        s_acc = s_acc + x[rr * 1056000 + u * 264000 + ((long long)blockIdx.y) * 8000 + ((long long)threadIdx.y) * 1000 + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
+      }
     }
   }
-  if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.x) < 1000) {
-    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.y) * 128 + ((long long)threadIdx.x), ((long long)blockIdx.x), (M + 255) / 256)) {
-      s[((long long)blockIdx.y) * 128 + ((long long)threadIdx.x)] = s_acc;
+  s_acc = __fus_reduce_smem<__fus_red_sum, 8, 32, 256, float>(s_acc);
+  if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < 1000 && ((long long)threadIdx.y) == 0) {
+    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x), ((long long)blockIdx.y), 33)) {
+      s[((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = s_acc;
     }
   }
 }
@@ -51,12 +55,6 @@ static long long fus_mul(long long a, long long b, bool *ovf)
     return *ovf = true, 0;
   return a * b;
 }
-static long long fus_cdiv(long long a, long long b, bool *ovf)
-{
-  if (b <= 0)
-    return *ovf = true, 0;
-  return a / b + (a % b > 0);
-}
 
 // Why the last call of col_sum_auto() failed ("" after a success).
 static thread_local char col_sum_auto_error_text[256];
@@ -79,15 +77,8 @@ extern "C" cudaError_t col_sum_auto(const float *x, float *s, int64_t M, cudaStr
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: x is a null pointer (%lld bytes)", fus_bytes_x);
   if (!s)
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: s is a null pointer");
-  const long long fus_grid_x = fus_cdiv((long long)M, 256, &fus_ovf);
-  if (fus_ovf)
-    return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: grid dimension x does not fit in 64 bits");
-  if (fus_grid_x > 2147483647)
-    return fus_fail(col_sum_auto_error_text, "col_sum_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  if (fus_grid_x == 0)
-    return cudaSuccess; /* nothing to do */
   // grid reductions: the workspace of this launch (partials, counters)
-  const long long fus_ws_bytes_0 = fus_mul(fus_mul(fus_cdiv((long long)M, 256, &fus_ovf), 1000, &fus_ovf), 4, &fus_ovf);
+  const long long fus_ws_bytes_0 = fus_mul(33000, 4, &fus_ovf);
   if (fus_ovf)
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
   const long long fus_ws_bytes_1 = fus_mul(1000, 4, &fus_ovf);
@@ -107,7 +98,7 @@ extern "C" cudaError_t col_sum_auto(const float *x, float *s, int64_t M, cudaStr
     fus_fail(col_sum_auto_error_text, "col_sum_auto: cannot allocate the grid-reduction workspace: %s", cudaGetErrorString(fus_ws_err));
     return fus_ws_err;
   }
-  col_sum_auto_kernel<<<dim3((unsigned)fus_grid_x, 8, 1), dim3(128, 1, 1), 0, stream>>>(x, s, M, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
+  col_sum_auto_kernel<<<dim3(32, 33, 1), dim3(32, 8, 1), 0, stream>>>(x, s, M, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(col_sum_auto_error_text, "col_sum_auto: launch failed: %s", cudaGetErrorString(fus_err));

@@ -1,0 +1,326 @@
+/* auto_outer.c: the automatic schedules of reduction outputs that are not row reductions
+ * (docs/auto_schedule.md, "Outer, middle-axis and whole-tensor reductions"):
+ *
+ *   - an outer reduction: every read has the output's last index as its last subscript, so
+ *     consecutive output elements are consecutive addresses and the reduced index walks rows
+ *     (a column sum s[j] = sum(i: x[i, j]), a middle-axis sum s[b, h] = sum(t: x[b, t, h])).
+ *     tx threads take consecutive columns (a warp reads 128 contiguous bytes of a row), ty
+ *     threads and gy blocks on blockIdx.y take interleaved rows (a grid-stride loop), each
+ *     thread adds its strip serially (unrolled by 4, so four loads are in flight), then a block
+ *     reduction over threadIdx.y and a grid reduction over blockIdx.y. The other kept indices
+ *     and the column blocks are merged onto blockIdx.x.
+ *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
+ *     split into vectors (16 bytes, through a one-vector register copy when every read is the
+ *     identity over the reduced indices), 512 threads, at most 264 blocks (2 per H200 SM) in a
+ *     grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
+ *
+ * Both are grid reductions, which need the output to be read by nothing in the fusion
+ * (docs/reductions.md, "Grid reductions"); auto_nests.c leaves no output read. Block counts
+ * come from the sizes when they are constants, else from the defaults below.
+ */
+#include <string.h>
+
+#include "frontend/auto_plan.h"
+
+enum {
+	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
+	OUTER_THREADS = 256,    /* tx * ty */
+	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
+	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
+	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
+	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
+	OUTER_GRID_Y_BATCH = 8, /*   and when more kept indices multiply the blocks on x */
+	WHOLE_THREADS = 512,
+	WHOLE_BLOCKS = 264,     /* 2 blocks of 512 per SM; also the length of the final fold */
+	WHOLE_UNROLL = 4,
+	WHOLE_VECTOR_BYTES = 16,
+};
+
+/* What the reads of a reduction output's body allow. */
+typedef struct Outer {
+	Tensor *out;
+	bool ok;         /* reads no reduction and no reduction inside */
+	bool contiguous; /* every read of rank >= 1 has out's last kept index as its last subscript */
+	bool identity;   /* every read is x[reduced indices in order], x's shape their extents */
+	int max_size;    /* widest dtype read, in bytes */
+	Tensor *ins[16]; /* the tensors read (identity: to cache) */
+	int nins;
+} Outer;
+
+static bool same_dim(IrExpr *x, IrExpr *y)
+{
+	if (x->kind != y->kind)
+		return false;
+	return x->kind == EX_SIZE ? x->size == y->size : x->kind == EX_INT && x->ival == y->ival;
+}
+
+static bool recomputed(Tensor *x)
+{
+	return x->def && !tensor_is_reduction(x) &&
+	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+}
+
+/* A read of memory tensor x whose subscript k is out's root pos[k] (-1: anything else). */
+static void outer_read(Outer *a, Tensor *x, const int *pos)
+{
+	Tensor *o = a->out;
+	int nred = o->nroot - o->ndim;
+	if (x->ndim == 0)
+		return;
+	if (dtype_size(x->dtype) > a->max_size)
+		a->max_size = dtype_size(x->dtype);
+	if (o->ndim == 0 || pos[x->ndim - 1] != o->ndim - 1)
+		a->contiguous = false;
+	if (x->ndim != nred)
+		a->identity = false;
+	for (int k = 0; k < x->ndim && a->identity; k++)
+		a->identity = pos[k] == o->ndim + k && same_dim(x->shape[k], o->root[o->ndim + k]->extent);
+	int i = 0;
+	while (i < a->nins && a->ins[i] != x)
+		i++;
+	if (i == 16)
+		a->identity = false;
+	else if (i == a->nins)
+		a->ins[a->nins++] = x;
+}
+
+/* Walks e, over the roots of a tensor whose root k is out's root map[k]. */
+static void outer_walk(Outer *a, IrExpr *e, const int *map, int depth)
+{
+	if (!e || !a->ok)
+		return;
+	if (e->kind == EX_REDUCE || depth > 64) {
+		a->ok = false;
+		return;
+	}
+	if (e->kind != EX_ACCESS) {
+		for (int i = 0; i < e->nargs; i++)
+			outer_walk(a, e->args[i], map, depth);
+		return;
+	}
+	Tensor *x = e->tensor;
+	if (tensor_is_reduction(x) || e->nargs > 16) {
+		a->ok = false;
+		return;
+	}
+	int pos[16];
+	for (int k = 0; k < e->nargs; k++) {
+		IrExpr *s = e->args[k];
+		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
+	}
+	if (recomputed(x))
+		outer_walk(a, x->def, pos, depth + 1);
+	else
+		outer_read(a, x, pos);
+}
+
+/* Does e read x, looking through recomputed tensors? */
+static bool reads(IrExpr *e, Tensor *x, int depth)
+{
+	if (!e || depth > 64)
+		return false;
+	if (e->kind == EX_ACCESS && (e->tensor == x || (recomputed(e->tensor) &&
+							  reads(e->tensor->def, x, depth + 1))))
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (reads(e->args[i], x, depth))
+			return true;
+	return false;
+}
+
+/* Is o the only stored tensor that reads x? (x.cache_after reroutes every reader.) */
+static bool only_reader(Fusion *f, Tensor *x, Tensor *o)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *t = f->tensors[i];
+		if (t != o && t->def && !recomputed(t) && t->kind != TK_SCALAR && reads(t->def, x, 0))
+			return false;
+	}
+	return true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* The product of the extents of o's roots [from, to), or -1 when one is symbolic. */
+static int64_t const_extent(Tensor *o, int from, int to)
+{
+	int64_t n = 1, e;
+	for (int k = from; k < to; k++) {
+		if (!ir_is_const(o->root[k]->extent, &e))
+			return -1;
+		n *= e;
+	}
+	return n;
+}
+
+/* s[kept...] = red(r: ...) with the last kept index contiguous in every read. */
+static void schedule_outer(Plan *p, Outer *a)
+{
+	Tensor *o = a->out;
+	const char *t = o->name;
+	int k = o->ndim;
+	int64_t tx = OUTER_WARP_BYTES / a->max_size, r = const_extent(o, k, k + 1), last;
+	if (tx < 1)
+		tx = 1;
+	if (ir_is_const(o->root[k - 1]->extent, &last))
+		tx = threads_for(o->root[k - 1]->extent, tx);
+	int64_t ty = OUTER_THREADS / tx;
+	if (r >= 0)
+		while (ty > 1 && ty / 2 >= r)
+			ty /= 2;
+	/* blocks over the kept indices, when known; then rows over blockIdx.y */
+	int64_t kept = const_extent(o, 0, k - 1), gy = k > 1 ? OUTER_GRID_Y_BATCH : OUTER_GRID_Y;
+	if (kept >= 0 && ir_is_const(o->root[k - 1]->extent, &last))
+		gy = ceil_div(OUTER_BLOCKS, kept * ceil_div(last, tx));
+	if (r >= 0 && gy > ceil_div(r, ty * OUTER_MIN_ROWS))
+		gy = ceil_div(r, ty * OUTER_MIN_ROWS);
+	if (gy < 1)
+		gy = 1;
+	if (gy > 65535)
+		gy = 65535;
+	int64_t unroll = OUTER_UNROLL;
+	if (r >= 0)
+		while (unroll > 1 && unroll / 2 >= ceil_div(r, ty * gy))
+			unroll /= 2;
+
+	const char *hx = fresh_axis(p, t, "hx"), *tn = fresh_axis(p, t, "tx");
+	d_split(p, t, o->root[k - 1]->name, tx, hx, tn);
+	const char *bx = hx;
+	if (k > 1) {
+		const char *x = o->root[0]->name;
+		for (int q = 1; q < k - 1; q++) {
+			const char *m = fresh_axis(p, t, "kept");
+			d_merge(p, t, x, o->root[q]->name, m);
+			x = m;
+		}
+		bx = fresh_axis(p, t, "bx");
+		d_merge(p, t, x, hx, bx);
+	}
+	const char *row = o->root[k]->name, *tyn = NULL, *by = NULL, *u = NULL;
+	if (ty > 1) {
+		const char *ro = fresh_axis(p, t, "ro");
+		tyn = fresh_axis(p, t, "ty");
+		d_split(p, t, row, ty, ro, tyn);
+		row = ro;
+	}
+	if (gy > 1) {
+		const char *rq = fresh_axis(p, t, "rq");
+		by = fresh_axis(p, t, "by");
+		d_split(p, t, row, gy, rq, by);
+		row = rq;
+	}
+	if (unroll > 1) {
+		const char *rr = fresh_axis(p, t, "rr");
+		u = fresh_axis(p, t, "u");
+		d_split(p, t, row, unroll, rr, u);
+	}
+	d_bind(p, t, bx, "blockIdx.x");
+	d_bind(p, t, tn, "threadIdx.x");
+	if (by)
+		d_bind(p, t, by, "blockIdx.y");
+	if (tyn)
+		d_bind(p, t, tyn, "threadIdx.y");
+	if (u)
+		d_verb1(p, t, "unroll", u);
+}
+
+/* s = red(i, j, ...: ...): one flat index over vectors, threads and blocks. */
+static void schedule_whole(Plan *p, Outer *a)
+{
+	Tensor *o = a->out;
+	const char *t = o->name, *x = o->root[0]->name;
+	for (int q = 1; q < o->nroot; q++) {
+		const char *m = fresh_axis(p, t, "r");
+		d_merge(p, t, x, o->root[q]->name, m);
+		x = m;
+	}
+	bool cache = a->identity && p->level == AUTO_TUNED;
+	for (int i = 0; i < a->nins && cache; i++)
+		cache = only_reader(p->f, a->ins[i], o);
+	int64_t vec = cache ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
+	if (vec < 2)
+		cache = false, vec = 1;
+	const char *rv = NULL;
+	if (vec > 1) {
+		const char *ro = fresh_axis(p, t, "ro");
+		rv = fresh_axis(p, t, "rv");
+		d_split(p, t, x, vec, ro, rv);
+		x = ro;
+	}
+	int64_t threads = WHOLE_THREADS;
+	if (n >= 0)
+		while (threads > 32 && threads / 2 >= ceil_div(n, vec))
+			threads /= 2;
+	int64_t blocks = WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
+	if (n >= 0) {
+		int64_t per = ceil_div(n, vec * threads); /* vectors per thread on one block */
+		if (blocks > ceil_div(per, 4 * unroll))
+			blocks = ceil_div(per, 4 * unroll);
+		if (blocks < 1)
+			blocks = 1;
+		while (unroll > 1 && unroll / 2 >= ceil_div(per, blocks))
+			unroll /= 2;
+	}
+	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx"), *bx = NULL, *u = NULL;
+	d_split(p, t, x, threads, rq, tx);
+	x = rq;
+	if (blocks > 1) {
+		const char *rb = fresh_axis(p, t, "rb");
+		bx = fresh_axis(p, t, "bx");
+		d_split(p, t, x, blocks, rb, bx);
+		x = rb;
+	}
+	if (unroll > 1) {
+		const char *rr = fresh_axis(p, t, "rr");
+		u = fresh_axis(p, t, "u");
+		d_split(p, t, x, unroll, rr, u);
+	}
+	if (bx)
+		d_bind(p, t, bx, "blockIdx.x");
+	d_bind(p, t, tx, "threadIdx.x");
+	if (u)
+		d_verb1(p, t, "unroll", u);
+	if (!rv)
+		return;
+	d_verb1(p, t, "unroll", rv);
+	/* one vector of each input per step, in registers: a reduction axis is not vectorized */
+	const char *shared[8];
+	int ns = 0;
+	for (int i = 0; i < o->ndomain && ns < 8; i++) {
+		shared[ns++] = o->domain[i]->name;
+		if (strcmp(o->domain[i]->name, tx) == 0)
+			break;
+	}
+	for (int i = 0; i < a->nins; i++) {
+		const char *c = d_cache_after(p, a->ins[i], "local");
+		d_compute_at(p, c, t, tx, shared, ns);
+		d_verb1(p, c, "vectorize", rv);
+	}
+}
+
+bool auto_outer(Plan *p, Tensor *o)
+{
+	if (!tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def || o->nroot > 16 ||
+	    read_by_other(p->f, o))
+		return false;
+	Outer a = {.out = o, .ok = true, .contiguous = true, .identity = true};
+	int map[16];
+	for (int k = 0; k < o->nroot; k++)
+		map[k] = k;
+	outer_walk(&a, o->def->args[0], map, 0);
+	if (!a.ok)
+		return false;
+	if (a.max_size == 0) /* reads nothing of rank >= 1 */
+		a.max_size = dtype_size(o->dtype);
+	if (o->ndim == 0) {
+		schedule_whole(p, &a);
+		return true;
+	}
+	if (o->nroot != o->ndim + 1 || !a.contiguous)
+		return false;
+	schedule_outer(p, &a);
+	return true;
+}

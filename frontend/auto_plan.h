@@ -1,0 +1,40 @@
+/* auto_plan.h: what the automatic scheduler's files share (private to frontend/): the plan
+ * (the generated directives, applied as they are made) and the helpers that emit one
+ * directive each. auto_schedule.c defines them; auto_outer.c (outer, middle-axis and
+ * whole-tensor reductions) uses them. docs/auto_schedule.md. */
+#ifndef FUSC_AUTO_PLAN_H
+#define FUSC_AUTO_PLAN_H
+
+#include "frontend/frontend.h"
+
+/* The schedule is written as directives (AstDirective, the same as a schedule block), each
+ * applied by sched_directive as soon as it is made, so it goes through every check a user's
+ * schedule does, and later choices can look at the domains the earlier ones made. */
+typedef struct Plan {
+	Arena *a;
+	Fusion *f;
+	Sched s;
+	AutoLevel level;
+	Span at;      /* every generated directive points here (the fusion, or the output) */
+	Vec dirs;     /* AstDirective* */
+	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
+	NameSet axes; /* generated axis names, as "tensor.axis" */
+	bool ok;      /* every directive held */
+} Plan;
+
+/* auto_schedule.c */
+const char *fresh_axis(Plan *p, const char *t, const char *base);
+void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o, const char *i);
+void d_merge(Plan *p, const char *t, const char *x, const char *y, const char *m);
+void d_verb1(Plan *p, const char *t, const char *verb, const char *arg);
+void d_bind(Plan *p, const char *t, const char *ax, const char *par);
+void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
+		  int nshared);
+const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
+int64_t threads_for(IrExpr *extent, int64_t want);
+bool read_by_other(Fusion *f, Tensor *t);
+
+/* auto_outer.c */
+bool auto_outer(Plan *p, Tensor *o);
+
+#endif
