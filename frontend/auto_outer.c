@@ -14,7 +14,9 @@
  *     identity over the reduced indices), 512 threads, at most 264 blocks (2 per H200 SM) in a
  *     grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
  *
- * Both are grid reductions, which need the output to be read by nothing in the fusion
+ * Only for a fusion with one output (the outputs share one launch: another output's nest
+ * would be run by every block of the split). Both are grid reductions, which need the
+ * output to be read by nothing in the fusion
  * (docs/reductions.md, "Grid reductions"); auto_nests.c leaves no output read. Block counts
  * come from the sizes when they are constants, else from the defaults below.
  */
@@ -303,8 +305,10 @@ static void schedule_whole(Plan *p, Outer *a)
 
 bool auto_outer(Plan *p, Tensor *o)
 {
-	if (!tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def || o->nroot > 16 ||
-	    read_by_other(p->f, o))
+	/* One output only: the outputs of a fusion share one launch, and another output's nest
+	 * would run (and recompute what it reads) in every block of the grid split. */
+	if (p->f->noutputs != 1 || !tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def ||
+	    o->nroot > 16 || read_by_other(p->f, o))
 		return false;
 	Outer a = {.out = o, .ok = true, .contiguous = true, .identity = true};
 	int map[16];
