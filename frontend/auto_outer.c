@@ -158,6 +158,19 @@ static int64_t const_extent(Tensor *o, int from, int to)
 	return n;
 }
 
+/* Splits *axis of t by f when f > 1: *axis becomes the outer part (named after outer), the
+ * inner part's name is returned (NULL: no split). */
+static const char *split_off(Plan *p, const char *t, const char **axis, int64_t f,
+			     const char *outer, const char *inner)
+{
+	if (f <= 1)
+		return NULL;
+	const char *o = fresh_axis(p, t, outer), *in = fresh_axis(p, t, inner);
+	d_split(p, t, *axis, f, o, in);
+	*axis = o;
+	return in;
+}
+
 /* s[kept...] = red(r: ...) with the last kept index contiguous in every read. */
 static void schedule_outer(Plan *p, Outer *a)
 {
@@ -202,23 +215,9 @@ static void schedule_outer(Plan *p, Outer *a)
 		d_merge(p, t, x, hx, bx);
 	}
 	const char *row = o->root[k]->name, *tyn = NULL, *by = NULL, *u = NULL;
-	if (ty > 1) {
-		const char *ro = fresh_axis(p, t, "ro");
-		tyn = fresh_axis(p, t, "ty");
-		d_split(p, t, row, ty, ro, tyn);
-		row = ro;
-	}
-	if (gy > 1) {
-		const char *rq = fresh_axis(p, t, "rq");
-		by = fresh_axis(p, t, "by");
-		d_split(p, t, row, gy, rq, by);
-		row = rq;
-	}
-	if (unroll > 1) {
-		const char *rr = fresh_axis(p, t, "rr");
-		u = fresh_axis(p, t, "u");
-		d_split(p, t, row, unroll, rr, u);
-	}
+	tyn = split_off(p, t, &row, ty, "ro", "ty");
+	by = split_off(p, t, &row, gy, "rq", "by");
+	u = split_off(p, t, &row, unroll, "rr", "u");
 	d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tn, "threadIdx.x");
 	if (by)
@@ -269,17 +268,8 @@ static void schedule_whole(Plan *p, Outer *a)
 	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx"), *bx = NULL, *u = NULL;
 	d_split(p, t, x, threads, rq, tx);
 	x = rq;
-	if (blocks > 1) {
-		const char *rb = fresh_axis(p, t, "rb");
-		bx = fresh_axis(p, t, "bx");
-		d_split(p, t, x, blocks, rb, bx);
-		x = rb;
-	}
-	if (unroll > 1) {
-		const char *rr = fresh_axis(p, t, "rr");
-		u = fresh_axis(p, t, "u");
-		d_split(p, t, x, unroll, rr, u);
-	}
+	bx = split_off(p, t, &x, blocks, "rb", "bx");
+	u = split_off(p, t, &x, unroll, "rr", "u");
 	if (bx)
 		d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tx, "threadIdx.x");

@@ -1256,26 +1256,9 @@ static ParType loop_par_of(Axis *x)
  * does one whose other consumer is computed there. */
 static void place_reduction(Plan *p, Tensor *r)
 {
-	Tensor *u[MAX_CONSUMERS], *home = NULL;
+	Tensor *u[MAX_CONSUMERS];
 	int n = consumers(p, r, u, MAX_CONSUMERS), limit = 0;
-	for (int h = 0; h < n && !home; h++) {
-		int lim = INT32_MAX;
-		bool all = true;
-		for (int j = 0; j < n && all; j++) {
-			Tensor *c = u[j];
-			if (c == u[h])
-				continue;
-			while (c && c->ca_tensor != u[h])
-				c = c->ca_tensor;
-			all = c != NULL;
-			if (c && c->ca_pos < lim)
-				lim = c->ca_pos;
-		}
-		if (all) {
-			home = u[h];
-			limit = lim;
-		}
-	}
+	Tensor *home = sched_reduction_home(u, n, &limit);
 	if (!home || r->ndim > 16)
 		return; /* the default placement decides (and reports) */
 	if (r->ndim == 0 || limit < 0 || home->ndomain == 0) {

@@ -575,9 +575,10 @@ static bool check_stages(Sched *s, Tensor *c)
 	return false;
 }
 
-/* The tensor at whose loops r is placed: the consumer that every other consumer is computed
- * at (through a chain of compute_at); the most inlined position any consumer allows. */
-static Tensor *reduction_home(Sched *s, Tensor *r, Tensor **u, int n, int *limit)
+/* The tensor at whose loops a tensor read by u[0..n) is placed: the consumer that every other
+ * consumer is computed at (through a chain of compute_at); *limit: the most inlined position
+ * any consumer allows. NULL: none is. */
+Tensor *sched_reduction_home(Tensor **u, int n, int *limit)
 {
 	for (int h = 0; h < n; h++) {
 		int lim = INT32_MAX;
@@ -618,7 +619,7 @@ static bool place_reduction(Sched *s, Tensor *r)
 	int n = cache_consumers(s, r, u, 8), limit;
 	if (n == 0)
 		return true;
-	Tensor *home = reduction_home(s, r, u, n, &limit);
+	Tensor *home = sched_reduction_home(u, n, &limit);
 	if (!home) {
 		diag_error(s->d, r->def_span, "cannot place reduction '%s': it is read by both '%s' and '%s', and neither is computed at the other; give it a compute_at",
 			   r->name, u[0]->name, u[1]->name);

@@ -254,6 +254,7 @@ Axis *sched_new_axis(Arena *a, Tensor *t, AxisKind kind, const char *name, IrExp
 		      Span at);
 bool sched_parse_mem(Sched *s, AstArg *g, MemType *m);
 ReadMap sched_read_map(Arena *a, Tensor *t, Tensor *u);
+Tensor *sched_reduction_home(Tensor **u, int n, int *limit);
 Axis *sched_replay_get(Replay *r, Axis *u);
 void sched_replay_put(Arena *a, Replay *r, Axis *u, Axis *t);
 
