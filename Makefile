@@ -37,7 +37,10 @@ LIB_DIRS := support frontend ir passes backend interp runtime
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(filter-out tools/fusc.c,$(wildcard tools/*.c))
 GEN_SRC  := $(BUILD)/fus.tab.c $(BUILD)/fus.lex.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:.c=.o)
-HEADERS  := $(wildcard */*.h) include/fusrt.h $(BUILD)/fus.tab.h
+# Header dependencies come from the compiler (-MMD -MP: one .d file beside each object, read
+# at the end of this file); the generated headers only have to exist before the first compile.
+DEPFLAGS := -MMD -MP
+GEN_H    := $(BUILD)/fus.tab.h $(BUILD)/fus.lex.h
 
 FUSC     := $(BUILD)/fusc
 LIBFUSC  := $(BUILD)/libfusc.a
@@ -89,14 +92,14 @@ $(BUILD)/fus.lex.c $(BUILD)/fus.lex.h &: grammar/fus.l $(BUILD)/fus.tab.h | deps
 	@mkdir -p $(BUILD)
 	flex --header-file=$(BUILD)/fus.lex.h -o $(BUILD)/fus.lex.c $<
 
-$(BUILD)/fus.tab.o: $(BUILD)/fus.tab.c $(BUILD)/fus.lex.h $(HEADERS)
-	$(CC) $(CFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
-$(BUILD)/fus.lex.o: $(BUILD)/fus.lex.c $(HEADERS)
-	$(CC) $(CFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
+$(BUILD)/fus.tab.o: $(BUILD)/fus.tab.c $(BUILD)/fus.lex.h
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
+$(BUILD)/fus.lex.o: $(BUILD)/fus.lex.c
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Wno-unused-function -Wno-sign-compare -c -o $@ $<
 
-$(BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
+$(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # The device preamble, embedded: backend/preamble.cuh as a list of byte values that
 # backend/cuda_kernel.c includes (od and sed only, so a clean clone builds it anywhere).
@@ -146,9 +149,9 @@ $(BUILD)/suites.h: $(SUITE_SRC)
 	@for f in $(SUITE_SRC); do n=$$(basename $$f .c); echo "SUITE($${n#check_})"; done > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
-$(BUILD)/tests/unit/%.o: tests/unit/%.c $(HEADERS) $(BUILD)/suites.h
+$(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD)/suites.h | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 $(BUILD)/check_unit: $(TEST_OBJ) $(LIBFUSC)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIBFUSC) $(CHECK_LIBS) $(LDLIBS)
@@ -210,13 +213,13 @@ LF_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-o
 LF_CFLAGS := -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -I$(BUILD) \
              -Iinclude -I$(CUDA)/include -fsanitize=fuzzer-no-link $(LF_FLAGS)
 LF_OBJ    := $(LIB_SRC:%.c=$(LF_BUILD)/%.o) $(GEN_SRC:%.c=$(LF_BUILD)/%.o)
-$(LF_BUILD)/%.o: %.c $(HEADERS) | $(BUILD)/fus.lex.h
+$(LF_BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(LF_CC) $(LF_CFLAGS) -Wno-unused-function -Wno-sign-compare -Wno-bitwise-instead-of-logical -c -o $@ $<
+	$(LF_CC) $(LF_CFLAGS) $(DEPFLAGS) -Wno-unused-function -Wno-sign-compare -Wno-bitwise-instead-of-logical -c -o $@ $<
 $(LF_BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
-$(LF_BUILD)/frontend_fuzz.o: tests/fuzz/frontend_fuzz.c $(HEADERS)
+$(LF_BUILD)/frontend_fuzz.o: tests/fuzz/frontend_fuzz.c | $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(LF_CC) $(LF_CFLAGS) -DFUSC_LIBFUZZER -c -o $@ $<
+	$(LF_CC) $(LF_CFLAGS) $(DEPFLAGS) -DFUSC_LIBFUZZER -c -o $@ $<
 $(BUILD)/frontend_fuzz_lf: $(LF_BUILD)/frontend_fuzz.o $(LF_OBJ)
 	$(LF_CC) -fsanitize=fuzzer $(LF_FLAGS) -o $@ $^ $(LDLIBS)
 
@@ -328,3 +331,5 @@ check-bench: $(FUSC)
 
 clean:
 	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
