@@ -166,6 +166,7 @@ check-golden: deps $(FUSC)
 # where there is a GPU and print "skipped: no CUDA device" elsewhere.
 check-embed: all
 	FUSC=$(FUSC) sh tests/embed.sh
+	FUSC=$(FUSC) sh tests/tutorial.sh
 
 # GPU machine only: fusc run on every example at many sizes, the gpu-tagged Check tests and
 # compute-sanitizer. Rebuilds nothing (that machine has no bison): run `make all
