@@ -433,7 +433,7 @@ static int index_axes(Sched *s, Tensor *r, Tensor *home, Axis **set)
 	return n;
 }
 
-/* Default placement (SPEC §3, docs/caching.md): a cache without compute_at is computed at its
+/* Default placement (docs/schedule.md, docs/caching.md): a cache without compute_at is computed at its
  * one consumer u, at the deepest position pos such that u.domain[0..pos] holds no vectorized
  * axis, no threadIdx-bound axis when the cache is shared (the block fills it together; a
  * local cache is per thread, so thread axes are fine), and the replay is legal. A consumer
@@ -601,7 +601,7 @@ Tensor *sched_reduction_home(Tensor **u, int n, int *limit)
 	return NULL;
 }
 
-/* Default placement of a reduction read by another statement (SPEC §3, docs/reductions.md):
+/* Default placement of a reduction read by another statement (docs/schedule.md, docs/reductions.md):
  * computed at its reader, at the deepest position pos (-1: the top of the reader's nest, for
  * a 0-d reduction) whose loops u.domain[0..pos] all come from u's axes that index r (softmax's m and s at y's row loop: one reduction per row, not
  * one per element), hold no vectorized axis, no thread type that r reduces over, and no loop

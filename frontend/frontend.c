@@ -1,7 +1,7 @@
 /* frontend.c: text -> scheduled Program (parse, sema, schedule).
  *
  * Sema runs only on a file that parsed (sema on a broken AST would repeat the parser's
- * complaints). After sema each fusion goes on independently (SPEC §5: every independent
+ * complaints). After sema each fusion goes on independently (docs/cli.md: every independent
  * error in one run): a fusion whose sema failed is not scheduled, every other one is, so a
  * mistake in one fusion never hides the schedule errors of another. The Program is returned
  * only when no phase of any fusion reported an error.

@@ -190,7 +190,7 @@ bool sched_merge(Arena *a, Diag *d, Tensor *t, Axis *outer, Axis *inner, const c
 		 Span at);
 bool sched_bind(Fusion *f, Diag *d, Tensor *t, Axis *ax, ParType p, Span at);
 
-/* Default placement at the end of a schedule (SPEC §3 defaults): caches and reductions read by
+/* Default placement at the end of a schedule (docs/schedule.md defaults): caches and reductions read by
  * another statement that have no compute_at are computed at their reader's most inlined legal
  * position (docs/caching.md, docs/reductions.md). schedule_apply calls it after the last
  * directive; auto_schedule may call it after its own choices. */
@@ -258,7 +258,7 @@ Tensor *sched_reduction_home(Tensor **u, int n, int *limit);
 Axis *sched_replay_get(Replay *r, Axis *u);
 void sched_replay_put(Arena *a, Replay *r, Axis *u, Axis *t);
 
-/* frontend/auto_schedule.c: the automatic scheduler (SPEC §3 defaults; docs/auto_schedule.md).
+/* frontend/auto_schedule.c: the automatic scheduler (docs/schedule.md defaults; docs/auto_schedule.md).
  * It tries its schedules from the tuned one down and keeps the first that is accepted and
  * lowers; a refused one leaves no diagnostic and no trace in the fusion (rebuilt by sema). */
 typedef enum AutoLevel {

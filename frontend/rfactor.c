@@ -1,5 +1,5 @@
 /* rfactor.c: `r = t.rfactor(a, ...)`: r reduces the listed axes, t reduces r over the rest
- * (SPEC §3, docs/reductions.md). Called from schedule.c.
+ * (docs/schedule.md, docs/reductions.md). Called from schedule.c.
  */
 #include <math.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 
 /* ---- rfactor ------------------------------------------------------------------------- */
 
-/* t.rfactor(a, ...) -> r splits t's reduction in two (SPEC §3): r reduces the listed axes and
+/* t.rfactor(a, ...) -> r splits t's reduction in two (docs/schedule.md): r reduces the listed axes and
  * keeps t's other reduction axes (the "rest") as its own iteration axes; t then reduces r over
  * the rest. r's root axes are t's left-hand axes, then one per rest axis, then one per listed
  * axis (reduction); its definition is t's body with t's reduction indices rebuilt from those

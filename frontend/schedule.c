@@ -1,4 +1,4 @@
-/* schedule.c: applies a fusion's schedule block to its IR (SPEC §3), directive by directive, in
+/* schedule.c: applies a fusion's schedule block to its IR (docs/schedule.md), directive by directive, in
  * the order written. Each directive is checked completely before it changes anything, so a
  * rejected directive leaves the fusion as it was and the next ones are still checked: one run
  * reports every independent mistake. Vectorization is checked after the last directive (a
@@ -1181,7 +1181,7 @@ static bool check_vectorized(Sched *s, Tensor *t)
 }
 
 /* All tensors share one launch: each thread dimension is the largest extent bound to it, so the
- * block is the product of those maxima (SPEC §3), even when no single tensor exceeds 1024. */
+ * block is the product of those maxima (docs/schedule.md), even when no single tensor exceeds 1024. */
 static bool check_block_size(Sched *s)
 {
 	Axis *widest[PT_COUNT] = {0};

@@ -1,4 +1,4 @@
-/* sema.c: checks the AST of a .fus file and builds the fusion IR (SPEC §2, docs/design.md).
+/* sema.c: checks the AST of a .fus file and builds the fusion IR (docs/language.md, docs/design.md).
  *
  * Per fusion, in one pass over the signature and the statements in order:
  *   - names: parameters, outputs, size symbols and defined tensors share one namespace; dtype
@@ -401,7 +401,7 @@ static bool is_literal(IrExpr *e)
 	return e && (e->kind == EX_FLOAT || (e->kind == EX_INT && e->dtype != DT_BOOL));
 }
 
-/* A literal takes the dtype of the other operand of its operator (SPEC §2: "float literals
+/* A literal takes the dtype of the other operand of its operator (docs/language.md: "float literals
  * adapt"); an integer literal next to a float becomes a float literal. */
 static IrExpr *adapt(Sema *s, IrExpr *lit, IrExpr *other)
 {

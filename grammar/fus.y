@@ -1,4 +1,4 @@
-/* fus.y: the .fus grammar (SPEC §2 algorithm language, §3 schedule language).
+/* fus.y: the .fus grammar (docs/language.md algorithm language, §3 schedule language).
  *
  * Pure parser over a reentrant flex scanner (fus.l). Every action is one call to an ast_*
  * constructor (frontend/ast.c) or a list append; names, dtypes, verbs and shapes are resolved

@@ -37,7 +37,7 @@ const char *dtype_ctype(DType t);    /* "float" */
 int dtype_size(DType t);
 bool dtype_is_float(DType t);
 bool dtype_from_name(const char *s, DType *out);
-/* The dtype arithmetic is done in: f16/bf16 compute in f32 (SPEC §2). */
+/* The dtype arithmetic is done in: f16/bf16 compute in f32 (docs/language.md). */
 DType dtype_compute(DType t);
 /* Promotion of a binary operation's operands (f64 > f32 > bf16/f16 > i64 > i32 > bool;
  * f16 with bf16 gives f32). */

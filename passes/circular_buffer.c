@@ -1,4 +1,4 @@
-/* circular_buffer.c: circular (double) buffering of copies (SPEC §4.5).
+/* circular_buffer.c: circular (double) buffering of copies (docs/lowering.md).
  *
  * A tensor c with stages(n, p) is loaded into n slots over its buffer loop: the innermost loop
  * around c's "computed at" marker (the innermost serial loop outside c's compute-at
@@ -25,7 +25,7 @@
  *
  * Wait counts: before B of iteration i, groups 1..p+i+1 are committed and stage i+1 is group
  * i+2... so at the end of iteration i, p+i+1 groups exist and stage i+1 is group i+2: waiting
- * until at most p-1 are pending completes it (p = n-1 gives SPEC's wait_group n-2). Loads past
+ * until at most p-1 are pending completes it (p = n-1 gives wait_group n-2). Loads past
  * the extent are predicated off while the commits stay unconditional, so the counts hold for
  * every extent, also E < n; no epilogue is needed. The slot written in iteration i,
  * (i+p) % n, was last read in iteration i+p-n <= i-1, before that iteration's final barrier.

@@ -1,4 +1,4 @@
-/* cp_async.c: copies into cp_async tensors become KS_CP_ASYNC (SPEC §4.1, §4.4).
+/* cp_async.c: copies into cp_async tensors become KS_CP_ASYNC (docs/lowering.md, §4.4).
  *
  * Runs after indexing. The predicate pass left each copy into a cp.async tensor as
  *

@@ -1,4 +1,4 @@
-/* cp_wait.c: a cp.async wait before every read of a cp.async destination (SPEC §4.2).
+/* cp_wait.c: a cp.async wait before every read of a cp.async destination (docs/lowering.md).
  *
  * Completion of cp.async is per thread, so a thread must wait even to read what it copied
  * itself: this pass does not look at thread bindings at all, and runs before (and apart from)

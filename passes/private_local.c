@@ -1,5 +1,5 @@
 /* private_local.c: a register (local) tensor is private to a thread, and a shared tensor to a
- * block (SPEC §4.8): every element a thread reads from registers must be one that thread
+ * block (docs/lowering.md): every element a thread reads from registers must be one that thread
  * wrote, and every element a block reads from shared memory one that block wrote.
  *
  * Runs right after loop_nest, on logical subscripts. A materialized tensor t spreads its

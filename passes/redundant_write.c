@@ -1,6 +1,6 @@
 /* redundant_write.c: a store to global or shared memory by a tensor that is not bound to a
  * parallel dimension the kernel launches (with an extent that may exceed 1) would be done by
- * every thread of that dimension; only index 0 writes (SPEC §3). Shared memory is per block,
+ * every thread of that dimension; only index 0 writes (docs/schedule.md). Shared memory is per block,
  * so only thread dimensions count for it. A 0-d output is written by the thread whose
  * parallel indices are all 0.
  *

@@ -1,4 +1,4 @@
-/* shared_memory.c: the kernel's shared-memory layout and its limits (SPEC §4.7).
+/* shared_memory.c: the kernel's shared-memory layout and its limits (docs/lowering.md).
  *
  * Every shared KS_ALLOC gets a byte offset in one pool: sizes are rounded up to 16 bytes, so
  * every buffer is 16-byte aligned (vector and cp.async accesses need it). Buffers whose

@@ -1,4 +1,4 @@
-/* sync.c: __syncthreads() insertion for real cross-thread hazards on shared memory (SPEC §4.3).
+/* sync.c: __syncthreads() insertion for real cross-thread hazards on shared memory (docs/lowering.md).
  *
  * Accesses. Every write (KS_STORE, KS_VSTORE, KS_CP_ASYNC) and read (EX_LOAD, a vector copy's
  * source) of a shared buffer is an access: buffer, element offset (after indexing), vector

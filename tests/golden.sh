@@ -116,7 +116,7 @@ sed -n '/^## Lowering/,/^## /p' docs/design.md | sed -n 's/^[0-9][0-9]*\. `\([a-
 if cmp -s "$tmp/after.doc" "$tmp/after.passes"; then ok
 else bad "docs/design.md's pipeline list differs from fusc --print-passes:"; diff "$tmp/after.doc" "$tmp/after.passes"; fi
 
-# ---- the command line (SPEC §5) ----
+# ---- the command line (docs/cli.md) ----
 # cli NAME EXPECTED_RC COMMAND...: runs in $tmp/cli, checks the exit status.
 mkdir -p "$tmp/cli"
 cli() {

@@ -1,4 +1,4 @@
-/* fusc.c: the command-line driver (SPEC §5).
+/* fusc.c: the command-line driver (docs/cli.md).
  *
  *   fusc FILE.fus            writes STEM.cu and STEM.h in the current directory
  *   fusc run FILE ...        JIT on the GPU and compare with the reference (tools/run.c)

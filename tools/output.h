@@ -1,4 +1,4 @@
-/* output.h: every file fusc writes goes through tools/output.c (SPEC §5: a failed compilation
+/* output.h: every file fusc writes goes through tools/output.c (docs/cli.md: a failed compilation
  * leaves no partial output; an output path equal to the input is refused).
  *
  * Outputs are written all or nothing: each to a temporary beside its path, created with

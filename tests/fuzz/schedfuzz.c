@@ -182,7 +182,7 @@ static bool well_typed(const char *text)
 
 /* A compilation that reported errors: refused when every error has a location, a failure
  * when one is internal or has none, or when the automatic scheduler refused a well-typed
- * fusion (SPEC §4.8: a generated schedule never fails). */
+ * fusion (docs/lowering.md: a generated schedule never fails). */
 static void refused(Shared *sh, const Case *c, const char *text, const char *diags)
 {
 	char line[1024];

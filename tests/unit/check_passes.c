@@ -1,5 +1,5 @@
 /* check_passes.c: the lowering passes, through the real front end: exact kernel IR after
- * specific passes (`--dump-after`) for the shapes that matter: the SPEC §1 saxpy schedule, a
+ * specific passes (`--dump-after`) for the shapes that matter: the README.md saxpy schedule, a
  * non-divisible 2-D split with a broadcast, a transpose through a merge, a serial reduction,
  * a max reduction computed at its reader (NaN-propagating), a local buffer computed at a
  * split loop, 0-d outputs, partially used parallel dims; plus the pass manager's options. */

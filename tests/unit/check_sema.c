@@ -357,7 +357,7 @@ START_TEST(test_err_expression_depth)
 }
 END_TEST
 
-/* SPEC §5: a sema error in one fusion hides neither the sema nor the schedule errors of the
+/* docs/cli.md: a sema error in one fusion hides neither the sema nor the schedule errors of the
  * others (issue 11 item 7). */
 START_TEST(test_err_independent_fusions)
 {

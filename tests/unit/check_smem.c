@@ -1,7 +1,7 @@
 /* check_smem.c: the lowering of issue 6 (shared-memory caches, cp.async, waits, barriers,
  * circular buffering, shared-memory layout and limits; docs/lowering.md). Each test compiles a
  * .fus text through the real front end and pipeline (verifier on) and compares the exact final
- * kernel IR, or asserts the exact property the SPEC asks for; the generated CUDA is compiled
+ * kernel IR, or asserts the exact property docs/lowering.md states; the generated CUDA is compiled
  * with NVRTC for sm_80 and sm_90. The expected kernels were checked by hand and with the
  * kernel simulator (fusc check: no races, no missing waits, results equal the reference). */
 #include <check.h>

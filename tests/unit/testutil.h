@@ -51,7 +51,7 @@ void tf_expect_ir(const char *text, bool schedule, const char *want);
  * and no fusion IR. */
 void tf_expect_errors(const char *text, const char *want);
 
-/* The SPEC's saxpy, scheduled: split by 1024 and by 4, bound to blockIdx.x and threadIdx.x,
+/* README's saxpy (examples/saxpy.fus), scheduled: split by 1024 and by 4, bound to blockIdx.x and threadIdx.x,
  * vectorized by 4. */
 extern const char test_saxpy_src[];
 
