@@ -11,6 +11,9 @@ libdir     ?= $(exec_prefix)/lib
 includedir ?= $(prefix)/include
 datarootdir ?= $(prefix)/share
 mandir     ?= $(datarootdir)/man
+# The CMake package (cmake/FuscConfig.cmake.in) finds the other directories relative to its own.
+cmakedir   := $(libdir)/cmake/Fusc
+rel = $(shell realpath -m --relative-to=$(cmakedir) $(1))
 CUDA    ?= /usr/local/cuda
 CC      ?= cc
 NVCC    ?= $(CUDA)/bin/nvcc
@@ -76,6 +79,7 @@ deps:
 	command -v bison >/dev/null || missing="$$missing bison"; \
 	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
 	pkg-config --exists check 2>/dev/null || missing="$$missing check"; \
+	for t in $(DEPS_EXTRA); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing:$$missing"; \
@@ -274,6 +278,8 @@ check-fuzz: $(BUILD)/schedfuzz $(BUILD)/frontend_fuzz
 	  --crash $(FUZZ_OUT)/frontend-crash.fus $(FUZZ_SEEDS)
 
 # Both layers run even when the first fails; the exit status is nonzero if either failed.
+# make check also builds the CMake example (tests/embed.sh): it installs cmake when missing.
+check: DEPS_EXTRA := cmake
 check: deps
 	@$(MAKE) --no-print-directory $(FUSC) $(BUILD)/check_unit $(BUILD)/schedfuzz $(BUILD)/frontend_fuzz
 	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
@@ -302,13 +308,20 @@ install: all
 	ln -sf $(LIBFUSRT_SONAME) $(DESTDIR)$(libdir)/libfusrt.so
 	install -m 644 include/fusrt.h $(DESTDIR)$(includedir)/
 	install -m 644 $(BUILD)/fusrt.pc $(DESTDIR)$(libdir)/pkgconfig/
+	install -d $(DESTDIR)$(cmakedir)
+	sed -e 's|@BINDIR_REL@|$(call rel,$(bindir))|' -e 's|@LIBDIR_REL@|$(call rel,$(libdir))|' \
+	    -e 's|@INCLUDEDIR_REL@|$(call rel,$(includedir))|' -e 's|@MAJOR@|$(RT_MAJOR)|' \
+	    cmake/FuscConfig.cmake.in > $(DESTDIR)$(cmakedir)/FuscConfig.cmake
+	sed -e 's|@VERSION@|$(RT_VERSION)|' -e 's|@MAJOR@|$(RT_MAJOR)|' \
+	    cmake/FuscConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/FuscConfigVersion.cmake
 
 # Removes exactly what install wrote (the directories stay: others may share them).
 uninstall:
 	rm -f $(DESTDIR)$(bindir)/fusc $(DESTDIR)$(mandir)/man1/fusc.1 \
 	  $(DESTDIR)$(libdir)/libfusrt.a $(DESTDIR)$(libdir)/$(LIBFUSRT_REAL) \
 	  $(DESTDIR)$(libdir)/$(LIBFUSRT_SONAME) $(DESTDIR)$(libdir)/libfusrt.so \
-	  $(DESTDIR)$(includedir)/fusrt.h $(DESTDIR)$(libdir)/pkgconfig/fusrt.pc
+	  $(DESTDIR)$(includedir)/fusrt.h $(DESTDIR)$(libdir)/pkgconfig/fusrt.pc \
+	  $(DESTDIR)$(cmakedir)/FuscConfig.cmake $(DESTDIR)$(cmakedir)/FuscConfigVersion.cmake
 
 # On the GPU machine, which has no flex/bison/check: uses the build/ carried there and rebuilds
 # nothing of fusc (run `make all` here first). bench/bench.py builds each fusion's launcher with

@@ -101,11 +101,23 @@ if step "make install DESTDIR prefix=/usr" $MAKE --no-print-directory $noregen i
 	(cd "$dest" && find . ! -type d | sort) > "$tmp/installed"
 	printf '%s\n' ./usr/bin/fusc ./usr/include/fusrt.h ./usr/lib/libfusrt.a ./usr/lib/libfusrt.so \
 		./usr/lib/libfusrt.so.0 ./usr/lib/libfusrt.so.$ver ./usr/lib/pkgconfig/fusrt.pc \
-		./usr/share/man/man1/fusc.1 > "$tmp/expected"
+		./usr/lib/cmake/Fusc/FuscConfig.cmake ./usr/lib/cmake/Fusc/FuscConfigVersion.cmake \
+		./usr/share/man/man1/fusc.1 | sort > "$tmp/expected"
 	cmp -s "$tmp/installed" "$tmp/expected" && ok ||
 		{ bad "install: DESTDIR=... prefix=/usr installed other files"; diff "$tmp/expected" "$tmp/installed"; }
 	grep -qx 'libdir=/usr/lib' "$dest/usr/lib/pkgconfig/fusrt.pc" && ok ||
 		bad "install: fusrt.pc does not name libdir=/usr/lib (the DESTDIR leaked into it?)"
+	# The CMake package: find_package(Fusc) and fusc_add_library in examples/cmake, built
+	# against the staged tree (CMake's CUDA language; no GPU needed to build).
+	if ! command -v cmake >/dev/null; then
+		bad "cmake: not installed (make check installs it)"
+	elif step "examples/cmake: configure" cmake -S examples/cmake -B "$tmp/cmake" \
+		-DCMAKE_PREFIX_PATH="$dest/usr" -DCMAKE_CUDA_COMPILER="$CUDA/bin/nvcc" &&
+	     step "examples/cmake: build" cmake --build "$tmp/cmake"; then
+		"$tmp/cmake/demo" > "$tmp/run" 2>&1
+		grep -q '^ex_saxpy: ex_saxpy: x is a null pointer' "$tmp/run" && ok ||
+			{ bad "examples/cmake: demo did not reach its prefixed launcher"; cat "$tmp/run"; }
+	fi
 	if step "make uninstall" $MAKE --no-print-directory $noregen uninstall DESTDIR="$dest" prefix=/usr; then
 		left=$(cd "$dest" && find . ! -type d)
 		[ -z "$left" ] && ok || bad "uninstall left: $left"
