@@ -684,21 +684,6 @@ bool sched_place_defaults(Arena *a, Diag *d, Fusion *f)
 
 /* ---- scope: every reader of a computed-at tensor runs inside its loop --------------- */
 
-/* The loop a tensor computed at (t->ca_tensor, t->ca_pos) is placed in, through aliases to a
- * real loop: the same resolution as loop_nest's. */
-static void placed_in(Tensor *t, Tensor **owner, int *pos)
-{
-	Tensor *o = t->ca_tensor;
-	int p = t->ca_pos;
-	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
-		Axis *al = o->domain[p]->ca_alias;
-		o = al->owner;
-		p = tensor_axis_pos(o, al);
-	}
-	*owner = o;
-	*pos = p;
-}
-
 /* Does e read p as loop_nest translates it (through tensors recomputed in their readers:
  * inlined intermediates and outputs read by another statement)? */
 static bool reads_recomputed(IrExpr *e, Tensor *p)
@@ -732,7 +717,7 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 			return false;
 		Tensor *o2;
 		int at2;
-		placed_in(v, &o2, &at2);
+		tensor_placement(v, &o2, &at2);
 		if (o2 == o) {
 			*meet = at2;
 			return at2 > at || (at2 == at && p->index < v->index);
@@ -823,7 +808,7 @@ static bool check_scope(Sched *s, Tensor *p)
 		return true;
 	Tensor *o;
 	int at, meet;
-	placed_in(p, &o, &at);
+	tensor_placement(p, &o, &at);
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *u = s->f->tensors[i];
 		if (u == p || !u->def || u->kind == TK_SCALAR ||

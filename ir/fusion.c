@@ -337,3 +337,16 @@ void ir_print_fusion(Fusion *f, Buf *out)
 	for (int i = 0; i < f->ntensors; i++)
 		print_tensor(f->tensors[i], out);
 }
+
+void tensor_placement(Tensor *t, Tensor **owner, int *pos)
+{
+	Tensor *o = t->ca_tensor;
+	int p = t->ca_pos;
+	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
+		Axis *al = o->domain[p]->ca_alias;
+		o = al->owner;
+		p = tensor_axis_pos(o, al);
+	}
+	*owner = o;
+	*pos = p;
+}

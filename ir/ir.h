@@ -381,6 +381,8 @@ typedef struct Program {
 Tensor *fusion_find_tensor(Fusion *f, const char *name);
 Axis *tensor_find_axis(Tensor *t, const char *name); /* among the current domain */
 int tensor_axis_pos(Tensor *t, Axis *ax);            /* -1 if not in the domain */
+/* The loop t is computed in (t->ca_tensor, t->ca_pos), through aliases to a real loop. */
+void tensor_placement(Tensor *t, Tensor **owner, int *pos);
 bool tensor_is_reduction(Tensor *t);
 
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */

@@ -398,20 +398,6 @@ static Stmt *build_tensor(Nest *n, Tensor *t);
 static Stmt *innermost(Nest *n, Frame *fr);
 static Stmt *open_axis(Nest *n, Frame *fr, int pos);
 
-/* The axis a compute_at position resolves to: through aliases to a real loop. */
-static void placement(Tensor *t, Tensor **owner, int *pos)
-{
-	Tensor *o = t->ca_tensor;
-	int p = t->ca_pos;
-	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
-		Axis *al = o->domain[p]->ca_alias;
-		o = al->owner;
-		p = tensor_axis_pos(o, al);
-	}
-	*owner = o;
-	*pos = p;
-}
-
 /* Nest.producers: for each tensor, the tensors placed in its loops, in definition order (one
  * pass over the fusion, not one per loop of every nest). */
 static void find_producers(Nest *n)
@@ -421,7 +407,7 @@ static void find_producers(Nest *n)
 		int at;
 		if (!p->ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
 			continue;
-		placement(p, &o, &at);
+		tensor_placement(p, &o, &at);
 		Vec *v = map_lookup(&n->producers, o);
 		if (!v) {
 			v = NEW(n->a, Vec);
@@ -439,7 +425,7 @@ static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 	for (int i = 0; v && i < v->len; i++) {
 		Tensor *p = VEC_AT(*v, Tensor, i), *o;
 		int at;
-		placement(p, &o, &at);
+		tensor_placement(p, &o, &at);
 		if (at != pos)
 			continue;
 		Stmt *mark = kir_comment(n->k, p->ca_pos < 0
