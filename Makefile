@@ -34,7 +34,7 @@ BUILD   := $(BUILD)/san
 endif
 $(BUILD)/backend/nvrtc.o: CFLAGS += $(if $(NVRTC_SONAME),-DFUSC_NVRTC_SONAME='"$(NVRTC_SONAME)"')
 
-LIB_DIRS := support frontend ir passes backend interp runtime
+LIB_DIRS := support frontend scheduler ir passes backend interp runtime
 # The subcommands of tools/ (run.c, check.c) live in libfusc.a too (fusc and the tests call
 # them), never in libfusrt.
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) $(filter-out tools/fusc.c,$(wildcard tools/*.c))

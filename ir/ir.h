@@ -304,7 +304,7 @@ struct Tensor {
 	IrExpr *def;
 	Span def_span;
 	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
-	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (frontend/frontend.c), so
+	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (scheduler/scheduler.c), so
 	 * the recursive walkers of the lowering and the backends stay bounded. */
 	int depth;
 	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
@@ -335,12 +335,12 @@ struct Tensor {
 	int stages;         /* circular buffer slots (0: not buffered; double_buffer() = 2) */
 	int prefetch;       /* prefetch distance (default stages - 1) */
 	Span stages_span;
-	/* `s2.welford()` (frontend/welford.c): s2 (welford_sum set) is the sum of squared
+	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */
 	Tensor *welford_sum, *welford_var;
 	Span welford_span;  /* the welford directive */
-	/* `t.rfactor(...) -> r` (frontend/rfactor.c): on r, the reduction t it was split from. */
+	/* `t.rfactor(...) -> r` (scheduler/rfactor.c): on r, the reduction t it was split from. */
 	Tensor *rfactor_of;
 };
 

@@ -14,7 +14,7 @@
  * per grid-reduced tensor, made here as tensors outside the fusion (Kernel.grid_ws): ws with
  * numel(t) * R accumulators, sem with numel(t) counters (the launcher zeroes them).
  *
- * The schedule (frontend/schedule.c, check_grid_reductions) admits grid reductions only for
+ * The schedule (scheduler/schedule.c, check_grid_reductions) admits grid reductions only for
  * outputs that nothing reads, so no statement of the kernel ever needs the finished value.
  */
 #include "passes/passes.h"

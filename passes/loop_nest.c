@@ -492,7 +492,7 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 	return kir_for(n->k, v, body);
 }
 
-/* ---- Welford's single pass (s2.welford(), frontend/welford.c) ---------------------------- */
+/* ---- Welford's single pass (s2.welford(), scheduler/welford.c) ---------------------------- */
 
 static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
 {

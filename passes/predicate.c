@@ -102,7 +102,7 @@ static bool binds_deeper(Tensor *t, int i, ParType p)
 }
 
 /* A consumer's loop over an index t lacks (a bare alias) may share its type with a deeper
- * loop (frontend/schedule.c, par_taken): t's own axis, or the axis of a tensor t is computed
+ * loop (scheduler/schedule.c, par_taken): t's own axis, or the axis of a tensor t is computed
  * inside. The deepest one spreads t's elements over that type, its extent is the one that
  * counts, not the outer loop's. */
 static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)

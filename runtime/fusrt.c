@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
@@ -68,7 +68,7 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 	int file = diag_add_file(d, name, src, len);
 	fusrt_status s = FUSRT_OK;
 
-	m->prog = frontend_compile(m->arena, d, file);
+	m->prog = compile_program(m->arena, d, file);
 	if (m->prog && diag_error_count(d) == 0) {
 		LowerOptions o = {0};
 		o.arch = arch;

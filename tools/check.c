@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "passes/passes.h"
 #include "tools/cli.h"
 
@@ -355,7 +355,7 @@ static int check_all(CheckOpts *o, const char *text, size_t len)
 	Diag *d = diag_new();
 	cli_diag_color(d, o->cli.color);
 	int file = diag_add_file(d, o->cli.file, text, len);
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	Job *jobs = NULL;
 	int njobs = 0, rc = -1;
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
@@ -376,7 +376,7 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	*prog_out = p;
 	if (!p)
 		return NULL;

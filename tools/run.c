@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "runtime/runtime.h"
 #include "tools/cli.h"
 
@@ -314,7 +314,7 @@ static int run_all(RunOpts *o, const char *text, size_t len)
 	Diag *d = diag_new();
 	cli_diag_color(d, o->cli.color);
 	int file = diag_add_file(d, o->cli.file, text, len);
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	fusrt_module *m = NULL;
 	Job *jobs = NULL;
 	int njobs = 0, rc = -1;

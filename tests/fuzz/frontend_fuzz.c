@@ -1,6 +1,6 @@
 /* frontend_fuzz.c: fuzzing of the front end and the whole lowering (docs/fuzzing.md).
  *
- * One input is one .fus text: parse, sema, schedule (frontend_compile), lower every fusion
+ * One input is one .fus text: parse, sema, schedule (compile_program), lower every fusion
  * with the IR verifier between passes (lower_fusion), then print the fusion IR and kernel IR
  * and emit the CUDA and the header, all in memory (no NVRTC, no files). Any input may be
  * refused with diagnostics; none may crash, abort (an internal error), hang or trip ASan or
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "passes/passes.h"
 
 /* Inputs larger than this are skipped: they only slow the fuzzer down. */
@@ -39,7 +39,7 @@ static int run_input(const uint8_t *data, size_t size)
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, "fuzz.fus", (const char *)data, size);
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	if (p) {
 		got = 1;
 		LowerOptions lo = {.arch = 80, .verify = true};

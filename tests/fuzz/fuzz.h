@@ -18,7 +18,7 @@
 #ifndef FUSC_FUZZ_H
 #define FUSC_FUZZ_H
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* ---- random numbers (xoshiro256**, seeded by splitmix64) --------------------------------- */
 
@@ -154,7 +154,7 @@ typedef void (*FuzzTrace)(const char *text, void *ctx);
 void gen_schedule(Rng *r, const FuzzOpts *o, Case *c, FuzzTrace trace, void *ctx);
 
 /* The front end on text (schedfuzz.c): parse, sema and schedule_apply, like
- * frontend_compile, except that the program is returned even when the schedule reported
+ * compile_program, except that the program is returned even when the schedule reported
  * errors (NULL only when parse or sema did). *diags gets the rendered diagnostics
  * (malloc'd) and *nerrors their error count. The file is called FUZZ_FILE_NAME. */
 #define FUZZ_FILE_NAME "case.fus"

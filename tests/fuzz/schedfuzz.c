@@ -298,7 +298,7 @@ static void check_case(Driver *dr, Case *c)
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, FUZZ_FILE_NAME, text.s, text.len);
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	Kernel *k = NULL;
 	if (p && diag_error_count(d) == 0) {
 		LowerOptions lo = {.arch = 80, .verify = true};

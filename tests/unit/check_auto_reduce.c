@@ -1,5 +1,5 @@
 /* check_auto_reduce.c: the automatic scheduler on fusions with reductions
- * (frontend/auto_schedule.c, docs/auto_schedule.md) and the reduction and GEMM examples.
+ * (scheduler/auto_schedule.c, docs/auto_schedule.md) and the reduction and GEMM examples.
  * The schedules are compared as exact fusion IR text (from the first tensor line on); the
  * lowered kernels are checked for what the schedule implies (a block reduction, the shape of
  * the launch, the GEMM's slot-reuse barrier). The simulator runs on the examples in
@@ -241,7 +241,7 @@ END_TEST
 
 static void check_simulated(const char *src, const char *dims);
 
-/* An outer reduction (frontend/auto_outer.c): 32 threads over consecutive columns, 8 on
+/* An outer reduction (scheduler/auto_outer.c): 32 threads over consecutive columns, 8 on
  * threadIdx.y and gy blocks on blockIdx.y over interleaved rows (a grid-stride loop, 4 loads
  * unrolled), a block reduction over threadIdx.y and a grid reduction over blockIdx.y. gy fills
  * about 1056 blocks when the column count is constant (32 column blocks x 33), but leaves each
@@ -346,7 +346,7 @@ START_TEST(test_auto_general_colnorm)
 }
 END_TEST
 
-/* A full reduction (frontend/auto_outer.c): one flat index, 16-byte vectors through a
+/* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors through a
  * one-vector register copy, 512 threads, 264 blocks in a grid-stride loop (4 vectors per
  * thread unrolled), a block reduction and a grid reduction over blockIdx.x. */
 START_TEST(test_auto_total)

@@ -1,4 +1,4 @@
-/* check_caches.c: the cache directives of issue 6 (frontend/schedule.c, docs/caching.md):
+/* check_caches.c: the cache directives of issue 6 (scheduler/schedule.c, docs/caching.md):
  * cache_after, cache_before, memory(shared), cp_async, double_buffer/stages, the default
  * placement of caches and the end-of-schedule checks. Each test compiles a small .fus text
  * through the front end and compares the exact fusion IR text or the exact error and note
@@ -528,7 +528,7 @@ START_TEST(test_cache_after_structure)
 	Diag *d = diag_new();
 	int file = diag_add_file(d, "t.fus", text, strlen(text));
 	Arena *a = arena_new();
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	ck_assert_int_eq(diag_error_count(d), 0);
 	Fusion *f = p->fusions[0];
 	ck_assert_int_eq(f->ntensors, 4);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "interp/interp.h"
 
 /* The compilation of the running test (freed by the fixture's teardown). */
@@ -30,7 +30,7 @@ static Fusion *compile(const char *src)
 	Arena *a = arena = arena_new();
 	Diag *d = diag = diag_new();
 	int file = diag_add_file(d, "test.fus", src, strlen(src));
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	char *text = diag_render(d);
 
 	ck_assert_msg(p && diag_error_count(d) == 0, "compile failed:\n%s", text);

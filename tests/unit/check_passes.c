@@ -17,7 +17,7 @@ static char *lower_dump(const char *src, const char *pass)
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, "t.fus", src, strlen(src));
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
@@ -547,7 +547,7 @@ static char *f12_lowered(bool split_past_extent)
 	Arena *a = arena_new();
 	Diag *d = diag_new();
 	int file = diag_add_file(d, "t.fus", src, strlen(src));
-	Program *p = frontend_compile(a, d, file);
+	Program *p = compile_program(a, d, file);
 	ck_assert_msg(p != NULL, "front end failed");
 	Fusion *f = p->fusions[0];
 	Tensor *t = fusion_find_tensor(f, "t");

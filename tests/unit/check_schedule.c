@@ -1,5 +1,5 @@
-/* check_schedule.c: schedule directives (frontend/schedule.c), compute_at replay and the
- * automatic scheduler (frontend/auto_schedule.c). Each test compiles a small .fus text through
+/* check_schedule.c: schedule directives (scheduler/schedule.c), compute_at replay and the
+ * automatic scheduler (scheduler/auto_schedule.c). Each test compiles a small .fus text through
  * the front end and compares the exact fusion IR text (domains with extents, bindings and how
  * each axis was derived) or the exact error and note lines. */
 #include <check.h>

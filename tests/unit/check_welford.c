@@ -1,4 +1,4 @@
-/* check_welford.c: `s2.welford()`, Welford's single-pass variance (frontend/welford.c,
+/* check_welford.c: `s2.welford()`, Welford's single-pass variance (scheduler/welford.c,
  * passes/loop_nest.c, docs/reductions.md "Welford's single pass").
  *
  * Structure: layernorm reads x in one loop for both statistics (three without welford: the

@@ -25,7 +25,7 @@ TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 	tc->arena = arena_new();
 	tc->diag = diag_new();
 	tc->file = diag_add_file(tc->diag, "t.fus", text, strlen(text));
-	tc->prog = frontend_compile(tc->arena, tc->diag, tc->file);
+	tc->prog = compile_program(tc->arena, tc->diag, tc->file);
 	if (tc->prog && o) {
 		Kernel **ks = arena_alloc(tc->arena, sizeof(Kernel *) * (tc->prog->nfusions + 1));
 		bool ok = true;
@@ -87,7 +87,7 @@ TestFrontend tf_compile(const char *text, bool schedule)
 	Arena *a = arena_new();
 	Program *p;
 	if (schedule) {
-		p = frontend_compile(a, d, file);
+		p = compile_program(a, d, file);
 	} else {
 		AstFile *f = parse_file(a, d, file);
 		p = diag_error_count(d) ? NULL : sema_program(a, d, f);

@@ -6,7 +6,7 @@
 
 #include "backend/backend.h"
 #include "interp/sim.h"
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "passes/passes.h"
 
 typedef struct TestCompile {

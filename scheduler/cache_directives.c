@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* ---- caches: cache_after, cache_before, cp_async, stages (docs/caching.md) ------------ */
 

@@ -1,4 +1,4 @@
-/* frontend.c: text -> scheduled Program (parse, sema, schedule).
+/* scheduler.c: text -> scheduled Program (parse, sema, schedule).
  *
  * Sema runs only on a file that parsed (sema on a broken AST would repeat the parser's
  * complaints). After sema each fusion goes on independently (docs/cli.md: every independent
@@ -9,7 +9,7 @@
  * Once scheduled, a fusion's expressions with the recomputed tensors expanded are checked
  * against FUS_MAX_EXPR_DEPTH: every later walker (lowering, simplifier, simulator, backends)
  * recurses over expressions and relies on that bound. */
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* A read of x recomputes x's definition in the reader: an inlined intermediate, a scalar or
  * an output read by a later statement (only reductions and stored tensors are leaves). */
@@ -56,7 +56,7 @@ static bool check_depths(Diag *d, Fusion *f)
 	return ok;
 }
 
-Program *frontend_compile(Arena *a, Diag *d, int file)
+Program *compile_program(Arena *a, Diag *d, int file)
 {
 	AstFile *ast = parse_file(a, d, file);
 	if (diag_error_count(d))

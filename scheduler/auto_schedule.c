@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 #include "passes/passes.h"
-#include "frontend/auto_plan.h"
+#include "scheduler/auto_plan.h"
 
 enum { AUTO_THREADS = 128, AUTO_UNROLL = 4, AUTO_VECTOR_BYTES = 16, AUTO_GRID_YZ = 65535 };
 

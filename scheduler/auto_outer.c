@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "frontend/auto_plan.h"
+#include "scheduler/auto_plan.h"
 
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */

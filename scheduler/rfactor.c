@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* ---- rfactor ------------------------------------------------------------------------- */
 

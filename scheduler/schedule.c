@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* X(enum suffix, name, argument kinds, usage): kinds 'n' name, 'i' integer, 'p' parallel type,
  * '*' one or more names, '?' the arguments after it are optional; NULL kinds: not supported

@@ -1,11 +1,11 @@
-/* auto_plan.h: what the automatic scheduler's files share (private to frontend/): the plan
+/* auto_plan.h: what the automatic scheduler's files share (private to scheduler/): the plan
  * (the generated directives, applied as they are made) and the helpers that emit one
  * directive each. auto_schedule.c defines them; auto_outer.c (outer, middle-axis and
  * whole-tensor reductions) uses them. docs/auto_schedule.md. */
 #ifndef FUSC_AUTO_PLAN_H
 #define FUSC_AUTO_PLAN_H
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each
  * applied by sched_directive as soon as it is made, so it goes through every check a user's

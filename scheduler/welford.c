@@ -16,7 +16,7 @@
  */
 #include <math.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 #define WELFORD_FORM \
 	"s1 = sum(j: X); s2 = sum(j: (X - s1 / N) * (X - s1 / N)) with N the reduced extent"

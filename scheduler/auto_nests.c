@@ -28,7 +28,7 @@
  */
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "scheduler/scheduler.h"
 
 enum { AUTO_MAX_COPIES = 4096 };
 
