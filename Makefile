@@ -165,6 +165,7 @@ check-unit: deps $(BUILD)/check_unit
 
 check-golden: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/golden.sh
+	FUSC=$(FUSC) sh tests/emit_schedule.sh
 
 # The embedding examples build from scratch (nvcc and libfusrt via pkg-config); they run
 # where there is a GPU and print "skipped: no CUDA device" elsewhere.

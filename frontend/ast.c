@@ -473,3 +473,36 @@ void ast_print(AstFile *f, Buf *out)
 			print_schedule(out, f->schedules[j++]);
 	}
 }
+
+/* `[result =] t.verb(args) [-> (outs)];` in .fus syntax */
+static void print_fus_directive(Buf *b, const AstDirective *d)
+{
+	buf_indent(b, 1);
+	if (d->result.name)
+		buf_printf(b, "%s = ", d->result.name);
+	buf_printf(b, "%s.%s(", d->tensor.name, d->verb.name);
+	for (int i = 0; i < d->nargs; i++) {
+		const AstArg *g = &d->args[i];
+		buf_puts(b, i ? ", " : "");
+		if (g->kind == AA_INT)
+			buf_printf(b, "%lld", (long long)g->value);
+		else
+			buf_puts(b, g->name);
+	}
+	buf_puts(b, ")");
+	for (int i = 0; i < d->nouts; i++)
+		buf_printf(b, "%s%s", i ? ", " : d->nouts > 1 ? " -> (" : " -> ", d->outs[i].name);
+	buf_puts(b, d->nouts > 1 ? ");\n" : ";\n");
+}
+
+void ast_print_schedule(const AstSchedule *s, Buf *out)
+{
+	if (s->is_auto && !s->ndirs) {
+		buf_printf(out, "schedule %s auto;\n", s->fusion.name);
+		return;
+	}
+	buf_printf(out, "schedule %s {\n", s->fusion.name);
+	for (int i = 0; i < s->ndirs; i++)
+		print_fus_directive(out, s->dirs[i]);
+	buf_puts(out, "}\n");
+}

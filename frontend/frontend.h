@@ -163,6 +163,8 @@ void ast_file_add_fusion(Arena *a, AstFile *f, AstFusion *fu);
 void ast_file_add_schedule(Arena *a, AstFile *f, AstSchedule *s);
 /* Prints the AST as indented text (`fusc --emit=ast`). */
 void ast_print(AstFile *f, Buf *out);
+/* Prints a schedule block in .fus syntax, one directive per line (`fusc --emit=schedule`). */
+void ast_print_schedule(const AstSchedule *s, Buf *out);
 
 /* grammar/fus.y + grammar/fus.l: parses one source file (already registered in d as `file`).
  * Syntax errors go to d; returns the (possibly partial) AST, never NULL. */

@@ -323,6 +323,9 @@ struct Tensor {
 	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
 	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
 	Tensor *lifted_from;
+	/* A copy the automatic scheduler made of `copy_of` for one loop nest (scheduler/auto_nests.c;
+	 * `fusc --emit=schedule` names them: a schedule block cannot make copies). */
+	Tensor *copy_of;
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
 	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
 	 * definition computes into c, then t[...] = c[...]). */

@@ -268,6 +268,7 @@ static Tensor *copy_of(Nests *z, Tensor *x, Tensor *reader, Pattern pat, IrExpr 
 	c->param_index = 0;
 	c->mem = MEM_LOCAL;
 	c->inlined = !tensor_is_reduction(x);
+	c->copy_of = x->copy_of ? x->copy_of : x;
 	c->readers = (Vec){0};
 	c->history = (Vec){0};
 	size_t n = (size_t)(x->nroot ? x->nroot : 1);

@@ -25,7 +25,9 @@
 #include "tools/cli.h"
 #include "tools/output.h"
 
-typedef enum Emit { EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN } Emit;
+typedef enum Emit {
+	EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN, EMIT_SCHEDULE
+} Emit;
 
 typedef struct Options {
 	const char *input;    /* path or "-" */
@@ -52,7 +54,8 @@ static const char usage_text[] =
 	"  -o, --output=PATH        the .cu (the header goes beside it: PATH less its\n"
 	"                           extension, plus .h); - for stdout\n"
 	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
-	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC)\n"
+	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC),\n"
+	"                           schedule (each fusion's schedule as directives)\n"
 	"  --prefix=NAME_           put NAME_ before every launcher and kernel name\n"
 	"                           (two files may then both define softmax)\n"
 	"  --arch=sm_XY|sm_XYa|native\n"
@@ -252,7 +255,7 @@ static bool parse_arch(const char *s, Options *o)
 
 static int parse_emit(const char *s, Options *o)
 {
-	static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin"};
+	static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin", "schedule"};
 
 	for (int e = 1; e < countof(names); e++) {
 		if (strcmp(s, names[e]) == 0) {
@@ -260,7 +263,7 @@ static int parse_emit(const char *s, Options *o)
 			return -1;
 		}
 	}
-	return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin)", s);
+	return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin, schedule)", s);
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_NO_ARCH_CHECK, OPT_DUMP_AFTER, OPT_PRINT_PASSES,
@@ -416,6 +419,35 @@ static int emit_nvrtc(Kernel **ks, int nk, Options *o, const char *stem)
 	return rc;
 }
 
+/* `--emit=schedule`: each fusion's schedule block as the scheduler applied it (the user's
+ * block, or the automatic scheduler's directives), to paste into the file and edit. */
+static void emit_schedules(Program *p, Buf *b)
+{
+	for (int i = 0; i < p->nfusions; i++) {
+		Fusion *f = p->fusions[i];
+		buf_puts(b, i ? "\n" : "");
+		if (!f->auto_scheduled)
+			buf_printf(b, "// %s: the schedule block of the file\n", f->name);
+		else if (f->auto_fallback)
+			buf_printf(b, "// %s: the automatic scheduler's %s schedule (the tuned one did not compile)\n",
+				   f->name, f->auto_fallback);
+		else
+			buf_printf(b, "// %s: the automatic scheduler's schedule\n", f->name);
+		bool copies = false;
+		for (int k = 0; k < f->ntensors; k++) {
+			Tensor *t = f->tensors[k];
+			if (!t->copy_of || t->inlined)
+				continue;
+			if (!copies)
+				buf_puts(b, "// It names tensors the scheduler copied (a schedule block cannot copy;\n"
+					    "// add each as a statement of its own to use this block):\n");
+			buf_printf(b, "//   %s, a copy of %s\n", t->name, t->copy_of->name);
+			copies = true;
+		}
+		ast_print_schedule(f->ast_schedule, b);
+	}
+}
+
 static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char *stem,
 			const char *src_name, const char *cu_path, const char *h_path)
 {
@@ -440,6 +472,10 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 		break;
 	case EMIT_CUDA:
 		cuda_emit(ks, nk, src_name, &cu);
+		rc = write_one(cu_path, cu.s, cu.len);
+		break;
+	case EMIT_SCHEDULE:
+		emit_schedules(p, &cu);
 		rc = write_one(cu_path, cu.s, cu.len);
 		break;
 	case EMIT_HEADER:

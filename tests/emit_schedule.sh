@@ -1,0 +1,43 @@
+#!/bin/sh
+# `fusc --emit=schedule` round trip (docs/cli.md): for every example and bench/auto program
+# with no schedule block, the printed schedule pasted under the program compiles to the same
+# kernels as the automatic schedule (the scalar fallback, which only an automatic schedule
+# gets, aside). A program whose schedule names copies the scheduler made must say so.
+set -u
+FUSC=${FUSC:-build/fusc}
+T=${TMPDIR:-/tmp}/fusc-emit-schedule.$$
+mkdir -p "$T"
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0 copies=0
+# the kernels of a .cu, less the *_kernel_scalar fallbacks
+kernels() {
+	awk '/^extern "C" __global__/ { on = ($0 !~ /_kernel_scalar\(/) } on { print } /^}/ { on = 0 }' "$1"
+}
+for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus tests/golden/sim/*.fus; do
+	grep -q '^schedule' "$f" && continue
+	"$FUSC" "$f" --emit=cuda -o "$T/auto.cu" 2>/dev/null || continue # an error example
+	b=$(basename "$f" .fus)
+	if ! "$FUSC" "$f" --emit=schedule -o "$T/$b.sched"; then
+		echo "FAIL $f: --emit=schedule failed"; fail=$((fail + 1)); continue
+	fi
+	if ! grep -q '^schedule ' "$T/$b.sched"; then
+		echo "FAIL $f: no schedule block printed"; fail=$((fail + 1)); continue
+	fi
+	if grep -q '^//   .*, a copy of ' "$T/$b.sched"; then
+		copies=$((copies + 1)); continue
+	fi
+	cat "$f" "$T/$b.sched" > "$T/$b.fus"
+	if ! "$FUSC" "$T/$b.fus" --emit=cuda -o "$T/pasted.cu" 2> "$T/err"; then
+		echo "FAIL $f: the printed schedule does not compile:"; head -5 "$T/err"
+		fail=$((fail + 1)); continue
+	fi
+	kernels "$T/auto.cu" > "$T/a.k"
+	kernels "$T/pasted.cu" > "$T/p.k"
+	if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
+		echo "FAIL $f: the pasted schedule gives other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
+		fail=$((fail + 1)); continue
+	fi
+	pass=$((pass + 1))
+done
+echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable)"
+[ "$fail" = 0 ] && [ "$pass" -gt 0 ]
