@@ -366,7 +366,8 @@ static void emit_stmts(Em *em, Stmt *s)
 		case KS_STORE: emit_store(em, s); break;
 		case KS_VSTORE: emit_vstore(em, s); break;
 		case KS_LET: emit_let(em, s); break;
-		case KS_COMMENT: emit_comment(em, s); break;
+		case KS_COMMENT:
+		case KS_NEST: emit_comment(em, s); break;
 		case KS_SYNC: line_start(em); buf_puts(em->out, "__syncthreads();\n"); break;
 		case KS_BLOCK_REDUCE: emit_block_reduce(em, s); break;
 		case KS_GRID_REDUCE: emit_grid_reduce(em, s); break;

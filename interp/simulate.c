@@ -848,6 +848,7 @@ static void run_thread(Sim *S, SimThread *T)
 				push(S, T, s->body, NULL, 0);
 			break;
 		case KS_COMMENT:
+		case KS_NEST:
 			break;
 		default:
 			fail(S, "statement kind %d is not simulated", (int)s->kind);

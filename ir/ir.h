@@ -417,6 +417,8 @@ typedef enum StmtKind {
 		    * one 2/4/8/16-byte access on each side */
 	KS_LET,    /* var = value (a scalar local) */
 	KS_COMMENT,/* text */
+	KS_NEST,   /* a marker: the statements of `tensor` start here (a top-level nest, or where a
+		    * computed-at tensor is computed); no effect, printed as the comment `text` */
 	KS_CP_ASYNC, /* cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
 		      * src[src_offset .. +vec), vec elements (4, 8 or 16 bytes); cond, when set, is
 		      * the in-bounds predicate of the global read: false lanes are zero-filled
@@ -465,7 +467,7 @@ struct Stmt {
 	Tensor *src;      /* KS_VSTORE */
 	IrExpr *src_offset;
 	int vec;          /* KS_VSTORE: elements per access */
-	const char *text; /* KS_COMMENT, KS_SYNC */
+	const char *text; /* KS_COMMENT, KS_NEST, KS_SYNC */
 	int wait_n;       /* KS_CP_WAIT */
 	int64_t smem_offset; /* KS_ALLOC of shared memory: byte offset in the kernel's pool
 			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
@@ -556,6 +558,10 @@ Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);
 Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value);
 Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size);
 Stmt *kir_comment(Kernel *k, const char *text);
+/* The KS_NEST marker of t, with span at (the passes find a tensor's statements by it). */
+Stmt *kir_nest_mark(Kernel *k, Tensor *t, Span at, const char *text);
+/* The only statement of list s that is not a comment or a marker, or NULL. */
+Stmt *kir_only_stmt(Stmt *s);
 /* var = red of var over the thread types in pars (KS_BLOCK_REDUCE). */
 Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars);
 /* (n, mean, m2) = the Welford combination of the triples over the thread types in pars

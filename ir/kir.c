@@ -150,6 +150,28 @@ Stmt *kir_comment(Kernel *k, const char *text)
 	return s;
 }
 
+Stmt *kir_nest_mark(Kernel *k, Tensor *t, Span at, const char *text)
+{
+	Stmt *s = kir_comment(k, text);
+	s->kind = KS_NEST;
+	s->tensor = t;
+	s->span = at;
+	return s;
+}
+
+Stmt *kir_only_stmt(Stmt *s)
+{
+	Stmt *found = NULL;
+	for (; s; s = s->next) {
+		if (s->kind == KS_COMMENT || s->kind == KS_NEST)
+			continue;
+		if (found)
+			return NULL;
+		found = s;
+	}
+	return found;
+}
+
 Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars)
 {
 	Stmt *s = stmt(k, KS_BLOCK_REDUCE);
@@ -341,6 +363,7 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		buf_puts(out, ";");
 		break;
 	case KS_COMMENT:
+	case KS_NEST:
 		buf_printf(out, "// %s", s->text);
 		break;
 	case KS_SYNC:

@@ -191,6 +191,7 @@ static void check_stmt(Verifier *v, Stmt *s)
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:
+	case KS_NEST:
 	case KS_SYNC:
 		break;
 	}

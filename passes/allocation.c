@@ -1,7 +1,7 @@
 /* allocation.c: buffers for materialized intermediates.
  *
  * A tensor computed at another one (compute_at) gets a KS_ALLOC right where its nest starts
- * inside the shared loop (the KS_COMMENT marker that loop_nest leaves with `tensor` set). The
+ * inside the shared loop (the KS_NEST marker that loop_nest leaves). The
  * buffer holds one compute-at iteration's worth: the product of the extents of its buffer
  * axes (index_buffer_axes), which must be constants: registers and static shared memory have
  * a size fixed at compile time; a circular-buffered tensor has `stages` of them (its marker was
@@ -74,7 +74,7 @@ static bool alloc_list(Kernel *k, Diag *d, Stmt **list)
 			return false;
 		if (s->kind == KS_IF && (!alloc_list(k, d, &s->then) || !alloc_list(k, d, &s->els)))
 			return false;
-		if (s->kind != KS_COMMENT || !s->tensor || s->tensor->kind != TK_INTERMEDIATE)
+		if (s->kind != KS_NEST || s->tensor->kind != TK_INTERMEDIATE)
 			continue;
 		Tensor *t = s->tensor;
 		if (t->mem == MEM_GLOBAL) {

@@ -85,7 +85,7 @@ static bool in_vec(Vec *v, void *p)
 static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done, Found *f)
 {
 	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
-		if (s->kind == KS_COMMENT && s->tensor && s->tensor->stages >= 2 && !in_vec(done, s)) {
+		if (s->kind == KS_NEST && s->tensor->stages >= 2 && !in_vec(done, s)) {
 			*f = (Found){s, loop, loop_link, depth > 1};
 			return;
 		}
@@ -100,7 +100,7 @@ static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done
 
 static bool marks(Stmt *s, Tensor *t)
 {
-	return s->kind == KS_COMMENT && s->tensor == t;
+	return s->kind == KS_NEST && s->tensor == t;
 }
 
 static bool stmt_writes(Stmt *s, void *t)
@@ -321,7 +321,7 @@ static bool buffer_loop(Cb *cb, Found *f)
 	/* take the markers and loads out of the body; the first one's place gets the loads */
 	Stmt head = {.next = L->body}, *prev = &head, *at = NULL;
 	for (Stmt *s = L->body; s; s = s->next) {
-		int g = s->kind == KS_COMMENT && s->tensor ? group_index(cb, s->tensor) : -1;
+		int g = s->kind == KS_NEST ? group_index(cb, s->tensor) : -1;
 		if (g < 0) {
 			prev = s;
 			continue;

@@ -169,28 +169,14 @@ static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 	return true;
 }
 
-/* Skips comments; the only other statement of a list, or NULL. */
-static Stmt *only_stmt(Stmt *s)
-{
-	Stmt *found = NULL;
-	for (; s; s = s->next) {
-		if (s->kind == KS_COMMENT)
-			continue;
-		if (found)
-			return NULL;
-		found = s;
-	}
-	return found;
-}
-
 /* The single store under the ifs of a vectorized loop body, and the ifs' conjunction. */
 static Stmt *loop_store(Stmt *loop, IrExpr **q, Arena *a)
 {
-	Stmt *s = only_stmt(loop->body);
+	Stmt *s = kir_only_stmt(loop->body);
 	*q = NULL;
 	while (s && s->kind == KS_IF && !s->els) {
 		*q = ix_and(a, *q, s->cond);
-		s = only_stmt(s->then);
+		s = kir_only_stmt(s->then);
 	}
 	return s && s->kind == KS_STORE && s->offset ? s : NULL;
 }
@@ -273,7 +259,7 @@ static void add_commits(Kernel *k, Stmt *s)
 		add_commits(k, s->body);
 		add_commits(k, s->then);
 		add_commits(k, s->els);
-		if (s->kind != KS_COMMENT || !s->tensor || !s->tensor->cp_async ||
+		if (s->kind != KS_NEST || !s->tensor->cp_async ||
 		    s->tensor->stages >= 2 || !s->next)
 			continue;
 		Stmt *commit = NEW(k->arena, Stmt);

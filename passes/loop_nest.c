@@ -6,7 +6,7 @@
  *     or, when bound, no loop at all: its value is EX_PAR;
  *   - tensors computed at it (compute_at) are nested at the start of the body of the shared
  *     loop, in definition order; their axes with `ca_alias` take the consumer's loop value;
- *   - a KS_COMMENT whose `tensor` is set marks where the nest of that tensor starts: "nest of
+ *   - a KS_NEST marker (tensor set) says where the nest of that tensor starts: "nest of
  *     z" for a top-level tensor (at kernel level), "t computed at z.i" for a producer (the
  *     allocation pass puts the buffer there);
  *   - the root index values come from the leaves by inverting the transforms (split:
@@ -428,14 +428,12 @@ static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 		tensor_placement(p, &o, &at);
 		if (at != pos)
 			continue;
-		Stmt *mark = kir_comment(n->k, p->ca_pos < 0
-					 ? arena_printf(n->a, "%s computed at the top of %s", p->name,
-							p->ca_tensor->name)
-					 : arena_printf(n->a, "%s computed at %s.%s", p->name,
-							p->ca_tensor->name,
-							p->ca_tensor->domain[p->ca_pos]->name));
-		mark->tensor = p;
-		mark->span = p->ca_span;
+		Stmt *mark = kir_nest_mark(n->k, p, p->ca_span, p->ca_pos < 0
+					   ? arena_printf(n->a, "%s computed at the top of %s", p->name,
+							  p->ca_tensor->name)
+					   : arena_printf(n->a, "%s computed at %s.%s", p->name,
+							  p->ca_tensor->name,
+							  p->ca_tensor->domain[p->ca_pos]->name));
 		list = kir_append(list, mark);
 		list = kir_append(list, build_tensor(n, p));
 	}
@@ -723,9 +721,7 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 			continue;
 		n.top = t;
 		/* the marker tells later passes where each top-level nest starts */
-		Stmt *mark = kir_comment(k, arena_printf(k->arena, "nest of %s", t->name));
-		mark->tensor = t;
-		mark->span = stmt_span(t);
+		Stmt *mark = kir_nest_mark(k, t, stmt_span(t), arena_printf(k->arena, "nest of %s", t->name));
 		mark->next = build_tensor(&n, t);
 		if (last)
 			last->next = mark;

@@ -79,6 +79,7 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 		case KS_CP_COMMIT:
 		case KS_CP_WAIT:
 		case KS_COMMENT:
+		case KS_NEST:
 		case KS_SYNC:
 		case KS_BLOCK_REDUCE:
 			break;

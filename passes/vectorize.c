@@ -285,20 +285,6 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 		      ir_simplify(a, ir_subst(a, cond, z->v, last)));
 }
 
-/* Skips comments; returns the only other statement of a list, or NULL. */
-static Stmt *only_stmt(Stmt *s)
-{
-	Stmt *found = NULL;
-	for (; s; s = s->next) {
-		if (s->kind == KS_COMMENT)
-			continue;
-		if (found)
-			return NULL;
-		found = s;
-	}
-	return found;
-}
-
 static const char *span_where(Diag *d, Arena *a, Span sp)
 {
 	int line, col;
@@ -333,10 +319,10 @@ static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 	}
 	/* the body: one store under zero or more ifs without else */
 	IrExpr *cond = NULL;
-	Stmt *s = only_stmt(loop->body);
+	Stmt *s = kir_only_stmt(loop->body);
 	while (s && s->kind == KS_IF && !s->els) {
 		cond = ix_and(a, cond, s->cond);
-		s = only_stmt(s->then);
+		s = kir_only_stmt(s->then);
 	}
 	if (!s || s->kind != KS_STORE || !s->offset) {
 		diag_error(d, z.span, "cannot vectorize '%s': its loop body is not a single store",

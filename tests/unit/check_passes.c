@@ -57,6 +57,33 @@ START_TEST(saxpy_loop_nest)
 }
 END_TEST
 
+/* The passes find a tensor's statements by its KS_NEST marker (not by a comment): one per
+ * top-level nest and one per computed-at tensor, in that order, each naming its tensor. */
+static void markers(Stmt *s, Buf *out)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_NEST)
+			buf_printf(out, "%s:%s;", s->tensor->name, s->text);
+		ck_assert(s->kind != KS_COMMENT || !s->tensor);
+		markers(s->body, out);
+		markers(s->then, out);
+		markers(s->els, out);
+	}
+}
+
+START_TEST(nest_markers)
+{
+	TestCompile *tc = tc_lowered(
+		"fusion f(x: f32[N]) -> (y: f32[N]) { t[i] = x[i] * 2.0; y[i] = t[i] + 1.0; }\n"
+		"schedule f { y.split(i, 32) -> (io, ii); t.compute_at(y, io); }\n");
+	Buf b = {0};
+	markers(tc->kernels[0]->body, &b);
+	ck_assert_str_eq(b.s, "y:nest of y;t:t computed at y.io;");
+	buf_free(&b);
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(saxpy_indexing)
 {
 	/* a symbolic N always keeps its bound */
@@ -582,6 +609,7 @@ Suite *passes_suite(void)
 	TCase *tc = tcase_create("lowering");
 	tcase_add_test(tc, saxpy_loop_nest);
 	tcase_add_test(tc, saxpy_indexing);
+	tcase_add_test(tc, nest_markers);
 	tcase_add_test(tc, split_2d_broadcast);
 	tcase_add_test(tc, no_predicate_when_divisible);
 	tcase_add_test(tc, nested_split_predicate);
