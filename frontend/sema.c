@@ -246,13 +246,8 @@ static void push_sig(Sema *s, char kind, Param *p, Tensor *t)
 
 static Tensor *new_tensor(Sema *s, const char *name, TensorKind kind, DType dt, Span at)
 {
-	Tensor *t = NEW(s->a, Tensor);
-	t->name = name;
-	t->kind = kind;
-	t->dtype = dt;
-	t->span = at;
-	t->mem = kind == TK_INPUT || kind == TK_OUTPUT ? MEM_GLOBAL : MEM_LOCAL;
-	return t;
+	return tensor_new(s->a, name, kind, dt,
+			  kind == TK_INPUT || kind == TK_OUTPUT ? MEM_GLOBAL : MEM_LOCAL, at);
 }
 
 static void declare_param(Sema *s, AstParam *ap, bool is_output)

@@ -350,3 +350,25 @@ void tensor_placement(Tensor *t, Tensor **owner, int *pos)
 	*owner = o;
 	*pos = p;
 }
+
+Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemType mem, Span at)
+{
+	Tensor *t = NEW(a, Tensor);
+	t->name = name;
+	t->kind = kind;
+	t->dtype = dt;
+	t->mem = mem;
+	t->span = at;
+	return t;
+}
+
+Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr *n, Span at)
+{
+	Tensor *t = tensor_new(a, name, TK_INTERMEDIATE, dt, mem, at);
+	t->index = -1;
+	t->param_index = -1;
+	t->ndim = 1;
+	t->shape = arena_alloc(a, sizeof(IrExpr *));
+	t->shape[0] = n;
+	return t;
+}

@@ -387,6 +387,11 @@ int tensor_axis_pos(Tensor *t, Axis *ax);            /* -1 if not in the domain 
 /* The loop t is computed in (t->ca_tensor, t->ca_pos), through aliases to a real loop. */
 void tensor_placement(Tensor *t, Tensor **owner, int *pos);
 bool tensor_is_reduction(Tensor *t);
+/* A new tensor: every other field zero (not in a fusion's list yet: index 0, no domain). */
+Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemType mem, Span at);
+/* A 1-d buffer of n elements that is not part of the fusion (index and param_index -1): the
+ * passes' own arrays (vector staging registers, grid-reduction workspaces). */
+Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr *n, Span at);
 
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
 void ir_print_fusion(Fusion *f, Buf *out);

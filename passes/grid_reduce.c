@@ -36,17 +36,7 @@ static unsigned grid_pars(Tensor *t, IrExpr *ext[PT_COUNT])
 /* A global buffer of the workspace: a 1-d tensor outside the fusion. */
 static Tensor *ws_tensor(Kernel *k, const char *name, DType dt, IrExpr *numel)
 {
-	Tensor *w = NEW(k->arena, Tensor);
-	w->name = name;
-	w->span = k->fusion->span;
-	w->kind = TK_INTERMEDIATE;
-	w->dtype = dt;
-	w->index = -1;
-	w->param_index = -1;
-	w->ndim = 1;
-	w->shape = arena_alloc(k->arena, sizeof(IrExpr *));
-	w->shape[0] = numel;
-	w->mem = MEM_GLOBAL;
+	Tensor *w = tensor_buffer(k->arena, name, dt, MEM_GLOBAL, numel, k->fusion->span);
 	vec_push(k->arena, &k->grid_ws, w);
 	return w;
 }

@@ -175,17 +175,8 @@ static bool vector_access(Vz *z, Tensor *t, IrExpr *off, IrExpr **base, Vec *nee
 
 static Tensor *local_array(Vz *z, const char *base, DType dt)
 {
-	Tensor *t = NEW(z->a, Tensor);
-	t->name = kir_new_var(z->k, arena_printf(z->a, "%s_vec", base), dt)->name;
-	t->span = z->span;
-	t->kind = TK_INTERMEDIATE;
-	t->dtype = dt;
-	t->index = -1;
-	t->param_index = -1;
-	t->ndim = 1;
-	t->shape = arena_alloc(z->a, sizeof(IrExpr *));
-	t->shape[0] = ir_int(z->a, z->V);
-	t->mem = MEM_LOCAL;
+	const char *name = kir_new_var(z->k, arena_printf(z->a, "%s_vec", base), dt)->name;
+	Tensor *t = tensor_buffer(z->a, name, dt, MEM_LOCAL, ir_int(z->a, z->V), z->span);
 	z->pre = kir_append(z->pre, kir_alloc(z->k, t, MEM_LOCAL, ir_int(z->a, z->V)));
 	return t;
 }

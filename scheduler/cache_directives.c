@@ -65,14 +65,9 @@ void sched_insert_tensor(Arena *a, Fusion *f, Tensor *c, int at)
 /* A new cache tensor named by the directive's result, of t's type, living in m. */
 static Tensor *new_cache(Sched *s, Tensor *t, AstDirective *dir, MemType m)
 {
-	Tensor *c = NEW(s->a, Tensor);
-	c->name = dir->result.name;
-	c->span = dir->result.span;
-	c->kind = TK_INTERMEDIATE;
-	c->dtype = t->dtype;
+	Tensor *c = tensor_new(s->a, dir->result.name, TK_INTERMEDIATE, t->dtype, m, dir->result.span);
 	c->ndim = t->ndim;
 	c->shape = t->shape;
-	c->mem = m;
 	c->mem_span = dir->span;
 	c->cache_of = t;
 	c->cache_span = dir->span;

@@ -144,17 +144,14 @@ bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir)
 	int nl = dir->nargs, nrest = 0, ndim = t->ndim;
 	for (int i = 0; i < t->ndomain; i++)
 		nrest += t->domain[i]->reduction && !is_listed(listed, nl, t->domain[i]);
-	Tensor *r = NEW(s->a, Tensor);
-	r->name = dir->outs[0].name;
-	r->span = dir->outs[0].span;
-	r->kind = TK_INTERMEDIATE;
-	r->dtype = dtype_accum(t->def->red, t->dtype, t->def->args[0]->dtype);
+	Tensor *r = tensor_new(s->a, dir->outs[0].name, TK_INTERMEDIATE,
+			       dtype_accum(t->def->red, t->dtype, t->def->args[0]->dtype), MEM_LOCAL,
+			       dir->outs[0].span);
 	r->ndim = ndim + nrest;
 	r->nroot = ndim + nrest + nl;
 	r->root = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
 	r->shape = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
 	r->def_span = t->def_span;
-	r->mem = MEM_LOCAL;
 	r->rfactor_of = t;
 	for (int k = 0; k < ndim; k++)
 		r->root[k] = rf_root(s, r, t->root[k], k, false, dir->span);
