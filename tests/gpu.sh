@@ -3,9 +3,11 @@
 # Uses the prebuilt build/fusc and build/check_unit (the GPU machine has no flex, bison or
 # Check). Three parts:
 #   run        `fusc run` (GPU vs the reference interpreter) of every fusion of examples/*.fus,
-#              examples/*/*.fus (not examples/embed) and tests/golden/ok/*.fus at several
-#              sizes: smaller than one block (1, 7, 3x5), sizes no split divides (4097,
-#              1000003, 4097x1023) and large ones (2^24, 4096x4096); a fusion with constant
+#              examples/*/*.fus (not examples/embed), tests/golden/ok/*.fus and bench/auto/*.fus
+#              (the automatic schedules) at several sizes: smaller than one block (1, 7, 3x5),
+#              sizes no split divides (4097, 1000003, 4097x1023), rows just past the powers
+#              of two where schedules change (255, 1025, 16385, 65537) and large ones (2^24,
+#              4096x4096); a fusion with constant
 #              dimensions only runs at them. A size a launcher requires to be a multiple of K
 #              (the header's "Requires: N a multiple of K") is rounded up to one.
 #   unit       build/check_unit with the "gpu" tagged tests (it must find the device).
@@ -106,7 +108,7 @@ sizes_for() {
 	1,fixed) echo "1 7 4097 131071" ;;
 	1,*) echo "1 7 4097 1000003 16777216" ;;
 	2,fixed) echo "1,1 3,5 4097,1023" ;;
-	2,*) echo "1,1 3,5 4097,1023 1023,4097 4096,4096" ;;
+	2,*) echo "1,1 3,5 4097,1023 1023,4097 4096,4096 129,255 17,1025 9,16385 3,65537" ;;
 	*) echo "1,1,1 3,5,7 67,129,33 256,256,256" ;;
 	esac
 }
@@ -123,7 +125,7 @@ small_for() {
 # (0-based): n copies of this script can share the GPU (compute-sanitizer runs are slow and
 # mostly CPU).
 files() {
-	for f in ${FILES:-examples/*.fus examples/*/*.fus tests/golden/ok/*.fus}; do
+	for f in ${FILES:-examples/*.fus examples/*/*.fus tests/golden/ok/*.fus bench/auto/*.fus}; do
 		case $f in examples/embed/*) continue ;; esac
 		[ -f "$f" ] && echo "$f"
 	done | awk -v shard="${SHARD:-0/1}" 'BEGIN { split(shard, s, "/") } (NR - 1) % s[2] == s[1]'
