@@ -123,6 +123,14 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 			   dir->args[0].name);
 		return false;
 	}
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *c = s->f->tensors[i];
+		if (c->cache_of == t && c->cache_before) {
+			diag_error(s->d, dir->span, "'%s' computes '%s': apply the mma to '%s' ('%s.mma(%s)')",
+				   c->name, t->name, c->name, c->name, in->name);
+			return false;
+		}
+	}
 	if (t->mma || t->fragment_span.file) {
 		diag_error(s->d, dir->span, "'%s' has its fragment layout already", t->name);
 		return false;
@@ -171,6 +179,11 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	Tensor *ops[2] = {x->tensor, y->tensor};
 	for (int i = 0; i < 2; i++) {
 		Tensor *o = ops[i];
+		if (o->mem == MEM_LOCAL && o->cache_of) {
+			diag_error(s->d, dir->span, "'%s' is a register cache of an operand: the mma loads its fragments from shared memory itself; register caches of the operands (ldmatrix fragments) are not supported yet",
+				   o->name);
+			return false;
+		}
 		if (o->mem != MEM_SHARED || !o->cache_of || o->cache_before) {
 			diag_error(s->d, dir->span, "the mma reads its operands from shared memory, but '%s' reads '%s' from %s memory: cache it first ('%ss = %s.cache_after(shared)' before the mma)",
 				   t->name, o->name, mem_name(o->mem), o->name, o->name);
