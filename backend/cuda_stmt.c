@@ -356,6 +356,65 @@ static void emit_cp_wait(Em *em, Stmt *s)
 			   s->wait_n);
 }
 
+/* KS_MMA: the lane's operand halves packed in pairs into 32-bit registers (the even element
+ * in the low half), then the instruction on the accumulator registers in place:
+ *   { const unsigned __fus_a0 = (unsigned)As[o0].bits | (unsigned)As[o1].bits << 16; ...
+ *     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, ...}, ..."
+ *                  : "+f"(Cl[c0]), ... : "r"(__fus_a0), ...); } */
+static void emit_mma(Em *em, Stmt *s)
+{
+	const MmaInstr *in = s->mma;
+	Arena *a = em->k->arena;
+	int first[2] = {in->nc, in->nc + in->na}, count[2] = {in->na / 2, in->nb / 2};
+	const char *names[2] = {"a", "b"};
+	DType ab = s->idx[in->nc]->dtype;
+
+	line_start(em);
+	buf_puts(em->out, "{\n");
+	em->depth++;
+	for (int op = 0; op < 2; op++) {
+		for (int r = 0; r < count[op]; r++) {
+			line_start(em);
+			buf_printf(em->out, "const unsigned __fus_%s%d = (unsigned)(", names[op], r);
+			cuda_put_expr(em->out, s->idx[first[op] + 2 * r], ab, false);
+			buf_puts(em->out, ").bits | (unsigned)(");
+			cuda_put_expr(em->out, s->idx[first[op] + 2 * r + 1], ab, false);
+			buf_puts(em->out, ").bits << 16;\n");
+		}
+	}
+	line_start(em);
+	buf_printf(em->out, "asm volatile(\"%s {", mma_ptx(in, ab));
+	int n = 0;
+	for (int i = 0; i < in->nc; i++)
+		buf_printf(em->out, "%s%%%d", i ? ", " : "", n++);
+	for (int op = 0; op < 2; op++) {
+		buf_puts(em->out, "}, {");
+		for (int r = 0; r < count[op]; r++)
+			buf_printf(em->out, "%s%%%d", r ? ", " : "", n++);
+	}
+	buf_puts(em->out, "}, {");
+	for (int i = 0; i < in->nc; i++)
+		buf_printf(em->out, "%s%%%d", i ? ", " : "", i);
+	buf_puts(em->out, "};\\n\"\n");
+	line_start(em);
+	buf_puts(em->out, "             : ");
+	for (int i = 0; i < in->nc; i++) {
+		buf_puts(em->out, i ? ", \"+f\"(" : "\"+f\"(");
+		cuda_put_expr(em->out, ir_load(a, s->tensor, s->idx[i]), DT_F32, false);
+		buf_puts(em->out, ")");
+	}
+	buf_puts(em->out, "\n");
+	line_start(em);
+	buf_puts(em->out, "             : ");
+	for (int op = 0; op < 2; op++)
+		for (int r = 0; r < count[op]; r++)
+			buf_printf(em->out, "%s\"r\"(__fus_%s%d)", op || r ? ", " : "", names[op], r);
+	buf_puts(em->out, ");\n");
+	em->depth--;
+	line_start(em);
+	buf_puts(em->out, "}\n");
+}
+
 static void emit_stmts(Em *em, Stmt *s)
 {
 	for (; s; s = s->next) {
@@ -377,6 +436,7 @@ static void emit_stmts(Em *em, Stmt *s)
 			buf_puts(em->out, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n");
 			break;
 		case KS_CP_WAIT: emit_cp_wait(em, s); break;
+		case KS_MMA: emit_mma(em, s); break;
 		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
 		}
 	}

@@ -263,6 +263,10 @@ def gemm_cases():
     return [
         Case("gemm", "gemm f32 4096^3 (manual)", "examples/gemm/gemm_f32.fus",
              {"M": 4096, "N": 4096, "K": 4096}, mm, flops=2 * 4096 ** 3, tol=1e-4),
+        # f16 operands, f32 accumulators and output, mma.sync (issue 14 stage a0); the peers
+        # are cuBLAS's f16 GEMM (f16 output)
+        Case("gemm", "hgemm f16 4096^3 mma.sync (manual)", "examples/gemm/hgemm_mma.fus",
+             {"M": 4096, "N": 4096, "K": 4096}, mm, flops=2 * 4096 ** 3, tol=1e-2),
     ]
 
 

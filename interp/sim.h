@@ -73,7 +73,7 @@ typedef struct SimCopy {
 	int nread;     /* elements read from src (0 when zero_fill) */
 } SimCopy;
 
-enum { TS_RUN, TS_BARRIER, TS_DONE };
+enum { TS_RUN, TS_BARRIER, TS_WARP, TS_DONE }; /* TS_WARP: at a warp-collective KS_MMA */
 
 #define SIM_MAX_DEPTH 64
 

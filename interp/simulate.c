@@ -843,6 +843,11 @@ static void run_thread(Sim *S, SimThread *T)
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
+		case KS_MMA:
+			/* a warp collective: warp_mma() runs it when the whole warp is here */
+			T->state = TS_WARP;
+			T->at = s;
+			return;
 		case KS_GRID_REDUCE:
 			if (exec_grid_reduce(S, T, s))
 				push(S, T, s->body, NULL, 0);
@@ -865,7 +870,7 @@ static void run_thread(Sim *S, SimThread *T)
 static bool is_barrier(Stmt *s, void *ctx)
 {
 	(void)ctx;
-	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE;
+	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE || s->kind == KS_MMA;
 }
 
 static bool has_sync(Stmt *s)
@@ -1039,9 +1044,128 @@ static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
 	free(w);
 }
 
+/* ---- warp collectives: mma -------------------------------------------------------------- */
+
+/* The hardware's fragment layouts of mma.m16n8k16 (f16/bf16 operands, f32 accumulators), from
+ * the PTX ISA's formulas with groupID = lane >> 2 and threadID_in_group = lane % 4. Written
+ * here on their own, not taken from the compiler's table (ir/mma.c): a lowering that puts an
+ * element in the wrong lane or register computes a wrong product here, which `fusc check`
+ * reports as a mismatch. */
+static void hw_frag(char op, int lane, int i, int *row, int *col)
+{
+	int gid = lane >> 2, tig = lane % 4;
+	if (op == 'a') {
+		*row = i < 2 || (i >= 4 && i < 6) ? gid : gid + 8;
+		*col = tig * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+	} else if (op == 'b') {
+		*row = tig * 2 + (i & 1) + (i >= 2 ? 8 : 0);
+		*col = gid;
+	} else {
+		*row = i < 2 ? gid : gid + 8;
+		*col = tig * 2 + (i & 1);
+	}
+}
+
+/* KS_MMA by the 32 lanes of one warp (w[lane]): each lane reads its accumulator elements and
+ * loads its operand elements (the bounds, initialization and race checks of its own reads);
+ * the matrices are assembled as the hardware reads the registers; D = A B + C is computed
+ * with exact products, summed in double and rounded to f32, and each lane gets its elements
+ * of D. */
+static void warp_mma(Sim *S, SimThread *w, Stmt *s)
+{
+	const MmaInstr *in = s->mma;
+	double A[16][16] = {{0}}, B[16][16] = {{0}}, C[16][16] = {{0}};
+	int64_t coff[32][4];
+	SimBuf *acc = buf_of(S, s->tensor);
+
+	if (!acc)
+		return;
+	if (in->shape != MMA_M16N8K16 || in->nc > 4) {
+		fail(S, "mma.%s is not simulated", in->name);
+		return;
+	}
+	for (int lane = 0; lane < 32; lane++) {
+		SimThread *T = &w[lane];
+		S->cur = T;
+		for (int i = 0; i < in->nc + in->na + in->nb; i++) {
+			int row, col, r;
+			char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
+			r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
+			hw_frag(op, lane, r, &row, &col);
+			if (op == 'c') {
+				coff[lane][r] = eval_i64(S, T, s->idx[i]);
+				C[row][col] = read_elem(S, T, acc, coff[lane][r]).f;
+			} else {
+				SVal v = eval(S, T, s->idx[i]);
+				(op == 'a' ? A : B)[row][col] = asf(v, s->idx[i]->dtype);
+			}
+		}
+	}
+	for (int lane = 0; lane < 32; lane++) {
+		S->cur = &w[lane];
+		for (int r = 0; r < in->nc; r++) {
+			int row, col;
+			hw_frag('c', lane, r, &row, &col);
+			double d = C[row][col];
+			for (int k = 0; k < in->k; k++)
+				d += A[row][k] * B[k][col];
+			write_elem(S, &w[lane], acc, coff[lane][r], vf((double)(float)d));
+		}
+	}
+}
+
+/* Releases the warps whose 32 lanes all wait at the same KS_MMA; true when one ran. */
+static bool release_warps(Sim *S, SimThread *ts)
+{
+	bool ran = false;
+	for (int64_t w = 0; w + 32 <= S->nthreads; w += 32) {
+		Stmt *at = ts[w].state == TS_WARP ? ts[w].at : NULL;
+		int64_t n = 0;
+		for (int64_t i = w; at && i < w + 32; i++)
+			n += ts[i].state == TS_WARP && ts[i].at == at;
+		if (!at || n != 32)
+			continue;
+		S->stmt = at;
+		warp_mma(S, &ts[w], at);
+		S->stmt = NULL;
+		for (int64_t i = w; i < w + 32; i++)
+			ts[i].state = TS_RUN;
+		ran = true;
+	}
+	return ran;
+}
+
+/* Lanes at a KS_MMA whose warp can never complete it (lanes ended, wait at a barrier or at
+ * another mma, or the block is no whole number of warps): reported, then released without
+ * running it, so the simulation goes on. */
+static void warp_fault(Sim *S, SimThread *ts)
+{
+	for (int64_t i = 0; i < S->nthreads; i++) {
+		if (ts[i].state != TS_WARP)
+			continue;
+		int64_t w = i / 32 * 32, n = 0;
+		for (int64_t j = w; j < w + 32 && j < S->nthreads; j++)
+			n += ts[j].state == TS_WARP && ts[j].at == ts[i].at;
+		Stmt *saved = S->stmt;
+		SimThread *cur = S->cur;
+		S->stmt = ts[i].at;
+		S->cur = &ts[i];
+		SimReport *r = sim_report_new(S, SF_BARRIER, ts[i].at, NULL);
+		if (r)
+			r->detail = xprintf("%lld of the 32 lanes of warp %lld arrived at the warp-wide mma (.sync.aligned needs all of them at the same instruction)",
+					    (long long)n, (long long)(i / 32));
+		S->stmt = saved;
+		S->cur = cur;
+		for (int64_t j = w; j < w + 32 && j < S->nthreads; j++)
+			if (ts[j].state == TS_WARP && ts[j].at == ts[i].at)
+				ts[j].state = TS_RUN;
+	}
+}
+
 /* Threads run until every one waits at a barrier or has ended; then the barrier releases. A
  * barrier that not every thread reaches (some ended, or wait elsewhere) is reported and then
- * released anyway, so the simulation goes on. */
+ * released anyway, so the simulation goes on. Warp collectives (KS_MMA) release per warp as
+ * soon as its 32 lanes are there. */
 static void run_block_barriers(Sim *S, SimThread *ts)
 {
 	for (int64_t i = 0; i < S->nthreads; i++)
@@ -1052,6 +1176,15 @@ static void run_block_barriers(Sim *S, SimThread *ts)
 				run_thread(S, &ts[i]);
 		if (S->res->error)
 			return;
+		if (release_warps(S, ts))
+			continue;
+		bool stuck = false;
+		for (int64_t i = 0; i < S->nthreads; i++)
+			stuck |= ts[i].state == TS_WARP;
+		if (stuck) {
+			warp_fault(S, ts);
+			continue;
+		}
 		SimThread *first = NULL, *odd = NULL;
 		int64_t arrived = 0;
 		for (int64_t i = 0; i < S->nthreads; i++) {

@@ -322,6 +322,13 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_printf(out, " stages(%d, %d)", t->stages, t->prefetch);
 	if (t->welford_sum)
 		buf_printf(out, " welford(%s)", t->welford_sum->name);
+	if (t->mma)
+		buf_printf(out, " mma(%s: %s, %s)", t->mma->instr->name, t->mma->a->name,
+			   t->mma->b->name);
+	if (t->fragment_span.file)
+		buf_puts(out, " fragment");
+	if (t->zero_fill)
+		buf_puts(out, " zero_fill");
 	buf_puts(out, "\n");
 	if (!t->def)
 		return;

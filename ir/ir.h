@@ -345,6 +345,13 @@ struct Tensor {
 	Span welford_span;  /* the welford directive */
 	/* `t.rfactor(...) -> r` (scheduler/rfactor.c): on r, the reduction t it was split from. */
 	Tensor *rfactor_of;
+	/* Tensor cores (docs/tensor_cores.md): `t.mma(m16n8k16)` on the accumulator (NULL: none);
+	 * `t.fragment(m, n)` gives t the accumulator's lane layout (span set); `zero_fill`: an
+	 * operand cache read by an mma, whose out-of-bounds elements are stored as zeros (the
+	 * instruction reads whole tiles: padding must add nothing). */
+	struct TensorMma *mma;
+	Span fragment_span;
+	bool zero_fill;
 };
 
 typedef struct Fusion {
@@ -399,6 +406,59 @@ void ir_print_fusion(Fusion *f, Buf *out);
 void ir_print_signature(Fusion *f, Buf *out);
 void ir_print_expr(IrExpr *e, Buf *out);
 
+/* ---- tensor cores (ir/mma.c, docs/tensor_cores.md) ------------------------------------ */
+
+/* Instruction families: mma.sync (a warp, sm_80); wgmma (a warpgroup, sm_90a) comes later. */
+typedef enum MmaFamily { MMA_SYNC } MmaFamily;
+
+/* Where element r of a lane's fragment lies in its matrix: row = rg * g + rt * t + rc,
+ * col = cg * g + ct * t + cc, with g = lane / 4 (the group) and t = lane % 4 (the thread in
+ * the group). The compiler's layout table, from the PTX ISA's fragment figures; the simulator
+ * has its own copy of the hardware's (interp/simulate.c), so a wrong entry here gives wrong
+ * results in `fusc check`. */
+typedef struct MmaFrag {
+	int8_t rg, rt, rc, cg, ct, cc;
+} MmaFrag;
+
+/* X(enum suffix, name, family, m, n, k, min arch) */
+#define MMA_INSTRS(X) X(M16N8K16, "m16n8k16", MMA_SYNC, 16, 8, 16, 80)
+
+typedef enum MmaShape {
+#define X(e, n, f, m, nn, k, arch) MMA_##e,
+	MMA_INSTRS(X)
+#undef X
+	MMA_COUNT
+} MmaShape;
+
+typedef struct MmaInstr {
+	MmaShape shape;
+	const char *name;  /* "m16n8k16" */
+	MmaFamily family;
+	int m, n, k;       /* the instruction's tile: A m x k, B k x n, C m x n */
+	int min_arch;
+	int na, nb, nc;    /* elements per lane of A, B and C (16-bit operands, f32 C) */
+	const MmaFrag *a, *b, *c; /* na, nb, nc entries: A (row m, col k), B (k, n), C (m, n) */
+} MmaInstr;
+
+const MmaInstr *mma_instr(MmaShape s);
+const MmaInstr *mma_instr_by_name(const char *name); /* NULL when unknown */
+/* The PTX of one instruction for operands of dtype ab (f16 or bf16), f32 accumulators:
+ * "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32". */
+const char *mma_ptx(const MmaInstr *in, DType ab);
+/* Element r of lane `lane`'s fragment of operand 'a', 'b' or 'c' (row, col). */
+void mma_frag_at(const MmaInstr *in, char operand, int lane, int r, int *row, int *col);
+
+/* The schedule of an mma accumulator (scheduler/mma.c): the instruction, its directive, the
+ * operand caches, and the axes its fragment transform made: the lane (bound to threadIdx.x),
+ * the row half `mh` (row = 8 * mh + lane / 4) and column bit `nc` (col = 2 * (lane % 4) + nc)
+ * of the m x n tile, and the k axis of the instruction. */
+typedef struct TensorMma {
+	const MmaInstr *instr;
+	Span span;
+	Tensor *a, *b;
+	Axis *lane, *mh, *nc, *k;
+} TensorMma;
+
 /* ---- kernel IR ----------------------------------------------------------------------- */
 
 /* A loop variable or a scalar local. */
@@ -443,6 +503,12 @@ typedef enum StmtKind {
 			 * ws[offset * nparts + part], counts arrivals in sem[offset], and the last
 			 * of the nparts blocks to arrive folds the partials in order part = 0, 1,
 			 * ... into `var` and runs `body` (the store). docs/reductions.md */
+	KS_MMA,    /* one warp-collective matrix multiply-accumulate `mma` (passes/mma.c): every
+		    * lane of the warp executes it together (no lane-dependent predicate around
+		    * it); idx[0 .. nc) are the offsets of the lane's accumulator elements in
+		    * `tensor` (registers), idx[nc .. nc+na) the loads of its A fragment and
+		    * idx[nc+na .. nc+na+nb) those of its B fragment, in the instruction's fragment
+		    * order (MmaInstr.a/b/c): D = A B + C in place */
 } StmtKind;
 
 struct Stmt {
@@ -488,6 +554,7 @@ struct Stmt {
 	 * block's part (its linear index over the reduced block types) and their number */
 	Tensor *ws, *sem;
 	IrExpr *part, *nparts;
+	const MmaInstr *mma; /* KS_MMA */
 };
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned

@@ -302,6 +302,25 @@ static void print_cp_async(Stmt *s, Buf *out)
 	buf_puts(out, ";");
 }
 
+/* mma.m16n8k16 Cl[c0, c1, c2, c3] += {a0, ..., a7} * {b0, ..., b3}; (the lane's elements, in
+ * fragment order) */
+static void print_mma(Stmt *s, Buf *out)
+{
+	const MmaInstr *in = s->mma;
+	int first[4] = {0, in->nc, in->nc + in->na, in->nc + in->na + in->nb};
+	buf_printf(out, "mma.%s %s[", in->name, s->tensor->name);
+	for (int part = 0; part < 3; part++) {
+		if (part)
+			buf_puts(out, part == 1 ? "] += {" : "} * {");
+		for (int i = first[part]; i < first[part + 1]; i++) {
+			if (i > first[part])
+				buf_puts(out, ", ");
+			ir_print_expr(s->idx[i], out);
+		}
+	}
+	buf_puts(out, "};");
+}
+
 static void print_stmt(Stmt *s, int level, Buf *out)
 {
 	buf_indent(out, level);
@@ -410,6 +429,9 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 			buf_puts(out, "cp.async.wait_all;");
 		else
 			buf_printf(out, "cp.async.wait_group %d;", s->wait_n);
+		break;
+	case KS_MMA:
+		print_mma(s, out);
 		break;
 	}
 	buf_puts(out, "\n");

@@ -188,6 +188,19 @@ static void check_stmt(Verifier *v, Stmt *s)
 	case KS_GRID_REDUCE:
 		check_grid_reduce(v, s);
 		break;
+	case KS_MMA:
+		check_target(v, s->tensor);
+		if (!s->mma || s->nidx != s->mma->nc + s->mma->na + s->mma->nb)
+			fail(v, "mma without its instruction or fragments into",
+			     s->tensor ? s->tensor->name : "?");
+		else if (s->tensor && s->tensor->mem != MEM_LOCAL)
+			fail(v, "mma accumulating outside registers into", s->tensor->name);
+		for (int i = 0; v->ok && i < s->nidx; i++) {
+			check_expr(v, s->idx[i]);
+			if (i >= s->mma->nc && s->idx[i]->kind != EX_LOAD)
+				fail(v, "mma operand that is not a load, into", s->tensor->name);
+		}
+		break;
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:

@@ -24,11 +24,14 @@ static void need(Need *worst, int arch, const char *what, Span span)
 }
 
 /* The statements that need a newer architecture than the baseline: cp.async (sm_80), at the
- * cp_async directive. */
+ * cp_async directive; an mma (its instruction's arch: mma.sync m16n8k16 sm_80), at the mma
+ * directive. */
 static void stmt_needs(Stmt *s, Need *worst)
 {
 	if (s->kind == KS_CP_ASYNC)
 		need(worst, 80, "cp.async", s->span);
+	if (s->kind == KS_MMA)
+		need(worst, s->mma->min_arch, s->mma->family == MMA_SYNC ? "mma.sync" : "mma", s->span);
 }
 
 static bool scan(Stmt *s, void *worst)

@@ -43,6 +43,9 @@ bool pass_predicate(Kernel *k, Diag *d);
 bool pass_redundant_write(Kernel *k, Diag *d);
 /* passes/indexing.c: logical subscripts -> flattened offsets (EX_ACCESS -> EX_LOAD). */
 bool pass_indexing(Kernel *k, Diag *d);
+/* passes/mma.c: the accumulation nest of a `t.mma(...)` accumulator -> KS_MMA with the
+ * fragment offsets of each lane (docs/tensor_cores.md). */
+bool pass_mma(Kernel *k, Diag *d);
 /* The axes that index a materialized intermediate's buffer (local: its own serial axes; shared:
  * also its own thread-bound axes; never aliases or reduction axes), in domain order. The buffer
  * is row-major over their extents. */

@@ -16,6 +16,7 @@ const Pass pass_list[] = {
 	{"predicate", pass_predicate, "bounds predicates for non-divisible splits and pars"},
 	{"redundant_write", pass_redundant_write, "only index 0 of an unused par writes memory"},
 	{"indexing", pass_indexing, "logical subscripts -> flattened offsets"},
+	{"mma", pass_mma, "an mma accumulator's tile nest -> one warp-wide mma instruction"},
 	{"grid_reduce", pass_grid_reduce, "grid step of reductions over blockIdx: workspace"},
 	{"cp_async", pass_cp_async, "copies into cp_async tensors -> cp.async + commit"},
 	{"circular_buffer", pass_circular_buffer, "stages: prologue, slots, commits, waits, barriers"},

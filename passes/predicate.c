@@ -169,7 +169,7 @@ static void collect_stores(Elim *e, Stmt *s)
 
 static bool is_total(Elim *e, Tensor *t)
 {
-	return t->cp_async || in_vec(&e->total, t);
+	return t->cp_async || t->zero_fill || in_vec(&e->total, t);
 }
 
 static bool reads_total(Elim *e, IrExpr *x)
@@ -287,7 +287,8 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 
 /* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
  * its value (`c[o] = inb ? A[g] : 0`, which the cp_async pass turns into the src-size
- * operand: the lane is zero-filled and global memory is not read). Only the parallel
+ * operand: the lane is zero-filled and global memory is not read). The same for a plain
+ * copy into an mma operand (Tensor.zero_fill): it stores the zeros itself. Only the parallel
  * conditions, which keep threads beyond the tensor's extent off shared addresses outside
  * its buffer, stay a real branch. */
 static Stmt *guard_cp_async(Kernel *k, Stmt *s)
@@ -323,7 +324,7 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
 	Conds cs = {.a = k->arena};
 	Stmt *last = s;
-	if (s->kind == KS_STORE && s->tensor->cp_async)
+	if (s->kind == KS_STORE && (s->tensor->cp_async || s->tensor->zero_fill))
 		return guard_cp_async(k, s);
 	if (s->kind == KS_STORE && is_total(e, s->tensor)) {
 		elim_conds(&cs, k, s);

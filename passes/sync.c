@@ -187,6 +187,10 @@ static void collect(Sy *y, Set *out, Stmt *s)
 	case KS_LET:
 		expr_reads(y, out, s, s->value);
 		break;
+	case KS_MMA: /* the operand loads of every lane; the accumulator is in registers */
+		for (int i = 0; i < s->nidx; i++)
+			expr_reads(y, out, s, s->idx[i]);
+		break;
 	default:
 		break;
 	}

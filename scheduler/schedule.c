@@ -36,7 +36,9 @@
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
-	X(WELFORD, "welford", "", "welford()")
+	X(WELFORD, "welford", "", "welford()")                                             \
+	X(MMA, "mma", "n", "mma(m16n8k16)")                                                \
+	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -430,7 +432,7 @@ Axis *sched_arg_axis(Sched *s, Tensor *t, AstArg *arg)
 
 /* Axes that belong to another tensor's loops after compute_at cannot be changed here; axes that
  * a compute_at copied cannot be transformed any more. */
-static bool axis_changeable(Sched *s, Tensor *t, Axis *ax, Span at, bool transform)
+bool sched_axis_changeable(Sched *s, Tensor *t, Axis *ax, Span at, bool transform)
 {
 	if (ax->ca_alias) {
 		diag_error(s->d, at, "axis '%s' of '%s' is a loop of '%s' (compute_at); schedule it on '%s'",
@@ -532,7 +534,7 @@ static bool check_results(Sched *s, AstDirective *dir, Verb v)
 static bool do_split(Sched *s, Tensor *t, AstDirective *dir)
 {
 	Axis *ax = sched_arg_axis(s, t, &dir->args[0]);
-	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, true))
+	if (!ax || !sched_axis_changeable(s, t, ax, dir->args[0].span, true))
 		return false;
 	int64_t f = dir->args[1].value;
 	if (f <= 0) {
@@ -570,8 +572,8 @@ static bool do_merge(Sched *s, Tensor *t, AstDirective *dir)
 	Axis *in = sched_arg_axis(s, t, &dir->args[1]);
 	if (!o || !in)
 		return false;
-	if (!axis_changeable(s, t, o, dir->args[0].span, true) ||
-	    !axis_changeable(s, t, in, dir->args[1].span, true))
+	if (!sched_axis_changeable(s, t, o, dir->args[0].span, true) ||
+	    !sched_axis_changeable(s, t, in, dir->args[1].span, true))
 		return false;
 	const char *name = dir->nouts ? dir->outs[0].name : arena_printf(s->a, "%s%s", o->name, in->name);
 	Axis *old = name_taken(t, name, NULL);
@@ -603,7 +605,7 @@ static bool do_reorder(Sched *s, Tensor *t, AstDirective *dir)
 				ok = false;
 			}
 		}
-		if (ok && !axis_changeable(s, t, axes[i], dir->args[i].span, true))
+		if (ok && !sched_axis_changeable(s, t, axes[i], dir->args[i].span, true))
 			ok = false;
 	}
 	if (!ok)
@@ -628,7 +630,7 @@ static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
 			   dir->args[1].name);
 		return false;
 	}
-	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
+	if (!ax || !sched_axis_changeable(s, t, ax, dir->args[0].span, false))
 		return false;
 	return sched_bind(s->f, s->d, t, ax, p, dir->span);
 }
@@ -636,7 +638,7 @@ static bool do_bind(Sched *s, Tensor *t, AstDirective *dir)
 static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec)
 {
 	Axis *ax = sched_arg_axis(s, t, &dir->args[0]);
-	if (!ax || !axis_changeable(s, t, ax, dir->args[0].span, false))
+	if (!ax || !sched_axis_changeable(s, t, ax, dir->args[0].span, false))
 		return false;
 	const char *what = vec ? "vectorize" : "unroll";
 	int64_t v;
@@ -1106,6 +1108,8 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_STAGES: return sched_stages(s, t, dir, false);
 	case V_RFACTOR: return sched_rfactor(s, t, dir);
 	case V_WELFORD: return sched_welford(s, t, dir);
+	case V_MMA: return sched_mma(s, t, dir);
+	case V_FRAGMENT: return sched_fragment(s, t, dir);
 	default: unreachable();
 	}
 }
@@ -1294,6 +1298,8 @@ bool sched_finish(Sched *s, bool ok)
 		ok = sched_check_welford(s);
 	if (ok)
 		ok = check_grid_reductions(s);
+	if (ok)
+		ok = sched_check_mma(s);
 	return ok;
 }
 

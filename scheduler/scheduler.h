@@ -71,6 +71,14 @@ typedef struct Replay {
 } Replay;
 
 Axis *sched_arg_axis(Sched *s, Tensor *t, AstArg *arg);
+/* ax is t's own axis (not a loop of another tensor) and, to be transformed, not shared with a
+ * tensor computed at t; otherwise an error at `at`. */
+bool sched_axis_changeable(Sched *s, Tensor *t, Axis *ax, Span at, bool transform);
+/* scheduler/mma.c: `t.mma(m16n8k16)` on a contraction's register accumulator, `t.fragment(m,
+ * n)` on its reader, and the final schedule's checks of both (docs/tensor_cores.md). */
+bool sched_mma(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_fragment(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_check_mma(Sched *s);
 bool sched_check_caches(Sched *s);
 bool sched_check_new_name(Sched *s, AstName n);
 bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at);

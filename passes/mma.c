@@ -1,0 +1,303 @@
+/* mma.c: the accumulation nest of an mma accumulator becomes one warp-collective KS_MMA
+ * (docs/tensor_cores.md, "Lowering").
+ *
+ * scheduler/mma.c gave the accumulator the fragment layout, so until here each lane computes
+ * its own elements with a plain nest, innermost in the accumulator's loops:
+ *
+ *   for m_h { for n_c { for k { [if (cond)] Cl[c] = Cl[c] + As[a] * Bs[b]; } } }
+ *
+ * in which the tile row is 8 * m_h + threadIdx.x / 4, the column 2 * (threadIdx.x % 4) + n_c
+ * and k the instruction's k. The pass replaces it by KS_MMA whose operands are the same loads
+ * at the elements the instruction's fragment table (ir/mma.c) gives each lane: the A offset
+ * with row and k set to those of a_r, the B offset with k and column set to those of b_r, the
+ * accumulator offsets with row and column set to those of c_r. threadIdx.x is first written
+ * 4 * G + T (G, T fresh variables of extents 8 and 4) so the row and the column of the nest
+ * are G and T as the simplifier sees them.
+ *
+ * Conditions: `.sync.aligned` needs every lane of the warp, so no condition may depend on the
+ * lane. A bound on k (K not a multiple of the tile) is dropped: the operand caches are
+ * zero-filled (Tensor.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
+ * on neither stay around the instruction (the same in every lane of the warp).
+ */
+#include "passes/passes.h"
+
+typedef struct Mm {
+	Kernel *k;
+	Diag *d;
+	Arena *a;
+	Var *g, *t; /* threadIdx.x = 4 * g + t */
+} Mm;
+
+static bool is_tidx(IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	return e->kind == EX_PAR && e->par == PT_TIDX;
+}
+
+static bool is_var(IrExpr *e, void *ctx)
+{
+	return e->kind == EX_VAR && e->var == ctx;
+}
+
+static bool mentions(IrExpr *e, Var *v)
+{
+	return ir_expr_any(e, is_var, v);
+}
+
+static IrExpr *split_lane(Arena *a, IrExpr *e, void *ctx)
+{
+	Mm *m = ctx;
+	if (!is_tidx(e, NULL))
+		return e;
+	return ix_add(a, ix_mul(a, ir_int(a, 4), ir_var(a, m->g)), ir_var(a, m->t));
+}
+
+static IrExpr *strip_casts(IrExpr *e)
+{
+	while (e->kind == EX_CAST)
+		e = e->args[0];
+	return e;
+}
+
+/* The single statement of a list (comments aside), or NULL. */
+static Stmt *only(Stmt *s)
+{
+	Stmt *one = NULL;
+	for (; s; s = s->next) {
+		if (s->kind == KS_COMMENT)
+			continue;
+		if (one)
+			return NULL;
+		one = s;
+	}
+	return one;
+}
+
+static Stmt *loop_over(Stmt *s, Axis *ax)
+{
+	return s && s->kind == KS_FOR && s->var->axis == ax ? s : NULL;
+}
+
+static void conjuncts(IrExpr *c, Vec *out, Arena *a)
+{
+	if (c->kind == EX_OP && c->op == OP_AND) {
+		conjuncts(c->args[0], out, a);
+		conjuncts(c->args[1], out, a);
+	} else {
+		vec_push(a, out, c);
+	}
+}
+
+/* threadIdx.x / 4 and threadIdx.x % 4 */
+static IrExpr *lane_part(Arena *a, int which)
+{
+	IrExpr *x = ir_par(a, PT_TIDX), *four = ir_int(a, 4);
+	return which ? ix_mod(a, x, four) : ix_div(a, x, four);
+}
+
+/* row = rg * g + rt * t + rc (or the column) of a fragment entry, in terms of threadIdx.x */
+static IrExpr *frag_coord(Arena *a, int cg, int ct, int cc)
+{
+	IrExpr *e = ir_int(a, cc);
+	e = ix_add(a, ix_mul(a, ir_int(a, cg), lane_part(a, 0)), e);
+	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(a, 1)), e);
+}
+
+/* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
+ * expressions; NULL row/col: that coordinate must not appear. */
+static IrExpr *at_element(Mm *m, IrExpr *off, TensorMma *mma, Var *mh, Var *nc, Var *k,
+			  IrExpr *row, IrExpr *col, IrExpr *kk)
+{
+	Arena *a = m->a;
+	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
+	(void)mma;
+	if (row) {
+		e = ir_subst(a, e, m->g, ix_mod(a, row, eight));
+		e = ir_subst(a, e, mh, ix_div(a, row, eight));
+	}
+	if (col) {
+		e = ir_subst(a, e, m->t, ix_div(a, col, two));
+		e = ir_subst(a, e, nc, ix_mod(a, col, two));
+	}
+	if (kk)
+		e = ir_subst(a, e, k, kk);
+	e = ir_simplify(a, e);
+	if (mentions(e, m->g) || mentions(e, m->t) || mentions(e, mh) || mentions(e, nc) ||
+	    mentions(e, k))
+		return NULL;
+	return e;
+}
+
+/* Lowers the nest `s` (the loop over mma->mh) of accumulator t; NULL after an error. */
+static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
+{
+	TensorMma *mma = t->mma;
+	const MmaInstr *in = mma->instr;
+	Arena *a = m->a;
+	Stmt *l_nc = loop_over(only(s->body), mma->nc);
+	Stmt *l_k = l_nc ? loop_over(only(l_nc->body), mma->k) : NULL;
+	Stmt *st = l_k ? only(l_k->body) : NULL;
+	IrExpr *cond = NULL;
+	if (st && st->kind == KS_IF && !st->els) {
+		cond = st->cond;
+		st = only(st->then);
+	}
+	IrExpr *v = st && st->kind == KS_STORE && st->tensor == t ? st->value : NULL;
+	IrExpr *acc = NULL, *prod = NULL, *x = NULL, *y = NULL;
+	if (v && v->kind == EX_OP && v->op == OP_ADD) {
+		acc = v->args[0];
+		prod = strip_casts(v->args[1]);
+	}
+	if (prod && prod->kind == EX_OP && prod->op == OP_MUL) {
+		x = strip_casts(prod->args[0]);
+		y = strip_casts(prod->args[1]);
+	}
+	if (x && y && x->kind == EX_LOAD && x->tensor == mma->b) {
+		IrExpr *z = x;
+		x = y;
+		y = z;
+	}
+	if (!acc || acc->kind != EX_LOAD || acc->tensor != t || !ir_equal(acc->args[0], st->offset) ||
+	    !x || !y || x->kind != EX_LOAD || y->kind != EX_LOAD || x->tensor != mma->a ||
+	    y->tensor != mma->b) {
+		diag_error(m->d, mma->span, "the loops inside the mma's tile are not the accumulation 'Cl[c] += A[a] * B[b]' over its %d x %d x %d tile (internal: the nest was changed)",
+			   in->m, in->n, in->k);
+		return NULL;
+	}
+	Var *mh = s->var, *nc = l_nc->var, *kv = l_k->var;
+	/* the conditions: k bounds dropped, lane-dependent ones refused, the others kept */
+	IrExpr *keep = NULL;
+	if (cond) {
+		Vec cs = {0};
+		conjuncts(cond, &cs, a);
+		for (int i = 0; i < cs.len; i++) {
+			IrExpr *c = VEC_AT(cs, IrExpr, i);
+			if (mentions(c, kv))
+				continue;
+			if (mentions(c, mh) || mentions(c, nc) || ir_expr_any(c, is_tidx, NULL)) {
+				Buf b = {0};
+				ir_print_expr(c, &b);
+				diag_error(m->d, mma->span, "the accumulation of '%s' is predicated per lane (%s), but mma.sync needs every lane of the warp: the warp tiles must lie inside the block tile (splits that divide)",
+					   t->name, b.s);
+				buf_free(&b);
+				return NULL;
+			}
+			keep = ix_and(a, keep, c);
+		}
+	}
+	/* the lane as 4 * G + T in every offset */
+	IrExpr *offs[3] = {st->offset, x->args[0], y->args[0]};
+	for (int i = 0; i < 3; i++)
+		offs[i] = ir_simplify(a, ir_rewrite(a, offs[i], split_lane, m));
+	int n = in->nc + in->na + in->nb;
+	Stmt *mm = NEW(a, Stmt);
+	mm->kind = KS_MMA;
+	mm->span = mma->span;
+	mm->tensor = t;
+	mm->mma = in;
+	mm->nidx = n;
+	mm->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
+		int r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
+		const MmaFrag *f = op == 'a' ? &in->a[r] : op == 'b' ? &in->b[r] : &in->c[r];
+		IrExpr *row = frag_coord(a, f->rg, f->rt, f->rc), *col = frag_coord(a, f->cg, f->ct, f->cc);
+		IrExpr *e;
+		if (op == 'c') {
+			/* the lane holds the element it computes: row % 8 = lane / 4, col / 2 = lane % 4 */
+			for (int lane = 0; lane < 32; lane++) {
+				int rr, cc;
+				mma_frag_at(in, 'c', lane, r, &rr, &cc);
+				if (rr % 8 != lane / 4 || cc / 2 != lane % 4)
+					die("mma %s: C fragment entry %d is not held by its lane", in->name, r);
+			}
+			e = at_element(m, offs[0], mma, mh, nc, kv, row, col, NULL);
+		} else if (op == 'a') {
+			e = at_element(m, offs[1], mma, mh, nc, kv, row, NULL, col);
+			e = e ? ir_load(a, x->tensor, e) : NULL;
+		} else {
+			e = at_element(m, offs[2], mma, mh, nc, kv, NULL, col, row);
+			e = e ? ir_load(a, y->tensor, e) : NULL;
+		}
+		if (!e) {
+			diag_error(m->d, mma->span, "cannot place the %c fragment of the mma in '%s' (its offset depends on the %s)",
+				   op == 'a' ? 'A' : op == 'b' ? 'B' : 'C',
+				   op == 'a' ? x->tensor->name : op == 'b' ? y->tensor->name : t->name,
+				   op == 'a' ? "column" : op == 'b' ? "row" : "k");
+			return NULL;
+		}
+		if (op != 'c')
+			e->dtype = op == 'a' ? x->dtype : y->dtype;
+		mm->idx[i] = e;
+	}
+	if (!keep)
+		return mm;
+	Stmt *g = kir_if(m->k, keep, mm, NULL);
+	g->span = mma->span;
+	return g;
+}
+
+static bool loops_over(Stmt *s, void *ax)
+{
+	return s->kind == KS_FOR && s->var->axis == ax;
+}
+
+static bool is_tidx_cond(IrExpr *c)
+{
+	return c && ir_expr_any(c, is_tidx, NULL);
+}
+
+/* Replaces the accumulation nests in list *p; lane_if: inside an `if` on threadIdx.x. */
+static bool lower_list(Mm *m, Stmt **p, bool lane_if)
+{
+	for (; *p; p = &(*p)->next) {
+		Stmt *s = *p;
+		Tensor *t = s->kind == KS_FOR && s->var->axis ? s->var->axis->owner : NULL;
+		/* the accumulation, not the identity stores before it (no k loop) or the reader */
+		if (t && t->mma && t->mma->mh == s->var->axis && ir_stmts_any(s->body, loops_over, t->mma->k)) {
+			if (lane_if) {
+				diag_error(m->d, t->mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
+					   t->name);
+				return false;
+			}
+			Stmt *r = lower_nest(m, t, s);
+			if (!r)
+				return false;
+			r->next = s->next;
+			*p = r;
+			continue;
+		}
+		Stmt **lists[3];
+		int n = ir_stmt_lists(s, lists);
+		bool in_lane = lane_if || (s->kind == KS_IF && is_tidx_cond(s->cond));
+		for (int i = 0; i < n; i++)
+			if (!lower_list(m, lists[i], in_lane))
+				return false;
+	}
+	return true;
+}
+
+bool pass_mma(Kernel *k, Diag *d)
+{
+	Fusion *f = k->fusion;
+	Tensor *t = NULL;
+	for (int i = 0; i < f->ntensors && !t; i++)
+		if (f->tensors[i]->mma)
+			t = f->tensors[i];
+	if (!t)
+		return true;
+	int64_t x = 1;
+	if (k->launch[PT_TIDX] && !ir_is_const(k->launch[PT_TIDX], &x))
+		x = -1;
+	if (x != 32) {
+		diag_error(d, t->mma->span, "threadIdx.x is the lane of the warp in an mma, so the block's x dimension must be 32; it is %lld here (the largest extent any tensor binds to threadIdx.x)",
+			   (long long)x);
+		return false;
+	}
+	Mm m = {k, d, k->arena, NULL, NULL};
+	m.g = kir_new_var(k, "mma_g", DT_I64);
+	m.g->extent = ir_int(k->arena, 8);
+	m.t = kir_new_var(k, "mma_t", DT_I64);
+	m.t->extent = ir_int(k->arena, 4);
+	return lower_list(&m, &k->body, false);
+}

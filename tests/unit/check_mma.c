@@ -1,0 +1,287 @@
+/* check_mma.c: tensor cores (issue 14, docs/tensor_cores.md).
+ *
+ * The compiler's fragment table (ir/mma.c) is a bijection onto each matrix; the lowering of
+ * tests/golden/ok/mma_one_warp.fus is simulated with its results compared to the reference
+ * interpreter; then one thing of the lowered KS_MMA is changed at a time (two elements of the
+ * A fragment swapped, the B fragment taken from another lane, two accumulator registers
+ * swapped, the barrier before the mma removed, the mma run by half a warp) and the simulator
+ * must report it: a mismatch, a race, a warp that never completes the instruction. A target
+ * below sm_80 is an error at the mma directive. The tests run from the repository root.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/sim.h"
+#include "tests/unit/testutil.h"
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f, "cannot open %s (run from the repository root)", path);
+	Buf b = {0};
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_printf(&b, "%.*s", (int)n, chunk);
+	fclose(f);
+	return b.s;
+}
+
+static TestCompile *compile_one_warp(void)
+{
+	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
+	TestCompile *tc = tc_compile(src, true);
+	free(src);
+	ck_assert_msg(tc->kernels, "mma_one_warp.fus does not compile:\n%s", tc->diags);
+	return tc;
+}
+
+/* Runs kernel 0 at M = 33, K = 40, N = 17 (sizes in first-appearance order M, K, N) on seeded
+ * random inputs; returns how many output elements differ from the reference interpreter by
+ * more than 1e-4 (relative to the largest reference magnitude). */
+static int64_t simulate(TestCompile *tc, SimResult *r)
+{
+	Kernel *k = tc->kernels[0];
+	Fusion *f = k->fusion;
+	int64_t sizes[3] = {33, 40, 17}, bad = 0;
+	HostTensor in[2], out, ref;
+	void *inp[2], *outp[1], *refp[1];
+	SimOptions o = {.seed = 1};
+	char *err = NULL;
+
+	ck_assert(f->nsizes == 3 && f->ninputs == 2 && f->noutputs == 1);
+	for (int i = 0; i < 2; i++) {
+		ck_assert(host_tensor_init(&in[i], f->inputs[i], sizes, &err));
+		host_tensor_fill_random(&in[i], (uint64_t)i + 1);
+		inp[i] = in[i].data;
+	}
+	ck_assert(host_tensor_init(&out, f->outputs[0], sizes, &err));
+	ck_assert(host_tensor_init(&ref, f->outputs[0], sizes, &err));
+	outp[0] = out.data;
+	refp[0] = ref.data;
+	ck_assert(interp_run(f, sizes, NULL, inp, refp, &err));
+	ck_assert_msg(sim_run(k, sizes, NULL, inp, outp, &o, r), "%s", r->error);
+	double scale = 0;
+	for (int64_t e = 0; e < host_tensor_numel(&ref); e++)
+		scale = fmax(scale, fabs(host_tensor_get(&ref, e)));
+	for (int64_t e = 0; e < host_tensor_numel(&ref); e++)
+		bad += !(fabs(host_tensor_get(&out, e) - host_tensor_get(&ref, e)) <= 1e-4 * scale);
+	host_tensor_free(&out);
+	host_tensor_free(&ref);
+	for (int i = 0; i < 2; i++)
+		host_tensor_free(&in[i]);
+	return bad;
+}
+
+static Stmt **find_link(Stmt **link, StmtKind kind)
+{
+	for (Stmt *s = *link; s; link = &s->next, s = s->next) {
+		if (s->kind == kind)
+			return link;
+		Stmt **r = NULL;
+		if ((s->body && (r = find_link(&s->body, kind))) ||
+		    (s->then && (r = find_link(&s->then, kind))))
+			return r;
+	}
+	return NULL;
+}
+
+/* The (link to the head of the) statement list that holds the mma. */
+static Stmt **list_of_mma(Stmt **head)
+{
+	for (Stmt *s = *head; s; s = s->next) {
+		if (s->kind == KS_MMA)
+			return head;
+		Stmt **r = NULL;
+		if ((s->body && (r = list_of_mma(&s->body))) || (s->then && (r = list_of_mma(&s->then))))
+			return r;
+	}
+	return NULL;
+}
+
+static Stmt *the_mma(TestCompile *tc)
+{
+	Stmt **l = find_link(&tc->kernels[0]->body, KS_MMA);
+	ck_assert_msg(l, "no mma in the lowered kernel");
+	return *l;
+}
+
+static int count_kind(SimResult *r, SimFault kind)
+{
+	int n = 0;
+	for (int i = 0; i < r->nreports; i++)
+		n += r->reports[i].kind == kind;
+	return n;
+}
+
+START_TEST(test_fragment_tables_are_bijections)
+{
+	const MmaInstr *in = mma_instr(MMA_M16N8K16);
+	struct { char op; int rows, cols, n; } ops[] = {
+		{'a', in->m, in->k, in->na}, {'b', in->k, in->n, in->nb}, {'c', in->m, in->n, in->nc}};
+	for (int o = 0; o < 3; o++) {
+		int seen[16][16] = {{0}};
+		for (int lane = 0; lane < 32; lane++) {
+			for (int r = 0; r < ops[o].n; r++) {
+				int row, col;
+				mma_frag_at(in, ops[o].op, lane, r, &row, &col);
+				ck_assert(row >= 0 && row < ops[o].rows && col >= 0 && col < ops[o].cols);
+				seen[row][col]++;
+			}
+		}
+		for (int i = 0; i < ops[o].rows; i++)
+			for (int j = 0; j < ops[o].cols; j++)
+				ck_assert_msg(seen[i][j] == 1, "%c(%d, %d) held %d times", ops[o].op, i, j,
+					      seen[i][j]);
+	}
+	ck_assert_ptr_eq(mma_instr_by_name("m16n8k16"), in);
+	ck_assert_ptr_null(mma_instr_by_name("m16n8k8"));
+	ck_assert_str_eq(mma_ptx(in, DT_BF16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+}
+END_TEST
+
+START_TEST(test_unmutated_matches_reference)
+{
+	TestCompile *tc = compile_one_warp();
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+	free(cu);
+	tc_free(tc);
+}
+END_TEST
+
+/* Two elements of the A fragment in the wrong registers: the hardware multiplies them in
+ * each other's places. */
+START_TEST(test_swapped_a_elements_mismatch)
+{
+	TestCompile *tc = compile_one_warp();
+	Stmt *m = the_mma(tc);
+	int a = m->mma->nc;
+	IrExpr *t = m->idx[a];
+	m->idx[a] = m->idx[a + 1];
+	m->idx[a + 1] = t;
+	SimResult r;
+	ck_assert_int_gt(simulate(tc, &r), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	if (e->kind != EX_PAR || e->par != PT_TIDX)
+		return e;
+	return ix_mod(a, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
+}
+
+/* Every lane loads the B fragment of lane + 4 (the next column of B): the columns of the
+ * product rotate. */
+START_TEST(test_b_from_other_lane_mismatch)
+{
+	TestCompile *tc = compile_one_warp();
+	Stmt *m = the_mma(tc);
+	Arena *a = tc->kernels[0]->arena;
+	for (int i = m->mma->nc + m->mma->na; i < m->nidx; i++)
+		m->idx[i] = ir_rewrite(a, m->idx[i], next_group, NULL);
+	SimResult r;
+	ck_assert_int_gt(simulate(tc, &r), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* Accumulator registers c0 and c2 (rows g and g + 8) exchanged. */
+START_TEST(test_swapped_accumulators_mismatch)
+{
+	TestCompile *tc = compile_one_warp();
+	Stmt *m = the_mma(tc);
+	IrExpr *t = m->idx[0];
+	m->idx[0] = m->idx[2];
+	m->idx[2] = t;
+	SimResult r;
+	ck_assert_int_gt(simulate(tc, &r), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* The barrier between the tiles' copies and the mma: its reads by other lanes race. */
+START_TEST(test_sync_removed_is_race)
+{
+	TestCompile *tc = compile_one_warp();
+	/* the last __syncthreads before the mma, in the list that holds it */
+	Stmt **list = list_of_mma(&tc->kernels[0]->body);
+	ck_assert(list);
+	Stmt **sync = NULL;
+	for (Stmt **l = list; *l && (*l)->kind != KS_MMA; l = &(*l)->next)
+		if ((*l)->kind == KS_SYNC)
+			sync = l;
+	ck_assert_msg(sync, "no barrier before the mma");
+	*sync = (*sync)->next;
+	SimResult r;
+	simulate(tc, &r);
+	ck_assert_int_gt(count_kind(&r, SF_RACE), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* The mma under `if (threadIdx.x < 16)`: half the warp never arrives. */
+START_TEST(test_half_warp_is_reported)
+{
+	TestCompile *tc = compile_one_warp();
+	Stmt **l = find_link(&tc->kernels[0]->body, KS_MMA);
+	Kernel *k = tc->kernels[0];
+	Stmt *m = *l, *next = m->next;
+	m->next = NULL;
+	Stmt *g = kir_if(k, ix_lt(k->arena, ir_par(k->arena, PT_TIDX), ir_int(k->arena, 16)), m, NULL);
+	g->next = next;
+	*l = g;
+	SimResult r;
+	simulate(tc, &r);
+	ck_assert_int_gt(count_kind(&r, SF_BARRIER), 0);
+	int i = 0;
+	while (r.reports[i].kind != SF_BARRIER)
+		i++;
+	ck_assert_contains(r.reports[i].detail, "16 of the 32 lanes of warp 0");
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+START_TEST(test_arch_below_sm80_is_an_error)
+{
+	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
+	LowerOptions o = {.arch = 75, .verify = true};
+	TestCompile *tc = tc_compile_opts(src, &o);
+	free(src);
+	ck_assert_ptr_null(tc->kernels);
+	ck_assert_contains(tc->diags, "error: mma.sync needs sm_80, but the target is sm_75");
+	ck_assert_contains(tc->diags, "Cl.mma(m16n8k16);");
+	tc_free(tc);
+}
+END_TEST
+
+Suite *mma_suite(void)
+{
+	Suite *s = suite_create("mma");
+	TCase *c = tcase_create("core");
+	tcase_set_timeout(c, 60);
+	tcase_add_test(c, test_fragment_tables_are_bijections);
+	tcase_add_test(c, test_unmutated_matches_reference);
+	tcase_add_test(c, test_swapped_a_elements_mismatch);
+	tcase_add_test(c, test_b_from_other_lane_mismatch);
+	tcase_add_test(c, test_swapped_accumulators_mismatch);
+	tcase_add_test(c, test_sync_removed_is_race);
+	tcase_add_test(c, test_half_warp_is_reported);
+	tcase_add_test(c, test_arch_below_sm80_is_an_error);
+	suite_add_tcase(s, c);
+	return s;
+}
