@@ -95,7 +95,12 @@ typedef struct fusrt_options {
 	const char *cache_dir;/* NULL: the default; "" disables the cache */
 } fusrt_options;
 
-/* Compiles every fusion of `source` (len bytes; `name` is used in diagnostics). */
+/* Compiles every fusion of `source` (len bytes; `name` is used in diagnostics). With an
+ * explicit arch and no driver or device (FUSRT_ERR_NO_DRIVER, FUSRT_ERR_NO_DEVICE), NVRTC
+ * alone compiles the cubin for sm_ARCH and stores it in the cache (the entry a GPU of that
+ * arch finds later), and the module describes its fusions and checks launch arguments; its
+ * first launch loads the cubin (and fails as every call does where there is still no
+ * driver). */
 FUSRT_API fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 				     const fusrt_options *opt, fusrt_module **out);
 /* Releases the module (its device code too). NULL is fine. */

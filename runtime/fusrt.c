@@ -6,6 +6,7 @@
  * the launcher reads: signature, size symbols, launch dims and preconditions.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,14 @@ struct fusrt_module {
 	bool *smem_raised;  /* per slot: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
 	int n;
 	CUmodule mod;
-	bool loaded;
+	bool loaded;          /* mod holds the kernels (set under lock, read with acquire) */
+	/* Not loaded yet (compiled for an explicit arch without a driver, or an ahead-of-time
+	 * object): the binaries its first launch chooses from (load_pending); owned when
+	 * own_images (the JIT's), else static data of the object. */
+	RtImage *images;
+	int nimages;
+	bool own_images;
+	pthread_mutex_t lock;
 };
 
 static _Thread_local int last_cached;
@@ -53,6 +61,10 @@ void fusrt_module_free(fusrt_module *m)
 		return;
 	if (m->loaded && rt_driver_init() == FUSRT_OK)
 		rt_cu.module_unload(m->mod);
+	for (int i = 0; m->own_images && i < m->nimages; i++)
+		free((void *)m->images[i].data);
+	free(m->images);
+	pthread_mutex_destroy(&m->lock);
 	free(m->funcs);
 	free(m->smem_raised);
 	arena_free(m->arena);
@@ -154,24 +166,84 @@ static Kernel *slot_kernel(const fusrt_module *m, int slot)
 	return slot < m->n ? m->kernels[slot] : m->kernels[slot - m->n]->fallback;
 }
 
-static fusrt_status load_module(fusrt_module *m, const char *bin)
+/* Loads bin into the GPU and looks up every kernel; sets m->loaded last (a launch on another
+ * thread reads it without the lock). */
+static fusrt_status load_module(fusrt_module *m, const void *bin)
 {
 	CUresult r = rt_cu.module_load_data(&m->mod, bin);
 
 	if (r != CUDA_SUCCESS)
 		return rt_cu_fail(r, "cuModuleLoadData");
-	m->loaded = true;
-	m->funcs = xmalloc(sizeof(CUfunction) * (2 * m->n + 1));
-	m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	if (!m->funcs) {
+		m->funcs = xmalloc(sizeof(CUfunction) * (2 * m->n + 1));
+		m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	}
 	for (int i = 0; i < 2 * m->n; i++) {
 		Kernel *k = slot_kernel(m, i);
 		if (!k)
 			continue;
 		r = rt_cu.module_get_function(&m->funcs[i], m->mod, k->name);
-		if (r != CUDA_SUCCESS)
-			return rt_cu_fail(r, k->name);
+		if (r != CUDA_SUCCESS) {
+			fusrt_status s = rt_cu_fail(r, k->name);
+			rt_cu.module_unload(m->mod);
+			return s;
+		}
 	}
+	__atomic_store_n(&m->loaded, true, __ATOMIC_RELEASE);
 	return FUSRT_OK;
+}
+
+int rt_pick_image(const RtImage *im, int n, int dev)
+{
+	int best = -1;
+
+	for (int i = 0; i < n; i++) /* SASS runs on its major arch, at its minor or above */
+		if (!im[i].ptx && im[i].arch / 10 == dev / 10 && im[i].arch <= dev &&
+		    (best < 0 || im[i].arch > im[best].arch))
+			best = i;
+	for (int i = 0; i < n && best < 0; i++) /* else the driver compiles PTX for the device */
+		if (im[i].ptx && im[i].arch <= dev && (best < 0 || im[i].arch > im[best].arch))
+			best = i;
+	return best;
+}
+
+/* Makes the driver's context current on this thread (every launch does) and, at a module's
+ * first launch, loads the image of m->images that fits the device. */
+static fusrt_status load_pending(fusrt_module *m)
+{
+	fusrt_status s = rt_driver_init();
+
+	if (s != FUSRT_OK || __atomic_load_n(&m->loaded, __ATOMIC_ACQUIRE))
+		return s;
+	pthread_mutex_lock(&m->lock);
+	if (!m->loaded) {
+		int dev = rt_device_arch(), i = rt_pick_image(m->images, m->nimages, dev);
+		if (i >= 0) {
+			s = load_module(m, m->images[i].data);
+		} else {
+			Buf b = {0};
+			for (int j = 0; j < m->nimages; j++)
+				buf_printf(&b, "%s%s_%d", j ? ", " : "", m->images[j].ptx ? "compute" : "sm",
+					   m->images[j].arch);
+			s = rt_fail(FUSRT_ERR_ARCH, "the module has kernels for %s, none of which runs "
+				    "on the device (sm_%d)", b.s ? b.s : "no architecture", dev);
+			buf_free(&b);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
+/* A new module, empty. */
+static fusrt_module *module_new(void)
+{
+	fusrt_module *m = calloc(1, sizeof *m);
+
+	if (!m)
+		die("out of memory (a module)");
+	m->arena = arena_new();
+	pthread_mutex_init(&m->lock, NULL);
+	return m;
 }
 
 fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
@@ -207,13 +279,19 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		if (!known)
 			return FUSRT_ERR_INVALID;
 	}
-	m = calloc(1, sizeof *m);
-	m->arena = arena_new();
+	m = module_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */
 	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90);
 	if (s == FUSRT_OK)
 		s = rt_driver_init();
-	int dev_arch = rt_device_arch();
+	/* An explicit arch needs no GPU: NVRTC alone fills the cache, and the module loads the
+	 * cubin at its first launch. */
+	bool offline = o.arch && (s == FUSRT_ERR_NO_DRIVER || s == FUSRT_ERR_NO_DEVICE);
+	if (offline) {
+		rt_clear_error();
+		s = FUSRT_OK;
+	}
+	int dev_arch = offline ? o.arch : rt_device_arch();
 	if (s == FUSRT_OK && o.arch > dev_arch)
 		s = rt_fail(FUSRT_ERR_ARCH, "target sm_%d is newer than the device (sm_%d)", o.arch,
 			    dev_arch);
@@ -232,7 +310,13 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
 		bool cubin = arch == dev_arch;
 		s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
-		if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
+		if (s == FUSRT_OK && offline) {
+			m->images = xmalloc(sizeof(RtImage));
+			m->images[0] = (RtImage){arch, false, bin, blen};
+			m->nimages = 1;
+			m->own_images = true;
+			bin = NULL;
+		} else if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
 			/* A well-formed entry that the driver rejects: rebuild it once. */
 			free(bin);
 			bin = NULL;
@@ -635,7 +719,7 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 {
 	fusrt_status s;
 
-	if (!m || !m->loaded)
+	if (!m)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL module");
 	if (!fusion)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL fusion name");
@@ -656,7 +740,7 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)
 			*skip = true;
-	if ((s = rt_driver_init()) != FUSRT_OK)
+	if ((s = load_pending(m)) != FUSRT_OK)
 		return s;
 	return setup_smem(m, *fi);
 }

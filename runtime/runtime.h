@@ -102,6 +102,18 @@ bool rt_cache_load(const char *dir, RtCacheKey key, char **data, size_t *len, ch
 bool rt_cache_store(const char *dir, RtCacheKey key, const void *data, size_t len, char **err);
 
 /* runtime/fusrt.c */
+/* A compiled binary for one architecture: a cubin for sm_`arch` or PTX (with its NUL) for
+ * compute_`arch`. */
+typedef struct RtImage {
+	int arch;
+	bool ptx;
+	const void *data;
+	size_t size;
+} RtImage;
+/* The image that runs on a device of compute capability dev (major*10+minor): the cubin of
+ * the highest arch of dev's major not above dev, else the PTX of the highest arch not above
+ * dev; -1 when none does. */
+int rt_pick_image(const RtImage *im, int n, int dev);
 /* The binary (cubin, or PTX with its NUL) for device source `src`: from the disk cache in
  * cache_dir (NULL: none; use_cache false: compile anyway), else from NVRTC, then stored.
  * Sets fusrt_last_compile_cached and, when the cache could not be used as it should,

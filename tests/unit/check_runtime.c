@@ -604,6 +604,71 @@ START_TEST(test_cache_get_binary_refused)
 }
 END_TEST
 
+/* ---- compiling for an explicit arch without a driver (issue 15) ------------------------ */
+
+/* NVRTC alone fills the cache with the entry a GPU of that arch looks up (the cubin of the
+ * device code lowered for it); the module describes its fusions, checks launch arguments and
+ * fails only when its first launch needs the driver. */
+START_TEST(test_compile_offline)
+{
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+	fusrt_module *m = NULL;
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t n = 4096;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	ck_assert_str_eq(fusrt_last_error(), "");
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_str_eq(fusrt_last_cache_note(), "");
+	ck_assert_int_eq(fusrt_fusion_count(m), 1);
+	ck_assert_int_eq(fusrt_fusion_nargs(m, "saxpy"), 4);
+	/* the entry is the one an sm_80 device finds: lowered for 80, a cubin */
+	TestCompile *tc = tc_compile(saxpy_src, true);
+	Buf cu = {0};
+	cuda_emit_device(tc->kernels, 1, &cu);
+	char *path = rt_cache_path(dir, rt_cache_key(cu.s, "cubin", 80));
+	tc_free(tc);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	free(path);
+	buf_free(&cu);
+	/* arguments are checked before the driver is needed; then the launch needs it */
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "takes 4 arguments");
+	n = -1;
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	n = 4096;
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_contains(fusrt_last_error(), "no CUDA driver");
+	fusrt_module_free(m);
+	/* a second compile takes the cubin from the cache */
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 1);
+	fusrt_module_free(m);
+	/* without an arch there is nothing to compile for */
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", NULL, &m),
+			 FUSRT_ERR_NO_DRIVER);
+	ck_assert_ptr_null(m);
+	free(dir);
+}
+END_TEST
+
+/* The image a device runs: its major's cubin not above it, else PTX not above it. */
+START_TEST(test_pick_image)
+{
+	RtImage im[] = {{80, false, "", 1}, {86, false, "", 1}, {90, false, "", 1}, {90, true, "", 1}};
+
+	ck_assert_int_eq(rt_pick_image(im, 4, 80), 0);
+	ck_assert_int_eq(rt_pick_image(im, 4, 89), 1);
+	ck_assert_int_eq(rt_pick_image(im, 4, 90), 2);
+	ck_assert_int_eq(rt_pick_image(im, 4, 100), 3);
+	ck_assert_int_eq(rt_pick_image(im, 4, 75), -1);
+	ck_assert_int_eq(rt_pick_image(im, 3, 100), -1);
+	ck_assert_int_eq(rt_pick_image(im, 0, 90), -1);
+}
+END_TEST
+
 /* ---- fusc run: checks before any launch ----------------------------------------------- */
 
 /* Runs fusc_run_main with stdout and stderr captured into *out (malloc'd). */
@@ -928,6 +993,8 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_get_binary);
 	tcase_add_test(tc, test_cache_get_binary_refused);
 	tcase_add_test(tc, test_cache_key_and_dir);
+	tcase_add_test(tc, test_compile_offline);
+	tcase_add_test(tc, test_pick_image);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
 	suite_add_tcase(s, tc);
