@@ -174,9 +174,13 @@ static fusrt_status load_module(fusrt_module *m, const void *bin)
 
 	if (r != CUDA_SUCCESS)
 		return rt_cu_fail(r, "cuModuleLoadData");
-	if (!m->funcs) {
-		m->funcs = xmalloc(sizeof(CUfunction) * (2 * m->n + 1));
+	if (!m->funcs) { /* no xmalloc: load_pending holds the module's lock */
+		m->funcs = calloc(2 * m->n + 1, sizeof(CUfunction));
 		m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	}
+	if (!m->funcs || !m->smem_raised) {
+		rt_cu.module_unload(m->mod);
+		return rt_fail(FUSRT_ERR_INTERNAL, "out of memory loading a module");
 	}
 	for (int i = 0; i < 2 * m->n; i++) {
 		Kernel *k = slot_kernel(m, i);
@@ -215,22 +219,20 @@ static fusrt_status load_pending(fusrt_module *m)
 
 	if (s != FUSRT_OK || __atomic_load_n(&m->loaded, __ATOMIC_ACQUIRE))
 		return s;
-	pthread_mutex_lock(&m->lock);
-	if (!m->loaded) {
-		int dev = rt_device_arch(), i = rt_pick_image(m->images, m->nimages, dev);
-		if (i >= 0) {
-			s = load_module(m, m->images[i].data);
-		} else {
-			Buf b = {0};
-			for (int j = 0; j < m->nimages; j++)
-				buf_printf(&b, "%s%s_%d", j ? ", " : "", m->images[j].ptx ? "compute" : "sm",
-					   m->images[j].arch);
-			s = rt_fail(FUSRT_ERR_ARCH, "the module has kernels for %s, none of which runs "
-				    "on the device (sm_%d)", b.s ? b.s : "no architecture", dev);
-			buf_free(&b);
-		}
-	}
+	int dev = rt_device_arch(), i = rt_pick_image(m->images, m->nimages, dev);
+	pthread_mutex_lock(&m->lock); /* nothing under it can die (rt_guard) */
+	if (!m->loaded && i >= 0)
+		s = load_module(m, m->images[i].data);
 	pthread_mutex_unlock(&m->lock);
+	if (i < 0) {
+		Buf b = {0};
+		for (int j = 0; j < m->nimages; j++)
+			buf_printf(&b, "%s%s_%d", j ? ", " : "", m->images[j].ptx ? "compute" : "sm",
+				   m->images[j].arch);
+		s = rt_fail(FUSRT_ERR_ARCH, "the module has kernels for %s, none of which runs on "
+			    "the device (sm_%d)", b.s ? b.s : "no architecture", dev);
+		buf_free(&b);
+	}
 	return s;
 }
 
@@ -246,9 +248,24 @@ static fusrt_module *module_new(void)
 	return m;
 }
 
-fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
-			   const fusrt_options *opt, fusrt_module **out)
+/* The arguments of fusrt_compile, and the module being built (freed by fusrt_compile when
+ * the compilation died halfway). */
+typedef struct CompileCall {
+	const char *source;
+	size_t len;
+	const char *name;
+	const fusrt_options *opt;
+	fusrt_module **out;
+	fusrt_module *m;
+} CompileCall;
+
+static fusrt_status compile_body(void *ctx)
 {
+	CompileCall *c = ctx;
+	const char *source = c->source, *name = c->name;
+	size_t len = c->len;
+	const fusrt_options *opt = c->opt;
+	fusrt_module **out = c->out;
 	fusrt_options o = {0, NULL};
 	fusrt_module *m;
 	fusrt_status s;
@@ -256,10 +273,6 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 	size_t blen = 0;
 	Buf cu = {0};
 
-	rt_clear_error();
-	last_cached = 0;
-	free(cache_note);
-	cache_note = NULL;
 	if (!out)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL result pointer");
 	*out = NULL;
@@ -279,7 +292,7 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		if (!known)
 			return FUSRT_ERR_INVALID;
 	}
-	m = module_new();
+	m = c->m = module_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */
 	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90);
 	if (s == FUSRT_OK)
@@ -330,12 +343,28 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 	free(bin);
 	free(dir);
 	buf_free(&cu);
+	c->m = NULL;
 	if (s != FUSRT_OK) {
 		fusrt_module_free(m);
 		return s;
 	}
 	*out = m;
 	return FUSRT_OK;
+}
+
+fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
+			   const fusrt_options *opt, fusrt_module **out)
+{
+	CompileCall c = {source, len, name, opt, out, NULL};
+
+	rt_clear_error();
+	last_cached = 0;
+	free(cache_note);
+	cache_note = NULL;
+	fusrt_status s = rt_guard("fusrt_compile", compile_body, &c);
+	if (s == FUSRT_ERR_INTERNAL && c.m) /* died halfway */
+		fusrt_module_free(c.m);
+	return s;
 }
 
 /* ---- introspection -------------------------------------------------------------------- */
@@ -371,12 +400,22 @@ int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion)
 	return f ? f->nsig : -1;
 }
 
-fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
-			      fusrt_arg_info *out)
-{
-	Fusion *f = rt_module_fusion(m, fusion);
+/* The arguments of fusrt_fusion_arg (for rt_guard). */
+typedef struct ArgCall {
+	const fusrt_module *m;
+	const char *fusion;
+	int i;
+	fusrt_arg_info *out;
+} ArgCall;
 
-	rt_clear_error();
+static fusrt_status arg_body(void *ctx)
+{
+	ArgCall *c = ctx;
+	Fusion *f = rt_module_fusion(c->m, c->fusion);
+	const char *fusion = c->fusion;
+	fusrt_arg_info *out = c->out;
+	int i = c->i;
+
 	if (!f || !out || i < 0 || i >= f->nsig)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_fusion_arg: no argument %d of fusion %s", i,
 			       fusion ? fusion : "(null)");
@@ -393,6 +432,15 @@ fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
 		out->ndim = e->tensor->ndim;
 	}
 	return FUSRT_OK;
+}
+
+fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
+			      fusrt_arg_info *out)
+{
+	ArgCall c = {m, fusion, i, out};
+
+	rt_clear_error();
+	return rt_guard("fusrt_fusion_arg", arg_body, &c);
 }
 
 int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion)
@@ -745,20 +793,45 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	return setup_smem(m, *fi);
 }
 
-fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
-			  const int64_t *sizes, int nsizes, fusrt_stream stream)
+/* The arguments of fusrt_launch and fusrt_time_launch (for rt_guard). */
+typedef struct LaunchCall {
+	fusrt_module *m;
+	const char *fusion;
+	const fusrt_arg *args;
+	int nargs;
+	const int64_t *sizes;
+	int nsizes;
+	fusrt_stream stream;
+	int warmup, iters;
+	double *median_ms;
+} LaunchCall;
+
+static fusrt_status launch_body(void *ctx)
 {
+	LaunchCall *c = ctx;
+	fusrt_module *m = c->m;
+	const fusrt_arg *args = c->args;
+	const int64_t *sizes = c->sizes;
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
 	fusrt_status s;
 
-	rt_clear_error();
-	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
-	return do_launch(m, fi, args, sizes, dims, (CUstream)stream);
+	return do_launch(m, fi, args, sizes, dims, (CUstream)c->stream);
+}
+
+fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
+			  const int64_t *sizes, int nsizes, fusrt_stream stream)
+{
+	LaunchCall c = {m, fusion, args, nargs, sizes, nsizes, stream, 0, 0, NULL};
+
+	rt_clear_error();
+	return rt_guard("fusrt_launch", launch_body, &c);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -768,21 +841,25 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
-			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
-			       double *median_ms)
+static fusrt_status time_body(void *ctx)
 {
+	LaunchCall *c = ctx;
+	fusrt_module *m = c->m;
+	const fusrt_arg *args = c->args;
+	const int64_t *sizes = c->sizes;
+	int warmup = c->warmup, iters = c->iters;
+	double *median_ms = c->median_ms;
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
 	fusrt_status s;
 	CUresult r = CUDA_SUCCESS;
 
-	rt_clear_error();
 	if (!median_ms || iters < 1 || warmup < 0)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_time_launch: bad arguments");
 	*median_ms = 0;
-	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
@@ -823,4 +900,14 @@ fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_
 	free(ev);
 	free(ms);
 	return s;
+}
+
+fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
+			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
+			       double *median_ms)
+{
+	LaunchCall c = {m, fusion, args, nargs, sizes, nsizes, NULL, warmup, iters, median_ms};
+
+	rt_clear_error();
+	return rt_guard("fusrt_time_launch", time_body, &c);
 }

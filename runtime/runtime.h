@@ -73,6 +73,10 @@ int rt_device_smem_optin(void);
 
 /* runtime/memory.c: the thread's last error. */
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
+/* Runs body(ctx) under a DieTrap (support.h): a die() inside (a fusc bug, host out of memory)
+ * returns FUSRT_ERR_INTERNAL with "WHAT: internal error at FILE:LINE: TEXT ..." instead of
+ * aborting the host program. body must hold no lock where it can die. */
+fusrt_status rt_guard(const char *what, fusrt_status (*body)(void *), void *ctx);
 void rt_clear_error(void);
 
 /* runtime/binary_cache.c: the disk cache of binaries, one per key in DIR/KEY.cubin (KEY: 64 hex

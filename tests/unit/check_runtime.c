@@ -604,6 +604,73 @@ START_TEST(test_cache_get_binary_refused)
 }
 END_TEST
 
+/* ---- internal errors (issue 15) -------------------------------------------------------- */
+
+static int guard_calls;
+
+static fusrt_status dies(void *ctx)
+{
+	guard_calls++;
+	die("broken invariant %d", *(int *)ctx);
+}
+
+static fusrt_status inner_dies(void *ctx)
+{
+	/* a guard inside a guard: the inner one catches, the outer one is restored */
+	fusrt_status s = rt_guard("inner", dies, ctx);
+	ck_assert_int_eq(s, FUSRT_ERR_INTERNAL);
+	die("outer %d", *(int *)ctx);
+}
+
+static fusrt_status fine(void *ctx)
+{
+	(void)ctx;
+	return FUSRT_OK;
+}
+
+/* die() under libfusrt's guard returns FUSRT_ERR_INTERNAL with the place and the message,
+ * and the process goes on (the test would end with SIGABRT otherwise). */
+START_TEST(test_guard_internal_error)
+{
+	int v = 7;
+
+	ck_assert_int_eq(rt_guard("fusrt_x", dies, &v), FUSRT_ERR_INTERNAL);
+	ck_assert_contains(fusrt_last_error(), "fusrt_x: internal error at tests/unit/check_runtime.c:");
+	ck_assert_contains(fusrt_last_error(), "broken invariant 7 (a bug in fusc: please report it)");
+	ck_assert_int_eq(rt_guard("outer", inner_dies, &v), FUSRT_ERR_INTERNAL);
+	ck_assert_contains(fusrt_last_error(), "outer: internal error at ");
+	ck_assert_contains(fusrt_last_error(), "outer 7");
+	ck_assert_int_eq(guard_calls, 2);
+	ck_assert_ptr_null(die_trap_get()); /* every trap undone */
+	ck_assert_int_eq(rt_guard("fusrt_y", fine, NULL), FUSRT_OK);
+}
+END_TEST
+
+/* A real path: a source length no allocation can hold makes the front end's copy of the text
+ * fail (xmalloc -> die); fusrt_compile returns FUSRT_ERR_INTERNAL instead of aborting, and the
+ * next compile works. (ASan refuses such an allocation itself, so not under it.) */
+START_TEST(test_compile_out_of_memory)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return;
+#endif
+	fusrt_module *m = NULL;
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, (size_t)1 << 62, "saxpy.fus", NULL, &m),
+			 FUSRT_ERR_INTERNAL);
+	ck_assert_ptr_null(m);
+	ck_assert_contains(fusrt_last_error(), "fusrt_compile: internal error at ");
+	ck_assert_contains(fusrt_last_error(), "out of memory");
+	ck_assert_ptr_null(die_trap_get());
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	fusrt_module_free(m);
+	free(dir);
+}
+END_TEST
+
 /* ---- compiling for an explicit arch without a driver (issue 15) ------------------------ */
 
 /* NVRTC alone fills the cache with the entry a GPU of that arch looks up (the cubin of the
@@ -994,6 +1061,8 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_get_binary_refused);
 	tcase_add_test(tc, test_cache_key_and_dir);
 	tcase_add_test(tc, test_compile_offline);
+	tcase_add_test(tc, test_guard_internal_error);
+	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
