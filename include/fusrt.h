@@ -20,8 +20,10 @@
  *
  * Environment: FUSRT_CACHE_DIR overrides the cache folder ($XDG_CACHE_HOME/fusc, else
  * ~/.cache/fusc; created 0700, and used only when it is this user's and not writable by group
- * or others: see fusrt_last_cache_note); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA names another driver
- * library (tests use it to simulate a machine without one).
+ * or others: see fusrt_last_cache_note); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA
+ * names another driver library (tests use it to simulate a machine without one);
+ * FUSRT_LIBNVRTC another NVRTC; FUSRT_DUMP=DIR writes each compile's .fus, CUDA, PTX and
+ * launch dimensions into DIR, and each launch's sizes (docs/runtime.md).
  */
 #ifndef FUSRT_H
 #define FUSRT_H

@@ -32,6 +32,7 @@ struct fusrt_module {
 	RtImage *images;
 	int nimages;
 	bool own_images;
+	char *dump;           /* FUSRT_DUMP: the .dims file launches are appended to, or NULL */
 	pthread_mutex_t lock;
 };
 
@@ -64,6 +65,7 @@ void fusrt_module_free(fusrt_module *m)
 	for (int i = 0; m->own_images && i < m->nimages; i++)
 		free((void *)m->images[i].data);
 	free(m->images);
+	free(m->dump);
 	pthread_mutex_destroy(&m->lock);
 	free(m->funcs);
 	free(m->smem_raised);
@@ -318,6 +320,10 @@ static fusrt_status compile_body(void *ctx)
 		s = check_arch(m, arch, source, len, name ? name : "<source>");
 	if (s == FUSRT_OK) {
 		cuda_emit_device(m->kernels, m->n, &cu);
+		const char *dump = getenv("FUSRT_DUMP");
+		if (dump && *dump)
+			m->dump = rt_dump_compile(dump, name ? name : "<source>", source, len, arch,
+						  cu.s, m->kernels, m->n);
 		dir = o.cache_dir ? (*o.cache_dir ? xstrdup(o.cache_dir) : NULL)
 				  : rt_cache_default_dir();
 		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
@@ -784,6 +790,8 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 		return s;
 	if (rt_pick_kernel(m->kernels[*fi], args, sizes) != m->kernels[*fi])
 		*fi += m->n; /* the fallback's slot */
+	if (m->dump)
+		rt_dump_launch(m->dump, slot_kernel(m, *fi), sizes, dims);
 	*skip = false;
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)

@@ -721,6 +721,63 @@ START_TEST(test_compile_offline)
 }
 END_TEST
 
+/* FUSRT_DUMP=DIR: the text, the device code, its PTX and the launch dimensions of a compile,
+ * and a line per launch (no GPU: an offline compile, launches that fail at the driver). */
+START_TEST(test_dump)
+{
+	char *dir = temp_dir(), *cache = temp_dir();
+	fusrt_options o = {80, cache};
+	fusrt_module *m = NULL;
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3004)};
+	int64_t n = 4099;
+	Buf base = {0}, p = {0}, cu = {0};
+	char hex[2 * SHA256_BYTES + 1];
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	setenv("FUSRT_DUMP", dir, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "src/my saxpy.fus", &o, &m),
+			 FUSRT_OK);
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	fusrt_module_free(m);
+	TestCompile *tc = tc_compile(saxpy_src, true);
+	cuda_emit_device(tc->kernels, 1, &cu);
+	tc_free(tc);
+	sha256_hex(rt_cache_key(cu.s, "cubin", 80).b, hex);
+	buf_printf(&base, "%s/my_saxpy-%.16s", dir, hex);
+	buf_printf(&p, "%s.fus", base.s);
+	char *text = read_all(p.s, NULL);
+	ck_assert_str_eq(text, saxpy_src);
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.cu", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_str_eq(text, cu.s);
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.ptx", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_contains(text, ".target sm_80");
+	ck_assert_contains(text, ".entry saxpy_kernel(");
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.dims", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_contains(text, "// src/my saxpy.fus for sm_80");
+	ck_assert_contains(text, "fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])\n"
+			   "  sizes: N\n  kernel saxpy_kernel: grid (ceildiv(N, ");
+	/* z is misaligned: the scalar fallback runs; the refused launch wrote nothing */
+	ck_assert_contains(text, "\nlaunch saxpy_kernel_scalar: N=4099 grid (");
+	ck_assert_ptr_null(strstr(strstr(text, "\nlaunch") + 1, "\nlaunch"));
+	free(text);
+	buf_free(&base);
+	buf_free(&p);
+	buf_free(&cu);
+	free(dir);
+	free(cache);
+}
+END_TEST
+
 /* The image a device runs: its major's cubin not above it, else PTX not above it. */
 START_TEST(test_pick_image)
 {
@@ -1061,6 +1118,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_get_binary_refused);
 	tcase_add_test(tc, test_cache_key_and_dir);
 	tcase_add_test(tc, test_compile_offline);
+	tcase_add_test(tc, test_dump);
 	tcase_add_test(tc, test_guard_internal_error);
 	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
