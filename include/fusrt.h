@@ -20,8 +20,10 @@
  *
  * Environment: FUSRT_CACHE_DIR overrides the cache folder ($XDG_CACHE_HOME/fusc, else
  * ~/.cache/fusc; created 0700, and used only when it is this user's and not writable by group
- * or others: see fusrt_last_cache_note); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA names another driver
- * library (tests use it to simulate a machine without one).
+ * or others: see fusrt_last_cache_note); FUSRT_NO_CACHE=1 disables the cache; FUSRT_LIBCUDA
+ * names another driver library (tests use it to simulate a machine without one);
+ * FUSRT_LIBNVRTC another NVRTC; FUSRT_DUMP=DIR writes each compile's .fus, CUDA, PTX and
+ * launch dimensions into DIR, and each launch's sizes (docs/runtime.md).
  */
 #ifndef FUSRT_H
 #define FUSRT_H
@@ -95,7 +97,12 @@ typedef struct fusrt_options {
 	const char *cache_dir;/* NULL: the default; "" disables the cache */
 } fusrt_options;
 
-/* Compiles every fusion of `source` (len bytes; `name` is used in diagnostics). */
+/* Compiles every fusion of `source` (len bytes; `name` is used in diagnostics). With an
+ * explicit arch and no driver or device (FUSRT_ERR_NO_DRIVER, FUSRT_ERR_NO_DEVICE), NVRTC
+ * alone compiles the cubin for sm_ARCH and stores it in the cache (the entry a GPU of that
+ * arch finds later), and the module describes its fusions and checks launch arguments; its
+ * first launch loads the cubin (and fails as every call does where there is still no
+ * driver). */
 FUSRT_API fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 				     const fusrt_options *opt, fusrt_module **out);
 /* Releases the module (its device code too). NULL is fine. */

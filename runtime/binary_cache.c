@@ -114,8 +114,7 @@ static char *not_private(const struct stat *st, const char *what)
 	return NULL;
 }
 
-/* mkdir -p, each new folder 0700. */
-static bool make_dirs(const char *dir, char **err)
+bool rt_make_dirs(const char *dir, char **err)
 {
 	char *p = xstrdup(dir);
 
@@ -143,7 +142,7 @@ int rt_cache_open_dir(const char *dir, bool create, char **why)
 	char *bad;
 
 	set(why, NULL);
-	if (create && !make_dirs(dir, why))
+	if (create && !rt_make_dirs(dir, why))
 		return -1;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {

@@ -6,6 +6,7 @@
  * the launcher reads: signature, size symbols, launch dims and preconditions.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,15 @@ struct fusrt_module {
 	bool *smem_raised;  /* per slot: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
 	int n;
 	CUmodule mod;
-	bool loaded;
+	bool loaded;          /* mod holds the kernels (set under lock, read with acquire) */
+	/* Not loaded yet (compiled for an explicit arch without a driver, or an ahead-of-time
+	 * object): the binaries its first launch chooses from (load_pending); owned when
+	 * own_images (the JIT's), else static data of the object. */
+	RtImage *images;
+	int nimages;
+	bool own_images;
+	char *dump;           /* FUSRT_DUMP: the .dims file launches are appended to, or NULL */
+	pthread_mutex_t lock;
 };
 
 static _Thread_local int last_cached;
@@ -53,6 +62,11 @@ void fusrt_module_free(fusrt_module *m)
 		return;
 	if (m->loaded && rt_driver_init() == FUSRT_OK)
 		rt_cu.module_unload(m->mod);
+	for (int i = 0; m->own_images && i < m->nimages; i++)
+		free((void *)m->images[i].data);
+	free(m->images);
+	free(m->dump);
+	pthread_mutex_destroy(&m->lock);
 	free(m->funcs);
 	free(m->smem_raised);
 	arena_free(m->arena);
@@ -154,29 +168,106 @@ static Kernel *slot_kernel(const fusrt_module *m, int slot)
 	return slot < m->n ? m->kernels[slot] : m->kernels[slot - m->n]->fallback;
 }
 
-static fusrt_status load_module(fusrt_module *m, const char *bin)
+/* Loads bin into the GPU and looks up every kernel; sets m->loaded last (a launch on another
+ * thread reads it without the lock). */
+static fusrt_status load_module(fusrt_module *m, const void *bin)
 {
 	CUresult r = rt_cu.module_load_data(&m->mod, bin);
 
 	if (r != CUDA_SUCCESS)
 		return rt_cu_fail(r, "cuModuleLoadData");
-	m->loaded = true;
-	m->funcs = xmalloc(sizeof(CUfunction) * (2 * m->n + 1));
-	m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	if (!m->funcs) { /* no xmalloc: load_pending holds the module's lock */
+		m->funcs = calloc(2 * m->n + 1, sizeof(CUfunction));
+		m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+	}
+	if (!m->funcs || !m->smem_raised) {
+		rt_cu.module_unload(m->mod);
+		return rt_fail(FUSRT_ERR_INTERNAL, "out of memory loading a module");
+	}
 	for (int i = 0; i < 2 * m->n; i++) {
 		Kernel *k = slot_kernel(m, i);
 		if (!k)
 			continue;
 		r = rt_cu.module_get_function(&m->funcs[i], m->mod, k->name);
-		if (r != CUDA_SUCCESS)
-			return rt_cu_fail(r, k->name);
+		if (r != CUDA_SUCCESS) {
+			fusrt_status s = rt_cu_fail(r, k->name);
+			rt_cu.module_unload(m->mod);
+			return s;
+		}
 	}
+	__atomic_store_n(&m->loaded, true, __ATOMIC_RELEASE);
 	return FUSRT_OK;
 }
 
-fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
-			   const fusrt_options *opt, fusrt_module **out)
+int rt_pick_image(const RtImage *im, int n, int dev)
 {
+	int best = -1;
+
+	for (int i = 0; i < n; i++) /* SASS runs on its major arch, at its minor or above */
+		if (!im[i].ptx && im[i].arch / 10 == dev / 10 && im[i].arch <= dev &&
+		    (best < 0 || im[i].arch > im[best].arch))
+			best = i;
+	for (int i = 0; i < n && best < 0; i++) /* else the driver compiles PTX for the device */
+		if (im[i].ptx && im[i].arch <= dev && (best < 0 || im[i].arch > im[best].arch))
+			best = i;
+	return best;
+}
+
+/* Makes the driver's context current on this thread (every launch does) and, at a module's
+ * first launch, loads the image of m->images that fits the device. */
+static fusrt_status load_pending(fusrt_module *m)
+{
+	fusrt_status s = rt_driver_init();
+
+	if (s != FUSRT_OK || __atomic_load_n(&m->loaded, __ATOMIC_ACQUIRE))
+		return s;
+	int dev = rt_device_arch(), i = rt_pick_image(m->images, m->nimages, dev);
+	pthread_mutex_lock(&m->lock); /* nothing under it can die (rt_guard) */
+	if (!m->loaded && i >= 0)
+		s = load_module(m, m->images[i].data);
+	pthread_mutex_unlock(&m->lock);
+	if (i < 0) {
+		Buf b = {0};
+		for (int j = 0; j < m->nimages; j++)
+			buf_printf(&b, "%s%s_%d", j ? ", " : "", m->images[j].ptx ? "compute" : "sm",
+				   m->images[j].arch);
+		s = rt_fail(FUSRT_ERR_ARCH, "the module has kernels for %s, none of which runs on "
+			    "the device (sm_%d)", b.s ? b.s : "no architecture", dev);
+		buf_free(&b);
+	}
+	return s;
+}
+
+/* A new module, empty. */
+static fusrt_module *module_new(void)
+{
+	fusrt_module *m = calloc(1, sizeof *m);
+
+	if (!m)
+		die("out of memory (a module)");
+	m->arena = arena_new();
+	pthread_mutex_init(&m->lock, NULL);
+	return m;
+}
+
+/* The arguments of fusrt_compile, and the module being built (freed by fusrt_compile when
+ * the compilation died halfway). */
+typedef struct CompileCall {
+	const char *source;
+	size_t len;
+	const char *name;
+	const fusrt_options *opt;
+	fusrt_module **out;
+	fusrt_module *m;
+} CompileCall;
+
+static fusrt_status compile_body(void *ctx)
+{
+	CompileCall *c = ctx;
+	const char *source = c->source, *name = c->name;
+	size_t len = c->len;
+	const fusrt_options *opt = c->opt;
+	fusrt_module **out = c->out;
 	fusrt_options o = {0, NULL};
 	fusrt_module *m;
 	fusrt_status s;
@@ -184,10 +275,6 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 	size_t blen = 0;
 	Buf cu = {0};
 
-	rt_clear_error();
-	last_cached = 0;
-	free(cache_note);
-	cache_note = NULL;
 	if (!out)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_compile: NULL result pointer");
 	*out = NULL;
@@ -207,13 +294,19 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		if (!known)
 			return FUSRT_ERR_INVALID;
 	}
-	m = calloc(1, sizeof *m);
-	m->arena = arena_new();
+	m = c->m = module_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */
 	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90);
 	if (s == FUSRT_OK)
 		s = rt_driver_init();
-	int dev_arch = rt_device_arch();
+	/* An explicit arch needs no GPU: NVRTC alone fills the cache, and the module loads the
+	 * cubin at its first launch. */
+	bool offline = o.arch && (s == FUSRT_ERR_NO_DRIVER || s == FUSRT_ERR_NO_DEVICE);
+	if (offline) {
+		rt_clear_error();
+		s = FUSRT_OK;
+	}
+	int dev_arch = offline ? o.arch : rt_device_arch();
 	if (s == FUSRT_OK && o.arch > dev_arch)
 		s = rt_fail(FUSRT_ERR_ARCH, "target sm_%d is newer than the device (sm_%d)", o.arch,
 			    dev_arch);
@@ -227,12 +320,22 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 		s = check_arch(m, arch, source, len, name ? name : "<source>");
 	if (s == FUSRT_OK) {
 		cuda_emit_device(m->kernels, m->n, &cu);
+		const char *dump = getenv("FUSRT_DUMP");
+		if (dump && *dump)
+			m->dump = rt_dump_compile(dump, name ? name : "<source>", source, len, arch,
+						  cu.s, m->kernels, m->n);
 		dir = o.cache_dir ? (*o.cache_dir ? xstrdup(o.cache_dir) : NULL)
 				  : rt_cache_default_dir();
 		/* A cubin runs only on its own major arch: for another target, JIT from PTX. */
 		bool cubin = arch == dev_arch;
 		s = rt_get_binary(cu.s, name ? name : "fusion.cu", arch, cubin, dir, true, &bin, &blen);
-		if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
+		if (s == FUSRT_OK && offline) {
+			m->images = xmalloc(sizeof(RtImage));
+			m->images[0] = (RtImage){arch, false, bin, blen};
+			m->nimages = 1;
+			m->own_images = true;
+			bin = NULL;
+		} else if (s == FUSRT_OK && (s = load_module(m, bin)) != FUSRT_OK && last_cached) {
 			/* A well-formed entry that the driver rejects: rebuild it once. */
 			free(bin);
 			bin = NULL;
@@ -246,12 +349,28 @@ fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
 	free(bin);
 	free(dir);
 	buf_free(&cu);
+	c->m = NULL;
 	if (s != FUSRT_OK) {
 		fusrt_module_free(m);
 		return s;
 	}
 	*out = m;
 	return FUSRT_OK;
+}
+
+fusrt_status fusrt_compile(const char *source, size_t len, const char *name,
+			   const fusrt_options *opt, fusrt_module **out)
+{
+	CompileCall c = {source, len, name, opt, out, NULL};
+
+	rt_clear_error();
+	last_cached = 0;
+	free(cache_note);
+	cache_note = NULL;
+	fusrt_status s = rt_guard("fusrt_compile", compile_body, &c);
+	if (s == FUSRT_ERR_INTERNAL && c.m) /* died halfway */
+		fusrt_module_free(c.m);
+	return s;
 }
 
 /* ---- introspection -------------------------------------------------------------------- */
@@ -287,12 +406,22 @@ int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion)
 	return f ? f->nsig : -1;
 }
 
-fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
-			      fusrt_arg_info *out)
-{
-	Fusion *f = rt_module_fusion(m, fusion);
+/* The arguments of fusrt_fusion_arg (for rt_guard). */
+typedef struct ArgCall {
+	const fusrt_module *m;
+	const char *fusion;
+	int i;
+	fusrt_arg_info *out;
+} ArgCall;
 
-	rt_clear_error();
+static fusrt_status arg_body(void *ctx)
+{
+	ArgCall *c = ctx;
+	Fusion *f = rt_module_fusion(c->m, c->fusion);
+	const char *fusion = c->fusion;
+	fusrt_arg_info *out = c->out;
+	int i = c->i;
+
 	if (!f || !out || i < 0 || i >= f->nsig)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_fusion_arg: no argument %d of fusion %s", i,
 			       fusion ? fusion : "(null)");
@@ -309,6 +438,15 @@ fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
 		out->ndim = e->tensor->ndim;
 	}
 	return FUSRT_OK;
+}
+
+fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
+			      fusrt_arg_info *out)
+{
+	ArgCall c = {m, fusion, i, out};
+
+	rt_clear_error();
+	return rt_guard("fusrt_fusion_arg", arg_body, &c);
 }
 
 int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion)
@@ -635,7 +773,7 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 {
 	fusrt_status s;
 
-	if (!m || !m->loaded)
+	if (!m)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL module");
 	if (!fusion)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_launch: NULL fusion name");
@@ -652,29 +790,56 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 		return s;
 	if (rt_pick_kernel(m->kernels[*fi], args, sizes) != m->kernels[*fi])
 		*fi += m->n; /* the fallback's slot */
+	if (m->dump)
+		rt_dump_launch(m->dump, slot_kernel(m, *fi), sizes, dims);
 	*skip = false;
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)
 			*skip = true;
-	if ((s = rt_driver_init()) != FUSRT_OK)
+	if ((s = load_pending(m)) != FUSRT_OK)
 		return s;
 	return setup_smem(m, *fi);
 }
 
-fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
-			  const int64_t *sizes, int nsizes, fusrt_stream stream)
+/* The arguments of fusrt_launch and fusrt_time_launch (for rt_guard). */
+typedef struct LaunchCall {
+	fusrt_module *m;
+	const char *fusion;
+	const fusrt_arg *args;
+	int nargs;
+	const int64_t *sizes;
+	int nsizes;
+	fusrt_stream stream;
+	int warmup, iters;
+	double *median_ms;
+} LaunchCall;
+
+static fusrt_status launch_body(void *ctx)
 {
+	LaunchCall *c = ctx;
+	fusrt_module *m = c->m;
+	const fusrt_arg *args = c->args;
+	const int64_t *sizes = c->sizes;
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
 	fusrt_status s;
 
-	rt_clear_error();
-	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
-	return do_launch(m, fi, args, sizes, dims, (CUstream)stream);
+	return do_launch(m, fi, args, sizes, dims, (CUstream)c->stream);
+}
+
+fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
+			  const int64_t *sizes, int nsizes, fusrt_stream stream)
+{
+	LaunchCall c = {m, fusion, args, nargs, sizes, nsizes, stream, 0, 0, NULL};
+
+	rt_clear_error();
+	return rt_guard("fusrt_launch", launch_body, &c);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -684,21 +849,25 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
-			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
-			       double *median_ms)
+static fusrt_status time_body(void *ctx)
 {
+	LaunchCall *c = ctx;
+	fusrt_module *m = c->m;
+	const fusrt_arg *args = c->args;
+	const int64_t *sizes = c->sizes;
+	int warmup = c->warmup, iters = c->iters;
+	double *median_ms = c->median_ms;
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
 	fusrt_status s;
 	CUresult r = CUDA_SUCCESS;
 
-	rt_clear_error();
 	if (!median_ms || iters < 1 || warmup < 0)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_time_launch: bad arguments");
 	*median_ms = 0;
-	if ((s = prepare(m, fusion, args, nargs, sizes, nsizes, &fi, dims, &skip)) != FUSRT_OK)
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
@@ -739,4 +908,14 @@ fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_
 	free(ev);
 	free(ms);
 	return s;
+}
+
+fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args,
+			       int nargs, const int64_t *sizes, int nsizes, int warmup, int iters,
+			       double *median_ms)
+{
+	LaunchCall c = {m, fusion, args, nargs, sizes, nsizes, NULL, warmup, iters, median_ms};
+
+	rt_clear_error();
+	return rt_guard("fusrt_time_launch", time_body, &c);
 }

@@ -5,17 +5,43 @@
 #include "runtime/runtime.h"
 
 static _Thread_local char *last_error;
+static _Thread_local bool last_error_lost; /* a failure whose message found no memory */
 
+/* Never dies (it reports failures, out-of-memory included): without memory for the message
+ * the message is "out of memory". */
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...)
 {
-	Buf b = {0};
 	va_list ap;
+	char *text = NULL;
 
 	va_start(ap, fmt);
-	buf_vprintf(&b, fmt, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
+	if (n >= 0 && (text = malloc((size_t)n + 1))) {
+		va_start(ap, fmt);
+		vsnprintf(text, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	free(last_error);
-	last_error = b.s;
+	last_error = text;
+	last_error_lost = !text;
+	return s;
+}
+
+fusrt_status rt_guard(const char *what, fusrt_status (*body)(void *), void *ctx)
+{
+	DieTrap trap;
+	fusrt_status s;
+
+	trap.outer = die_trap_get();
+	if (setjmp(trap.env)) {
+		die_trap_set(trap.outer);
+		return rt_fail(FUSRT_ERR_INTERNAL, "%s: internal error at %s (a bug in fusc: please "
+			       "report it)", what, die_message());
+	}
+	die_trap_set(&trap);
+	s = body(ctx);
+	die_trap_set(trap.outer);
 	return s;
 }
 
@@ -23,9 +49,13 @@ void rt_clear_error(void)
 {
 	free(last_error);
 	last_error = NULL;
+	last_error_lost = false;
 }
 
-const char *fusrt_last_error(void) { return last_error ? last_error : ""; }
+const char *fusrt_last_error(void)
+{
+	return last_error ? last_error : last_error_lost ? "out of memory" : "";
+}
 
 #define RT_STR(x) #x
 #define RT_XSTR(x) RT_STR(x)

@@ -73,6 +73,10 @@ int rt_device_smem_optin(void);
 
 /* runtime/memory.c: the thread's last error. */
 fusrt_status rt_fail(fusrt_status s, const char *fmt, ...) PRINTF(2, 3);
+/* Runs body(ctx) under a DieTrap (support.h): a die() inside (a fusc bug, host out of memory)
+ * returns FUSRT_ERR_INTERNAL with "WHAT: internal error at FILE:LINE: TEXT ..." instead of
+ * aborting the host program. body must hold no lock where it can die. */
+fusrt_status rt_guard(const char *what, fusrt_status (*body)(void *), void *ctx);
 void rt_clear_error(void);
 
 /* runtime/binary_cache.c: the disk cache of binaries, one per key in DIR/KEY.cubin (KEY: 64 hex
@@ -91,6 +95,8 @@ RtCacheKey rt_cache_key(const char *source, const char *options, int arch);
  * NULL when none can be determined or FUSRT_NO_CACHE is set. Caller frees. */
 char *rt_cache_default_dir(void);
 char *rt_cache_path(const char *dir, RtCacheKey key); /* caller frees */
+/* mkdir -p, each new folder 0700; false with *err (malloc'd). */
+bool rt_make_dirs(const char *dir, char **err);
 /* The folder opened (O_DIRECTORY), created first (0700, with its parents) when `create`;
  * -1 with *why (malloc'd) when it cannot be opened or is refused, and -1 with *why NULL when
  * it does not exist and create is false. */
@@ -102,6 +108,18 @@ bool rt_cache_load(const char *dir, RtCacheKey key, char **data, size_t *len, ch
 bool rt_cache_store(const char *dir, RtCacheKey key, const void *data, size_t len, char **err);
 
 /* runtime/fusrt.c */
+/* A compiled binary for one architecture: a cubin for sm_`arch` or PTX (with its NUL) for
+ * compute_`arch`. */
+typedef struct RtImage {
+	int arch;
+	bool ptx;
+	const void *data;
+	size_t size;
+} RtImage;
+/* The image that runs on a device of compute capability dev (major*10+minor): the cubin of
+ * the highest arch of dev's major not above dev, else the PTX of the highest arch not above
+ * dev; -1 when none does. */
+int rt_pick_image(const RtImage *im, int n, int dev);
 /* The binary (cubin, or PTX with its NUL) for device source `src`: from the disk cache in
  * cache_dir (NULL: none; use_cache false: compile anyway), else from NVRTC, then stored.
  * Sets fusrt_last_compile_cached and, when the cache could not be used as it should,
@@ -125,6 +143,15 @@ Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes);
 fusrt_status rt_check_smem(Kernel *k, int limit, char **msg);
 /* The fusion IR of a compiled module's fusion (NULL when there is none of that name). */
 Fusion *rt_module_fusion(const fusrt_module *m, const char *name);
+
+/* runtime/dump.c: FUSRT_DUMP=DIR. rt_dump_compile writes DIR/STEM-KEY.fus, .cu, .ptx and
+ * .dims for one compile (source, the device code cu lowered for arch, its kernels) and
+ * returns the .dims path (malloc'd; NULL when DIR cannot be made), to which rt_dump_launch
+ * appends each launch's sizes and dims (grid x, y, z, block x, y, z). */
+char *rt_dump_compile(const char *dir, const char *name, const char *source, size_t len,
+		      int arch, const char *cu, Kernel **ks, int nk);
+void rt_dump_launch(const char *dims_path, Kernel *k, const int64_t *sizes,
+		    const int64_t dims[6]);
 
 /* tools/run.c: `fusc run FILE [--fusion NAME] [--dims M=..,N=..] [--seed S] [--bench]`.
  * argv[0] is the subcommand's name ("run"), options follow. Returns the exit status: 0 PASS,

@@ -8,11 +8,13 @@
  *            diagnostic is printed.
  *   Diag     collected diagnostics (errors, warnings, notes), printed cproc-style:
  *            file:line:col: error: message / source line / ^~~~ underline / note: lines.
- *   die()    internal bugs only: a user can never trigger it with any input.
+ *   die()    internal bugs only: a user can never trigger it with any input. It aborts, or,
+ *            under a DieTrap (libfusrt's entry points), returns to the trap.
  */
 #ifndef FUSC_SUPPORT_H
 #define FUSC_SUPPORT_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +31,21 @@
 NORETURN void die_at(const char *file, int line, const char *fmt, ...) PRINTF(3, 4);
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() die_at(__FILE__, __LINE__, "unreachable")
+/* A recovery point for die(): while a thread has one set, die() keeps its message ("FILE:LINE:
+ * TEXT", die_message) and longjmps to trap->env instead of printing and aborting. libfusrt
+ * sets one around each entry point, so a fusc bug (or host out-of-memory) reached from a
+ * library call returns FUSRT_ERR_INTERNAL and the host program goes on; memory of the
+ * abandoned work that no arena owns leaks. Usage: t.outer = die_trap_get(); if (setjmp(t.env))
+ * { die_trap_set(t.outer); ... } die_trap_set(&t); ...; die_trap_set(t.outer). The trap is
+ * per thread (the only per-thread state of support/). */
+typedef struct DieTrap {
+	jmp_buf env;
+	struct DieTrap *outer; /* the trap to restore */
+} DieTrap;
+DieTrap *die_trap_get(void);
+void die_trap_set(DieTrap *t);
+/* The message of the last die() caught by a trap on this thread. */
+const char *die_message(void);
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);

@@ -5,10 +5,26 @@
 
 #include "support/support.h"
 
+static _Thread_local DieTrap *die_trap;
+static _Thread_local char die_text[512];
+
+DieTrap *die_trap_get(void) { return die_trap; }
+
+void die_trap_set(DieTrap *t) { die_trap = t; }
+
+const char *die_message(void) { return die_text; }
+
 void die_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (die_trap) { /* no allocation here: die() may report that malloc failed */
+		int n = snprintf(die_text, sizeof die_text, "%s:%d: ", file, line);
+		va_start(ap, fmt);
+		vsnprintf(die_text + n, sizeof die_text - (size_t)n, fmt, ap);
+		va_end(ap);
+		longjmp(die_trap->env, 1);
+	}
 	fflush(stdout);
 	fprintf(stderr, "fusc: internal error at %s:%d: ", file, line);
 	va_start(ap, fmt);

@@ -96,6 +96,8 @@ static const char usage_text[] =
 	"  FUSRT_LIBNVRTC           the NVRTC library to load (default the CUDA fusc was\n"
 	"                           built with)\n"
 	"  FUSRT_LIBCUDA            the CUDA driver to load (default libcuda.so.1)\n"
+	"  FUSRT_DUMP               a folder: each JIT compile writes its .fus, CUDA, PTX\n"
+	"                           and launch dims there, each launch appends its dims\n"
 	"  FUSC_VERIFY              set: run the IR verifier between passes\n"
 	"\n"
 	"Manual: man fusc (docs/fusc.1); the command line: docs/cli.md.\n";

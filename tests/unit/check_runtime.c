@@ -604,6 +604,195 @@ START_TEST(test_cache_get_binary_refused)
 }
 END_TEST
 
+/* ---- internal errors (issue 15) -------------------------------------------------------- */
+
+static int guard_calls;
+
+static fusrt_status dies(void *ctx)
+{
+	guard_calls++;
+	die("broken invariant %d", *(int *)ctx);
+}
+
+static fusrt_status inner_dies(void *ctx)
+{
+	/* a guard inside a guard: the inner one catches, the outer one is restored */
+	fusrt_status s = rt_guard("inner", dies, ctx);
+	ck_assert_int_eq(s, FUSRT_ERR_INTERNAL);
+	die("outer %d", *(int *)ctx);
+}
+
+static fusrt_status fine(void *ctx)
+{
+	(void)ctx;
+	return FUSRT_OK;
+}
+
+/* die() under libfusrt's guard returns FUSRT_ERR_INTERNAL with the place and the message,
+ * and the process goes on (the test would end with SIGABRT otherwise). */
+START_TEST(test_guard_internal_error)
+{
+	int v = 7;
+
+	ck_assert_int_eq(rt_guard("fusrt_x", dies, &v), FUSRT_ERR_INTERNAL);
+	ck_assert_contains(fusrt_last_error(), "fusrt_x: internal error at tests/unit/check_runtime.c:");
+	ck_assert_contains(fusrt_last_error(), "broken invariant 7 (a bug in fusc: please report it)");
+	ck_assert_int_eq(rt_guard("outer", inner_dies, &v), FUSRT_ERR_INTERNAL);
+	ck_assert_contains(fusrt_last_error(), "outer: internal error at ");
+	ck_assert_contains(fusrt_last_error(), "outer 7");
+	ck_assert_int_eq(guard_calls, 2);
+	ck_assert_ptr_null(die_trap_get()); /* every trap undone */
+	ck_assert_int_eq(rt_guard("fusrt_y", fine, NULL), FUSRT_OK);
+}
+END_TEST
+
+/* A real path: a source length no allocation can hold makes the front end's copy of the text
+ * fail (xmalloc -> die); fusrt_compile returns FUSRT_ERR_INTERNAL instead of aborting, and the
+ * next compile works. (ASan refuses such an allocation itself, so not under it.) */
+START_TEST(test_compile_out_of_memory)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return;
+#endif
+	fusrt_module *m = NULL;
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, (size_t)1 << 62, "saxpy.fus", NULL, &m),
+			 FUSRT_ERR_INTERNAL);
+	ck_assert_ptr_null(m);
+	ck_assert_contains(fusrt_last_error(), "fusrt_compile: internal error at ");
+	ck_assert_contains(fusrt_last_error(), "out of memory");
+	ck_assert_ptr_null(die_trap_get());
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	fusrt_module_free(m);
+	free(dir);
+}
+END_TEST
+
+/* ---- compiling for an explicit arch without a driver (issue 15) ------------------------ */
+
+/* NVRTC alone fills the cache with the entry a GPU of that arch looks up (the cubin of the
+ * device code lowered for it); the module describes its fusions, checks launch arguments and
+ * fails only when its first launch needs the driver. */
+START_TEST(test_compile_offline)
+{
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+	fusrt_module *m = NULL;
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t n = 4096;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	ck_assert_str_eq(fusrt_last_error(), "");
+	ck_assert_int_eq(fusrt_last_compile_cached(), 0);
+	ck_assert_str_eq(fusrt_last_cache_note(), "");
+	ck_assert_int_eq(fusrt_fusion_count(m), 1);
+	ck_assert_int_eq(fusrt_fusion_nargs(m, "saxpy"), 4);
+	/* the entry is the one an sm_80 device finds: lowered for 80, a cubin */
+	TestCompile *tc = tc_compile(saxpy_src, true);
+	Buf cu = {0};
+	cuda_emit_device(tc->kernels, 1, &cu);
+	char *path = rt_cache_path(dir, rt_cache_key(cu.s, "cubin", 80));
+	tc_free(tc);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	free(path);
+	buf_free(&cu);
+	/* arguments are checked before the driver is needed; then the launch needs it */
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "takes 4 arguments");
+	n = -1;
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	n = 4096;
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_contains(fusrt_last_error(), "no CUDA driver");
+	fusrt_module_free(m);
+	/* a second compile takes the cubin from the cache */
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", &o, &m), FUSRT_OK);
+	ck_assert_int_eq(fusrt_last_compile_cached(), 1);
+	fusrt_module_free(m);
+	/* without an arch there is nothing to compile for */
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "saxpy.fus", NULL, &m),
+			 FUSRT_ERR_NO_DRIVER);
+	ck_assert_ptr_null(m);
+	free(dir);
+}
+END_TEST
+
+/* FUSRT_DUMP=DIR: the text, the device code, its PTX and the launch dimensions of a compile,
+ * and a line per launch (no GPU: an offline compile, launches that fail at the driver). */
+START_TEST(test_dump)
+{
+	char *dir = temp_dir(), *cache = temp_dir();
+	fusrt_options o = {80, cache};
+	fusrt_module *m = NULL;
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3004)};
+	int64_t n = 4099;
+	Buf base = {0}, p = {0}, cu = {0};
+	char hex[2 * SHA256_BYTES + 1];
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	setenv("FUSRT_DUMP", dir, 1);
+	ck_assert_int_eq(fusrt_compile(saxpy_src, strlen(saxpy_src), "src/my saxpy.fus", &o, &m),
+			 FUSRT_OK);
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	fusrt_module_free(m);
+	TestCompile *tc = tc_compile(saxpy_src, true);
+	cuda_emit_device(tc->kernels, 1, &cu);
+	tc_free(tc);
+	sha256_hex(rt_cache_key(cu.s, "cubin", 80).b, hex);
+	buf_printf(&base, "%s/my_saxpy-%.16s", dir, hex);
+	buf_printf(&p, "%s.fus", base.s);
+	char *text = read_all(p.s, NULL);
+	ck_assert_str_eq(text, saxpy_src);
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.cu", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_str_eq(text, cu.s);
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.ptx", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_contains(text, ".target sm_80");
+	ck_assert_contains(text, ".entry saxpy_kernel(");
+	free(text);
+	p.len = 0;
+	buf_printf(&p, "%s.dims", base.s);
+	text = read_all(p.s, NULL);
+	ck_assert_contains(text, "// src/my saxpy.fus for sm_80");
+	ck_assert_contains(text, "fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])\n"
+			   "  sizes: N\n  kernel saxpy_kernel: grid (ceildiv(N, ");
+	/* z is misaligned: the scalar fallback runs; the refused launch wrote nothing */
+	ck_assert_contains(text, "\nlaunch saxpy_kernel_scalar: N=4099 grid (");
+	ck_assert_ptr_null(strstr(strstr(text, "\nlaunch") + 1, "\nlaunch"));
+	free(text);
+	buf_free(&base);
+	buf_free(&p);
+	buf_free(&cu);
+	free(dir);
+	free(cache);
+}
+END_TEST
+
+/* The image a device runs: its major's cubin not above it, else PTX not above it. */
+START_TEST(test_pick_image)
+{
+	RtImage im[] = {{80, false, "", 1}, {86, false, "", 1}, {90, false, "", 1}, {90, true, "", 1}};
+
+	ck_assert_int_eq(rt_pick_image(im, 4, 80), 0);
+	ck_assert_int_eq(rt_pick_image(im, 4, 89), 1);
+	ck_assert_int_eq(rt_pick_image(im, 4, 90), 2);
+	ck_assert_int_eq(rt_pick_image(im, 4, 100), 3);
+	ck_assert_int_eq(rt_pick_image(im, 4, 75), -1);
+	ck_assert_int_eq(rt_pick_image(im, 3, 100), -1);
+	ck_assert_int_eq(rt_pick_image(im, 0, 90), -1);
+}
+END_TEST
+
 /* ---- fusc run: checks before any launch ----------------------------------------------- */
 
 /* Runs fusc_run_main with stdout and stderr captured into *out (malloc'd). */
@@ -928,6 +1117,11 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_get_binary);
 	tcase_add_test(tc, test_cache_get_binary_refused);
 	tcase_add_test(tc, test_cache_key_and_dir);
+	tcase_add_test(tc, test_compile_offline);
+	tcase_add_test(tc, test_dump);
+	tcase_add_test(tc, test_guard_internal_error);
+	tcase_add_test(tc, test_compile_out_of_memory);
+	tcase_add_test(tc, test_pick_image);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
 	suite_add_tcase(s, tc);
