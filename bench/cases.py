@@ -266,7 +266,15 @@ def gemm_cases():
     ]
 
 
-SUITES = {"auto": auto_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
+# Manual tile schedules for the transpose scheduler's choices (issue 13, branch tpose).
+def tpose_cases():
+    t = "bench/tpose/"
+    d = {"M": 16384, "N": 16384}
+    return [Case("tpose", "transpose try " + n, t + "try_" + n + ".fus", d, transpose)
+            for n in ("a0", "a", "b", "b2")]
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
           "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
