@@ -271,7 +271,10 @@ def tpose_cases():
     t = "bench/tpose/"
     d = {"M": 16384, "N": 16384}
     return [Case("tpose", "transpose try " + n, t + "try_" + n + ".fus", d, transpose)
-            for n in ("a0", "a", "b", "b2")]
+            for n in ("a0", "a", "b", "b2")] + [
+        Case("tpose", "transpose try auto", "bench/auto/transpose.fus", d, transpose),
+        Case("tpose", "transpose try permute3 auto", "bench/auto/permute3.fus",
+             {"A": 256, "B": 512, "C": 512}, permute3)]
 
 
 SUITES = {"auto": auto_cases, "tpose": tpose_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
