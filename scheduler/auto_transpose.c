@@ -34,10 +34,10 @@
 #include "scheduler/auto_plan.h"
 
 enum {
-	TILE_A = 32,        /* elements along x's inner dimension: a warp's lanes */
+	TILE_LANES = 32,    /* threadIdx.x: a warp over consecutive elements of a row */
+	TILE_A = 32,        /* tile elements along x's inner dimension */
+	TILE_B = 32,        /* tile elements along o's inner dimension, for 4-byte elements */
 	TILE_ROWS = 8,      /* threadIdx.y */
-	WRITE_LANES = 8,    /* vectors per row of o a warp writes (4 rows of 8) */
-	VECTOR_BYTES = 16,
 	MAX_RANK = 16,
 };
 
@@ -45,7 +45,7 @@ enum {
 typedef struct Walk {
 	Tensor *out;
 	AutoTranspose *c;
-	int max_size;
+	int min_size;
 	Tensor *bad[AUTO_TRANSPOSE_MAX]; /* read in two ways: not cached */
 	int nbad;
 	bool reduces;
@@ -76,8 +76,8 @@ static void note(Walk *w, Tensor *x, const int *pos)
 {
 	AutoTranspose *c = w->c;
 	int n = w->out->ndim, last = x->ndim ? pos[x->ndim - 1] : -1;
-	if (dtype_size(x->dtype) > w->max_size)
-		w->max_size = dtype_size(x->dtype);
+	if (dtype_size(x->dtype) < w->min_size)
+		w->min_size = dtype_size(x->dtype);
 	bool has_b = false, plain = x->kind == TK_INPUT;
 	unsigned seen = 0;
 	for (int k = 0; k < x->ndim; k++) {
@@ -163,7 +163,7 @@ bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
 	(void)f;
 	if (!o->def || o->ndim < 2 || o->ndim > MAX_RANK || tensor_is_reduction(o))
 		return false;
-	Walk w = {.out = o, .c = c, .max_size = dtype_size(o->dtype)};
+	Walk w = {.out = o, .c = c, .min_size = dtype_size(o->dtype)};
 	int map[MAX_RANK];
 	for (int k = 0; k < o->ndim; k++)
 		map[k] = k;
@@ -180,26 +180,14 @@ bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
 		n++;
 	}
 	c->nins = n;
-	c->vec = VECTOR_BYTES / w.max_size;
-	c->tile_b = WRITE_LANES * c->vec;
+	/* 16 bytes per thread: 4 rows of 4-byte elements, 8 of 2-byte ones */
+	c->tile_b = TILE_B * (w.min_size < 4 ? 4 / w.min_size : 1);
 	/* tiles larger than a constant extent would be refused by split (and gain nothing) */
 	int64_t e;
 	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < TILE_A) ||
 	    (ir_is_const(o->shape[o->ndim - 1], &e) && e < c->tile_b))
 		return false;
 	return true;
-}
-
-/* The vector width of o's writes: vec halved until a constant row length allows it. */
-static int write_vector(Plan *p, Tensor *o, int vec)
-{
-	int64_t e;
-	if (p->level != AUTO_TUNED)
-		return 1;
-	if (ir_is_const(o->shape[o->ndim - 1], &e))
-		while (vec > 1 && e % vec)
-			vec /= 2;
-	return vec;
 }
 
 bool auto_transpose(Plan *p, Tensor *o)
@@ -240,47 +228,25 @@ bool auto_transpose(Plan *p, Tensor *o)
 		d_compute_at(p, xs, t, bx, &bx, 1);
 		const char *tiles[] = {bt, at};
 		d_reorder(p, xs, tiles, 2);
-		const char *ty = fresh_axis(p, xs, "ty"), *br = fresh_axis(p, xs, "br");
-		d_split(p, xs, bt, c.tile_b / TILE_ROWS, ty, br);
+		const char *br = fresh_axis(p, xs, "br"), *ty = fresh_axis(p, xs, "ty");
+		d_split(p, xs, bt, TILE_ROWS, br, ty);
 		d_bind(p, xs, ty, "threadIdx.y");
 		d_bind(p, xs, at, "threadIdx.x");
-		d_verb1(p, xs, "unroll", br);
 		d_verb1(p, xs, "pad", "1");
 	}
 
-	/* o: 4 rows of 8 vectors per warp */
-	int lanes_a = 32 / WRITE_LANES, v = write_vector(p, o, c.vec);
-	const char *ah = fresh_axis(p, t, "ah"), *al = fresh_axis(p, t, "al");
-	d_split(p, t, at, lanes_a, ah, al);
-	const char *bw = bt, *bv = NULL, *bh = NULL;
-	if (v > 1) {
-		bw = fresh_axis(p, t, "bw");
-		bv = fresh_axis(p, t, "bv");
-		d_split(p, t, bt, v, bw, bv);
-	}
-	const char *bq = bw;
-	if (c.tile_b / v > WRITE_LANES) {
+	/* o: rows along a, TILE_ROWS at a time, a warp over 32 consecutive elements of a row */
+	const char *ar = fresh_axis(p, t, "ar"), *ty = fresh_axis(p, t, "ty");
+	d_split(p, t, at, TILE_ROWS, ar, ty);
+	const char *bl = bt, *bh = NULL;
+	if (c.tile_b > TILE_LANES) {
 		bh = fresh_axis(p, t, "bh");
-		bq = fresh_axis(p, t, "bq");
-		d_split(p, t, bw, WRITE_LANES, bh, bq);
+		bl = fresh_axis(p, t, "bl");
+		d_split(p, t, bt, TILE_LANES, bh, bl);
+		const char *inner[] = {ar, bh, ty, bl}; /* bx is shared with the caches: not listed */
+		d_reorder(p, t, inner, 4);
 	}
-	const char *inner[5]; /* bx is shared with the caches: not listed */
-	int k = 0;
-	inner[k++] = ah;
-	if (bh)
-		inner[k++] = bh;
-	inner[k++] = al;
-	inner[k++] = bq;
-	if (bv)
-		inner[k++] = bv;
-	d_reorder(p, t, inner, k);
-	const char *lx = fresh_axis(p, t, "lx");
-	d_merge(p, t, al, bq, lx);
-	d_bind(p, t, ah, "threadIdx.y");
-	d_bind(p, t, lx, "threadIdx.x");
-	if (bh)
-		d_verb1(p, t, "unroll", bh);
-	if (bv)
-		d_verb1(p, t, "vectorize", bv);
+	d_bind(p, t, ty, "threadIdx.y");
+	d_bind(p, t, bl, "threadIdx.x");
 	return true;
 }

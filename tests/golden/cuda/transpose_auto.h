@@ -16,7 +16,6 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and transpose_last_error()
  * says why.
- * Vectorized when y is 16-byte aligned and M is a multiple of 4; otherwise a scalar kernel.
  */
 cudaError_t transpose(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *transpose_last_error(void);
