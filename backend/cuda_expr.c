@@ -297,6 +297,36 @@ static Val val_ceildiv(IrExpr *l, IrExpr *r)
 	return v;
 }
 
+/* e is in [0, 2^31): a block or thread index (gridDim.x < 2^31), or a quotient or remainder
+ * of one by a value >= 0 (x / d and x % d are at most x where they run: d > 0 there). */
+static bool below_2_31(IrExpr *e)
+{
+	int64_t lo, hi;
+	if (e->kind == EX_PAR)
+		return true;
+	if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD) && e->dtype == DT_I64)
+		return below_2_31(e->args[0]) && ir_nonneg(e->args[1]);
+	return ir_range(e, &lo, &hi) && lo >= 0 && hi <= INT32_MAX;
+}
+
+/* x / d or x % d of a 64-bit x in [0, 2^31) by a variable d >= 0 (a merged block index
+ * divided back by a size): in 32 bits when d fits, a dozen instructions instead of a 64-bit
+ * division's call; a larger d gives 0 and x. */
+static Val val_divmod31(IrExpr *l, IrExpr *r, bool mod)
+{
+	Val a = val_conv(l, DT_I64, true);
+	Val b = val_conv(r, DT_I64, true);
+	Val v = val_new(PREC_PRIMARY, DT_I64);
+
+	val_paren(&a, PREC_UNARY);
+	val_paren(&b, PREC_UNARY);
+	buf_printf(&v.b, "(%s <= 2147483647LL ? (long long)((unsigned)%s %s (unsigned)%s) : %s)",
+		   b.b.s, a.b.s, mod ? "%" : "/", b.b.s, mod ? a.b.s : "0LL");
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
 static Val val_arith(IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype);
@@ -306,8 +336,12 @@ static Val val_arith(IrExpr *e)
 	case OP_ADD: return val_infix(x[0], x[1], ct, "+", ir_op_prec(e->op), ct);
 	case OP_SUB: return val_infix(x[0], x[1], ct, "-", ir_op_prec(e->op), ct);
 	case OP_MUL: return val_infix(x[0], x[1], ct, "*", ir_op_prec(e->op), ct);
-	case OP_DIV: return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
+	case OP_DIV:
 	case OP_MOD:
+		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(x[1]))
+			return val_divmod31(x[0], x[1], e->op == OP_MOD);
+		if (e->op == OP_DIV)
+			return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
 		if (dtype_is_float(ct))
 			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
 		return val_infix(x[0], x[1], ct, "%", ir_op_prec(e->op), ct);

@@ -270,7 +270,22 @@ def gemm_cases():
     ]
 
 
-SUITES = {"auto": auto_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
+# Manual tile schedules for the transpose scheduler's choices (issue 13, branch tpose).
+def tpose_cases():
+    t, a = "bench/tpose/", "bench/auto/"
+    d = {"M": 16384, "N": 16384}
+    return [Case("tpose", "transpose try " + n, t + "try_" + n + ".fus", d, transpose)
+            for n in ("a", "au", "a8")] + [
+        Case("tpose", "transpose try auto", a + "transpose.fus", d, transpose),
+        Case("tpose", "transpose try f16 auto", t + "f16_auto.fus", {"M": 16384, "N": 32768},
+             transpose),
+        Case("tpose", "transpose try permute3 auto", a + "permute3.fus",
+             {"A": 256, "B": 512, "C": 512}, permute3),
+        Case("tpose", "transpose try bcast3 auto", a + "bcast3.fus",
+             {"B": 64, "M": 1024, "N": 1024}, bcast3)]
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
           "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

@@ -338,6 +338,9 @@ struct Tensor {
 	int stages;         /* circular buffer slots (0: not buffered; double_buffer() = 2) */
 	int prefetch;       /* prefetch distance (default stages - 1) */
 	Span stages_span;
+	int pad;            /* pad(n): a shared buffer's innermost buffer axis is n elements longer
+			     * in its layout (passes/indexing.c; docs/caching.md, "pad") */
+	Span pad_span;
 	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */

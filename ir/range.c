@@ -200,6 +200,11 @@ static Range ceildiv_range(Range a, int64_t c)
 
 static Range mod_range(Range a, Range b)
 {
+	/* a divisor that may be 0 is a merge's inner extent (a size): where x % d runs, d > 0,
+	 * since a zero extent makes the enclosing loop or launch empty (decide_lt) */
+	if (b.has_lo && b.lo == 0 && a.has_lo && a.lo >= 0)
+		return b.has_hi ? between(0, a.has_hi && a.hi < b.hi - 1 ? a.hi : b.hi - 1)
+				: a.has_hi ? between(0, a.hi) : from(0);
 	if (!b.has_lo || b.lo <= 0)
 		return unknown();
 	if (a.has_lo && a.lo >= 0) {
@@ -256,7 +261,13 @@ static Range op_range(IrExpr *e)
 	case OP_SUB: return add_range(a, neg_range(b));
 	case OP_NEG: return neg_range(a);
 	case OP_MUL: return mul_range(a, b);
-	case OP_DIV: return cpos ? div_range(a, c) : unknown();
+	case OP_DIV:
+		if (cpos)
+			return div_range(a, c);
+		/* x / d of x >= 0 by a size d >= 0: d > 0 where it runs (mod_range) */
+		if (a.has_lo && a.lo >= 0 && b.has_lo && b.lo >= 0)
+			return a.has_hi ? between(0, a.hi) : from(0);
+		return unknown();
 	case OP_CEILDIV: return cpos ? ceildiv_range(a, c) : unknown();
 	case OP_MOD: return mod_range(a, b);
 	case OP_MAX: return minmax_range(a, b, true);

@@ -3,7 +3,7 @@
  * A tensor computed at another one (compute_at) gets a KS_ALLOC right where its nest starts
  * inside the shared loop (the KS_NEST marker that loop_nest leaves). The
  * buffer holds one compute-at iteration's worth: the product of the extents of its buffer
- * axes (index_buffer_axes), which must be constants: registers and static shared memory have
+ * axes (index_buffer_axes; the innermost one padded by pad(n)), which must be constants: registers and static shared memory have
  * a size fixed at compile time; a circular-buffered tensor has `stages` of them (its marker was
  * moved before the buffer loop). Inputs and outputs are the launcher's pointers: no buffer.
  */
@@ -39,7 +39,7 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 	int64_t total = 1;
 	for (int i = 0; i < n; i++) {
 		int64_t e;
-		if (!ir_is_const(axes[i]->extent, &e)) {
+		if (!index_buffer_extent(t, axes, n, i, &e)) {
 			Buf b = {0};
 			ir_print_expr(axes[i]->extent, &b);
 			diag_error(d, t->ca_span.file ? t->ca_span : t->span,

@@ -288,7 +288,7 @@ static Stmt *wait_sync(Cb *cb, bool async, bool share, int n)
 	return share ? kir_append(list, node(cb, KS_SYNC, 0)) : list;
 }
 
-/* The slot size in elements: the product of the buffer axes' extents. */
+/* The slot size in elements: the product of the buffer axes' extents (padded: pad(n)). */
 static bool slot_size(Cb *cb, Tensor *t, int64_t *out)
 {
 	Axis **axes;
@@ -296,7 +296,7 @@ static bool slot_size(Cb *cb, Tensor *t, int64_t *out)
 	*out = 1;
 	for (int j = 0; j < n; j++) {
 		int64_t e;
-		if (!ir_is_const(axes[j]->extent, &e)) {
+		if (!index_buffer_extent(t, axes, n, j, &e)) {
 			diag_error(cb->d, stages_span(t),
 				   "cannot buffer %s: its buffer axis %s has no constant extent", t->name,
 				   axes[j]->name);

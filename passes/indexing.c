@@ -11,6 +11,7 @@
  * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the
  * guards around the statement (ir_range_guard): a cache copied by 32 of 128 threads is
  * guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is `threadIdx.x * 4 + v`.
+ * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements.
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
  */
@@ -48,6 +49,15 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 	return n;
 }
 
+bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e)
+{
+	if (!ir_is_const(axes[i]->extent, e))
+		return false;
+	if (i == n - 1)
+		*e += t->pad;
+	return true;
+}
+
 /* Position along axis ax of the element with root values subs. */
 IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
 {
@@ -73,8 +83,13 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 	if (t->kind == TK_INTERMEDIATE) {
 		Axis **axes;
 		int na = index_buffer_axes(a, t, &axes);
-		for (int i = 0; i < na; i++)
-			off = ix_add(a, ix_mul(a, off, axes[i]->extent), index_forward(a, axes[i], subs, n));
+		for (int i = 0; i < na; i++) {
+			int64_t e;
+			/* pad(n): each run of the innermost axis is n longer (constant: allocation.c) */
+			IrExpr *ext = t->pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
+											  : axes[i]->extent;
+			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, axes[i], subs, n));
+		}
 		return off;
 	}
 	for (int d = 0; d < n; d++) {

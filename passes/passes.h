@@ -50,6 +50,9 @@ bool pass_mma(Kernel *k, Diag *d);
  * also its own thread-bound axes; never aliases or reduction axes), in domain order. The buffer
  * is row-major over their extents. */
 int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
+/* The extent that buffer axis i of the n from index_buffer_axes has in t's layout: its own,
+ * the innermost one's longer by t->pad. NULL when it is not a constant. */
+bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e);
 /* The position along axis ax (of the tensor) of the element with root values subs: split
  * r / F and r % F, merge o * E_inner + i (indexing.c). */
 IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n);

@@ -9,8 +9,10 @@
  * offsets, as sums of (coefficient x atom), are mixed-radix numbers in which every thread
  * index that can be non-zero is a digit of the same weight w in both: each term of lower
  * weight adds at most w - 1 in total (atom ranges from ir_range, vector lanes, the constant),
- * and every term of higher weight is a multiple of w x R (R: that thread index's range). Then
- * equal offsets have equal thread digits: `tid = (off mod wR) / w`. Anything else (a thread
+ * and every term of higher weight in both is a multiple of one M >= w x R (R: that thread
+ * index's range; M is the gcd of those weights, so a padded row `ty * 33 + tx` has the digit
+ * tx with M = 33). Then equal offsets have equal thread digits: `tid = (off mod M) / w`.
+ * Anything else (a thread
  * index inside a division, missing from one side, a range that is not known) counts as
  * another thread: a barrier too many is slow, one too few is wrong.
  *
@@ -289,11 +291,33 @@ static int64_t coef_of(Lin *L, ParType p)
 	return 0;
 }
 
-/* Whether thread index p is the digit of weight w (range R) in x's offset L (x's guards are
- * current). */
-static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t R)
+static int64_t gcd64(int64_t a, int64_t b)
 {
-	int64_t lower = x->vec - 1, lo, hi, wr = w * R;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The gcd of the weights above w in L (other than thread index p's), combined with g (0:
+ * none yet). */
+static int64_t higher_gcd(Lin *L, ParType p, int64_t w, int64_t g)
+{
+	for (int i = 0; i < L->n; i++) {
+		IrExpr *a = L->t[i].atom;
+		if (!(a->kind == EX_PAR && a->par == p) && L->t[i].coef > w)
+			g = gcd64(L->t[i].coef, g);
+	}
+	return g;
+}
+
+/* Whether thread index p is the digit of weight w in x's offset L, below the modulus wr (a
+ * multiple of every higher weight, at least w x the range of p; x's guards are current). */
+static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t wr)
+{
+	int64_t lower = x->vec - 1, lo, hi;
 
 	if (L->c < 0)
 		return false;
@@ -349,10 +373,17 @@ static bool same_thread(Access *x, Access *y)
 			break;
 		}
 		int64_t R = (hx > hy ? hx : hy) + 1;
+		int64_t M = higher_gcd(&ly, p, w, higher_gcd(&lx, p, w, 0));
+		if (M == 0)
+			M = w * R; /* no higher weight */
+		if (M < w * R) {
+			same = false;
+			break;
+		}
 		ir_range_unguard(&x->guard);
-		same = is_digit(x, &lx, p, w, R);
+		same = is_digit(x, &lx, p, w, M);
 		ir_range_unguard(&y->guard);
-		same = same && is_digit(y, &ly, p, w, R);
+		same = same && is_digit(y, &ly, p, w, M);
 	}
 	ir_range_unguard(&saved);
 	return same;

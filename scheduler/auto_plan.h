@@ -1,7 +1,7 @@
 /* auto_plan.h: what the automatic scheduler's files share (private to scheduler/): the plan
  * (the generated directives, applied as they are made) and the helpers that emit one
  * directive each. auto_schedule.c defines them; auto_outer.c (outer, middle-axis and
- * whole-tensor reductions) uses them. docs/auto_schedule.md. */
+ * whole-tensor reductions) and auto_transpose.c (transposes) use them. docs/auto_schedule.md. */
 #ifndef FUSC_AUTO_PLAN_H
 #define FUSC_AUTO_PLAN_H
 
@@ -27,6 +27,7 @@ const char *fresh_axis(Plan *p, const char *t, const char *base);
 void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o, const char *i);
 void d_merge(Plan *p, const char *t, const char *x, const char *y, const char *m);
 void d_verb1(Plan *p, const char *t, const char *verb, const char *arg);
+void d_reorder(Plan *p, const char *t, const char **axes, int n);
 void d_bind(Plan *p, const char *t, const char *ax, const char *par);
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
@@ -36,5 +37,20 @@ bool read_by_other(Fusion *f, Tensor *t);
 
 /* auto_outer.c */
 bool auto_outer(Plan *p, Tensor *o);
+
+/* auto_transpose.c: a pointwise output that reads inputs with its innermost index on
+ * another dimension than their innermost one (a transpose or permute). */
+enum { AUTO_TRANSPOSE_MAX = 8 };
+typedef struct AutoTranspose {
+	int a;        /* o's root index that the cached inputs' innermost dimension follows */
+	Tensor *ins[AUTO_TRANSPOSE_MAX]; /* inputs staged through shared-memory tiles */
+	int subs[AUTO_TRANSPOSE_MAX][16]; /* their subscripts as o's root indices */
+	int nins;
+	int tile_b;   /* tile elements along o's innermost index: 32, 64 for 2-byte dtypes */
+} AutoTranspose;
+/* Whether o is in the class (c says how); false: another class (c->nins may be 0). */
+bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c);
+/* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
+bool auto_transpose(Plan *p, Tensor *o);
 
 #endif

@@ -220,6 +220,11 @@ void d_verb1(Plan *p, const char *t, const char *verb, const char *arg)
 	emit(p, NULL, t, verb, 1, &arg, 0, NULL);
 }
 
+void d_reorder(Plan *p, const char *t, const char **axes, int n)
+{
+	emit(p, NULL, t, "reorder", n, axes, 0, NULL);
+}
+
 void d_bind(Plan *p, const char *t, const char *ax, const char *par)
 {
 	const char *args[] = {ax, par};
@@ -1124,7 +1129,8 @@ static void schedule_tuned(Plan *p)
 	Fusion *f = p->f;
 	if (!has_reduction(f)) {
 		for (int i = 0; i < f->noutputs; i++)
-			schedule_output(p, f->outputs[i]);
+			if (!auto_transpose(p, f->outputs[i]))
+				schedule_output(p, f->outputs[i]);
 		return;
 	}
 	Row rows[MAX_GROUP];
@@ -1158,7 +1164,7 @@ static void schedule_tuned(Plan *p)
 			schedule_general(p, o);
 		else if (tensor_is_reduction(o))
 			continue; /* 0-d, reading reductions: one thread */
-		else if (!reds)
+		else if (!reds && !auto_transpose(p, o))
 			schedule_output(p, o);
 		else if (o->ndim > 0 && reds == 3)
 			schedule_one_block(p, o);

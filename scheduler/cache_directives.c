@@ -342,6 +342,31 @@ bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
 	return true;
 }
 
+/* c.pad(n): c's shared buffer gets n unused elements after each run of its innermost buffer
+ * axis (a 32 x 32 tile read by columns is laid out 32 x 33: no bank conflicts). */
+bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
+{
+	int64_t n = dir->args[0].value;
+	if (n < 1 || n > PAD_MAX) {
+		diag_error(s->d, dir->args[0].span, "a pad is 1 to %d elements, not %lld", PAD_MAX,
+			   (long long)n);
+		return false;
+	}
+	if (c->kind != TK_INTERMEDIATE || c->mem != MEM_SHARED) {
+		diag_error(s->d, dir->span, "cannot pad '%s': it is %s; pad lays out a buffer in shared memory (cache_after(shared) or memory(shared))",
+			   c->name, c->kind == TK_INTERMEDIATE ? arena_printf(s->a, "in %s memory", mem_name(c->mem))
+							       : arena_printf(s->a, "an %s", c->kind == TK_INPUT ? "input" : "output"));
+		return false;
+	}
+	if (c->pad) {
+		diag_error(s->d, dir->span, "'%s' is already padded", c->name);
+		diag_note(s->d, c->pad_span, "first padded here");
+		return false;
+	}
+	c->pad = (int)n;
+	c->pad_span = dir->span;
+	return true;
+}
 
 /* ---- caches at the end of the schedule ------------------------------------------------ */
 
@@ -860,6 +885,12 @@ bool sched_check_caches(Sched *s)
 			ok &= check_cp_async(s, c);
 		if (c->stages)
 			ok &= check_stages(s, c);
+		if (c->pad && c->mem != MEM_SHARED) { /* a later memory(...) moved it */
+			diag_error(s->d, c->pad_span, "cannot pad '%s': it is in %s memory; pad lays out a buffer in shared memory",
+				   c->name, mem_name(c->mem));
+			diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+			ok = false;
+		}
 		ok &= check_scope(s, c);
 	}
 	return ok;

@@ -35,6 +35,7 @@
 	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
+	X(PAD, "pad", "i", "pad(n)")                                                      \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
 	X(MMA, "mma", "n", "mma(m16n8k16)")                                                \
@@ -1106,6 +1107,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_CP_ASYNC: return sched_cp_async(s, t, dir);
 	case V_DOUBLE_BUFFER: return sched_stages(s, t, dir, true);
 	case V_STAGES: return sched_stages(s, t, dir, false);
+	case V_PAD: return sched_pad(s, t, dir);
 	case V_RFACTOR: return sched_rfactor(s, t, dir);
 	case V_WELFORD: return sched_welford(s, t, dir);
 	case V_MMA: return sched_mma(s, t, dir);

@@ -37,12 +37,18 @@ done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
 # Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
+# Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
 	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
 	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \
-	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7"; do
+	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7" \
+	    "tests/golden/sim/auto_transpose.fus --dims A=67,E=45,B=3,C=5" \
+	    "tests/golden/sim/auto_transpose.fus --dims A=1,E=1,B=1,C=1" \
+	    "tests/golden/sim/auto_transpose.fus --dims A=0,E=3,B=2,C=1" \
+	    "tests/golden/sim/auto_transpose.fus --dims A=5,E=0,B=0,C=3" \
+	    "bench/auto/permute3.fus --dims A=3,B=33,C=70"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))

@@ -70,7 +70,7 @@ static void check_sim(Kernel *k, const char *dims)
 
 /* Every fusion of src compiles without a schedule block, and its kernel (and the scalar
  * fallback, when the launcher has one) passes check_sim at each of the sizes. */
-static TestCompile *expect_auto(const char *src, const char **dims, int ndims)
+TestCompile *expect_auto(const char *src, const char **dims, int ndims)
 {
 	TestCompile *tc = tc_compile(src, true);
 	ck_assert_msg(tc->kernels != NULL, "did not compile:\n%s\n%s", src, tc->diags);

@@ -51,6 +51,10 @@ void tf_expect_ir(const char *text, bool schedule, const char *want);
  * and no fusion IR. */
 void tf_expect_errors(const char *text, const char *want);
 
+/* Every fusion of src compiles without a schedule block, and its kernel (and the scalar
+ * fallback, when the launcher has one) matches the reference in the simulator at each of
+ * the sizes ("M=67,N=45": every size named), with no report (check_auto_shapes.c). */
+TestCompile *expect_auto(const char *src, const char **dims, int ndims);
 /* README's saxpy (examples/saxpy.fus), scheduled: split by 1024 and by 4, bound to blockIdx.x and threadIdx.x,
  * vectorized by 4. */
 extern const char test_saxpy_src[];

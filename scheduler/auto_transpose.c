@@ -1,0 +1,252 @@
+/* auto_transpose.c: the automatic schedule of a transpose or permute (docs/auto_schedule.md,
+ * "Transposes and permutes").
+ *
+ * The class: a pointwise output o that reads an input x whose innermost dimension is
+ * subscripted by an index `a` of o other than o's innermost one `b`, and whose subscripts
+ * also hold `b` (so x is not a mere broadcast along b): `y[j, i] = x[i, j]`, the 3-D permute
+ * `y[k, i, j] = x[i, j, k]`. Reading x in o's loop order reads it with a stride, 4 bytes of
+ * each 32-byte sector.
+ *
+ * The schedule stages x through shared memory in tiles of TA elements along a (x's inner
+ * dimension) by TB along b (o's inner dimension), TB = 8 vectors of 16 bytes (32 f32, 64
+ * f16/bf16):
+ *
+ *   o.split(a, TA) -> (ao, at);  o.split(b, TB) -> (bo, bt);
+ *   o.reorder(<the other axes, ao, bo in o's order>, at, bt);  merged into bx on blockIdx.x
+ *   xs = x.cache_after(shared);  xs.compute_at(o, bx);  xs.reorder(bt, at);
+ *   xs.split(bt, TB / 8) -> (ty, br);  ty on threadIdx.y, at on threadIdx.x, br unrolled
+ *   xs.pad(1);                          rows of TA + 1 elements: the column reads below
+ *                                       fall in 32 different banks
+ *   o.split(at, 4) -> (ah, al);  o.split(bt, V) -> (bw, bv);  [o.split(bw, 8) -> (bh, bq)]
+ *   o.reorder(ah, bh, al, bq, bv);  o.merge(al, bq) -> lx;
+ *   ah on threadIdx.y, lx on threadIdx.x, bh unrolled, bv vectorized
+ *
+ * A warp reads 32 consecutive elements of one row of x (coalesced) and writes 4 rows of o
+ * of 8 consecutive 16-byte vectors each (128 bytes per row); each thread moves TB / 8
+ * elements in and one vector out (16 bytes each way for f32). On the write side lane
+ * (al, bq) reads xs rows 4 bq + e (e < 4) at column al: word (4 bq + e) * 33 + al, bank
+ * 4 bq + al + e (mod 32): all 32 lanes differ. Vectors on the write side only (the read
+ * side's 4-byte loads are whole sectors already; 16-byte stores into the padded rows would
+ * not be aligned). Sizes no tile divides are predicated; 0 gives an empty grid.
+ */
+#include <string.h>
+
+#include "scheduler/auto_plan.h"
+
+enum {
+	TILE_LANES = 32,    /* threadIdx.x: a warp over consecutive elements of a row */
+	TILE_A = 32,        /* tile elements along x's inner dimension */
+	TILE_B = 32,        /* tile elements along o's inner dimension, for 4-byte elements */
+	TILE_ROWS = 8,      /* threadIdx.y */
+	MAX_RANK = 16,
+};
+
+/* One walk of an output's definition: the transposed reads and what else it reads. */
+typedef struct Walk {
+	Tensor *out;
+	AutoTranspose *c;
+	int min_size;
+	Tensor *bad[AUTO_TRANSPOSE_MAX]; /* read in two ways: not cached */
+	int nbad;
+	bool reduces;
+} Walk;
+
+static bool recomputed(Tensor *x)
+{
+	return x->def && !tensor_is_reduction(x) &&
+	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+}
+
+static int find(Tensor **v, int n, Tensor *x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return i;
+	return -1;
+}
+
+static void mark_bad(Walk *w, Tensor *x)
+{
+	if (find(w->bad, w->nbad, x) < 0 && w->nbad < AUTO_TRANSPOSE_MAX)
+		w->bad[w->nbad++] = x;
+}
+
+/* A read of memory tensor x whose subscript k is out's root pos[k] (-1: anything else). */
+static void note(Walk *w, Tensor *x, const int *pos)
+{
+	AutoTranspose *c = w->c;
+	int n = w->out->ndim, last = x->ndim ? pos[x->ndim - 1] : -1;
+	if (dtype_size(x->dtype) < w->min_size)
+		w->min_size = dtype_size(x->dtype);
+	bool has_b = false, plain = x->kind == TK_INPUT;
+	unsigned seen = 0;
+	for (int k = 0; k < x->ndim; k++) {
+		has_b |= pos[k] == n - 1;
+		if (pos[k] < 0 || (seen >> pos[k] & 1))
+			plain = false; /* a constant, another index, or one index twice */
+		else
+			seen |= 1u << pos[k];
+	}
+	bool transposed = plain && has_b && last >= 0 && last != n - 1;
+	int i = find(c->ins, c->nins, x);
+	if (i < 0 && !transposed) {
+		if (x->kind == TK_INPUT && x->ndim > 0)
+			mark_bad(w, x); /* if it is also read transposed, it cannot be cached */
+		return;
+	}
+	if (i >= 0) {
+		/* a second read must be the same order (cache_after wants one order) */
+		for (int k = 0; k < x->ndim; k++)
+			if (pos[k] != c->subs[i][k])
+				mark_bad(w, x);
+		return;
+	}
+	if (c->a < 0)
+		c->a = last;
+	if (last != c->a || c->nins == AUTO_TRANSPOSE_MAX) {
+		mark_bad(w, x); /* another inner axis: read directly */
+		return;
+	}
+	c->ins[c->nins] = x;
+	memcpy(c->subs[c->nins], pos, sizeof(int) * (size_t)x->ndim);
+	c->nins++;
+}
+
+static void walk(Walk *w, IrExpr *e, const int *map)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_REDUCE) {
+		w->reduces = true;
+		return;
+	}
+	if (e->kind != EX_ACCESS) {
+		for (int i = 0; i < e->nargs; i++)
+			walk(w, e->args[i], map);
+		return;
+	}
+	Tensor *x = e->tensor;
+	int pos[MAX_RANK];
+	if (e->nargs > MAX_RANK) {
+		w->reduces = true; /* not this class */
+		return;
+	}
+	for (int k = 0; k < e->nargs; k++) {
+		IrExpr *s = e->args[k];
+		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
+	}
+	if (tensor_is_reduction(x))
+		w->reduces = true;
+	else if (recomputed(x))
+		walk(w, x->def, pos);
+	else
+		note(w, x, pos);
+}
+
+/* Whether a stored tensor other than o reads x (looking through inlined tensors). */
+static bool read_elsewhere(Tensor *x, Tensor *o, int depth)
+{
+	if (depth > 64)
+		return true;
+	for (int i = 0; i < x->readers.len; i++) {
+		Tensor *t = VEC_AT(x->readers, Tensor, i);
+		bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+		if (stored ? t != o : read_elsewhere(t, o, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
+{
+	*c = (AutoTranspose){.a = -1};
+	(void)f;
+	if (!o->def || o->ndim < 2 || o->ndim > MAX_RANK || tensor_is_reduction(o))
+		return false;
+	Walk w = {.out = o, .c = c, .min_size = dtype_size(o->dtype)};
+	int map[MAX_RANK];
+	for (int k = 0; k < o->ndim; k++)
+		map[k] = k;
+	walk(&w, o->def, map);
+	if (w.reduces)
+		return false;
+	int n = 0;
+	for (int i = 0; i < c->nins; i++) {
+		Tensor *x = c->ins[i];
+		if (find(w.bad, w.nbad, x) >= 0 || read_elsewhere(x, o, 0))
+			continue;
+		c->ins[n] = x;
+		memcpy(c->subs[n], c->subs[i], sizeof c->subs[i]);
+		n++;
+	}
+	c->nins = n;
+	/* 16 bytes per thread: 4 rows of 4-byte elements, 8 of 2-byte ones */
+	c->tile_b = TILE_B * (w.min_size < 4 ? 4 / w.min_size : 1);
+	/* tiles larger than a constant extent would be refused by split (and gain nothing) */
+	int64_t e;
+	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < TILE_A) ||
+	    (ir_is_const(o->shape[o->ndim - 1], &e) && e < c->tile_b))
+		return false;
+	return true;
+}
+
+bool auto_transpose(Plan *p, Tensor *o)
+{
+	AutoTranspose c;
+	if (!auto_transpose_classify(p->f, o, &c))
+		return false;
+	const char *t = o->name;
+	int n = o->ndim, a = c.a, b = n - 1;
+	p->at = o->span;
+	const char *ra = o->root[a]->name, *rb = o->root[b]->name;
+	const char *ao = fresh_axis(p, t, arena_printf(p->a, "%so", ra));
+	const char *at = fresh_axis(p, t, arena_printf(p->a, "%st", ra));
+	const char *bo = fresh_axis(p, t, arena_printf(p->a, "%so", rb));
+	const char *bt = fresh_axis(p, t, arena_printf(p->a, "%st", rb));
+	d_split(p, t, ra, TILE_A, ao, at);
+	d_split(p, t, rb, c.tile_b, bo, bt);
+	/* the tile loops innermost, the others (tiles, batch) in o's order, merged onto blockIdx.x */
+	const char *order[MAX_RANK + 2];
+	for (int k = 0; k < n; k++)
+		order[k] = k == a ? ao : k == b ? bo : o->root[k]->name;
+	order[n] = at;
+	order[n + 1] = bt;
+	d_reorder(p, t, order, n + 2);
+	const char *bx = order[n - 1];
+	for (int k = n - 2; k >= 0; k--) {
+		const char *m = fresh_axis(p, t, k ? "bm" : "bx");
+		d_merge(p, t, order[k], bx, m);
+		bx = m;
+	}
+	d_bind(p, t, bx, "blockIdx.x");
+	if (!p->ok)
+		return true;
+
+	/* the tiles of x: rows along b, TA consecutive elements of x's inner dimension each */
+	for (int i = 0; i < c.nins; i++) {
+		const char *xs = d_cache_after(p, c.ins[i], "shared");
+		d_compute_at(p, xs, t, bx, &bx, 1);
+		const char *tiles[] = {bt, at};
+		d_reorder(p, xs, tiles, 2);
+		const char *br = fresh_axis(p, xs, "br"), *ty = fresh_axis(p, xs, "ty");
+		d_split(p, xs, bt, TILE_ROWS, br, ty);
+		d_bind(p, xs, ty, "threadIdx.y");
+		d_bind(p, xs, at, "threadIdx.x");
+		d_verb1(p, xs, "pad", "1");
+	}
+
+	/* o: rows along a, TILE_ROWS at a time, a warp over 32 consecutive elements of a row */
+	const char *ar = fresh_axis(p, t, "ar"), *ty = fresh_axis(p, t, "ty");
+	d_split(p, t, at, TILE_ROWS, ar, ty);
+	const char *bl = bt, *bh = NULL;
+	if (c.tile_b > TILE_LANES) {
+		bh = fresh_axis(p, t, "bh");
+		bl = fresh_axis(p, t, "bl");
+		d_split(p, t, bt, TILE_LANES, bh, bl);
+		const char *inner[] = {ar, bh, ty, bl}; /* bx is shared with the caches: not listed */
+		d_reorder(p, t, inner, 4);
+	}
+	d_bind(p, t, ty, "threadIdx.y");
+	d_bind(p, t, bl, "threadIdx.x");
+	return true;
+}
