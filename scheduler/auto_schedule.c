@@ -1164,7 +1164,9 @@ static void schedule_tuned(Plan *p)
 			schedule_general(p, o);
 		else if (tensor_is_reduction(o))
 			continue; /* 0-d, reading reductions: one thread */
-		else if (!reds && !auto_transpose(p, o))
+		else if (!reds && auto_transpose(p, o))
+			continue; /* transposes and permutes (auto_transpose.c) */
+		else if (!reds)
 			schedule_output(p, o);
 		else if (o->ndim > 0 && reds == 3)
 			schedule_one_block(p, o);

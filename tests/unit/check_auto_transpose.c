@@ -133,6 +133,20 @@ START_TEST(test_transpose_schedule)
 END_TEST
 
 /* The kernels against the reference, at sizes no tile divides, 0, 1 and non-square. */
+/* A transpose beside a reduction output: the tile schedule is the whole of the transposed
+ * output's schedule (it was also given the general one, which refused the tuned level). */
+START_TEST(test_transpose_beside_reduction)
+{
+	TestCompile *tc = tc_lowered(
+		"fusion t(x: f32[M, N], z: f32[M, N]) -> (y: f32[N, M], s: f32[M]) {\n"
+		"  y[j, i] = x[i, j] * 2.0;\n  s[i] = sum(j: z[i, j]);\n}\n");
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_ptr_null(f->auto_fallback);
+	ck_assert_ptr_nonnull(fusion_find_tensor(f, "x_smem"));
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_transpose_sim)
 {
 	static const char src[] =
@@ -165,6 +179,7 @@ Suite *auto_transpose_suite(void)
 	tcase_add_test(tc, test_classify);
 	tcase_add_test(tc, test_transpose_schedule);
 	tcase_add_test(tc, test_transpose_sim);
+	tcase_add_test(tc, test_transpose_beside_reduction);
 	suite_add_tcase(s, tc);
 	return s;
 }
