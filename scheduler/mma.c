@@ -243,7 +243,17 @@ bool sched_check_mma(Sched *s)
 		Tensor *t = s->f->tensors[i], *c = t->cache_of;
 		if (!t->mma)
 			continue;
-		if (t->ca_tensor != c) {
+		TensorMma *m = t->mma;
+		int nd = t->ndomain;
+		Axis *want[4] = {m->lane, m->mh, m->nc, m->k};
+		bool kept = nd >= 4;
+		for (int j = 0; kept && j < 4; j++)
+			kept = t->domain[nd - 4 + j] == want[j];
+		if (!kept) {
+			diag_error(s->d, m->span, "the axes the mma made ('%s', '%s', '%s', then '%s') must stay the innermost axes of '%s', as they are",
+				   m->lane->name, m->mh->name, m->nc->name, m->k->name, t->name);
+			ok = false;
+		} else if (t->ca_tensor != c) {
 			diag_error(s->d, t->mma->span, "the mma accumulator '%s' must be computed at its output '%s' ('%s.compute_at(%s, ...)')",
 				   t->name, c->name, t->name, c->name);
 			ok = false;
