@@ -118,6 +118,11 @@ bool sched_fragment(Sched *s, Tensor *t, AstDirective *dir)
 bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 {
 	const MmaInstr *in = mma_instr_by_name(dir->args[0].name);
+	if (dir->nargs > 1 && strcmp(dir->args[1].name, "ldmatrix") != 0) {
+		diag_error(s->d, dir->args[1].span, "unknown mma option '%s'; the option is ldmatrix (operands loaded by ldmatrix.x4 and ldmatrix.x2.trans)",
+			   dir->args[1].name);
+		return false;
+	}
 	if (!in) {
 		diag_error(s->d, dir->args[0].span, "unknown mma instruction '%s'; fusc knows m16n8k16 (mma.sync, f16/bf16 operands, f32 accumulators)",
 			   dir->args[0].name);
@@ -225,6 +230,7 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	TensorMma *mma = NEW(s->a, TensorMma);
 	mma->instr = in;
 	mma->span = dir->span;
+	mma->ldmatrix = dir->nargs > 1;
 	mma->a = ops[0];
 	mma->b = ops[1];
 	mma->k = k;
