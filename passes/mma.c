@@ -169,10 +169,28 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	/* the conditions: k bounds dropped, lane-dependent ones refused, the others kept */
 	IrExpr *keep = NULL;
 	if (cond) {
-		Vec cs = {0};
+		Vec cs = {0}, split = {0};
 		conjuncts(cond, &cs, a);
+		if (st->split_cond)
+			conjuncts(st->split_cond, &split, a);
 		for (int i = 0; i < cs.len; i++) {
 			IrExpr *c = VEC_AT(cs, IrExpr, i);
+			bool split_inner = false;
+			for (int j = 0; j < split.len; j++)
+				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
+			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+				split_inner = false;
+			if (mentions(c, kv) && split_inner) {
+				/* `inner < F` of a split of k that F does not divide into 16s: the tile
+				 * would read past the k range the operand buffers hold */
+				Buf b = {0};
+				ir_print_expr(c, &b);
+				diag_error(m->d, mma->span, "the mma's %d values of k cross the end of a split of k (%s holds for part of them only): split k by a multiple of %d",
+					   in->k, b.s, in->k);
+				buf_free(&b);
+				return NULL;
+			}
 			if (mentions(c, kv))
 				continue;
 			if (mentions(c, mh) || mentions(c, nc) || ir_expr_any(c, is_tidx, NULL)) {

@@ -222,6 +222,15 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (!sched_axis_changeable(s, t, k, dir->span, false))
 		return false;
+	/* every split that k is (part of) the inner side of holds whole tiles of k: otherwise its
+	 * remainder would end inside an instruction, past what the operand buffers hold */
+	for (Axis *x = k; x->kind != AX_ROOT; x = x->from[0]) {
+		if (x != k && x->kind == AX_SPLIT_INNER && x->factor % in->k) {
+			diag_error(s->d, dir->span, "the mma's %d values of k would cross the end of the split of '%s' by %lld: split k by a multiple of %d",
+				   in->k, x->from[0]->name, (long long)x->factor, in->k);
+			return false;
+		}
+	}
 	if (k->par != PT_SERIAL || k->vectorize) {
 		diag_error(s->d, dir->span, "the k axis '%s' of the mma must be a plain loop (it is %s)",
 			   k->name, k->par != PT_SERIAL ? par_name(k->par) : "vectorized");
