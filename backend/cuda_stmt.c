@@ -365,14 +365,37 @@ static void emit_mma(Em *em, Stmt *s)
 {
 	const MmaInstr *in = s->mma;
 	Arena *a = em->k->arena;
-	int first[2] = {in->nc, in->nc + in->na}, count[2] = {in->na / 2, in->nb / 2};
+	int first[2], count[2] = {in->na / 2, in->nb / 2}, n_;
 	const char *names[2] = {"a", "b"};
 	DType ab = s->idx[in->nc]->dtype;
 
+	first[0] = mma_slot(s, 'a', &n_);
+	first[1] = mma_slot(s, 'b', &n_);
 	line_start(em);
 	buf_puts(em->out, "{\n");
 	em->depth++;
 	for (int op = 0; op < 2; op++) {
+		if (s->mma_ldm & (op ? MMA_LDM_B : MMA_LDM_A)) {
+			/* unsigned __fus_a0, ...; asm volatile("ldmatrix...x4.shared.b16 {%0, ...}, [%4];" */
+			IrExpr *row = s->idx[first[op]];
+			line_start(em);
+			buf_puts(em->out, "unsigned ");
+			for (int r = 0; r < count[op]; r++)
+				buf_printf(em->out, "%s__fus_%s%d", r ? ", " : "", names[op], r);
+			buf_puts(em->out, ";\n");
+			line_start(em);
+			buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {",
+				   count[op], op ? ".trans" : "");
+			for (int r = 0; r < count[op]; r++)
+				buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
+			buf_printf(em->out, "}, [%%%d];\\n\" : ", count[op]);
+			for (int r = 0; r < count[op]; r++)
+				buf_printf(em->out, "%s\"=r\"(__fus_%s%d)", r ? ", " : "", names[op], r);
+			buf_puts(em->out, " : \"r\"(");
+			put_smem_addr(em, row->tensor, row->args[0]);
+			buf_puts(em->out, ") : \"memory\");\n");
+			continue;
+		}
 		for (int r = 0; r < count[op]; r++) {
 			line_start(em);
 			buf_printf(em->out, "const unsigned __fus_%s%d = (unsigned)(", names[op], r);

@@ -267,6 +267,9 @@ def gemm_cases():
         # are cuBLAS's f16 GEMM (f16 output)
         Case("gemm", "hgemm f16 4096^3 mma.sync (manual)", "examples/gemm/hgemm_mma.fus",
              {"M": 4096, "N": 4096, "K": 4096}, mm, flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm f16 4096^3 mma.sync ldmatrix (manual)",
+             "examples/gemm/hgemm_ldmatrix.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
+             flops=2 * 4096 ** 3, tol=1e-2),
     ]
 
 

@@ -1066,17 +1066,46 @@ static void hw_frag(char op, int lane, int i, int *row, int *col)
 	}
 }
 
+/* ldmatrix (.m8n8.b16, x4 or x2[.trans]) of one warp from the row addresses in load e of each
+ * lane: lanes 0 .. 8 * nmat - 1 give the rows (lane 8i + j row j of matrix i), each reads its
+ * 8 elements (checked as its own reads; the address 16-byte aligned). Register i (2 elements,
+ * half h) of lane L is then row L / 4 of matrix i, elements 2 * (L % 4) + h; with .trans,
+ * row 2 * (L % 4) + h, element L / 4. out[L][2 * i + h]. */
+static void warp_ldmatrix(Sim *S, SimThread *w, IrExpr *e, int nmat, bool trans, double out[32][8])
+{
+	double rows[32][8] = {{0}};
+	SimBuf *b = buf_of(S, e->tensor);
+
+	if (!b)
+		return;
+	for (int lane = 0; lane < 8 * nmat; lane++) {
+		SimThread *T = &w[lane];
+		S->cur = T;
+		int64_t o = eval_i64(S, T, e->args[0]);
+		if (o % 8)
+			sim_report(S, SF_MISALIGNED, b, o, view(S, T, b).n, false);
+		for (int j = 0; j < 8; j++)
+			rows[lane][j] = asf(read_elem(S, T, b, o + j), b->dt);
+	}
+	for (int lane = 0; lane < 32; lane++)
+		for (int i = 0; i < nmat; i++)
+			for (int h = 0; h < 2; h++)
+				out[lane][2 * i + h] = trans ? rows[8 * i + 2 * (lane % 4) + h][lane / 4]
+							     : rows[8 * i + lane / 4][2 * (lane % 4) + h];
+}
+
 /* KS_MMA by the 32 lanes of one warp (w[lane]): each lane reads its accumulator elements and
- * loads its operand elements (the bounds, initialization and race checks of its own reads);
- * the matrices are assembled as the hardware reads the registers; D = A B + C is computed
- * with exact products, summed in double and rounded to f32, and each lane gets its elements
- * of D. */
+ * loads its operand elements (the bounds, initialization and race checks of its own reads),
+ * or the warp runs ldmatrix on the lanes' row addresses; the matrices are assembled as the
+ * hardware reads the registers; D = A B + C is computed with exact products, summed in
+ * double and rounded to f32, and each lane gets its elements of D. */
 static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 {
 	const MmaInstr *in = s->mma;
-	double A[16][16] = {{0}}, B[16][16] = {{0}}, C[16][16] = {{0}};
+	double A[16][16] = {{0}}, B[16][16] = {{0}}, C[16][16] = {{0}}, reg[2][32][8];
 	int64_t coff[32][4];
 	SimBuf *acc = buf_of(S, s->tensor);
+	int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);
 
 	if (!acc)
 		return;
@@ -1084,21 +1113,37 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 		fail(S, "mma.%s is not simulated", in->name);
 		return;
 	}
+	/* the operands' registers of every lane */
+	for (int op = 0; op < 2; op++) {
+		bool ldm = s->mma_ldm & (op ? MMA_LDM_B : MMA_LDM_A);
+		int first = op ? fb : fa, n = op ? in->nb : in->na;
+		if (ldm) {
+			warp_ldmatrix(S, w, s->idx[first], n / 2, op == 1, reg[op]);
+			continue;
+		}
+		for (int lane = 0; lane < 32; lane++) {
+			S->cur = &w[lane];
+			for (int r = 0; r < n; r++)
+				reg[op][lane][r] = asf(eval(S, &w[lane], s->idx[first + r]),
+						       s->idx[first + r]->dtype);
+		}
+	}
 	for (int lane = 0; lane < 32; lane++) {
 		SimThread *T = &w[lane];
+		int row, col;
 		S->cur = T;
-		for (int i = 0; i < in->nc + in->na + in->nb; i++) {
-			int row, col, r;
-			char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
-			r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
-			hw_frag(op, lane, r, &row, &col);
-			if (op == 'c') {
-				coff[lane][r] = eval_i64(S, T, s->idx[i]);
-				C[row][col] = read_elem(S, T, acc, coff[lane][r]).f;
-			} else {
-				SVal v = eval(S, T, s->idx[i]);
-				(op == 'a' ? A : B)[row][col] = asf(v, s->idx[i]->dtype);
-			}
+		for (int r = 0; r < in->nc; r++) {
+			hw_frag('c', lane, r, &row, &col);
+			coff[lane][r] = eval_i64(S, T, s->idx[r]);
+			C[row][col] = read_elem(S, T, acc, coff[lane][r]).f;
+		}
+		for (int r = 0; r < in->na; r++) {
+			hw_frag('a', lane, r, &row, &col);
+			A[row][col] = reg[0][lane][r];
+		}
+		for (int r = 0; r < in->nb; r++) {
+			hw_frag('b', lane, r, &row, &col);
+			B[row][col] = reg[1][lane][r];
 		}
 	}
 	for (int lane = 0; lane < 32; lane++) {

@@ -460,6 +460,7 @@ typedef struct TensorMma {
 	Span span;
 	Tensor *a, *b;
 	Axis *lane, *mh, *nc, *k;
+	bool ldmatrix;  /* `mma(m16n8k16, ldmatrix)`: operands by ldmatrix (passes/mma.c proves it) */
 } TensorMma;
 
 /* ---- kernel IR ----------------------------------------------------------------------- */
@@ -511,7 +512,11 @@ typedef enum StmtKind {
 		    * it); idx[0 .. nc) are the offsets of the lane's accumulator elements in
 		    * `tensor` (registers), idx[nc .. nc+na) the loads of its A fragment and
 		    * idx[nc+na .. nc+na+nb) those of its B fragment, in the instruction's fragment
-		    * order (MmaInstr.a/b/c): D = A B + C in place */
+		    * order (MmaInstr.a/b/c): D = A B + C in place. With MMA_LDM_A in mma_ldm, A
+		    * is one load instead: the lane's row address for ldmatrix.x4 (lane l gives row
+		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
+		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
+		    * n = 0); mma_slot says where each operand is */
 } StmtKind;
 
 struct Stmt {
@@ -558,7 +563,12 @@ struct Stmt {
 	Tensor *ws, *sem;
 	IrExpr *part, *nparts;
 	const MmaInstr *mma; /* KS_MMA */
+	unsigned mma_ldm;    /* KS_MMA: MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
 };
+
+enum { MMA_LDM_A = 1, MMA_LDM_B = 2 };
+/* The first index in s->idx of KS_MMA operand op ('c', 'a' or 'b') and their number. */
+int mma_slot(const Stmt *s, char op, int *count);
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned
  * pointers and sizes that keep every vector aligned). */

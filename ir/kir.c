@@ -306,19 +306,24 @@ static void print_cp_async(Stmt *s, Buf *out)
  * fragment order) */
 static void print_mma(Stmt *s, Buf *out)
 {
-	const MmaInstr *in = s->mma;
-	int first[4] = {0, in->nc, in->nc + in->na, in->nc + in->na + in->nb};
-	buf_printf(out, "mma.%s %s[", in->name, s->tensor->name);
+	const char ops[3] = {'c', 'a', 'b'};
+	buf_printf(out, "mma.%s %s[", s->mma->name, s->tensor->name);
 	for (int part = 0; part < 3; part++) {
+		int n, first = mma_slot(s, ops[part], &n);
+		bool ldm = part && (s->mma_ldm & (part == 1 ? MMA_LDM_A : MMA_LDM_B));
 		if (part)
-			buf_puts(out, part == 1 ? "] += {" : "} * {");
-		for (int i = first[part]; i < first[part + 1]; i++) {
-			if (i > first[part])
+			buf_puts(out, part == 1 ? "] += " : " * ");
+		if (part)
+			buf_puts(out, !ldm ? "{" : part == 1 ? "ldmatrix.x4(" : "ldmatrix.x2.trans(");
+		for (int i = first; i < first + n; i++) {
+			if (i > first)
 				buf_puts(out, ", ");
 			ir_print_expr(s->idx[i], out);
 		}
+		if (part)
+			buf_puts(out, ldm ? ")" : "}");
 	}
-	buf_puts(out, "};");
+	buf_puts(out, ";");
 }
 
 static void print_stmt(Stmt *s, int level, Buf *out)

@@ -51,6 +51,14 @@ const char *mma_ptx(const MmaInstr *in, DType ab)
 			     : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
 }
 
+int mma_slot(const Stmt *s, char op, int *count)
+{
+	const MmaInstr *in = s->mma;
+	int na = s->mma_ldm & MMA_LDM_A ? 1 : in->na, nb = s->mma_ldm & MMA_LDM_B ? 1 : in->nb;
+	*count = op == 'c' ? in->nc : op == 'a' ? na : nb;
+	return op == 'c' ? 0 : op == 'a' ? in->nc : in->nc + na;
+}
+
 void mma_frag_at(const MmaInstr *in, char operand, int lane, int r, int *row, int *col)
 {
 	const MmaFrag *f = operand == 'a' ? &in->a[r] : operand == 'b' ? &in->b[r] : &in->c[r];

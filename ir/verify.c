@@ -190,7 +190,12 @@ static void check_stmt(Verifier *v, Stmt *s)
 		break;
 	case KS_MMA:
 		check_target(v, s->tensor);
-		if (!s->mma || s->nidx != s->mma->nc + s->mma->na + s->mma->nb)
+		int na = 0, nb = 0;
+		if (s->mma) {
+			mma_slot(s, 'a', &na);
+			mma_slot(s, 'b', &nb);
+		}
+		if (!s->mma || s->nidx != s->mma->nc + na + nb)
 			fail(v, "mma without its instruction or fragments into",
 			     s->tensor ? s->tensor->name : "?");
 		else if (s->tensor && s->tensor->mem != MEM_LOCAL)

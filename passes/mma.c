@@ -105,12 +105,11 @@ static IrExpr *frag_coord(Arena *a, int cg, int ct, int cc)
 
 /* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
  * expressions; NULL row/col: that coordinate must not appear. */
-static IrExpr *at_element(Mm *m, IrExpr *off, TensorMma *mma, Var *mh, Var *nc, Var *k,
-			  IrExpr *row, IrExpr *col, IrExpr *kk)
+static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *row,
+			  IrExpr *col, IrExpr *kk)
 {
 	Arena *a = m->a;
 	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
-	(void)mma;
 	if (row) {
 		e = ir_subst(a, e, m->g, ix_mod(a, row, eight));
 		e = ir_subst(a, e, mh, ix_div(a, row, eight));
@@ -127,6 +126,8 @@ static IrExpr *at_element(Mm *m, IrExpr *off, TensorMma *mma, Var *mh, Var *nc, 
 		return NULL;
 	return e;
 }
+
+static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv);
 
 /* Lowers the nest `s` (the loop over mma->mh) of accumulator t; NULL after an error. */
 static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
@@ -168,10 +169,28 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	/* the conditions: k bounds dropped, lane-dependent ones refused, the others kept */
 	IrExpr *keep = NULL;
 	if (cond) {
-		Vec cs = {0};
+		Vec cs = {0}, split = {0};
 		conjuncts(cond, &cs, a);
+		if (st->split_cond)
+			conjuncts(st->split_cond, &split, a);
 		for (int i = 0; i < cs.len; i++) {
 			IrExpr *c = VEC_AT(cs, IrExpr, i);
+			bool split_inner = false;
+			for (int j = 0; j < split.len; j++)
+				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
+			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+				split_inner = false;
+			if (mentions(c, kv) && split_inner) {
+				/* `inner < F` of a split of k that F does not divide into 16s: the tile
+				 * would read past the k range the operand buffers hold */
+				Buf b = {0};
+				ir_print_expr(c, &b);
+				diag_error(m->d, mma->span, "the mma's %d values of k cross the end of a split of k (%s holds for part of them only): split k by a multiple of %d",
+					   in->k, b.s, in->k);
+				buf_free(&b);
+				return NULL;
+			}
 			if (mentions(c, kv))
 				continue;
 			if (mentions(c, mh) || mentions(c, nc) || ir_expr_any(c, is_tidx, NULL)) {
@@ -211,12 +230,12 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 				if (rr % 8 != lane / 4 || cc / 2 != lane % 4)
 					die("mma %s: C fragment entry %d is not held by its lane", in->name, r);
 			}
-			e = at_element(m, offs[0], mma, mh, nc, kv, row, col, NULL);
+			e = at_element(m, offs[0], mh, nc, kv, row, col, NULL);
 		} else if (op == 'a') {
-			e = at_element(m, offs[1], mma, mh, nc, kv, row, NULL, col);
+			e = at_element(m, offs[1], mh, nc, kv, row, NULL, col);
 			e = e ? ir_load(a, x->tensor, e) : NULL;
 		} else {
-			e = at_element(m, offs[2], mma, mh, nc, kv, NULL, col, row);
+			e = at_element(m, offs[2], mh, nc, kv, NULL, col, row);
 			e = e ? ir_load(a, y->tensor, e) : NULL;
 		}
 		if (!e) {
@@ -230,6 +249,16 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 			e->dtype = op == 'a' ? x->dtype : y->dtype;
 		mm->idx[i] = e;
 	}
+	/* ldmatrix when asked for and it provably loads the same elements (B first: its slot
+	 * moves when A's shrinks) */
+	for (int i = 0; mma->ldmatrix && i < 2; i++) {
+		Tensor *o = i ? x->tensor : y->tensor;
+		if (!try_ldmatrix(m, mm, i ? 'a' : 'b', offs[2 - i], mh, nc, kv)) {
+			diag_error(m->d, mma->span, "ldmatrix cannot load the %s fragment from '%s': its rows of 8 elements must be contiguous and 16-byte aligned in the buffer, and every lane's elements those of the fragment, for every value of the loops around (of constant extent)",
+				   i ? "A" : "B", o->name);
+			return NULL;
+		}
+	}
 	if (!keep)
 		return mm;
 	Stmt *g = kir_if(m->k, keep, mm, NULL);
@@ -240,6 +269,166 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 static bool loops_over(Stmt *s, void *ax)
 {
 	return s->kind == KS_FOR && s->var->axis == ax;
+}
+
+/* ---- ldmatrix: proved on every value of the free variables ---- */
+
+/* The variables of the fragment offsets other than threadIdx.x: loop variables of constant
+ * extent and threadIdx.y/z (constant launch); at most LDM_ATOMS, at most LDM_POINTS values. */
+#define LDM_ATOMS 12
+#define LDM_POINTS 65536
+typedef struct Ldm {
+	Kernel *k;
+	IrExpr *atom[LDM_ATOMS];
+	int64_t ext[LDM_ATOMS], val[LDM_ATOMS];
+	int n;
+	int64_t lane;
+	bool ok;
+} Ldm;
+
+static bool atom_eq(IrExpr *a, IrExpr *b)
+{
+	return a->kind == b->kind && (a->kind == EX_VAR ? a->var == b->var : a->par == b->par);
+}
+
+static bool add_atom(IrExpr *e, void *ctx)
+{
+	Ldm *l = ctx;
+	int64_t ext;
+	if (e->kind == EX_PAR && e->par == PT_TIDX)
+		return false;
+	if (e->kind == EX_VAR && e->var->extent && ir_is_const(e->var->extent, &ext))
+		;
+	else if (e->kind == EX_PAR && par_is_thread(e->par) &&
+		 (!l->k->launch[e->par] || ir_is_const(l->k->launch[e->par], &ext)))
+		ext = l->k->launch[e->par] ? ext : 1;
+	else if (e->kind == EX_VAR || e->kind == EX_PAR || e->kind == EX_SIZE || e->kind == EX_PARAM ||
+		 e->kind == EX_LOAD || e->kind == EX_FLOAT || e->kind == EX_SELECT)
+		return (l->ok = false);
+	else
+		return false;
+	for (int i = 0; i < l->n; i++)
+		if (atom_eq(l->atom[i], e))
+			return false;
+	if (l->n == LDM_ATOMS)
+		return (l->ok = false);
+	l->atom[l->n] = e;
+	l->ext[l->n++] = ext;
+	return false;
+}
+
+static int64_t ev(Ldm *l, IrExpr *e)
+{
+	int64_t x, y;
+	switch (e->kind) {
+	case EX_INT: return e->ival;
+	case EX_CAST: return ev(l, e->args[0]);
+	case EX_VAR:
+	case EX_PAR:
+		if (e->kind == EX_PAR && e->par == PT_TIDX)
+			return l->lane;
+		for (int i = 0; i < l->n; i++)
+			if (atom_eq(l->atom[i], e))
+				return l->val[i];
+		break;
+	case EX_OP:
+		x = ev(l, e->args[0]);
+		y = e->nargs > 1 ? ev(l, e->args[1]) : 0;
+		switch (e->op) {
+		case OP_ADD: return x + y;
+		case OP_SUB: return x - y;
+		case OP_MUL: return x * y;
+		case OP_DIV: if (y > 0 && x >= 0) return x / y; break;
+		case OP_MOD: if (y > 0 && x >= 0) return x % y; break;
+		case OP_MIN: return x < y ? x : y;
+		case OP_MAX: return x > y ? x : y;
+		default: break;
+		}
+		break;
+	default:
+		break;
+	}
+	l->ok = false;
+	return 0;
+}
+
+/* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
+ * ldmatrix.x4 (A): register i, half h of lane L is element 2 * (L % 4) + h of the row whose
+ * address lane 8i + L / 4 gives; .x2.trans (B): element L / 4 of the row of lane
+ * 8i + 2 * (L % 4) + h. Every row address is 8-element aligned. Checked for every lane and
+ * every value of the other variables (all of constant range), or false. */
+static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
+{
+	Ldm l = {.k = k, .ok = true};
+	ir_expr_any(row, add_atom, &l);
+	for (int i = 0; i < n; i++)
+		ir_expr_any(loads[i]->args[0], add_atom, &l);
+	int64_t points = 1;
+	for (int i = 0; l.ok && i < l.n; i++) {
+		if (l.ext[i] <= 0 || points > LDM_POINTS / l.ext[i])
+			return false;
+		points *= l.ext[i];
+	}
+	for (int64_t p = 0; l.ok && p < points; p++) {
+		int64_t q = p, rows[32];
+		for (int i = 0; i < l.n; i++) {
+			l.val[i] = q % l.ext[i];
+			q /= l.ext[i];
+		}
+		for (l.lane = 0; l.lane < 32; l.lane++) {
+			rows[l.lane] = ev(&l, row);
+			if (rows[l.lane] % 8)
+				return false;
+		}
+		for (l.lane = 0; l.ok && l.lane < 32; l.lane++) {
+			for (int r = 0; r < n; r++) {
+				int64_t L = l.lane, i = r / 2, h = r % 2;
+				int64_t want = trans ? rows[8 * i + 2 * (L % 4) + h] + L / 4
+						     : rows[8 * i + L / 4] + 2 * (L % 4) + h;
+				if (ev(&l, loads[r]->args[0]) != want)
+					return false;
+			}
+		}
+	}
+	return l.ok;
+}
+
+/* The per-lane loads of operand op ('a': x4 from rows (l % 16, 8 * (l / 16)); 'b': x2.trans
+ * from rows (k = l % 16, n = 0)) replaced by the lane's row address when ldmatrix provably
+ * loads the same elements, and the operand's buffer keeps rows aligned (a multiple of 8
+ * elements, so every circular-buffer slot does too). */
+static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv)
+{
+	Arena *a = m->a;
+	const MmaInstr *in = mm->mma;
+	int first = op == 'a' ? in->nc : in->nc + in->na, n = op == 'a' ? in->na : in->nb;
+	IrExpr **loads = mm->idx + first, *x = ir_par(a, PT_TIDX);
+	IrExpr *l16 = ix_mod(a, x, ir_int(a, 16));
+	IrExpr *row = op == 'a' ? at_element(m, off, mh, nc, kv, l16, NULL,
+					     ix_mul(a, ir_int(a, 8), ix_div(a, x, ir_int(a, 16))))
+				: at_element(m, off, mh, nc, kv, NULL, ir_int(a, 0), l16);
+	Tensor *t = loads[0]->tensor;
+	Axis **axes;
+	int nax = index_buffer_axes(a, t, &axes);
+	int64_t size = 1, e;
+	for (int i = 0; i < nax; i++)
+		size = size > 0 && ir_is_const(axes[i]->extent, &e) ? size * e : 0;
+	if (!row || size <= 0 || size % 8 || dtype_size(t->dtype) != 2 ||
+	    !ldm_proved(m->k, loads, n, row, op == 'b'))
+		return false;
+	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->nidx - n + 1));
+	int j = 0;
+	for (int i = 0; i < mm->nidx; i++) {
+		if (i == first)
+			idx[j++] = ir_load(a, t, row);
+		if (i < first || i >= first + n)
+			idx[j++] = mm->idx[i];
+	}
+	idx[first]->dtype = loads[0]->dtype;
+	mm->idx = idx;
+	mm->nidx = j;
+	mm->mma_ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
+	return true;
 }
 
 static bool is_tidx_cond(IrExpr *c)

@@ -189,10 +189,20 @@ static void collect(Sy *y, Set *out, Stmt *s)
 	case KS_LET:
 		expr_reads(y, out, s, s->value);
 		break;
-	case KS_MMA: /* the operand loads of every lane; the accumulator is in registers */
-		for (int i = 0; i < s->nidx; i++)
-			expr_reads(y, out, s, s->idx[i]);
+	case KS_MMA: { /* the operand loads of every lane (an ldmatrix row: 8 elements); the
+			* accumulator is in registers */
+		int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);
+		for (int i = 0; i < s->nidx; i++) {
+			IrExpr *e = s->idx[i];
+			bool row = (i == fa && (s->mma_ldm & MMA_LDM_A)) ||
+				   (i == fb && (s->mma_ldm & MMA_LDM_B));
+			if (row)
+				add_access(y, out, s, e->tensor, false, e->args[0], 8);
+			else
+				expr_reads(y, out, s, e);
+		}
 		break;
+	}
 	default:
 		break;
 	}

@@ -118,6 +118,11 @@ bool sched_fragment(Sched *s, Tensor *t, AstDirective *dir)
 bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 {
 	const MmaInstr *in = mma_instr_by_name(dir->args[0].name);
+	if (dir->nargs > 1 && strcmp(dir->args[1].name, "ldmatrix") != 0) {
+		diag_error(s->d, dir->args[1].span, "unknown mma option '%s'; the option is ldmatrix (operands loaded by ldmatrix.x4 and ldmatrix.x2.trans)",
+			   dir->args[1].name);
+		return false;
+	}
 	if (!in) {
 		diag_error(s->d, dir->args[0].span, "unknown mma instruction '%s'; fusc knows m16n8k16 (mma.sync, f16/bf16 operands, f32 accumulators)",
 			   dir->args[0].name);
@@ -217,6 +222,15 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (!sched_axis_changeable(s, t, k, dir->span, false))
 		return false;
+	/* every split that k is (part of) the inner side of holds whole tiles of k: otherwise its
+	 * remainder would end inside an instruction, past what the operand buffers hold */
+	for (Axis *x = k; x->kind != AX_ROOT; x = x->from[0]) {
+		if (x != k && x->kind == AX_SPLIT_INNER && x->factor % in->k) {
+			diag_error(s->d, dir->span, "the mma's %d values of k would cross the end of the split of '%s' by %lld: split k by a multiple of %d",
+				   in->k, x->from[0]->name, (long long)x->factor, in->k);
+			return false;
+		}
+	}
 	if (k->par != PT_SERIAL || k->vectorize) {
 		diag_error(s->d, dir->span, "the k axis '%s' of the mma must be a plain loop (it is %s)",
 			   k->name, k->par != PT_SERIAL ? par_name(k->par) : "vectorized");
@@ -225,6 +239,7 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	TensorMma *mma = NEW(s->a, TensorMma);
 	mma->instr = in;
 	mma->span = dir->span;
+	mma->ldmatrix = dir->nargs > 1;
 	mma->a = ops[0];
 	mma->b = ops[1];
 	mma->k = k;
@@ -243,7 +258,17 @@ bool sched_check_mma(Sched *s)
 		Tensor *t = s->f->tensors[i], *c = t->cache_of;
 		if (!t->mma)
 			continue;
-		if (t->ca_tensor != c) {
+		TensorMma *m = t->mma;
+		int nd = t->ndomain;
+		Axis *want[4] = {m->lane, m->mh, m->nc, m->k};
+		bool kept = nd >= 4;
+		for (int j = 0; kept && j < 4; j++)
+			kept = t->domain[nd - 4 + j] == want[j];
+		if (!kept) {
+			diag_error(s->d, m->span, "the axes the mma made ('%s', '%s', '%s', then '%s') must stay the innermost axes of '%s', as they are",
+				   m->lane->name, m->mh->name, m->nc->name, m->k->name, t->name);
+			ok = false;
+		} else if (t->ca_tensor != c) {
 			diag_error(s->d, t->mma->span, "the mma accumulator '%s' must be computed at its output '%s' ('%s.compute_at(%s, ...)')",
 				   t->name, c->name, t->name, c->name);
 			ok = false;

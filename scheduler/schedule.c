@@ -38,7 +38,7 @@
 	X(PAD, "pad", "i", "pad(n)")                                                      \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
-	X(MMA, "mma", "n", "mma(m16n8k16)")                                                \
+	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
 	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")
 
 typedef enum Verb {

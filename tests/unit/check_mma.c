@@ -4,8 +4,9 @@
  * tests/golden/ok/mma_one_warp.fus is simulated with its results compared to the reference
  * interpreter; then one thing of the lowered KS_MMA is changed at a time (two elements of the
  * A fragment swapped, the B fragment taken from another lane, two accumulator registers
- * swapped, the barrier before the mma removed, the mma run by half a warp) and the simulator
- * must report it: a mismatch, a race, a warp that never completes the instruction. A target
+ * swapped, the barrier before the mma removed, the mma run by half a warp; with ldmatrix, the
+ * row addresses of other lanes, a misaligned row) and the simulator must report it: a
+ * mismatch, a race, a warp that never completes the instruction, a misaligned access. A target
  * below sm_80 is an error at the mma directive. The tests run from the repository root.
  */
 #include <check.h>
@@ -30,13 +31,23 @@ static char *read_file(const char *path)
 	return b.s;
 }
 
-static TestCompile *compile_one_warp(void)
+static TestCompile *compile_path(const char *path)
 {
-	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
+	char *src = read_file(path);
 	TestCompile *tc = tc_compile(src, true);
 	free(src);
-	ck_assert_msg(tc->kernels, "mma_one_warp.fus does not compile:\n%s", tc->diags);
+	ck_assert_msg(tc->kernels, "%s does not compile:\n%s", path, tc->diags);
 	return tc;
+}
+
+static TestCompile *compile_one_warp(void)
+{
+	return compile_path("tests/golden/ok/mma_one_warp.fus");
+}
+
+static TestCompile *compile_ldmatrix(void)
+{
+	return compile_path("tests/golden/ok/mma_one_warp_ldmatrix.fus");
 }
 
 /* Runs kernel 0 at M = 33, K = 40, N = 17 (sizes in first-appearance order M, K, N) on seeded
@@ -256,6 +267,63 @@ START_TEST(test_half_warp_is_reported)
 }
 END_TEST
 
+START_TEST(test_ldmatrix_matches_reference)
+{
+	TestCompile *tc = compile_ldmatrix();
+	Stmt *m = the_mma(tc);
+	ck_assert_uint_eq(m->mma_ldm, MMA_LDM_A | MMA_LDM_B);
+	ck_assert_int_eq(m->nidx, 6);
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16");
+	free(cu);
+	tc_free(tc);
+}
+END_TEST
+
+static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	if (e->kind != EX_PAR || e->par != PT_TIDX)
+		return e;
+	return ix_mod(a, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
+}
+
+/* Every lane gives the row address of the next lane: the A tile's rows rotate. */
+START_TEST(test_ldmatrix_rows_of_other_lanes_mismatch)
+{
+	TestCompile *tc = compile_ldmatrix();
+	Stmt *m = the_mma(tc);
+	int n, a = mma_slot(m, 'a', &n);
+	m->idx[a] = ir_rewrite(tc->kernels[0]->arena, m->idx[a], next_lane, NULL);
+	SimResult r;
+	ck_assert_int_gt(simulate(tc, &r), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* A row address one element past the row: not 16-byte aligned. */
+START_TEST(test_ldmatrix_misaligned_row_is_reported)
+{
+	TestCompile *tc = compile_ldmatrix();
+	Stmt *m = the_mma(tc);
+	Arena *a = tc->kernels[0]->arena;
+	int n, b = mma_slot(m, 'b', &n);
+	IrExpr *e = m->idx[b];
+	m->idx[b] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
+	m->idx[b]->dtype = e->dtype;
+	SimResult r;
+	simulate(tc, &r);
+	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_arch_below_sm80_is_an_error)
 {
 	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
@@ -281,6 +349,9 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_swapped_accumulators_mismatch);
 	tcase_add_test(c, test_sync_removed_is_race);
 	tcase_add_test(c, test_half_warp_is_reported);
+	tcase_add_test(c, test_ldmatrix_matches_reference);
+	tcase_add_test(c, test_ldmatrix_rows_of_other_lanes_mismatch);
+	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;

@@ -7,7 +7,7 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
 {
   __shared__ __align__(16) unsigned char fus_smem[49152];
   // nest of C
-  float Cl[128];
+  __align__(8) float Cl[128];
   // Cl computed at C.bj
   #pragma unroll
   for (long long mo = 0; mo < 4; ++mo) {
@@ -81,9 +81,14 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
     #pragma unroll
     for (long long no_2 = 0; no_2 < 8; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
-        for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-            C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + 1 < N) {
+          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
+        } else {
+          #pragma unroll
+          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
+            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
+              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+            }
           }
         }
       }
@@ -161,13 +166,17 @@ extern "C" cudaError_t hgemm_mma(const uint16_t *A, const uint16_t *B, float *C,
   if (!C && fus_bytes_C != 0)
     return fus_fail(hgemm_mma_error_text, "hgemm_mma: C is a null pointer (%lld bytes)", fus_bytes_C);
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(hgemm_mma_error_text, "hgemm_mma: A is not 16-byte aligned (cp.async, hgemm_mma.fus:65:3)");
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: A is not 16-byte aligned (cp.async, hgemm_mma.fus:66:3)");
   if ((uintptr_t)B % 16 != 0)
-    return fus_fail(hgemm_mma_error_text, "hgemm_mma: B is not 16-byte aligned (cp.async, hgemm_mma.fus:79:3)");
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: B is not 16-byte aligned (cp.async, hgemm_mma.fus:80:3)");
+  if ((uintptr_t)C % 8 != 0)
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: C is not 8-byte aligned (vectorized access, hgemm_mma.fus:37:3)");
   if (K % 8 != 0)
-    return fus_fail(hgemm_mma_error_text, "hgemm_mma: K = %lld is not a multiple of 8 (cp.async, hgemm_mma.fus:65:3)", (long long)K);
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: K = %lld is not a multiple of 8 (cp.async, hgemm_mma.fus:66:3)", (long long)K);
   if (N % 8 != 0)
-    return fus_fail(hgemm_mma_error_text, "hgemm_mma: N = %lld is not a multiple of 8 (cp.async, hgemm_mma.fus:79:3)", (long long)N);
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: N = %lld is not a multiple of 8 (cp.async, hgemm_mma.fus:80:3)", (long long)N);
+  if (N % 2 != 0)
+    return fus_fail(hgemm_mma_error_text, "hgemm_mma: N = %lld is not a multiple of 2 (vectorized access, hgemm_mma.fus:37:3)", (long long)N);
   const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(hgemm_mma_error_text, "hgemm_mma: sizes too large: grid dimension x does not fit in 64 bits");
