@@ -111,6 +111,12 @@ $(BUILD)/backend/preamble.inc: backend/preamble.cuh
 	@mkdir -p $(dir $@)
 	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
 $(BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
+# fusc --emit=obj writes include/fusrt.h beside the object's C source (tools/object.c).
+$(BUILD)/tools/fusrt_h.inc: include/fusrt.h
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/tools/object.o: $(BUILD)/tools/fusrt_h.inc
+$(BUILD)/tools/object.o: CFLAGS += -DFUSC_CUDA_INCLUDE='"$(CUDA)/include"'
 
 $(LIBFUSC): $(LIB_OBJ)
 	@rm -f $@

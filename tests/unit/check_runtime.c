@@ -778,6 +778,53 @@ START_TEST(test_dump)
 }
 END_TEST
 
+/* fusrt_aot_launch, what the launchers of fusc --emit=obj call: the object's text lowered
+ * again must give the device code its binaries came from (else: rebuild the object); the
+ * arguments are checked before the driver is needed; the module is made once. */
+START_TEST(test_aot_launch)
+{
+	static const fusrt_aot_binary bins[] = {{80, 0, "not a cubin", 12}};
+	fusrt_module *mod = NULL;
+	fusrt_aot aot = {"0.0.1", "saxpy.fus", saxpy_src, sizeof saxpy_src - 1, 80, "p_",
+			 "0000", bins, 1, &mod};
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t n = 64;
+	unsigned char d[SHA256_BYTES];
+	char hex[2 * SHA256_BYTES + 1];
+	Buf cu = {0};
+	Sha256 h;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "saxpy.fus: the object was made by fusc 0.0.1, whose "
+			   "kernels this libfusrt (" FUSC_VERSION ") does not make: rebuild it");
+	ck_assert_ptr_null(mod);
+	/* the digest of the device code as fusc lowered it: with the prefix, for sm_80 */
+	TestCompile *tc = tc_compile(saxpy_src, false);
+	LowerOptions lo = {.arch = 80};
+	tc->prog->fusions[0]->name = "p_saxpy";
+	Kernel *k = lower_fusion(tc->arena, tc->diag, tc->prog->fusions[0], &lo);
+	cuda_emit_device(&k, 1, &cu);
+	tc_free(tc);
+	sha256_init(&h);
+	sha256_update(&h, cu.s, cu.len);
+	sha256_final(&h, d);
+	sha256_hex(d, hex);
+	buf_free(&cu);
+	aot.device_sha256 = hex;
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "fusion p_saxpy takes 4 arguments");
+	ck_assert_ptr_nonnull(mod);
+	fusrt_module *first = mod;
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_ptr_eq(mod, first);
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "no fusion named 'saxpy' (the module has: p_saxpy)");
+	ck_assert_int_eq(fusrt_aot_launch(NULL, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	fusrt_module_free(mod);
+}
+END_TEST
+
 /* The image a device runs: its major's cubin not above it, else PTX not above it. */
 START_TEST(test_pick_image)
 {
@@ -1119,6 +1166,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_key_and_dir);
 	tcase_add_test(tc, test_compile_offline);
 	tcase_add_test(tc, test_dump);
+	tcase_add_test(tc, test_aot_launch);
 	tcase_add_test(tc, test_guard_internal_error);
 	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
