@@ -134,6 +134,12 @@ FUSRT_API int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion);
 FUSRT_API fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
 					fusrt_arg_info *out);
 FUSRT_API int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion);
+/* Dimension d of argument i (a tensor) of a fusion: the index of its size symbol (as
+ * fusrt_fusion_size_name counts them), or -1 when it is a constant, whose extent goes to
+ * *extent (when not NULL); -2 when there is no such argument or dimension. Wrappers read
+ * the sizes from the shapes of the tensors passed (python/fusc). */
+FUSRT_API int fusrt_fusion_arg_dim(const fusrt_module *m, const char *fusion, int i, int d,
+				   int64_t *extent);
 FUSRT_API const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion,
 					      int i);
 

@@ -459,6 +459,25 @@ int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion)
 	return f ? f->nsizes : -1;
 }
 
+int fusrt_fusion_arg_dim(const fusrt_module *m, const char *fusion, int i, int d,
+			 int64_t *extent)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	if (!f || i < 0 || i >= f->nsig || f->sig[i].kind == 'p' || d < 0 ||
+	    d >= f->sig[i].tensor->ndim)
+		return -2;
+	IrExpr *e = f->sig[i].tensor->shape[d];
+	if (e->kind == EX_SIZE)
+		return e->size->index;
+	int64_t v = 0;
+	if (!ir_is_const(e, &v))
+		return -2; /* a declared dimension is a size symbol or a literal (docs/language.md) */
+	if (extent)
+		*extent = v;
+	return -1;
+}
+
 const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion, int i)
 {
 	Fusion *f = rt_module_fusion(m, fusion);

@@ -691,6 +691,13 @@ START_TEST(test_compile_offline)
 	ck_assert_str_eq(fusrt_last_cache_note(), "");
 	ck_assert_int_eq(fusrt_fusion_count(m), 1);
 	ck_assert_int_eq(fusrt_fusion_nargs(m, "saxpy"), 4);
+	int64_t extent = 99;
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 1, 0, &extent), 0); /* x: f32[N] */
+	ck_assert_int_eq(extent, 99);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 0, 0, &extent), -2); /* a scalar */
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 1, 1, &extent), -2);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 4, 0, &extent), -2);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "nope", 1, 0, &extent), -2);
 	/* the entry is the one an sm_80 device finds: lowered for 80, a cubin */
 	TestCompile *tc = tc_compile(saxpy_src, true);
 	Buf cu = {0};
@@ -826,6 +833,28 @@ START_TEST(test_aot_launch)
 END_TEST
 
 /* The image a device runs: its major's cubin not above it, else PTX not above it. */
+/* A constant dimension gives its extent, a size symbol its index. */
+START_TEST(test_arg_dim_constant)
+{
+	static const char src[] = "fusion f(x: f32[M, 3], n: i32, y: f32[K, M]) -> (z: f32[M, 3]) {\n"
+				  "  z[i, j] = x[i, j] + y[0, i];\n}\n";
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+	fusrt_module *m = NULL;
+	int64_t extent = 0;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(src, strlen(src), "f.fus", &o, &m), FUSRT_OK);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "f", 0, 1, &extent), -1);
+	ck_assert_int_eq(extent, 3);
+	ck_assert_str_eq(fusrt_fusion_size_name(m, "f", fusrt_fusion_arg_dim(m, "f", 0, 0, NULL)), "M");
+	ck_assert_str_eq(fusrt_fusion_size_name(m, "f", fusrt_fusion_arg_dim(m, "f", 2, 0, NULL)), "K");
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "f", 1, 0, NULL), -2);
+	fusrt_module_free(m);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_pick_image)
 {
 	RtImage im[] = {{80, false, "", 1}, {86, false, "", 1}, {90, false, "", 1}, {90, true, "", 1}};
@@ -1170,6 +1199,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_guard_internal_error);
 	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
+	tcase_add_test(tc, test_arg_dim_constant);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
 	suite_add_tcase(s, tc);
