@@ -69,7 +69,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-lib check-sim check-embed check-gpu check-bench bench install uninstall clean FORCE
+.PHONY: all deps demo check check-unit check-golden check-lib check-python check-sim check-embed check-gpu check-bench bench install uninstall clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -111,6 +111,12 @@ $(BUILD)/backend/preamble.inc: backend/preamble.cuh
 	@mkdir -p $(dir $@)
 	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
 $(BUILD)/backend/cuda_kernel.o: $(BUILD)/backend/preamble.inc
+# fusc --emit=obj writes include/fusrt.h beside the object's C source (tools/object.c).
+$(BUILD)/tools/fusrt_h.inc: include/fusrt.h
+	@mkdir -p $(dir $@)
+	od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@.tmp && mv $@.tmp $@
+$(BUILD)/tools/object.o: $(BUILD)/tools/fusrt_h.inc
+$(BUILD)/tools/object.o: CFLAGS += -DFUSC_CUDA_INCLUDE='"$(CUDA)/include"'
 
 $(LIBFUSC): $(LIB_OBJ)
 	@rm -f $@
@@ -199,6 +205,13 @@ check-lib: $(LIBFUSRT_A) $(LIBFUSRT_SO)
 	  echo "check-lib: libfusrt exports more than fusrt_*:"; cat $(BUILD)/tests/lib/extra.*.txt; exit 1; fi
 	@echo "check-lib: libfusrt.so exports $$(nm -D --defined-only $(LIBFUSRT_SO) | wc -l) symbols, all fusrt_*; libfusrt.a defines only fusrt_* globally"
 
+# python/fusc without a GPU or PyTorch: its argument checks (tests/python/test_args.py);
+# tests/python/test_torch.py is the GPU test (make check-gpu).
+check-python: $(LIBFUSRT_SO)
+	@if command -v python3 >/dev/null; then \
+	  FUSC_LIBFUSRT=$(abspath $(LIBFUSRT_SO)) python3 tests/python/test_args.py; \
+	else echo "check-python: skipped: no python3"; fi
+
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
 check-sim: deps $(FUSC)
 	FUSC=$(FUSC) sh tests/check_examples.sh
@@ -286,6 +299,7 @@ check: deps
 	@rc=0; $(MAKE) --no-print-directory check-unit || rc=1; \
 	 $(MAKE) --no-print-directory check-golden || rc=1; \
 	 $(MAKE) --no-print-directory check-lib || rc=1; \
+	 $(MAKE) --no-print-directory check-python || rc=1; \
 	 $(MAKE) --no-print-directory check-sim || rc=1; \
 	 $(MAKE) --no-print-directory check-embed || rc=1; \
 	 $(MAKE) --no-print-directory check-bench || rc=1; \

@@ -55,6 +55,26 @@ void cuda_precond_text(Kernel *k, Buf *out);
  * include-guard stem (derived from the file stem). */
 void header_emit(Kernel **ks, int nk, const char *source_name, const char *guard, Buf *out);
 
+/* backend/aot.c: the C source of an ahead-of-time object (fusc --emit=obj): the .fus text,
+ * the binaries (include/fusrt.h's fusrt_aot_binary) and launchers that call
+ * fusrt_aot_launch; it includes "fusrt.h" and the fusion's header. */
+typedef struct AotInput {
+	const char *name;          /* the .fus file's name */
+	const char *header;        /* the header to include ("saxpy.h") */
+	const char *source;
+	size_t source_len;
+	int arch;                  /* the kernels were lowered for sm_ARCH */
+	const char *prefix;        /* --prefix or NULL */
+	const char *device_sha256; /* hex SHA-256 of cuda_emit_device's text */
+	const struct AotBinary {
+		int arch, ptx;
+		const void *data;
+		size_t size;
+	} *binaries;
+	int nbinaries;
+} AotInput;
+void aot_emit(Kernel **ks, int nk, const AotInput *in, Buf *out);
+
 /* backend/nvrtc.c: NVRTC, loaded with dlopen on first use (FUSRT_LIBNVRTC names the library).
  * nvrtc_load loads it once (thread-safe); false with the reason in *why (static text) when
  * it cannot. Every function below loads it first and fails cleanly without it. */

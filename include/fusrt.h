@@ -134,6 +134,12 @@ FUSRT_API int fusrt_fusion_nargs(const fusrt_module *m, const char *fusion);
 FUSRT_API fusrt_status fusrt_fusion_arg(const fusrt_module *m, const char *fusion, int i,
 					fusrt_arg_info *out);
 FUSRT_API int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion);
+/* Dimension d of argument i (a tensor) of a fusion: the index of its size symbol (as
+ * fusrt_fusion_size_name counts them), or -1 when it is a constant, whose extent goes to
+ * *extent (when not NULL); -2 when there is no such argument or dimension. Wrappers read
+ * the sizes from the shapes of the tensors passed (python/fusc). */
+FUSRT_API int fusrt_fusion_arg_dim(const fusrt_module *m, const char *fusion, int i, int d,
+				   int64_t *extent);
 FUSRT_API const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion,
 					      int i);
 
@@ -165,6 +171,41 @@ FUSRT_API fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const f
 FUSRT_API fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion,
 					 const fusrt_arg *args, int nargs, const int64_t *sizes,
 					 int nsizes, int warmup, int iters, double *median_ms);
+
+/* ---- ahead-of-time objects (fusc --emit=obj) ----
+ * An object written by `fusc FILE --emit=obj -o x.o` holds the .fus text, how fusc lowered
+ * it, and its kernels compiled by NVRTC (a cubin per --arch, and the PTX of the highest for
+ * newer GPUs); its launchers (declared in x.h) call fusrt_aot_launch. Programs call the
+ * launchers, not this. */
+typedef struct fusrt_aot_binary {
+	int arch;             /* sm_ARCH cubin, or compute_ARCH PTX (NUL-terminated) when ptx */
+	int ptx;
+	const void *data;
+	size_t size;
+} fusrt_aot_binary;
+
+typedef struct fusrt_aot {
+	const char *fusc_version;   /* of the fusc that wrote the object */
+	const char *name;           /* the .fus file's name (messages) */
+	const char *source;         /* its text, source_len bytes */
+	size_t source_len;
+	int arch;                   /* the kernels were lowered for sm_ARCH */
+	const char *prefix;         /* fusc --prefix, "" for none */
+	const char *device_sha256;  /* SHA-256 (hex) of the device code the binaries come from */
+	const fusrt_aot_binary *binaries;
+	int nbinaries;
+	fusrt_module **module;      /* the object's module: NULL until its first launch */
+} fusrt_aot;
+
+/* fusrt_launch for a fusion of an object. The first call makes the object's module: the
+ * text lowered again (milliseconds; no NVRTC), which must give the device code the binaries
+ * were compiled from (else FUSRT_ERR_INVALID: the object was made by another fusc, rebuild
+ * it); the first launch loads the binary that fits the device (its major arch's cubin, else
+ * the PTX; none: FUSRT_ERR_ARCH). Arguments are checked as fusrt_launch checks them, before
+ * the driver is needed. */
+FUSRT_API fusrt_status fusrt_aot_launch(const fusrt_aot *aot, const char *fusion,
+					const fusrt_arg *args, int nargs, const int64_t *sizes,
+					int nsizes, fusrt_stream stream);
 
 #ifdef __cplusplus
 }

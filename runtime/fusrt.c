@@ -76,7 +76,7 @@ void fusrt_module_free(fusrt_module *m)
 /* Front end + lowering of every fusion for `arch`. Arch problems are checked by the caller
  * (no_arch_check: a kernel that needs a newer GPU is an FUSRT_ERR_ARCH, not a diagnostic). */
 static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const char *name,
-			     int arch)
+			     int arch, const char *prefix)
 {
 	Diag *d = diag_new();
 	int file = diag_add_file(d, name, src, len);
@@ -90,6 +90,9 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 		m->n = m->prog->nfusions;
 		m->kernels = arena_alloc(m->arena, sizeof(Kernel *) * (m->n + 1));
 		for (int i = 0; i < m->n && s == FUSRT_OK; i++) {
+			if (prefix && *prefix) /* as fusc --prefix: after the front end's name checks */
+				m->prog->fusions[i]->name = arena_printf(m->arena, "%s%s", prefix,
+									 m->prog->fusions[i]->name);
 			m->kernels[i] = lower_fusion(m->arena, d, m->prog->fusions[i], &o);
 			if (!m->kernels[i])
 				s = FUSRT_ERR_COMPILE;
@@ -296,7 +299,7 @@ static fusrt_status compile_body(void *ctx)
 	}
 	m = c->m = module_new();
 	/* The front end first, so that errors in the text are reported without a GPU. */
-	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90);
+	s = build_ir(m, source, len, name ? name : "<source>", o.arch ? o.arch : 90, NULL);
 	if (s == FUSRT_OK)
 		s = rt_driver_init();
 	/* An explicit arch needs no GPU: NVRTC alone fills the cache, and the module loads the
@@ -314,7 +317,7 @@ static fusrt_status compile_body(void *ctx)
 	if (s == FUSRT_OK && !o.arch && arch != 90) { /* lower again for the real arch */
 		arena_free(m->arena);
 		m->arena = arena_new();
-		s = build_ir(m, source, len, name ? name : "<source>", arch);
+		s = build_ir(m, source, len, name ? name : "<source>", arch, NULL);
 	}
 	if (s == FUSRT_OK)
 		s = check_arch(m, arch, source, len, name ? name : "<source>");
@@ -454,6 +457,25 @@ int fusrt_fusion_nsizes(const fusrt_module *m, const char *fusion)
 	Fusion *f = rt_module_fusion(m, fusion);
 
 	return f ? f->nsizes : -1;
+}
+
+int fusrt_fusion_arg_dim(const fusrt_module *m, const char *fusion, int i, int d,
+			 int64_t *extent)
+{
+	Fusion *f = rt_module_fusion(m, fusion);
+
+	if (!f || i < 0 || i >= f->nsig || f->sig[i].kind == 'p' || d < 0 ||
+	    d >= f->sig[i].tensor->ndim)
+		return -2;
+	IrExpr *e = f->sig[i].tensor->shape[d];
+	if (e->kind == EX_SIZE)
+		return e->size->index;
+	int64_t v = 0;
+	if (!ir_is_const(e, &v))
+		return -2; /* a declared dimension is a size symbol or a literal (docs/language.md) */
+	if (extent)
+		*extent = v;
+	return -1;
 }
 
 const char *fusrt_fusion_size_name(const fusrt_module *m, const char *fusion, int i)
@@ -918,4 +940,86 @@ fusrt_status fusrt_time_launch(fusrt_module *m, const char *fusion, const fusrt_
 
 	rt_clear_error();
 	return rt_guard("fusrt_time_launch", time_body, &c);
+}
+
+/* ---- ahead-of-time objects ------------------------------------------------------------ */
+
+/* The module of an object written by fusc --emit=obj: its text lowered again as fusc lowered
+ * it (arch, prefix; no NVRTC), checked to give the very device code whose binaries the object
+ * holds, which its first launch loads. Made once per object (the first thread to finish
+ * wins; a module another thread made meanwhile is dropped). */
+static fusrt_status aot_module(const fusrt_aot *aot, fusrt_module **out)
+{
+	fusrt_module *m = __atomic_load_n(aot->module, __ATOMIC_ACQUIRE), *none = NULL;
+	unsigned char digest[SHA256_BYTES];
+	char hex[2 * SHA256_BYTES + 1];
+	fusrt_status s;
+	Buf cu = {0};
+	Sha256 h;
+
+	if ((*out = m))
+		return FUSRT_OK;
+	if (!aot->source || !aot->binaries || aot->nbinaries < 1 || !aot->device_sha256)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_aot_launch: a malformed object");
+	m = module_new();
+	s = build_ir(m, aot->source, aot->source_len, aot->name ? aot->name : "<object>", aot->arch,
+		     aot->prefix);
+	if (s == FUSRT_OK) {
+		cuda_emit_device(m->kernels, m->n, &cu);
+		sha256_init(&h);
+		sha256_update(&h, cu.s, cu.len);
+		sha256_final(&h, digest);
+		sha256_hex(digest, hex);
+		buf_free(&cu);
+		if (strcmp(hex, aot->device_sha256) != 0)
+			s = rt_fail(FUSRT_ERR_INVALID, "%s: the object was made by fusc %s, whose kernels "
+				    "this libfusrt (%s) does not make: rebuild it with this fusc",
+				    aot->name ? aot->name : "<object>",
+				    aot->fusc_version ? aot->fusc_version : "?", FUSC_VERSION);
+	} else {
+		s = rt_fail(FUSRT_ERR_INVALID, "%s: the object's text does not compile with this "
+			    "libfusrt (%s; the object was made by fusc %s): rebuild it with this "
+			    "fusc:\n%s", aot->name ? aot->name : "<object>", FUSC_VERSION,
+			    aot->fusc_version ? aot->fusc_version : "?", fusrt_last_error());
+	}
+	if (s != FUSRT_OK) {
+		fusrt_module_free(m);
+		return s;
+	}
+	m->images = xmalloc(sizeof(RtImage) * (size_t)aot->nbinaries);
+	for (int i = 0; i < aot->nbinaries; i++)
+		m->images[i] = (RtImage){aot->binaries[i].arch, aot->binaries[i].ptx != 0,
+					 aot->binaries[i].data, aot->binaries[i].size};
+	m->nimages = aot->nbinaries;
+	if (!__atomic_compare_exchange_n(aot->module, &none, m, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		fusrt_module_free(m);
+		m = none;
+	}
+	*out = m;
+	return FUSRT_OK;
+}
+
+typedef struct AotCall {
+	const fusrt_aot *aot;
+	LaunchCall launch;
+} AotCall;
+
+static fusrt_status aot_body(void *ctx)
+{
+	AotCall *c = ctx;
+	fusrt_status s = aot_module(c->aot, &c->launch.m);
+
+	return s != FUSRT_OK ? s : launch_body(&c->launch);
+}
+
+fusrt_status fusrt_aot_launch(const fusrt_aot *aot, const char *fusion, const fusrt_arg *args,
+			      int nargs, const int64_t *sizes, int nsizes, fusrt_stream stream)
+{
+	AotCall c = {aot, {NULL, fusion, args, nargs, sizes, nsizes, stream, 0, 0, NULL}};
+
+	rt_clear_error();
+	if (!aot || !aot->module)
+		return rt_fail(FUSRT_ERR_INVALID, "fusrt_aot_launch: NULL object");
+	return rt_guard("fusrt_aot_launch", aot_body, &c);
 }

@@ -85,6 +85,43 @@ if step "prefix: fusc rows" "$FUSC" tests/prefix/rows.fus --prefix=rows_ -o "$px
 	runs "prefix: rows_softmax and cols_softmax in one program" "$px/prog"
 fi
 
+# ---- ahead-of-time objects: fusc --emit=obj, a plain C program, cc and -lfusrt (issue 15) ----
+# tests/aot/main.c checks the launchers' refusals without a GPU (libfusrt checks before it
+# needs the driver), then runs both fusions where there is one.
+ao="$tmp/aot"
+mkdir -p "$ao"
+libdir=$(cd "$(dirname "$FUSC")" && pwd)
+if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" "$FUSC" examples/saxpy.fus --emit=obj \
+	--arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
+   step "aot: fusc scale_h --emit obj --prefix=aot_" "$FUSC" tests/aot/scale_h.fus --emit obj \
+	--prefix=aot_ -o "$ao/scale_h.o" &&
+   step "aot: cc (C99 against both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
+	-I"$ao" -Iinclude -isystem "$CUDA/include" -c tests/aot/main.c -o "$ao/main.o" &&
+   step "aot: link with libfusrt.so" cc -o "$ao/prog" "$ao/main.o" "$ao/saxpy.o" "$ao/scale_h.o" \
+	-L"$libdir" -lfusrt -Wl,-rpath,"$libdir" &&
+   step "aot: link with libfusrt.a" cc -o "$ao/prog_static" "$ao/main.o" "$ao/saxpy.o" \
+	"$ao/scale_h.o" "$libdir/libfusrt.a" -ldl -lm -lpthread; then
+	# the objects define their launchers and nothing else, and need libfusrt, not CUDA's libraries
+	nm -g --defined-only "$ao/saxpy.o" "$ao/scale_h.o" | awk 'NF == 3 {print $3}' | sort > "$ao/defined"
+	printf '%s\n' aot_scale_h aot_scale_h_last_error saxpy saxpy_last_error > "$ao/want"
+	cmp -s "$ao/defined" "$ao/want" && ok ||
+		{ bad "aot: the objects define other symbols than their launchers"; diff "$ao/want" "$ao/defined"; }
+	nm -u "$ao/saxpy.o" | grep -q ' fusrt_aot_launch$' && ! nm -u "$ao/saxpy.o" | grep -qi ' _*cu' && ok ||
+		bad "aot: saxpy.o should call fusrt_aot_launch and nothing of CUDA's"
+	for p in prog prog_static; do
+		runs "aot: $p" "$ao/$p"
+		grep -q '^saxpy(N = -1): refused: fusion saxpy: size N is negative (-1)$' "$tmp/run" &&
+		grep -q '^saxpy(x + 1): refused: fusion saxpy: pointer x (0x10004) is not aligned to 16 bytes$' "$tmp/run" && ok ||
+			bad "aot: $p: the launcher did not refuse N = -1 and a misaligned x with their reasons"
+	done
+fi
+# fusc checks the options of --emit=obj
+"$FUSC" examples/saxpy.fus --emit=cuda --arch=sm_80,sm_90 -o "$ao/x.cu" 2>"$ao/err"
+[ $? -eq 2 ] && grep -q 'a list of --arch is for --emit=obj' "$ao/err" && ok ||
+	bad "aot: --arch=sm_80,sm_90 with --emit=cuda was not refused"
+"$FUSC" examples/saxpy.fus --emit=obj -o - 2>"$ao/err"
+[ $? -eq 2 ] && grep -q 'not standard output' "$ao/err" && ok || bad "aot: --emit=obj -o - was not refused"
+
 # ---- JIT: make install, then pkg-config fusrt ----
 prefix="$tmp/prefix"
 # The GPU machine has no flex/bison/check: there the prebuilt build/ is installed as it is.

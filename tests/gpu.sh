@@ -13,6 +13,10 @@
 #   unit       build/check_unit with the "gpu" tagged tests (it must find the device).
 #   fallback   tests/gpu/fallback.cu: an auto-scheduled launcher built with nvcc runs its scalar
 #              kernel when N is not a multiple of 4 or a pointer is misaligned (checked on the CPU).
+#   aot        tests/aot/main.c, a C program built with cc against two `fusc --emit=obj`
+#              objects and libfusrt (no nvcc), runs saxpy and an f16 fusion on the GPU.
+#   python     tests/python/test_torch.py: python/fusc (ctypes over build/libfusrt.so) with
+#              PyTorch tensors against PyTorch's own results (it must find torch and the GPU).
 #   sanitizer  compute-sanitizer over `fusc run` of each fusion at one small size no block
 #              divides: memcheck for every fusion, racecheck and synccheck for the files that
 #              use shared memory (the JIT-loaded modules are instrumented when they load).
@@ -23,7 +27,7 @@ FUSC=${FUSC:-build/fusc}
 CHECK_UNIT=${CHECK_UNIT:-build/check_unit}
 CUDA=${CUDA:-/usr/local/cuda}
 SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo "$CUDA/bin/compute-sanitizer")}
-PARTS=${PARTS:-"run unit fallback sanitizer"}
+PARTS=${PARTS:-"run unit fallback aot python sanitizer"}
 NVCC=${NVCC:-$CUDA/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -168,6 +172,22 @@ for part in $PARTS; do
 		t "nvcc tests/gpu/fallback.cu" "$NVCC" -O2 -arch=native -I"$tmp" -o "$tmp/fallback" \
 			tests/gpu/fallback.cu "$tmp/bias_gelu.cu" &&
 		t "fallback: scalar kernel for odd N and misaligned x" "$tmp/fallback"
+		;;
+	aot)
+		lib=$(cd "$(dirname "$FUSC")" && pwd)
+		t "fusc examples/saxpy.fus --emit=obj --arch=sm_80,sm_90" "$FUSC" examples/saxpy.fus \
+			--emit=obj --arch=sm_80,sm_90 -o "$tmp/saxpy.o" &&
+		t "fusc tests/aot/scale_h.fus --emit=obj --prefix=aot_" "$FUSC" tests/aot/scale_h.fus \
+			--emit=obj --prefix=aot_ -o "$tmp/scale_h.o" &&
+		t "cc tests/aot/main.c saxpy.o scale_h.o -lfusrt" cc -std=c99 -I"$tmp" -Iinclude \
+			-isystem "$CUDA/include" -o "$tmp/aot" tests/aot/main.c "$tmp/saxpy.o" \
+			"$tmp/scale_h.o" -L"$lib" -lfusrt -Wl,-rpath,"$lib" &&
+		t "aot: saxpy and scale_h through the objects (exit 0, not 77)" "$tmp/aot"
+		;;
+	python)
+		t "python3 tests/python/test_torch.py (exit 0, not 77)" env \
+			FUSC_LIBFUSRT="$(cd "$(dirname "$FUSC")" && pwd)/libfusrt.so" \
+			python3 tests/python/test_torch.py
 		;;
 	sanitizer)
 		if ! [ -x "$SANITIZER" ]; then

@@ -23,11 +23,15 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "tools/cli.h"
+#include "tools/object.h"
 #include "tools/output.h"
 
 typedef enum Emit {
-	EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN, EMIT_SCHEDULE
+	EMIT_DEFAULT, EMIT_CUDA, EMIT_HEADER, EMIT_IR, EMIT_AST, EMIT_PTX, EMIT_CUBIN, EMIT_SCHEDULE,
+	EMIT_OBJ
 } Emit;
+
+enum { MAX_ARCHS = 16 }; /* --arch=sm_80,sm_90,... (--emit=obj) */
 
 typedef struct Options {
 	const char *input;    /* path or "-" */
@@ -36,6 +40,8 @@ typedef struct Options {
 	bool native_arch;
 	bool arch_given;      /* --arch: checked against NVRTC's list when NVRTC can be loaded */
 	char arch_suffix;     /* 'a' (sm_90a) or 'f' (sm_100f): for NVRTC (ptx, cubin) only */
+	char archs[MAX_ARCHS][8]; /* every --arch of a list ("80", "90a"), in ascending order */
+	int narchs;
 	DiagColor color;
 	const char *prefix;   /* --prefix: put before every launcher and kernel name; NULL: none */
 	LowerOptions lower;
@@ -54,13 +60,15 @@ static const char usage_text[] =
 	"  -o, --output=PATH        the .cu (the header goes beside it: PATH less its\n"
 	"                           extension, plus .h); - for stdout\n"
 	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
-	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC),\n"
-	"                           schedule (each fusion's schedule as directives)\n"
+	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC);\n"
+	"                           schedule: each fusion's schedule as directives; obj:\n"
+	"                           an object for cc (PATH, default STEM.o) and its header\n"
 	"  --prefix=NAME_           put NAME_ before every launcher and kernel name\n"
 	"                           (two files may then both define softmax)\n"
 	"  --arch=sm_XY|sm_XYa|native\n"
 	"                           target (default sm_80), one NVRTC lists; sm_90a and\n"
-	"                           sm_100f name arch-specific and family targets\n"
+	"                           sm_100f name arch-specific and family targets;\n"
+	"                           --emit=obj takes a list: --arch=sm_80,sm_90\n"
 	"  --no-arch-check          lower and emit for a target too old (a warning)\n"
 	"  --dump-after=PASS|all    print the kernel IR after a pass (to stderr)\n"
 	"  --print-passes           list the lowering passes\n"
@@ -99,6 +107,8 @@ static const char usage_text[] =
 	"  FUSRT_DUMP               a folder: each JIT compile writes its .fus, CUDA, PTX\n"
 	"                           and launch dims there, each launch appends its dims\n"
 	"  FUSC_VERIFY              set: run the IR verifier between passes\n"
+	"  CC                       the C compiler of --emit=obj (default cc)\n"
+	"  TMPDIR                   where --emit=obj compiles (default /tmp)\n"
 	"\n"
 	"Manual: man fusc (docs/fusc.1); the command line: docs/cli.md.\n";
 
@@ -173,7 +183,7 @@ static void output_paths(const Options *o, const char *stem, char **cu, char **h
 	struct stat st;
 
 	*h = NULL;
-	if (o->emit != EMIT_DEFAULT) {
+	if (o->emit != EMIT_DEFAULT && o->emit != EMIT_OBJ) {
 		*cu = xstrdup(o->output ? o->output : "-");
 		return;
 	}
@@ -181,7 +191,7 @@ static void output_paths(const Options *o, const char *stem, char **cu, char **h
 		*cu = xstrdup(o->output);
 	} else {
 		*cu = xmalloc(strlen(stem) + 4);
-		sprintf(*cu, "%s.cu", stem);
+		sprintf(*cu, "%s.%s", stem, o->emit == EMIT_OBJ ? "o" : "cu");
 	}
 	/* stdout, /dev/null or a pipe: the .cu alone, no header beside it */
 	if (strcmp(*cu, "-") != 0 && !(stat(*cu, &st) == 0 && !S_ISREG(st.st_mode)))
@@ -194,7 +204,7 @@ static void output_paths(const Options *o, const char *stem, char **cu, char **h
  * neither loads nor needs libnvrtc. -1 to go on, else an exit status. */
 static int check_arch(const Options *o)
 {
-	bool needs_nvrtc = o->emit == EMIT_PTX || o->emit == EMIT_CUBIN;
+	bool needs_nvrtc = o->emit == EMIT_PTX || o->emit == EMIT_CUBIN || o->emit == EMIT_OBJ;
 	const char *why;
 	int rc = -1;
 
@@ -204,14 +214,18 @@ static int check_arch(const Options *o)
 		if (!needs_nvrtc)
 			return -1;
 		fprintf(stderr, "fusc: --emit=%s needs NVRTC: %s\n",
-			o->emit == EMIT_PTX ? "ptx" : "cubin", why);
+			o->emit == EMIT_PTX ? "ptx" : o->emit == EMIT_CUBIN ? "cubin" : "obj", why);
 		return 2;
 	}
 	Buf archs = {0};
-	if (!nvrtc_arch_supported(o->lower.arch, &archs)) {
-		fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
-			o->lower.arch, o->native_arch ? " (--arch=native)" : "", archs.s);
-		rc = 2;
+	for (int i = 0; i < (o->narchs ? o->narchs : 1) && rc < 0; i++) {
+		int a = o->narchs ? atoi(o->archs[i]) : o->lower.arch;
+		if (!nvrtc_arch_supported(a, &archs)) {
+			fprintf(stderr, "fusc: unsupported architecture sm_%d%s: NVRTC supports %s\n",
+				a, o->native_arch ? " (--arch=native)" : "", archs.s);
+			rc = 2;
+		}
+		buf_free(&archs);
 	}
 	buf_free(&archs);
 	return rc;
@@ -234,7 +248,7 @@ static void print_version(void)
 
 /* "sm_XY", "sm_XYa" (arch-specific features, sm_90 and later) or "sm_XYf" (family,
  * sm_100 and later), or "native". Whether NVRTC lists sm_XY is checked later (check_arch). */
-static bool parse_arch(const char *s, Options *o)
+static bool parse_one_arch(const char *s, Options *o)
 {
 	o->arch_suffix = 0;
 	if (strcmp(s, "native") == 0) {
@@ -255,9 +269,37 @@ static bool parse_arch(const char *s, Options *o)
 	return true;
 }
 
+/* One arch, or a comma-separated list of sm_ archs (--emit=obj): the kernels are lowered for
+ * the lowest, the list is kept sorted in o->archs. */
+static bool parse_arch(const char *s, Options *o)
+{
+	char *list = xstrdup(s), *save = NULL;
+	int lowest = 0;
+	bool ok = true;
+
+	o->narchs = 0;
+	for (char *w = strtok_r(list, ",", &save); w && ok; w = strtok_r(NULL, ",", &save)) {
+		ok = o->narchs < MAX_ARCHS && parse_one_arch(w, o) && !o->native_arch;
+		if (!ok)
+			break;
+		int i = o->narchs++;
+		for (; i > 0 && atoi(o->archs[i - 1]) > o->lower.arch; i--)
+			memcpy(o->archs[i], o->archs[i - 1], sizeof o->archs[i]);
+		snprintf(o->archs[i], sizeof o->archs[i], "%d%.1s", o->lower.arch,
+			 o->arch_suffix ? &o->arch_suffix : "");
+		lowest = lowest && lowest < o->lower.arch ? lowest : o->lower.arch;
+	}
+	if (!ok && o->narchs == 0 && !strchr(s, ','))
+		ok = parse_one_arch(s, o); /* native */
+	free(list);
+	if (ok && o->narchs > 0)
+		o->lower.arch = lowest;
+	return ok && (o->narchs > 0 || o->native_arch);
+}
+
 static int parse_emit(const char *s, Options *o)
 {
-	static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin", "schedule"};
+	static const char *names[] = {"", "cuda", "header", "ir", "ast", "ptx", "cubin", "schedule", "obj"};
 
 	for (int e = 1; e < countof(names); e++) {
 		if (strcmp(s, names[e]) == 0) {
@@ -265,7 +307,7 @@ static int parse_emit(const char *s, Options *o)
 			return -1;
 		}
 	}
-	return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin, schedule)", s);
+	return usage_error("unknown --emit kind '%s' (cuda, header, ir, ast, ptx, cubin, schedule, obj)", s);
 }
 
 enum { OPT_EMIT = 256, OPT_ARCH, OPT_NO_ARCH_CHECK, OPT_DUMP_AFTER, OPT_PRINT_PASSES,
@@ -368,6 +410,11 @@ static int parse_args(int argc, char **argv, Options *o)
 	}
 	if (rc < 0 && !o->input)
 		return usage_error("%s", "no input file");
+	if (rc < 0 && o->narchs > 1 && o->emit != EMIT_OBJ)
+		return usage_error("%s", "a list of --arch is for --emit=obj (one object for several "
+				   "GPUs)");
+	if (rc < 0 && o->emit == EMIT_OBJ && o->output && strcmp(o->output, "-") == 0)
+		return usage_error("%s", "--emit=obj writes a file, not standard output (-o x.o)");
 	return rc;
 }
 
@@ -451,7 +498,8 @@ static void emit_schedules(Program *p, Buf *b)
 }
 
 static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char *stem,
-			const char *src_name, const char *cu_path, const char *h_path)
+			const char *src_name, const char *cu_path, const char *h_path,
+			const char *text, size_t len)
 {
 	Buf cu = {0}, h = {0};
 	int rc = 0;
@@ -489,6 +537,21 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 		header_emit(ks, nk, src_name, guard, &h);
 		OutputFile fs[2] = {{h_path, h.s, h.len}, {cu_path, cu.s, cu.len}};
 		rc = h_path ? (output_write(fs, 2) ? 0 : 2) : write_one(cu_path, cu.s, cu.len);
+		break;
+	}
+	case EMIT_OBJ: {
+		char one[MAX_ARCHS][8];
+		const char *archs[MAX_ARCHS];
+		int n = o->narchs;
+		if (n == 0) { /* the default target, or --arch=native */
+			snprintf(one[0], sizeof one[0], "%d", o->lower.arch);
+			archs[n++] = one[0];
+		}
+		for (int i = 0; i < o->narchs; i++)
+			archs[i] = o->archs[i];
+		ObjectJob job = {ks, nk, src_name, text, len, o->prefix, guard, o->lower.arch, archs, n,
+				 cu_path, h_path};
+		rc = object_write(&job);
 		break;
 	}
 	case EMIT_AST:
@@ -586,7 +649,8 @@ static int compile_main(int argc, char **argv)
 		rc = 1;
 	} else if (ks && diag_error_count(d) == 0) {
 		diag_print(d, stderr); /* warnings */
-		rc = emit_outputs(ks, p->nfusions, p, &o, stem, base_name(shown), cu_path, h_path);
+		rc = emit_outputs(ks, p->nfusions, p, &o, stem, base_name(shown), cu_path, h_path,
+				  diag_file_text(d, file), diag_file_len(d, file));
 		if (o.lower.time_passes)
 			fprintf(stderr, "total: text to output %.0f us\n", (now_seconds() - t0) * 1e6);
 	} else {

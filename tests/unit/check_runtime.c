@@ -691,6 +691,13 @@ START_TEST(test_compile_offline)
 	ck_assert_str_eq(fusrt_last_cache_note(), "");
 	ck_assert_int_eq(fusrt_fusion_count(m), 1);
 	ck_assert_int_eq(fusrt_fusion_nargs(m, "saxpy"), 4);
+	int64_t extent = 99;
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 1, 0, &extent), 0); /* x: f32[N] */
+	ck_assert_int_eq(extent, 99);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 0, 0, &extent), -2); /* a scalar */
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 1, 1, &extent), -2);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 4, 0, &extent), -2);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "nope", 1, 0, &extent), -2);
 	/* the entry is the one an sm_80 device finds: lowered for 80, a cubin */
 	TestCompile *tc = tc_compile(saxpy_src, true);
 	Buf cu = {0};
@@ -778,7 +785,76 @@ START_TEST(test_dump)
 }
 END_TEST
 
+/* fusrt_aot_launch, what the launchers of fusc --emit=obj call: the object's text lowered
+ * again must give the device code its binaries came from (else: rebuild the object); the
+ * arguments are checked before the driver is needed; the module is made once. */
+START_TEST(test_aot_launch)
+{
+	static const fusrt_aot_binary bins[] = {{80, 0, "not a cubin", 12}};
+	fusrt_module *mod = NULL;
+	fusrt_aot aot = {"0.0.1", "saxpy.fus", saxpy_src, sizeof saxpy_src - 1, 80, "p_",
+			 "0000", bins, 1, &mod};
+	fusrt_arg args[4] = {fusrt_f(2), fusrt_ptr(0x1000), fusrt_ptr(0x2000), fusrt_ptr(0x3000)};
+	int64_t n = 64;
+	unsigned char d[SHA256_BYTES];
+	char hex[2 * SHA256_BYTES + 1];
+	Buf cu = {0};
+	Sha256 h;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "saxpy.fus: the object was made by fusc 0.0.1, whose "
+			   "kernels this libfusrt (" FUSC_VERSION ") does not make: rebuild it");
+	ck_assert_ptr_null(mod);
+	/* the digest of the device code as fusc lowered it: with the prefix, for sm_80 */
+	TestCompile *tc = tc_compile(saxpy_src, false);
+	LowerOptions lo = {.arch = 80};
+	tc->prog->fusions[0]->name = "p_saxpy";
+	Kernel *k = lower_fusion(tc->arena, tc->diag, tc->prog->fusions[0], &lo);
+	cuda_emit_device(&k, 1, &cu);
+	tc_free(tc);
+	sha256_init(&h);
+	sha256_update(&h, cu.s, cu.len);
+	sha256_final(&h, d);
+	sha256_hex(d, hex);
+	buf_free(&cu);
+	aot.device_sha256 = hex;
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "fusion p_saxpy takes 4 arguments");
+	ck_assert_ptr_nonnull(mod);
+	fusrt_module *first = mod;
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "p_saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
+	ck_assert_ptr_eq(mod, first);
+	ck_assert_int_eq(fusrt_aot_launch(&aot, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	ck_assert_contains(fusrt_last_error(), "no fusion named 'saxpy' (the module has: p_saxpy)");
+	ck_assert_int_eq(fusrt_aot_launch(NULL, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_INVALID);
+	fusrt_module_free(mod);
+}
+END_TEST
+
 /* The image a device runs: its major's cubin not above it, else PTX not above it. */
+/* A constant dimension gives its extent, a size symbol its index. */
+START_TEST(test_arg_dim_constant)
+{
+	static const char src[] = "fusion f(x: f32[M, 3], n: i32, y: f32[K, M]) -> (z: f32[M, 3]) {\n"
+				  "  z[i, j] = x[i, j] + y[0, i];\n}\n";
+	char *dir = temp_dir();
+	fusrt_options o = {80, dir};
+	fusrt_module *m = NULL;
+	int64_t extent = 0;
+
+	setenv("FUSRT_LIBCUDA", no_lib, 1);
+	ck_assert_int_eq(fusrt_compile(src, strlen(src), "f.fus", &o, &m), FUSRT_OK);
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "f", 0, 1, &extent), -1);
+	ck_assert_int_eq(extent, 3);
+	ck_assert_str_eq(fusrt_fusion_size_name(m, "f", fusrt_fusion_arg_dim(m, "f", 0, 0, NULL)), "M");
+	ck_assert_str_eq(fusrt_fusion_size_name(m, "f", fusrt_fusion_arg_dim(m, "f", 2, 0, NULL)), "K");
+	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "f", 1, 0, NULL), -2);
+	fusrt_module_free(m);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_pick_image)
 {
 	RtImage im[] = {{80, false, "", 1}, {86, false, "", 1}, {90, false, "", 1}, {90, true, "", 1}};
@@ -1119,9 +1195,11 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_cache_key_and_dir);
 	tcase_add_test(tc, test_compile_offline);
 	tcase_add_test(tc, test_dump);
+	tcase_add_test(tc, test_aot_launch);
 	tcase_add_test(tc, test_guard_internal_error);
 	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
+	tcase_add_test(tc, test_arg_dim_constant);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
 	suite_add_tcase(s, tc);
