@@ -3,7 +3,7 @@
  *
  * The class: a pointwise output o that reads an input x whose innermost dimension is
  * subscripted by an index `a` of o other than o's innermost one `b`, and whose subscripts
- * also hold `b` (so x is not a mere broadcast along b): `y[j, i] = x[i, j]`, the 3-D permute
+ * also hold `b` and every other index of o (so x is not a broadcast): `y[j, i] = x[i, j]`, the 3-D permute
  * `y[k, i, j] = x[i, j, k]`. Reading x in o's loop order reads it with a stride, 4 bytes of
  * each 32-byte sector.
  *
@@ -87,7 +87,9 @@ static void note(Walk *w, Tensor *x, const int *pos)
 		else
 			seen |= 1u << pos[k];
 	}
-	bool transposed = plain && has_b && last >= 0 && last != n - 1;
+	/* every index of o (compute_at cannot replay the merged block index on a tensor that
+	 * lacks one of its axes: a broadcast input is read directly) */
+	bool transposed = plain && has_b && x->ndim == n && last >= 0 && last != n - 1;
 	int i = find(c->ins, c->nins, x);
 	if (i < 0 && !transposed) {
 		if (x->kind == TK_INPUT && x->ndim > 0)

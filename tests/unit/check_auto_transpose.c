@@ -85,6 +85,9 @@ START_TEST(test_classify)
 	/* x's inner extent a constant below the tile */
 	ck_assert(!classify("fusion s(x: f32[M, 8]) -> (y: f32[8, M]) { y[j, i] = x[i, j]; }", 0, &c));
 	ck_assert(!classify("fusion s(x: f32[16, N]) -> (y: f32[N, 16]) { y[j, i] = x[i, j]; }", 0, &c));
+	/* x lacks y's batch index (a broadcast): the merged block index cannot be replayed on it */
+	ck_assert(!classify("fusion s(x: f32[M, N], z: f32[B, N, M]) -> (y: f32[B, N, M]) { y[b, j, i] = x[i, j] + z[b, j, i]; }",
+			    0, &c));
 	/* a reduction output */
 	ck_assert(!classify("fusion s(x: f32[M, N]) -> (y: f32[N]) { y[j] = sum(i: x[i, j]); }", 0, &c));
 }
