@@ -91,10 +91,11 @@ fi
 ao="$tmp/aot"
 mkdir -p "$ao"
 libdir=$(cd "$(dirname "$FUSC")" && pwd)
-if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" "$FUSC" examples/saxpy.fus --emit=obj \
-	--arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
-   step "aot: fusc scale_h --emit obj --prefix=aot_" "$FUSC" tests/aot/scale_h.fus --emit obj \
-	--prefix=aot_ -o "$ao/scale_h.o" &&
+# (the generated C compiles without a warning: CC with -Werror)
+if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" env CC="cc -Wall -Wextra -Werror" \
+	"$FUSC" examples/saxpy.fus --emit=obj --arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
+   step "aot: fusc scale_h --emit obj --prefix=aot_" env CC="cc -Wall -Wextra -Werror" \
+	"$FUSC" tests/aot/scale_h.fus --emit obj --prefix=aot_ -o "$ao/scale_h.o" &&
    step "aot: cc (C99 against both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
 	-I"$ao" -Iinclude -isystem "$CUDA/include" -c tests/aot/main.c -o "$ao/main.o" &&
    step "aot: link with libfusrt.so" cc -o "$ao/prog" "$ao/main.o" "$ao/saxpy.o" "$ao/scale_h.o" \
