@@ -122,6 +122,9 @@ fi
 	bad "aot: --arch=sm_80,sm_90 with --emit=cuda was not refused"
 "$FUSC" examples/saxpy.fus --emit=obj -o - 2>"$ao/err"
 [ $? -eq 2 ] && grep -q 'not standard output' "$ao/err" && ok || bad "aot: --emit=obj -o - was not refused"
+"$FUSC" examples/saxpy.fus --emit=obj -o "$ao/x.h" 2>"$ao/err"
+[ $? -eq 2 ] && grep -q "name the .o (-o $ao/x.o)" "$ao/err" && [ ! -e "$ao/x.h" ] && ok ||
+	bad "aot: --emit=obj -o x.h (the object and its header one file) was not refused"
 
 # ---- JIT: make install, then pkg-config fusrt ----
 prefix="$tmp/prefix"

@@ -574,9 +574,10 @@ static int compile_main(int argc, char **argv)
 	output_paths(&o, stem, &cu_path, &h_path);
 	if (h_path && strcmp(h_path, cu_path) == 0) {
 		/* -o x.h: the .cu and its header would both be x.h */
+		const char *ext = o.emit == EMIT_OBJ ? "o" : "cu";
 		fprintf(stderr, "fusc: the output '%s' is the header written beside it: name the "
-			".cu (-o %.*s.cu), or write only the header (--emit=header)\n", cu_path,
-			(int)(strlen(cu_path) - 2), cu_path);
+			".%s (-o %.*s.%s), or write only the header (--emit=header)\n", cu_path, ext,
+			(int)(strlen(cu_path) - 2), cu_path, ext);
 		rc = 2;
 	}
 	if (rc == 2 || output_is_input(cu_path, o.input) ||
