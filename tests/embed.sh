@@ -116,6 +116,12 @@ if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" env CC="cc -Wall -Wextra
 			bad "aot: $p: the launcher did not refuse N = -1 and a misaligned x with their reasons"
 	done
 fi
+# -o x.a: the object in an archive, which links the same way
+if step "aot: fusc saxpy --emit=obj -o libsaxpy.a" "$FUSC" examples/saxpy.fus --emit=obj \
+	-o "$ao/libsaxpy.a" && step "aot: link saxpy from an archive" cc -o "$ao/prog_a" \
+	"$ao/main.o" "$ao/scale_h.o" -L"$ao" -lsaxpy -L"$libdir" -lfusrt -Wl,-rpath,"$libdir"; then
+	ar t "$ao/libsaxpy.a" | grep -qx 'object.o' && ok || bad "aot: libsaxpy.a does not hold the object"
+fi
 # fusc checks the options of --emit=obj
 "$FUSC" examples/saxpy.fus --emit=cuda --arch=sm_80,sm_90 -o "$ao/x.cu" 2>"$ao/err"
 [ $? -eq 2 ] && grep -q 'a list of --arch is for --emit=obj' "$ao/err" && ok ||

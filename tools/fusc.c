@@ -60,7 +60,8 @@ static const char usage_text[] =
 	"                           extension, plus .h); - for stdout\n"
 	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
 	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC); obj:\n"
-	"                           an object for cc (PATH, default STEM.o) and its header\n"
+	"                           an object for cc (PATH, default STEM.o; x.a: an archive)\n"
+	"                           and its header\n"
 	"  --prefix=NAME_           put NAME_ before every launcher and kernel name\n"
 	"                           (two files may then both define softmax)\n"
 	"  --arch=sm_XY|sm_XYa|native\n"
@@ -106,6 +107,7 @@ static const char usage_text[] =
 	"                           and launch dims there, each launch appends its dims\n"
 	"  FUSC_VERIFY              set: run the IR verifier between passes\n"
 	"  CC                       the C compiler of --emit=obj (default cc)\n"
+	"  AR                       the archiver of --emit=obj -o x.a (default ar)\n"
 	"  TMPDIR                   where --emit=obj compiles (default /tmp)\n"
 	"\n"
 	"Manual: man fusc (docs/fusc.1); the command line: docs/cli.md.\n";
