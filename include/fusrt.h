@@ -153,7 +153,14 @@ typedef struct fusrt_arg {
 	fusrt_devptr ptr;
 } fusrt_arg;
 
-static inline fusrt_arg fusrt_f(double v) { fusrt_arg a = {0, 0, 0}; a.f = v; a.i = (int64_t)v; return a; }
+/* (.i also gets v truncated when it fits in an int64_t, else 0: NaN and infinities too) */
+static inline fusrt_arg fusrt_f(double v)
+{
+	fusrt_arg a = {0, 0, 0};
+	a.f = v;
+	a.i = v > -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : 0;
+	return a;
+}
 static inline fusrt_arg fusrt_i(int64_t v) { fusrt_arg a = {0, 0, 0}; a.i = v; a.f = (double)v; return a; }
 static inline fusrt_arg fusrt_ptr(fusrt_devptr p) { fusrt_arg a = {0, 0, 0}; a.ptr = p; return a; }
 

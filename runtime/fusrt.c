@@ -315,8 +315,9 @@ static fusrt_status compile_body(void *ctx)
 			    dev_arch);
 	int arch = o.arch ? o.arch : dev_arch;
 	if (s == FUSRT_OK && !o.arch && arch != 90) { /* lower again for the real arch */
-		arena_free(m->arena);
+		Arena *old = m->arena; /* replaced first: a die() in arena_new frees the module */
 		m->arena = arena_new();
+		arena_free(old);
 		s = build_ir(m, source, len, name ? name : "<source>", arch, NULL);
 	}
 	if (s == FUSRT_OK)

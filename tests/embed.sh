@@ -91,10 +91,11 @@ fi
 ao="$tmp/aot"
 mkdir -p "$ao"
 libdir=$(cd "$(dirname "$FUSC")" && pwd)
-if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" "$FUSC" examples/saxpy.fus --emit=obj \
-	--arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
-   step "aot: fusc scale_h --emit obj --prefix=aot_" "$FUSC" tests/aot/scale_h.fus --emit obj \
-	--prefix=aot_ -o "$ao/scale_h.o" &&
+# (the generated C compiles without a warning: CC with -Werror)
+if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" env CC="cc -Wall -Wextra -Werror" \
+	"$FUSC" examples/saxpy.fus --emit=obj --arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
+   step "aot: fusc scale_h --emit obj --prefix=aot_" env CC="cc -Wall -Wextra -Werror" \
+	"$FUSC" tests/aot/scale_h.fus --emit obj --prefix=aot_ -o "$ao/scale_h.o" &&
    step "aot: cc (C99 against both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
 	-I"$ao" -Iinclude -isystem "$CUDA/include" -c tests/aot/main.c -o "$ao/main.o" &&
    step "aot: link with libfusrt.so" cc -o "$ao/prog" "$ao/main.o" "$ao/saxpy.o" "$ao/scale_h.o" \
@@ -115,12 +116,21 @@ if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" "$FUSC" examples/saxpy.f
 			bad "aot: $p: the launcher did not refuse N = -1 and a misaligned x with their reasons"
 	done
 fi
+# -o x.a: the object in an archive, which links the same way
+if step "aot: fusc saxpy --emit=obj -o libsaxpy.a" "$FUSC" examples/saxpy.fus --emit=obj \
+	-o "$ao/libsaxpy.a" && step "aot: link saxpy from an archive" cc -o "$ao/prog_a" \
+	"$ao/main.o" "$ao/scale_h.o" -L"$ao" -lsaxpy -L"$libdir" -lfusrt -Wl,-rpath,"$libdir"; then
+	ar t "$ao/libsaxpy.a" | grep -qx 'object.o' && ok || bad "aot: libsaxpy.a does not hold the object"
+fi
 # fusc checks the options of --emit=obj
 "$FUSC" examples/saxpy.fus --emit=cuda --arch=sm_80,sm_90 -o "$ao/x.cu" 2>"$ao/err"
 [ $? -eq 2 ] && grep -q 'a list of --arch is for --emit=obj' "$ao/err" && ok ||
 	bad "aot: --arch=sm_80,sm_90 with --emit=cuda was not refused"
 "$FUSC" examples/saxpy.fus --emit=obj -o - 2>"$ao/err"
 [ $? -eq 2 ] && grep -q 'not standard output' "$ao/err" && ok || bad "aot: --emit=obj -o - was not refused"
+"$FUSC" examples/saxpy.fus --emit=obj -o "$ao/x.h" 2>"$ao/err"
+[ $? -eq 2 ] && grep -q "name the .o (-o $ao/x.o)" "$ao/err" && [ ! -e "$ao/x.h" ] && ok ||
+	bad "aot: --emit=obj -o x.h (the object and its header one file) was not refused"
 
 # ---- JIT: make install, then pkg-config fusrt ----
 prefix="$tmp/prefix"

@@ -62,7 +62,8 @@ static const char usage_text[] =
 	"  --emit=KIND              only one output, to -o PATH or stdout: cuda, header,\n"
 	"                           ir, ast, ptx, cubin (ptx and cubin need NVRTC);\n"
 	"                           schedule: each fusion's schedule as directives; obj:\n"
-	"                           an object for cc (PATH, default STEM.o) and its header\n"
+	"                           an object for cc (PATH, default STEM.o; x.a: an archive)\n"
+	"                           and its header\n"
 	"  --prefix=NAME_           put NAME_ before every launcher and kernel name\n"
 	"                           (two files may then both define softmax)\n"
 	"  --arch=sm_XY|sm_XYa|native\n"
@@ -108,6 +109,7 @@ static const char usage_text[] =
 	"                           and launch dims there, each launch appends its dims\n"
 	"  FUSC_VERIFY              set: run the IR verifier between passes\n"
 	"  CC                       the C compiler of --emit=obj (default cc)\n"
+	"  AR                       the archiver of --emit=obj -o x.a (default ar)\n"
 	"  TMPDIR                   where --emit=obj compiles (default /tmp)\n"
 	"\n"
 	"Manual: man fusc (docs/fusc.1); the command line: docs/cli.md.\n";
@@ -609,9 +611,10 @@ static int compile_main(int argc, char **argv)
 	output_paths(&o, stem, &cu_path, &h_path);
 	if (h_path && strcmp(h_path, cu_path) == 0) {
 		/* -o x.h: the .cu and its header would both be x.h */
+		const char *ext = o.emit == EMIT_OBJ ? "o" : "cu";
 		fprintf(stderr, "fusc: the output '%s' is the header written beside it: name the "
-			".cu (-o %.*s.cu), or write only the header (--emit=header)\n", cu_path,
-			(int)(strlen(cu_path) - 2), cu_path);
+			".%s (-o %.*s.%s), or write only the header (--emit=header)\n", cu_path, ext,
+			(int)(strlen(cu_path) - 2), cu_path, ext);
 		rc = 2;
 	}
 	if (rc == 2 || output_is_input(cu_path, o.input) ||

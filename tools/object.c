@@ -6,7 +6,8 @@
  * the launchers; the C compiler ($CC, default cc) compiles it in a private temporary folder
  * beside fusrt.h (embedded in fusc at build time) and the header, with CUDA's include folder
  * (the one fusc was built with) on the path for cuda_runtime_api.h. Then the object and the
- * header are written all or nothing. When the C compiler fails, its folder is kept and named.
+ * header are written all or nothing; `-o x.a` puts the object in an archive ($AR, default ar).
+ * When the C compiler fails, its folder is kept and named.
  */
 #include <errno.h>
 #include <spawn.h>
@@ -58,11 +59,12 @@ static char *read_file(const char *path, size_t *n)
 	return s;
 }
 
-/* Runs $CC (words split at spaces) with the given arguments; true when it exits 0. */
-static bool run_cc(const char *const *args, int nargs)
+/* Runs $VAR (words split at spaces; dflt when unset) with the given arguments; true when it
+ * exits 0. */
+static bool run_tool(const char *var, const char *dflt, const char *const *args, int nargs)
 {
-	const char *cc = getenv("CC");
-	char *words = xstrdup(cc && *cc ? cc : "cc"), *save = NULL;
+	const char *cc = getenv(var);
+	char *words = xstrdup(cc && *cc ? cc : dflt), *save = NULL;
 	char **argv = xmalloc(sizeof(char *) * (strlen(words) + (size_t)nargs + 2));
 	int n = 0, status = 0;
 	pid_t pid;
@@ -76,8 +78,7 @@ static bool run_cc(const char *const *args, int nargs)
 	bool ok = e == 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 		  WEXITSTATUS(status) == 0;
 	if (e != 0)
-		fprintf(stderr, "fusc: cannot run the C compiler '%s': %s (set CC)\n", argv[0],
-			strerror(e));
+		fprintf(stderr, "fusc: cannot run '%s': %s (set %s)\n", argv[0], strerror(e), var);
 	free(argv);
 	free(words);
 	return ok;
@@ -92,7 +93,7 @@ static const char *base_name(const char *p)
 int object_write(const ObjectJob *job)
 {
 	struct AotBinary *bins = xmalloc(sizeof *bins * (size_t)(job->narchs + 1));
-	Buf cu = {0}, h = {0}, c = {0}, path = {0}, cpath = {0}, opath = {0};
+	Buf cu = {0}, h = {0}, c = {0}, path = {0}, cpath = {0}, opath = {0}, apath = {0};
 	unsigned char digest[SHA256_BYTES];
 	char hex[2 * SHA256_BYTES + 1], *log = NULL, *obj = NULL;
 	const char *tmpdir = getenv("TMPDIR");
@@ -147,14 +148,24 @@ int object_write(const ObjectJob *job)
 		  write_file(cpath.s, c.s, c.len);
 	const char *args[] = {"-std=c11", "-O2", "-fPIC", "-c", "-I", path.s, "-I",
 			      FUSC_CUDA_INCLUDE, "-o", opath.s, cpath.s};
-	if (ok && !run_cc(args, countof(args))) {
+	if (ok && !run_tool("CC", "cc", args, countof(args))) {
 		fprintf(stderr, "fusc: the C compiler failed on the object's source; it is kept in "
 			"%s\n", path.s);
 		ok = false;
 		path.len = 0; /* keep the folder */
 	}
-	if (ok && !(obj = read_file(opath.s, &olen))) {
-		fprintf(stderr, "fusc: cannot read '%s': %s\n", opath.s, strerror(errno));
+	/* -o x.a: the object in an archive */
+	size_t n = strlen(job->obj_path);
+	bool archive = n > 2 && strcmp(job->obj_path + n - 2, ".a") == 0;
+	buf_printf(&apath, "%s/object.a", path.s);
+	const char *ar_args[] = {"rcs", apath.s, opath.s};
+	if (ok && archive && !run_tool("AR", "ar", ar_args, countof(ar_args))) {
+		fprintf(stderr, "fusc: ar failed to make an archive of the object\n");
+		ok = false;
+	}
+	const char *made = archive ? apath.s : opath.s;
+	if (ok && !(obj = read_file(made, &olen))) {
+		fprintf(stderr, "fusc: cannot read '%s': %s\n", made, strerror(errno));
 		ok = false;
 	}
 	if (ok) {
@@ -166,6 +177,7 @@ int object_write(const ObjectJob *job)
 		unlink(hh.s);
 		unlink(cpath.s);
 		unlink(opath.s);
+		unlink(apath.s);
 		rmdir(path.s);
 	}
 	buf_free(&fh);
@@ -182,5 +194,6 @@ done:
 	buf_free(&path);
 	buf_free(&cpath);
 	buf_free(&opath);
+	buf_free(&apath);
 	return rc;
 }

@@ -855,6 +855,19 @@ START_TEST(test_arg_dim_constant)
 }
 END_TEST
 
+/* fusrt_f keeps the value in .f and, in .i, its truncation only when that is defined. */
+START_TEST(test_fusrt_f)
+{
+	ck_assert_int_eq(fusrt_f(-3.7).i, -3);
+	ck_assert(isnan(fusrt_f(NAN).f));
+	ck_assert_int_eq(fusrt_f(NAN).i, 0);
+	ck_assert_int_eq(fusrt_f(INFINITY).i, 0);
+	ck_assert_int_eq(fusrt_f(1e300).i, 0);
+	ck_assert_int_eq(fusrt_f(-9223372036854775808.0).i, 0);
+	ck_assert_int_eq(fusrt_i(-5).f, -5.0);
+}
+END_TEST
+
 START_TEST(test_pick_image)
 {
 	RtImage im[] = {{80, false, "", 1}, {86, false, "", 1}, {90, false, "", 1}, {90, true, "", 1}};
@@ -1199,6 +1212,7 @@ Suite *runtime_suite(void)
 	tcase_add_test(tc, test_guard_internal_error);
 	tcase_add_test(tc, test_compile_out_of_memory);
 	tcase_add_test(tc, test_pick_image);
+	tcase_add_test(tc, test_fusrt_f);
 	tcase_add_test(tc, test_arg_dim_constant);
 	tcase_add_test(tc, test_run_bad_usage);
 	tcase_add_test(tc, test_run_file_errors);
