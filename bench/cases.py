@@ -278,7 +278,7 @@ def tpose_cases():
     t, a = "bench/tpose/", "bench/auto/"
     d = {"M": 16384, "N": 16384}
     return [Case("tpose", "transpose try " + n, t + "try_" + n + ".fus", d, transpose)
-            for n in ("a", "au", "a8")] + [
+            for n in ("a", "a8")] + [
         Case("tpose", "transpose try auto", a + "transpose.fus", d, transpose),
         Case("tpose", "transpose try f16 auto", t + "f16_auto.fus", {"M": 16384, "N": 32768},
              transpose),

@@ -46,7 +46,7 @@ typedef struct AutoTranspose {
 	Tensor *ins[AUTO_TRANSPOSE_MAX]; /* inputs staged through shared-memory tiles */
 	int subs[AUTO_TRANSPOSE_MAX][16]; /* their subscripts as o's root indices */
 	int nins;
-	int tile_b;   /* tile elements along o's innermost index: 32, 64 for 2-byte dtypes */
+	int tile_b;   /* tile elements along o's innermost index (64) */
 } AutoTranspose;
 /* Whether o is in the class (c says how); false: another class (c->nins may be 0). */
 bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c);

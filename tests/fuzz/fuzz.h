@@ -67,6 +67,7 @@ bool rng_chance(Rng *r, int percent);   /* true with probability percent / 100 *
 	X(STAGES, "stages", "stages / double_buffer")                                        \
 	X(NESTED_STAGES, "nested-stages", "a buffered cache computed inside another one's loops") \
 	X(STAGES_ON_CHAIN, "stages-on-chain", "stages on a cache of a cache (xl = xs.cache_after)") \
+	X(PAD, "pad", "pad(n) on a shared cache")                                             \
 	X(RFACTOR, "rfactor", "rfactor")                                                     \
 	X(PRODUCER_BLOCK, "producer-block", "a blockIdx binding of a shared tensor's own axis") \
 	X(SHARED_IN_THREADS, "shared-in-threads", "a shared tensor computed inside a threadIdx loop") \

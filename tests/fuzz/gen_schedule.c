@@ -15,7 +15,7 @@
  *      defined after everything it reads): compute_at at a random loop of a random stored
  *      reader, memory(), rfactor, splits (nested, non-divisible, vectors), merges, reorders,
  *      bindings to blockIdx/threadIdx (reduction axes too: block and grid reductions),
- *      unroll, vectorize, cp_async, stages.
+ *      unroll, vectorize, cp_async, pad, stages.
  * A tensor is scheduled only where the language lets it: a cache or reduction without an
  * explicit compute_at gets the default placement and no transforms of the loops it shares.
  */
@@ -601,6 +601,8 @@ static void cache_extras(GS *g, const char *name)
 		return;
 	if (cp_async_candidate(g, name) && rng_chance(g->r, 60))
 		dir(g, "%s.cp_async(%s);", name, rng_chance(g->r, 15) ? "cg" : "");
+	if (fuzz_on(g->o, FF_PAD) && T(g, name)->mem == MEM_SHARED && rng_chance(g->r, 30))
+		dir(g, "%s.pad(%d);", name, 1 + (int)rng_below(g->r, 4));
 	t = T(g, name);
 	if (!fuzz_on(g->o, FF_STAGES) || !rng_chance(g->r, 35))
 		return;

@@ -44,7 +44,7 @@ START_TEST(test_classify)
 	ck_assert_int_eq(c.a, 0);
 	ck_assert_int_eq(c.nins, 1);
 	ck_assert_str_eq(IN_NAME(c, 0), "x");
-	ck_assert_int_eq(c.tile_b, 32);
+	ck_assert_int_eq(c.tile_b, 64);
 	free_names(&c);
 	/* permute (2, 0, 1): y[k, i, j] = x[i, j, k] */
 	ck_assert(classify("fusion p(x: f32[A, B, C]) -> (y: f32[C, A, B]) { y[k, i, j] = x[i, j, k]; }",
@@ -62,7 +62,7 @@ START_TEST(test_classify)
 	ck_assert_int_eq(c.nins, 1);
 	ck_assert_str_eq(IN_NAME(c, 0), "x");
 	free_names(&c);
-	/* a prologue through an inlined intermediate; 16-bit: tiles 64 wide along y's rows */
+	/* a prologue through an inlined intermediate, 16-bit */
 	ck_assert(classify("fusion h(x: f16[M, N]) -> (y: f16[N, M]) { t[i, j] = x[i, j] * 2.0; y[j, i] = t[i, j]; }",
 			   0, &c));
 	ck_assert_int_eq(c.tile_b, 64);
@@ -84,7 +84,7 @@ START_TEST(test_classify)
 			    0, &c));
 	/* x's inner extent a constant below the tile */
 	ck_assert(!classify("fusion s(x: f32[M, 8]) -> (y: f32[8, M]) { y[j, i] = x[i, j]; }", 0, &c));
-	ck_assert(!classify("fusion s(x: f32[16, N]) -> (y: f32[N, 16]) { y[j, i] = x[i, j]; }", 0, &c));
+	ck_assert(!classify("fusion s(x: f32[48, N]) -> (y: f32[N, 48]) { y[j, i] = x[i, j]; }", 0, &c));
 	/* x lacks y's batch index (a broadcast): the merged block index cannot be replayed on it */
 	ck_assert(!classify("fusion s(x: f32[M, N], z: f32[B, N, M]) -> (y: f32[B, N, M]) { y[b, j, i] = x[i, j] + z[b, j, i]; }",
 			    0, &c));
@@ -98,8 +98,8 @@ static const char transpose_src[] =
 	"  y[j, i] = x[i, j];\n"
 	"}\n";
 
-/* The exact schedule: 32 x 32 tiles on blockIdx.x, x staged in rows of 33, a warp reading
- * and writing 32 consecutive elements of a row. */
+/* The exact schedule: 32 x 64 tiles on blockIdx.x, x staged in rows of 33, a warp reading
+ * and writing 32 consecutive elements of a row, 8 per thread. */
 START_TEST(test_transpose_schedule)
 {
 	TestCompile *tc = tc_lowered(transpose_src);
@@ -108,24 +108,25 @@ START_TEST(test_transpose_schedule)
 		"  tensor x_smem: f32[M, N] intermediate shared compute_at(y, 0) cache_after(x) pad(1)\n"
 		"    def x_smem[i, j] = x[i, j]\n"
 		"    domain:\n"
-		"      bx: ceildiv(N, 32) * ceildiv(M, 32) = y.bx (merge of jo and io)\n"
-		"      br: 4 (split of it by 8, outer)\n"
+		"      bx: ceildiv(N, 32) * ceildiv(M, 64) = y.bx (merge of jo and io)\n"
+		"      br: 8 (split of it by 8, outer)\n"
 		"      ty: 8 threadIdx.y (split of it by 8, inner)\n"
 		"      jt: 32 threadIdx.x (split of j by 32, inner)\n"
 		"  tensor y: f32[N, M] output global\n"
 		"    def y[j, i] = x_smem[i, j]\n"
 		"    domain:\n"
-		"      bx: ceildiv(N, 32) * ceildiv(M, 32) blockIdx.x (merge of jo and io)\n"
+		"      bx: ceildiv(N, 32) * ceildiv(M, 64) blockIdx.x (merge of jo and io)\n"
 		"      ar: 4 (split of jt by 8, outer)\n"
+		"      bh: 2 (split of it by 32, outer)\n"
 		"      ty: 8 threadIdx.y (split of jt by 8, inner)\n"
-		"      it: 32 threadIdx.x (split of i by 32, inner)\n");
+		"      bl: 32 threadIdx.x (split of it by 32, inner)\n");
 	free(ir);
 	char *k = tc_kernel_ir(tc, 0);
-	ck_assert_contains(k, "block(32, 8) smem(4224)");
-	ck_assert_contains(k, "alloc shared f32 x_smem[1056];");
+	ck_assert_contains(k, "block(32, 8) smem(8448)");
+	ck_assert_contains(k, "alloc shared f32 x_smem[2112];");
 	/* the tile's rows are 33 apart on both sides */
 	ck_assert_contains(k, "x_smem[br * 264 + threadIdx.y * 33 + threadIdx.x] = x[");
-	ck_assert_contains(k, "= x_smem[threadIdx.x * 33 + ar * 8 + threadIdx.y];");
+	ck_assert_contains(k, "= x_smem[bh * 1056 + threadIdx.x * 33 + ar * 8 + threadIdx.y];");
 	/* one barrier between the copy and the reads (the padded rows are each one thread's) */
 	const char *s = strstr(k, "__syncthreads()");
 	ck_assert_ptr_nonnull(s);

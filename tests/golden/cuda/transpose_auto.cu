@@ -6,17 +6,19 @@
 extern "C" __global__ void __launch_bounds__(256) transpose_kernel(const float *__restrict__ x, float *__restrict__ y, long long M, long long N)
 {
   // nest of y
-  __shared__ __align__(16) float x_smem[1056];
+  __shared__ __align__(16) float x_smem[2112];
   // x_smem computed at y.bx
-  for (long long br = 0; br < 4; ++br) {
-    if ((((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) % (unsigned)((M + 31) / 32)) : ((long long)blockIdx.x)) * 32 + br * 8 + ((long long)threadIdx.y) < M && (((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) / (unsigned)((M + 31) / 32)) : 0LL) * 32 + ((long long)threadIdx.x) < N) {
-      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[((((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) % (unsigned)((M + 31) / 32)) : ((long long)blockIdx.x)) * 32 + br * 8 + ((long long)threadIdx.y)) * N + (((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) / (unsigned)((M + 31) / 32)) : 0LL) * 32 + ((long long)threadIdx.x)];
+  for (long long br = 0; br < 8; ++br) {
+    if ((long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + br * 8 + ((long long)threadIdx.y) < M && (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ((long long)threadIdx.x) < N) {
+      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[((long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + br * 8 + ((long long)threadIdx.y)) * N + (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ((long long)threadIdx.x)];
     }
   }
   __syncthreads();
   for (long long ar = 0; ar < 4; ++ar) {
-    if ((((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) / (unsigned)((M + 31) / 32)) : 0LL) * 32 + ar * 8 + ((long long)threadIdx.y) < N && (((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) % (unsigned)((M + 31) / 32)) : ((long long)blockIdx.x)) * 32 + ((long long)threadIdx.x) < M) {
-      y[((((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) / (unsigned)((M + 31) / 32)) : 0LL) * 32 + ar * 8 + ((long long)threadIdx.y)) * M + (((M + 31) / 32) <= 2147483647LL ? (long long)((unsigned)((long long)blockIdx.x) % (unsigned)((M + 31) / 32)) : ((long long)blockIdx.x)) * 32 + ((long long)threadIdx.x)] = x_smem[((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
+    for (long long bh = 0; bh < 2; ++bh) {
+      if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ar * 8 + ((long long)threadIdx.y) < N && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + bh * 32 + ((long long)threadIdx.x) < M) {
+        y[((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ar * 8 + ((long long)threadIdx.y)) * M + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + bh * 32 + ((long long)threadIdx.x)] = x_smem[bh * 1056 + ((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
+      }
     }
   }
 }
@@ -83,7 +85,7 @@ extern "C" cudaError_t transpose(const float *x, float *y, int64_t M, int64_t N,
     return fus_fail(transpose_error_text, "transpose: sizes too large: the size of y in bytes does not fit in 64 bits");
   if (!y && fus_bytes_y != 0)
     return fus_fail(transpose_error_text, "transpose: y is a null pointer (%lld bytes)", fus_bytes_y);
-  const long long fus_grid_x = fus_mul(fus_cdiv((long long)N, 32, &fus_ovf), fus_cdiv((long long)M, 32, &fus_ovf), &fus_ovf);
+  const long long fus_grid_x = fus_mul(fus_cdiv((long long)N, 32, &fus_ovf), fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(transpose_error_text, "transpose: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
