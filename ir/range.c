@@ -8,7 +8,8 @@
  *   guards           inside `if (threadIdx.x < 32 && x * 3 + v < 128)`, threadIdx.x is at
  *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
  *                    conjunct compares with a constant)
- *   size symbols     [0, unknown) (launchers reject negative sizes)
+ *   size symbols     [0, unknown) (launchers reject negative sizes); [0, bound] in a size
+ *                    variant (SizeSym.bound: its launcher checks it, PC_AT_MOST)
  * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
  * decides comparisons whose operands' ranges do not overlap. It never changes a value: float
@@ -297,7 +298,10 @@ static Range range_of_node(IrExpr *e)
 	case EX_VAR: return e->var->extent ? index_range(e->var->extent) : unknown();
 	case EX_AXIS: return index_range(e->axis->extent);
 	case EX_PAR: return par_range(e->par);
-	case EX_SIZE: return from(0);
+	case EX_SIZE:
+		if (e->size->bound > 0)
+			return (Range){true, true, 0, e->size->bound};
+		return from(0);
 	case EX_OP: return op_range(e);
 	case EX_SELECT: return union_range(range_of(e->args[1]), range_of(e->args[2]));
 	case EX_CAST:

@@ -70,6 +70,7 @@ static const char usage_text[] =
 	"fusc run only:\n"
 	"  --bench                  also time the kernel (median, GB/s)\n"
 	"  --no-reference           do not run the CPU reference (time only)\n"
+	"  --verbose                say which kernel variant each launch runs\n"
 	"fusc check only:\n"
 	"  --size=S                 every size not in --dims (default 67)\n"
 	"  --max-blocks=N           simulate at most N blocks (default 1024; 0: all)\n"

@@ -170,14 +170,14 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: the size of y in bytes does not fit in 64 bits");
   if (!y && fus_bytes_y != 0)
     return fus_fail(bcast_auto_error_text, "bcast_auto: y is a null pointer (%lld bytes)", fus_bytes_y);
-  // vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise the scalar kernel
-  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 16 != 0 || N % 4 != 0) {
+  // bcast_auto_kernel when x and y are 16-byte aligned and N is a multiple of 4
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    bcast_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, w, y, M, N);
+    bcast_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, w, y, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(bcast_auto_error_text, "bcast_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -188,7 +188,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  bcast_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, w, y, M, N);
+  bcast_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, w, y, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(bcast_auto_error_text, "bcast_auto: launch failed: %s", cudaGetErrorString(fus_err));

@@ -143,14 +143,14 @@ extern "C" cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t
     return fus_fail(mean_auto_error_text, "mean_auto: sizes too large: the size of mean in bytes does not fit in 64 bits");
   if (!mean && fus_bytes_mean != 0)
     return fus_fail(mean_auto_error_text, "mean_auto: mean is a null pointer (%lld bytes)", fus_bytes_mean);
-  // vectorized when x is 16-byte aligned and N is a multiple of 4; otherwise the scalar kernel
-  if ((uintptr_t)x % 16 != 0 || N % 4 != 0) {
+  // mean_auto_kernel when x is 16-byte aligned and N is a multiple of 4
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(mean_auto_error_text, "mean_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    mean_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, mean, M, N);
+    mean_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, mean, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(mean_auto_error_text, "mean_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -161,7 +161,7 @@ extern "C" cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t
     return fus_fail(mean_auto_error_text, "mean_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  mean_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, mean, M, N);
+  mean_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, mean, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(mean_auto_error_text, "mean_auto: launch failed: %s", cudaGetErrorString(fus_err));

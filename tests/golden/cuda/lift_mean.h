@@ -16,7 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mean_auto_last_error()
  * says why.
- * Vectorized when x is 16-byte aligned and N is a multiple of 4; otherwise a scalar kernel.
+ * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel when x is
+ * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_scalar otherwise.
  */
 cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_auto_last_error(void);

@@ -280,14 +280,14 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
     return fus_fail(tern_auto_error_text, "tern_auto: sizes too large: the size of y in bytes does not fit in 64 bits");
   if (!y && fus_bytes_y != 0)
     return fus_fail(tern_auto_error_text, "tern_auto: y is a null pointer (%lld bytes)", fus_bytes_y);
-  // vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise the scalar kernel
-  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 16 != 0 || N % 4 != 0) {
+  // tern_auto_kernel when x and y are 16-byte aligned and N is a multiple of 4
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    tern_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, c, y, M, N);
+    tern_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, c, y, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(tern_auto_error_text, "tern_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -298,7 +298,7 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
     return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  tern_auto_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, c, y, M, N);
+  tern_auto_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, c, y, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(tern_auto_error_text, "tern_auto: launch failed: %s", cudaGetErrorString(fus_err));

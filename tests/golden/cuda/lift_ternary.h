@@ -16,8 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tern_auto_last_error()
  * says why.
- * Vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise a scalar
- * kernel.
+ * Variants (the launcher runs the first whose conditions hold): tern_auto_kernel when x and y
+ * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_scalar otherwise.
  */
 cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *tern_auto_last_error(void);

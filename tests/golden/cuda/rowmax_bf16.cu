@@ -122,14 +122,14 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of s in bytes does not fit in 64 bits");
   if (!s && fus_bytes_s != 0)
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: s is a null pointer (%lld bytes)", fus_bytes_s);
-  // vectorized when x is 16-byte aligned and N is a multiple of 8; otherwise the scalar kernel
-  if ((uintptr_t)x % 16 != 0 || N % 8 != 0) {
+  // rowmax_bf16_kernel when x is 16-byte aligned and N is a multiple of 8
+  if ((uintptr_t)x % 16 == 0 && N % 8 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    rowmax_bf16_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
@@ -140,7 +140,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  rowmax_bf16_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+  rowmax_bf16_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));

@@ -16,7 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rowmax_bf16_last_error()
  * says why.
- * Vectorized when x is 16-byte aligned and N is a multiple of 8; otherwise a scalar kernel.
+ * Variants (the launcher runs the first whose conditions hold): rowmax_bf16_kernel when x is
+ * 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_scalar otherwise.
  */
 cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *rowmax_bf16_last_error(void);
