@@ -27,12 +27,17 @@ static void put_variants(Buf *out, Kernel *k)
 		}
 		buf_puts(&b, k->fallback ? ";" : ".");
 	}
+	/* `N <= 256` stays on one line */
+	for (char *c = strstr(b.s, " <= "); c; c = strstr(c, " <= "))
+		c[0] = c[3] = '\x01';
 	for (char *w = strtok_r(b.s, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
 		int len = (int)strlen(w);
 		if (col > 0 && col + 1 + len > 96) {
 			buf_puts(out, "\n");
 			col = 0;
 		}
+		for (char *c = strchr(w, '\x01'); c; c = strchr(c, '\x01'))
+			*c = ' ';
 		buf_printf(out, "%s%s", col ? " " : " * ", w);
 		col += len + (col ? 1 : 3);
 	}

@@ -518,6 +518,9 @@ Precond *kernel_failed_precond(struct Kernel *k, const int64_t *sizes, const uin
 struct Kernel *kernel_pick(struct Kernel *k, const int64_t *sizes, const uint64_t *ptrs);
 /* The last kernel of the chain (the one that refuses when nothing holds). */
 struct Kernel *kernel_last_variant(struct Kernel *k);
+/* The fusion's own kernel in the chain: the first that is not a size variant's (what
+ * --emit=ir and --dump-after show). */
+struct Kernel *kernel_own(struct Kernel *k);
 /* The one wording of p's failure: PRE VALUE POST with VALUE the size in decimal (sized),
  * `N = ` 1001 ` is not a multiple of 4 (vectorized access, f.fus:3:5)`, or PRE alone
  * (`x is not 16-byte aligned (vectorized access, f.fus:3:5)`). */

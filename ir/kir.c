@@ -78,6 +78,18 @@ Kernel *kernel_pick(Kernel *k, const int64_t *sizes, const uint64_t *ptrs)
 	return NULL;
 }
 
+Kernel *kernel_own(Kernel *k)
+{
+	for (Kernel *v = k; v; v = v->fallback) {
+		bool bounded = false;
+		for (int i = 0; i < v->fusion->nsizes; i++)
+			bounded |= v->fusion->sizes[i]->bound > 0;
+		if (!bounded)
+			return v;
+	}
+	return k;
+}
+
 Kernel *kernel_last_variant(Kernel *k)
 {
 	while (k->fallback)

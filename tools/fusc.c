@@ -434,7 +434,7 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 		for (int i = 0; i < p->nfusions; i++) {
 			ir_print_fusion(p->fusions[i], &cu);
 			buf_puts(&cu, "\n");
-			kir_print(ks[i], &cu);
+			kir_print(kernel_own(ks[i]), &cu); /* not the size variants' */
 			buf_puts(&cu, "\n");
 		}
 		rc = write_one(cu_path, cu.s, cu.len);
