@@ -469,6 +469,62 @@ static IrExpr *simplify_index(Arena *a, IrExpr *e)
 	}
 }
 
+/* The multiple the kernel's launcher requires of size z (PC_MULTIPLE), 1 if none: the
+ * kernel runs only when it holds (kernel_pick). */
+static int64_t size_multiple(SizeSym *z)
+{
+	int64_t m = 1;
+	for (int i = 0; range_kernel && i < range_kernel->preconds.len; i++) {
+		Precond *p = VEC_AT(range_kernel->preconds, Precond, i);
+		if (p->kind == PC_MULTIPLE && p->size == z && p->value > m && p->value % m == 0)
+			m = p->value;
+	}
+	return m;
+}
+
+/* Appends the addends of an i64 sum to v (at most 16; false past that). */
+static bool addends(IrExpr *e, IrExpr **v, int *n)
+{
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_ADD)
+		return addends(e->args[0], v, n) && addends(e->args[1], v, n);
+	if (*n == 16)
+		return false;
+	v[(*n)++] = e;
+	return true;
+}
+
+/* A multiple of d provably: a constant, or a product with a constant factor, that d divides. */
+static bool multiple_of(IrExpr *e, int64_t d)
+{
+	int64_t c;
+	if (ir_is_const(e, &c))
+		return c % d == 0;
+	return e->kind == EX_OP && e->op == OP_MUL && e->dtype == DT_I64 &&
+	       ((ir_is_const(e->args[1], &c) && c % d == 0) ||
+		(ir_is_const(e->args[0], &c) && c % d == 0));
+}
+
+/* `a + r < N` with N a multiple of d (the launcher's precondition), a a multiple of d and
+ * 0 <= r < d is `a < N`: the lanes of a vector of d elements are in bounds together. The
+ * per-lane predicates of a bounded row (jr * 512 + tx * 4 + jv < N) become one per vector. */
+static IrExpr *drop_lanes(Arena *a, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->args[1], *v[16], *part = NULL, *rest = NULL;
+	int n = 0;
+	int64_t d;
+	if (e->op != OP_LT || r->kind != EX_SIZE || l->dtype != DT_I64 ||
+	    (d = size_multiple(r->size)) <= 1 || !addends(l, v, &n))
+		return e;
+	for (int i = 0; i < n; i++) {
+		IrExpr **to = multiple_of(v[i], d) ? &part : &rest;
+		*to = *to ? ir_op(a, OP_ADD, DT_I64, *to, v[i]) : v[i];
+	}
+	Range rr = rest ? range_of(rest) : exact(0);
+	if (!part || !rest || !rr.has_lo || !rr.has_hi || rr.lo < 0 || rr.hi >= d)
+		return e;
+	return ir_op(a, OP_LT, DT_BOOL, part, r);
+}
+
 static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 {
 	(void)ctx;
@@ -477,7 +533,7 @@ static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 		char k = op_kind(e->op);
 		if (k == 'c') {
 			int d = decide_cmp(e);
-			return d < 0 ? e : ir_bool(a, d);
+			return d < 0 ? drop_lanes(a, e) : ir_bool(a, d);
 		}
 		if (k == 'l')
 			return simplify_logic(a, e);

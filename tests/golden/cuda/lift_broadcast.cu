@@ -13,12 +13,12 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
     if (jr_1 < (N + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 4 < N) {
           y_sum0_acc = y_sum0_acc + x_reg[jr_1 * 4 + jv_1] * w[jr_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
   #pragma unroll
   for (long long jr_2 = 0; jr_2 < 4; ++jr_2) {
     if (jr_2 < (N + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_2 * 4]);
         __align__(16) float y_vec[4];
@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
       } else {
         #pragma unroll
         for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 < N) {
             y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_2 * 64 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - y_sum0[0] / N;
           }
         }
@@ -120,12 +120,12 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
     if (jr_1 < (N + 255) / 256) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 256 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 256 + ((long long)threadIdx.x) * 4 < N) {
           y_sum0_acc = y_sum0_acc + x_reg[jr_1 * 4 + jv_1] * w[jr_1 * 256 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
   #pragma unroll
   for (long long jr_2 = 0; jr_2 < 4; ++jr_2) {
     if (jr_2 < (N + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_2 * 4]);
         __align__(16) float y_vec[4];
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
       } else {
         #pragma unroll
         for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 < N) {
             y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_2 * 256 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - y_sum0[0] / N;
           }
         }
@@ -227,12 +227,12 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N + 511) / 512) {
-      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -247,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
     if (jr_1 < (N + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y_sum0_acc = y_sum0_acc + x_reg[jr_1 * 4 + jv_1] * w[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
   #pragma unroll
   for (long long jr_2 = 0; jr_2 < 8; ++jr_2) {
     if (jr_2 < (N + 511) / 512) {
-      if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_2 * 4]);
         __align__(16) float y_vec[4];
@@ -270,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
       } else {
         #pragma unroll
         for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+          if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
             y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - y_sum0[0] / N;
           }
         }
@@ -334,12 +334,12 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -354,7 +354,7 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
     if (jr_1 < (N + 2047) / 2048) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
           y_sum0_acc = y_sum0_acc + x_reg[jr_1 * 4 + jv_1] * w[jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
@@ -365,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
   #pragma unroll
   for (long long jr_2 = 0; jr_2 < 8; ++jr_2) {
     if (jr_2 < (N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_2 * 4]);
         __align__(16) float y_vec[4];
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
       } else {
         #pragma unroll
         for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+          if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
             y[((long long)blockIdx.x) * N + jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - y_sum0[0] / N;
           }
         }
@@ -447,7 +447,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel(const float 
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
   for (long long jr_1 = 0; jr_1 < (N + 511) / 512; ++jr_1) {
-    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
@@ -459,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel(const float 
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] - y_sum0[0] / N;
         }
       }

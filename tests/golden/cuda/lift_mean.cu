@@ -16,19 +16,19 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N256(const fl
     if (jr < (N + 63) / 64) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -86,19 +86,19 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N1024(const f
     if (jr < (N + 511) / 512) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -156,19 +156,19 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N4096(const f
     if (jr < (N + 511) / 512) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -226,19 +226,19 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N16384(const 
     if (jr < (N + 2047) / 2048) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -294,19 +294,19 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel(const float *
   for (long long jr = 0; jr < (N + 511) / 512; ++jr) {
     __align__(16) float x_reg[4];
     // x_reg computed at mean_sum0.tx
-    if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
     }
     #pragma unroll
     for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
       }
     }

@@ -15,12 +15,12 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -35,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
     if (jr_1 < (N + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 4 < N) {
           y_max0_v = x_reg[jr_1 * 4 + jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
     if (jr_2 < (N + 63) / 64) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jr_2 * 4 + jv_2]) + 1.0f);
         }
       }
@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < (N + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_3 * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
       } else {
         #pragma unroll
         for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
             y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : x_reg[jr_3 * 4 + jv_3] / y_sum1[0];
           }
         }
@@ -160,12 +160,12 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -180,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
     if (jr_1 < (N + 255) / 256) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 256 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 256 + ((long long)threadIdx.x) * 4 < N) {
           y_max0_v = x_reg[jr_1 * 4 + jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -197,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
     if (jr_2 < (N + 255) / 256) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jr_2 * 4 + jv_2]) + 1.0f);
         }
       }
@@ -208,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < (N + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_3 * 256 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_3 * 256 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -220,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
       } else {
         #pragma unroll
         for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_3 * 256 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_3 * 256 + ((long long)threadIdx.x) * 4 < N) {
             y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_3 * 256 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : x_reg[jr_3 * 4 + jv_3] / y_sum1[0];
           }
         }
@@ -305,12 +305,12 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N + 511) / 512) {
-      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -325,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
     if (jr_1 < (N + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y_max0_v = x_reg[jr_1 * 4 + jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -342,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
     if (jr_2 < (N + 511) / 512) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jr_2 * 4 + jv_2]) + 1.0f);
         }
       }
@@ -353,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < (N + 511) / 512) {
-      if (((long long)blockIdx.x) < M && jr_3 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr_3 * 512 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -365,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
       } else {
         #pragma unroll
         for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < M && jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          if (((long long)blockIdx.x) < M && jr_3 * 512 + ((long long)threadIdx.x) * 4 < N) {
             y[((long long)blockIdx.x) * N + jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : x_reg[jr_3 * 4 + jv_3] / y_sum1[0];
           }
         }
@@ -450,12 +450,12 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
             x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
           }
         }
@@ -470,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
     if (jr_1 < (N + 2047) / 2048) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
           y_max0_v = x_reg[jr_1 * 4 + jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -487,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
     if (jr_2 < (N + 2047) / 2048) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
+        if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jr_2 * 4 + jv_2]) + 1.0f);
         }
       }
@@ -498,7 +498,7 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < (N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.x) < M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 < N) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -510,7 +510,7 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
       } else {
         #pragma unroll
         for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          if (((long long)blockIdx.x) < M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 < N) {
             y[((long long)blockIdx.x) * N + jr_3 * 2048 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : x_reg[jr_3 * 4 + jv_3] / y_sum1[0];
           }
         }
@@ -612,7 +612,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel(const float *
   y_sum1_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
   for (long long jr_2 = 0; jr_2 < (N + 511) / 512; ++jr_2) {
-    if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
@@ -624,7 +624,7 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel(const float *
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = c[((long long)blockIdx.x)] ? x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - y_max0[0] : x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] / y_sum1[0];
         }
       }

@@ -15,19 +15,19 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256(const 
     if (jr < (N + 63) / 64) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 + 7 < N) {
+      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 + jv < N) {
+          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
             x_reg[jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -83,19 +83,19 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N1024(const
     if (jr < (N + 1023) / 1024) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + 7 < N) {
+      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -151,19 +151,19 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096(const
     if (jr < (N + 1023) / 1024) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + 7 < N) {
+      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -219,19 +219,19 @@ extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_N16384(cons
     if (jr < (N + 2047) / 2048) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 + 7 < N) {
+      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 + jv < N) {
+          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
             x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -285,19 +285,19 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel(const __fus
   for (long long jr = 0; jr < (N + 1023) / 1024; ++jr) {
     __align__(16) __fus_bfloat x_reg[8];
     // x_reg computed at s.tx
-    if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + 7 < N) {
+    if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
       *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
     }
     #pragma unroll
     for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
         s_v = __fus_bfloat2float(x_reg[jv_1]);
         s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
       }
