@@ -1,5 +1,6 @@
 /* cuda_kernel.c: the device part of a .cu, what NVRTC compiles: the device preamble, then
- * one `extern "C" __global__ FUSION_kernel` per fusion (and its scalar fallback).
+ * one `extern "C" __global__ FUSION_kernel` per fusion (and its other variants: size
+ * variants, scalar kernels; Kernel.fallback).
  *
  * The preamble is backend/preamble.cuh, embedded at build time (the Makefile turns it into
  * the byte list preamble.inc in the build folder). Its sections start at `// ---- ` banner
@@ -63,7 +64,7 @@ static bool has_welford(Stmt *s)
 
 static bool has_grid_reduce(Kernel *k)
 {
-	return k->grid_ws.len > 0 || (k->fallback && k->fallback->grid_ws.len > 0);
+	return k->grid_ws.len > 0;
 }
 
 static bool is_block_reduce(Stmt *s, void *ctx)
@@ -151,21 +152,21 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 {
 	unsigned sections = 1u << PRE_BASE;
 	bool grid = false;
+	/* every variant of every fusion (Kernel.fallback chains) */
 	for (int i = 0; i < nk; i++)
-		grid |= has_grid_reduce(ks[i]);
+		for (Kernel *k = ks[i]; k; k = k->fallback)
+			grid |= has_grid_reduce(k);
 	for (int i = 0; i < nk; i++)
-		if (grid || has_block_reduce(ks[i]->body))
-			sections |= 1u << PRE_REDUCE;
+		for (Kernel *k = ks[i]; k; k = k->fallback) {
+			if (grid || has_block_reduce(k->body))
+				sections |= 1u << PRE_REDUCE;
+			if (has_welford(k->body))
+				sections |= 1u << PRE_WELFORD;
+		}
 	if (grid)
 		sections |= 1u << PRE_GRID;
-	for (int i = 0; i < nk; i++)
-		if (has_welford(ks[i]->body) ||
-		    (ks[i]->fallback && has_welford(ks[i]->fallback->body)))
-			sections |= 1u << PRE_WELFORD;
 	cuda_put_preamble(out, sections);
-	for (int i = 0; i < nk; i++) {
-		emit_kernel(ks[i], out);
-		if (ks[i]->fallback)
-			emit_kernel(ks[i]->fallback, out);
-	}
+	for (int i = 0; i < nk; i++)
+		for (Kernel *k = ks[i]; k; k = k->fallback)
+			emit_kernel(k, out);
 }

@@ -1,7 +1,9 @@
 /* cuda_launch.c: the host part of a .cu (nvcc only: it sits under #ifndef __CUDACC_RTC__):
  * per fusion, FUSION_last_error() and the launcher FUSION(...), which checks the sizes, the
  * pointers and the kernel's preconditions, computes grid and block in checked 64-bit
- * arithmetic, and launches (or picks the scalar fallback, or refuses with a reason).
+ * arithmetic, and launches the first variant whose preconditions hold (Kernel.fallback: size
+ * variants, scalar kernels), or refuses with the last one's failure, worded as libfusrt
+ * words it (precond_failure).
  */
 #include <string.h>
 
@@ -57,15 +59,6 @@ static void put_format_text(Buf *out, const char *s)
 		else
 			buf_printf(out, "%c", c);
 	}
-}
-
-/* ` (vectorized access, saxpy.fus:4:3)` */
-static const char *precond_why(Arena *a, Precond *p)
-{
-	const char *reason = p->reason ? p->reason : "vectorized access";
-	if (p->where)
-		return arena_printf(a, " (%s, %s)", reason, p->where);
-	return arena_printf(a, " (%s)", reason);
 }
 
 /* A refusal: `  if (COND)\n    return fus_fail(ERR, "PRE" SPEC "POST", ARG);` where PRE and
@@ -309,45 +302,39 @@ static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
 	}
 }
 
-/* The C condition under which precondition p fails. */
-static const char *precond_fails(Arena *a, Precond *p)
+/* The C condition under which precondition p holds (or, holds false, fails). */
+static const char *precond_c(Arena *a, Precond *p, bool holds)
 {
 	Buf n = {0};
 
 	cuda_name(&n, p->kind == PC_ALIGNED ? p->tensor->name : p->size->name);
-	const char *c = p->kind == PC_ALIGNED
-		? arena_printf(a, "(uintptr_t)%s %% %lld != 0", n.s, (long long)p->value)
-		: arena_printf(a, "%s %% %lld != 0", n.s, (long long)p->value);
+	long long v = (long long)p->value;
+	const char *eq = holds ? "==" : "!=";
+	const char *c = p->kind == PC_ALIGNED ? arena_printf(a, "(uintptr_t)%s %% %lld %s 0", n.s, v, eq)
+			: p->kind == PC_MULTIPLE ? arena_printf(a, "%s %% %lld %s 0", n.s, v, eq)
+			: arena_printf(a, "%s %s %lld", n.s, holds ? "<=" : ">", v);
 	buf_free(&n);
 	return c;
 }
 
+/* The refusals of the last variant's preconditions, worded by precond_failure (as libfusrt
+ * words them). */
 static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
 {
 	Fusion *f = k->fusion;
 
 	for (int i = 0; i < k->preconds.len; i++) {
 		Precond *p = VEC_AT(k->preconds, Precond, i);
-		long long v = (long long)p->value;
+		PrecondText t = precond_failure(a, p);
 		Buf n = {0};
-		if (p->kind == PC_ALIGNED) {
-			cuda_name(&n, p->tensor->name);
-			emit_fail(out, f, (Fail){
-				.cond = precond_fails(a, p),
-				.pre = arena_printf(a, "%s: %s is not %lld-byte aligned%s", f->name,
-						    p->tensor->name, v, precond_why(a, p)),
-			});
-		} else {
-			cuda_name(&n, p->size->name);
-			emit_fail(out, f, (Fail){
-				.cond = precond_fails(a, p),
-				.pre = arena_printf(a, "%s: %s = ", f->name, p->size->name),
-				.spec = "%lld",
-				.post = arena_printf(a, " is not a multiple of %lld%s", v,
-						     precond_why(a, p)),
-				.arg = arena_printf(a, "(long long)%s", n.s),
-			});
-		}
+		cuda_name(&n, p->kind == PC_ALIGNED ? p->tensor->name : p->size->name);
+		emit_fail(out, f, (Fail){
+			.cond = precond_c(a, p, false),
+			.pre = arena_printf(a, "%s: %s", f->name, t.pre),
+			.spec = t.sized ? "%lld" : NULL,
+			.post = t.post,
+			.arg = t.sized ? arena_printf(a, "(long long)%s", n.s) : NULL,
+		});
 		buf_free(&n);
 	}
 }
@@ -562,7 +549,7 @@ static void emit_ws_free(Buf *out, Kernel *k, const char *err)
 }
 
 static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
+static void emit_variant(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
 
 /* The launcher of k; marks the size helpers it uses in *helpers. */
 static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
@@ -586,10 +573,9 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
 	Buf body = {0};
 	unsigned used = 0;
 	emit_tensor_checks(a, &body, f, err.s, &used);
-	if (k->fallback)
-		emit_fallback(a, &body, k, err.s, &used);
-	else
-		emit_precond_checks(a, &body, k);
+	for (; k->fallback; k = k->fallback)
+		emit_variant(a, &body, k, err.s, &used);
+	emit_precond_checks(a, &body, k);
 	emit_launch(a, &body, k, err.s, &used);
 	if (checked_helpers(used))
 		buf_puts(out, "  bool fus_ovf = false; // set by size arithmetic past 64 bits\n");
@@ -650,8 +636,8 @@ void cuda_precond_text(Kernel *k, Buf *out)
 	for (int i = 0; i < v->len; g++) {
 		Precond *p = VEC_AT(*v, Precond, i);
 		buf_puts(out, list_sep(g, groups));
-		if (p->kind == PC_MULTIPLE) {
-			buf_printf(out, "%s is a multiple of %lld", p->size->name, (long long)p->value);
+		if (p->kind != PC_ALIGNED) {
+			precond_condition(p, out);
 			i++;
 			continue;
 		}
@@ -666,20 +652,20 @@ void cuda_precond_text(Kernel *k, Buf *out)
 	}
 }
 
-/* An auto-scheduled fusion runs its scalar kernel (own grid and block) when any precondition
- * of the vectorized one fails, instead of refusing: the user did not ask for vectors. */
-static void emit_fallback(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
+/* A variant before the last (Kernel.fallback): launched, with its own grid and block, when
+ * all of its preconditions hold; otherwise the launcher goes on to the next one. */
+static void emit_variant(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Buf body = {0};
 
-	buf_puts(out, "  // vectorized when ");
+	buf_printf(out, "  // %s when ", k->name);
 	cuda_precond_text(k, out);
-	buf_puts(out, "; otherwise the scalar kernel\n  if (");
+	buf_puts(out, "\n  if (");
 	for (int i = 0; i < k->preconds.len; i++)
-		buf_printf(out, "%s%s", i ? " || " : "",
-			   precond_fails(a, VEC_AT(k->preconds, Precond, i)));
-	buf_puts(out, ") {\n");
-	emit_launch(a, &body, k->fallback, err, used);
+		buf_printf(out, "%s%s", i ? " && " : "",
+			   precond_c(a, VEC_AT(k->preconds, Precond, i), true));
+	buf_puts(out, k->preconds.len ? ") {\n" : "true) {\n");
+	emit_launch(a, &body, k, err, used);
 	for (const char *s = body.s; *s; ) { /* one level deeper */
 		const char *nl = strchr(s, '\n');
 		buf_printf(out, "  %.*s\n", (int)(nl - s), s);

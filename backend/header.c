@@ -7,23 +7,37 @@
 
 #include "backend/backend.h"
 
-/* ` * Vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise a
- * scalar kernel.` (kernels with a fallback), wrapped before column 100. */
-static void put_fallback(Buf *out, Kernel *k)
+/* ` * Variants (the launcher runs the first whose conditions hold): saxpy_kernel when x
+ * and y are 16-byte aligned and N is a multiple of 4; saxpy_kernel_scalar otherwise.`
+ * (kernels with a fallback: Kernel.fallback), wrapped before column 100. */
+static void put_variants(Buf *out, Kernel *k)
 {
 	Buf b = {0};
 	int col = 0;
 	char *save = NULL;
 
-	buf_puts(&b, "Vectorized when ");
-	cuda_precond_text(k, &b);
-	buf_puts(&b, "; otherwise a scalar kernel.");
+	buf_puts(&b, "Variants (the launcher runs the first whose conditions hold):");
+	for (; k; k = k->fallback) {
+		buf_printf(&b, " %s", k->name);
+		if (k->fallback || k->preconds.len) {
+			buf_puts(&b, k->fallback ? " when " : " otherwise, which requires ");
+			cuda_precond_text(k, &b);
+		} else {
+			buf_puts(&b, " otherwise");
+		}
+		buf_puts(&b, k->fallback ? ";" : ".");
+	}
+	/* `N <= 256` stays on one line */
+	for (char *c = strstr(b.s, " <= "); c; c = strstr(c, " <= "))
+		c[0] = c[3] = '\x01';
 	for (char *w = strtok_r(b.s, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
 		int len = (int)strlen(w);
 		if (col > 0 && col + 1 + len > 96) {
 			buf_puts(out, "\n");
 			col = 0;
 		}
+		for (char *c = strchr(w, '\x01'); c; c = strchr(c, '\x01'))
+			*c = ' ';
 		buf_printf(out, "%s%s", col ? " " : " * ", w);
 		col += len + (col ? 1 : 3);
 	}
@@ -34,12 +48,12 @@ static void put_fallback(Buf *out, Kernel *k)
 /* ` * Requires: x 16-byte aligned; N a multiple of 4.` */
 static void put_preconds(Buf *out, Kernel *k)
 {
-	if (k->preconds.len == 0)
-		return;
 	if (k->fallback) {
-		put_fallback(out, k);
+		put_variants(out, k);
 		return;
 	}
+	if (k->preconds.len == 0)
+		return;
 	buf_puts(out, " * Requires:");
 	for (int i = 0; i < k->preconds.len; i++) {
 		Precond *p = VEC_AT(k->preconds, Precond, i);
@@ -47,8 +61,10 @@ static void put_preconds(Buf *out, Kernel *k)
 		if (p->kind == PC_ALIGNED)
 			buf_printf(out, " %s %lld-byte aligned", p->tensor->name,
 				   (long long)p->value);
-		else
+		else if (p->kind == PC_MULTIPLE)
 			buf_printf(out, " %s a multiple of %lld", p->size->name, (long long)p->value);
+		else
+			buf_printf(out, " %s <= %lld", p->size->name, (long long)p->value);
 	}
 	buf_puts(out, ".\n");
 }

@@ -1465,6 +1465,18 @@ static bool setup(Sim *S, const double *scalars, void **inputs)
 {
 	Fusion *f = S->f;
 
+	/* a size variant runs only within its bounds (its buffers are sized by them) */
+	for (int i = 0; i < S->k->preconds.len; i++) {
+		Precond *p = VEC_AT(S->k->preconds, Precond, i);
+		if (p->kind == PC_AT_MOST && S->sizes && !precond_holds(f, p, S->sizes, NULL)) {
+			Buf b = {0};
+			buf_printf(&b, "kernel %s runs only for %s <= %lld, not %s = %lld", S->k->name,
+				   p->size->name, (long long)p->value, p->size->name,
+				   (long long)S->sizes[p->size->index]);
+			S->res->error = b.s; /* a setup failure (SimResult.error) */
+			return false;
+		}
+	}
 	if (!launch_dims(S))
 		return false;
 	int64_t all = sim_global_elements(S->k, S->sizes);

@@ -246,6 +246,9 @@ typedef struct SizeSym {
 	const char *name;
 	int index;     /* position among the fusion's size symbols (launcher argument order) */
 	Span span;     /* first appearance */
+	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
+	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
+	int64_t bound;
 } SizeSym;
 
 typedef struct Param {
@@ -383,6 +386,10 @@ typedef struct Fusion {
 	/* sema reported an error in this fusion (its IR is incomplete: not scheduled, never
 	 * lowered); the other fusions of the file are still scheduled, so their errors show */
 	bool failed;
+	/* Size variants (Fusion*, docs/auto_schedule.md "Size variants"): copies of this fusion
+	 * with bounds on size symbols (SizeSym.bound), each scheduled for its bounds, whose
+	 * kernels the launcher tries in order before this fusion's own. Empty for most. */
+	Vec variants;
 } Fusion;
 
 typedef struct Program {
@@ -571,10 +578,14 @@ enum { MMA_LDM_A = 1, MMA_LDM_B = 2 };
 int mma_slot(const Stmt *s, char op, int *count);
 
 /* A precondition the launcher checks before launching (vectorized accesses need aligned
- * pointers and sizes that keep every vector aligned). */
+ * pointers and sizes that keep every vector aligned; a size variant needs its bounds). The
+ * one launch contract: the generated launchers (backend/cuda_launch.c) print these, libfusrt
+ * and `fusc check` evaluate them with precond_holds, and both word a failure with
+ * precond_failure. */
 typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
+	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
 } PrecondKind;
 typedef struct Precond {
 	PrecondKind kind;
@@ -583,8 +594,36 @@ typedef struct Precond {
 	int64_t value;
 	Span span;    /* the directive that needs it */
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
-	const char *reason; /* e.g. "vectorized access"; NULL means that */
+	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
 } Precond;
+
+/* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by
+ * SizeSym.index) and pointers (the addresses of the signature's entries, by position in
+ * Fusion.sig; NULL: every pointer is taken as aligned, as `fusc check` does). */
+bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint64_t *ptrs);
+/* The first precondition of k that fails, or NULL. */
+Precond *kernel_failed_precond(struct Kernel *k, const int64_t *sizes, const uint64_t *ptrs);
+/* The variant of the chain k, k->fallback, ... that runs: the first whose preconditions all
+ * hold; NULL when none does (the launch is refused with the last one's failure). */
+struct Kernel *kernel_pick(struct Kernel *k, const int64_t *sizes, const uint64_t *ptrs);
+/* The last kernel of the chain (the one that refuses when nothing holds). */
+struct Kernel *kernel_last_variant(struct Kernel *k);
+/* The fusion's own kernel in the chain: the first that is not a size variant's (what
+ * --emit=ir and --dump-after show). */
+struct Kernel *kernel_own(struct Kernel *k);
+/* The one wording of p's failure: PRE VALUE POST with VALUE the size in decimal (sized),
+ * `N = ` 1001 ` is not a multiple of 4 (vectorized access, f.fus:3:5)`, or PRE alone
+ * (`x is not 16-byte aligned (vectorized access, f.fus:3:5)`). */
+typedef struct PrecondText {
+	const char *pre, *post;
+	bool sized;
+} PrecondText;
+PrecondText precond_failure(Arena *a, const Precond *p);
+/* The condition p states, for comments and --verbose: `x is 16-byte aligned`,
+ * `N is a multiple of 4`, `N <= 4096`. */
+void precond_condition(const Precond *p, Buf *out);
+/* The position of tensor t in its fusion's signature (-1: none). */
+int fusion_sig_pos(Fusion *f, Tensor *t);
 
 /* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
  * Kernel (Kernel.options), never from anywhere else. */
@@ -624,9 +663,12 @@ typedef struct Kernel {
 	Map names;             /* kir_new_var: every name a new Var may not take (strings) */
 	Map name_next;         /* kir_new_var: base name -> int * next suffix to try */
 	Arena *arena;
-	/* Auto-scheduled fusions whose kernel has preconditions: the same fusion lowered without
-	 * vector accesses (no preconditions), named FUSION_kernel_scalar; launchers run it when a
-	 * precondition fails. NULL otherwise (and in the fallback itself). */
+	/* The next variant (the launch contract is the ordered chain k, k->fallback, ...: the
+	 * first whose preconditions hold runs, kernel_pick). An auto-scheduled kernel with vector
+	 * preconditions is followed by the same fusion lowered without vector accesses
+	 * (FUSION_kernel_scalar: only its size bounds as preconditions); a size variant
+	 * (Fusion.variants, FUSION_kernel_N4096) by the next one; the fusion's own kernel comes
+	 * last. NULL at the end of the chain. */
 	struct Kernel *fallback;
 	/* Grid reductions (passes/grid_reduce.c): Tensor* pairs ws, sem per KS_GRID_REDUCE, in
 	 * order. Global buffers that are not part of the fusion's signature: extra kernel

@@ -26,8 +26,111 @@ Kernel *kir_new(Arena *a, Fusion *f)
 	k->fusion = f;
 	k->options = &default_options;
 	k->name = arena_printf(a, "%s_kernel", f->name);
+	/* a size variant's kernel is named after its bounds: softmax_kernel_N4096 */
+	for (int i = 0; i < f->nsizes; i++)
+		if (f->sizes[i]->bound > 0)
+			k->name = arena_printf(a, "%s_%s%lld", k->name, f->sizes[i]->name,
+					       (long long)f->sizes[i]->bound);
 	k->arena = a;
 	return k;
+}
+
+/* ---- the launch contract ---------------------------------------------------------------- */
+
+int fusion_sig_pos(Fusion *f, Tensor *t)
+{
+	for (int i = 0; i < f->nsig; i++)
+		if (f->sig[i].kind != 'p' && f->sig[i].tensor == t)
+			return i;
+	return -1;
+}
+
+bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint64_t *ptrs)
+{
+	switch (p->kind) {
+	case PC_ALIGNED: {
+		int pos = fusion_sig_pos(f, p->tensor);
+		return !ptrs || pos < 0 || ptrs[pos] % (uint64_t)p->value == 0;
+	}
+	case PC_MULTIPLE:
+		return sizes[p->size->index] % p->value == 0;
+	case PC_AT_MOST:
+		return sizes[p->size->index] <= p->value;
+	}
+	unreachable();
+}
+
+Precond *kernel_failed_precond(Kernel *k, const int64_t *sizes, const uint64_t *ptrs)
+{
+	for (int i = 0; i < k->preconds.len; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		if (!precond_holds(k->fusion, p, sizes, ptrs))
+			return p;
+	}
+	return NULL;
+}
+
+Kernel *kernel_pick(Kernel *k, const int64_t *sizes, const uint64_t *ptrs)
+{
+	for (; k; k = k->fallback)
+		if (!kernel_failed_precond(k, sizes, ptrs))
+			return k;
+	return NULL;
+}
+
+Kernel *kernel_own(Kernel *k)
+{
+	for (Kernel *v = k; v; v = v->fallback) {
+		bool bounded = false;
+		for (int i = 0; i < v->fusion->nsizes; i++)
+			bounded |= v->fusion->sizes[i]->bound > 0;
+		if (!bounded)
+			return v;
+	}
+	return k;
+}
+
+Kernel *kernel_last_variant(Kernel *k)
+{
+	while (k->fallback)
+		k = k->fallback;
+	return k;
+}
+
+PrecondText precond_failure(Arena *a, const Precond *p)
+{
+	const char *reason = p->reason ? p->reason
+			     : p->kind == PC_AT_MOST ? "size variant" : "vectorized access";
+	const char *why = p->where ? arena_printf(a, " (%s, %s)", reason, p->where)
+			  : arena_printf(a, " (%s)", reason);
+	long long v = (long long)p->value;
+	switch (p->kind) {
+	case PC_ALIGNED:
+		return (PrecondText){arena_printf(a, "%s is not %lld-byte aligned%s", p->tensor->name,
+						  v, why), "", false};
+	case PC_MULTIPLE:
+		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
+				     arena_printf(a, " is not a multiple of %lld%s", v, why), true};
+	case PC_AT_MOST:
+		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
+				     arena_printf(a, " is more than %lld%s", v, why), true};
+	}
+	unreachable();
+}
+
+void precond_condition(const Precond *p, Buf *out)
+{
+	switch (p->kind) {
+	case PC_ALIGNED:
+		buf_printf(out, "%s is %lld-byte aligned", p->tensor->name, (long long)p->value);
+		return;
+	case PC_MULTIPLE:
+		buf_printf(out, "%s is a multiple of %lld", p->size->name, (long long)p->value);
+		return;
+	case PC_AT_MOST:
+		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
+		return;
+	}
 }
 
 /* Names the generated C code cannot use for a variable. */
@@ -476,8 +579,11 @@ static void print_precond(Precond *p, Buf *out)
 	if (p->kind == PC_ALIGNED)
 		buf_printf(out, "require aligned(%s, %lld);\n", p->tensor ? p->tensor->name : "?",
 			   (long long)p->value);
-	else
+	else if (p->kind == PC_MULTIPLE)
 		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
+			   (long long)p->value);
+	else
+		buf_printf(out, "require %s <= %lld;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);
 }
 

@@ -8,7 +8,8 @@
  *   guards           inside `if (threadIdx.x < 32 && x * 3 + v < 128)`, threadIdx.x is at
  *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
  *                    conjunct compares with a constant)
- *   size symbols     [0, unknown) (launchers reject negative sizes)
+ *   size symbols     [0, unknown) (launchers reject negative sizes); [0, bound] in a size
+ *                    variant (SizeSym.bound: its launcher checks it, PC_AT_MOST)
  * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
  * decides comparisons whose operands' ranges do not overlap. It never changes a value: float
@@ -308,7 +309,10 @@ static Range range_of_node(IrExpr *e)
 	case EX_VAR: return e->var->extent ? index_range(e->var->extent) : unknown();
 	case EX_AXIS: return index_range(e->axis->extent);
 	case EX_PAR: return par_range(e->par);
-	case EX_SIZE: return from(0);
+	case EX_SIZE:
+		if (e->size->bound > 0)
+			return (Range){true, true, 0, e->size->bound};
+		return from(0);
 	case EX_OP: return op_range(e);
 	case EX_SELECT: return union_range(range_of(e->args[1]), range_of(e->args[2]));
 	case EX_CAST:
@@ -476,6 +480,62 @@ static IrExpr *simplify_index(Arena *a, IrExpr *e)
 	}
 }
 
+/* The multiple the kernel's launcher requires of size z (PC_MULTIPLE), 1 if none: the
+ * kernel runs only when it holds (kernel_pick). */
+static int64_t size_multiple(SizeSym *z)
+{
+	int64_t m = 1;
+	for (int i = 0; range_kernel && i < range_kernel->preconds.len; i++) {
+		Precond *p = VEC_AT(range_kernel->preconds, Precond, i);
+		if (p->kind == PC_MULTIPLE && p->size == z && p->value > m && p->value % m == 0)
+			m = p->value;
+	}
+	return m;
+}
+
+/* Appends the addends of an i64 sum to v (at most 16; false past that). */
+static bool addends(IrExpr *e, IrExpr **v, int *n)
+{
+	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_ADD)
+		return addends(e->args[0], v, n) && addends(e->args[1], v, n);
+	if (*n == 16)
+		return false;
+	v[(*n)++] = e;
+	return true;
+}
+
+/* A multiple of d provably: a constant, or a product with a constant factor, that d divides. */
+static bool multiple_of(IrExpr *e, int64_t d)
+{
+	int64_t c;
+	if (ir_is_const(e, &c))
+		return c % d == 0;
+	return e->kind == EX_OP && e->op == OP_MUL && e->dtype == DT_I64 &&
+	       ((ir_is_const(e->args[1], &c) && c % d == 0) ||
+		(ir_is_const(e->args[0], &c) && c % d == 0));
+}
+
+/* `a + r < N` with N a multiple of d (the launcher's precondition), a a multiple of d and
+ * 0 <= r < d is `a < N`: the lanes of a vector of d elements are in bounds together. The
+ * per-lane predicates of a bounded row (jr * 512 + tx * 4 + jv < N) become one per vector. */
+static IrExpr *drop_lanes(Arena *a, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->args[1], *v[16], *part = NULL, *rest = NULL;
+	int n = 0;
+	int64_t d;
+	if (e->op != OP_LT || r->kind != EX_SIZE || l->dtype != DT_I64 ||
+	    (d = size_multiple(r->size)) <= 1 || !addends(l, v, &n))
+		return e;
+	for (int i = 0; i < n; i++) {
+		IrExpr **to = multiple_of(v[i], d) ? &part : &rest;
+		*to = *to ? ir_op(a, OP_ADD, DT_I64, *to, v[i]) : v[i];
+	}
+	Range rr = rest ? range_of(rest) : exact(0);
+	if (!part || !rest || !rr.has_lo || !rr.has_hi || rr.lo < 0 || rr.hi >= d)
+		return e;
+	return ir_op(a, OP_LT, DT_BOOL, part, r);
+}
+
 static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 {
 	(void)ctx;
@@ -484,7 +544,7 @@ static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 		char k = op_kind(e->op);
 		if (k == 'c') {
 			int d = decide_cmp(e);
-			return d < 0 ? e : ir_bool(a, d);
+			return d < 0 ? drop_lanes(a, e) : ir_bool(a, d);
 		}
 		if (k == 'l')
 			return simplify_logic(a, e);

@@ -3,8 +3,10 @@
  * A tensor computed at another one (compute_at) gets a KS_ALLOC right where its nest starts
  * inside the shared loop (the KS_NEST marker that loop_nest leaves). The
  * buffer holds one compute-at iteration's worth: the product of the extents of its buffer
- * axes (index_buffer_axes; the innermost one padded by pad(n)), which must be constants: registers and static shared memory have
- * a size fixed at compile time; a circular-buffered tensor has `stages` of them (its marker was
+ * axes (index_buffer_axes; the innermost one padded by pad(n)), which must be constants, or
+ * have constant upper bounds (a size variant's SizeSym.bound; the buffer has room for the
+ * bound): registers and static shared memory have a size fixed at compile time; a
+ * circular-buffered tensor has `stages` of them (its marker was
  * moved before the buffer loop). Inputs and outputs are the launcher's pointers: no buffer.
  */
 #include "passes/passes.h"
@@ -38,8 +40,15 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 	int n = index_buffer_axes(k->arena, t, &axes);
 	int64_t total = 1;
 	for (int i = 0; i < n; i++) {
-		int64_t e;
-		if (!index_buffer_extent(t, axes, n, i, &e)) {
+		int64_t e, lo;
+		bool sized = index_buffer_extent(t, axes, n, i, &e);
+		if (!sized && ir_range(axes[i]->extent, &lo, &e) && e >= 0) {
+			/* a symbolic extent with a constant bound (a size variant): sized by the bound */
+			sized = true;
+			if (i == n - 1)
+				e += t->pad;
+		}
+		if (!sized) {
 			Buf b = {0};
 			ir_print_expr(axes[i]->extent, &b);
 			diag_error(d, t->ca_span.file ? t->ca_span : t->span,

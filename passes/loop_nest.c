@@ -471,6 +471,23 @@ static Stmt *accumulate_in_place(Nest *n, Tensor *t, IrExpr **map)
 	return with_split_cond(n, kir_store(n->k, t, map, t->ndim, v), t, true);
 }
 
+/* The loop of serial axis ax over body. An unrolled (or vectorized) axis whose extent is
+ * not a constant but has a constant upper bound (a size variant's SizeSym.bound) runs to
+ * that bound with its body under `if (v < extent)`: a constant trip count, so the loop is
+ * unrolled and the register arrays it indexes stay in registers (docs/auto_schedule.md,
+ * "Size variants"). */
+static Stmt *bounded_for(Nest *n, Var *v, Axis *ax, Stmt *body)
+{
+	int64_t lo, hi;
+	v->extent = ax->extent;
+	if ((ax->unroll || ax->vectorize) && !ir_is_const(ax->extent, NULL) &&
+	    ir_range(ax->extent, &lo, &hi) && hi >= 0 && hi <= PASS_MAX_LOCAL_ELEMS) {
+		v->extent = ir_int(n->a, hi);
+		body = kir_if(n->k, ix_lt(n->a, ir_var(n->a, v), ax->extent), body, NULL);
+	}
+	return kir_for(n->k, v, body);
+}
+
 /* The in-place accumulator's initialisation: t[i..] = identity for every element of the
  * buffer, in loops re-created over t's own serial non-reduction axes from pos on (bound
  * axes have their values already; reduction axes do not index the buffer). */
@@ -482,12 +499,11 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 	if (ax->ca_alias || ax->reduction || ax->par != PT_SERIAL)
 		return init_in_place(n, t, pos + 1);
 	Var *v = kir_new_var(n->k, ax->name, DT_I64);
-	v->extent = ax->extent;
 	v->axis = ax;
 	push(n, ax, ir_var(n->a, v));
 	Stmt *body = init_in_place(n, t, pos + 1);
 	pop_to(n, n->nenv - 1);
-	return kir_for(n->k, v, body);
+	return bounded_for(n, v, ax, body);
 }
 
 /* ---- Welford's single pass (s2.welford(), scheduler/welford.c) ---------------------------- */
@@ -592,12 +608,11 @@ static Stmt *open_axis(Nest *n, Frame *fr, int pos)
 		return s;
 	}
 	Var *v = kir_new_var(n->k, ax->name, DT_I64);
-	v->extent = ax->extent;
 	v->axis = ax;
 	push(n, ax, ir_var(n->a, v));
 	Stmt *body = build(n, fr, pos + 1);
 	pop_to(n, n->nenv - 1);
-	return kir_for(n->k, v, body);
+	return bounded_for(n, v, ax, body);
 }
 
 static Stmt *build(Nest *n, Frame *fr, int pos)

@@ -5,6 +5,9 @@
  * `--dump-after=NAME|all` prints the kernel IR after the named pass(es), `--time-passes` one
  * line per pass with its time in microseconds. An auto-scheduled fusion whose kernel needs
  * launch preconditions (vector accesses) also gets Kernel.fallback, lowered without vectors.
+ * A fusion with size variants (Fusion.variants) is lowered as the chain of its variants'
+ * kernels (each with its scalar kernel), then its own: the launch contract (ir/ir.h, Kernel.
+ * fallback). Only the fusion's own kernel is dumped by --dump-after.
  */
 #include <string.h>
 
@@ -74,15 +77,65 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 	return k;
 }
 
+/* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
+static bool has_vector_preconds(Kernel *k)
+{
+	for (int i = 0; i < k->preconds.len; i++)
+		if (VEC_AT(k->preconds, Precond, i)->kind != PC_AT_MOST)
+			return true;
+	return false;
+}
+
+/* f's kernel, followed by its scalar kernel when it has vector preconditions. */
+static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+{
+	Kernel *k = lower_once(a, d, f, o);
+	if (k && f->auto_scheduled && has_vector_preconds(k) && !o->no_vectorize &&
+	    !(k->fallback = lower_fallback(a, d, f, o)))
+		return NULL;
+	return k;
+}
+
 Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	if (!o)
 		o = &default_options;
-	Kernel *k = lower_once(a, d, f, o);
-	if (k && f->auto_scheduled && k->preconds.len > 0 && !o->no_vectorize &&
-	    !(k->fallback = lower_fallback(a, d, f, o)))
-		return NULL;
-	return k;
+	LowerOptions vo = *o;
+	vo.dump_after = NULL;
+	vo.time_passes = false;
+	Kernel *head = NULL, **tail = &head;
+	for (int i = 0; i <= f->variants.len; i++) {
+		Fusion *g = i < f->variants.len ? VEC_AT(f->variants, Fusion, i) : f;
+		Kernel *k = lower_with_fallback(a, d, g, g == f ? o : &vo);
+		if (!k)
+			return NULL;
+		*tail = k;
+		while (*tail)
+			tail = &(*tail)->fallback;
+	}
+	return head;
+}
+
+/* A size variant's bounds, as the first preconditions of each of its kernels. */
+static void add_bounds(Kernel *k)
+{
+	Fusion *f = k->fusion;
+	Vec v = {0};
+	for (int i = 0; i < f->nsizes; i++) {
+		if (f->sizes[i]->bound <= 0)
+			continue;
+		Precond *p = NEW(k->arena, Precond);
+		p->kind = PC_AT_MOST;
+		p->size = f->sizes[i];
+		p->value = f->sizes[i]->bound;
+		p->span = f->span;
+		vec_push(k->arena, &v, p);
+	}
+	if (!v.len)
+		return;
+	for (int i = 0; i < k->preconds.len; i++)
+		vec_push(k->arena, &v, k->preconds.items[i]);
+	k->preconds = v;
 }
 
 static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
@@ -115,5 +168,7 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 			dump(k, p->name, out);
 	}
 	ir_range_set_kernel(NULL);
+	if (ok)
+		add_bounds(k);
 	return ok ? k : NULL;
 }

@@ -111,8 +111,8 @@ char *rt_dump_compile(const char *dir, const char *name, const char *source, siz
 			buf_printf(&dims, " %s", f->sizes[j]->name);
 		buf_puts(&dims, f->nsizes ? "\n" : " none\n");
 		put_kernel(&dims, ks[i], "kernel");
-		if (ks[i]->fallback)
-			put_kernel(&dims, ks[i]->fallback, "fallback");
+		for (Kernel *v = ks[i]->fallback; v; v = v->fallback) /* the variants, in pick order */
+			put_kernel(&dims, v, "variant");
 	}
 	path.len = 0;
 	buf_printf(&path, "%s.dims", base.s);

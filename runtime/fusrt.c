@@ -19,8 +19,12 @@
 struct fusrt_module {
 	Arena *arena;
 	Program *prog;
-	Kernel **kernels;   /* one per fusion, in program order */
-	/* Per kernel slot: slot i < n is kernels[i], slot n + i its fallback (if any). */
+	Kernel **kernels;   /* one per fusion, in program order (the first of its variants) */
+	/* Per kernel slot: every variant of every fusion (Kernel.fallback chains), in order;
+	 * fusion i's variants from slot first[i] on. */
+	Kernel **slots;
+	int *first;
+	int nslots;
 	CUfunction *funcs;
 	bool *smem_raised;  /* per slot: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
 	int n;
@@ -89,6 +93,8 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 		o.no_arch_check = true;
 		m->n = m->prog->nfusions;
 		m->kernels = arena_alloc(m->arena, sizeof(Kernel *) * (m->n + 1));
+		m->first = arena_alloc(m->arena, sizeof(int) * (m->n + 1));
+		Vec slots = {0};
 		for (int i = 0; i < m->n && s == FUSRT_OK; i++) {
 			if (prefix && *prefix) /* as fusc --prefix: after the front end's name checks */
 				m->prog->fusions[i]->name = arena_printf(m->arena, "%s%s", prefix,
@@ -96,7 +102,12 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 			m->kernels[i] = lower_fusion(m->arena, d, m->prog->fusions[i], &o);
 			if (!m->kernels[i])
 				s = FUSRT_ERR_COMPILE;
+			m->first[i] = slots.len;
+			for (Kernel *k = m->kernels[i]; k; k = k->fallback)
+				vec_push(m->arena, &slots, k);
 		}
+		m->slots = (Kernel **)slots.items;
+		m->nslots = slots.len;
 	}
 	if (!m->prog || diag_error_count(d) > 0 || s != FUSRT_OK) {
 		char *text = diag_render(d);
@@ -124,8 +135,8 @@ static char *arch_reason(Kernel *k, int arch, const char *src, size_t len, const
 static fusrt_status check_arch(fusrt_module *m, int arch, const char *src, size_t len,
 			       const char *name)
 {
-	for (int i = 0; i < m->n; i++) {
-		Kernel *k = m->kernels[i];
+	for (int i = 0; i < m->nslots; i++) {
+		Kernel *k = m->slots[i];
 		if (k->min_arch <= arch)
 			continue;
 		char *why = arch_reason(k, arch, src, len, name);
@@ -165,10 +176,10 @@ fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cub
 	return FUSRT_OK;
 }
 
-/* The kernel of a slot (see fusrt_module.funcs); NULL for a fallback that does not exist. */
+/* The kernel of a slot (see fusrt_module.slots). */
 static Kernel *slot_kernel(const fusrt_module *m, int slot)
 {
-	return slot < m->n ? m->kernels[slot] : m->kernels[slot - m->n]->fallback;
+	return m->slots[slot];
 }
 
 /* Loads bin into the GPU and looks up every kernel; sets m->loaded last (a launch on another
@@ -180,17 +191,15 @@ static fusrt_status load_module(fusrt_module *m, const void *bin)
 	if (r != CUDA_SUCCESS)
 		return rt_cu_fail(r, "cuModuleLoadData");
 	if (!m->funcs) { /* no xmalloc: load_pending holds the module's lock */
-		m->funcs = calloc(2 * m->n + 1, sizeof(CUfunction));
-		m->smem_raised = calloc(2 * m->n + 1, sizeof(bool));
+		m->funcs = calloc(m->nslots + 1, sizeof(CUfunction));
+		m->smem_raised = calloc(m->nslots + 1, sizeof(bool));
 	}
 	if (!m->funcs || !m->smem_raised) {
 		rt_cu.module_unload(m->mod);
 		return rt_fail(FUSRT_ERR_INTERNAL, "out of memory loading a module");
 	}
-	for (int i = 0; i < 2 * m->n; i++) {
+	for (int i = 0; i < m->nslots; i++) {
 		Kernel *k = slot_kernel(m, i);
-		if (!k)
-			continue;
 		r = rt_cu.module_get_function(&m->funcs[i], m->mod, k->name);
 		if (r != CUDA_SUCCESS) {
 			fusrt_status s = rt_cu_fail(r, k->name);
@@ -396,6 +405,13 @@ Fusion *rt_module_fusion(const fusrt_module *m, const char *name)
 	return i < 0 ? NULL : m->prog->fusions[i];
 }
 
+Kernel *rt_module_kernel(const fusrt_module *m, const char *name)
+{
+	int i = find_fusion(m, name);
+
+	return i < 0 ? NULL : m->kernels[i];
+}
+
 int fusrt_fusion_count(const fusrt_module *m) { return m ? m->n : 0; }
 
 const char *fusrt_fusion_name(const fusrt_module *m, int i)
@@ -521,26 +537,13 @@ static const char *arg_name(struct SigEntry *e)
 	return e->kind == 'p' ? e->param->name : e->tensor->name;
 }
 
-static int sig_pos(Fusion *f, Tensor *t)
+/* The signature's pointers, for precond_holds (scalars: 0). Malloc'd. */
+static uint64_t *arg_ptrs(Fusion *f, const fusrt_arg *args)
 {
+	uint64_t *p = xmalloc(sizeof(uint64_t) * (size_t)(f->nsig + 1));
 	for (int i = 0; i < f->nsig; i++)
-		if (f->sig[i].tensor == t)
-			return i;
-	return -1;
-}
-
-/* The first of k's preconditions that the arguments break, or NULL. */
-static Precond *failed_precond(Kernel *k, const fusrt_arg *args, const int64_t *sizes)
-{
-	for (int i = 0; i < k->preconds.len; i++) {
-		Precond *p = VEC_AT(k->preconds, Precond, i);
-		int pos = p->kind == PC_ALIGNED ? sig_pos(k->fusion, p->tensor) : -1;
-		if (pos >= 0 && args[pos].ptr % (uint64_t)p->value != 0)
-			return p;
-		if (p->kind == PC_MULTIPLE && sizes[p->size->index] % p->value != 0)
-			return p;
-	}
-	return NULL;
+		p[i] = f->sig[i].kind == 'p' ? 0 : (uint64_t)args[i].ptr;
+	return p;
 }
 
 /* Counts, sizes, pointers and the kernel's preconditions. */
@@ -588,17 +591,24 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: argument %s is a null pointer",
 				       f->name, t->name);
 	}
-	Precond *p = k->fallback ? NULL : failed_precond(k, args, sizes);
-	if (p && p->kind == PC_ALIGNED)
-		return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: pointer %s (0x%llx) is not "
-			       "aligned to %lld bytes", f->name, p->tensor->name,
-			       (unsigned long long)args[sig_pos(f, p->tensor)].ptr,
-			       (long long)p->value);
-	if (p)
-		return rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: size %s = %lld is not a multiple "
-			       "of %lld", f->name, p->size->name, (long long)sizes[p->size->index],
-			       (long long)p->value);
-	return FUSRT_OK;
+	/* no variant's preconditions hold: the last one's failure, worded as the generated
+	 * launcher words it (precond_failure) */
+	uint64_t *ptrs = arg_ptrs(f, args);
+	Kernel *last = kernel_last_variant(k);
+	Precond *p = kernel_pick(k, sizes, ptrs) ? NULL : kernel_failed_precond(last, sizes, ptrs);
+	fusrt_status st = FUSRT_OK;
+	if (p) {
+		Arena *a = arena_new();
+		PrecondText t = precond_failure(a, p);
+		if (!t.sized)
+			st = rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: %s", f->name, t.pre);
+		else
+			st = rt_fail(FUSRT_ERR_PRECONDITION, "fusion %s: %s%lld%s", f->name, t.pre,
+				     (long long)sizes[p->size->index], t.post);
+		arena_free(a);
+	}
+	free(ptrs);
+	return st;
 }
 
 /* Grid (x, y, z) then block (x, y, z). */
@@ -629,7 +639,10 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 
 Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes)
 {
-	return k->fallback && failed_precond(k, args, sizes) ? k->fallback : k;
+	uint64_t *ptrs = arg_ptrs(k->fusion, args);
+	Kernel *v = kernel_pick(k, sizes, ptrs);
+	free(ptrs);
+	return v ? v : kernel_last_variant(k);
 }
 
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs,
@@ -811,8 +824,11 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	}
 	if ((s = rt_launch_check(m->kernels[*fi], args, nargs, sizes, nsizes, dims)) != FUSRT_OK)
 		return s;
-	if (rt_pick_kernel(m->kernels[*fi], args, sizes) != m->kernels[*fi])
-		*fi += m->n; /* the fallback's slot */
+	Kernel *v = rt_pick_kernel(m->kernels[*fi], args, sizes);
+	int slot = m->first[*fi];
+	for (Kernel *k = m->kernels[*fi]; k != v; k = k->fallback)
+		slot++; /* the variant's slot */
+	*fi = slot;
 	if (m->dump)
 		rt_dump_launch(m->dump, slot_kernel(m, *fi), sizes, dims);
 	*skip = false;

@@ -127,13 +127,14 @@ int rt_pick_image(const RtImage *im, int n, int dev);
 fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cubin,
 			   const char *cache_dir, bool use_cache, char **bin, size_t *len);
 /* The checks fusrt_launch makes before launching (no GPU needed): argument and size counts,
- * sizes consistent with the file, null pointers, preconditions (unless the kernel has a
- * fallback); then the launch dimensions of rt_pick_kernel's kernel, dims = grid x, y, z,
- * block x, y, z. */
+ * sizes consistent with the file, null pointers, preconditions (a refusal when no variant of
+ * the chain k, k->fallback, ... holds: the last one's failure); then the launch dimensions
+ * of rt_pick_kernel's kernel, dims = grid x, y, z, block x, y, z. */
 fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs, const int64_t *sizes,
 			     int nsizes, int64_t dims[6]);
-/* The kernel a launch runs: k, or k->fallback (dims from rt_launch_check are its) when an
- * auto-scheduled fusion's precondition fails. Arguments as checked by rt_launch_check. */
+/* The kernel a launch runs: the first variant of the chain k, k->fallback, ... whose
+ * preconditions hold (kernel_pick; dims from rt_launch_check are its). Arguments as checked
+ * by rt_launch_check. */
 Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes);
 /* Checks a kernel's shared memory (static Kernel.smem_bytes, or dynamic when
  * Kernel.smem_dynamic) against the device's opt-in limit per block. FUSRT_OK, or
@@ -143,6 +144,8 @@ Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes);
 fusrt_status rt_check_smem(Kernel *k, int limit, char **msg);
 /* The fusion IR of a compiled module's fusion (NULL when there is none of that name). */
 Fusion *rt_module_fusion(const fusrt_module *m, const char *name);
+/* The first of the fusion's variants (Kernel.fallback chain); NULL: no such fusion. */
+Kernel *rt_module_kernel(const fusrt_module *m, const char *name);
 
 /* runtime/dump.c: FUSRT_DUMP=DIR. rt_dump_compile writes DIR/STEM-KEY.fus, .cu, .ptx and
  * .dims for one compile (source, the device code cu lowered for arch, its kernels) and

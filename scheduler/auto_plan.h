@@ -20,6 +20,10 @@ typedef struct Plan {
 	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
 	NameSet axes; /* generated axis names, as "tensor.axis" */
 	bool ok;      /* every directive held */
+	/* A symbolic row length that a bound would let the tuned schedule plan for (a row
+	 * group over a size symbol with no SizeSym.bound): auto_schedule adds size variants
+	 * for it (docs/auto_schedule.md, "Size variants"); NULL: none. */
+	SizeSym *bucket;
 } Plan;
 
 /* auto_schedule.c */

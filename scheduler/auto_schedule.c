@@ -115,11 +115,14 @@ enum {
 	ROW_THREADS = 128,        /* threads over a row of symbolic length */
 	ROW_MAX_THREADS = 512,    /* threads over a long row of constant length */
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
-	PERSIST_BYTES = 32768,    /* a cached row of one input: at most 8192 f32 */
+	PERSIST_BYTES = 65536,    /* a cached row of one input: at most 16384 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
 	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
 	PERSIST_MAX_ELEMS = 64,   /* registers per thread for all cached inputs together */
 	BLOCK_ROWS_THREADS = 128, /* block size when several short rows share a block */
+	SHORT_VECTORS = 64,       /* a row of at most this many vectors is short: ... */
+	SHORT_PER_THREAD = 4,     /*   about this many vectors per thread, */
+	SHORT_MIN_THREADS = 4,    /*   at least this many threads per row */
 	COL_THREADS = 128,        /* threads over the kept columns of an outer reduction */
 	ALL_THREADS = 512,        /* threads of the one block of a full (0-d) reduction */
 	GRID_KEPT_BLOCKS = 264,   /* fewer blocks over the kept axes (2 per H100/H200 SM): */
@@ -695,6 +698,33 @@ static Tensor *row_kept_mid(Row *r)
 	return NULL;
 }
 
+/* The row length the shape is planned for: a constant N, or the bound of a size variant
+ * (SizeSym.bound: the launcher runs that variant only for N <= bound). False: unknown. */
+static bool row_len(Row *r, int64_t *n)
+{
+	if (ir_is_const(r->n, n))
+		return true;
+	if (r->n->kind == EX_SIZE && r->n->size->bound > 0) {
+		*n = r->n->size->bound;
+		return true;
+	}
+	return false;
+}
+
+/* No more threads than vectors; a short row gets a few vectors per thread (a warp or less
+ * per row, several loads in flight per thread; its block holds several rows). */
+static int64_t short_threads(int64_t vectors, int64_t threads)
+{
+	if (threads > pow2_ceil(vectors))
+		threads = pow2_ceil(vectors);
+	if (vectors <= SHORT_VECTORS) {
+		threads = pow2_ceil((vectors + SHORT_PER_THREAD - 1) / SHORT_PER_THREAD);
+		if (threads < SHORT_MIN_THREADS)
+			threads = SHORT_MIN_THREADS;
+	}
+	return threads;
+}
+
 /* may_vector false: no vectors (then nothing is persistent either). */
 static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 {
@@ -702,11 +732,10 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 		      .rows_per_block = 1};
 	may_persist &= may_vector;
 	int64_t n;
-	if (!ir_is_const(r->n, &n))
+	if (!row_len(r, &n))
 		return s;
 	int64_t vectors = (n + s.vec - 1) / s.vec;
 	/* persistent when every input read by two or more stored tensors fits */
-	int64_t elems = 0;
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
 		if (popcount64(r->readers[i]) < 2 || !(r->readers[i] & 1) ||
@@ -728,8 +757,11 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 			s.threads = 32;
 		if (s.threads > 1024)
 			s.threads = 1024;
+	}
+	s.threads = short_threads(vectors, s.threads);
+	if (ncached > 0) {
 		int64_t row_elems = ((vectors + s.threads - 1) / s.threads) * s.vec;
-		elems = ncached * row_elems;
+		int64_t elems = ncached * row_elems;
 		s.persistent = elems <= PERSIST_MAX_ELEMS;
 		if (s.persistent && elems + row_elems <= PERSIST_MAX_ELEMS)
 			s.mid = row_kept_mid(r);
@@ -743,12 +775,10 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 			s.threads = ROW_MAX_THREADS;
 		if (s.threads < ROW_THREADS)
 			s.threads = ROW_THREADS;
+		s.threads = short_threads(vectors, s.threads);
 	}
-	/* No more threads than vectors; rows shorter than 32 vectors share a block (R rows on
-	 * threadIdx.y). */
-	if (s.threads > pow2_ceil(vectors))
-		s.threads = pow2_ceil(vectors);
-	if (vectors < 32)
+	/* rows that take fewer threads than a block share one (R rows on threadIdx.y) */
+	if (s.threads < BLOCK_ROWS_THREADS)
 		s.rows_per_block = BLOCK_ROWS_THREADS / s.threads;
 	return s;
 }
@@ -811,7 +841,7 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 	RowAxes x = row_split(p, t->name, col, s->persistent || excl ? s->vec : 1, s->threads);
 	/* a constant row: the loop over a thread's vectors unrolled, so its loads are issued
 	 * together (and persistent registers are indexed by constants) */
-	if (ir_is_const(r->n, &(int64_t){0}) && (s->persistent || excl))
+	if (row_len(r, &(int64_t){0}) && (s->persistent || excl))
 		d_verb1(p, t->name, "unroll", x.jr);
 	if (x.jv)
 		d_verb1(p, t->name, "unroll", x.jv);
@@ -848,6 +878,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
+	if (p->level == AUTO_TUNED && !p->bucket && r->n->kind == EX_SIZE && r->n->size->bound == 0)
+		p->bucket = r->n->size;
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -1324,8 +1356,9 @@ const char *auto_level_name(AutoLevel level)
 	return level_names[level];
 }
 
-/* Schedules f (as sema built it) at one level; false after errors. */
-static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level)
+/* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
+ * the plan's size symbol for size variants (Plan.bucket). */
+static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSym **bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1344,6 +1377,8 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level)
 		place_reductions(&p);
 	f->ast_schedule = ast_schedule(a, f->span, (AstName){f->name, f->span}, false, &p.dirs);
 	f->ast_schedule->generated = true;
+	if (bucket)
+		*bucket = p.bucket;
 	return sched_finish(&p.s, p.ok);
 }
 
@@ -1356,6 +1391,33 @@ static bool lowers(Arena *a, Diag *d, Fusion *f)
 	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
 	return ok;
+}
+
+/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
+ * short rows (several per block), then rows persistent in registers as a constant row of
+ * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
+static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
+
+/* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
+ * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
+ * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
+static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
+{
+	DiagMark m = diag_mark(d);
+	for (int i = 0; i < countof(row_buckets); i++) {
+		Fusion *g = sema_fusion(a, d, f->ast);
+		diag_rollback(d, m);
+		if (!g)
+			return;
+		g->ast_schedule = block;
+		g->auto_scheduled = true;
+		g->sizes[index]->bound = row_buckets[i];
+		bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, g);
+		diag_rollback(d, m);
+		if (ok)
+			vec_push(a, &f->variants, g);
+	}
 }
 
 bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
@@ -1375,13 +1437,16 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
-		bool ok = schedule_level(a, d, f, (AutoLevel)level) &&
+		SizeSym *bucket = NULL;
+		bool ok = schedule_level(a, d, f, (AutoLevel)level, &bucket) &&
 			  diag_error_count(d) == m.errors && lowers(a, d, f);
 		if (ok && o && (o->refuse >> level & 1)) {
 			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
 				   level_names[level], f->name);
 			ok = false;
 		}
+		if (ok && bucket && f->ast)
+			add_variants(a, d, f, block, bucket->index);
 		if (ok)
 			return true;
 	}

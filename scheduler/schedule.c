@@ -642,8 +642,11 @@ static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec
 	if (!ax || !sched_axis_changeable(s, t, ax, dir->args[0].span, false))
 		return false;
 	const char *what = vec ? "vectorize" : "unroll";
-	int64_t v;
-	if (!ir_is_const(ax->extent, &v)) {
+	int64_t v, lo;
+	/* an unrolled loop may have a symbolic extent with a constant bound (a size variant,
+	 * SizeSym.bound): it runs to the bound under a guard (passes/loop_nest.c) */
+	bool bounded = !vec && ir_range(ax->extent, &lo, &v);
+	if (!ir_is_const(ax->extent, &v) && !bounded) {
 		Buf b = {0};
 		ir_print_expr(ax->extent, &b);
 		diag_error(s->d, dir->args[0].span,

@@ -58,6 +58,36 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 		sed 's/^/  | /' "$out" | head -40
 	fi
 done
+# Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and
+# its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
+# the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs.
+for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388; do
+	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
+		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
+		 bench/auto/layernorm_bf16.fus; do
+		if "$FUSC" check "$f" --dims "M=3,N=$n" --max-blocks 2 >"$out" 2>&1; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: $FUSC check $f --dims M=3,N=$n --max-blocks 2"
+			sed 's/^/  | /' "$out" | head -40
+		fi
+	done
+done
+for want in 0:N256 1:N256_scalar 256:N256 257:N1024_scalar 260:N1024 1024:N1024 1028:N4096 \
+	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:scalar 16388:kernel; do
+	n=${want%%:*} k=softmax_f32_kernel_${want#*:}
+	[ "${want#*:}" = kernel ] && k=softmax_f32_kernel
+	[ "${want#*:}" = scalar ] && k=softmax_f32_kernel_scalar
+	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=3,N=$n" --max-blocks 1 >"$out" 2>&1 &&
+	   grep -q "; kernel $k;" "$out"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: softmax_f32 at N=$n does not run $k"
+		sed 's/^/  | /' "$out" | head -5
+	fi
+done
 # The budget (docs/check.md, issue 11 item 8): work above it is refused at once with exit 2 and
 # a message naming it, never run for hours. A split by 2^40 of a symbolic size is a loop of 2^40
 # iterations; a huge --size is too many elements; a large matmul too many reference terms.

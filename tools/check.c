@@ -83,18 +83,19 @@ static const CliCommand command = {"fusc check", usage, NULL, valued, option};
 
 typedef struct Job {
 	Fusion *f;
-	Kernel *k;
+	Kernel *k;          /* the variant the launcher runs for these sizes (job_sizes) */
+	bool variants;      /* the fusion has several (Kernel.fallback) */
 	int64_t sizes[64];
 } Job;
 
 /* The multiple that k's launcher requires of size s (1 if none). */
-static int64_t required_multiple(Kernel *k, SizeSym *s, Precond **why)
+static int64_t required_multiple(Kernel *k, SizeSym *s)
 {
 	int64_t m = 1;
 
 	for (int i = 0; i < k->preconds.len; i++) {
 		Precond *p = VEC_AT(k->preconds, Precond, i);
-		if (p->kind != PC_MULTIPLE || p->size != s || p->value <= 1)
+		if (p->kind != PC_MULTIPLE || p->size->index != s->index || p->value <= 1)
 			continue;
 		int64_t a = m, b = p->value;
 		while (b) { /* m = lcm(m, value) */
@@ -103,21 +104,8 @@ static int64_t required_multiple(Kernel *k, SizeSym *s, Precond **why)
 			b = t;
 		}
 		m = m / a * p->value;
-		*why = p;
 	}
 	return m;
-}
-
-static void put_span(Diag *d, Span sp, FILE *out)
-{
-	int line, col;
-
-	if (!sp.file) {
-		fputs("?", out);
-		return;
-	}
-	diag_line_col(d, sp.file, sp.lo, &line, &col);
-	fprintf(out, "%s:%d:%d", diag_file_name(d, sp.file), line, col);
 }
 
 /* Sizes of one job; an exit status on error, else -1. */
@@ -127,35 +115,36 @@ static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 
 	if (f->nsizes > countof(j->sizes))
 		return cli_usage_error(&o->cli, "fusion %s has too many size symbols", f->name);
+	/* the last variant is the one that refuses: --size is rounded up to its multiples */
+	Kernel *last = kernel_last_variant(j->k);
 	for (int i = 0; i < f->nsizes; i++) {
-		SizeSym *s = f->sizes[i];
-		Precond *why = NULL;
-		int64_t m = required_multiple(j->k, s, &why);
-		CliDim *dim = cli_dim(&o->cli, s->name);
-		if (!dim) { /* --size rounded up to a multiple of m, without overflow */
-			int64_t up = o->size / m + (o->size % m != 0);
-			if (__builtin_mul_overflow(up, m, &j->sizes[i])) {
-				char num[32];
-				snprintf(num, sizeof num, "%lld", (long long)o->size);
-				return cli_usage_error(&o->cli, "--size %s is too large", num);
-			}
+		int64_t m = required_multiple(last, f->sizes[i]);
+		CliDim *dim = cli_dim(&o->cli, f->sizes[i]->name);
+		if (dim) {
+			j->sizes[i] = dim->value;
 			continue;
 		}
-		j->sizes[i] = dim->value;
-		if (j->sizes[i] % m && j->k->fallback) {
-			j->k = j->k->fallback; /* what the launcher runs for these sizes */
-			continue;
-		}
-		if (j->sizes[i] % m) {
-			fprintf(stderr, "fusc check: fusion %s: the launcher refuses %s=%lld: it must "
-				"be a multiple of %lld (%s at ", f->name, s->name,
-				(long long)j->sizes[i], (long long)m,
-				why->reason ? why->reason : "vectorized access");
-			put_span(d, why->span, stderr);
-			fprintf(stderr, ")\n");
-			return 2;
+		/* --size rounded up to a multiple of m, without overflow */
+		int64_t up = o->size / m + (o->size % m != 0);
+		if (__builtin_mul_overflow(up, m, &j->sizes[i])) {
+			char num[32];
+			snprintf(num, sizeof num, "%lld", (long long)o->size);
+			return cli_usage_error(&o->cli, "--size %s is too large", num);
 		}
 	}
+	/* what the launcher runs for these sizes (pointers taken as aligned) */
+	Kernel *v = kernel_pick(j->k, j->sizes, NULL);
+	if (!v) {
+		Precond *why = kernel_failed_precond(last, j->sizes, NULL);
+		Arena *a = arena_new();
+		PrecondText t = precond_failure(a, why);
+		fprintf(stderr, "fusc check: fusion %s: the launcher refuses the sizes: %s%lld%s\n",
+			f->name, t.pre, (long long)j->sizes[why->size->index], t.post);
+		arena_free(a);
+		return 2;
+	}
+	j->variants = j->k->fallback != NULL;
+	j->k = v;
 	return cli_check_sizes(&o->cli, f, j->sizes);
 }
 
@@ -222,8 +211,10 @@ static void print_header(Job *j, const SimResult *r, double secs)
 	printf("%s:", f->name);
 	for (int i = 0; i < f->nsizes; i++)
 		printf(" %s=%lld", f->sizes[i]->name, (long long)j->sizes[i]);
+	if (j->variants)
+		printf("%s kernel %s", f->nsizes ? ";" : "", j->k->name);
 	printf("%s simulated %lld of %lld blocks of %lld threads in %.3f s\n",
-	       f->nsizes ? ";" : "", (long long)r->blocks_run, (long long)r->blocks_total,
+	       f->nsizes || j->variants ? ";" : "", (long long)r->blocks_run, (long long)r->blocks_total,
 	       (long long)r->threads_per_block, secs);
 }
 

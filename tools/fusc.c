@@ -82,6 +82,7 @@ static const char usage_text[] =
 	"fusc run only:\n"
 	"  --bench                  also time the kernel (median, GB/s)\n"
 	"  --no-reference           do not run the CPU reference (time only)\n"
+	"  --verbose                say which kernel variant each launch runs\n"
 	"fusc check only:\n"
 	"  --size=S                 every size not in --dims (default 67)\n"
 	"  --max-blocks=N           simulate at most N blocks (default 1024; 0: all)\n"
@@ -517,7 +518,7 @@ static int emit_outputs(Kernel **ks, int nk, Program *p, Options *o, const char 
 		for (int i = 0; i < p->nfusions; i++) {
 			ir_print_fusion(p->fusions[i], &cu);
 			buf_puts(&cu, "\n");
-			kir_print(ks[i], &cu);
+			kir_print(kernel_own(ks[i]), &cu); /* not the size variants' */
 			buf_puts(&cu, "\n");
 		}
 		rc = write_one(cu_path, cu.s, cu.len);

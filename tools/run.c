@@ -19,6 +19,7 @@ typedef struct RunOpts {
 	CliOpts cli; /* first member: option() gets &cli */
 	bool bench;
 	bool no_reference; /* --no-reference: time only (pair with a checked run at another size) */
+	bool verbose;      /* --verbose: which variant of the launch contract runs */
 } RunOpts;
 
 /* An error line on stderr, after whatever stdout holds (so the two read in order). */
@@ -38,7 +39,7 @@ static void run_error(const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: fusc run FILE [--fusion NAME] [--dims M=4096,N=4096] [--seed S] "
-		     "[--bench] [--no-reference]\n"
+		     "[--bench] [--no-reference] [--verbose]\n"
 		     "                     [--color=auto|always|never]\n");
 }
 
@@ -52,6 +53,8 @@ static int option(CliOpts *c, const char *name, const char *val)
 		o->bench = true;
 	else if (strcmp(name, "--no-reference") == 0)
 		o->no_reference = true;
+	else if (strcmp(name, "--verbose") == 0)
+		o->verbose = true;
 	else if (!cli_parse_int(val, &seed))
 		return cli_usage_error(c, "bad --seed '%s' (expected a non-negative integer)", val);
 	else
@@ -59,7 +62,7 @@ static int option(CliOpts *c, const char *name, const char *val)
 	return -1;
 }
 
-static const char *const flags[] = {"--bench", "--no-reference", NULL};
+static const char *const flags[] = {"--bench", "--no-reference", "--verbose", NULL};
 static const char *const valued[] = {"--seed", NULL};
 static const CliCommand command = {"fusc run", usage, flags, valued, option};
 
@@ -230,6 +233,26 @@ static int bench(Fusion *f, Bufs *b, Job *j, fusrt_module *m)
 }
 
 /* GPU run, reference run, comparison (and the benchmark). Returns an exit status. */
+/* --verbose: `softmax: kernel softmax_kernel_N4096 (N <= 4096, N is a multiple of 4, x is
+ * 16-byte aligned, y is 16-byte aligned)`, the variant the launch runs (rt_pick_kernel). */
+static void print_variant(fusrt_module *m, Job *j, Bufs *b)
+{
+	Kernel *k = rt_module_kernel(m, j->f->name), *v;
+	Buf t = {0};
+
+	if (!k)
+		return;
+	v = rt_pick_kernel(k, b->args, j->sizes);
+	buf_printf(&t, "%s: kernel %s", j->f->name, v->name);
+	for (int i = 0; i < v->preconds.len; i++) {
+		buf_puts(&t, i ? ", " : " (");
+		precond_condition(VEC_AT(v->preconds, Precond, i), &t);
+	}
+	buf_puts(&t, v->preconds.len ? ")" : "");
+	printf("%s\n", t.s);
+	buf_free(&t);
+}
+
 static int run_job(RunOpts *o, Job *j, fusrt_module *m)
 {
 	Fusion *f = j->f;
@@ -241,6 +264,8 @@ static int run_job(RunOpts *o, Job *j, fusrt_module *m)
 	print_sizes(j);
 	if ((rc = setup(o, j, &b)) >= 0)
 		goto done;
+	if (o->verbose)
+		print_variant(m, j, &b);
 	s = fusrt_launch(m, f->name, b.args, f->nsig, j->sizes, f->nsizes, NULL);
 	if (s == FUSRT_OK)
 		s = fusrt_synchronize();

@@ -97,13 +97,12 @@ START_TEST(test_launcher_dispatch)
 	ck_assert_contains(cu, "extern \"C\" __global__ void __launch_bounds__(128) "
 			   "bias_gelu_kernel_scalar(const float *__restrict__ x");
 	ck_assert_contains(cu,
-		"  // vectorized when x, b and y are 16-byte aligned and N is a multiple of 4; "
-		"otherwise the scalar kernel\n"
-		"  if ((uintptr_t)x % 16 != 0 || (uintptr_t)b % 16 != 0 || (uintptr_t)y % 16 != 0 "
-		"|| N % 4 != 0) {\n");
-	ck_assert_contains(cu, "    bias_gelu_kernel_scalar<<<dim3(");
+		"  // bias_gelu_kernel when x, b and y are 16-byte aligned and N is a multiple of 4\n"
+		"  if ((uintptr_t)x % 16 == 0 && (uintptr_t)b % 16 == 0 && (uintptr_t)y % 16 == 0 "
+		"&& N % 4 == 0) {\n");
+	ck_assert_contains(cu, "    bias_gelu_kernel<<<dim3(");
 	ck_assert_contains(cu, "    return fus_err;\n  }\n");
-	ck_assert_contains(cu, "  bias_gelu_kernel<<<dim3(");
+	ck_assert_contains(cu, "  bias_gelu_kernel_scalar<<<dim3(");
 	ck_assert_not_contains(cu, "is not a multiple of");
 	ck_assert_not_contains(cu, "-byte aligned (");
 	/* the device part with both kernels compiles for sm_80 */
@@ -119,8 +118,9 @@ START_TEST(test_launcher_dispatch)
 	buf_free(&dev);
 	Buf h = {0};
 	header_emit(tc->kernels, 1, "t.fus", "t", &h);
-	ck_assert_contains(h.s, " * Vectorized when x, b and y are 16-byte aligned and N is a "
-			   "multiple of 4; otherwise a scalar\n * kernel.\n");
+	ck_assert_contains(h.s, " * Variants (the launcher runs the first whose conditions hold): "
+			   "bias_gelu_kernel when x, b and\n * y are 16-byte aligned and N is a multiple "
+			   "of 4; bias_gelu_kernel_scalar otherwise.\n");
 	buf_free(&h);
 	free(cu);
 	tc_free(tc);
@@ -191,6 +191,133 @@ START_TEST(test_fallback_simulates)
 }
 END_TEST
 
+
+/* ---- size variants (issue 13 item 2) ------------------------------------------------------ */
+
+static const char softmax_src[] =
+	"fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+	"  m[i]    = max(j: x[i, j]);\n"
+	"  e[i, j] = exp(x[i, j] - m[i]);\n"
+	"  s[i]    = sum(j: e[i, j]);\n"
+	"  y[i, j] = e[i, j] / s[i];\n"
+	"}\n";
+
+/* The name of the variant kernel_pick chooses at (M, N), pointers aligned or not. */
+static const char *picked(Kernel *k, int64_t n, bool aligned)
+{
+	int64_t sizes[2] = {3, n};
+	uint64_t ptrs[2] = {0x1000, aligned ? 0x2000 : 0x2004};
+	Kernel *v = kernel_pick(k, sizes, ptrs);
+	return v ? v->name : "(none)";
+}
+
+/* A symbolic row length: one kernel per row-length bucket (and its scalar kernel), then the
+ * fusion's own; the launcher takes the first whose conditions hold, on both sides of every
+ * boundary. */
+START_TEST(test_size_variants_pick)
+{
+	TestCompile *tc = tc_compile(softmax_src, true);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *k = tc->kernels[0];
+	static const char *const chain[] = {
+		"softmax_kernel_N256", "softmax_kernel_N256_scalar", "softmax_kernel_N1024",
+		"softmax_kernel_N1024_scalar", "softmax_kernel_N4096", "softmax_kernel_N4096_scalar",
+		"softmax_kernel_N16384", "softmax_kernel_N16384_scalar", "softmax_kernel",
+		"softmax_kernel_scalar",
+	};
+	int n = 0;
+	for (Kernel *v = k; v; v = v->fallback, n++) {
+		ck_assert_int_lt(n, countof(chain));
+		ck_assert_str_eq(v->name, chain[n]);
+		/* a variant's bound is its first precondition; the scalar kernels keep only it */
+		bool bounded = strstr(v->name, "_N") != NULL;
+		if (bounded) {
+			Precond *p = VEC_AT(v->preconds, Precond, 0);
+			ck_assert_int_eq(p->kind, PC_AT_MOST);
+			ck_assert_str_eq(p->size->name, "N");
+		}
+		if (strstr(v->name, "scalar"))
+			ck_assert_int_eq(v->preconds.len, bounded ? 1 : 0);
+	}
+	ck_assert_int_eq(n, countof(chain));
+	ck_assert_ptr_eq(kernel_own(k)->fusion, tc->prog->fusions[0]);
+	ck_assert_str_eq(kernel_own(k)->name, "softmax_kernel");
+	ck_assert_str_eq(picked(k, 0, true), "softmax_kernel_N256");
+	ck_assert_str_eq(picked(k, 1, true), "softmax_kernel_N256_scalar");
+	ck_assert_str_eq(picked(k, 256, true), "softmax_kernel_N256");
+	ck_assert_str_eq(picked(k, 256, false), "softmax_kernel_N256_scalar");
+	ck_assert_str_eq(picked(k, 257, true), "softmax_kernel_N1024_scalar");
+	ck_assert_str_eq(picked(k, 260, true), "softmax_kernel_N1024");
+	ck_assert_str_eq(picked(k, 4096, true), "softmax_kernel_N4096");
+	ck_assert_str_eq(picked(k, 4100, true), "softmax_kernel_N16384");
+	ck_assert_str_eq(picked(k, 16384, true), "softmax_kernel_N16384");
+	ck_assert_str_eq(picked(k, 16385, true), "softmax_kernel_scalar");
+	ck_assert_str_eq(picked(k, 16388, true), "softmax_kernel");
+	ck_assert_str_eq(picked(k, 16388, false), "softmax_kernel_scalar");
+	/* libfusrt picks the same */
+	fusrt_arg args[2] = {fusrt_ptr(0x1000), fusrt_ptr(0x2000)};
+	int64_t sizes[2] = {3, 4100};
+	ck_assert_str_eq(rt_pick_kernel(k, args, sizes)->name, "softmax_kernel_N16384");
+	/* the launcher tests the same conditions in the same order */
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "  // softmax_kernel_N256 when N <= 256, x and y are 16-byte aligned "
+			   "and N is a multiple of 4\n  if (N <= 256 && (uintptr_t)x % 16 == 0 && "
+			   "(uintptr_t)y % 16 == 0 && N % 4 == 0) {\n");
+	ck_assert_contains(cu, "  // softmax_kernel_N256_scalar when N <= 256\n  if (N <= 256) {\n");
+	ck_assert_contains(cu, "  softmax_kernel_scalar<<<");
+	free(cu);
+	tc_free(tc);
+}
+END_TEST
+
+/* Bounds in range analysis: N <= 4096 bounds ceil(N / 4); no bound, no upper end. */
+START_TEST(test_size_bound_range)
+{
+	Arena *a = arena_new();
+	SizeSym n = {.name = "N"};
+	IrExpr *e = ix_ceildiv(a, ir_size(a, &n), ir_int(a, 4));
+	int64_t lo, hi;
+	ck_assert(!ir_range(e, &lo, &hi));
+	n.bound = 4096;
+	ck_assert(ir_range(e, &lo, &hi));
+	ck_assert_int_eq(lo, 0);
+	ck_assert_int_eq(hi, 1024);
+	arena_free(a);
+}
+END_TEST
+
+/* A bounded variant keeps its row in a register array sized by the bound, indexed by
+ * unrolled loops that run to the bound under a guard; the simulator refuses to run it past
+ * its bound. */
+START_TEST(test_size_variant_registers)
+{
+	TestCompile *tc = tc_compile(softmax_src, true);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *v = tc->kernels[0];
+	while (v && strcmp(v->name, "softmax_kernel_N4096") != 0)
+		v = v->fallback;
+	ck_assert_ptr_nonnull(v);
+	Buf b = {0};
+	kir_print(v, &b);
+	ck_assert_contains(b.s, "require N <= 4096;\n");
+	ck_assert_contains(b.s, "alloc local f32 x_reg[32]");
+	ck_assert_contains(b.s, "for jr in [0, 8) unroll {");
+	ck_assert_contains(b.s, "if (jr < ceildiv(N, 512)) {");
+	buf_free(&b);
+	int64_t sizes[2] = {1, 5000};
+	float x[5000], y[5000];
+	void *ins[1] = {x}, *outs[1] = {y};
+	for (int i = 0; i < 5000; i++)
+		x[i] = (float)i;
+	SimResult r;
+	SimOptions so = {.seed = 1};
+	ck_assert(!sim_run(v, sizes, NULL, ins, outs, &so, &r));
+	ck_assert_contains(r.error, "kernel softmax_kernel_N4096 runs only for N <= 4096, not N = 5000");
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
 Suite *fallback_suite(void)
 {
 	Suite *s = suite_create("fallback");
@@ -201,6 +328,9 @@ Suite *fallback_suite(void)
 	tcase_add_test(tc, test_launcher_dispatch);
 	tcase_add_test(tc, test_runtime_pick);
 	tcase_add_test(tc, test_fallback_simulates);
+	tcase_add_test(tc, test_size_variants_pick);
+	tcase_add_test(tc, test_size_bound_range);
+	tcase_add_test(tc, test_size_variant_registers);
 	suite_add_tcase(s, tc);
 	return s;
 }

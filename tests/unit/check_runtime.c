@@ -264,13 +264,14 @@ START_TEST(test_launch_check_preconditions)
 	sizes[1] = 1001;
 	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 3, sizes, 2, dims),
 			 FUSRT_ERR_PRECONDITION);
-	ck_assert_str_eq(fusrt_last_error(), "fusion bias: size N = 1001 is not a multiple of 4");
+	ck_assert_str_eq(fusrt_last_error(), "fusion bias: N = 1001 is not a multiple of 4 "
+			 "(vectorized access, t.fus:9:3)");
 	sizes[1] = 1024;
 	args[1] = fusrt_ptr(0x2008);
 	ck_assert_int_eq(rt_launch_check(tc->kernels[0], args, 3, sizes, 2, dims),
 			 FUSRT_ERR_PRECONDITION);
-	ck_assert_str_eq(fusrt_last_error(), "fusion bias: pointer b (0x2008) is not aligned to 16 "
-			 "bytes");
+	ck_assert_str_eq(fusrt_last_error(), "fusion bias: b is not 16-byte aligned "
+			 "(vectorized access, t.fus:9:3)");
 	tc_free(tc);
 }
 END_TEST
@@ -1125,7 +1126,7 @@ START_TEST(test_gpu_fusc_run)
 	ck_assert_contains(out, "bias: PASS");
 	/* a launch precondition: exit 2, nothing compared */
 	ck_assert_int_eq(RUN(&out, "run", bias, "--dims", "M=5,N=1001"), 2);
-	ck_assert_contains(out, "fusc run: fusion bias: size N = 1001 is not a multiple of 4\n");
+	ck_assert_contains(out, "fusc run: fusion bias: N = 1001 is not a multiple of 4 (");
 	ck_assert_not_contains(out, "PASS");
 	free(out);
 	free(file);

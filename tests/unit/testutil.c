@@ -58,7 +58,7 @@ char *tc_kernel_ir(TestCompile *tc, int i)
 	Buf b = {0};
 	buf_puts(&b, "");
 	if (tc->kernels)
-		kir_print(tc->kernels[i], &b);
+		kir_print(kernel_own(tc->kernels[i]), &b); /* as --emit=ir */
 	return b.s;
 }
 

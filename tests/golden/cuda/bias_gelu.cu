@@ -6,7 +6,7 @@
 extern "C" __global__ void __launch_bounds__(128) bias_gelu_kernel(const float *__restrict__ x, const float *__restrict__ b, float *__restrict__ y, long long M, long long N)
 {
   // nest of y
-  if (((long long)blockIdx.y) < M && ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+  if (((long long)blockIdx.y) < M && ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 < N) {
     __align__(16) float x_vec[4];
     *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4]);
     __align__(16) float b_vec[4];
@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(128) bias_gelu_kernel(const float *
   } else {
     #pragma unroll
     for (long long jv = 0; jv < 4; ++jv) {
-      if (((long long)blockIdx.y) < M && ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+      if (((long long)blockIdx.y) < M && ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 < N) {
         y[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] = 0.5f * (x[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] + b[((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv]) * (1.0f + erff((x[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] + b[((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv]) * 0.70710677f));
       }
     }

@@ -62,12 +62,12 @@ extern "C" __global__ void __launch_bounds__(128) vec_copy_kernel(const float *_
   __shared__ __align__(16) float ac[256];
   // ac computed at out.jo
   if (0 < (N + 127) / 128) {
-    if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) * 4 + 3 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + 3 < 128) {
+    if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) * 4 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + 3 < 128) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&ac[((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&a[((long long)blockIdx.x) * N + ((long long)threadIdx.x) * 4]);
     } else {
       #pragma unroll
       for (long long cv = 0; cv < 4; ++cv) {
-        if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) * 4 + cv < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + cv < 128) {
+        if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) * 4 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + cv < 128) {
           ac[((long long)threadIdx.x) * 4 + cv] = a[((long long)blockIdx.x) * N + ((long long)threadIdx.x) * 4 + cv];
         }
       }
@@ -76,12 +76,12 @@ extern "C" __global__ void __launch_bounds__(128) vec_copy_kernel(const float *_
   __syncthreads();
   for (long long jo = 0; jo < (N + 127) / 128; ++jo) {
     if (jo + 1 < (N + 127) / 128) {
-      if (((long long)blockIdx.x) < M && jo * 128 + 128 + ((long long)threadIdx.x) * 4 + 3 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + 3 < 128) {
+      if (((long long)blockIdx.x) < M && jo * 128 + 128 + ((long long)threadIdx.x) * 4 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + 3 < 128) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&ac[((long long)threadIdx.x) * 4 + (jo + 1) % 2 * 128]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&a[((long long)blockIdx.x) * N + jo * 128 + 128 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long cv = 0; cv < 4; ++cv) {
-          if (((long long)blockIdx.x) < M && jo * 128 + 128 + ((long long)threadIdx.x) * 4 + cv < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + cv < 128) {
+          if (((long long)blockIdx.x) < M && jo * 128 + 128 + ((long long)threadIdx.x) * 4 < N && ((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 + cv < 128) {
             ac[((long long)threadIdx.x) * 4 + cv + (jo + 1) % 2 * 128] = a[((long long)blockIdx.x) * N + jo * 128 + 128 + ((long long)threadIdx.x) * 4 + cv];
           }
         }

@@ -102,8 +102,8 @@ extern "C" cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t st
     return fus_fail(gelu_error_text, "gelu: sizes too large: the size of y in bytes does not fit in 64 bits");
   if (!y && fus_bytes_y != 0)
     return fus_fail(gelu_error_text, "gelu: y is a null pointer (%lld bytes)", fus_bytes_y);
-  // vectorized when x and y are 16-byte aligned; otherwise the scalar kernel
-  if ((uintptr_t)x % 16 != 0 || (uintptr_t)y % 16 != 0) {
+  // gelu_kernel when x and y are 16-byte aligned
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
     const long long fus_grid_x = fus_cdiv((long long)N, 2048, &fus_ovf);
     if (fus_ovf)
       return fus_fail(gelu_error_text, "gelu: sizes too large: grid dimension x does not fit in 64 bits");
@@ -111,7 +111,7 @@ extern "C" cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t st
       return fus_fail(gelu_error_text, "gelu: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, y, N);
+    gelu_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, y, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(gelu_error_text, "gelu: launch failed: %s", cudaGetErrorString(fus_err));
@@ -124,7 +124,7 @@ extern "C" cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t st
     return fus_fail(gelu_error_text, "gelu: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  gelu_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, y, N);
+  gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, y, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(gelu_error_text, "gelu: launch failed: %s", cudaGetErrorString(fus_err));

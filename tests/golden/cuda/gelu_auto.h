@@ -16,7 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and gelu_last_error()
  * says why.
- * Vectorized when x and y are 16-byte aligned; otherwise a scalar kernel.
+ * Variants (the launcher runs the first whose conditions hold): gelu_kernel when x and y are
+ * 16-byte aligned; gelu_kernel_scalar otherwise.
  */
 cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t stream);
 const char *gelu_last_error(void);

@@ -118,12 +118,12 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
   for (long long iu_3 = 0; iu_3 < 8; ++iu_3) {
     #pragma unroll
     for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
-      if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + 3 < N) {
+      if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Cl[iu_3 * 8 + ju_3 * 4]);
       } else {
         #pragma unroll
         for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
             C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = Cl[iu_3 * 8 + ju_3 * 4 + jv_3];
           }
         }

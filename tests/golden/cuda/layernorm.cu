@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_kernel(const float *
   s2_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(s2_acc);
   s2[0] = s2_acc;
   for (long long jr_2 = 0; jr_2 < (N + 511) / 512; ++jr_2) {
-    if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float gamma_vec[4];
@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_kernel(const float *
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }

@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
   // s2 computed at y.i
   s2[0] = s1_m2;
   for (long long jr_1 = 0; jr_1 < (N + 511) / 512; ++jr_1) {
-    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float gamma_vec[4];
@@ -49,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }

@@ -16,8 +16,15 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and bcast_auto_last_error()
  * says why.
- * Vectorized when x and y are 16-byte aligned and N is a multiple of 4; otherwise a scalar
- * kernel.
+ * Variants (the launcher runs the first whose conditions hold): bcast_auto_kernel_N256 when
+ * N <= 256, x and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N256_scalar
+ * when N <= 256; bcast_auto_kernel_N1024 when N <= 1024, x and y are 16-byte aligned and N is a
+ * multiple of 4; bcast_auto_kernel_N1024_scalar when N <= 1024; bcast_auto_kernel_N4096 when
+ * N <= 4096, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N4096_scalar when N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x
+ * and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N16384_scalar when
+ * N <= 16384; bcast_auto_kernel when x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_scalar otherwise.
  */
 cudaError_t bcast_auto(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *bcast_auto_last_error(void);

@@ -16,6 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_auto_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N256 when
+ * N <= 256; lse_auto_kernel_N1024 when N <= 1024; lse_auto_kernel_N4096 when N <= 4096;
+ * lse_auto_kernel_N16384 when N <= 16384; lse_auto_kernel otherwise.
  */
 cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, cudaStream_t stream);
 const char *lse_auto_last_error(void);

@@ -16,7 +16,14 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mean_auto_last_error()
  * says why.
- * Vectorized when x is 16-byte aligned and N is a multiple of 4; otherwise a scalar kernel.
+ * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel_N256 when
+ * N <= 256, x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N256_scalar when
+ * N <= 256; mean_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
+ * 4; mean_auto_kernel_N1024_scalar when N <= 1024; mean_auto_kernel_N4096 when N <= 4096, x is
+ * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N4096_scalar when N <= 4096;
+ * mean_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
+ * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel when x is 16-byte aligned
+ * and N is a multiple of 4; mean_auto_kernel_scalar otherwise.
  */
 cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_auto_last_error(void);

@@ -19,7 +19,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_kernel(const float *__
   ss_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(ss_acc);
   ss[0] = ss_acc;
   for (long long jr_1 = 0; jr_1 < (N + 511) / 512; ++jr_1) {
-    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + 3 < N) {
+    if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float w_vec[4];
@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_kernel(const float *__
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
           y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] * rsqrtf(ss[0] / N + eps) * w[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
