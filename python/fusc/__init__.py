@@ -225,6 +225,8 @@ def _view(obj, what):
         cai = obj.__cuda_array_interface__
     except (AttributeError, TypeError, RuntimeError):
         cai = None  # PyTorch refuses bfloat16 here: DLPack below
+    if cai is not None and cai["typestr"][1:2] == "V" and hasattr(obj, "__dlpack__"):
+        cai = None  # raw bytes ("<V2": PyTorch's bfloat16): DLPack says what they are
     if cai is not None:
         shape = tuple(int(s) for s in cai["shape"])
         typestr = cai["typestr"]

@@ -124,6 +124,12 @@ class TestArgs(unittest.TestCase):
         xm, ym = Dl((5, 4)), Dl((5, 4))
         wm, cm = Cai((3,)), Cai((3,))
         self.call_fails(fusc.Error, "no CUDA driver", self.m.mixed, 1.5, 3, xm, wm, out=(ym, cm))
+        # PyTorch gives bfloat16 a __cuda_array_interface__ of raw bytes ("<V2"): DLPack wins
+        xb = Dl((5, 4))
+        xb.__cuda_array_interface__ = Cai((5, 4), "<V2").__cuda_array_interface__
+        self.call_fails(fusc.Error, "no CUDA driver", self.m.mixed, 1.5, 3, xb, wm, out=(ym, cm))
+        self.call_fails(TypeError, "argument x (bf16[M, 4]): dtype <V2, expected bfloat16",
+                        self.m.mixed, 1.5, 3, Cai((5, 4), "<V2"), wm, out=(ym, cm))
 
     def test_launch_checks_of_libfusrt(self):
         # a precondition libfusrt checks (the auto-scheduled saxpy has a fallback: fine);
