@@ -440,8 +440,11 @@ static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_
 	for (int i = 0; i < p->nfusions; i++) {
 		/* --prefix renames the fusion after the front end checked its own name, so the
 		 * launcher, its kernels and the header all carry it. */
+		Fusion *f = p->fusions[i];
 		if (o->prefix)
-			p->fusions[i]->name = arena_printf(a, "%s%s", o->prefix, p->fusions[i]->name);
+			f->name = arena_printf(a, "%s%s", o->prefix, f->name);
+		for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
+			VEC_AT(f->variants, Fusion, v)->name = f->name;
 		ks[i] = lower_fusion(a, d, p->fusions[i], &o->lower);
 		ok = ok && ks[i];
 	}
