@@ -266,7 +266,28 @@ def gemm_cases():
     ]
 
 
-SUITES = {"auto": auto_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
-          "gemm": gemm_cases}
+def outer_cases():
+    """Manual-schedule variants of the outer, middle-axis, whole-tensor and long-row
+    reductions (bench/auto/outer/), to compare strategies for auto_outer.c in one run."""
+    o = "bench/auto/outer/"
+    cs = []
+    for gy in (1, 2, 4, 8):
+        cs.append(Case("outer", f"outer-v mid gy{gy} f32 64x512x1024", o + f"midv_{gy}.fus",
+                       {"B": 64, "T": 512, "H": 1024}, mid_sum))
+    for gy in (32, 64, 128):
+        for m, n in ((16384, 4096), (65536, 1024)):
+            cs.append(Case("outer", f"outer-v col gy{gy} f32 {m}x{n}", o + f"colv_{gy}.fus",
+                           {"M": m, "N": n}, col_sum))
+    for gy in (16, 32):
+        cs.append(Case("outer", f"outer-v rowsplit gy{gy} f32 64x1048576",
+                       o + f"rowsplit_{gy}.fus", {"M": 64, "N": 1 << 20}, row_sum))
+    for f in ("whole_528", "whole_1056", "whole_1056_256"):
+        cs.append(Case("outer", f"outer-v {f} f16 2^28", o + f + ".fus", {"N": 1 << 28}, total,
+                       tol=1e-3))
+    return cs
+
+
+SUITES = {"auto": auto_cases, "outer": outer_cases, "pointwise": pointwise_cases,
+          "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
