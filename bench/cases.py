@@ -267,23 +267,29 @@ def gemm_cases():
 
 
 def outer_cases():
-    """Manual-schedule variants of the outer, middle-axis, whole-tensor and long-row
-    reductions (bench/auto/outer/), to compare strategies for auto_outer.c in one run."""
-    o = "bench/auto/outer/"
-    cs = []
-    for gy in (1, 2, 4, 8):
-        cs.append(Case("outer", f"outer-v mid gy{gy} f32 64x512x1024", o + f"midv_{gy}.fus",
-                       {"B": 64, "T": 512, "H": 1024}, mid_sum))
-    for gy in (32, 64, 128):
+    """The outer, middle-axis, whole-tensor and long-row reductions: the automatic schedules
+    (bench/auto) and manual-schedule variants (bench/auto/outer/) to compare strategies for
+    scheduler/auto_outer.c in one run."""
+    a, o = "bench/auto/", "bench/auto/outer/"
+    mid = {"B": 64, "T": 512, "H": 1024}
+    cs = [
+        Case("outer", "outer-v auto col f32 16384x4096", a + "col_sum.fus",
+             {"M": 16384, "N": 4096}, col_sum),
+        Case("outer", "outer-v auto col f32 65536x1024", a + "col_sum.fus",
+             {"M": 65536, "N": 1024}, col_sum),
+        Case("outer", "outer-v auto mid f32 64x512x1024", a + "mid_sum.fus", mid, mid_sum),
+        Case("outer", "outer-v auto whole f16 2^28", a + "total_f16.fus", {"N": 1 << 28}, total,
+             tol=1e-3),
+    ]
+    for gy in (32, 64):
         for m, n in ((16384, 4096), (65536, 1024)):
-            cs.append(Case("outer", f"outer-v col gy{gy} f32 {m}x{n}", o + f"colv_{gy}.fus",
+            cs.append(Case("outer", f"outer-v col gy{gy} u8 f32 {m}x{n}", o + f"col_{gy}.fus",
                            {"M": m, "N": n}, col_sum))
-    for gy in (16, 32):
-        cs.append(Case("outer", f"outer-v rowsplit gy{gy} f32 64x1048576",
-                       o + f"rowsplit_{gy}.fus", {"M": 64, "N": 1 << 20}, row_sum))
-    for f in ("whole_528", "whole_1056", "whole_1056_256"):
-        cs.append(Case("outer", f"outer-v {f} f16 2^28", o + f + ".fus", {"N": 1 << 28}, total,
-                       tol=1e-3))
+    cs.append(Case("outer", "outer-v mid gy2 u8 f32 64x512x1024", o + "mid_2.fus", mid, mid_sum))
+    cs.append(Case("outer", "outer-v whole_264 cached f16 2^28", o + "whole_264.fus",
+                   {"N": 1 << 28}, total, tol=1e-3))
+    cs.append(Case("outer", "outer-v rowsplit gy16 cached f32 64x1048576", o + "rowsplit_16.fus",
+                   {"M": 64, "N": 1 << 20}, row_sum))
     return cs
 
 

@@ -26,14 +26,15 @@
 
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
+	OUTER_LOAD_BYTES = 32,  /* loads in flight per thread: unroll = 32 / size rows (f32: 8) */
 	OUTER_THREADS = 256,    /* tx * ty */
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
 	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
 	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
 	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
-	OUTER_GRID_Y_BATCH = 8, /*   and when more kept indices multiply the blocks on x */
+	OUTER_GRID_Y_BATCH = 1, /*   and when more kept indices multiply the blocks on x */
 	WHOLE_THREADS = 512,
-	WHOLE_BLOCKS = 264,     /* 2 blocks of 512 per SM; also the length of the final fold */
+	WHOLE_BLOCKS = 528,     /* 4 blocks of 512 per SM (H200); also the length of the final fold */
 	WHOLE_UNROLL = 4,
 	WHOLE_VECTOR_BYTES = 16,
 };
@@ -47,6 +48,8 @@ typedef struct Outer {
 	int max_size;    /* widest dtype read, in bytes */
 	Tensor *ins[16]; /* the tensors read (identity: to cache) */
 	int nins;
+	bool rows[16];   /* ins[i] is read only as x[out's roots...], the reduced one among them */
+	int pos[16][16]; /* the roots of ins[i]'s first read */
 } Outer;
 
 static bool same_dim(IrExpr *x, IrExpr *y)
@@ -54,6 +57,23 @@ static bool same_dim(IrExpr *x, IrExpr *y)
 	if (x->kind != y->kind)
 		return false;
 	return x->kind == EX_SIZE ? x->size == y->size : x->kind == EX_INT && x->ival == y->ival;
+}
+
+/* Is the read x[pos...] (subscript k is out's root pos[k]) one that a register copy
+ * computed in out's row loop can take: distinct roots of out with x's shape as their
+ * extents, the reduced root among them? */
+static bool row_read(Tensor *o, Tensor *x, const int *pos)
+{
+	bool reduced = false;
+	for (int k = 0; k < x->ndim; k++) {
+		if (pos[k] < 0 || !same_dim(x->shape[k], o->root[pos[k]]->extent))
+			return false;
+		for (int q = 0; q < k; q++)
+			if (pos[q] == pos[k])
+				return false;
+		reduced |= pos[k] >= o->ndim;
+	}
+	return reduced;
 }
 
 static bool recomputed(Tensor *x)
@@ -80,10 +100,15 @@ static void outer_read(Outer *a, Tensor *x, const int *pos)
 	int i = 0;
 	while (i < a->nins && a->ins[i] != x)
 		i++;
-	if (i == 16)
+	if (i == 16) {
 		a->identity = false;
-	else if (i == a->nins)
+	} else if (i == a->nins) {
+		a->rows[i] = row_read(o, x, pos);
+		memcpy(a->pos[i], pos, sizeof(int) * (size_t)x->ndim);
 		a->ins[a->nins++] = x;
+	} else if (a->rows[i]) { /* read again: the same subscripts, or no copy */
+		a->rows[i] = memcmp(a->pos[i], pos, sizeof(int) * (size_t)x->ndim) == 0;
+	}
 }
 
 /* Walks e, over the roots of a tensor whose root k is out's root map[k]. */
@@ -196,7 +221,10 @@ static void schedule_outer(Plan *p, Outer *a)
 		gy = 1;
 	if (gy > 65535)
 		gy = 65535;
-	int64_t unroll = OUTER_UNROLL;
+	/* rows loaded per step: OUTER_LOAD_BYTES per thread in flight */
+	int64_t unroll = OUTER_LOAD_BYTES / a->max_size;
+	if (unroll < OUTER_UNROLL)
+		unroll = OUTER_UNROLL;
 	if (r >= 0)
 		while (unroll > 1 && unroll / 2 >= ceil_div(r, ty * gy))
 			unroll /= 2;
@@ -224,8 +252,33 @@ static void schedule_outer(Plan *p, Outer *a)
 		d_bind(p, t, by, "blockIdx.y");
 	if (tyn)
 		d_bind(p, t, tyn, "threadIdx.y");
-	if (u)
-		d_verb1(p, t, "unroll", u);
+	if (!u)
+		return;
+	d_verb1(p, t, "unroll", u);
+	if (p->level != AUTO_TUNED)
+		return;
+	/* The unroll rows of each input loaded into registers before any is added: a register
+	 * copy per input computed at the row loop `row` (one load per row after another would
+	 * wait for each before it issues the next: the add of a row is in the same predicated
+	 * block as its load). The bound axes go first, so the copy's own axis is u. */
+	const char *order[6];
+	int n = 0;
+	order[n++] = bx;
+	if (by)
+		order[n++] = by;
+	order[n++] = tn;
+	if (tyn)
+		order[n++] = tyn;
+	order[n++] = row;
+	order[n++] = u;
+	d_reorder(p, t, order, n);
+	for (int i = 0; i < a->nins; i++) {
+		if (!a->rows[i] || !only_reader(p->f, a->ins[i], o))
+			continue;
+		const char *c = d_cache_after(p, a->ins[i], "local");
+		d_compute_at(p, c, t, row, order, n - 1);
+		d_verb1(p, c, "unroll", u);
+	}
 }
 
 /* s = red(i, j, ...: ...): one flat index over vectors, threads and blocks. */
@@ -278,17 +331,24 @@ static void schedule_whole(Plan *p, Outer *a)
 	if (!rv)
 		return;
 	d_verb1(p, t, "unroll", rv);
-	/* one vector of each input per step, in registers: a reduction axis is not vectorized */
-	const char *shared[8];
-	int ns = 0;
-	for (int i = 0; i < o->ndomain && ns < 8; i++) {
-		shared[ns++] = o->domain[i]->name;
-		if (strcmp(o->domain[i]->name, tx) == 0)
-			break;
-	}
+	/* The unroll vectors of each input in registers (a reduction axis is not vectorized:
+	 * the copy's is), loaded one after another before any is added: the copy is computed
+	 * at the loop x outside u, the bound axes first (s: [bx, tx, x, u, rv]). */
+	const char *order[5];
+	int no = 0;
+	if (bx)
+		order[no++] = bx;
+	order[no++] = tx;
+	order[no++] = x;
+	if (u)
+		order[no++] = u;
+	order[no++] = rv;
+	d_reorder(p, t, order, no);
 	for (int i = 0; i < a->nins; i++) {
 		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, tx, shared, ns);
+		d_compute_at(p, c, t, x, order, bx ? 3 : 2);
+		if (u)
+			d_verb1(p, c, "unroll", u);
 		d_verb1(p, c, "vectorize", rv);
 	}
 }

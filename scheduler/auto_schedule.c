@@ -220,6 +220,11 @@ void d_verb1(Plan *p, const char *t, const char *verb, const char *arg)
 	emit(p, NULL, t, verb, 1, &arg, 0, NULL);
 }
 
+void d_reorder(Plan *p, const char *t, const char **axes, int n)
+{
+	emit(p, NULL, t, "reorder", n, axes, 0, NULL);
+}
+
 void d_bind(Plan *p, const char *t, const char *ax, const char *par)
 {
 	const char *args[] = {ax, par};
