@@ -37,12 +37,24 @@ done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
 # Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
+# The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
+# (the identity, written by every block), one row, and several row steps per thread.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
 	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
 	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \
-	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7"; do
+	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=0,N=5" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=3,N=0" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=1,N=33" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=5003,N=37" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=0,H=5" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=3,H=0" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=0,T=3,H=5" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=3,T=1000,H=33" \
+	    "tests/golden/sim/auto_total_f16.fus --dims N=0" \
+	    "tests/golden/sim/auto_total_f16.fus --dims N=3"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))
