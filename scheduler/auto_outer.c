@@ -6,13 +6,15 @@
  *     (a column sum s[j] = sum(i: x[i, j]), a middle-axis sum s[b, h] = sum(t: x[b, t, h])).
  *     tx threads take consecutive columns (a warp reads 128 contiguous bytes of a row), ty
  *     threads and gy blocks on blockIdx.y take interleaved rows (a grid-stride loop), each
- *     thread adds its strip serially (unrolled by 4, so four loads are in flight), then a block
- *     reduction over threadIdx.y and a grid reduction over blockIdx.y. The other kept indices
- *     and the column blocks are merged onto blockIdx.x.
+ *     thread adds its strip serially, 32 bytes of rows per step loaded into a register copy
+ *     before they are added (8 f32 loads in flight), then a block reduction over threadIdx.y
+ *     and a grid reduction over blockIdx.y (none for a batched symbolic middle-axis sum: the
+ *     batch gives the blocks). The other kept indices and the column blocks are merged onto
+ *     blockIdx.x.
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
- *     split into vectors (16 bytes, through a one-vector register copy when every read is the
- *     identity over the reduced indices), 512 threads, at most 264 blocks (2 per H200 SM) in a
- *     grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
+ *     split into vectors (16 bytes, through a register copy of a step's 4 vectors when every
+ *     read is the identity over the reduced indices), 512 threads, at most 528 blocks (4 per
+ *     H200 SM) in a grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
  * would be run by every block of the split). Both are grid reductions, which need the
@@ -26,7 +28,6 @@
 
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
-	OUTER_LOAD_BYTES = 32,  /* loads in flight per thread: unroll = 32 / size rows (f32: 8) */
 	OUTER_THREADS = 256,    /* tx * ty */
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
 	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
@@ -221,10 +222,7 @@ static void schedule_outer(Plan *p, Outer *a)
 		gy = 1;
 	if (gy > 65535)
 		gy = 65535;
-	/* rows loaded per step: OUTER_LOAD_BYTES per thread in flight */
-	int64_t unroll = OUTER_LOAD_BYTES / a->max_size;
-	if (unroll < OUTER_UNROLL)
-		unroll = OUTER_UNROLL;
+	int64_t unroll = OUTER_UNROLL;
 	if (r >= 0)
 		while (unroll > 1 && unroll / 2 >= ceil_div(r, ty * gy))
 			unroll /= 2;
@@ -252,33 +250,8 @@ static void schedule_outer(Plan *p, Outer *a)
 		d_bind(p, t, by, "blockIdx.y");
 	if (tyn)
 		d_bind(p, t, tyn, "threadIdx.y");
-	if (!u)
-		return;
-	d_verb1(p, t, "unroll", u);
-	if (p->level != AUTO_TUNED)
-		return;
-	/* The unroll rows of each input loaded into registers before any is added: a register
-	 * copy per input computed at the row loop `row` (one load per row after another would
-	 * wait for each before it issues the next: the add of a row is in the same predicated
-	 * block as its load). The bound axes go first, so the copy's own axis is u. */
-	const char *order[6];
-	int n = 0;
-	order[n++] = bx;
-	if (by)
-		order[n++] = by;
-	order[n++] = tn;
-	if (tyn)
-		order[n++] = tyn;
-	order[n++] = row;
-	order[n++] = u;
-	d_reorder(p, t, order, n);
-	for (int i = 0; i < a->nins; i++) {
-		if (!a->rows[i] || !only_reader(p->f, a->ins[i], o))
-			continue;
-		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, row, order, n - 1);
-		d_verb1(p, c, "unroll", u);
-	}
+	if (u)
+		d_verb1(p, t, "unroll", u);
 }
 
 /* s = red(i, j, ...: ...): one flat index over vectors, threads and blocks. */
@@ -331,24 +304,17 @@ static void schedule_whole(Plan *p, Outer *a)
 	if (!rv)
 		return;
 	d_verb1(p, t, "unroll", rv);
-	/* The unroll vectors of each input in registers (a reduction axis is not vectorized:
-	 * the copy's is), loaded one after another before any is added: the copy is computed
-	 * at the loop x outside u, the bound axes first (s: [bx, tx, x, u, rv]). */
-	const char *order[5];
-	int no = 0;
-	if (bx)
-		order[no++] = bx;
-	order[no++] = tx;
-	order[no++] = x;
-	if (u)
-		order[no++] = u;
-	order[no++] = rv;
-	d_reorder(p, t, order, no);
+	/* one vector of each input per step, in registers: a reduction axis is not vectorized */
+	const char *shared[8];
+	int ns = 0;
+	for (int i = 0; i < o->ndomain && ns < 8; i++) {
+		shared[ns++] = o->domain[i]->name;
+		if (strcmp(o->domain[i]->name, tx) == 0)
+			break;
+	}
 	for (int i = 0; i < a->nins; i++) {
 		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, x, order, bx ? 3 : 2);
-		if (u)
-			d_verb1(p, c, "unroll", u);
+		d_compute_at(p, c, t, tx, shared, ns);
 		d_verb1(p, c, "vectorize", rv);
 	}
 }
