@@ -10,19 +10,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (long long rr = 0; rr < (M + 2111) / 2112; ++rr) {
-    float x_reg[8];
-    // x_reg computed at s.rr
+  for (long long rr = 0; rr < (M + 1055) / 1056; ++rr) {
     #pragma unroll
-    for (long long u = 0; u < 8; ++u) {
-      if (rr * 2112 + u * 264 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < 1000) {
-        x_reg[u] = x[rr * 2112000 + u * 264000 + ((long long)blockIdx.y) * 8000 + ((long long)threadIdx.y) * 1000 + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
-      }
-    }
-    #pragma unroll
-    for (long long u_1 = 0; u_1 < 8; ++u_1) {
-      if (rr * 2112 + u_1 * 264 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < 1000) {
-        s_acc = s_acc + x_reg[u_1];
+    for (long long u = 0; u < 4; ++u) {
+      if (rr * 1056 + u * 264 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < 1000) {
+        s_acc = s_acc + x[rr * 1056000 + u * 264000 + ((long long)blockIdx.y) * 8000 + ((long long)threadIdx.y) * 1000 + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
       }
     }
   }
