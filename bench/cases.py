@@ -267,25 +267,11 @@ def gemm_cases():
 
 
 def outer_cases():
-    """The outer, middle-axis, whole-tensor and long-row reductions: the automatic schedules
-    (bench/auto) and manual-schedule variants (bench/auto/outer/) to compare strategies for
-    scheduler/auto_outer.c in one run."""
-    a, o = "bench/auto/", "bench/auto/outer/"
-    mid = {"B": 64, "T": 512, "H": 1024}
-    cs = [
-        Case("outer", "outer-v auto col f32 16384x4096", a + "col_sum.fus",
-             {"M": 16384, "N": 4096}, col_sum),
-        Case("outer", "outer-v auto col f32 65536x1024", a + "col_sum.fus",
-             {"M": 65536, "N": 1024}, col_sum),
-        Case("outer", "outer-v auto mid f32 64x512x1024", a + "mid_sum.fus", mid, mid_sum),
-        Case("outer", "outer-v auto whole f16 2^28", a + "total_f16.fus", {"N": 1 << 28}, total,
-             tol=1e-3),
-    ]
-    cs.append(Case("outer", "outer-v mid vec4 gy1 f32 64x512x1024", o + "midv_1.fus", mid,
-                   mid_sum))
-    cs.append(Case("outer", "outer-v mid ty4 gy1 f32 64x512x1024", o + "mid_y4.fus", mid,
-                   mid_sum))
-    return cs
+    """The outer, middle-axis and whole-tensor reductions of bench/auto alone (the cases of
+    scheduler/auto_outer.c), for a short device run while tuning it."""
+    return [Case("outer", c.label, c.fus, c.dims, c.ref, c.fusion, c.scalars, c.triton, c.flops,
+                 c.tol)
+            for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
 
 
 SUITES = {"auto": auto_cases, "outer": outer_cases, "pointwise": pointwise_cases,
