@@ -146,9 +146,10 @@ __device__ __forceinline__ T __fus_reduce_smem(T v)
 // ---- grid reductions: the thread of each block that would store element o calls it ----
 // Leaves acc in ws[o * R + r] (r: this block among the R), counts the arrival in sem[o];
 // the last block to arrive folds the R partials in order r = 0, 1, ... into acc, resets
-// sem[o] and returns true: it alone stores the result. The partials are read 8 at a time
-// into registers before they are folded (still in order), so 8 reads from L2 are in flight
-// rather than one: a total over 264 blocks is one thread's fold of 264 partials.
+// sem[o] and returns true: it alone stores the result. The partials are read 128 bytes at a
+// time (32 floats, 16 doubles) into registers before they are folded (still in order), so
+// that many reads from L2 are in flight rather than one: a total over 528 blocks is one
+// thread's fold of 528 f32 partials, 17 rounds of L2 latency instead of 528.
 template <typename Op, typename T>
 __device__ __forceinline__ bool __fus_grid_reduce(T &acc, T *ws, unsigned *sem, long long o, long long r, long long R)
 {
@@ -159,18 +160,18 @@ __device__ __forceinline__ bool __fus_grid_reduce(T &acc, T *ws, unsigned *sem, 
   __threadfence();
   const volatile T *p = ws + o * R;
   T v = p[0];
-  long long i = 1;
-  for (; i + 8 <= R; i += 8) {
-    T q[8];
+  const int Q = 128 / (int)sizeof(T);
+  for (long long i = 1; i < R; i += Q) {
+    T q[Q];
 #pragma unroll
-    for (int k = 0; k < 8; k++)
-      q[k] = p[i + k];
+    for (int k = 0; k < Q; k++)
+      if (i + k < R)
+        q[k] = p[i + k];
 #pragma unroll
-    for (int k = 0; k < 8; k++)
-      v = Op::f(v, q[k]);
+    for (int k = 0; k < Q; k++)
+      if (i + k < R)
+        v = Op::f(v, q[k]);
   }
-  for (; i < R; i++)
-    v = Op::f(v, (T)p[i]);
   acc = v;
   sem[o] = 0u;
   return true;

@@ -288,7 +288,15 @@ def tpose_cases():
              {"B": 64, "M": 1024, "N": 1024}, bcast3)]
 
 
-SUITES = {"auto": auto_cases, "tpose": tpose_cases, "pointwise": pointwise_cases, "reduce": reduce_cases,
-          "gemm": gemm_cases}
+def outer_cases():
+    """The outer, middle-axis and whole-tensor reductions of bench/auto alone (the cases of
+    scheduler/auto_outer.c), for a short device run while tuning it."""
+    return [Case("outer", c.label, c.fus, c.dims, c.ref, c.fusion, c.scalars, c.triton, c.flops,
+                 c.tol)
+            for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "pointwise": pointwise_cases,
+          "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

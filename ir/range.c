@@ -199,14 +199,11 @@ static Range ceildiv_range(Range a, int64_t c)
 	return r;
 }
 
+/* x % d with d >= 0: a d of 0 is the inner extent of a merge of an empty axis, where no
+ * loop or launch runs (as in decide_lt), so d is taken to be positive wherever x % d runs. */
 static Range mod_range(Range a, Range b)
 {
-	/* a divisor that may be 0 is a merge's inner extent (a size): where x % d runs, d > 0,
-	 * since a zero extent makes the enclosing loop or launch empty (decide_lt) */
-	if (b.has_lo && b.lo == 0 && a.has_lo && a.lo >= 0)
-		return b.has_hi ? between(0, a.has_hi && a.hi < b.hi - 1 ? a.hi : b.hi - 1)
-				: a.has_hi ? between(0, a.hi) : from(0);
-	if (!b.has_lo || b.lo <= 0)
+	if (!b.has_lo || b.lo < 0)
 		return unknown();
 	if (a.has_lo && a.lo >= 0) {
 		if (a.has_hi && b.has_lo && a.hi < b.lo)

@@ -110,11 +110,14 @@ static bool multiple_of(Arena *a, IrExpr *e, int64_t V, Vec *needs)
 	case OP_NEG:
 		return multiple_of(a, e->args[0], V, needs);
 	case OP_MUL: {
-		/* prefer the factor that needs nothing (a constant), then one that needs sizes */
+		/* prefer the factor that needs nothing (a constant), then one that needs fewer
+		 * sizes, then the right one: a row-major offset b * T * H is (b * T) * H, and the
+		 * innermost extent H is what the row term t * H needs too (T % V would refuse
+		 * sizes that H % V == 0 already makes aligned) */
 		Vec n0 = {0}, n1 = {0};
 		bool m0 = multiple_of(a, e->args[0], V, &n0);
 		bool m1 = multiple_of(a, e->args[1], V, &n1);
-		Vec *pick = m0 && (!m1 || n0.len <= n1.len) ? &n0 : m1 ? &n1 : NULL;
+		Vec *pick = m1 && (!m0 || n1.len <= n0.len) ? &n1 : m0 ? &n0 : NULL;
 		if (!pick)
 			return false;
 		for (int i = 0; i < pick->len; i++)

@@ -33,6 +33,8 @@ void d_merge(Plan *p, const char *t, const char *x, const char *y, const char *m
 void d_verb1(Plan *p, const char *t, const char *verb, const char *arg);
 void d_reorder(Plan *p, const char *t, const char **axes, int n);
 void d_bind(Plan *p, const char *t, const char *ax, const char *par);
+void d_reorder(Plan *p, const char *t, const char **axes, int n);
+const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const char *base);
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);

@@ -228,6 +228,14 @@ void d_reorder(Plan *p, const char *t, const char **axes, int n)
 	emit(p, NULL, t, "reorder", n, axes, 0, NULL);
 }
 
+/* t.rfactor(axes...) -> r, with r a fresh name after base; returns r. */
+const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const char *base)
+{
+	const char *r = fresh_name(p, base);
+	emit(p, NULL, t, "rfactor", n, axes, 1, &r);
+	return r;
+}
+
 void d_bind(Plan *p, const char *t, const char *ax, const char *par)
 {
 	const char *args[] = {ax, par};

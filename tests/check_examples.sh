@@ -38,6 +38,8 @@ done
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
 # Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
+# The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
+# (the identity, written by every block), one row, and several row steps per thread.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
@@ -48,7 +50,17 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "tests/golden/sim/auto_transpose.fus --dims A=1,E=1,B=1,C=1" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=0,E=3,B=2,C=1" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=5,E=0,B=0,C=3" \
-	    "bench/auto/permute3.fus --dims A=3,B=33,C=70"; do
+	    "bench/auto/permute3.fus --dims A=3,B=33,C=70" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=0,N=5" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=3,N=0" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=1,N=33" \
+	    "tests/golden/sim/auto_col_sum.fus --dims M=5003,N=37" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=0,H=5" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=3,H=0" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=0,T=3,H=5" \
+	    "tests/golden/sim/auto_middle_sum.fus --dims B=3,T=1000,H=33" \
+	    "tests/golden/sim/auto_total_f16.fus --dims N=0" \
+	    "tests/golden/sim/auto_total_f16.fus --dims N=3"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))

@@ -1,17 +1,18 @@
 #!/bin/sh
 # `fusc --emit=schedule` round trip (docs/cli.md): for every example and bench/auto program
 # with no schedule block, the printed schedule pasted under the program compiles to the same
-# kernels as the automatic schedule (the scalar fallback, which only an automatic schedule
-# gets, aside). A program whose schedule names copies the scheduler made must say so.
+# kernels as the automatic schedule (the scalar fallback and the size variants, which only an
+# automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so.
 set -u
 FUSC=${FUSC:-build/fusc}
 T=${TMPDIR:-/tmp}/fusc-emit-schedule.$$
 mkdir -p "$T"
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0 copies=0
-# the kernels of a .cu, less the *_kernel_scalar fallbacks
+# the fusions' own kernels of a .cu (NAME_kernel), less the scalar fallbacks and size
+# variants (NAME_kernel_scalar, NAME_kernel_N4096), which only automatic schedules get
 kernels() {
-	awk '/^extern "C" __global__/ { on = ($0 !~ /_kernel_scalar\(/) } on { print } /^}/ { on = 0 }' "$1"
+	awk '/^extern "C" __global__/ { on = ($0 ~ /_kernel\(/) } on { print } /^}/ { on = 0 }' "$1"
 }
 for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	grep -q '^schedule' "$f" && continue

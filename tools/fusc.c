@@ -500,6 +500,25 @@ static void emit_schedules(Program *p, Buf *b)
 			copies = true;
 		}
 		ast_print_schedule(f->ast_schedule, b);
+		/* size variants: a schedule block has one schedule for every size, so each is shown
+		 * for reading, commented out */
+		for (int v = 0; v < f->variants.len; v++) {
+			Fusion *g = VEC_AT(f->variants, Fusion, v);
+			Buf vb = {0};
+			buf_puts(b, "// size variant for");
+			for (int k = 0; k < g->nsizes; k++)
+				if (g->sizes[k]->bound > 0)
+					buf_printf(b, " %s <= %lld", g->sizes[k]->name, (long long)g->sizes[k]->bound);
+			buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
+			ast_print_schedule(g->ast_schedule, &vb);
+			for (const char *l = vb.s; l && *l;) {
+				const char *nl = strchr(l, '\n');
+				int n = nl ? (int)(nl - l) : (int)strlen(l);
+				buf_printf(b, "//   %.*s\n", n, l);
+				l += n + (nl != NULL);
+			}
+			buf_free(&vb);
+		}
 	}
 }
 
