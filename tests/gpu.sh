@@ -91,7 +91,12 @@ dims() {
 		ns = 0; i = 1
 		while ($i != "|") syms[++ns] = $(i++)
 		i++
-		while ($i != "|") { split($(i++), kv, "="); mult[kv[1]] = kv[2] }
+		while ($i != "|") {
+			# a symbol may be required to be a multiple of several K: keep their lcm
+			split($(i++), kv, "="); m = mult[kv[1]] + 0; k = kv[2] + 0
+			if (m > 0) { a = m; b = k; while (b) { t = a % b; a = b; b = t }; k = m / a * k }
+			mult[kv[1]] = k
+		}
 		nv = split($(i + 1), vals, ",")
 		out = ""
 		for (k = 1; k <= ns; k++) {
