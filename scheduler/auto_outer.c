@@ -238,6 +238,19 @@ static OuterShape outer_shape(Tensor *o, int64_t vec, int64_t size)
 	return sh;
 }
 
+/* The outer schedule's bindings: bx, tn on blockIdx.x, threadIdx.x; by, ty (when made) on
+ * blockIdx.y, threadIdx.y. */
+static void bind_grid(Plan *p, const char *t, const char *bx, const char *tn, const char *by,
+		      const char *ty)
+{
+	d_bind(p, t, bx, "blockIdx.x");
+	d_bind(p, t, tn, "threadIdx.x");
+	if (by)
+		d_bind(p, t, by, "blockIdx.y");
+	if (ty)
+		d_bind(p, t, ty, "threadIdx.y");
+}
+
 /* s[kept...] = red(r: ...) with the last kept index contiguous in every read. */
 static void schedule_outer(Plan *p, Outer *a)
 {
@@ -280,12 +293,7 @@ static void schedule_outer(Plan *p, Outer *a)
 	by = split_off(p, t, &row, sh.gy, "rq", "by");
 	u = split_off(p, t, &row, sh.unroll, "rr", "u");
 	if (!jv) {
-		d_bind(p, t, bx, "blockIdx.x");
-		d_bind(p, t, tn, "threadIdx.x");
-		if (by)
-			d_bind(p, t, by, "blockIdx.y");
-		if (tyn)
-			d_bind(p, t, tyn, "threadIdx.y");
+		bind_grid(p, t, bx, tn, by, tyn);
 		if (u)
 			d_verb1(p, t, "unroll", u);
 		return;
@@ -305,12 +313,7 @@ static void schedule_outer(Plan *p, Outer *a)
 		order[n++] = tyn;
 	order[n++] = jv;
 	d_reorder(p, t, order, n);
-	d_bind(p, t, bx, "blockIdx.x");
-	d_bind(p, t, tn, "threadIdx.x");
-	if (by)
-		d_bind(p, t, by, "blockIdx.y");
-	if (tyn)
-		d_bind(p, t, tyn, "threadIdx.y");
+	bind_grid(p, t, bx, tn, by, tyn);
 	d_verb1(p, t, "unroll", jv);
 	d_compute_at(p, rf, t, at, order, n - 1);
 	const char *inner[3] = {row, u ? u : jv, jv};
