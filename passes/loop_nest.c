@@ -719,7 +719,7 @@ static void launch_dims(Kernel *k)
 		for (int j = 0; j < t->ndomain; j++) {
 			Axis *ax = t->domain[j];
 			if (!ax->ca_alias && ax->par != PT_SERIAL)
-				add_launch(k, ax->par, ax->extent);
+				add_launch(k, ax->par, axis_launch_extent(k->arena, ax));
 		}
 	}
 }
