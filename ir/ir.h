@@ -135,6 +135,7 @@ typedef struct Tensor Tensor;
 typedef struct Axis Axis;
 typedef struct Var Var;
 typedef struct Fusion Fusion;
+typedef struct IrRange IrRange;
 
 typedef enum ExprKind {
 	EX_INT,     /* ival (dtype I64 or I32 or BOOL) */
@@ -204,9 +205,10 @@ IrExpr *ir_load(Arena *a, Tensor *t, IrExpr *offset);
 IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
-IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r);
-IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r);
-IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r);
+/* The division identities need ranges: they fold with the facts of rg (NULL: none). */
+IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
@@ -216,29 +218,30 @@ IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
  * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
-/* Simplifies an expression with range facts about variables (ir/range.c). */
-IrExpr *ir_simplify(Arena *a, IrExpr *e);
-/* Bounds of an integer expression when they are known constants: var ranges come from
- * Var.extent, par ranges from the kernel's launch dims if set (else unknown). */
-bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi);
-/* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
-bool ir_nonneg(IrExpr *e);
-struct Kernel;
-/* The kernel whose launch dims bound EX_PAR in ir_range (NULL: threadIdx.* in [0, 1023],
- * blockIdx.* in [0, unknown)). Set by lower_fusion for the passes. */
-void ir_range_set_kernel(struct Kernel *k);
-/* The facts of a guard: inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most
- * 31 and t * 3 + v at most 127. A pass rewriting the statements under a guard calls
- * ir_range_guard(cond, &saved) first (the conjuncts `e < c`, `e <= c` and `e == c`, c a
- * constant, narrow ir_range of every expression equal to e) and ir_range_unguard(&saved)
- * after; ir_range_set_kernel clears every guard. */
+/* The facts ranges are taken from (ir/range.c), always passed explicitly: the kernel whose
+ * launch dims bound EX_PAR and whose PC_MULTIPLE preconditions the simplifier may use (NULL:
+ * threadIdx.* in [0, 1023], blockIdx.* in [0, unknown)), and the facts of the enclosing guards:
+ * inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most 31 and t * 3 + v at
+ * most 127. A NULL `const IrRange *` means neither (the scheduler and the backend pass NULL). */
 #define IR_GUARD_FACTS 16
-typedef struct IrGuard {
+struct IrRange {
+	const struct Kernel *kernel;
 	struct { IrExpr *e; int64_t hi; } fact[IR_GUARD_FACTS];
 	int n;
-} IrGuard;
-void ir_range_guard(IrExpr *cond, IrGuard *saved);
-void ir_range_unguard(const IrGuard *saved);
+};
+/* The facts of kernel k's launch (no guards). */
+IrRange ir_range_in(const struct Kernel *k);
+/* Adds the facts of guard cond to rg (for the statements under `if (cond)`): the conjuncts
+ * `e < c`, `e <= c` and `e == c`, c a constant, narrow ir_range of every expression equal to
+ * e. A pass walking into a guarded list copies its IrRange and guards the copy. */
+void ir_range_guard(IrRange *rg, IrExpr *cond);
+/* Simplifies an expression with the range facts of rg. */
+IrExpr *ir_simplify(Arena *a, const IrRange *rg, IrExpr *e);
+/* Bounds of an integer expression when they are known constants: var ranges come from
+ * Var.extent, par ranges from rg's kernel's launch dims if set (else unknown). */
+bool ir_range(const IrRange *rg, IrExpr *e, int64_t *lo, int64_t *hi);
+/* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
+bool ir_nonneg(const IrRange *rg, IrExpr *e);
 
 /* ---- fusion IR ----------------------------------------------------------------------- */
 

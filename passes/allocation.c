@@ -38,11 +38,12 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 {
 	Axis **axes;
 	int n = index_buffer_axes(k->arena, t, &axes);
+	IrRange rg = ir_range_in(k);
 	int64_t total = 1;
 	for (int i = 0; i < n; i++) {
 		int64_t e, lo;
 		bool sized = index_buffer_extent(t, axes, n, i, &e);
-		if (!sized && ir_range(axes[i]->extent, &lo, &e) && e >= 0) {
+		if (!sized && ir_range(&rg, axes[i]->extent, &lo, &e) && e >= 0) {
 			/* a symbolic extent with a constant bound (a size variant): sized by the bound */
 			sized = true;
 			if (i == n - 1)

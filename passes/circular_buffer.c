@@ -191,7 +191,8 @@ static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
 static bool map_slot(IrExpr **slot, void *ctx)
 {
 	Cb *cb = ctx;
-	*slot = ir_simplify(cb->a, ir_subst(cb->a, *slot, cb->i, cb->idx));
+	IrRange rg = ir_range_in(cb->k);
+	*slot = ir_simplify(cb->a, &rg, ir_subst(cb->a, *slot, cb->i, cb->idx));
 	return false;
 }
 
@@ -351,12 +352,13 @@ static bool buffer_loop(Cb *cb, Found *f)
 	}
 	Arena *a = cb->a;
 	IrExpr *E = L->var->extent, *i = ir_var(a, L->var);
+	IrRange rg = ir_range_in(cb->k);
 	/* B reads slot i % n */
-	cb->slot = ix_mod(a, i, ir_int(a, n));
+	cb->slot = ix_mod(a, &rg, i, ir_int(a, n));
 	read_slots(cb, L->body);
 	/* the main loop's loads */
 	IrExpr *ip = ix_add(a, i, ir_int(a, p));
-	Stmt *main = stage_loads(cb, loads, ip, ix_mod(a, ip, ir_int(a, n)), E);
+	Stmt *main = stage_loads(cb, loads, ip, ix_mod(a, &rg, ip, ir_int(a, n)), E);
 	if (async)
 		main = kir_append(main, node(cb, KS_CP_COMMIT, 0));
 	if (p == 0)

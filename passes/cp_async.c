@@ -136,7 +136,9 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 			   "the vector", t->name);
 		return false;
 	}
-	IrExpr *e0 = ir_simplify(a, ir_subst(a, inb->args[0], v, ir_int(a, 0))), *n = inb->args[1];
+	IrRange rg = ir_range_in(c->k);
+	IrExpr *e0 = ir_simplify(a, &rg, ir_subst(a, inb->args[0], v, ir_int(a, 0)));
+	IrExpr *n = inb->args[1];
 	*cond = ix_and(a, *cond, ix_lt(a, e0, n));
 	if (ir_is_const(n, &nc) && nc % V == 0 && vectorize_multiple(a, e0, V))
 		return true; /* the whole vector is in or out */
@@ -147,14 +149,15 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 
 /* The guard q of a vectorized copy as one condition for the whole vector (see the file
  * comment) into *out; false when a conjunct may hold for only part of it. */
-static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
+static bool vector_guard(Cp *c, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 {
+	Arena *a = c->a;
 	int64_t st, nc;
 
 	if (!q)
 		return true;
 	if (q->kind == EX_OP && q->op == OP_AND)
-		return vector_guard(a, v, V, q->args[0], out) && vector_guard(a, v, V, q->args[1], out);
+		return vector_guard(c, v, V, q->args[0], out) && vector_guard(c, v, V, q->args[1], out);
 	if (!ir_mentions(q, v)) {
 		*out = ix_and(a, *out, q);
 		return true;
@@ -162,7 +165,8 @@ static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 	if (q->kind != EX_OP || q->op != OP_LT || !ir_is_const(q->args[1], &nc) || nc % V != 0 ||
 	    !vectorize_stride(q->args[0], v, &st) || st != 1)
 		return false;
-	IrExpr *e0 = ir_simplify(a, ir_subst(a, q->args[0], v, ir_int(a, 0)));
+	IrRange rg = ir_range_in(c->k);
+	IrExpr *e0 = ir_simplify(a, &rg, ir_subst(a, q->args[0], v, ir_int(a, 0)));
 	if (!vectorize_multiple(a, e0, V))
 		return false;
 	*out = ix_and(a, *out, ix_lt(a, e0, q->args[1]));
@@ -199,7 +203,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	}
 	if (!size_ok(c, t, V))
 		return NULL;
-	if (!vector_guard(c->a, v, V, q, &guard) ||
+	if (!vector_guard(c, v, V, q, &guard) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->offset, &base) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", load->tensor, load->args[0],
 			      &src_base)) {

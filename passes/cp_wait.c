@@ -134,10 +134,11 @@ static void wait_before(Cw *c, Stmt **link, Pending *p)
 	p->n = 0;
 }
 
-static bool at_most_once(Stmt *loop)
+static bool at_most_once(Cw *c, Stmt *loop)
 {
 	int64_t lo, hi;
-	return ir_range(loop->var->extent, &lo, &hi) && hi <= 1;
+	IrRange rg = ir_range_in(c->k);
+	return ir_range(&rg, loop->var->extent, &lo, &hi) && hi <= 1;
 }
 
 static void walk(Cw *c, Stmt **link, Pending *p);
@@ -150,7 +151,7 @@ static LoopInfo *loop_info(Cw *c, Stmt *loop)
 		return info;
 	info = NEW(c->a, LoopInfo);
 	walk(c, &loop->body, &info->left);
-	if (!at_most_once(loop))
+	if (!at_most_once(c, loop))
 		walk(c, &loop->body, &info->left);
 	reads(c, loop->body, &info->reads);
 	map_insert(c->a, &c->loops, loop, info);

@@ -9,8 +9,9 @@
  * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
  * subscripts are functions of the loop variables, so the folding helpers reduce those
  * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the
- * guards around the statement (ir_range_guard): a cache copied by 32 of 128 threads is
- * guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is `threadIdx.x * 4 + v`.
+ * guards around the statement (the IrRange index_list carries, ir_range_guard): a cache copied
+ * by 32 of 128 threads is guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is
+ * `threadIdx.x * 4 + v`.
  * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements.
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
@@ -59,7 +60,7 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e)
 }
 
 /* Position along axis ax of the element with root values subs. */
-IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
+IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n)
 {
 	switch (ax->kind) {
 	case AX_ROOT:
@@ -67,17 +68,17 @@ IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
 			die("indexing: root %s of %s has no subscript", ax->name, ax->owner->name);
 		return subs[ax->root_index];
 	case AX_SPLIT_OUTER:
-		return ix_div(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_div(a, rg, index_forward(a, rg, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_SPLIT_INNER:
-		return ix_mod(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_mod(a, rg, index_forward(a, rg, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_MERGE:
-		return ix_add(a, ix_mul(a, index_forward(a, ax->from[0], subs, n), ax->from[1]->extent),
-			      index_forward(a, ax->from[1], subs, n));
+		return ix_add(a, ix_mul(a, index_forward(a, rg, ax->from[0], subs, n), ax->from[1]->extent),
+			      index_forward(a, rg, ax->from[1], subs, n));
 	}
 	unreachable();
 }
 
-IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
+IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int n)
 {
 	IrExpr *off = ir_int(a, 0);
 	if (t->kind == TK_INTERMEDIATE) {
@@ -88,7 +89,7 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 			/* pad(n): each run of the innermost axis is n longer (constant: allocation.c) */
 			IrExpr *ext = t->pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
 											  : axes[i]->extent;
-			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, axes[i], subs, n));
+			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, rg, axes[i], subs, n));
 		}
 		return off;
 	}
@@ -103,42 +104,42 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 
 static IrExpr *lower_access(Arena *a, IrExpr *e, void *ctx)
 {
-	(void)ctx;
+	const IrRange *rg = ctx;
 	if (e->kind != EX_ACCESS)
 		return e;
-	return ir_load(a, e->tensor, index_offset(a, e->tensor, e->args, e->nargs));
+	return ir_load(a, e->tensor, index_offset(a, rg, e->tensor, e->args, e->nargs));
 }
 
-static IrExpr *lower(Kernel *k, IrExpr *e)
+static IrExpr *lower(Kernel *k, const IrRange *rg, IrExpr *e)
 {
-	return e ? ir_rewrite(k->arena, e, lower_access, NULL) : NULL;
+	return e ? ir_rewrite(k->arena, e, lower_access, (void *)rg) : NULL;
 }
 
-static void index_list(Kernel *k, Stmt *s)
+/* rg: the kernel's range facts with those of the guards around s */
+static void index_list(Kernel *k, const IrRange *rg, Stmt *s)
 {
 	for (; s; s = s->next) {
 		switch (s->kind) {
 		case KS_FOR:
-			index_list(k, s->body);
+			index_list(k, rg, s->body);
 			break;
 		case KS_IF: {
-			IrGuard saved;
-			s->cond = lower(k, s->cond);
-			ir_range_guard(s->cond, &saved);
-			index_list(k, s->then);
-			ir_range_unguard(&saved);
-			index_list(k, s->els);
+			s->cond = lower(k, rg, s->cond);
+			IrRange in = *rg;
+			ir_range_guard(&in, s->cond);
+			index_list(k, &in, s->then);
+			index_list(k, rg, s->els);
 			break;
 		}
 		case KS_STORE:
 			if (!s->offset)
-				s->offset = index_offset(k->arena, s->tensor, s->idx, s->nidx);
+				s->offset = index_offset(k->arena, rg, s->tensor, s->idx, s->nidx);
 			s->idx = NULL;
 			s->nidx = 0;
-			s->value = lower(k, s->value);
+			s->value = lower(k, rg, s->value);
 			break;
 		case KS_LET:
-			s->value = lower(k, s->value);
+			s->value = lower(k, rg, s->value);
 			break;
 		default:
 			break;
@@ -148,6 +149,7 @@ static void index_list(Kernel *k, Stmt *s)
 
 bool pass_indexing(Kernel *k, Diag *d)
 {
-	index_list(k, k->body);
+	IrRange rg = ir_range_in(k);
+	index_list(k, &rg, k->body);
 	return true;
 }

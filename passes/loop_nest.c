@@ -116,10 +116,11 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 		v = ix_add(n->a, ix_mul(n->a, axis_value(n, c), ir_int(n->a, in->factor)),
 			   axis_value(n, in));
 	} else {
-		/* merge: the merged value m = outer * E_inner + inner */
+		/* merge: the merged value m = outer * E_inner + inner (no range facts of the
+		 * kernel: this pass is what sets its launch dims) */
 		IrExpr *m = axis_value(n, c);
 		IrExpr *e_inner = c->from[1]->extent;
-		v = ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
+		v = ax == c->from[0] ? ix_div(n->a, NULL, m, e_inner) : ix_mod(n->a, NULL, m, e_inner);
 	}
 	if (!memo) {
 		memo = NEW(n->a, Value);
@@ -481,7 +482,7 @@ static Stmt *bounded_for(Nest *n, Var *v, Axis *ax, Stmt *body)
 	int64_t lo, hi;
 	v->extent = ax->extent;
 	if ((ax->unroll || ax->vectorize) && !ir_is_const(ax->extent, NULL) &&
-	    ir_range(ax->extent, &lo, &hi) && hi >= 0 && hi <= PASS_MAX_LOCAL_ELEMS) {
+	    ir_range(NULL, ax->extent, &lo, &hi) && hi >= 0 && hi <= PASS_MAX_LOCAL_ELEMS) {
 		v->extent = ir_int(n->a, hi);
 		body = kir_if(n->k, ix_lt(n->a, ir_var(n->a, v), ax->extent), body, NULL);
 	}

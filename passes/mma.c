@@ -26,6 +26,7 @@ typedef struct Mm {
 	Diag *d;
 	Arena *a;
 	Var *g, *t; /* threadIdx.x = 4 * g + t */
+	const IrRange *rg; /* the kernel's range facts */
 } Mm;
 
 static bool is_tidx(IrExpr *e, void *ctx)
@@ -89,18 +90,20 @@ static void conjuncts(IrExpr *c, Vec *out, Arena *a)
 }
 
 /* threadIdx.x / 4 and threadIdx.x % 4 */
-static IrExpr *lane_part(Arena *a, int which)
+static IrExpr *lane_part(Mm *m, int which)
 {
+	Arena *a = m->a;
 	IrExpr *x = ir_par(a, PT_TIDX), *four = ir_int(a, 4);
-	return which ? ix_mod(a, x, four) : ix_div(a, x, four);
+	return which ? ix_mod(a, m->rg, x, four) : ix_div(a, m->rg, x, four);
 }
 
 /* row = rg * g + rt * t + rc (or the column) of a fragment entry, in terms of threadIdx.x */
-static IrExpr *frag_coord(Arena *a, int cg, int ct, int cc)
+static IrExpr *frag_coord(Mm *m, int cg, int ct, int cc)
 {
+	Arena *a = m->a;
 	IrExpr *e = ir_int(a, cc);
-	e = ix_add(a, ix_mul(a, ir_int(a, cg), lane_part(a, 0)), e);
-	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(a, 1)), e);
+	e = ix_add(a, ix_mul(a, ir_int(a, cg), lane_part(m, 0)), e);
+	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(m, 1)), e);
 }
 
 /* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
@@ -111,16 +114,16 @@ static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *
 	Arena *a = m->a;
 	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
 	if (row) {
-		e = ir_subst(a, e, m->g, ix_mod(a, row, eight));
-		e = ir_subst(a, e, mh, ix_div(a, row, eight));
+		e = ir_subst(a, e, m->g, ix_mod(a, m->rg, row, eight));
+		e = ir_subst(a, e, mh, ix_div(a, m->rg, row, eight));
 	}
 	if (col) {
-		e = ir_subst(a, e, m->t, ix_div(a, col, two));
-		e = ir_subst(a, e, nc, ix_mod(a, col, two));
+		e = ir_subst(a, e, m->t, ix_div(a, m->rg, col, two));
+		e = ir_subst(a, e, nc, ix_mod(a, m->rg, col, two));
 	}
 	if (kk)
 		e = ir_subst(a, e, k, kk);
-	e = ir_simplify(a, e);
+	e = ir_simplify(a, m->rg, e);
 	if (mentions(e, m->g) || mentions(e, m->t) || mentions(e, mh) || mentions(e, nc) ||
 	    mentions(e, k))
 		return NULL;
@@ -207,7 +210,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	/* the lane as 4 * G + T in every offset */
 	IrExpr *offs[3] = {st->offset, x->args[0], y->args[0]};
 	for (int i = 0; i < 3; i++)
-		offs[i] = ir_simplify(a, ir_rewrite(a, offs[i], split_lane, m));
+		offs[i] = ir_simplify(a, m->rg, ir_rewrite(a, offs[i], split_lane, m));
 	int n = in->nc + in->na + in->nb;
 	Stmt *mm = NEW(a, Stmt);
 	mm->kind = KS_MMA;
@@ -220,7 +223,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
 		int r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
 		const MmaFrag *f = op == 'a' ? &in->a[r] : op == 'b' ? &in->b[r] : &in->c[r];
-		IrExpr *row = frag_coord(a, f->rg, f->rt, f->rc), *col = frag_coord(a, f->cg, f->ct, f->cc);
+		IrExpr *row = frag_coord(m, f->rg, f->rt, f->rc), *col = frag_coord(m, f->cg, f->ct, f->cc);
 		IrExpr *e;
 		if (op == 'c') {
 			/* the lane holds the element it computes: row % 8 = lane / 4, col / 2 = lane % 4 */
@@ -403,9 +406,9 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 	const MmaInstr *in = mm->mma;
 	int first = op == 'a' ? in->nc : in->nc + in->na, n = op == 'a' ? in->na : in->nb;
 	IrExpr **loads = mm->idx + first, *x = ir_par(a, PT_TIDX);
-	IrExpr *l16 = ix_mod(a, x, ir_int(a, 16));
+	IrExpr *l16 = ix_mod(a, m->rg, x, ir_int(a, 16));
 	IrExpr *row = op == 'a' ? at_element(m, off, mh, nc, kv, l16, NULL,
-					     ix_mul(a, ir_int(a, 8), ix_div(a, x, ir_int(a, 16))))
+					     ix_mul(a, ir_int(a, 8), ix_div(a, m->rg, x, ir_int(a, 16))))
 				: at_element(m, off, mh, nc, kv, NULL, ir_int(a, 0), l16);
 	Tensor *t = loads[0]->tensor;
 	Axis **axes;
@@ -483,7 +486,8 @@ bool pass_mma(Kernel *k, Diag *d)
 			   (long long)x);
 		return false;
 	}
-	Mm m = {k, d, k->arena, NULL, NULL};
+	IrRange rg = ir_range_in(k);
+	Mm m = {k, d, k->arena, NULL, NULL, &rg};
 	m.g = kir_new_var(k, "mma_g", DT_I64);
 	m.g->extent = ir_int(k->arena, 8);
 	m.t = kir_new_var(k, "mma_t", DT_I64);

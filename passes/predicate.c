@@ -35,11 +35,12 @@ typedef struct Conds {
 	IrExpr **c;
 	int n, cap;
 	Arena *a;
+	const IrRange *rg; /* the kernel's range facts */
 } Conds;
 
 static void add_cond(Conds *cs, IrExpr *c)
 {
-	c = ir_simplify(cs->a, c);
+	c = ir_simplify(cs->a, cs->rg, c);
 	int64_t v;
 	if (ir_is_const(c, &v) && v)
 		return;
@@ -249,10 +250,10 @@ static int64_t held(Axis *ax)
  * (a split pads). It is surely outside when the buffer's loops over that dimension are the
  * tensor's own and hold fewer root index values than the read may reach (an unsplit source
  * of 8 read at lane 8 of a split by 3; a source split by 3 over 3 read by 4 lanes). */
-static bool read_past_buffer(Tensor *t, int d, IrExpr *sub)
+static bool read_past_buffer(const IrRange *rg, Tensor *t, int d, IrExpr *sub)
 {
 	int64_t lo, hi, n = d < t->nroot ? held(t->root[d]) : 0;
-	return n > 0 && (!ir_range(sub, &lo, &hi) || hi >= n);
+	return n > 0 && (!ir_range(rg, sub, &lo, &hi) || hi >= n);
 }
 
 /* Bounds conditions of the reads in e that an eliminated store keeps: those whose index may
@@ -267,7 +268,7 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
 	if (e->kind != EX_ACCESS)
 		return;
 	for (int d = 0; d < e->nargs && d < e->tensor->ndim; d++)
-		if (read_past_buffer(e->tensor, d, e->args[d]))
+		if (read_past_buffer(cs->rg, e->tensor, d, e->args[d]))
 			add_cond(cs, ix_lt(cs->a, e->args[d], e->tensor->shape[d]));
 }
 
@@ -275,7 +276,7 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
  * reduction loops, and those of reads that may leave their tensor's buffer. */
 static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 {
-	Conds all = {.a = k->arena};
+	Conds all = {.a = k->arena, .rg = cs->rg};
 	bounds(&all, s->tensor, s->idx, s->nidx);
 	access_conds(&all, s->value);
 	for (int i = 0; i < all.n; i++)
@@ -293,7 +294,8 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
  * its buffer, stay a real branch. */
 static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 {
-	Conds in = {.a = k->arena}, par = {.a = k->arena};
+	IrRange rg = ir_range_in(k);
+	Conds in = {.a = k->arena, .rg = &rg}, par = {.a = k->arena, .rg = &rg};
 	bounds(&in, s->tensor, s->idx, s->nidx);
 	access_conds(&in, s->value);
 	par_conds(&par, k, s->tensor, true);
@@ -322,7 +324,8 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
  * (the five statements of a Welford update, loop_nest.c). */
 static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
-	Conds cs = {.a = k->arena};
+	IrRange rg = ir_range_in(k);
+	Conds cs = {.a = k->arena, .rg = &rg};
 	Stmt *last = s;
 	if (s->kind == KS_STORE && (s->tensor->cp_async || s->tensor->zero_fill))
 		return guard_cp_async(k, s);

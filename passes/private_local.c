@@ -104,10 +104,8 @@ static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
 {
 	Kernel under = *p->k;
 	under.launch[ax->par] = extent;
-	ir_range_set_kernel(&under);
-	IrExpr *e = ir_simplify(p->k->arena, index_forward(p->k->arena, ax, subs, n));
-	ir_range_set_kernel(p->k);
-	return e;
+	IrRange rg = ir_range_in(&under);
+	return ir_simplify(p->k->arena, &rg, index_forward(p->k->arena, &rg, ax, subs, n));
 }
 
 /* Every P index of the reader that reads the element at `e` wrote it: its position along each

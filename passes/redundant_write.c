@@ -36,7 +36,8 @@ static bool launched(Kernel *k, ParType p)
 {
 	int64_t lo, hi;
 	IrExpr *e = k->launch[p];
-	return e && !(ir_range(e, &lo, &hi) && hi <= 1);
+	IrRange rg = ir_range_in(k);
+	return e && !(ir_range(&rg, e, &lo, &hi) && hi <= 1);
 }
 
 /* `p == 0 && ...` for the parallel types in mask, or NULL */

@@ -6,7 +6,8 @@
 
 static IrExpr *simp(Kernel *k, IrExpr *e)
 {
-	return e ? ir_simplify(k->arena, e) : NULL;
+	IrRange rg = ir_range_in(k);
+	return e ? ir_simplify(k->arena, &rg, e) : NULL;
 }
 
 static bool const_bool(IrExpr *e, bool *v)

@@ -170,7 +170,8 @@ static bool vector_access(Vz *z, Tensor *t, IrExpr *off, IrExpr **base, Vec *nee
 		return false;
 	if (!stride_of(off, z->v, &c) || c != 1)
 		return false;
-	*base = ir_simplify(z->a, ir_subst(z->a, off, z->v, ir_int(z->a, 0)));
+	IrRange rg = ir_range_in(z->k);
+	*base = ir_simplify(z->a, &rg, ir_subst(z->a, off, z->v, ir_int(z->a, 0)));
 	return multiple_of(z->a, *base, z->V, needs);
 }
 
@@ -249,7 +250,8 @@ static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 	st->tensor = out;
 	st->mem = MEM_LOCAL;
 	st->offset = ir_var(a, lane);
-	st->value = ir_simplify(a, ir_subst(a, val, z->v, ir_var(a, lane)));
+	IrRange rg = ir_range_in(z->k);
+	st->value = ir_simplify(a, &rg, ir_subst(a, val, z->v, ir_var(a, lane)));
 	Stmt *loop = kir_for(z->k, lane, st);
 	loop->unroll = true;
 	loop->span = z->span;
@@ -264,6 +266,7 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 {
 	Arena *a = z->a;
 	IrExpr *first = ir_int(a, 0), *last = ir_int(a, z->V - 1);
+	IrRange rg = ir_range_in(z->k);
 	int64_t c;
 
 	if (!cond)
@@ -274,9 +277,9 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 		return cond;
 	if (cond->kind == EX_OP && (cond->op == OP_LT || cond->op == OP_LE) &&
 	    stride_of(cond->args[0], z->v, &c) && c >= 0 && !ir_mentions(cond->args[1], z->v))
-		return ir_simplify(a, ir_subst(a, cond, z->v, last));
-	return ix_and(a, ir_simplify(a, ir_subst(a, cond, z->v, first)),
-		      ir_simplify(a, ir_subst(a, cond, z->v, last)));
+		return ir_simplify(a, &rg, ir_subst(a, cond, z->v, last));
+	return ix_and(a, ir_simplify(a, &rg, ir_subst(a, cond, z->v, first)),
+		      ir_simplify(a, &rg, ir_subst(a, cond, z->v, last)));
 }
 
 static const char *span_where(Diag *d, Arena *a, Span sp)

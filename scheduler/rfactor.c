@@ -41,7 +41,7 @@ static IrExpr *rf_value(Sched *s, Rfactor *rf, Axis *ax)
 	}
 	IrExpr *m = rf_value(s, rf, c);
 	IrExpr *e_inner = c->from[1]->extent;
-	return ax == c->from[0] ? ix_div(s->a, m, e_inner) : ix_mod(s->a, m, e_inner);
+	return ax == c->from[0] ? ix_div(s->a, NULL, m, e_inner) : ix_mod(s->a, NULL, m, e_inner);
 }
 
 typedef struct RfMap {

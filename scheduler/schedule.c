@@ -158,7 +158,7 @@ bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const c
 	if (!transformable(d, ax, "split", at))
 		return false;
 	IrExpr *f = ir_int(a, factor);
-	Axis *o = sched_new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
+	Axis *o = sched_new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, NULL, ax->extent, f), at);
 	Axis *in = sched_new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
 	o->from[0] = in->from[0] = ax;
 	o->factor = in->factor = factor;
@@ -645,7 +645,7 @@ static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec
 	int64_t v, lo;
 	/* an unrolled loop may have a symbolic extent with a constant bound (a size variant,
 	 * SizeSym.bound): it runs to the bound under a guard (passes/loop_nest.c) */
-	bool bounded = !vec && ir_range(ax->extent, &lo, &v);
+	bool bounded = !vec && ir_range(NULL, ax->extent, &lo, &v);
 	if (!ir_is_const(ax->extent, &v) && !bounded) {
 		Buf b = {0};
 		ir_print_expr(ax->extent, &b);

@@ -187,7 +187,7 @@ START_TEST(expr_dtypes)
 	ck_store(&m, m.y, f32(&m, 1.0 / 0.0), "y[0] = __int_as_float(0x7f800000);");
 	ck_store(&m, m.y, bin(&m, OP_ADD, DT_I64, ir_int(m.a, 4294967296LL), ir_size(m.a, m.n)),
 		 "y[0] = (float)(4294967296LL + N);");
-	ck_store(&m, m.y, ix_ceildiv(m.a, ir_size(m.a, m.n), ir_int(m.a, 4)), "y[0] = (float)((N + 3) / 4);");
+	ck_store(&m, m.y, ix_ceildiv(m.a, NULL, ir_size(m.a, m.n), ir_int(m.a, 4)), "y[0] = (float)((N + 3) / 4);");
 	ck_store(&m, m.y, ir_par(m.a, PT_TIDY), "y[0] = (float)((long long)threadIdx.y);");
 	arena_free(m.a);
 }
@@ -246,7 +246,7 @@ START_TEST(launcher_and_header)
 	Mini m = mini_new();
 	Arena *a = m.a;
 	m.k->body = NULL;
-	m.k->launch[PT_BIDX] = ix_ceildiv(a, ir_size(a, m.n), ir_int(a, 128));
+	m.k->launch[PT_BIDX] = ix_ceildiv(a, NULL, ir_size(a, m.n), ir_int(a, 128));
 	m.k->launch[PT_TIDX] = ir_int(a, 128);
 	Precond *p = NEW(a, Precond);
 	p->kind = PC_ALIGNED;

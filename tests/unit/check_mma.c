@@ -189,7 +189,7 @@ static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
 }
 
 /* Every lane loads the B fragment of lane + 4 (the next column of B): the columns of the
@@ -289,7 +289,7 @@ static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
 }
 
 /* Every lane gives the row address of the next lane: the A tile's rows rotate. */

@@ -362,7 +362,7 @@ static Stmt *list(Stmt **items, int n)
 static Stmt *rotate_body(Hand *h, bool with_sync, Stmt **read)
 {
 	Arena *a = h->a;
-	IrExpr *prev = ix_mod(a, ix_add(a, tid(h), ir_int(a, 31)), ir_int(a, 32));
+	IrExpr *prev = ix_mod(a, NULL, ix_add(a, tid(h), ir_int(a, 31)), ir_int(a, 32));
 	Stmt *items[] = {
 		kir_alloc(h->k, h->s, MEM_SHARED, ir_int(a, 32)),
 		store_at(h, h->s, tid(h), ir_load(a, h->x, tid(h))),
@@ -445,7 +445,7 @@ START_TEST(test_write_after_read_across_barrier_interval)
 	SimResult r;
 
 	h.k->body = rotate_body(&h, true, &read);
-	read->value = ir_load(a, h.s, ix_mod(a, ix_add(a, tid(&h), ir_int(a, 1)), ir_int(a, 32)));
+	read->value = ir_load(a, h.s, ix_mod(a, NULL, ix_add(a, tid(&h), ir_int(a, 1)), ir_int(a, 32)));
 	clobber = store_at(&h, h.s, tid(&h), ir_float(a, DT_F32, 0));
 	kir_append(h.k->body, clobber);
 	run_hand(&h, y, &r);
