@@ -80,13 +80,14 @@ static bool alloc_list(Kernel *k, Diag *d, Stmt **list)
 {
 	for (Stmt **p = list; *p; p = &(*p)->next) {
 		Stmt *s = *p;
-		if (s->kind == KS_FOR && !alloc_list(k, d, &s->body))
+		if (s->kind == KS_FOR && !alloc_list(k, d, &s->loop.body))
 			return false;
-		if (s->kind == KS_IF && (!alloc_list(k, d, &s->then) || !alloc_list(k, d, &s->els)))
+		if (s->kind == KS_IF &&
+		    (!alloc_list(k, d, &s->branch.then) || !alloc_list(k, d, &s->branch.els)))
 			return false;
-		if (s->kind != KS_NEST || s->tensor->kind != TK_INTERMEDIATE)
+		if (s->kind != KS_NEST || s->note.tensor->kind != TK_INTERMEDIATE)
 			continue;
-		Tensor *t = s->tensor;
+		Tensor *t = s->note.tensor;
 		if (t->mem == MEM_GLOBAL) {
 			diag_error(d, t->mem_span.file ? t->mem_span : t->span,
 				   "intermediate %s in global memory is not supported yet; use "

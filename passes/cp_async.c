@@ -45,8 +45,8 @@ static bool is_zero(IrExpr *e)
 /* Splits `c[o] = [inb ?] A[g] [: 0]` into the global load and its predicate. */
 static bool copy_parts(Cp *c, Stmt *st, IrExpr **load, IrExpr **inb)
 {
-	Tensor *t = st->tensor;
-	IrExpr *v = st->value;
+	Tensor *t = st->store.tensor;
+	IrExpr *v = st->store.value;
 
 	*inb = NULL;
 	if (v->kind == EX_SELECT && is_zero(v->args[2])) {
@@ -93,12 +93,12 @@ static Stmt *cp_stmt(Cp *c, Tensor *t, IrExpr *off, IrExpr *load, IrExpr *src_of
 	Stmt *s = NEW(c->a, Stmt);
 	s->kind = KS_CP_ASYNC;
 	s->span = cp_span(t);
-	s->tensor = t;
-	s->mem = MEM_SHARED;
-	s->offset = off;
-	s->src = load->tensor;
-	s->src_offset = src_off;
-	s->vec = vec;
+	s->copy.tensor = t;
+	s->copy.mem = MEM_SHARED;
+	s->copy.offset = off;
+	s->copy.src = load->tensor;
+	s->copy.src_offset = src_off;
+	s->copy.vec = vec;
 	return s;
 }
 
@@ -106,10 +106,10 @@ static Stmt *lower_scalar(Cp *c, Stmt *st)
 {
 	IrExpr *load, *inb;
 
-	if (!copy_parts(c, st, &load, &inb) || !size_ok(c, st->tensor, 1))
+	if (!copy_parts(c, st, &load, &inb) || !size_ok(c, st->store.tensor, 1))
 		return NULL;
-	Stmt *s = cp_stmt(c, st->tensor, st->offset, load, load->args[0], 1);
-	s->cond = inb;
+	Stmt *s = cp_stmt(c, st->store.tensor, st->store.offset, load, load->args[0], 1);
+	s->copy.cond = inb;
 	return s;
 }
 
@@ -176,19 +176,19 @@ static bool vector_guard(Cp *c, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 /* The single store under the ifs of a vectorized loop body, and the ifs' conjunction. */
 static Stmt *loop_store(Stmt *loop, IrExpr **q, Arena *a)
 {
-	Stmt *s = kir_only_stmt(loop->body);
+	Stmt *s = kir_only_stmt(loop->loop.body);
 	*q = NULL;
-	while (s && s->kind == KS_IF && !s->els) {
-		*q = ix_and(a, *q, s->cond);
-		s = kir_only_stmt(s->then);
+	while (s && s->kind == KS_IF && !s->branch.els) {
+		*q = ix_and(a, *q, s->branch.cond);
+		s = kir_only_stmt(s->branch.then);
 	}
-	return s && s->kind == KS_STORE && s->offset ? s : NULL;
+	return s && s->kind == KS_STORE && s->store.offset ? s : NULL;
 }
 
 static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 {
-	Tensor *t = st->tensor;
-	Var *v = loop->var;
+	Tensor *t = st->store.tensor;
+	Var *v = loop->loop.var;
 	Axis *ax = v->axis;
 	Span span = ax && ax->vectorize_span.file ? ax->vectorize_span : cp_span(t);
 	IrExpr *load, *inb, *base, *src_base, *cond = NULL, *size = NULL, *guard = NULL;
@@ -204,7 +204,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	if (!size_ok(c, t, V))
 		return NULL;
 	if (!vector_guard(c, v, V, q, &guard) ||
-	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->offset, &base) ||
+	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->store.offset, &base) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", load->tensor, load->args[0],
 			      &src_base)) {
 		diag_error(c->d, cp_span(t),
@@ -215,8 +215,8 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	if (!vector_pred(c, t, v, V, inb, &cond, &size))
 		return NULL;
 	Stmt *s = cp_stmt(c, t, base, load, src_base, (int)V);
-	s->cond = cond;
-	s->size = size;
+	s->copy.cond = cond;
+	s->copy.size = size;
 	if (!guard)
 		return s;
 	Stmt *g = kir_if(c->k, guard, s, NULL);
@@ -226,7 +226,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 
 static bool is_cp_store(Stmt *s)
 {
-	return s && s->kind == KS_STORE && s->tensor->cp_async;
+	return s && s->kind == KS_STORE && s->store.tensor->cp_async;
 }
 
 static void lower_list(Cp *c, Stmt **link)
@@ -235,7 +235,8 @@ static void lower_list(Cp *c, Stmt **link)
 		Stmt *r = NULL, *st;
 		IrExpr *q;
 		bool tried = true;
-		if (s->kind == KS_FOR && s->vectorize && is_cp_store(st = loop_store(s, &q, c->a)))
+		if (s->kind == KS_FOR && s->loop.vectorize &&
+		    is_cp_store(st = loop_store(s, &q, c->a)))
 			r = lower_vector(c, s, st, q);
 		else if (is_cp_store(s))
 			r = lower_scalar(c, s);
@@ -247,10 +248,10 @@ static void lower_list(Cp *c, Stmt **link)
 			r->next = s->next;
 			*link = r;
 		} else if (s->kind == KS_FOR) {
-			lower_list(c, &s->body);
+			lower_list(c, &s->loop.body);
 		} else if (s->kind == KS_IF) {
-			lower_list(c, &s->then);
-			lower_list(c, &s->els);
+			lower_list(c, &s->branch.then);
+			lower_list(c, &s->branch.els);
 		}
 	}
 }
@@ -260,15 +261,15 @@ static void lower_list(Cp *c, Stmt **link)
 static void add_commits(Kernel *k, Stmt *s)
 {
 	for (; s; s = s->next) {
-		add_commits(k, s->body);
-		add_commits(k, s->then);
-		add_commits(k, s->els);
-		if (s->kind != KS_NEST || !s->tensor->cp_async ||
-		    s->tensor->stages >= 2 || !s->next)
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			add_commits(k, *lists[i]);
+		if (s->kind != KS_NEST || !s->note.tensor->cp_async ||
+		    s->note.tensor->stages >= 2 || !s->next)
 			continue;
 		Stmt *commit = NEW(k->arena, Stmt);
 		commit->kind = KS_CP_COMMIT;
-		commit->span = cp_span(s->tensor);
+		commit->span = cp_span(s->note.tensor);
 		commit->next = s->next->next;
 		s->next->next = commit;
 		s = commit;

@@ -121,25 +121,26 @@ static void index_list(Kernel *k, const IrRange *rg, Stmt *s)
 	for (; s; s = s->next) {
 		switch (s->kind) {
 		case KS_FOR:
-			index_list(k, rg, s->body);
+			index_list(k, rg, s->loop.body);
 			break;
 		case KS_IF: {
-			s->cond = lower(k, rg, s->cond);
+			s->branch.cond = lower(k, rg, s->branch.cond);
 			IrRange in = *rg;
-			ir_range_guard(&in, s->cond);
-			index_list(k, &in, s->then);
-			index_list(k, rg, s->els);
+			ir_range_guard(&in, s->branch.cond);
+			index_list(k, &in, s->branch.then);
+			index_list(k, rg, s->branch.els);
 			break;
 		}
 		case KS_STORE:
-			if (!s->offset)
-				s->offset = index_offset(k->arena, rg, s->tensor, s->idx, s->nidx);
-			s->idx = NULL;
-			s->nidx = 0;
-			s->value = lower(k, rg, s->value);
+			if (!s->store.offset)
+				s->store.offset = index_offset(k->arena, rg, s->store.tensor,
+							       s->store.idx, s->store.nidx);
+			s->store.idx = NULL;
+			s->store.nidx = 0;
+			s->store.value = lower(k, rg, s->store.value);
 			break;
 		case KS_LET:
-			s->value = lower(k, rg, s->value);
+			s->let.value = lower(k, rg, s->let.value);
 			break;
 		default:
 			break;

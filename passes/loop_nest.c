@@ -166,7 +166,11 @@ static IrExpr *split_cond(Nest *n, Tensor *t, bool reductions)
 
 static Stmt *with_split_cond(Nest *n, Stmt *s, Tensor *t, bool reductions)
 {
-	s->split_cond = split_cond(n, t, reductions);
+	IrExpr *c = split_cond(n, t, reductions);
+	if (s->kind == KS_LET)
+		s->let.split_cond = c;
+	else
+		s->store.split_cond = c;
 	return s;
 }
 
@@ -290,8 +294,8 @@ static Stmt *let(Kernel *k, Var *v, IrExpr *value)
 {
 	Stmt *s = NEW(k->arena, Stmt);
 	s->kind = KS_LET;
-	s->var = v;
-	s->value = value;
+	s->let.var = v;
+	s->let.value = value;
 	return s;
 }
 
@@ -512,7 +516,7 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
 {
 	Stmt *s = let(n->k, v, value);
-	s->tensor = t; /* one group for the predicate pass: all or nothing per element */
+	s->let.tensor = t; /* one group for the predicate pass: all or nothing per element */
 	return s;
 }
 
@@ -589,7 +593,7 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
-		s->tensor = t;
+		s->let.tensor = t;
 		return with_split_cond(n, s, t, true);
 	}
 	return with_split_cond(n, kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot)),
@@ -681,13 +685,14 @@ static void check_block_reduces(Nest *n, Stmt *s)
 {
 	for (; s; s = s->next) {
 		BlockReduceShape sh;
-		if (s->kind == KS_BLOCK_REDUCE && !kir_block_reduce_shape(n->k, s->pars, &sh))
+		if (s->kind == KS_BLOCK_REDUCE &&
+		    !kir_block_reduce_shape(n->k, s->block_red.pars, &sh))
 			error_once(n, s->span,
 				   "a block reduction over thread types that are not consecutive among "
 				   "the launched ones (x, y, z) is not supported yet");
-		check_block_reduces(n, s->body);
-		check_block_reduces(n, s->then);
-		check_block_reduces(n, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			check_block_reduces(n, *lists[i]);
 	}
 }
 

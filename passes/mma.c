@@ -76,7 +76,7 @@ static Stmt *only(Stmt *s)
 
 static Stmt *loop_over(Stmt *s, Axis *ax)
 {
-	return s && s->kind == KS_FOR && s->var->axis == ax ? s : NULL;
+	return s && s->kind == KS_FOR && s->loop.var->axis == ax ? s : NULL;
 }
 
 static void conjuncts(IrExpr *c, Vec *out, Arena *a)
@@ -138,15 +138,15 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	TensorMma *mma = t->mma;
 	const MmaInstr *in = mma->instr;
 	Arena *a = m->a;
-	Stmt *l_nc = loop_over(only(s->body), mma->nc);
-	Stmt *l_k = l_nc ? loop_over(only(l_nc->body), mma->k) : NULL;
-	Stmt *st = l_k ? only(l_k->body) : NULL;
+	Stmt *l_nc = loop_over(only(s->loop.body), mma->nc);
+	Stmt *l_k = l_nc ? loop_over(only(l_nc->loop.body), mma->k) : NULL;
+	Stmt *st = l_k ? only(l_k->loop.body) : NULL;
 	IrExpr *cond = NULL;
-	if (st && st->kind == KS_IF && !st->els) {
-		cond = st->cond;
-		st = only(st->then);
+	if (st && st->kind == KS_IF && !st->branch.els) {
+		cond = st->branch.cond;
+		st = only(st->branch.then);
 	}
-	IrExpr *v = st && st->kind == KS_STORE && st->tensor == t ? st->value : NULL;
+	IrExpr *v = st && st->kind == KS_STORE && st->store.tensor == t ? st->store.value : NULL;
 	IrExpr *acc = NULL, *prod = NULL, *x = NULL, *y = NULL;
 	if (v && v->kind == EX_OP && v->op == OP_ADD) {
 		acc = v->args[0];
@@ -161,21 +161,21 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		x = y;
 		y = z;
 	}
-	if (!acc || acc->kind != EX_LOAD || acc->tensor != t || !ir_equal(acc->args[0], st->offset) ||
+	if (!acc || acc->kind != EX_LOAD || acc->tensor != t || !ir_equal(acc->args[0], st->store.offset) ||
 	    !x || !y || x->kind != EX_LOAD || y->kind != EX_LOAD || x->tensor != mma->a ||
 	    y->tensor != mma->b) {
 		diag_error(m->d, mma->span, "the loops inside the mma's tile are not the accumulation 'Cl[c] += A[a] * B[b]' over its %d x %d x %d tile (internal: the nest was changed)",
 			   in->m, in->n, in->k);
 		return NULL;
 	}
-	Var *mh = s->var, *nc = l_nc->var, *kv = l_k->var;
+	Var *mh = s->loop.var, *nc = l_nc->loop.var, *kv = l_k->loop.var;
 	/* the conditions: k bounds dropped, lane-dependent ones refused, the others kept */
 	IrExpr *keep = NULL;
 	if (cond) {
 		Vec cs = {0}, split = {0};
 		conjuncts(cond, &cs, a);
-		if (st->split_cond)
-			conjuncts(st->split_cond, &split, a);
+		if (st->store.split_cond)
+			conjuncts(st->store.split_cond, &split, a);
 		for (int i = 0; i < cs.len; i++) {
 			IrExpr *c = VEC_AT(cs, IrExpr, i);
 			bool split_inner = false;
@@ -208,17 +208,17 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		}
 	}
 	/* the lane as 4 * G + T in every offset */
-	IrExpr *offs[3] = {st->offset, x->args[0], y->args[0]};
+	IrExpr *offs[3] = {st->store.offset, x->args[0], y->args[0]};
 	for (int i = 0; i < 3; i++)
 		offs[i] = ir_simplify(a, m->rg, ir_rewrite(a, offs[i], split_lane, m));
 	int n = in->nc + in->na + in->nb;
 	Stmt *mm = NEW(a, Stmt);
 	mm->kind = KS_MMA;
 	mm->span = mma->span;
-	mm->tensor = t;
-	mm->mma = in;
-	mm->nidx = n;
-	mm->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
+	mm->mma.tensor = t;
+	mm->mma.instr = in;
+	mm->mma.nidx = n;
+	mm->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
 	for (int i = 0; i < n; i++) {
 		char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
 		int r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
@@ -250,7 +250,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		}
 		if (op != 'c')
 			e->dtype = op == 'a' ? x->dtype : y->dtype;
-		mm->idx[i] = e;
+		mm->mma.idx[i] = e;
 	}
 	/* ldmatrix when asked for and it provably loads the same elements (B first: its slot
 	 * moves when A's shrinks) */
@@ -271,7 +271,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 
 static bool loops_over(Stmt *s, void *ax)
 {
-	return s->kind == KS_FOR && s->var->axis == ax;
+	return s->kind == KS_FOR && s->loop.var->axis == ax;
 }
 
 /* ---- ldmatrix: proved on every value of the free variables ---- */
@@ -403,9 +403,9 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv)
 {
 	Arena *a = m->a;
-	const MmaInstr *in = mm->mma;
+	const MmaInstr *in = mm->mma.instr;
 	int first = op == 'a' ? in->nc : in->nc + in->na, n = op == 'a' ? in->na : in->nb;
-	IrExpr **loads = mm->idx + first, *x = ir_par(a, PT_TIDX);
+	IrExpr **loads = mm->mma.idx + first, *x = ir_par(a, PT_TIDX);
 	IrExpr *l16 = ix_mod(a, m->rg, x, ir_int(a, 16));
 	IrExpr *row = op == 'a' ? at_element(m, off, mh, nc, kv, l16, NULL,
 					     ix_mul(a, ir_int(a, 8), ix_div(a, m->rg, x, ir_int(a, 16))))
@@ -419,18 +419,18 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 	if (!row || size <= 0 || size % 8 || dtype_size(t->dtype) != 2 ||
 	    !ldm_proved(m->k, loads, n, row, op == 'b'))
 		return false;
-	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->nidx - n + 1));
+	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->mma.nidx - n + 1));
 	int j = 0;
-	for (int i = 0; i < mm->nidx; i++) {
+	for (int i = 0; i < mm->mma.nidx; i++) {
 		if (i == first)
 			idx[j++] = ir_load(a, t, row);
 		if (i < first || i >= first + n)
-			idx[j++] = mm->idx[i];
+			idx[j++] = mm->mma.idx[i];
 	}
 	idx[first]->dtype = loads[0]->dtype;
-	mm->idx = idx;
-	mm->nidx = j;
-	mm->mma_ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
+	mm->mma.idx = idx;
+	mm->mma.nidx = j;
+	mm->mma.ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
 	return true;
 }
 
@@ -444,9 +444,10 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 {
 	for (; *p; p = &(*p)->next) {
 		Stmt *s = *p;
-		Tensor *t = s->kind == KS_FOR && s->var->axis ? s->var->axis->owner : NULL;
+		Tensor *t = s->kind == KS_FOR && s->loop.var->axis ? s->loop.var->axis->owner : NULL;
 		/* the accumulation, not the identity stores before it (no k loop) or the reader */
-		if (t && t->mma && t->mma->mh == s->var->axis && ir_stmts_any(s->body, loops_over, t->mma->k)) {
+		if (t && t->mma && t->mma->mh == s->loop.var->axis &&
+		    ir_stmts_any(s->loop.body, loops_over, t->mma->k)) {
 			if (lane_if) {
 				diag_error(m->d, t->mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
 					   t->name);
@@ -461,7 +462,7 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 		}
 		Stmt **lists[3];
 		int n = ir_stmt_lists(s, lists);
-		bool in_lane = lane_if || (s->kind == KS_IF && is_tidx_cond(s->cond));
+		bool in_lane = lane_if || (s->kind == KS_IF && is_tidx_cond(s->branch.cond));
 		for (int i = 0; i < n; i++)
 			if (!lower_list(m, lists[i], in_lane))
 				return false;

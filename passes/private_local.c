@@ -55,6 +55,13 @@ static Span reg_span(Tensor *t)
 	return t->ca_span.file ? t->ca_span : t->span;
 }
 
+/* The tensor statement s computes an element of (a store's or copy's, an accumulation's), or
+ * NULL. */
+static Tensor *reader_tensor(Stmt *s)
+{
+	return s->kind == KS_LET ? s->let.tensor : ir_stmt_write(s, NULL);
+}
+
 static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
 {
 	for (int i = 0; i < p->bad.len; i++)
@@ -62,7 +69,7 @@ static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
 			return;
 	vec_push(p->k->arena, &p->bad, t);
 	p->ok = false;
-	Tensor *who = reader && reader->tensor ? reader->tensor : NULL;
+	Tensor *who = reader ? reader_tensor(reader) : NULL;
 	bool blocks = par_is_block(ax->par);
 	diag_error(p->d, reg_span(t),
 		   "'%s' is %s, but %s reads elements of it that other %s wrote ('%s.%s' is bound "
@@ -119,7 +126,7 @@ static void check_access(Priv *p, IrExpr *e, Stmt *reader)
 		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL ||
 		    !private_over(t, ax->par))
 			continue;
-		IrExpr *er = bound_extent(p->k, reader->tensor, ax->par);
+		IrExpr *er = bound_extent(p->k, reader_tensor(reader), ax->par);
 		if (ir_equal(position(p, ax, e->args, e->nargs, er), ir_par(p->k->arena, ax->par)))
 			continue;
 		report(p, t, ax, reader);
@@ -140,11 +147,19 @@ static void check_expr(Priv *p, IrExpr *e, Stmt *reader)
 static void check_list(Priv *p, Stmt *s)
 {
 	for (; s; s = s->next) {
-		check_expr(p, s->value, s);
-		check_expr(p, s->cond, s);
-		check_list(p, s->body);
-		check_list(p, s->then);
-		check_list(p, s->els);
+		if (s->kind == KS_STORE)
+			check_expr(p, s->store.value, s);
+		else if (s->kind == KS_LET)
+			check_expr(p, s->let.value, s);
+		else if (s->kind == KS_BLOCK_REDUCE)
+			check_expr(p, s->block_red.value, s);
+		else if (s->kind == KS_IF)
+			check_expr(p, s->branch.cond, s);
+		else if (s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC)
+			check_expr(p, s->copy.cond, s);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			check_list(p, *lists[i]);
 	}
 }
 

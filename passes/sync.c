@@ -166,38 +166,38 @@ static void collect(Sy *y, Set *out, Stmt *s)
 		if ((info = map_lookup(&y->loops, s)))
 			set_union(y->a, out, &info->all);
 		else
-			collect_list(y, out, s->body);
+			collect_list(y, out, s->loop.body);
 		break;
 	case KS_IF:
-		expr_reads(y, out, s, s->cond);
+		expr_reads(y, out, s, s->branch.cond);
 		saved = y->rg;
-		ir_range_guard(&y->rg, s->cond);
-		collect_list(y, out, s->then);
+		ir_range_guard(&y->rg, s->branch.cond);
+		collect_list(y, out, s->branch.then);
 		y->rg = saved;
-		collect_list(y, out, s->els);
+		collect_list(y, out, s->branch.els);
 		break;
 	case KS_STORE:
-		expr_reads(y, out, s, s->value);
-		add_access(y, out, s, s->tensor, true, s->offset, 1);
+		expr_reads(y, out, s, s->store.value);
+		add_access(y, out, s, s->store.tensor, true, s->store.offset, 1);
 		break;
 	case KS_VSTORE:
-		add_access(y, out, s, s->src, false, s->src_offset, s->vec);
-		add_access(y, out, s, s->tensor, true, s->offset, s->vec);
+		add_access(y, out, s, s->copy.src, false, s->copy.src_offset, s->copy.vec);
+		add_access(y, out, s, s->copy.tensor, true, s->copy.offset, s->copy.vec);
 		break;
 	case KS_CP_ASYNC:
-		expr_reads(y, out, s, s->cond);
-		add_access(y, out, s, s->tensor, true, s->offset, s->vec);
+		expr_reads(y, out, s, s->copy.cond);
+		add_access(y, out, s, s->copy.tensor, true, s->copy.offset, s->copy.vec);
 		break;
 	case KS_LET:
-		expr_reads(y, out, s, s->value);
+		expr_reads(y, out, s, s->let.value);
 		break;
 	case KS_MMA: { /* the operand loads of every lane (an ldmatrix row: 8 elements); the
 			* accumulator is in registers */
 		int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);
-		for (int i = 0; i < s->nidx; i++) {
-			IrExpr *e = s->idx[i];
-			bool row = (i == fa && (s->mma_ldm & MMA_LDM_A)) ||
-				   (i == fb && (s->mma_ldm & MMA_LDM_B));
+		for (int i = 0; i < s->mma.nidx; i++) {
+			IrExpr *e = s->mma.idx[i];
+			bool row = (i == fa && (s->mma.ldm & MMA_LDM_A)) ||
+				   (i == fb && (s->mma.ldm & MMA_LDM_B));
 			if (row)
 				add_access(y, out, s, e->tensor, false, e->args[0], 8);
 			else
@@ -515,13 +515,13 @@ static void check_before(Sy *y, Stmt **link, Set *pending, Set *now)
 static bool extent_at_least(Sy *y, Stmt *loop, int64_t n)
 {
 	int64_t lo, hi;
-	return ir_range(&y->rg, loop->var->extent, &lo, &hi) ? lo >= n : n <= 0;
+	return ir_range(&y->rg, loop->loop.var->extent, &lo, &hi) ? lo >= n : n <= 0;
 }
 
 static bool extent_at_most(Sy *y, Stmt *loop, int64_t n)
 {
 	int64_t lo, hi;
-	return ir_range(&y->rg, loop->var->extent, &lo, &hi) && hi <= n;
+	return ir_range(&y->rg, loop->loop.var->extent, &lo, &hi) && hi <= n;
 }
 
 static LoopInfo *loop_info(Sy *y, Stmt *loop);
@@ -544,16 +544,16 @@ static bool exposed(Sy *y, Stmt *s, Set *out)
 			break;
 		}
 		case KS_IF:
-			if (uniform(s->cond)) {
+			if (uniform(s->branch.cond)) {
 				int64_t v;
-				bool known = ir_is_const(s->cond, &v);
+				bool known = ir_is_const(s->branch.cond, &v);
 				Set dead = {0};
-				expr_reads(y, out, s, s->cond);
+				expr_reads(y, out, s, s->branch.cond);
 				saved = y->rg;
-				ir_range_guard(&y->rg, s->cond);
-				bool a = exposed(y, s->then, known && !v ? &dead : out);
+				ir_range_guard(&y->rg, s->branch.cond);
+				bool a = exposed(y, s->branch.then, known && !v ? &dead : out);
 				y->rg = saved;
-				bool b = exposed(y, s->els, known && v ? &dead : out);
+				bool b = exposed(y, s->branch.els, known && v ? &dead : out);
 				if ((a || (known && !v)) && (b || (known && v)))
 					return true;
 				break;
@@ -578,11 +578,11 @@ static LoopInfo *loop_info(Sy *y, Stmt *loop)
 	if (info)
 		return info;
 	info = NEW(y->a, LoopInfo);
-	walk(y, &loop->body, &info->left);
+	walk(y, &loop->loop.body, &info->left);
 	if (!extent_at_most(y, loop, 1))
-		walk(y, &loop->body, &info->left);
-	info->barrier = exposed(y, loop->body, &info->exposed) && extent_at_least(y, loop, 1);
-	collect_list(y, &info->all, loop->body);
+		walk(y, &loop->loop.body, &info->left);
+	info->barrier = exposed(y, loop->loop.body, &info->exposed) && extent_at_least(y, loop, 1);
+	collect_list(y, &info->all, loop->loop.body);
 	map_insert(y->a, &y->loops, loop, info);
 	return info;
 }
@@ -599,7 +599,7 @@ static void walk_loop(Sy *y, Stmt **link, Set *pending)
 	if (has_async(pending)) {
 		/* a cp.async write retired by a wait inside the loop is ordered after that wait */
 		Set in = set_copy(y->a, pending);
-		walk(y, &loop->body, &in);
+		walk(y, &loop->loop.body, &in);
 		if (info->barrier)
 			*pending = in;
 		else
@@ -624,13 +624,13 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 			after_barrier(pending);
 			continue;
 		case KS_CP_WAIT:
-			after_wait(pending, s->wait_n);
+			after_wait(pending, s->wait.n);
 			continue;
 		case KS_FOR:
 			walk_loop(y, link, pending);
 			break;
 		case KS_IF:
-			if (!uniform(s->cond)) {
+			if (!uniform(s->branch.cond)) {
 				/* a thread-dependent branch is one statement */
 				collect(y, &now, s);
 				check_before(y, link, pending, &now);
@@ -639,17 +639,17 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 			} else {
 				Set c = {0};
 				int64_t v;
-				bool known = ir_is_const(s->cond, &v);
-				expr_reads(y, &c, s, s->cond);
+				bool known = ir_is_const(s->branch.cond, &v);
+				expr_reads(y, &c, s, s->branch.cond);
 				check_before(y, link, pending, &c);
 				set_union(y->a, pending, &c);
 				/* a branch that never runs (the prologue's `if (0 < 32)`) adds no path */
 				Set els = set_copy(y->a, pending);
 				saved = y->rg;
-				ir_range_guard(&y->rg, s->cond);
-				walk(y, &s->then, known && !v ? &els : pending);
+				ir_range_guard(&y->rg, s->branch.cond);
+				walk(y, &s->branch.then, known && !v ? &els : pending);
 				y->rg = saved;
-				walk(y, &s->els, known && v ? pending : &els);
+				walk(y, &s->branch.els, known && v ? pending : &els);
 				if (!known)
 					set_union(y->a, pending, &els);
 				else if (!v)
@@ -670,17 +670,19 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 static void find_regions(Sy *y, Stmt *s)
 {
 	for (; s; s = s->next) {
-		find_regions(y, s->body);
-		find_regions(y, s->then);
-		find_regions(y, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			find_regions(y, *lists[i]);
 		int64_t n;
-		if (s->kind != KS_ALLOC || s->mem != MEM_SHARED || !ir_is_const(s->size, &n))
+		if (s->kind != KS_ALLOC || s->alloc.mem != MEM_SHARED ||
+		    !ir_is_const(s->alloc.size, &n))
 			continue;
 		Region *r = arena_alloc(y->a, sizeof *r * (size_t)(y->nregions + 1));
 		if (y->nregions)
 			memcpy(r, y->regions, sizeof *r * (size_t)y->nregions);
-		r[y->nregions++] = (Region){s->tensor, s->smem_offset,
-					    s->smem_offset + n * dtype_size(s->tensor->dtype)};
+		int64_t at = s->alloc.smem_offset;
+		r[y->nregions++] = (Region){s->alloc.tensor, at,
+					    at + n * dtype_size(s->alloc.tensor->dtype)};
 		y->regions = r;
 	}
 }

@@ -97,8 +97,8 @@ static Mini mini_new(void)
 static Stmt *mini_store(Mini *m, Tensor *t, IrExpr *off, IrExpr *value)
 {
 	Stmt *s = kir_store(m->k, t, NULL, 0, value);
-	s->idx = NULL;
-	s->offset = off;
+	s->store.idx = NULL;
+	s->store.offset = off;
 	return s;
 }
 
@@ -206,15 +206,15 @@ START_TEST(kernel_statements)
 	loc->mem = MEM_LOCAL;
 	Stmt *vs = NEW(a, Stmt);
 	vs->kind = KS_VSTORE;
-	vs->tensor = loc;
-	vs->offset = ir_int(a, 0);
-	vs->src = m.x;
-	vs->src_offset = ir_op(a, OP_MUL, DT_I64, ir_par(a, PT_TIDX), ir_int(a, 4));
-	vs->vec = 4;
+	vs->copy.tensor = loc;
+	vs->copy.offset = ir_int(a, 0);
+	vs->copy.src = m.x;
+	vs->copy.src_offset = ir_op(a, OP_MUL, DT_I64, ir_par(a, PT_TIDX), ir_int(a, 4));
+	vs->copy.vec = 4;
 	Stmt *st = mini_store(&m, m.y, ir_var(a, v), ir_load(a, loc, ir_var(a, v)));
 	Stmt *loop = kir_for(m.k, v, kir_if(m.k, ir_op(a, OP_LT, DT_BOOL, ir_var(a, v),
 							 ir_size(a, m.n)), st, NULL));
-	loop->unroll = true;
+	loop->loop.unroll = true;
 	m.k->body = kir_append(kir_alloc(m.k, loc, MEM_LOCAL, ir_int(a, 4)), kir_append(vs, loop));
 	m.k->launch[PT_TIDX] = ir_int(a, 128);
 	m.k->launch[PT_TIDY] = ir_int(a, 2);

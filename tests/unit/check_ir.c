@@ -329,7 +329,7 @@ START_TEST(kir_names_and_print)
 	IrExpr *off = ix_add(A, ix_mul(A, ir_var(A, i), ir_int(A, 2)), ir_var(A, i1));
 	Stmt *st = kir_store(k, z, &off, 1, ir_float(A, DT_F32, 1));
 	Stmt *inner = kir_for(k, i1, kir_if(k, ix_lt(A, off, ir_int(A, 7)), st, NULL));
-	inner->unroll = true;
+	inner->loop.unroll = true;
 	k->body = kir_append(kir_comment(k, "hello"), kir_for(k, i, inner));
 	Buf b = {0};
 	kir_print(k, &b);
@@ -398,24 +398,41 @@ START_TEST(walk_children)
 	Var *i = loopvar("i", 8), *j = loopvar("j", 4);
 	Tensor *t = tensor("t", 1), *u = tensor("u", 1);
 	IrExpr *vi = ir_var(A, i);
-	/* one statement a field, each with i only in that field */
-	Stmt *s[9];
-	for (int n = 0; n < 9; n++) {
+	/* one statement an expression field of each kind, each with i only in that field */
+	static const StmtKind kinds[] = {KS_IF, KS_ALLOC, KS_STORE, KS_STORE, KS_STORE, KS_STORE,
+					 KS_VSTORE, KS_VSTORE, KS_CP_ASYNC, KS_CP_ASYNC, KS_LET,
+					 KS_LET, KS_BLOCK_REDUCE, KS_GRID_REDUCE, KS_GRID_REDUCE,
+					 KS_GRID_REDUCE, KS_GRID_REDUCE, KS_MMA};
+	enum { NS = countof(kinds) };
+	Stmt *s[NS];
+	for (int n = 0; n < NS; n++) {
 		s[n] = NEW(A, Stmt);
-		s[n]->kind = KS_CP_ASYNC;
+		s[n]->kind = kinds[n];
 	}
-	s[0]->cond = ix_lt(A, vi, ir_int(A, 3));
-	s[1]->size = vi;
-	s[2]->offset = vi;
-	s[3]->value = ir_load(A, u, vi);
-	s[4]->split_cond = ix_lt(A, vi, ir_int(A, 3));
-	s[5]->src_offset = vi;
-	s[6]->part = vi;
-	s[7]->nparts = vi;
-	s[8]->idx = NEW(A, IrExpr *);
-	s[8]->idx[0] = vi;
-	s[8]->nidx = 1;
-	for (int n = 0; n < 9; n++) {
+	IrExpr **one = NEW(A, IrExpr *), **other = NEW(A, IrExpr *);
+	one[0] = vi;
+	other[0] = vi;
+	s[0]->branch.cond = ix_lt(A, vi, ir_int(A, 3));
+	s[1]->alloc.size = vi;
+	s[2]->store.offset = vi;
+	s[3]->store.value = ir_load(A, u, vi);
+	s[4]->store.split_cond = ix_lt(A, vi, ir_int(A, 3));
+	s[5]->store.idx = one;
+	s[5]->store.nidx = 1;
+	s[6]->copy.offset = vi;
+	s[7]->copy.src_offset = vi;
+	s[8]->copy.cond = ix_lt(A, vi, ir_int(A, 3));
+	s[9]->copy.size = vi;
+	s[10]->let.value = vi;
+	s[11]->let.split_cond = ix_lt(A, vi, ir_int(A, 3));
+	s[12]->block_red.value = vi;
+	s[13]->grid_red.offset = vi;
+	s[14]->grid_red.value = vi;
+	s[15]->grid_red.part = vi;
+	s[16]->grid_red.nparts = vi;
+	s[17]->mma.idx = other;
+	s[17]->mma.nidx = 1;
+	for (int n = 0; n < NS; n++) {
 		ck_assert_msg(ir_stmts_any_expr(s[n], mentions_i, i), "field %d not visited", n);
 		ck_assert(!ir_stmts_any_expr(s[n], mentions_i, j));
 		/* a clone rewritten with i -> j mentions j there, the original still i */
@@ -424,7 +441,7 @@ START_TEST(walk_children)
 		ck_assert(ir_stmts_any_expr(c, mentions_i, j) && !ir_stmts_any_expr(c, mentions_i, i));
 		ck_assert(ir_stmts_any_expr(s[n], mentions_i, i));
 	}
-	ck_assert(ir_reads(s[3]->value, u) && !ir_reads(s[3]->value, t));
+	ck_assert(ir_reads(s[3]->store.value, u) && !ir_reads(s[3]->store.value, t));
 	/* substitution and mentions */
 	IrExpr *e = ix_add(A, ix_mul(A, vi, ir_int(A, 4)), ir_var(A, j));
 	ck_assert(ir_mentions(e, i) && ir_mentions(e, j));
@@ -437,12 +454,12 @@ START_TEST(walk_children)
 	sync->kind = KS_SYNC;
 	Stmt *gr = NEW(A, Stmt);
 	gr->kind = KS_GRID_REDUCE;
-	gr->body = sync;
+	gr->grid_red.body = sync;
 	Fusion fu = {.name = "f"};
 	Kernel *k = kir_new(A, &fu);
 	Stmt *loop = kir_for(k, i, kir_if(k, ir_bool(A, true), NULL, gr));
 	ck_assert(ir_stmts_any(loop, is_sync, NULL));
-	gr->body = NULL;
+	gr->grid_red.body = NULL;
 	ck_assert(!ir_stmts_any(loop, is_sync, NULL));
 }
 END_TEST
