@@ -324,7 +324,7 @@ static void emit_cp_async(Em *em, Stmt *s)
 
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d%s;\\n\" :: \"r\"(",
-		   t->cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
+		   t->sched.cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
 	put_smem_addr(em, t, s->copy.offset);
 	buf_puts(em->out, "), \"l\"(&");
 	cuda_name(em->out, s->copy.src->name);

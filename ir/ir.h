@@ -297,41 +297,17 @@ typedef enum TensorKind {
 	TK_SCALAR,       /* a scalar temporary `t = EXPR;` (0-d, always inlined) */
 } TensorKind;
 
-struct Tensor {
-	const char *name;
-	Span span;          /* declaration or defining statement */
-	TensorKind kind;
-	DType dtype;
-	int index;          /* position among the fusion's tensors (definition order) */
-	int param_index;    /* inputs/outputs: position in the launcher signature */
-	int ndim;
-	IrExpr **shape;     /* ndim extents (EX_INT or EX_SIZE; intermediates: inferred) */
-	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
-	IrExpr *def;
-	Span def_span;
-	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
-	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (scheduler/scheduler.c), so
-	 * the recursive walkers of the lowering and the backends stay bounded. */
-	int depth;
-	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
-	int nroot;
-	Axis **domain;      /* the loop domain: leaf axes in loop order */
-	int ndomain;
-	Vec history;        /* Axis* produced by transforms, in order (for compute_at replay) */
+/* A tensor's schedule state: where and how it is computed and stored. tensor_sched_new gives
+ * the state of a tensor no directive has touched; every field other than mem starts zero. */
+typedef struct TensorSched {
 	MemType mem;
 	Span mem_span;
 	bool inlined;       /* recomputed inside readers (default for pointwise intermediates) */
 	Span inline_span;
 	Tensor *ca_tensor;  /* compute_at target, or NULL */
-	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top of its nest) */
+	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top
+			     * of its nest) */
 	Span ca_span;
-	Vec readers;        /* Tensor* whose definitions read this one */
-	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
-	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
-	Tensor *lifted_from;
-	/* A copy the automatic scheduler made of `copy_of` for one loop nest (scheduler/auto_nests.c;
-	 * `fusc --emit=schedule` names them: a schedule block cannot make copies). */
-	Tensor *copy_of;
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
 	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
 	 * definition computes into c, then t[...] = c[...]). */
@@ -361,6 +337,42 @@ struct Tensor {
 	struct TensorMma *mma;
 	Span fragment_span;
 	bool zero_fill;
+} TensorSched;
+
+/* The schedule state of a tensor stored in mem that no directive has touched. */
+TensorSched tensor_sched_new(MemType mem);
+
+struct Tensor {
+	const char *name;
+	Span span;          /* declaration or defining statement */
+	TensorKind kind;
+	DType dtype;
+	int index;          /* position among the fusion's tensors (definition order) */
+	int param_index;    /* inputs/outputs: position in the launcher signature */
+	int ndim;
+	IrExpr **shape;     /* ndim extents (EX_INT or EX_SIZE; intermediates: inferred) */
+	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
+	IrExpr *def;
+	Span def_span;
+	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
+	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (scheduler/scheduler.c), so
+	 * the recursive walkers of the lowering and the backends stay bounded. */
+	int depth;
+	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
+	int nroot;
+	Axis **domain;      /* the loop domain: leaf axes in loop order */
+	int ndomain;
+	Vec history;        /* Axis* produced by transforms, in order (for compute_at replay) */
+	Vec readers;        /* Tensor* whose definitions read this one */
+	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
+	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
+	Tensor *lifted_from;
+	/* A copy the automatic scheduler made of `copy_of` for one loop nest (scheduler/auto_nests.c;
+	 * `fusc --emit=schedule` names them: a schedule block cannot make copies). */
+	Tensor *copy_of;
+	/* How it is computed and stored: the schedule directives (or the automatic scheduler)
+	 * set it, the lowering reads it. */
+	TensorSched sched;
 };
 
 typedef struct Fusion {
@@ -504,9 +516,10 @@ typedef enum StmtKind {
 	KS_CP_ASYNC, /* copy: cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
 		      * src[src_offset .. +vec), vec elements (4, 8 or 16 bytes); cond, when set, is
 		      * the in-bounds predicate of the global read: false lanes are zero-filled
-		      * (src-size 0) without reading global memory; cg from Tensor.cp_async_cg.
-		      * size, when set (and cond holds): only the first `size` elements (1..vec)
-		      * are read from global, the rest are zero-filled (a partial last vector) */
+		      * (src-size 0) without reading global memory; cg from
+		      * Tensor.sched.cp_async_cg. size, when set (and cond holds): only the first
+		      * `size` elements (1..vec) are read from global, the rest are zero-filled (a
+		      * partial last vector) */
 	KS_CP_COMMIT, /* cp.async.commit_group (no member) */
 	KS_CP_WAIT,   /* wait: cp.async.wait_group n, or cp.async.wait_all when n < 0 */
 	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no member) */

@@ -226,7 +226,7 @@ Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value)
 {
 	Stmt *s = stmt(k, KS_STORE);
 	s->store.tensor = t;
-	s->store.mem = t->mem;
+	s->store.mem = t->sched.mem;
 	s->store.nidx = nidx;
 	s->store.idx = arena_alloc(k->arena, sizeof(IrExpr *) * (size_t)(nidx ? nidx : 1));
 	for (int i = 0; i < nidx; i++)
@@ -383,7 +383,7 @@ static void print_block(Stmt *body, int level, Buf *out)
  * PTX operand is in bytes; the rest of the destination vector is zero-filled) */
 static void print_cp_async(Stmt *s, Buf *out)
 {
-	buf_printf(out, "cp.async.%s %s[", s->copy.tensor->cp_async_cg ? "cg" : "ca",
+	buf_printf(out, "cp.async.%s %s[", s->copy.tensor->sched.cp_async_cg ? "cg" : "ca",
 		   s->copy.tensor->name);
 	ir_print_expr(s->copy.offset, out);
 	buf_printf(out, " : %d] <- %s[", s->copy.vec, s->copy.src ? s->copy.src->name : "?");

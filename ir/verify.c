@@ -160,10 +160,10 @@ static void check_stmt(Verifier *v, Stmt *s)
 		break;
 	case KS_CP_ASYNC:
 		check_target(v, s->copy.tensor);
-		if (s->copy.tensor && s->copy.tensor->mem != MEM_SHARED)
+		if (s->copy.tensor && s->copy.tensor->sched.mem != MEM_SHARED)
 			fail(v, "cp.async into a buffer outside shared memory:",
 			     s->copy.tensor->name);
-		if (!s->copy.src || s->copy.src->mem != MEM_GLOBAL)
+		if (!s->copy.src || s->copy.src->sched.mem != MEM_GLOBAL)
 			fail(v, "cp.async from outside global memory into",
 			     s->copy.tensor ? s->copy.tensor->name : "?");
 		check_expr(v, s->copy.offset);
@@ -204,7 +204,7 @@ static void check_stmt(Verifier *v, Stmt *s)
 		if (!s->mma.instr || s->mma.nidx != s->mma.instr->nc + na + nb)
 			fail(v, "mma without its instruction or fragments into",
 			     s->mma.tensor ? s->mma.tensor->name : "?");
-		else if (s->mma.tensor && s->mma.tensor->mem != MEM_LOCAL)
+		else if (s->mma.tensor && s->mma.tensor->sched.mem != MEM_LOCAL)
 			fail(v, "mma accumulating outside registers into", s->mma.tensor->name);
 		for (int i = 0; v->ok && i < s->mma.nidx; i++) {
 			check_expr(v, s->mma.idx[i]);

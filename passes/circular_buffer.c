@@ -57,7 +57,7 @@ typedef struct Cb {
 
 static Span stages_span(Tensor *t)
 {
-	return t->stages_span.file ? t->stages_span : t->span;
+	return t->sched.stages_span.file ? t->sched.stages_span : t->span;
 }
 
 /* ---- finding the buffer loop ------------------------------------------------------------ */
@@ -85,7 +85,7 @@ static bool in_vec(Vec *v, void *p)
 static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done, Found *f)
 {
 	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
-		if (s->kind == KS_NEST && s->note.tensor->stages >= 2 && !in_vec(done, s)) {
+		if (s->kind == KS_NEST && s->note.tensor->sched.stages >= 2 && !in_vec(done, s)) {
 			*f = (Found){s, loop, loop_link, depth > 1};
 			return;
 		}
@@ -313,7 +313,7 @@ static bool buffer_loop(Cb *cb, Found *f)
 {
 	Stmt *L = f->loop;
 	Tensor *t0 = cb->group[0];
-	int n = t0->stages, p = t0->prefetch;
+	int n = t0->sched.stages, p = t0->sched.prefetch;
 	bool async = false, share = false;
 	Stmt **markers = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
 	Stmt **loads = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
@@ -348,8 +348,8 @@ static bool buffer_loop(Cb *cb, Found *f)
 		if (!slot_size(cb, t, &cb->sizes[g]) ||
 		    !source_outside(cb, t, loads[g], L->loop.body))
 			return false;
-		async |= t->cp_async;
-		if (t->mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->loop.body))
+		async |= t->sched.cp_async;
+		if (t->sched.mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->loop.body))
 			share = true;
 	}
 	Arena *a = cb->a;
@@ -422,10 +422,10 @@ static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 			   "cannot buffer %s: no serial loop is outside its compute-at position", t->name);
 		return false;
 	}
-	if (t->stages < 2 || t->prefetch < 0 || t->prefetch >= t->stages) {
+	if (t->sched.stages < 2 || t->sched.prefetch < 0 || t->sched.prefetch >= t->sched.stages) {
 		diag_error(cb->d, stages_span(t),
 			   "stages(%d, %d) of %s: needs at least 2 stages and 0 <= prefetch < stages",
-			   t->stages, t->prefetch, t->name);
+			   t->sched.stages, t->sched.prefetch, t->name);
 		return false;
 	}
 	/* every buffered tensor marked directly in the same loop body joins the group */
@@ -434,14 +434,14 @@ static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 	for (int j = 0; j < fu->ntensors; j++) {
 		Tensor *u = fu->tensors[j];
 		Stmt *m = NULL;
-		if (u->stages < 2)
+		if (u->sched.stages < 2)
 			continue;
 		for (Stmt *s = f->loop->loop.body; s && !m; s = s->next)
 			if (marks(s, u) && !in_vec(done, s))
 				m = s;
 		if (!m)
 			continue;
-		if (u->stages != t->stages || u->prefetch != t->prefetch) {
+		if (u->sched.stages != t->sched.stages || u->sched.prefetch != t->sched.prefetch) {
 			diag_error(cb->d, stages_span(u),
 				   "%s and %s are buffered on the same loop with different stages", t->name,
 				   u->name);

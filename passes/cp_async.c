@@ -34,7 +34,7 @@ typedef struct Cp {
 
 static Span cp_span(Tensor *t)
 {
-	return t->cp_async_span.file ? t->cp_async_span : t->span;
+	return t->sched.cp_async_span.file ? t->sched.cp_async_span : t->span;
 }
 
 static bool is_zero(IrExpr *e)
@@ -53,15 +53,15 @@ static bool copy_parts(Cp *c, Stmt *st, IrExpr **load, IrExpr **inb)
 		*inb = v->args[0];
 		v = v->args[1];
 	}
-	if (v->kind != EX_LOAD || v->tensor->mem != MEM_GLOBAL || v->tensor->dtype != t->dtype) {
+	if (v->kind != EX_LOAD || v->tensor->sched.mem != MEM_GLOBAL || v->tensor->dtype != t->dtype) {
 		diag_error(c->d, cp_span(t),
 			   "cp_async: %s must be a plain copy of a tensor in global memory of the same "
 			   "dtype", t->name);
 		return false;
 	}
-	if (t->mem != MEM_SHARED) {
+	if (t->sched.mem != MEM_SHARED) {
 		diag_error(c->d, cp_span(t), "cp_async: %s must be in shared memory (it is %s)",
-			   t->name, mem_name(t->mem));
+			   t->name, mem_name(t->sched.mem));
 		return false;
 	}
 	*load = v;
@@ -72,7 +72,7 @@ static bool size_ok(Cp *c, Tensor *t, int64_t vec)
 {
 	int64_t bytes = vec * dtype_size(t->dtype);
 
-	if (t->cp_async_cg && bytes != 16) {
+	if (t->sched.cp_async_cg && bytes != 16) {
 		diag_error(c->d, cp_span(t),
 			   "cp_async(cg) moves 16 bytes, but each copy into %s moves %lld bytes", t->name,
 			   (long long)bytes);
@@ -226,7 +226,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 
 static bool is_cp_store(Stmt *s)
 {
-	return s && s->kind == KS_STORE && s->store.tensor->cp_async;
+	return s && s->kind == KS_STORE && s->store.tensor->sched.cp_async;
 }
 
 static void lower_list(Cp *c, Stmt **link)
@@ -264,8 +264,8 @@ static void add_commits(Kernel *k, Stmt *s)
 		Stmt **lists[3];
 		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
 			add_commits(k, *lists[i]);
-		if (s->kind != KS_NEST || !s->note.tensor->cp_async ||
-		    s->note.tensor->stages >= 2 || !s->next)
+		if (s->kind != KS_NEST || !s->note.tensor->sched.cp_async ||
+		    s->note.tensor->sched.stages >= 2 || !s->next)
 			continue;
 		Stmt *commit = NEW(k->arena, Stmt);
 		commit->kind = KS_CP_COMMIT;

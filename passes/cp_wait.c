@@ -84,7 +84,7 @@ static bool meets(Pending *a, Pending *b)
 /* A tensor whose reads need this pass's waits. */
 static bool waited_here(Tensor *t)
 {
-	return t->cp_async && t->stages < 2;
+	return t->sched.cp_async && t->sched.stages < 2;
 }
 
 typedef struct Reads { Cw *c; Pending *out; } Reads;

@@ -38,12 +38,12 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 		 * needs its own part of a shared buffer computed inside it (unless t does not
 		 * depend on that loop: a bare alias, root_index < 0, of a broadcast). */
 		if (ax->ca_alias) {
-			if (t->mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
+			if (t->sched.mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
 			    !(ax->kind == AX_ROOT && ax->root_index < 0))
 				v[n++] = ax;
 			continue;
 		}
-		if (ax->par == PT_SERIAL || (t->mem == MEM_SHARED && par_is_thread(ax->par)))
+		if (ax->par == PT_SERIAL || (t->sched.mem == MEM_SHARED && par_is_thread(ax->par)))
 			v[n++] = ax;
 	}
 	*out = v;
@@ -55,7 +55,7 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e)
 	if (!ir_is_const(axes[i]->extent, e))
 		return false;
 	if (i == n - 1)
-		*e += t->pad;
+		*e += t->sched.pad;
 	return true;
 }
 
@@ -87,7 +87,7 @@ IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int 
 		for (int i = 0; i < na; i++) {
 			int64_t e;
 			/* pad(n): each run of the innermost axis is n longer (constant: allocation.c) */
-			IrExpr *ext = t->pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
+			IrExpr *ext = t->sched.pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
 											  : axes[i]->extent;
 			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, rg, axes[i], subs, n));
 		}

@@ -16,7 +16,7 @@
  *
  * Conditions: `.sync.aligned` needs every lane of the warp, so no condition may depend on the
  * lane. A bound on k (K not a multiple of the tile) is dropped: the operand caches are
- * zero-filled (Tensor.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
+ * zero-filled (Tensor.sched.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
  * on neither stay around the instruction (the same in every lane of the warp).
  */
 #include "passes/passes.h"
@@ -135,7 +135,7 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 /* Lowers the nest `s` (the loop over mma->mh) of accumulator t; NULL after an error. */
 static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 {
-	TensorMma *mma = t->mma;
+	TensorMma *mma = t->sched.mma;
 	const MmaInstr *in = mma->instr;
 	Arena *a = m->a;
 	Stmt *l_nc = loop_over(only(s->loop.body), mma->nc);
@@ -446,10 +446,10 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 		Stmt *s = *p;
 		Tensor *t = s->kind == KS_FOR && s->loop.var->axis ? s->loop.var->axis->owner : NULL;
 		/* the accumulation, not the identity stores before it (no k loop) or the reader */
-		if (t && t->mma && t->mma->mh == s->loop.var->axis &&
-		    ir_stmts_any(s->loop.body, loops_over, t->mma->k)) {
+		if (t && t->sched.mma && t->sched.mma->mh == s->loop.var->axis &&
+		    ir_stmts_any(s->loop.body, loops_over, t->sched.mma->k)) {
 			if (lane_if) {
-				diag_error(m->d, t->mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
+				diag_error(m->d, t->sched.mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
 					   t->name);
 				return false;
 			}
@@ -475,7 +475,7 @@ bool pass_mma(Kernel *k, Diag *d)
 	Fusion *f = k->fusion;
 	Tensor *t = NULL;
 	for (int i = 0; i < f->ntensors && !t; i++)
-		if (f->tensors[i]->mma)
+		if (f->tensors[i]->sched.mma)
 			t = f->tensors[i];
 	if (!t)
 		return true;
@@ -483,7 +483,7 @@ bool pass_mma(Kernel *k, Diag *d)
 	if (k->launch[PT_TIDX] && !ir_is_const(k->launch[PT_TIDX], &x))
 		x = -1;
 	if (x != 32) {
-		diag_error(d, t->mma->span, "threadIdx.x is the lane of the warp in an mma, so the block's x dimension must be 32; it is %lld here (the largest extent any tensor binds to threadIdx.x)",
+		diag_error(d, t->sched.mma->span, "threadIdx.x is the lane of the warp in an mma, so the block's x dimension must be 32; it is %lld here (the largest extent any tensor binds to threadIdx.x)",
 			   (long long)x);
 		return false;
 	}

@@ -170,7 +170,7 @@ static void collect_stores(Elim *e, Stmt *s)
 
 static bool is_total(Elim *e, Tensor *t)
 {
-	return t->cp_async || t->zero_fill || in_vec(&e->total, t);
+	return t->sched.cp_async || t->sched.zero_fill || in_vec(&e->total, t);
 }
 
 static bool reads_total(Elim *e, IrExpr *x)
@@ -192,7 +192,7 @@ static void find_total(Elim *e, Kernel *k)
 	collect_stores(e, k->body);
 	for (int i = 0; i < e->stores.len; i++) {
 		Tensor *t = VEC_AT(e->stores, Stmt, i)->store.tensor;
-		if (t->mem == MEM_LOCAL && !in_vec(&e->total, t))
+		if (t->sched.mem == MEM_LOCAL && !in_vec(&e->total, t))
 			vec_push(e->a, &e->total, t);
 	}
 	for (bool changed = true; changed;) {
@@ -289,7 +289,7 @@ static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 /* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
  * its value (`c[o] = inb ? A[g] : 0`, which the cp_async pass turns into the src-size
  * operand: the lane is zero-filled and global memory is not read). The same for a plain
- * copy into an mma operand (Tensor.zero_fill): it stores the zeros itself. Only the parallel
+ * copy into an mma operand (Tensor.sched.zero_fill): it stores the zeros itself. Only the parallel
  * conditions, which keep threads beyond the tensor's extent off shared addresses outside
  * its buffer, stay a real branch. */
 static Stmt *guard_cp_async(Kernel *k, Stmt *s)
@@ -328,7 +328,7 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 	Conds cs = {.a = k->arena, .rg = &rg};
 	Stmt *last = s;
 	bool store = s->kind == KS_STORE; /* else a KS_LET */
-	if (s->kind == KS_STORE && (s->store.tensor->cp_async || s->store.tensor->zero_fill))
+	if (s->kind == KS_STORE && (s->store.tensor->sched.cp_async || s->store.tensor->sched.zero_fill))
 		return guard_cp_async(k, s);
 	if (s->kind == KS_STORE && is_total(e, s->store.tensor)) {
 		elim_conds(&cs, k, s);

@@ -35,24 +35,24 @@ typedef struct Priv {
 
 static bool is_private(Tensor *t)
 {
-	return t->kind == TK_INTERMEDIATE && t->ca_tensor &&
-	       (t->mem == MEM_LOCAL || t->mem == MEM_SHARED);
+	return t->kind == TK_INTERMEDIATE && t->sched.ca_tensor &&
+	       (t->sched.mem == MEM_LOCAL || t->sched.mem == MEM_SHARED);
 }
 
 /* Whether t's elements spread over P are private to each index of P: registers to a thread
  * (and so to a block), shared memory to a block. */
 static bool private_over(Tensor *t, ParType p)
 {
-	return t->mem == MEM_LOCAL || par_is_block(p);
+	return t->sched.mem == MEM_LOCAL || par_is_block(p);
 }
 
 static Span reg_span(Tensor *t)
 {
-	if (t->cache_span.file)
-		return t->cache_span;
-	if (t->mem_span.file)
-		return t->mem_span;
-	return t->ca_span.file ? t->ca_span : t->span;
+	if (t->sched.cache_span.file)
+		return t->sched.cache_span;
+	if (t->sched.mem_span.file)
+		return t->sched.mem_span;
+	return t->sched.ca_span.file ? t->sched.ca_span : t->span;
 }
 
 /* The tensor statement s computes an element of (a store's or copy's, an accumulation's), or
@@ -74,7 +74,7 @@ static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
 	diag_error(p->d, reg_span(t),
 		   "'%s' is %s, but %s reads elements of it that other %s wrote ('%s.%s' is bound "
 		   "to %s)", t->name,
-		   t->mem == MEM_LOCAL ? "a register (local) tensor" : "in shared memory",
+		   t->sched.mem == MEM_LOCAL ? "a register (local) tensor" : "in shared memory",
 		   who ? arena_printf(p->k->arena, "'%s'", who->name) : "its reader",
 		   blocks ? "blocks" : "threads", t->name, ax->name, par_name(ax->par));
 	diag_note(p->d, ax->par_span, "'%s' is spread over %s here", t->name, par_name(ax->par));

@@ -129,7 +129,7 @@ static bool has_shared_store(Stmt *s)
 
 static bool is_top_marker(Stmt *s)
 {
-	return s && s->kind == KS_NEST && !s->note.tensor->ca_tensor;
+	return s && s->kind == KS_NEST && !s->note.tensor->sched.ca_tensor;
 }
 
 /* A top-level nest whose tensor is not bound to a launched parallel type is run by index 0

@@ -220,11 +220,11 @@ static int64_t smem_limit(int arch)
 
 static Span buf_span(Tensor *t)
 {
-	if (t->cache_span.file)
-		return t->cache_span;
-	if (t->mem_span.file)
-		return t->mem_span;
-	return t->ca_span.file ? t->ca_span : t->span;
+	if (t->sched.cache_span.file)
+		return t->sched.cache_span;
+	if (t->sched.mem_span.file)
+		return t->sched.mem_span;
+	return t->sched.ca_span.file ? t->sched.ca_span : t->span;
 }
 
 /* dynamic + static above the target's opt-in limit, or static memory (the helpers' alone,

@@ -125,7 +125,7 @@ static void set_union(Arena *a, Set *into, Set *from)
 
 static void add_access(Sy *y, Set *out, Stmt *s, Tensor *t, bool write, IrExpr *off, int vec)
 {
-	if (!t || t->mem != MEM_SHARED || (y->only && t != y->only))
+	if (!t || t->sched.mem != MEM_SHARED || (y->only && t != y->only))
 		return;
 	Access *x = NEW(y->a, Access);
 	x->t = t;
@@ -412,7 +412,7 @@ static bool conflict(Sy *y, Access *a, Access *b)
 		Region *ra = region_of(y, a->t), *rb = region_of(y, b->t);
 		return !ra || !rb || (ra->lo < rb->hi && rb->lo < ra->hi);
 	}
-	if (a->t->stages >= 2)
+	if (a->t->sched.stages >= 2)
 		return false;
 	if (a->write && b->write && a->async != b->async)
 		return true;

@@ -155,7 +155,7 @@ static void add_precond(Vz *z, PrecondKind kind, Tensor *t, SizeSym *s)
 /* Records what a vector access to t at `base` needs at launch time. */
 static void require(Vz *z, Tensor *t, Vec *needs)
 {
-	if (t->mem == MEM_GLOBAL)
+	if (t->sched.mem == MEM_GLOBAL)
 		add_precond(z, PC_ALIGNED, t, NULL);
 	for (int i = 0; i < needs->len; i++)
 		add_precond(z, PC_MULTIPLE, NULL, needs->items[i]);
@@ -191,7 +191,7 @@ static Stmt *vstore(Vz *z, Tensor *dst, IrExpr *off, Tensor *src, IrExpr *src_of
 	s->kind = KS_VSTORE;
 	s->span = z->span;
 	s->copy.tensor = dst;
-	s->copy.mem = dst->mem;
+	s->copy.mem = dst->sched.mem;
 	s->copy.offset = off;
 	s->copy.src = src;
 	s->copy.src_offset = src_off;

@@ -30,7 +30,7 @@ static Tensor *mini_tensor(Mini *m, const char *name, DType dt, TensorKind kind,
 	t->ndim = 1;
 	t->shape = arena_alloc(m->a, sizeof(IrExpr *));
 	t->shape[0] = ir_size(m->a, m->n);
-	t->mem = MEM_GLOBAL;
+	t->sched.mem = MEM_GLOBAL;
 	return t;
 }
 
@@ -203,7 +203,7 @@ START_TEST(kernel_statements)
 	Tensor *loc = NEW(a, Tensor);
 	loc->name = "t_vec";
 	loc->dtype = DT_F32;
-	loc->mem = MEM_LOCAL;
+	loc->sched.mem = MEM_LOCAL;
 	Stmt *vs = NEW(a, Stmt);
 	vs->kind = KS_VSTORE;
 	vs->copy.tensor = loc;

@@ -310,7 +310,7 @@ END_TEST
 START_TEST(kir_names_and_print)
 {
 	Tensor *z = tensor("z", 1);
-	z->mem = MEM_GLOBAL;
+	z->sched.mem = MEM_GLOBAL;
 	Tensor *ts[] = {z};
 	Fusion f = {.name = "f", .tensors = ts, .ntensors = 1};
 	Kernel *k = kir_new(A, &f);

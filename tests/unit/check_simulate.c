@@ -334,7 +334,7 @@ static Hand hand_new(void)
 	h.s = NEW(h.a, Tensor);
 	h.s->name = "s";
 	h.s->dtype = DT_F32;
-	h.s->mem = MEM_SHARED;
+	h.s->sched.mem = MEM_SHARED;
 	h.s->index = -1;
 	return h;
 }
@@ -345,7 +345,7 @@ static Stmt *store_at(Hand *h, Tensor *t, IrExpr *off, IrExpr *value)
 {
 	Stmt *s = kir_store(h->k, t, NULL, 0, value);
 	s->store.offset = off;
-	s->store.mem = t->mem;
+	s->store.mem = t->sched.mem;
 	return s;
 }
 
