@@ -104,14 +104,14 @@ bool sched_fragment(Sched *s, Tensor *t, AstDirective *dir)
 	Axis *m = sched_arg_axis(s, t, &dir->args[0]), *n = sched_arg_axis(s, t, &dir->args[1]);
 	if (!m || !n)
 		return false;
-	if (t->fragment_span.file || t->mma) {
+	if (t->sched.fragment_span.file || t->sched.mma) {
 		diag_error(s->d, dir->span, "'%s' has its fragment layout already", t->name);
 		return false;
 	}
 	TensorMma axes = {0};
 	if (!fragment_axes(s, t, m, n, dir->span, &axes))
 		return false;
-	t->fragment_span = dir->span;
+	t->sched.fragment_span = dir->span;
 	return true;
 }
 
@@ -130,13 +130,13 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *c = s->f->tensors[i];
-		if (c->cache_of == t && c->cache_before) {
+		if (c->sched.cache_of == t && c->sched.cache_before) {
 			diag_error(s->d, dir->span, "'%s' computes '%s': apply the mma to '%s' ('%s.mma(%s)')",
 				   c->name, t->name, c->name, c->name, in->name);
 			return false;
 		}
 	}
-	if (t->mma || t->fragment_span.file) {
+	if (t->sched.mma || t->sched.fragment_span.file) {
 		diag_error(s->d, dir->span, "'%s' has its fragment layout already", t->name);
 		return false;
 	}
@@ -153,7 +153,7 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 		diag_note(s->d, t->def_span, "'%s' is defined here", t->name);
 		return false;
 	}
-	if (!t->cache_before || t->mem != MEM_LOCAL) {
+	if (!t->sched.cache_before || t->sched.mem != MEM_LOCAL) {
 		diag_error(s->d, dir->span, "the mma accumulates in registers: apply it to the output's register cache ('%sl = %s.cache_before(local)'), not to '%s'",
 			   t->name, t->name, t->name);
 		return false;
@@ -184,14 +184,14 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	Tensor *ops[2] = {x->tensor, y->tensor};
 	for (int i = 0; i < 2; i++) {
 		Tensor *o = ops[i];
-		if (o->mem == MEM_LOCAL && o->cache_of) {
+		if (o->sched.mem == MEM_LOCAL && o->sched.cache_of) {
 			diag_error(s->d, dir->span, "'%s' is a register cache of an operand: the mma loads its fragments from shared memory itself; register caches of the operands (ldmatrix fragments) are not supported yet",
 				   o->name);
 			return false;
 		}
-		if (o->mem != MEM_SHARED || !o->cache_of || o->cache_before) {
+		if (o->sched.mem != MEM_SHARED || !o->sched.cache_of || o->sched.cache_before) {
 			diag_error(s->d, dir->span, "the mma reads its operands from shared memory, but '%s' reads '%s' from %s memory: cache it first ('%ss = %s.cache_after(shared)' before the mma)",
-				   t->name, o->name, mem_name(o->mem), o->name, o->name);
+				   t->name, o->name, mem_name(o->sched.mem), o->name, o->name);
 			return false;
 		}
 		if (o->dtype != DT_F16 && o->dtype != DT_BF16) {
@@ -245,8 +245,8 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	mma->k = k;
 	if (!fragment_axes(s, t, m, n, dir->span, mma))
 		return false;
-	t->mma = mma;
-	ops[0]->zero_fill = ops[1]->zero_fill = true;
+	t->sched.mma = mma;
+	ops[0]->sched.zero_fill = ops[1]->sched.zero_fill = true;
 	return true;
 }
 
@@ -255,10 +255,10 @@ bool sched_check_mma(Sched *s)
 {
 	bool ok = true;
 	for (int i = 0; i < s->f->ntensors; i++) {
-		Tensor *t = s->f->tensors[i], *c = t->cache_of;
-		if (!t->mma)
+		Tensor *t = s->f->tensors[i], *c = t->sched.cache_of;
+		if (!t->sched.mma)
 			continue;
-		TensorMma *m = t->mma;
+		TensorMma *m = t->sched.mma;
 		int nd = t->ndomain;
 		Axis *want[4] = {m->lane, m->mh, m->nc, m->k};
 		bool kept = nd >= 4;
@@ -268,12 +268,12 @@ bool sched_check_mma(Sched *s)
 			diag_error(s->d, m->span, "the axes the mma made ('%s', '%s', '%s', then '%s') must stay the innermost axes of '%s', as they are",
 				   m->lane->name, m->mh->name, m->nc->name, m->k->name, t->name);
 			ok = false;
-		} else if (t->ca_tensor != c) {
-			diag_error(s->d, t->mma->span, "the mma accumulator '%s' must be computed at its output '%s' ('%s.compute_at(%s, ...)')",
+		} else if (t->sched.ca_tensor != c) {
+			diag_error(s->d, t->sched.mma->span, "the mma accumulator '%s' must be computed at its output '%s' ('%s.compute_at(%s, ...)')",
 				   t->name, c->name, t->name, c->name);
 			ok = false;
-		} else if (!c->fragment_span.file) {
-			diag_error(s->d, t->mma->span, "'%s' stores the accumulator '%s' that the lanes of a warp hold: give it the same layout with '%s.fragment(m, n)' on its 16 x 8 tile axes",
+		} else if (!c->sched.fragment_span.file) {
+			diag_error(s->d, t->sched.mma->span, "'%s' stores the accumulator '%s' that the lanes of a warp hold: give it the same layout with '%s.fragment(m, n)' on its 16 x 8 tile axes",
 				   c->name, t->name, c->name);
 			ok = false;
 		}
