@@ -296,7 +296,21 @@ def outer_cases():
             for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
 
 
-SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "pointwise": pointwise_cases,
+def otry_cases():
+    """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry), beside
+    the automatic ones, for tuning scheduler/auto_outer.c."""
+    o = "bench/otry/"
+    big, wide = {"M": 16384, "N": 4096}, {"M": 65536, "N": 1024}
+    mid = {"B": 64, "T": 512, "H": 1024}
+    cs = [Case("otry", f"otry col {n} {d['M']}x{d['N']}", o + f"col_{n}.fus", d, col_sum)
+          for n in ("u8", "t16", "g128") for d in (big, wide)]
+    cs += [Case("otry", f"otry mid {n}", o + f"mid_{n}.fus", mid, mid_sum) for n in ("tx16", "u8")]
+    cs += [Case("otry", f"otry total {n}", o + f"tot_{n}.fus", {"N": 1 << 28}, total, tol=1e-3)
+           for n in ("u8", "256")]
+    return cs
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "otry": otry_cases, "pointwise": pointwise_cases,
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
