@@ -9,6 +9,8 @@ the outputs). It is the eager peer, the torch.compile peer, and, run on float64 
 inputs, the reference that every output is checked against. `torch` and `F` are bound by
 bind_torch() when the harness times (a dry run needs no PyTorch).
 """
+import os
+
 torch = None
 F = None
 triton_peers = None
@@ -297,16 +299,19 @@ def outer_cases():
 
 
 def otry_cases():
-    """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry), beside
-    the automatic ones, for tuning scheduler/auto_outer.c."""
+    """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry/col_*,
+    mid_*, tot_*), for tuning scheduler/auto_outer.c."""
     o = "bench/otry/"
-    big, wide = {"M": 16384, "N": 4096}, {"M": 65536, "N": 1024}
-    mid = {"B": 64, "T": 512, "H": 1024}
-    cs = [Case("otry", f"otry col {n} {d['M']}x{d['N']}", o + f"col_{n}.fus", d, col_sum)
-          for n in ("u8", "t16", "g128") for d in (big, wide)]
-    cs += [Case("otry", f"otry mid {n}", o + f"mid_{n}.fus", mid, mid_sum) for n in ("tx16", "u8")]
-    cs += [Case("otry", f"otry total {n}", o + f"tot_{n}.fus", {"N": 1 << 28}, total, tol=1e-3)
-           for n in ("u8", "256")]
+    cs = []
+    for f in sorted(os.listdir(o)):
+        n = f[:-4]
+        if f.startswith("col_"):
+            cs += [Case("otry", f"otry {n} {d['M']}x{d['N']}", o + f, d, col_sum)
+                   for d in ({"M": 16384, "N": 4096}, {"M": 65536, "N": 1024})]
+        elif f.startswith("mid_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"B": 64, "T": 512, "H": 1024}, mid_sum))
+        elif f.startswith("tot_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"N": 1 << 28}, total, tol=1e-3))
     return cs
 
 

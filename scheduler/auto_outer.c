@@ -13,7 +13,7 @@
  *     blockIdx.x.
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
  *     split into vectors (16 bytes, through a register copy of a step's 4 vectors when every
- *     read is the identity over the reduced indices), 512 threads, at most 528 blocks (4 per
+ *     read is the identity over the reduced indices), 256 threads, at most 1056 blocks (8 per
  *     H200 SM) in a grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
@@ -28,7 +28,7 @@
 
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
-	OUTER_WARP = 32,        /* threads over column vectors (a warp reads 512 contiguous bytes) */
+	OUTER_VEC_LANES = 16,   /* threads over column vectors (a warp reads 256 bytes of 2 rows) */
 	OUTER_VECTOR_BYTES = 16, /* a vector of columns per thread (f32: 4) */
 	OUTER_THREADS = 256,    /* tx * ty */
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
@@ -36,8 +36,8 @@ enum {
 	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
 	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
 	OUTER_GRID_Y_BATCH = 1, /*   and when more kept indices multiply the blocks on x */
-	WHOLE_THREADS = 512,
-	WHOLE_BLOCKS = 528,     /* 4 blocks of 512 per SM (H200); also the length of the final fold */
+	WHOLE_THREADS = 256,
+	WHOLE_BLOCKS = 1056,    /* 8 blocks of 256 per SM (H200); also the length of the final fold */
 	WHOLE_UNROLL = 4,
 	WHOLE_VECTOR_BYTES = 16,
 };
@@ -173,7 +173,7 @@ static OuterShape outer_shape(Tensor *o, int64_t vec, int64_t size)
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
 	OuterShape sh = {.vec = vec, .unroll = OUTER_UNROLL};
 	/* a warp over consecutive columns: 32 vectors, or 128 bytes of scalars */
-	sh.tx = vec > 1 ? OUTER_WARP : OUTER_WARP_BYTES / size;
+	sh.tx = vec > 1 ? OUTER_VEC_LANES : OUTER_WARP_BYTES / size;
 	if (sh.tx < 1)
 		sh.tx = 1;
 	if (clast)
