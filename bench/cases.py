@@ -9,6 +9,8 @@ the outputs). It is the eager peer, the torch.compile peer, and, run on float64 
 inputs, the reference that every output is checked against. `torch` and `F` are bound by
 bind_torch() when the harness times (a dry run needs no PyTorch).
 """
+import os
+
 torch = None
 F = None
 triton_peers = None
@@ -296,7 +298,24 @@ def outer_cases():
             for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
 
 
-SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "pointwise": pointwise_cases,
+def otry_cases():
+    """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry/col_*,
+    mid_*, tot_*), for tuning scheduler/auto_outer.c."""
+    o = "bench/otry/"
+    cs = []
+    for f in sorted(os.listdir(o)):
+        n = f[:-4]
+        if f.startswith("col_"):
+            cs += [Case("otry", f"otry {n} {d['M']}x{d['N']}", o + f, d, col_sum)
+                   for d in ({"M": 16384, "N": 4096}, {"M": 65536, "N": 1024})]
+        elif f.startswith("mid_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"B": 64, "T": 512, "H": 1024}, mid_sum))
+        elif f.startswith("tot_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"N": 1 << 28}, total, tol=1e-3))
+    return cs
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "otry": otry_cases, "pointwise": pointwise_cases,
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

@@ -398,6 +398,10 @@ typedef struct Fusion {
 	/* auto_scheduled: NULL, or the simpler schedule the automatic scheduler fell back to
 	 * ("scalar", "plain", "serial"; docs/auto_schedule.md) */
 	const char *auto_fallback;
+	/* auto_scheduled: the classes of the outputs' tuned schedules, in output order without
+	 * repeats ("rows", "transpose, pointwise"; scheduler/classify.c), NULL for the plain
+	 * and serial fallbacks */
+	const char *auto_class;
 	/* sema reported an error in this fusion (its IR is incomplete: not scheduled, never
 	 * lowered); the other fusions of the file are still scheduled, so their errors show */
 	bool failed;

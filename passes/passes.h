@@ -99,6 +99,9 @@ bool pass_arch(Kernel *k, Diag *d);
 void pass_arch_explain(Kernel *k, int target, Diag *d);
 /* passes/simplify.c: constant folding and dead branch removal. */
 bool pass_simplify(Kernel *k, Diag *d);
+/* passes/hoist.c: divisions of thread and block indices by sizes, computed once per thread
+ * into kernel-scope locals at the top of the kernel. */
+bool pass_hoist(Kernel *k, Diag *d);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
 

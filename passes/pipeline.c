@@ -30,6 +30,7 @@ const Pass pass_list[] = {
 	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
+	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
 };
 const int pass_count = countof(pass_list);
 

@@ -40,8 +40,51 @@ void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const c
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
 int64_t threads_for(IrExpr *extent, int64_t want);
 bool read_by_other(Fusion *f, Tensor *t);
+/* Two extents that are the same constant or the same size symbol. */
+bool dims_equal(IrExpr *x, IrExpr *y);
 
-/* auto_outer.c */
+/* classify.c: the class of an output, which picks its automatic schedule (docs/auto_schedule.md,
+ * "Classes"), and what the class files share to find it. */
+enum { AUTO_MAX_RANK = 16 };
+typedef enum AutoClass {
+	AC_POINTWISE, /* no reduction, every read in the output's index order and shape */
+	AC_BROADCAST, /* no reduction, some read not (a broadcast, a constant subscript, ...) */
+	AC_TRANSPOSE, /* transpose or permute (auto_transpose.c) */
+	AC_ROWS,      /* a row group: inner reductions, normalizations (auto_schedule.c) */
+	AC_OUTER,     /* column reduction (auto_outer.c) */
+	AC_MIDDLE,    /* middle-axis reduction: more kept indices (auto_outer.c) */
+	AC_WHOLE,     /* whole-tensor reduction into a 0-d output (auto_outer.c) */
+	AC_GENERAL,   /* anything else: correct, not tuned (auto_schedule.c) */
+	AC_COUNT
+} AutoClass;
+/* o's class in f; row_group: o is a row group (auto_schedule.c's row analysis decides). */
+AutoClass auto_classify(Fusion *f, Tensor *o, bool row_group);
+const char *auto_class_name(AutoClass c);
+/* Inlined intermediates, read outputs and scalars: recomputed where they are read. */
+bool auto_recomputed(Tensor *x);
+/* A read of tensor x (memory, or a reduction) whose subscript k is the output's root pos[k]
+ * (-1: a constant or any other expression); false stops the walk. */
+typedef bool (*AutoReadFn)(void *ctx, Tensor *x, const int *pos);
+/* Calls fn for every read of e, an expression over the roots of a tensor whose root k is the
+ * output's root map[k], looking through recomputed tensors. False when fn stopped it, or at
+ * a reduction expression inside e, a read of more than AUTO_MAX_RANK subscripts or
+ * definitions nested more than 64 deep (the reads seen are then not all of them). */
+bool auto_walk_reads(IrExpr *e, const int *map, AutoReadFn fn, void *ctx);
+/* The reductions e reads, looking through inlined tensors: bit 0 any, bit 1 a 0-d one, bit
+ * 2 one with dimensions. */
+unsigned auto_reads_reductions(IrExpr *e, int depth);
+/* What the reads reachable from a pointwise output's definition allow. */
+typedef struct AutoAccess {
+	Tensor *out;
+	bool identity;  /* every memory read is out's own index order and shape */
+	bool vec_ok;    /* the last index only ever subscripts the last dimension */
+	int max_size;   /* widest dtype read or written, in bytes */
+} AutoAccess;
+AutoAccess auto_access(Tensor *o);
+
+/* auto_outer.c: AC_OUTER, AC_MIDDLE or AC_WHOLE when o is one of them, else AC_GENERAL;
+ * auto_outer schedules o when it is (false: not, nothing emitted). */
+AutoClass auto_outer_class(Fusion *f, Tensor *o);
 bool auto_outer(Plan *p, Tensor *o);
 
 /* auto_transpose.c: a pointwise output that reads inputs with its innermost index on

@@ -33,80 +33,11 @@
 
 enum { AUTO_THREADS = 128, AUTO_UNROLL = 4, AUTO_VECTOR_BYTES = 16, AUTO_GRID_YZ = 65535 };
 
-/* What the accesses reachable from an output's definition allow. */
-typedef struct Access {
-	Tensor *out;
-	bool identity;  /* every memory read is out's own index order and shape */
-	bool vec_ok;    /* the last index only ever subscripts the last dimension */
-	int max_size;   /* widest dtype read or written, in bytes */
-} Access;
-
-static bool dims_equal(IrExpr *x, IrExpr *y)
+bool dims_equal(IrExpr *x, IrExpr *y)
 {
 	if (x->kind != y->kind)
 		return false;
 	return x->kind == EX_SIZE ? x->size == y->size : x->kind == EX_INT && x->ival == y->ival;
-}
-
-/* Records a read of memory tensor x whose subscript k is out's root `pos[k]` (-1: other). */
-static void note_read(Access *acc, Tensor *x, const int *pos)
-{
-	Tensor *o = acc->out;
-	if (dtype_size(x->dtype) > acc->max_size)
-		acc->max_size = dtype_size(x->dtype);
-	if (x->ndim != o->ndim && x->ndim != 0) /* a 0-d read is the same for every element */
-		acc->identity = false;
-	for (int k = 0; k < x->ndim; k++) {
-		if (pos[k] != k || k >= o->ndim || !dims_equal(x->shape[k], o->shape[k]))
-			acc->identity = false;
-		if (pos[k] == o->ndim - 1 && k != x->ndim - 1)
-			acc->vec_ok = false;
-	}
-}
-
-/* Walks e, an expression over the root axes of a tensor whose root k is out's root map[k]. */
-static void walk(Access *acc, IrExpr *e, const int *map)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_REDUCE) { /* a reduction inside: not a pointwise output */
-		acc->identity = acc->vec_ok = false;
-		return;
-	}
-	if (e->kind != EX_ACCESS) {
-		for (int i = 0; i < e->nargs; i++)
-			walk(acc, e->args[i], map);
-		return;
-	}
-	Tensor *x = e->tensor;
-	int pos[16];
-	if (e->nargs > 16) {
-		acc->identity = acc->vec_ok = false;
-		return;
-	}
-	for (int k = 0; k < e->nargs; k++) {
-		IrExpr *s = e->args[k];
-		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
-	}
-	/* Inlined tensors and read outputs are recomputed: look through their definitions. */
-	bool recomputed = x->def && !tensor_is_reduction(x) &&
-			  (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
-	if (recomputed)
-		walk(acc, x->def, pos);
-	else
-		note_read(acc, x, pos);
-}
-
-static Access analyze(Tensor *o)
-{
-	Access acc = {o, true, true, dtype_size(o->dtype)};
-	int map[16];
-	for (int k = 0; k < o->ndim && k < 16; k++)
-		map[k] = k;
-	if (o->ndim > 16)
-		acc.identity = acc.vec_ok = false;
-	walk(&acc, o->def, map);
-	return acc;
 }
 
 /* ---- the plan: directives, made and applied one by one ---------------------------------- */
@@ -320,7 +251,7 @@ static void schedule_output(Plan *p, Tensor *o)
 		return;
 	const char *t = o->name;
 	p->at = o->span;
-	Access acc = analyze(o);
+	AutoAccess acc = auto_access(o);
 	bool merged = acc.identity || o->ndim == 1;
 	const char *outer = NULL, *x;
 	if (merged) {
@@ -1118,33 +1049,6 @@ static void schedule_general(Plan *p, Tensor *o)
 	d_bind(p, t, tx, "threadIdx.x");
 }
 
-static bool has_reduction(Fusion *f)
-{
-	for (int i = 0; i < f->ntensors; i++)
-		if (tensor_is_reduction(f->tensors[i]))
-			return true;
-	return false;
-}
-
-/* The reductions e reads, looking through recomputed tensors: bit 0 any, bit 1 a 0-d one,
- * bit 2 one with dimensions. */
-static unsigned reads_reductions(IrExpr *e, int depth)
-{
-	if (!e || depth > 64)
-		return 0;
-	unsigned bits = 0;
-	if (e->kind == EX_ACCESS) {
-		Tensor *t = e->tensor;
-		if (tensor_is_reduction(t))
-			return 1u | (t->ndim == 0 ? 2u : 4u);
-		if (t->def && (t->sched.inlined || t->kind == TK_SCALAR))
-			bits |= reads_reductions(t->def, depth + 1);
-	}
-	for (int i = 0; i < e->nargs; i++)
-		bits |= reads_reductions(e->args[i], depth);
-	return bits;
-}
-
 /* A pointwise output that reads 0-d reductions only: one block of ALL_THREADS threads over
  * all its elements, so each 0-d reduction is computed once (by the block, at the top of the
  * nest), not once per block. */
@@ -1162,17 +1066,33 @@ static void schedule_one_block(Plan *p, Tensor *o)
 	d_bind(p, t, tx, "threadIdx.x");
 }
 
-/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, a
- * pointwise schedule, a row group, a reduction over its kept axes, or the general one. */
+/* A reduction output, or a pointwise output that reads reductions, of no tuned class: a
+ * reduction over its kept axes (schedule_kept), one block for readers of 0-d reductions only,
+ * else the general schedule. */
+static void schedule_other(Plan *p, Tensor *o)
+{
+	if (!o->def)
+		return;
+	if (tensor_is_reduction(o)) {
+		if (!(auto_reads_reductions(o->def->args[0], 0) & 4))
+			schedule_kept(p, o);
+		else if (o->ndim > 0)
+			/* its axes stay unmerged, for the reductions it reads to be computed in */
+			schedule_general(p, o);
+		return; /* 0-d, reading reductions: one thread */
+	}
+	unsigned reds = auto_reads_reductions(o->def, 0);
+	if (o->ndim > 0 && reds == 3)
+		schedule_one_block(p, o);
+	else if (o->ndim > 0)
+		schedule_general(p, o);
+}
+
+/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
+ * of its class (classify.c). Fusion.auto_class names the classes. */
 static void schedule_tuned(Plan *p)
 {
 	Fusion *f = p->f;
-	if (!has_reduction(f)) {
-		for (int i = 0; i < f->noutputs; i++)
-			if (!auto_transpose(p, f->outputs[i]))
-				schedule_output(p, f->outputs[i]);
-		return;
-	}
 	Row rows[MAX_GROUP];
 	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
 	for (int i = 0; i < nout; i++) {
@@ -1187,31 +1107,38 @@ static void schedule_tuned(Plan *p)
 					if (rows[i].reds[x] == rows[j].reds[y])
 						rows[i].ok = false;
 	}
+	unsigned seen = 0;
+	f->auto_class = NULL;
 	for (int i = 0; i < f->noutputs; i++) {
 		Tensor *o = f->outputs[i];
 		p->at = f->span;
-		if (!o->def)
-			continue;
-		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
-		if (i < nout && rows[i].ok)
-			schedule_row(p, &rows[i], f->noutputs == 1);
-		else if (auto_outer(p, o))
-			continue; /* outer, middle-axis and whole-tensor reductions (auto_outer.c) */
-		else if (tensor_is_reduction(o) && !(reads_reductions(o->def->args[0], 0) & 4))
-			schedule_kept(p, o);
-		else if (tensor_is_reduction(o) && o->ndim > 0)
-			/* its axes stay unmerged, for the reductions it reads to be computed in */
-			schedule_general(p, o);
-		else if (tensor_is_reduction(o))
-			continue; /* 0-d, reading reductions: one thread */
-		else if (!reds && auto_transpose(p, o))
-			continue; /* transposes and permutes (auto_transpose.c) */
-		else if (!reds)
+		AutoClass c = auto_classify(f, o, i < nout && rows[i].ok);
+		if (!(seen >> c & 1))
+			f->auto_class = f->auto_class ? arena_printf(p->a, "%s, %s", f->auto_class,
+								     auto_class_name(c))
+						      : auto_class_name(c);
+		seen |= 1u << c;
+		switch (c) {
+		case AC_POINTWISE:
+		case AC_BROADCAST:
 			schedule_output(p, o);
-		else if (o->ndim > 0 && reds == 3)
-			schedule_one_block(p, o);
-		else if (o->ndim > 0)
-			schedule_general(p, o);
+			break;
+		case AC_TRANSPOSE:
+			auto_transpose(p, o);
+			break;
+		case AC_ROWS:
+			schedule_row(p, &rows[i], f->noutputs == 1);
+			break;
+		case AC_OUTER:
+		case AC_MIDDLE:
+		case AC_WHOLE:
+			auto_outer(p, o);
+			break;
+		case AC_GENERAL:
+		case AC_COUNT:
+			schedule_other(p, o);
+			break;
+		}
 	}
 	p->at = f->span;
 	/* 0-d reductions inside a nest: block reductions at the top of their reader */

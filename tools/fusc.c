@@ -487,7 +487,8 @@ static void emit_schedules(Program *p, Buf *b)
 			buf_printf(b, "// %s: the automatic scheduler's %s schedule (the tuned one did not compile)\n",
 				   f->name, f->auto_fallback);
 		else
-			buf_printf(b, "// %s: the automatic scheduler's schedule\n", f->name);
+			buf_printf(b, "// %s: the automatic scheduler's schedule (class: %s)\n", f->name,
+				   f->auto_class ? f->auto_class : "general");
 		bool copies = false;
 		for (int k = 0; k < f->ntensors; k++) {
 			Tensor *t = f->tensors[k];

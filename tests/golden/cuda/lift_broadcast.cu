@@ -515,6 +515,8 @@ extern "C" __global__ void __launch_bounds__(128) bcast_block_kernel(const float
 extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, long long M, long long N)
 {
   float y_sum0_acc;
+  long long quot;
+  quot = (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) / __fus_max(N, (long long)1);
   // nest of y
   float y_sum0[1];
   // y_sum0 computed at y.bx
@@ -526,7 +528,7 @@ extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel(const float
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  if ((((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) / N < M) {
+  if (quot < M) {
     y[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = x[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] * rsqrtf(y_sum0[0] / N + 1e-05f);
   }
 }
