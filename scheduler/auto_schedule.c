@@ -392,7 +392,7 @@ typedef struct Row {
 	IrExpr **rows;          /* their extents */
 	IrExpr *n;              /* row length */
 	bool ok;                /* the whole group has the row shape */
-	int max_size;           /* widest dtype read or written, in bytes */
+	int max_size;           /* widest dtype read or written along the row, in bytes (0: none) */
 	Tensor *reds[MAX_GROUP];  /* row reductions read (definition order after sorting) */
 	int nreds;
 	Tensor *ins[MAX_GROUP];   /* inputs read as full rows x[rows..., col] */
@@ -452,10 +452,11 @@ static void row_read(Row *r, Tensor *x, const int *sub)
 {
 	int next = 0;
 	bool full = x->ndim == r->k + 1;
-	if (dtype_size(x->dtype) > r->max_size)
-		r->max_size = dtype_size(x->dtype);
 	for (int m = 0; m < x->ndim; m++) {
 		int s = sub[m];
+		/* only reads along the row are vectors (a per-row value is one load per row) */
+		if (s == ROLE_COL && dtype_size(x->dtype) > r->max_size)
+			r->max_size = dtype_size(x->dtype);
 		if (s == ROLE_OTHER || (s == ROLE_COL && m != x->ndim - 1))
 			r->ok = false;
 		else if (s == ROLE_COL && !dims_equal(x->shape[m], r->n))
@@ -564,7 +565,8 @@ static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
  * t[i] / N`, the anchor has no column; the row length is the reductions'). */
 static Row row_analyze(Tensor *o, int k)
 {
-	Row r = {.anchor = o, .ok = true, .max_size = dtype_size(o->dtype), .k = k};
+	/* a reduction or a row-only anchor writes one value per row: not a vector */
+	Row r = {.anchor = o, .ok = true, .max_size = k < o->ndim ? dtype_size(o->dtype) : 0, .k = k};
 	bool red = tensor_is_reduction(o);
 	if (r.k < 1 || r.k > 15 || (red && o->nroot != o->ndim + 1)) {
 		r.ok = false;
@@ -672,7 +674,7 @@ typedef struct RowShape {
 static int row_vec(Row *r)
 {
 	int64_t n;
-	int vec = AUTO_VECTOR_BYTES / r->max_size;
+	int vec = AUTO_VECTOR_BYTES / (r->max_size > 0 ? r->max_size : 4);
 	if (vec < 1)
 		vec = 1;
 	if (ir_is_const(r->n, &n))
@@ -746,8 +748,7 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 	/* persistent when every input read by two or more stored tensors fits */
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
-		if (popcount64(r->readers[i]) < 2 || !(r->readers[i] & 1) ||
-		    r->stored[i] != popcount64(r->readers[i]))
+		if (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i]))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -959,8 +960,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (!c)
 			return;
 		d_compute_at(p, cache[i], row_reader(r, &s, c)->name, at, shared, nshared);
-		RowAxes x = row_split(p, cache[i], own_name(col, shared, nshared, p->a), s.vec,
-				      s.threads);
+		RowAxes x = row_split(p, cache[i], own_name(c->root[r->k]->name, shared, nshared, p->a),
+				      s.vec, s.threads);
 		if (x.jv)
 			d_verb1(p, cache[i], "vectorize", x.jv);
 		d_verb1(p, cache[i], "unroll", x.jr);

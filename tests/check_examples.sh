@@ -76,7 +76,7 @@ done
 for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
 		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
-		 bench/auto/layernorm_bf16.fus; do
+		 bench/auto/layernorm_bf16.fus bench/auto/logsumexp_f16.fus bench/auto/row_sum_bf16.fus; do
 		if "$FUSC" check "$f" --dims "M=3,N=$n" --max-blocks 2 >"$out" 2>&1; then
 			pass=$((pass + 1))
 		else
