@@ -274,15 +274,16 @@ static const char lse_src[] =
 
 /* logsumexp: the lifted sum and the max both read x, the output reads neither x nor a row of
  * anything. x is still cached in registers at the row (computed at the max, which the sum
- * follows), so every bucket reads the row once, in 16-byte vectors. The unbounded kernel
- * cannot hold the row and reads it twice. */
+ * follows), so every bucket up to 16384 reads the row once, in 16-byte vectors. The 65536
+ * bucket and the unbounded kernel cannot hold a row of f32 and read it twice. */
 START_TEST(test_auto_logsumexp_reads_once)
 {
 	TestCompile *tc = tc_compile(lse_src, true);
 	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
 	int nvariants = 0;
 	for (Kernel *v = tc->kernels[0]; v; v = v->fallback) {
-		if (strstr(v->name, "_N") == NULL || strstr(v->name, "scalar"))
+		if (strstr(v->name, "_N") == NULL || strstr(v->name, "scalar") ||
+		    strcmp(v->name, "lse_kernel_N65536") == 0)
 			continue;
 		Buf b = {0};
 		kir_print(v, &b);
@@ -306,6 +307,37 @@ START_TEST(test_auto_logsumexp_reads_once)
 	check_simulated(lse_src, "M=3,N=4097");
 	check_simulated(lse_src, "M=2,N=1");
 	check_simulated(lse_src, "M=0,N=7");
+}
+END_TEST
+
+/* The 65536 bucket: a row of f32 that no register budget holds is read by each reduction
+ * and the output in turn, 512 threads, 8 loop steps unrolled at a time (8 loads in flight per
+ * thread: the loop was not unrolled before, one 4-byte load per thread in flight). */
+START_TEST(test_auto_long_bucket_unrolled)
+{
+	TestCompile *tc = tc_compile("fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+				     "  m[i]    = max(j: x[i, j]);\n"
+				     "  e[i, j] = exp(x[i, j] - m[i]);\n"
+				     "  s[i]    = sum(j: e[i, j]);\n"
+				     "  y[i, j] = e[i, j] / s[i];\n"
+				     "}\n", true);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *v = tc->kernels[0];
+	while (v && strcmp(v->name, "softmax_kernel_N65536") != 0)
+		v = v->fallback;
+	ck_assert_ptr_nonnull(v);
+	Buf b = {0};
+	kir_print(v, &b);
+	ck_assert_contains(b.s, "kernel softmax_kernel_N65536 grid(M) block(512) {");
+	ck_assert_contains(b.s, "require N <= 65536;\n");
+	ck_assert_contains(b.s, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
+	ck_assert_contains(b.s, "for ju_2 in [0, 8) unroll {");
+	ck_assert_contains(b.s, "y[blockIdx.x * N + jq_2 * 16384 + ju_2 * 2048 + threadIdx.x * 4 : 4] =");
+	ck_assert_not_contains(b.s, "x_reg");
+	buf_free(&b);
+	tc_free(tc);
+	check_simulated(lse_src, "M=2,N=20001");
+	check_simulated(row_sum_src, "M=3,N=65536");
 }
 END_TEST
 
@@ -858,6 +890,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_softmax_symbolic);
 	tcase_add_test(tc, test_auto_logsumexp_reads_once);
 	tcase_add_test(tc, test_auto_row_sum_bf16_vectors);
+	tcase_add_test(tc, test_auto_long_bucket_unrolled);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);
 	tcase_add_test(tc, test_auto_col_sum_grid);

@@ -22,7 +22,8 @@ extern "C" {
  * 4; lse_auto_kernel_N1024_scalar when N <= 1024; lse_auto_kernel_N4096 when N <= 4096, x is
  * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N4096_scalar when N <= 4096;
  * lse_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
- * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel otherwise.
+ * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel_N65536 when N <= 65536;
+ * lse_auto_kernel otherwise.
  */
 cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, cudaStream_t stream);
 const char *lse_auto_last_error(void);
