@@ -46,6 +46,7 @@ enum {
 	ROW_THREADS = 128,        /* threads over a row of symbolic length */
 	ROW_MAX_THREADS = 512,    /* threads over a long row of constant length */
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
+	ROW_UNROLL = 8,           /* loop steps unrolled together in a longer row */
 	PERSIST_BYTES = 65536,    /* a cached row of one input: at most 16384 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
 	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
@@ -323,7 +324,7 @@ typedef struct Row {
 	IrExpr **rows;          /* their extents */
 	IrExpr *n;              /* row length */
 	bool ok;                /* the whole group has the row shape */
-	int max_size;           /* widest dtype read or written, in bytes */
+	int max_size;           /* widest dtype read or written along the row, in bytes (0: none) */
 	Tensor *reds[MAX_GROUP];  /* row reductions read (definition order after sorting) */
 	int nreds;
 	Tensor *ins[MAX_GROUP];   /* inputs read as full rows x[rows..., col] */
@@ -383,10 +384,11 @@ static void row_read(Row *r, Tensor *x, const int *sub)
 {
 	int next = 0;
 	bool full = x->ndim == r->k + 1;
-	if (dtype_size(x->dtype) > r->max_size)
-		r->max_size = dtype_size(x->dtype);
 	for (int m = 0; m < x->ndim; m++) {
 		int s = sub[m];
+		/* only reads along the row are vectors (a per-row value is one load per row) */
+		if (s == ROLE_COL && dtype_size(x->dtype) > r->max_size)
+			r->max_size = dtype_size(x->dtype);
 		if (s == ROLE_OTHER || (s == ROLE_COL && m != x->ndim - 1))
 			r->ok = false;
 		else if (s == ROLE_COL && !dims_equal(x->shape[m], r->n))
@@ -495,7 +497,8 @@ static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
  * t[i] / N`, the anchor has no column; the row length is the reductions'). */
 static Row row_analyze(Tensor *o, int k)
 {
-	Row r = {.anchor = o, .ok = true, .max_size = dtype_size(o->dtype), .k = k};
+	/* a reduction or a row-only anchor writes one value per row: not a vector */
+	Row r = {.anchor = o, .ok = true, .max_size = k < o->ndim ? dtype_size(o->dtype) : 0, .k = k};
 	bool red = tensor_is_reduction(o);
 	if (r.k < 1 || r.k > 15 || (red && o->nroot != o->ndim + 1)) {
 		r.ok = false;
@@ -595,6 +598,8 @@ static int popcount64(uint64_t v)
  * row length. */
 typedef struct RowShape {
 	int64_t vec, threads, rows_per_block;
+	int64_t unroll;          /* not persistent, a long bounded row: each loop over a thread's
+				  * part of the row split by this, the inner part unrolled (0: no) */
 	bool persistent;
 	bool cache[MAX_GROUP];   /* persistent: which inputs are kept in registers */
 	Tensor *mid;             /* persistent: an intermediate kept in registers, or NULL */
@@ -603,7 +608,7 @@ typedef struct RowShape {
 static int row_vec(Row *r)
 {
 	int64_t n;
-	int vec = AUTO_VECTOR_BYTES / r->max_size;
+	int vec = AUTO_VECTOR_BYTES / (r->max_size > 0 ? r->max_size : 4);
 	if (vec < 1)
 		vec = 1;
 	if (ir_is_const(r->n, &n))
@@ -677,8 +682,7 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 	/* persistent when every input read by two or more stored tensors fits */
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
-		if (popcount64(r->readers[i]) < 2 || !(r->readers[i] & 1) ||
-		    r->stored[i] != popcount64(r->readers[i]))
+		if (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i]))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -715,6 +719,9 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 		if (s.threads < ROW_THREADS)
 			s.threads = ROW_THREADS;
 		s.threads = short_threads(vectors, s.threads);
+		/* more vectors per thread than that: unrolled by ROW_UNROLL at a time */
+		if ((vectors + s.threads - 1) / s.threads > ROW_VECTORS)
+			s.unroll = ROW_UNROLL;
 	}
 	/* rows that take fewer threads than a block share one (R rows on threadIdx.y) */
 	if (s.threads < BLOCK_ROWS_THREADS)
@@ -724,12 +731,13 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 
 /* Names of the loops of the row split [.., jr, tx, jv] of one tensor. */
 typedef struct RowAxes {
-	const char *jr, *tx, *jv;
+	const char *jr, *ju, *tx, *jv;
 } RowAxes;
 
-/* split(col, vec) -> (jo, jv); split(jo, T) -> (jr, tx); bind tx (when T > 1). vec == 1:
- * no jv. */
-static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, int64_t threads)
+/* split(col, vec) -> (jo, jv); split(jo, T) -> (jr, tx); bind tx (when T > 1); with unroll,
+ * split(jr, unroll) -> (jq, ju) and ju unrolled (then x.jr is jq). vec == 1: no jv. */
+static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, int64_t threads,
+			 int64_t unroll)
 {
 	RowAxes x = {0};
 	const char *jo = col;
@@ -742,6 +750,13 @@ static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, i
 	x.tx = fresh_axis(p, t, "tx");
 	d_split(p, t, jo, threads, x.jr, x.tx);
 	d_bind(p, t, x.tx, "threadIdx.x");
+	if (unroll > 1) {
+		const char *jq = fresh_axis(p, t, "jq");
+		x.ju = fresh_axis(p, t, "ju");
+		d_split(p, t, x.jr, unroll, jq, x.ju);
+		d_verb1(p, t, "unroll", x.ju);
+		x.jr = jq;
+	}
 	return x;
 }
 
@@ -777,10 +792,11 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 	for (int i = 0; i < r->nins; i++)
 		excl |= sole_reader(r, i, me);
 	excl &= !s->persistent && s->vec > 1;
-	RowAxes x = row_split(p, t->name, col, s->persistent || excl ? s->vec : 1, s->threads);
+	RowAxes x = row_split(p, t->name, col, s->persistent || excl ? s->vec : 1, s->threads,
+			      s->unroll);
 	/* a constant row: the loop over a thread's vectors unrolled, so its loads are issued
 	 * together (and persistent registers are indexed by constants) */
-	if (row_len(r, &(int64_t){0}) && (s->persistent || excl))
+	if (row_len(r, &(int64_t){0}) && (s->persistent || excl) && !x.ju)
 		d_verb1(p, t->name, "unroll", x.jr);
 	if (x.jv)
 		d_verb1(p, t->name, "unroll", x.jv);
@@ -790,8 +806,10 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 		if (!sole_reader(r, i, me))
 			continue;
 		const char *c = d_cache_after(p, r->ins[i], "local");
-		const char *sh[] = {x.jr, x.tx};
-		d_compute_at(p, c, t->name, x.tx, sh, 2);
+		const char *sh[] = {x.jr, x.tx, x.tx};
+		if (x.ju)
+			sh[1] = x.ju;
+		d_compute_at(p, c, t->name, x.tx, sh, x.ju ? 3 : 2);
 		d_verb1(p, c, "vectorize", x.jv);
 	}
 }
@@ -852,10 +870,10 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		schedule_row_reduction(p, r, &s, o, 0, col);
 	} else if (col) {
 		/* a pointwise anchor writes whole vectors */
-		RowAxes x = row_split(p, o->name, col, s.vec, s.threads);
+		RowAxes x = row_split(p, o->name, col, s.vec, s.threads, s.unroll);
 		if (x.jv)
 			d_verb1(p, o->name, "vectorize", x.jv);
-		if (s.persistent)
+		if (s.persistent && !x.ju)
 			d_verb1(p, o->name, "unroll", x.jr);
 	}
 	/* The kept intermediate: in registers at the row, split like the anchor. */
@@ -863,7 +881,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		d_verb1(p, s.mid->name, "memory", "local");
 		d_compute_at(p, s.mid->name, o->name, at, shared, nshared);
 		const char *c = own_name(s.mid->root[r->k]->name, shared, nshared, p->a);
-		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads);
+		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads, 0);
 		d_verb1(p, s.mid->name, "unroll", x.jr);
 		if (x.jv)
 			d_verb1(p, s.mid->name, "unroll", x.jv);
@@ -890,11 +908,12 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (!c)
 			return;
 		d_compute_at(p, cache[i], row_reader(r, &s, c)->name, at, shared, nshared);
-		RowAxes x = row_split(p, cache[i], own_name(col, shared, nshared, p->a), s.vec,
-				      s.threads);
+		RowAxes x = row_split(p, cache[i], own_name(c->root[r->k]->name, shared, nshared, p->a),
+				      s.vec, s.threads, s.unroll);
 		if (x.jv)
 			d_verb1(p, cache[i], "vectorize", x.jv);
-		d_verb1(p, cache[i], "unroll", x.jr);
+		if (!x.ju)
+			d_verb1(p, cache[i], "unroll", x.jr);
 	}
 }
 
@@ -1331,7 +1350,7 @@ static bool lowers(Arena *a, Diag *d, Fusion *f)
 /* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
  * short rows (several per block), then rows persistent in registers as a constant row of
  * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
-static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
+static const int64_t row_buckets[] = {256, 1024, 4096, 16384, 65536};
 
 /* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
  * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A

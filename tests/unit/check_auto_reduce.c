@@ -248,6 +248,112 @@ END_TEST
 
 static void check_simulated(const char *src, const char *dims);
 
+/* Does every load of memory tensor `x` in kernel text k go into its register cache x_reg
+ * (the row is read from global memory once)? Some such load must exist. */
+static bool loads_only_into_cache(const char *k)
+{
+	int n = 0;
+	for (const char *at = strstr(k, " x["); at; at = strstr(at + 1, " x[")) {
+		const char *line = at;
+		while (line > k && line[-1] != '\n')
+			line--;
+		while (*line == ' ')
+			line++;
+		if (strncmp(line, "x_reg[", 6) != 0)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
+static const char lse_src[] =
+	"fusion lse(x: f32[M, N]) -> (l: f32[M]) {\n"
+	"  m[i] = max(j: x[i, j]);\n"
+	"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+	"}\n";
+
+/* logsumexp: the lifted sum and the max both read x, the output reads neither x nor a row of
+ * anything. x is still cached in registers at the row (computed at the max, which the sum
+ * follows), so every bucket up to 16384 reads the row once, in 16-byte vectors. The 65536
+ * bucket and the unbounded kernel cannot hold a row of f32 and read it twice. */
+START_TEST(test_auto_logsumexp_reads_once)
+{
+	TestCompile *tc = tc_compile(lse_src, true);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	int nvariants = 0;
+	for (Kernel *v = tc->kernels[0]; v; v = v->fallback) {
+		if (strstr(v->name, "_N") == NULL || strstr(v->name, "scalar") ||
+		    strcmp(v->name, "lse_kernel_N65536") == 0)
+			continue;
+		Buf b = {0};
+		kir_print(v, &b);
+		ck_assert_msg(loads_only_into_cache(b.s), "%s reads x twice:\n%s", v->name, b.s);
+		ck_assert_contains(b.s, "x_reg[jr * 4 : 4] = x[");
+		ck_assert_contains(b.s, "// x_reg computed at m.");
+		buf_free(&b);
+		nvariants++;
+	}
+	ck_assert_int_ge(nvariants, 4);
+	tc_free(tc);
+	char *k = auto_kernel("fusion lse(x: f32[M, 4096]) -> (l: f32[M]) {\n"
+			      "  m[i] = max(j: x[i, j]);\n"
+			      "  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+			      "}\n");
+	ck_assert_contains(k, "kernel lse_kernel grid(M) block(128) {");
+	ck_assert_contains(k, "alloc local f32 x_reg[32];");
+	ck_assert_msg(loads_only_into_cache(k), "x read twice:\n%s", k);
+	free(k);
+	check_simulated(lse_src, "M=5,N=1000");
+	check_simulated(lse_src, "M=3,N=4097");
+	check_simulated(lse_src, "M=2,N=1");
+	check_simulated(lse_src, "M=0,N=7");
+}
+END_TEST
+
+/* The 65536 bucket: a row of f32 that no register budget holds is read by each reduction
+ * and the output in turn, 512 threads, 8 loop steps unrolled at a time (8 loads in flight per
+ * thread: the loop was not unrolled before, one 4-byte load per thread in flight). */
+START_TEST(test_auto_long_bucket_unrolled)
+{
+	TestCompile *tc = tc_compile("fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+				     "  m[i]    = max(j: x[i, j]);\n"
+				     "  e[i, j] = exp(x[i, j] - m[i]);\n"
+				     "  s[i]    = sum(j: e[i, j]);\n"
+				     "  y[i, j] = e[i, j] / s[i];\n"
+				     "}\n", true);
+	char *k = tc_variant_ir(tc, "softmax_kernel_N65536");
+	ck_assert_contains(k, "kernel softmax_kernel_N65536 grid(M) block(512) {");
+	ck_assert_contains(k, "require N <= 65536;\n");
+	ck_assert_contains(k, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
+	ck_assert_contains(k, "for ju_2 in [0, 8) unroll {");
+	ck_assert_contains(k, "y[blockIdx.x * N + jq_2 * 16384 + ju_2 * 2048 + threadIdx.x * 4 : 4] =");
+	ck_assert_not_contains(k, "x_reg");
+	free(k);
+	tc_free(tc);
+	check_simulated(lse_src, "M=2,N=20001");
+	check_simulated(row_sum_src, "M=3,N=65536");
+}
+END_TEST
+
+/* 2-byte rows reduced into f32: the vector is 16 bytes of the row (8 bf16), whatever the
+ * width of the one value per row that is written. */
+START_TEST(test_auto_row_sum_bf16_vectors)
+{
+	char *k = auto_kernel("fusion rs(x: bf16[M, 4096]) -> (s: f32[M]) {\n"
+			      "  s[i] = sum(j: x[i, j]);\n"
+			      "}\n");
+	ck_assert_contains(k, "alloc local bf16 x_reg[8];");
+	ck_assert_contains(k, "x_reg[0 : 8] = x[");
+	free(k);
+	k = auto_kernel("fusion lse(x: f16[M, 4096]) -> (l: f32[M]) {\n"
+			"  m[i] = max(j: x[i, j]);\n"
+			"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+			"}\n");
+	ck_assert_contains(k, "x_reg[jr * 8 : 8] = x[");
+	free(k);
+}
+END_TEST
+
 /* A constant column count: 32 blocks of 32 columns on blockIdx.x, and enough blocks on
  * blockIdx.y to fill the GPU (1056 blocks in all: 33 of them). */
 START_TEST(test_auto_col_sum_grid)
@@ -779,6 +885,9 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_softmax_persistent);
 	tcase_add_test(tc, test_auto_long_rows);
 	tcase_add_test(tc, test_auto_softmax_symbolic);
+	tcase_add_test(tc, test_auto_logsumexp_reads_once);
+	tcase_add_test(tc, test_auto_row_sum_bf16_vectors);
+	tcase_add_test(tc, test_auto_long_bucket_unrolled);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);
 	tcase_add_test(tc, test_auto_col_sum_grid);

@@ -62,6 +62,18 @@ char *tc_kernel_ir(TestCompile *tc, int i)
 	return b.s;
 }
 
+char *tc_variant_ir(TestCompile *tc, const char *name)
+{
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *v = tc->kernels[0];
+	while (v && strcmp(v->name, name) != 0)
+		v = v->fallback;
+	ck_assert_msg(v != NULL, "no variant %s", name);
+	Buf b = {0};
+	kir_print(v, &b);
+	return b.s;
+}
+
 char *tc_fusion_ir(TestCompile *tc, int i)
 {
 	Buf b = {0};

@@ -33,6 +33,8 @@ void tc_assert_nvrtc(TestCompile *tc);
 void tc_assert_no_reports(TestCompile *tc, SimResult *r);
 /* Text of stages (malloc'd; caller frees). */
 char *tc_kernel_ir(TestCompile *tc, int i);
+/* The kernel IR of the variant of kernel 0 named `name` (a Check failure if there is none). */
+char *tc_variant_ir(TestCompile *tc, const char *name);
 char *tc_fusion_ir(TestCompile *tc, int i);
 char *tc_cuda(TestCompile *tc);
 /* The front end only (parse, sema and, when schedule is true, the schedule) of `text` named
