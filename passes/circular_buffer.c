@@ -345,7 +345,7 @@ static bool buffer_loop(Cb *cb, Found *f)
 		Tensor *t = cb->group[g];
 		if (!slot_size(cb, t, &cb->sizes[g]) || !source_outside(cb, t, loads[g], L->body))
 			return false;
-		async |= t->cp_async;
+		async |= cp_async_kept(cb->k, t);
 		if (t->mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->body))
 			share = true;
 	}

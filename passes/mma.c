@@ -178,8 +178,8 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 			bool split_inner = false;
 			for (int j = 0; j < split.len; j++)
 				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
-			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
-			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+			/* the bound of the k root, the last (`k < K`, in split_cond as well), is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[t->ndim]->extent))
 				split_inner = false;
 			if (mentions(c, kv) && split_inner) {
 				/* `inner < F` of a split of k that F does not divide into 16s: the tile

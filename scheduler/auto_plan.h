@@ -1,7 +1,8 @@
 /* auto_plan.h: what the automatic scheduler's files share (private to scheduler/): the plan
  * (the generated directives, applied as they are made) and the helpers that emit one
  * directive each. auto_schedule.c defines them; auto_outer.c (outer, middle-axis and
- * whole-tensor reductions) and auto_transpose.c (transposes) use them. docs/auto_schedule.md. */
+ * whole-tensor reductions), auto_transpose.c (transposes) and auto_matmul.c (matrix
+ * products) use them. docs/auto_schedule.md. */
 #ifndef FUSC_AUTO_PLAN_H
 #define FUSC_AUTO_PLAN_H
 
@@ -38,6 +39,9 @@ const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const ch
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
+/* `[result =] t.verb(args) [-> (outs)];` (an argument: an integer, a dotted name, a name) */
+void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
+		 const char **args, int nouts, const char **outs);
 int64_t threads_for(IrExpr *extent, int64_t want);
 bool read_by_other(Fusion *f, Tensor *t);
 
@@ -58,5 +62,20 @@ typedef struct AutoTranspose {
 bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c);
 /* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
 bool auto_transpose(Plan *p, Tensor *o);
+
+/* auto_matmul.c: a contraction C[b..., i, j] = sum(k: A[b..., i, k] * B[b..., k, j]) (either
+ * operand transposed), or a pointwise epilogue of one, as the fusion's one output. */
+typedef struct AutoMatmul {
+	Tensor *out;        /* the output */
+	Tensor *acc;        /* the contraction: out, or the reduction its epilogue reads */
+	Tensor *a, *b;      /* the operands, inputs */
+	bool a_trans, b_trans; /* A[b..., k, i], B[b..., j, k] */
+	int nbatch;         /* leading batch indices */
+	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
+} AutoMatmul;
+/* Whether o is in the class (c says how). */
+bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c);
+/* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
+bool auto_matmul(Plan *p, Tensor *o);
 
 #endif

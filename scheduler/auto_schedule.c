@@ -205,6 +205,12 @@ static void emit(Plan *p, const char *result, const char *t, const char *verb, i
 	p->ok &= sched_directive(&p->s, d);
 }
 
+void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
+		 const char **args, int nouts, const char **outs)
+{
+	emit(p, result, t, verb, nargs, args, nouts, outs);
+}
+
 void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
 		    const char *i)
 {
@@ -1190,8 +1196,8 @@ static void schedule_tuned(Plan *p)
 	for (int i = 0; i < f->noutputs; i++) {
 		Tensor *o = f->outputs[i];
 		p->at = f->span;
-		if (!o->def)
-			continue;
+		if (!o->def || auto_matmul(p, o))
+			continue; /* matrix products (auto_matmul.c) */
 		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
 		if (i < nout && rows[i].ok)
 			schedule_row(p, &rows[i], f->noutputs == 1);

@@ -1,0 +1,249 @@
+/* check_auto_matmul.c: the automatic schedule of matrix products (scheduler/auto_matmul.c,
+ * docs/auto_schedule.md "Matrix products"): which outputs the classifier takes and how
+ * (operands, transposes, batch, epilogue, tensor cores or FMA), that the tensor-core schedule
+ * puts the product on mma.sync with ldmatrix and the epilogue in the same kernel, that the
+ * chain ends with a kernel without preconditions, and the kernels against the reference in
+ * the simulator at sizes no tile divides, 0 and 1 (examples/gemm/auto_*.fus run more sizes
+ * through tests/check_examples.sh). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "scheduler/auto_plan.h"
+#include "tests/unit/testutil.h"
+
+/* What the classifier says about the one output of src, on the fusion as sema builds it. */
+typedef struct Class {
+	bool in, mma, a_trans, b_trans, epilogue;
+	int nbatch;
+	char a[16], b[16];
+} Class;
+
+static Class classify(const char *src)
+{
+	TestCompile *tc = tc_compile(src, false);
+	ck_assert_msg(tc->prog != NULL, "%s", tc->diags);
+	Fusion *g = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[0]->ast);
+	ck_assert_ptr_nonnull(g);
+	AutoMatmul c;
+	Class r = {.in = auto_matmul_classify(g, g->outputs[0], &c)};
+	if (r.in) {
+		r.mma = c.mma;
+		r.a_trans = c.a_trans;
+		r.b_trans = c.b_trans;
+		r.epilogue = c.acc != c.out;
+		r.nbatch = c.nbatch;
+		snprintf(r.a, sizeof r.a, "%s", c.a->name);
+		snprintf(r.b, sizeof r.b, "%s", c.b->name);
+	}
+	tc_free(tc);
+	return r;
+}
+
+#define MM(ta, tb, tc, body) \
+	"fusion m(A: " ta ", B: " tb ") -> (C: " tc ") { " body " }"
+
+START_TEST(test_classify)
+{
+	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
+	ck_assert_str_eq(c.a, "A");
+	ck_assert_str_eq(c.b, "B");
+	/* bf16, the operands in the other order, casts around them */
+	c = classify(MM("bf16[K, N]", "bf16[M, K]", "f32[M, N]",
+			"C[i, j] = sum(k: f32(B[i, k]) * f32(A[k, j]));"));
+	ck_assert(c.in && c.mma);
+	ck_assert_str_eq(c.a, "B");
+	/* f32 operands: the FMA schedule */
+	c = classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma);
+	/* an f16 accumulator (C f16 without a cast): no f32 accumulation, FMA */
+	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma);
+	/* transposed operands: in the class, on FMA units (the mma directive refuses them) */
+	c = classify(MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"));
+	ck_assert(c.in && !c.mma && c.a_trans && !c.b_trans);
+	c = classify(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
+	ck_assert(c.in && !c.mma && !c.a_trans && c.b_trans);
+	/* batched, one or two batch indices */
+	c = classify(MM("f16[Z, M, K]", "f16[Z, K, N]", "f32[Z, M, N]",
+			"C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"));
+	ck_assert(c.in && c.mma && c.nbatch == 1);
+	c = classify(MM("f32[Y, Z, K, M]", "f32[Y, Z, K, N]", "f32[Y, Z, M, N]",
+			"C[a, b, i, j] = sum(k: A[a, b, k, i] * B[a, b, k, j]);"));
+	ck_assert(c.in && !c.mma && c.nbatch == 2 && c.a_trans);
+	/* an epilogue: bias, gelu and a cast to f16 around the lifted sum */
+	c = classify("fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
+		     "  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
+		     "  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n");
+	ck_assert(c.in && c.mma && c.epilogue);
+	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]",
+			"C[i, j] = f16(sum(k: f32(A[i, k]) * f32(B[k, j])));"));
+	ck_assert(c.in && c.mma && c.epilogue);
+
+	/* not matrix products */
+	ck_assert(!classify(MM("f32[M, K]", "f32[M, K]", "f32[M]", "C[i] = sum(k: A[i, k] * B[i, k]);")).in);
+	ck_assert(!classify(MM("f32[M, N]", "f32[M, N]", "f32[M, N]", "C[i, j] = A[i, j] * B[i, j];")).in);
+	ck_assert(!classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = max(k: A[i, k] * B[k, j]);")).in);
+	ck_assert(!classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] + B[k, j]);")).in);
+	/* a broadcast batch: A has no batch index */
+	ck_assert(!classify(MM("f32[M, K]", "f32[Z, K, N]", "f32[Z, M, N]",
+			       "C[b, i, j] = sum(k: A[i, k] * B[b, k, j]);")).in);
+	/* x x: one input as both operands (one cache cannot be both tiles) */
+	ck_assert(!classify("fusion s(x: f32[N, N]) -> (C: f32[N, N]) { C[i, j] = sum(k: x[i, k] * x[k, j]); }").in);
+	/* an operand the epilogue reads too (its cache would replace that read) */
+	ck_assert(!classify("fusion r(A: f32[M, N], B: f32[N, N]) -> (C: f32[M, N]) {\n"
+			    "  t[i, j] = sum(k: A[i, k] * B[k, j]);\n  C[i, j] = t[i, j] + A[i, j];\n}\n").in);
+	/* the product read transposed by the epilogue, or two products */
+	ck_assert(!classify("fusion r(A: f32[N, N], B: f32[N, N]) -> (C: f32[N, N]) {\n"
+			    "  t[i, j] = sum(k: A[i, k] * B[k, j]);\n  C[i, j] = t[j, i];\n}\n").in);
+	ck_assert(!classify("fusion r(A: f32[N, N], B: f32[N, N], D: f32[N, N]) -> (C: f32[N, N]) {\n"
+			    "  C[i, j] = sum(k: A[i, k] * B[k, j]) + sum(k: D[i, k] * D[k, j]);\n}\n").in);
+	/* two outputs share one launch: not the class */
+	ck_assert(!classify("fusion r(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N], D: f32[M, K]) {\n"
+			    "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n  D[i, k] = A[i, k] * 2.0;\n}\n").in);
+}
+END_TEST
+
+/* The generated schedule of tc's fusion i as text. */
+static char *schedule_text(TestCompile *tc, int i)
+{
+	Buf b = {0};
+	ast_print_schedule(tc->prog->fusions[i]->ast_schedule, &b);
+	return b.s;
+}
+
+/* The tensor-core schedule: mma with ldmatrix on the accumulator, fragments stored by C,
+ * 3-stage cp.async tiles; the lowered kernel has the warp-wide mma, the scalar kernel no
+ * cp.async and no precondition. */
+START_TEST(test_mma_schedule)
+{
+	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_ptr_null(f->auto_fallback);
+	char *s = schedule_text(tc, 0);
+	ck_assert_contains(s, "C_acc = C.cache_before(local);");
+	ck_assert_contains(s, "C_acc.mma(m16n8k16, ldmatrix);");
+	ck_assert_contains(s, "C.fragment(m16, n8);");
+	ck_assert_contains(s, "A_smem.stages(3);");
+	ck_assert_contains(s, "C.bind(bi, blockIdx.y);");
+	free(s);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+	ck_assert_contains(cu, "cp.async.cg.shared.global");
+	free(cu);
+	Kernel *k = tc->kernels[0];
+	ck_assert_int_gt(k->preconds.len, 0);
+	ck_assert_ptr_nonnull(k->fallback);
+	Kernel *last = kernel_last_variant(k);
+	ck_assert_str_eq(last->name, "m_kernel_scalar");
+	ck_assert_int_eq(last->preconds.len, 0);
+	Buf b = {0};
+	kir_print(last, &b);
+	ck_assert_not_contains(b.s, "cp.async");
+	ck_assert_contains(b.s, "mma.m16n8k16 C_acc[");
+	buf_free(&b);
+	tc_free(tc);
+}
+END_TEST
+
+/* GEMM + bias + gelu with an f16 output: the lifted sum is the mma accumulator, C applies
+ * the epilogue to the fragments in the same kernel. */
+START_TEST(test_epilogue_schedule)
+{
+	TestCompile *tc = tc_lowered(
+		"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
+		"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
+		"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n");
+	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+	char *s = schedule_text(tc, 0);
+	ck_assert_contains(s, "t_sum0.mma(m16n8k16, ldmatrix);");
+	ck_assert_contains(s, "t_sum0.compute_at(C, bj);");
+	ck_assert_contains(s, "C.fragment(m16, n8);");
+	ck_assert_not_contains(s, "cache_before");
+	free(s);
+	char *ir = tc_kernel_ir(tc, 0);
+	/* one kernel: the accumulator in registers, erf applied before the store of C */
+	ck_assert_contains(ir, "alloc local f32 t_sum0[");
+	ck_assert_contains(ir, "erf(");
+	ck_assert_not_contains(ir, "alloc global");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* The FMA schedule of gemm_f32.fus for f32 operands, and for transposed f16 operands. */
+START_TEST(test_fma_schedule)
+{
+	TestCompile *tc = tc_lowered(MM("f32[M, K]", "f32[K, N]", "f32[M, N]",
+					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+	char *s = schedule_text(tc, 0);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_contains(s, "A_smem_reg.double_buffer();");
+	ck_assert_contains(s, "A_smem.stages(4);");
+	ck_assert_contains(s, "C.vectorize(jv);");
+	free(s);
+	ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->preconds.len, 0);
+	tc_free(tc);
+	tc = tc_lowered(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
+	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+	s = schedule_text(tc, 0);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_contains(s, "B_smem_reg.unroll(jv);");
+	free(s);
+	tc_free(tc);
+}
+END_TEST
+
+/* Every program at sizes no tile divides, 0 and 1, and multiples of the vectors: the kernel
+ * the launcher picks and the chain's last (scalar) kernel, against the reference. */
+START_TEST(test_matmul_sim)
+{
+	static const char *srcs[] = {
+		MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("bf16[Z, M, K]", "bf16[Z, K, N]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"),
+		"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
+		"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
+		"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n",
+		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f32[Z, K, M]", "f32[Z, N, K]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
+		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+	};
+	const char *dims[] = {"Z=2,M=70,N=33,K=45", "Z=1,M=40,N=24,K=32", "Z=1,M=1,N=1,K=1",
+			      "Z=1,M=0,N=5,K=3", "Z=1,M=8,N=3,K=0", "Z=0,M=8,N=8,K=8"};
+	for (int i = 0; i < (int)(sizeof srcs / sizeof *srcs); i++) {
+		TestCompile *tc = tc_lowered(srcs[i]);
+		ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+		Kernel *k = tc->kernels[0];
+		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
+			Kernel *run = expect_sim_picked(k, dims[s]);
+			/* multiples of 8 run the vector kernel, the others the scalar one */
+			bool vector = s == 1 || s == 5;
+			ck_assert_msg((run == k) == vector, "%s at %s ran %s", srcs[i], dims[s], run->name);
+			expect_sim(kernel_last_variant(k), dims[s]);
+		}
+		tc_free(tc);
+	}
+}
+END_TEST
+
+Suite *auto_matmul_suite(void)
+{
+	Suite *s = suite_create("auto_matmul");
+	TCase *tc = tcase_create("auto_matmul");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_classify);
+	tcase_add_test(tc, test_mma_schedule);
+	tcase_add_test(tc, test_epilogue_schedule);
+	tcase_add_test(tc, test_fma_schedule);
+	tcase_add_test(tc, test_matmul_sim);
+	suite_add_tcase(s, tc);
+	return s;
+}
