@@ -23,11 +23,12 @@
  *     threads of 8 x 8 outputs, k in steps of 16, As, Bs shared (cp.async, 4 stages), their
  *     register copies Al, Bl double-buffered; a transposed operand is copied along its own
  *     contiguous dimension.
- * The batch indices are merged onto blockIdx.z. The 16-byte copies need K and N (a
- * transposed operand: M or K) to be multiples of the vector: launcher preconditions, so an
- * auto-scheduled fusion also gets its scalar kernel (plain copies, no vectors: any size).
- * At the scalar level (the tuned schedule refused) the same tiles without vectors, cp.async
- * or register copies. */
+ * The batch indices are merged onto blockIdx.z. For a target older than sm_80 (Plan.arch):
+ * the FMA schedule, with plain vector copies instead of cp.async. The 16-byte copies need K
+ * and N (a transposed operand: M or K) to be multiples of the vector: launcher
+ * preconditions, so an auto-scheduled fusion also gets its scalar kernel (plain copies, no
+ * vectors: any size). At the scalar level (the tuned schedule refused) the same tiles
+ * without vectors, cp.async or register copies. */
 #include <string.h>
 
 #include "scheduler/auto_plan.h"
@@ -102,8 +103,17 @@ static bool contraction(Tensor *r, AutoMatmul *c)
 	       c->a->readers.len == 1 && c->b->readers.len == 1;
 }
 
+/* Is access e of x subscripted by o's root indices, in order, with x of o's rank? */
+static bool own_indices(IrExpr *e, Tensor *x, Tensor *o)
+{
+	bool same = x->ndim == o->ndim && e->nargs == o->ndim;
+	for (int q = 0; same && q < e->nargs; q++)
+		same = e->args[q]->kind == EX_AXIS && e->args[q]->axis == o->root[q];
+	return same;
+}
+
 /* The one reduction o's definition reads (through inlined tensors), read as r[o's indices];
- * NULL when there is none, more than one, or another read of it. */
+ * NULL when there is none, more than one, or another read of it (*bad). */
 static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int depth)
 {
 	if (!e || *bad || depth > 64)
@@ -115,27 +125,17 @@ static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int d
 	if (e->kind == EX_ACCESS) {
 		Tensor *x = e->tensor;
 		if (tensor_is_reduction(x)) {
-			bool same = x->ndim == o->ndim && e->nargs == o->ndim;
-			for (int q = 0; same && q < e->nargs; q++)
-				same = e->args[q]->kind == EX_AXIS && e->args[q]->axis == o->root[q];
-			if (!same || (found && found != x))
+			if (!own_indices(e, x, o) || (found && found != x))
 				*bad = true;
 			return x;
 		}
 		if (x->def && x->inlined && x->kind == TK_INTERMEDIATE) {
-			/* an inlined tensor read with o's own indices only (its roots are o's) */
-			bool same = e->nargs == o->ndim && x->ndim == o->ndim;
-			for (int q = 0; same && q < e->nargs; q++)
-				same = e->args[q]->kind == EX_AXIS && e->args[q]->axis == o->root[q];
-			if (!same) {
-				/* it may still read no reduction (a broadcast bias computed inline) */
-				bool b2 = false;
-				if (epilogue_of(x, x->def, NULL, &b2, depth + 1) || b2)
-					*bad = true;
-				return found;
-			}
-			Tensor *r = epilogue_of(x, x->def, NULL, bad, depth + 1);
-			if (r && found && r != found)
+			/* read any other way, an inlined tensor (a broadcast bias computed inline)
+			 * must read no reduction */
+			bool other = false;
+			Tensor *r = epilogue_of(x, x->def, NULL, own_indices(e, x, o) ? bad : &other,
+						depth + 1);
+			if (other || (r && !own_indices(e, x, o)) || (r && found && r != found))
 				*bad = true;
 			return r ? r : found;
 		}
@@ -171,7 +171,7 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 typedef struct Tiles {
 	const char *t, *acc;      /* the output, the accumulator */
 	const char *bz, *bi, *bj; /* block loops (bz: the merged batch, or NULL) */
-	const char *ii, *ji;      /* the tile rows and columns (the accumulator's after compute_at) */
+	const char *ii, *ji;      /* the tile rows, columns (the accumulator's after compute_at) */
 	const char *k;            /* the reduced index */
 	int64_t bm, bn;
 } Tiles;
@@ -261,7 +261,8 @@ static void copy_tile(Plan *p, const char *s, const char *row, const char *col, 
 	d_verb1(p, s, "unroll", u);
 	if (tuned) {
 		d_verb1(p, s, "vectorize", v);
-		d_verb1(p, s, "cp_async", "cg");
+		if (p->arch >= 80) /* else a plain vector copy, still circular-buffered */
+			d_verb1(p, s, "cp_async", "cg");
 	} else {
 		d_verb1(p, s, "unroll", v);
 	}
@@ -290,6 +291,17 @@ static void reorder_blocks(Plan *p, const char *t, const char *bz, const char **
 	d_reorder(p, t, order, m);
 }
 
+/* t's (C's or the accumulator's) block tile split into 2 x 2 warp tiles of instruction
+ * tiles: w = {wy, mw, wx, nw, mo, m16, no, n8}, the rows ii -> (wy, mw) -> (wy, mo, m16) and
+ * the columns ji -> (wx, nw) -> (wx, no, n8). */
+static void warp_tiles(Plan *p, const char *t, Tiles *x, const char **w)
+{
+	d_split(p, t, x->ii, x->bm / 2, w[0], w[1]);
+	d_split(p, t, x->ji, x->bn / 2, w[2], w[3]);
+	d_split(p, t, w[1], 16, w[4], w[5]);
+	d_split(p, t, w[3], 8, w[6], w[7]);
+}
+
 static void schedule_mma(Plan *p, AutoMatmul *c)
 {
 	Tensor *o = c->out;
@@ -300,16 +312,13 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *as = d_cache_after(p, c->a, "shared"), *bs = d_cache_after(p, c->b, "shared");
 	Tiles x = block_tiles(p, c, tile_for(o->shape[nb], 32), tile_for(o->shape[nb + 1], 16));
 	const char *t = x.t;
-	int64_t wm = x.bm / 2, wn = x.bn / 2;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");
 	const char *wx = fresh_axis(p, t, "wx"), *nw = fresh_axis(p, t, "nw");
 	const char *mo = fresh_axis(p, t, "mo"), *m16 = fresh_axis(p, t, "m16");
 	const char *no = fresh_axis(p, t, "no"), *n8 = fresh_axis(p, t, "n8");
+	const char *w[] = {wy, mw, wx, nw, mo, m16, no, n8};
 	/* C: [bz, bi, bj, wy, wx, mo, no, m16, n8] */
-	d_split(p, t, x.ii, wm, wy, mw);
-	d_split(p, t, x.ji, wn, wx, nw);
-	d_split(p, t, mw, 16, mo, m16);
-	d_split(p, t, nw, 8, no, n8);
+	warp_tiles(p, t, &x, w);
 	const char *order[] = {x.bi, x.bj, wy, wx, mo, no, m16, n8};
 	reorder_blocks(p, t, x.bz, order, 8);
 	bind_blocks(p, &x);
@@ -326,10 +335,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_compute_at_tiles(p, acc, &x);
 	const char *ko = fresh_axis(p, acc, "ko"), *kr = fresh_axis(p, acc, "kr");
 	const char *ks = fresh_axis(p, acc, "ks"), *k16 = fresh_axis(p, acc, "k16");
-	d_split(p, acc, x.ii, wm, wy, mw);
-	d_split(p, acc, x.ji, wn, wx, nw);
-	d_split(p, acc, mw, 16, mo, m16);
-	d_split(p, acc, nw, 8, no, n8);
+	warp_tiles(p, acc, &x, w);
 	d_split(p, acc, k, MMA_BK, ko, kr);
 	d_split(p, acc, kr, 16, ks, k16);
 	const char *aorder[] = {ko, wy, wx, ks, mo, no, m16, n8, k16};
@@ -384,7 +390,9 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 	d_bind(p, t, tx, "threadIdx.x");
 	d_verb1(p, t, "unroll", iu); /* the accumulator is indexed by constants: registers */
 	d_verb1(p, t, "unroll", ju);
-	d_verb1(p, t, tuned ? "vectorize" : "unroll", jv);
+	/* 4 columns per vector: 16 bytes of f32 (f64 would be 32: unrolled instead) */
+	bool vec4 = tuned && dtype_size(c->out->dtype) <= 4;
+	d_verb1(p, t, vec4 ? "vectorize" : "unroll", jv);
 
 	/* the accumulator: [blocks | ko, ty, tx, ki, iu, ju, jv] */
 	d_compute_at_tiles(p, acc, &x);
@@ -410,7 +418,8 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 		d_compute_at(p, bl, acc, ki, shk, 4);
 		d_verb1(p, bl, "unroll", ju);
 		/* B[j, k]: the register copy of Bs keeps B's layout, jv is not contiguous in it */
-		d_verb1(p, bl, c->b_trans ? "unroll" : "vectorize", jv);
+		bool bvec = !c->b_trans && dtype_size(c->b->dtype) <= 4;
+		d_verb1(p, bl, bvec ? "vectorize" : "unroll", jv);
 		d_directive(p, NULL, bl, "double_buffer", 0, NULL, 0, NULL);
 	}
 	/* the operand tiles, 128 x 16 and 16 x 128 (a transposed one: its contiguous
@@ -435,7 +444,7 @@ bool auto_matmul(Plan *p, Tensor *o)
 	if (!auto_matmul_classify(p->f, o, &c))
 		return false;
 	p->at = o->span;
-	if (c.mma)
+	if (c.mma && p->arch >= 80)
 		schedule_mma(p, &c);
 	else
 		schedule_fma(p, &c);

@@ -16,6 +16,7 @@ typedef struct Plan {
 	Fusion *f;
 	Sched s;
 	AutoLevel level;
+	int arch;     /* the target sm (AutoOptions.arch) */
 	Span at;      /* every generated directive points here (the fusion, or the output) */
 	Vec dirs;     /* AstDirective* */
 	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */

@@ -167,9 +167,10 @@ static const char *fresh(Arena *a, Tensor *t, const char *base)
 	return n;
 }
 
-static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level)
+static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch)
 {
-	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level, .at = f->span,
+	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level,
+		    .arch = arch, .at = f->span,
 		    .names = {.a = a}, .axes = {.a = a}, .ok = true};
 	names_of_fusion(&p->names, f);
 }
@@ -1372,7 +1373,8 @@ const char *auto_level_name(AutoLevel level)
 
 /* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
  * the plan's size symbol for size variants (Plan.bucket). */
-static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSym **bucket)
+static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch,
+			   SizeSym **bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1380,7 +1382,7 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 		return false;
 	}
 	Plan p;
-	plan_init(&p, a, d, f, level);
+	plan_init(&p, a, d, f, level, arch);
 	if (level <= AUTO_SCALAR)
 		schedule_tuned(&p);
 	else
@@ -1396,12 +1398,13 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 	return sched_finish(&p.s, p.ok);
 }
 
-/* Lowers f as a launcher will (sm_80: the generated schedules use nothing newer) and keeps
- * no diagnostic: the real lowering reports its warnings again. */
-static bool lowers(Arena *a, Diag *d, Fusion *f)
+/* Lowers f as a launcher will, for the target sm (the generated schedules use nothing newer
+ * than sm_80; an older target refuses what needs sm_80, cp.async and mma, and the next level
+ * is tried) and keeps no diagnostic: the real lowering reports its warnings again. */
+static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 {
 	DiagMark m = diag_mark(d);
-	LowerOptions o = {.arch = 80};
+	LowerOptions o = {.arch = arch};
 	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
 	return ok;
@@ -1415,7 +1418,7 @@ static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
 /* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
  * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
  * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
-static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
+static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index, int arch)
 {
 	DiagMark m = diag_mark(d);
 	for (int i = 0; i < countof(row_buckets); i++) {
@@ -1426,8 +1429,8 @@ static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int i
 		g->ast_schedule = block;
 		g->auto_scheduled = true;
 		g->sizes[index]->bound = row_buckets[i];
-		bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, g);
+		bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, g, arch);
 		diag_rollback(d, m);
 		if (ok)
 			vec_push(a, &f->variants, g);
@@ -1438,6 +1441,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 {
 	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
 	DiagMark m = diag_mark(d);
+	int arch = o && o->arch ? o->arch : 80;
 	for (int level = 0; level < AUTO_LEVELS; level++) {
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
@@ -1452,15 +1456,15 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
 		SizeSym *bucket = NULL;
-		bool ok = schedule_level(a, d, f, (AutoLevel)level, &bucket) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, f);
+		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, f, arch);
 		if (ok && o && (o->refuse >> level & 1)) {
 			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
 				   level_names[level], f->name);
 			ok = false;
 		}
 		if (ok && bucket && f->ast)
-			add_variants(a, d, f, block, bucket->index);
+			add_variants(a, d, f, block, bucket->index, arch);
 		if (ok)
 			return true;
 	}

@@ -44,6 +44,12 @@ static Class classify(const char *src)
 #define MM(ta, tb, tc, body) \
 	"fusion m(A: " ta ", B: " tb ") -> (C: " tc ") { " body " }"
 
+/* GEMM + bias + gelu with an f16 output (examples/gemm/auto_hgemm_bias_gelu.fus) */
+static const char epilogue_src[] =
+	"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
+	"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
+	"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n";
+
 START_TEST(test_classify)
 {
 	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
@@ -75,9 +81,7 @@ START_TEST(test_classify)
 			"C[a, b, i, j] = sum(k: A[a, b, k, i] * B[a, b, k, j]);"));
 	ck_assert(c.in && !c.mma && c.nbatch == 2 && c.a_trans);
 	/* an epilogue: bias, gelu and a cast to f16 around the lifted sum */
-	c = classify("fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
-		     "  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
-		     "  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n");
+	c = classify(epilogue_src);
 	ck_assert(c.in && c.mma && c.epilogue);
 	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]",
 			"C[i, j] = f16(sum(k: f32(A[i, k]) * f32(B[k, j])));"));
@@ -115,16 +119,22 @@ static char *schedule_text(TestCompile *tc, int i)
 	return b.s;
 }
 
+/* src lowered (tc), scheduled at the tuned level; its schedule as text. */
+static char *tuned(const char *src, TestCompile **tc)
+{
+	*tc = tc_lowered(src);
+	ck_assert_ptr_null((*tc)->prog->fusions[0]->auto_fallback);
+	return schedule_text(*tc, 0);
+}
+
 /* The tensor-core schedule: mma with ldmatrix on the accumulator, fragments stored by C,
  * 3-stage cp.async tiles; the lowered kernel has the warp-wide mma, the scalar kernel no
  * cp.async and no precondition. */
 START_TEST(test_mma_schedule)
 {
-	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
-					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	Fusion *f = tc->prog->fusions[0];
-	ck_assert_ptr_null(f->auto_fallback);
-	char *s = schedule_text(tc, 0);
+	TestCompile *tc;
+	char *s = tuned(MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
 	ck_assert_contains(s, "C_acc = C.cache_before(local);");
 	ck_assert_contains(s, "C_acc.mma(m16n8k16, ldmatrix);");
 	ck_assert_contains(s, "C.fragment(m16, n8);");
@@ -155,12 +165,8 @@ END_TEST
  * the epilogue to the fragments in the same kernel. */
 START_TEST(test_epilogue_schedule)
 {
-	TestCompile *tc = tc_lowered(
-		"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
-		"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
-		"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n");
-	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
-	char *s = schedule_text(tc, 0);
+	TestCompile *tc;
+	char *s = tuned(epilogue_src, &tc);
 	ck_assert_contains(s, "t_sum0.mma(m16n8k16, ldmatrix);");
 	ck_assert_contains(s, "t_sum0.compute_at(C, bj);");
 	ck_assert_contains(s, "C.fragment(m16, n8);");
@@ -179,10 +185,9 @@ END_TEST
 /* The FMA schedule of gemm_f32.fus for f32 operands, and for transposed f16 operands. */
 START_TEST(test_fma_schedule)
 {
-	TestCompile *tc = tc_lowered(MM("f32[M, K]", "f32[K, N]", "f32[M, N]",
-					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
-	char *s = schedule_text(tc, 0);
+	TestCompile *tc;
+	char *s = tuned(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
 	ck_assert_not_contains(s, "mma");
 	ck_assert_contains(s, "A_smem_reg.double_buffer();");
 	ck_assert_contains(s, "A_smem.stages(4);");
@@ -190,12 +195,16 @@ START_TEST(test_fma_schedule)
 	free(s);
 	ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->preconds.len, 0);
 	tc_free(tc);
-	tc = tc_lowered(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
-	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
-	s = schedule_text(tc, 0);
+	s = tuned(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"), &tc);
 	ck_assert_not_contains(s, "mma");
 	ck_assert_contains(s, "B_smem_reg.unroll(jv);");
 	free(s);
+	tc_free(tc);
+	/* f64: 4 columns would be a 32-byte vector; unrolled, still the tuned level */
+	s = tuned(MM("f64[M, K]", "f64[K, N]", "f64[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"), &tc);
+	ck_assert_contains(s, "C.unroll(jv);");
+	free(s);
+	expect_sim_picked(tc->kernels[0], "M=40,N=24,K=32");
 	tc_free(tc);
 }
 END_TEST
@@ -208,9 +217,7 @@ START_TEST(test_matmul_sim)
 		MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 		MM("bf16[Z, M, K]", "bf16[Z, K, N]", "f32[Z, M, N]",
 		   "C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"),
-		"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
-		"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
-		"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n",
+		epilogue_src,
 		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 		MM("f32[Z, K, M]", "f32[Z, N, K]", "f32[Z, M, N]",
 		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
@@ -234,6 +241,27 @@ START_TEST(test_matmul_sim)
 }
 END_TEST
 
+/* For a target older than sm_80: the FMA schedule with plain vector copies (no mma, no
+ * cp.async), whatever the dtypes, lowered for sm_75 and right in the simulator. */
+START_TEST(test_before_sm80)
+{
+	LowerOptions o = {.arch = 75, .verify = true};
+	TestCompile *tc = tc_compile_opts(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+					     "C[i, j] = sum(k: A[i, k] * B[k, j]);"), &o);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+	char *s = schedule_text(tc, 0);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_not_contains(s, "cp_async");
+	ck_assert_contains(s, "A_smem.stages(4);");
+	free(s);
+	ck_assert_int_lt(tc->kernels[0]->min_arch, 80);
+	expect_sim_picked(tc->kernels[0], "M=40,N=24,K=32");
+	expect_sim_picked(tc->kernels[0], "M=70,N=33,K=45");
+	tc_free(tc);
+}
+END_TEST
+
 Suite *auto_matmul_suite(void)
 {
 	Suite *s = suite_create("auto_matmul");
@@ -244,6 +272,7 @@ Suite *auto_matmul_suite(void)
 	tcase_add_test(tc, test_epilogue_schedule);
 	tcase_add_test(tc, test_fma_schedule);
 	tcase_add_test(tc, test_matmul_sim);
+	tcase_add_test(tc, test_before_sm80);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -21,7 +21,8 @@ typedef struct TestCompile {
 /* Parses, checks, schedules and (when lower is true) lowers `text` named "t.fus" for sm_80
  * with the verifier on. */
 TestCompile *tc_compile(const char *text, bool lower);
-/* Like tc_compile with explicit lowering options (arch, no_arch_check). */
+/* Like tc_compile with explicit lowering options (arch, no_arch_check); automatic schedules
+ * are made for o->arch. */
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
 void tc_free(TestCompile *tc);
 /* tc_compile with lowering that must succeed (a Check failure with the diagnostics if not). */
