@@ -145,6 +145,18 @@ static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int d
 	return found;
 }
 
+/* A tile along a dimension of extent e: `most`, halved down to `least` until it is no
+ * larger than a constant e (a split may not be larger than a constant extent); 0: e is a
+ * constant below `least`. */
+static int64_t tile_for(IrExpr *e, int64_t most, int64_t least)
+{
+	int64_t n, t = most;
+	if (ir_is_const(e, &n))
+		while (t > n && t > least)
+			t /= 2;
+	return ir_is_const(e, &n) && t > n ? 0 : t;
+}
+
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 {
 	*c = (AutoMatmul){.out = o};
@@ -160,8 +172,18 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 	if (!contraction(r, c))
 		return false;
 	c->acc = r;
+	int nb = c->nbatch;
+	IrExpr *m = r->shape[nb], *n = r->shape[nb + 1], *k = r->root[nb + 2]->extent;
+	c->bm = tile_for(m, 128, 32);
+	c->bn = tile_for(n, 128, 32); /* B's 32 x BN tile: at least one vector per thread */
 	c->mma = half(c->a->dtype) && c->a->dtype == c->b->dtype && r->dtype == DT_F32 &&
-		 !c->a_trans && !c->b_trans;
+		 !c->a_trans && !c->b_trans && c->bm && c->bn && tile_for(k, MMA_BK, MMA_BK);
+	if (!c->mma) {
+		c->bm = c->bn = FMA_TILE;
+		if (!tile_for(m, FMA_TILE, FMA_TILE) || !tile_for(n, FMA_TILE, FMA_TILE) ||
+		    !tile_for(k, FMA_BK, FMA_BK))
+			return false;
+	}
 	return true;
 }
 
@@ -268,17 +290,6 @@ static void copy_tile(Plan *p, const char *s, const char *row, const char *col, 
 	}
 }
 
-/* The block tile along a dimension of extent e: 128, halved (down to least) while the half
- * still covers a constant extent. */
-static int64_t tile_for(IrExpr *e, int64_t least)
-{
-	int64_t n, t = 128;
-	if (ir_is_const(e, &n))
-		while (t / 2 >= least && t / 2 >= n)
-			t /= 2;
-	return t;
-}
-
 /* reorder(bz, rest...) or reorder(rest...) */
 static void reorder_blocks(Plan *p, const char *t, const char *bz, const char **rest, int n)
 {
@@ -304,13 +315,11 @@ static void warp_tiles(Plan *p, const char *t, Tiles *x, const char **w)
 
 static void schedule_mma(Plan *p, AutoMatmul *c)
 {
-	Tensor *o = c->out;
 	bool tuned = p->level == AUTO_TUNED;
-	int nb = c->nbatch;
 	const char *k;
 	const char *acc = accumulator(p, c, &k);
 	const char *as = d_cache_after(p, c->a, "shared"), *bs = d_cache_after(p, c->b, "shared");
-	Tiles x = block_tiles(p, c, tile_for(o->shape[nb], 32), tile_for(o->shape[nb + 1], 16));
+	Tiles x = block_tiles(p, c, c->bm, c->bn);
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");
 	const char *wx = fresh_axis(p, t, "wx"), *nw = fresh_axis(p, t, "nw");

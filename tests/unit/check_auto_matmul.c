@@ -17,6 +17,7 @@
 typedef struct Class {
 	bool in, mma, a_trans, b_trans, epilogue;
 	int nbatch;
+	int64_t bm, bn;
 	char a[16], b[16];
 } Class;
 
@@ -34,6 +35,8 @@ static Class classify(const char *src)
 		r.b_trans = c.b_trans;
 		r.epilogue = c.acc != c.out;
 		r.nbatch = c.nbatch;
+		r.bm = c.bm;
+		r.bn = c.bn;
 		snprintf(r.a, sizeof r.a, "%s", c.a->name);
 		snprintf(r.b, sizeof r.b, "%s", c.b->name);
 	}
@@ -55,6 +58,18 @@ START_TEST(test_classify)
 	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
+	ck_assert(c.bm == 128 && c.bn == 128);
+	/* constant extents: tiles no larger than them (a split may not be), 32 at the least */
+	c = classify(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32);
+	ck_assert(!classify(MM("f16[20, 72]", "f16[72, 40]", "f32[20, 40]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	ck_assert(!classify(MM("f16[64, 16]", "f16[16, 64]", "f32[64, 64]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	c = classify(MM("f32[300, 72]", "f32[72, 600]", "f32[300, 600]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma && c.bm == 128 && c.bn == 128);
+	ck_assert(!classify(MM("f32[100, 72]", "f32[72, 600]", "f32[100, 600]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert_str_eq(c.a, "A");
 	ck_assert_str_eq(c.b, "B");
 	/* bf16, the operands in the other order, casts around them */
@@ -218,11 +233,21 @@ START_TEST(test_matmul_sim)
 		MM("bf16[Z, M, K]", "bf16[Z, K, N]", "f32[Z, M, N]",
 		   "C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"),
 		epilogue_src,
+		/* a scale and a residual around the product, bf16 output */
+		"fusion r(A: bf16[M, K], B: bf16[K, N], R: bf16[M, N]) -> (C: bf16[M, N]) {\n"
+		"  C[i, j] = bf16(0.125 * sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(R[i, j]));\n}\n",
 		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 		MM("f32[Z, K, M]", "f32[Z, N, K]", "f32[Z, M, N]",
 		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
 		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
 	};
+	/* constant extents no tile divides: 64 x 32 tiles */
+	TestCompile *ct = tc_lowered(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]",
+					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert_ptr_null(ct->prog->fusions[0]->auto_fallback);
+	expect_sim_picked(ct->kernels[0], "");
+	expect_sim(kernel_last_variant(ct->kernels[0]), "");
+	tc_free(ct);
 	const char *dims[] = {"Z=2,M=70,N=33,K=45", "Z=1,M=40,N=24,K=32", "Z=1,M=1,N=1,K=1",
 			      "Z=1,M=0,N=5,K=3", "Z=1,M=8,N=3,K=0", "Z=0,M=8,N=8,K=8"};
 	for (int i = 0; i < (int)(sizeof srcs / sizeof *srcs); i++) {
