@@ -145,16 +145,19 @@ static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int d
 	return found;
 }
 
-/* A tile along a dimension of extent e: `most`, halved down to `least` until it is no
- * larger than a constant e (a split may not be larger than a constant extent); 0: e is a
- * constant below `least`. */
+/* A tile along a dimension of extent e: `most`, halved down to `least` until it is smaller
+ * than a constant e (0: e is a constant no larger than `least`). A split may not be larger
+ * than a constant extent, and one tile as large as the extent (a grid of one block along it)
+ * is refused by the lowering's proofs (private_local, ldmatrix), which do not fold the
+ * block index that can only be 0. */
 static int64_t tile_for(IrExpr *e, int64_t most, int64_t least)
 {
 	int64_t n, t = most;
-	if (ir_is_const(e, &n))
-		while (t > n && t > least)
-			t /= 2;
-	return ir_is_const(e, &n) && t > n ? 0 : t;
+	if (!ir_is_const(e, &n))
+		return t;
+	while (t >= n && t > least)
+		t /= 2;
+	return t >= n ? 0 : t;
 }
 
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
@@ -290,26 +293,35 @@ static void copy_tile(Plan *p, const char *s, const char *row, const char *col, 
 	}
 }
 
-/* reorder(bz, rest...) or reorder(rest...) */
-static void reorder_blocks(Plan *p, const char *t, const char *bz, const char **rest, int n)
+/* t.reorder(the axes of `axes` that are not NULL); at most 16 */
+static void reorder_present(Plan *p, const char *t, const char **axes, int n)
 {
 	const char *order[16];
 	int m = 0;
-	if (bz)
-		order[m++] = bz;
-	for (int q = 0; q < n; q++)
-		order[m++] = rest[q];
+	for (int q = 0; q < n && m < 16; q++)
+		if (axes[q])
+			order[m++] = axes[q];
 	d_reorder(p, t, order, m);
+}
+
+/* d_verb1 when the axis exists */
+static void verb_present(Plan *p, const char *t, const char *verb, const char *ax)
+{
+	if (ax)
+		d_verb1(p, t, verb, ax);
 }
 
 /* t's (C's or the accumulator's) block tile split into 2 x 2 warp tiles of instruction
  * tiles: w = {wy, mw, wx, nw, mo, m16, no, n8}, the rows ii -> (wy, mw) -> (wy, mo, m16) and
- * the columns ji -> (wx, nw) -> (wx, no, n8). */
+ * the columns ji -> (wx, nw) -> (wx, no, n8). A warp tile of 16 rows is the instruction
+ * tile itself: mo is NULL and m16 is mw (a loop of one iteration there trips the
+ * private_local check of the fragments). */
 static void warp_tiles(Plan *p, const char *t, Tiles *x, const char **w)
 {
 	d_split(p, t, x->ii, x->bm / 2, w[0], w[1]);
 	d_split(p, t, x->ji, x->bn / 2, w[2], w[3]);
-	d_split(p, t, w[1], 16, w[4], w[5]);
+	if (w[4])
+		d_split(p, t, w[1], 16, w[4], w[5]);
 	d_split(p, t, w[3], 8, w[6], w[7]);
 }
 
@@ -323,13 +335,14 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");
 	const char *wx = fresh_axis(p, t, "wx"), *nw = fresh_axis(p, t, "nw");
-	const char *mo = fresh_axis(p, t, "mo"), *m16 = fresh_axis(p, t, "m16");
+	const char *mo = c->bm > 32 ? fresh_axis(p, t, "mo") : NULL;
+	const char *m16 = mo ? fresh_axis(p, t, "m16") : mw;
 	const char *no = fresh_axis(p, t, "no"), *n8 = fresh_axis(p, t, "n8");
 	const char *w[] = {wy, mw, wx, nw, mo, m16, no, n8};
 	/* C: [bz, bi, bj, wy, wx, mo, no, m16, n8] */
 	warp_tiles(p, t, &x, w);
-	const char *order[] = {x.bi, x.bj, wy, wx, mo, no, m16, n8};
-	reorder_blocks(p, t, x.bz, order, 8);
+	const char *order[] = {x.bz, x.bi, x.bj, wy, wx, mo, no, m16, n8};
+	reorder_present(p, t, order, 9);
 	bind_blocks(p, &x);
 	d_bind(p, t, wy, "threadIdx.z");
 	d_bind(p, t, wx, "threadIdx.y");
@@ -337,7 +350,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_directive(p, NULL, t, "fragment", 2, frag, 0, NULL);
 	if (tuned) /* each lane's two adjacent columns: one store */
 		d_verb1(p, t, "vectorize", arena_printf(p->a, "%s_c", n8));
-	d_verb1(p, t, "unroll", mo);
+	verb_present(p, t, "unroll", mo);
 	d_verb1(p, t, "unroll", no);
 
 	/* the accumulator: [blocks | ko, wy, wx, ks, mo, no, m16, n8, k16] */
@@ -348,13 +361,13 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_split(p, acc, k, MMA_BK, ko, kr);
 	d_split(p, acc, kr, 16, ks, k16);
 	const char *aorder[] = {ko, wy, wx, ks, mo, no, m16, n8, k16};
-	d_reorder(p, acc, aorder, 9);
+	reorder_present(p, acc, aorder, 9);
 	d_bind(p, acc, wy, "threadIdx.z");
 	d_bind(p, acc, wx, "threadIdx.y");
 	const char *mma[] = {"m16n8k16", "ldmatrix"};
 	d_directive(p, NULL, acc, "mma", 2, mma, 0, NULL);
 	d_verb1(p, acc, "unroll", ks);
-	d_verb1(p, acc, "unroll", mo);
+	verb_present(p, acc, "unroll", mo);
 	d_verb1(p, acc, "unroll", no);
 
 	/* the operand tiles, BM x 32 and 32 x BN, at the k step */
@@ -392,8 +405,8 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 	d_split(p, t, x.ii, FMA_THREADS, iu, ty);
 	d_split(p, t, x.ji, FMA_TILE / 2, ju, jr);
 	d_split(p, t, jr, 4, tx, jv);
-	const char *order[] = {x.bi, x.bj, iu, ju, ty, tx, jv};
-	reorder_blocks(p, t, x.bz, order, 7);
+	const char *order[] = {x.bz, x.bi, x.bj, iu, ju, ty, tx, jv};
+	reorder_present(p, t, order, 8);
 	bind_blocks(p, &x);
 	d_bind(p, t, ty, "threadIdx.y");
 	d_bind(p, t, tx, "threadIdx.x");

@@ -75,8 +75,8 @@ typedef struct AutoMatmul {
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
 } AutoMatmul;
-/* Whether o is in the class (c says how): the tiles must fit constant extents (tensor cores:
- * M, N, K >= 32; FMA: M, N >= 128, K >= 16). */
+/* Whether o is in the class (c says how): a constant extent must be larger than its tile
+ * (tensor cores: M, N > 32, K >= 32; FMA: M, N > 128, K >= 16). */
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c);
 /* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
 bool auto_matmul(Plan *p, Tensor *o);

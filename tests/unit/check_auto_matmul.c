@@ -59,16 +59,21 @@ START_TEST(test_classify)
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
 	ck_assert(c.bm == 128 && c.bn == 128);
-	/* constant extents: tiles no larger than them (a split may not be), 32 at the least */
+	/* constant extents: tiles smaller than them (a split may not be larger, and a grid of
+	 * one block along M or N is refused by the lowering's proofs), 32 at the least */
 	c = classify(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32);
+	c = classify(MM("f16[64, 64]", "f16[64, 64]", "f32[64, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 32 && c.bn == 32);
+	ck_assert(!classify(MM("f16[32, 64]", "f16[64, 64]", "f32[32, 64]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert(!classify(MM("f16[20, 72]", "f16[72, 40]", "f32[20, 40]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert(!classify(MM("f16[64, 16]", "f16[16, 64]", "f32[64, 64]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	c = classify(MM("f32[300, 72]", "f32[72, 600]", "f32[300, 600]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && !c.mma && c.bm == 128 && c.bn == 128);
-	ck_assert(!classify(MM("f32[100, 72]", "f32[72, 600]", "f32[100, 600]",
+	ck_assert(!classify(MM("f32[128, 72]", "f32[72, 600]", "f32[128, 600]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert_str_eq(c.a, "A");
 	ck_assert_str_eq(c.b, "B");
