@@ -179,6 +179,16 @@ bool tensor_is_reduction(Tensor *t)
 	return t->def && t->def->kind == EX_REDUCE;
 }
 
+IrExpr *axis_launch_extent(Arena *a, Axis *ax)
+{
+	int64_t c;
+	if (!ax->reduction)
+		return ax->extent;
+	if (ir_is_const(ax->extent, &c))
+		return c >= 1 ? ax->extent : ir_int(a, 1);
+	return ir_op(a, OP_MAX, DT_I64, ax->extent, ir_int(a, 1));
+}
+
 /* ---- printer -------------------------------------------------------------------------- */
 
 static const char *tensor_kind_name(TensorKind k)

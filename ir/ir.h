@@ -404,6 +404,10 @@ int tensor_axis_pos(Tensor *t, Axis *ax);            /* -1 if not in the domain 
 /* The loop t is computed in (t->ca_tensor, t->ca_pos), through aliases to a real loop. */
 void tensor_placement(Tensor *t, Tensor **owner, int *pos);
 bool tensor_is_reduction(Tensor *t);
+/* The extent a parallel loop over ax launches: its extent, but at least 1 for a reduction axis
+ * (an empty reduction, N = 0, still has one block or thread that stores the identity: an
+ * empty grid would launch nothing and leave the output unwritten). */
+IrExpr *axis_launch_extent(Arena *a, Axis *ax);
 /* A new tensor: every other field zero (not in a fusion's list yet: index 0, no domain). */
 Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemType mem, Span at);
 /* A 1-d buffer of n elements that is not part of the fusion (index and param_index -1): the

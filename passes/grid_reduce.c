@@ -20,7 +20,7 @@
 #include "passes/passes.h"
 
 /* The reduced block types of t's own axes, as a mask; ext[p] their extents. */
-static unsigned grid_pars(Tensor *t, IrExpr *ext[PT_COUNT])
+static unsigned grid_pars(Arena *a, Tensor *t, IrExpr *ext[PT_COUNT])
 {
 	unsigned mask = 0;
 	for (int i = 0; i < t->ndomain; i++) {
@@ -28,7 +28,7 @@ static unsigned grid_pars(Tensor *t, IrExpr *ext[PT_COUNT])
 		if (ax->ca_alias || !ax->reduction || !par_is_block(ax->par))
 			continue;
 		mask |= 1u << ax->par;
-		ext[ax->par] = ax->extent;
+		ext[ax->par] = axis_launch_extent(a, ax);
 	}
 	return mask;
 }
@@ -46,7 +46,7 @@ static Stmt *grid_step(Kernel *k, Stmt *st)
 	Arena *a = k->arena;
 	Tensor *t = st->tensor;
 	IrExpr *ext[PT_COUNT] = {0};
-	unsigned mask = grid_pars(t, ext);
+	unsigned mask = grid_pars(a, t, ext);
 	if (st->value->kind != EX_VAR)
 		die("grid_reduce: the store of %s is not of its accumulator", t->name);
 	Stmt *g = NEW(a, Stmt);
@@ -84,10 +84,10 @@ static Stmt *grid_step(Kernel *k, Stmt *st)
 	return g;
 }
 
-static bool is_grid_reduced(Tensor *t)
+static bool is_grid_reduced(Kernel *k, Tensor *t)
 {
 	IrExpr *ext[PT_COUNT];
-	return t && tensor_is_reduction(t) && grid_pars(t, ext);
+	return t && tensor_is_reduction(t) && grid_pars(k->arena, t, ext);
 }
 
 static Stmt *grid_list(Kernel *k, Stmt *s)
@@ -99,7 +99,7 @@ static Stmt *grid_list(Kernel *k, Stmt *s)
 		} else if (s->kind == KS_IF) {
 			s->then = grid_list(k, s->then);
 			s->els = grid_list(k, s->els);
-		} else if (s->kind == KS_STORE && s->mem == MEM_GLOBAL && is_grid_reduced(s->tensor)) {
+		} else if (s->kind == KS_STORE && s->mem == MEM_GLOBAL && is_grid_reduced(k, s->tensor)) {
 			s = grid_step(k, s);
 		}
 		prev->next = s;

@@ -709,19 +709,33 @@ static bool is_nest_tensor(Tensor *t)
 	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && t->ca_tensor);
 }
 
+/* The launch extent of each parallel type: the largest extent bound to it. A type that some
+ * nest does not bind (through its own axes or its consumer's loops) launches at least 1, so
+ * that nest runs when the others are empty (a 0-d total beside rows, M = 0). */
 static void launch_dims(Kernel *k)
 {
 	Fusion *f = k->fusion;
+	unsigned bound_by_all = ~0u, bound_by_any = 0;
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		if (!is_nest_tensor(t))
 			continue;
+		unsigned mask = 0;
 		for (int j = 0; j < t->ndomain; j++) {
-			Axis *ax = t->domain[j];
+			Axis *ax = t->domain[j], *r = ax;
+			while (r->ca_alias)
+				r = r->ca_alias;
+			if (r->par != PT_SERIAL)
+				mask |= 1u << r->par;
 			if (!ax->ca_alias && ax->par != PT_SERIAL)
-				add_launch(k, ax->par, ax->extent);
+				add_launch(k, ax->par, axis_launch_extent(k->arena, ax));
 		}
+		bound_by_all &= mask;
+		bound_by_any |= mask;
 	}
+	for (ParType p = 0; p < PT_COUNT; p++)
+		if ((bound_by_any & ~bound_by_all) & (1u << p))
+			add_launch(k, p, ir_int(k->arena, 1));
 }
 
 bool pass_loop_nest(Kernel *k, Diag *d)

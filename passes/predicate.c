@@ -109,13 +109,15 @@ static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
-		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+		/* the result of a reduction is stored by the blocks of its (at least one) part */
+		IrExpr *ext = result ? axis_launch_extent(cs->a, ax) : ax->extent;
+		if (ax->par == PT_SERIAL || ir_equal(ext, k->launch[ax->par]))
 			continue;
 		if (bare_alias(t->domain[i]) && binds_deeper(t, i, ax->par))
 			continue;
 		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
-		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ax->extent));
+		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ext));
 	}
 }
 

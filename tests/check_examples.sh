@@ -2,14 +2,16 @@
 # Runs `fusc check` (the kernel simulator, docs/check.md) on every examples/*.fus, examples/cp_async/*.fus,
 # examples/reduce/*.fus, examples/gemm/*.fus, tests/golden/ok/*.fus, tests/golden/sim/*.fus and the
 # benchmarked programs (bench/auto, bench/pointwise, bench/reduce) at
-# several sizes: smaller than one block (1, 5), not a multiple of any block or vector (67, 1025)
-# and a few blocks (300). Every size symbol takes the size (rounded up to a multiple a launcher
-# precondition requires). A file may add options with a line `// check-args: --max-blocks 4`
-# (large constant shapes: simulate a sample of the blocks). The 1-D buffering family
+# several sizes: empty (0: every output still written, e.g. a total is the identity), smaller
+# than one block (1, 5), not a multiple of any block or vector (67, 1025) and a few blocks (300).
+# Every size symbol takes the size (rounded up to a multiple a launcher precondition requires).
+# A file may add options with a line `// check-args: --max-blocks 4` (large constant shapes:
+# simulate a sample of the blocks), or name its own sizes with `// check-sizes: 1 5 67` (a
+# program that reads a constant index of a size symbol's dimension has no size 0). The 1-D buffering family
 # (examples/cp_async/buf_*) also runs at nvFuser's sizes 100, 199, 200, 1000 and 1001.
 # Prints "N passed, N failed" and exits 1 on any failure (a report, a mismatch, an error).
 FUSC=${FUSC:-build/fusc}
-SIZES=${SIZES:-"1 5 67 300 1025"}
+SIZES=${SIZES:-"0 1 5 67 300 1025"}
 pass=0
 fail=0
 out=$(mktemp)
@@ -20,7 +22,8 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 	 bench/reduce/*.fus; do
 	[ -f "$f" ] || continue
 	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
-	sizes=$SIZES
+	sizes=$(sed -n 's|^// check-sizes: ||p' "$f" | head -n 1)
+	sizes=${sizes:-$SIZES}
 	# nvFuser's 1-D buffering family ran at n = 1000, 199, 200, 100, 1001: so do their translations.
 	case $f in examples/cp_async/buf_*) sizes="$sizes 100 199 200 1000 1001" ;; esac
 	for s in $sizes; do

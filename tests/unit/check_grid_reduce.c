@@ -113,11 +113,11 @@ START_TEST(test_col_sum_structure)
 	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	char *ir = tc_kernel_ir(tc, 0);
-	ck_assert_contains(ir, "kernel colsum_kernel grid(ceildiv(N, 32), ceildiv(M, 64)) block(32)");
+	ck_assert_contains(ir, "kernel colsum_kernel grid(ceildiv(N, 32), max(ceildiv(M, 64), 1)) block(32)");
 	ck_assert_contains(ir,
 		"  if (blockIdx.x * 32 + threadIdx.x < N) {\n"
 		"    grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x * 32 + threadIdx.x, "
-		"part blockIdx.y of ceildiv(M, 64), fus_ws_s, fus_sem_s) {\n"
+		"part blockIdx.y of max(ceildiv(M, 64), 1), fus_ws_s, fus_sem_s) {\n"
 		"      s[blockIdx.x * 32 + threadIdx.x] = s_acc;\n"
 		"    }\n"
 		"  }\n");
@@ -140,12 +140,12 @@ START_TEST(test_col_sum_structure)
 	ck_assert_contains(cu, "long long M, long long N, float *fus_ws_s, unsigned *fus_sem_s)\n");
 	ck_assert_contains(cu, "if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, "
 			       "((long long)blockIdx.x) * 32 + ((long long)threadIdx.x), "
-			       "((long long)blockIdx.y), (M + 63) / 64)) {\n"
+			       "((long long)blockIdx.y), __fus_max((M + 63) / 64, (long long)1))) {\n"
 			       "      s[((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = s_acc;\n"
 			       "    }\n");
 	/* the launcher: workspace of N * ceildiv(M, 64) floats and N counters, in stream order */
 	ck_assert_contains(cu, "const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)N, "
-			       "fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf), 4, &fus_ovf);\n"
+			       "fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1), &fus_ovf), 4, &fus_ovf);\n"
 			       "  if (fus_ovf)\n    return fus_fail(colsum_error_text, \"colsum: sizes "
 			       "too large: the size of the grid-reduction workspace does not fit in "
 			       "64 bits\");\n");
@@ -211,7 +211,7 @@ START_TEST(test_row_sum_block_then_grid)
 		"  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
 		"  if (blockIdx.x < M && threadIdx.x == 0) {\n"
 		"    grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x, part blockIdx.y of "
-		"ceildiv(N, 1024), fus_ws_s, fus_sem_s) {\n"
+		"max(ceildiv(N, 1024), 1), fus_ws_s, fus_sem_s) {\n"
 		"      s[blockIdx.x] = s_acc;\n"
 		"    }\n"
 		"  }\n");
@@ -240,6 +240,24 @@ START_TEST(test_row_sum_block_then_grid)
 		ck_assert_float_eq(out1[i], want);
 	}
 	free(x);
+	tc_free(tc);
+}
+END_TEST
+
+/* An empty reduction (N = 0) still stores the identity: the grid keeps one block along the
+ * reduced type (an empty grid would launch nothing and leave s unwritten). */
+START_TEST(test_empty_grid_reduction)
+{
+	TestCompile *tc = tc_lowered(row_sum_src);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "grid(M, max(ceildiv(N, 1024), 1))");
+	free(ir);
+	int64_t sizes[2] = {3, 0};
+	float x[1] = {0}, out1[3] = {7, 7, 7};
+	void *in[1] = {x}, *out[1] = {out1};
+	sim_ok(tc, 0, sizes, in, out);
+	for (int i = 0; i < 3; i++)
+		ck_assert_float_eq(out1[i], 0.0f);
 	tc_free(tc);
 }
 END_TEST
@@ -327,8 +345,8 @@ START_TEST(test_total_two_block_types)
 	ck_assert_contains(ir, "  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
 			       "  if (threadIdx.x == 0) {\n"
 			       "    grid_reduce_sum(s_acc over blockIdx.x, blockIdx.y, element 0, part "
-			       "blockIdx.x + ceildiv(N, 32) * blockIdx.y of ceildiv(M, 4) * "
-			       "ceildiv(N, 32), fus_ws_s, fus_sem_s) {\n"
+			       "blockIdx.x + max(ceildiv(N, 32), 1) * blockIdx.y of max(ceildiv(M, 4), 1) * "
+			       "max(ceildiv(N, 32), 1), fus_ws_s, fus_sem_s) {\n"
 			       "      s[0] = s_acc;\n");
 	free(ir);
 	tc_assert_nvrtc(tc);
@@ -366,7 +384,7 @@ START_TEST(test_serial_outputs_and_redundant_tensor)
 	/* one grid step per column, inside the serial loop over columns */
 	ck_assert_contains(ir, "  for jo in [0, ceildiv(N, 16)) {\n    s_acc = 0.0;\n");
 	ck_assert_contains(ir, "      grid_reduce_sum(s_acc over blockIdx.y, element jo * 16 + "
-			       "threadIdx.x, part blockIdx.y of ceildiv(M, 8), fus_ws_s, fus_sem_s) {\n");
+			       "threadIdx.x, part blockIdx.y of max(ceildiv(M, 8), 1), fus_ws_s, fus_sem_s) {\n");
 	/* c is not bound to blockIdx.y: only blockIdx.y == 0 writes it */
 	ck_assert_contains(ir, "  // nest of c\n  if (blockIdx.y == 0) {\n");
 	free(ir);
@@ -450,6 +468,7 @@ Suite *grid_reduce_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_col_sum_structure);
 	tcase_add_test(tc, test_row_sum_block_then_grid);
+	tcase_add_test(tc, test_empty_grid_reduction);
 	tcase_add_test(tc, test_deterministic_block_order);
 	tcase_add_test(tc, test_col_max_nan);
 	tcase_add_test(tc, test_total_two_block_types);
