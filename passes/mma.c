@@ -294,7 +294,7 @@ static bool atom_eq(IrExpr *a, IrExpr *b)
 static bool add_atom(IrExpr *e, void *ctx)
 {
 	Ldm *l = ctx;
-	int64_t ext;
+	int64_t ext, lo, hi;
 	if (e->kind == EX_PAR && e->par == PT_TIDX)
 		return false;
 	if (e->kind == EX_VAR && e->var->extent && ir_is_const(e->var->extent, &ext))
@@ -302,6 +302,8 @@ static bool add_atom(IrExpr *e, void *ctx)
 	else if (e->kind == EX_PAR && par_is_thread(e->par) &&
 		 (!l->k->launch[e->par] || ir_is_const(l->k->launch[e->par], &ext)))
 		ext = l->k->launch[e->par] ? ext : 1;
+	else if (e->kind == EX_PAR && ir_range(e, &lo, &hi) && lo == 0 && hi == 0)
+		ext = 1; /* a block index that can only be 0 (one block along a tile) */
 	else if (e->kind == EX_VAR || e->kind == EX_PAR || e->kind == EX_SIZE || e->kind == EX_PARAM ||
 		 e->kind == EX_LOAD || e->kind == EX_FLOAT || e->kind == EX_SELECT)
 		return (l->ok = false);

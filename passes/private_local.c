@@ -97,15 +97,30 @@ static IrExpr *bound_extent(Kernel *k, Tensor *u, ParType par)
 	return k->launch[par];
 }
 
+/* A parallel index that can only be 0 (a launch extent of 1: one block along a tile as large
+ * as a constant extent) is 0. */
+static IrExpr *only_zero(Arena *a, IrExpr *e, void *ctx)
+{
+	int64_t lo, hi;
+	(void)ctx;
+	if (e->kind == EX_PAR && ir_range(e, &lo, &hi) && lo == 0 && hi == 0)
+		return ir_int(a, 0);
+	return e;
+}
+
 /* The position along ax of the element at subs, simplified knowing that P < extent (the
  * predicate pass guards the statement so: par_conds): ranges come from a copy of the kernel
- * whose launch extent of P is that one. */
+ * whose launch extent of P is that one. A split as large as its extent leaves its outer
+ * index (which is 0) in the position: `blockIdx.y * 2 + threadIdx.z` for a 128-row tile of
+ * 128 rows, which is threadIdx.z. */
 static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
 {
+	Arena *a = p->k->arena;
 	Kernel under = *p->k;
 	under.launch[ax->par] = extent;
 	ir_range_set_kernel(&under);
-	IrExpr *e = ir_simplify(p->k->arena, index_forward(p->k->arena, ax, subs, n));
+	IrExpr *e = ir_simplify(a, index_forward(a, ax, subs, n));
+	e = ir_simplify(a, ir_rewrite(a, e, only_zero, NULL));
 	ir_range_set_kernel(p->k);
 	return e;
 }

@@ -44,6 +44,9 @@ enum {
 	COPY_THREADS = 128, /* 4 warps (the tensor-core schedule) */
 };
 
+/* The bounds of the size variants of a symbolic M (tensor cores) */
+static const int64_t short_m[] = {32, 64};
+
 static IrExpr *strip_casts(IrExpr *e)
 {
 	while (e && e->kind == EX_CAST)
@@ -145,19 +148,21 @@ static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int d
 	return found;
 }
 
-/* A tile along a dimension of extent e: `most`, halved down to `least` until it is smaller
- * than a constant e (0: e is a constant no larger than `least`). A split may not be larger
- * than a constant extent, and one tile as large as the extent (a grid of one block along it)
- * is refused by the lowering's proofs (private_local, ldmatrix), which do not fold the
- * block index that can only be 0. */
+/* A tile along a dimension of extent e: `most`, halved down to `least` until it is no
+ * larger than a constant e (a split may not be larger than a constant extent; 0: e is a
+ * constant below `least`), or while the half still covers the bound of a size variant. */
 static int64_t tile_for(IrExpr *e, int64_t most, int64_t least)
 {
 	int64_t n, t = most;
-	if (!ir_is_const(e, &n))
-		return t;
-	while (t >= n && t > least)
-		t /= 2;
-	return t >= n ? 0 : t;
+	if (ir_is_const(e, &n)) {
+		while (t > n && t > least)
+			t /= 2;
+		return t > n ? 0 : t;
+	}
+	if (e->kind == EX_SIZE && e->size->bound > 0)
+		while (t / 2 >= e->size->bound && t / 2 >= least)
+			t /= 2;
+	return t;
 }
 
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
@@ -331,6 +336,11 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *k;
 	const char *acc = accumulator(p, c, &k);
 	const char *as = d_cache_after(p, c->a, "shared"), *bs = d_cache_after(p, c->b, "shared");
+	/* a symbolic M: size variants with 32- and 64-row tiles for M <= 32 and M <= 64 (fewer
+	 * instructions on zero-filled rows) */
+	IrExpr *m = c->out->shape[c->nbatch];
+	if (tuned && m->kind == EX_SIZE && m->size->bound == 0 && !p->bucket.sym)
+		p->bucket = (Buckets){m->size, short_m, countof(short_m)};
 	Tiles x = block_tiles(p, c, c->bm, c->bn);
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");

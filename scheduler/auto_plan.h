@@ -8,6 +8,15 @@
 
 #include "scheduler/scheduler.h"
 
+/* The size variants a plan asks for: copies of the fusion with size symbol `sym` bounded by
+ * each of `bounds` in turn, scheduled at the tuned level (docs/auto_schedule.md, "Size
+ * variants"); sym NULL: none. */
+typedef struct Buckets {
+	SizeSym *sym;
+	const int64_t *bounds;
+	int n;
+} Buckets;
+
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each
  * applied by sched_directive as soon as it is made, so it goes through every check a user's
  * schedule does, and later choices can look at the domains the earlier ones made. */
@@ -22,10 +31,10 @@ typedef struct Plan {
 	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
 	NameSet axes; /* generated axis names, as "tensor.axis" */
 	bool ok;      /* every directive held */
-	/* A symbolic row length that a bound would let the tuned schedule plan for (a row
-	 * group over a size symbol with no SizeSym.bound): auto_schedule adds size variants
-	 * for it (docs/auto_schedule.md, "Size variants"); NULL: none. */
-	SizeSym *bucket;
+	/* A size symbol that a bound would let the tuned schedule plan for (a row group's
+	 * symbolic row length, a matrix product's symbolic M, with no SizeSym.bound):
+	 * auto_schedule adds size variants for it (docs/auto_schedule.md, "Size variants"). */
+	Buckets bucket;
 } Plan;
 
 /* auto_schedule.c */
@@ -75,8 +84,8 @@ typedef struct AutoMatmul {
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
 } AutoMatmul;
-/* Whether o is in the class (c says how): a constant extent must be larger than its tile
- * (tensor cores: M, N > 32, K >= 32; FMA: M, N > 128, K >= 16). */
+/* Whether o is in the class (c says how): a constant extent must be at least its tile
+ * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c);
 /* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
 bool auto_matmul(Plan *p, Tensor *o);

@@ -132,6 +132,11 @@ enum {
 };
 
 
+/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
+ * short rows (several per block), then rows persistent in registers as a constant row of
+ * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
+static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
+
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
 {
@@ -893,8 +898,9 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
-	if (p->level == AUTO_TUNED && !p->bucket && r->n->kind == EX_SIZE && r->n->size->bound == 0)
-		p->bucket = r->n->size;
+	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
+	    r->n->size->bound == 0)
+		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -1372,9 +1378,9 @@ const char *auto_level_name(AutoLevel level)
 }
 
 /* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
- * the plan's size symbol for size variants (Plan.bucket). */
+ * the size variants the plan asks for (Plan.bucket). */
 static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch,
-			   SizeSym **bucket)
+			   Buckets *bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1410,25 +1416,21 @@ static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 	return ok;
 }
 
-/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
- * short rows (several per block), then rows persistent in registers as a constant row of
- * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
-static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
-
-/* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
- * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
+/* The size variants of f, scheduled at the tuned level: one copy of f per bound of b with
+ * its size symbol bounded, tried by the launcher in order before f's own kernels. A
  * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
-static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index, int arch)
+static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
+			 int arch)
 {
 	DiagMark m = diag_mark(d);
-	for (int i = 0; i < countof(row_buckets); i++) {
+	for (int i = 0; i < b->n; i++) {
 		Fusion *g = sema_fusion(a, d, f->ast);
 		diag_rollback(d, m);
 		if (!g)
 			return;
 		g->ast_schedule = block;
 		g->auto_scheduled = true;
-		g->sizes[index]->bound = row_buckets[i];
+		g->sizes[b->sym->index]->bound = b->bounds[i];
 		bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) &&
 			  diag_error_count(d) == m.errors && lowers(a, d, g, arch);
 		diag_rollback(d, m);
@@ -1455,7 +1457,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
-		SizeSym *bucket = NULL;
+		Buckets bucket = {0};
 		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket) &&
 			  diag_error_count(d) == m.errors && lowers(a, d, f, arch);
 		if (ok && o && (o->refuse >> level & 1)) {
@@ -1463,8 +1465,8 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 				   level_names[level], f->name);
 			ok = false;
 		}
-		if (ok && bucket && f->ast)
-			add_variants(a, d, f, block, bucket->index, arch);
+		if (ok && bucket.sym && f->ast)
+			add_variants(a, d, f, block, &bucket, arch);
 		if (ok)
 			return true;
 	}

@@ -59,21 +59,18 @@ START_TEST(test_classify)
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
 	ck_assert(c.bm == 128 && c.bn == 128);
-	/* constant extents: tiles smaller than them (a split may not be larger, and a grid of
-	 * one block along M or N is refused by the lowering's proofs), 32 at the least */
+	/* constant extents: tiles no larger than them (a split may not be), 32 at the least */
 	c = classify(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32);
 	c = classify(MM("f16[64, 64]", "f16[64, 64]", "f32[64, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert(c.in && c.mma && c.bm == 32 && c.bn == 32);
-	ck_assert(!classify(MM("f16[32, 64]", "f16[64, 64]", "f32[32, 64]",
-			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 64);
 	ck_assert(!classify(MM("f16[20, 72]", "f16[72, 40]", "f32[20, 40]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert(!classify(MM("f16[64, 16]", "f16[16, 64]", "f32[64, 64]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	c = classify(MM("f32[300, 72]", "f32[72, 600]", "f32[300, 600]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && !c.mma && c.bm == 128 && c.bn == 128);
-	ck_assert(!classify(MM("f32[128, 72]", "f32[72, 600]", "f32[128, 600]",
+	ck_assert(!classify(MM("f32[100, 72]", "f32[72, 600]", "f32[100, 600]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert_str_eq(c.a, "A");
 	ck_assert_str_eq(c.b, "B");
@@ -246,13 +243,19 @@ START_TEST(test_matmul_sim)
 		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
 		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
 	};
-	/* constant extents no tile divides: 64 x 32 tiles */
-	TestCompile *ct = tc_lowered(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]",
-					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert_ptr_null(ct->prog->fusions[0]->auto_fallback);
-	expect_sim_picked(ct->kernels[0], "");
-	expect_sim(kernel_last_variant(ct->kernels[0]), "");
-	tc_free(ct);
+	/* constant extents no tile divides (64 x 32 tiles), and tiles as large as the extents
+	 * (one block: the lowering's proofs fold its block index, which can only be 0) */
+	static const char *consts[] = {
+		MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f16[128, 64]", "f16[64, 256]", "f32[128, 256]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+	};
+	for (int i = 0; i < 2; i++) {
+		TestCompile *ct = tc_lowered(consts[i]);
+		ck_assert_ptr_null(ct->prog->fusions[0]->auto_fallback);
+		expect_sim_picked(ct->kernels[0], "");
+		expect_sim(kernel_last_variant(ct->kernels[0]), "");
+		tc_free(ct);
+	}
 	const char *dims[] = {"Z=2,M=70,N=33,K=45", "Z=1,M=40,N=24,K=32", "Z=1,M=1,N=1,K=1",
 			      "Z=1,M=0,N=5,K=3", "Z=1,M=8,N=3,K=0", "Z=0,M=8,N=8,K=8"};
 	for (int i = 0; i < (int)(sizeof srcs / sizeof *srcs); i++) {
@@ -261,13 +264,43 @@ START_TEST(test_matmul_sim)
 		Kernel *k = tc->kernels[0];
 		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
 			Kernel *run = expect_sim_picked(k, dims[s]);
-			/* multiples of 8 run the vector kernel, the others the scalar one */
+			/* multiples of 8 run a vector kernel, the others a scalar one */
 			bool vector = s == 1 || s == 5;
-			ck_assert_msg((run == k) == vector, "%s at %s ran %s", srcs[i], dims[s], run->name);
+			ck_assert_msg((strstr(run->name, "_scalar") == NULL) == vector, "%s at %s ran %s",
+				      srcs[i], dims[s], run->name);
 			expect_sim(kernel_last_variant(k), dims[s]);
 		}
 		tc_free(tc);
 	}
+}
+END_TEST
+
+/* A symbolic M gets size variants with 32- and 64-row tiles: the chain M32, M32_scalar, M64,
+ * M64_scalar, the kernel, its scalar one; each runs where its bound and vectors allow and
+ * matches the reference on both sides of each bound. */
+START_TEST(test_short_m_variants)
+{
+	TestCompile *tc;
+	char *s = tuned(MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
+	free(s);
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_int_eq(f->variants.len, 2);
+	const char *names[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64", "m_kernel_M64_scalar",
+			       "m_kernel", "m_kernel_scalar"};
+	int n = 0;
+	for (Kernel *k = tc->kernels[0]; k; k = k->fallback, n++) {
+		ck_assert_int_lt(n, 6);
+		ck_assert_str_eq(k->name, names[n]);
+	}
+	ck_assert_int_eq(n, 6);
+	const char *dims[] = {"M=1,N=40,K=32", "M=32,N=40,K=45", "M=33,N=40,K=32", "M=64,N=40,K=45",
+			      "M=65,N=40,K=32"};
+	const char *runs[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64",
+			      "m_kernel_M64_scalar", "m_kernel"};
+	for (int i = 0; i < 5; i++)
+		ck_assert_str_eq(expect_sim_picked(tc->kernels[0], dims[i])->name, runs[i]);
+	tc_free(tc);
 }
 END_TEST
 
@@ -303,6 +336,7 @@ Suite *auto_matmul_suite(void)
 	tcase_add_test(tc, test_fma_schedule);
 	tcase_add_test(tc, test_matmul_sim);
 	tcase_add_test(tc, test_before_sm80);
+	tcase_add_test(tc, test_short_m_variants);
 	suite_add_tcase(s, tc);
 	return s;
 }
