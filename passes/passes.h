@@ -55,10 +55,10 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
 bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e);
 /* The position along axis ax (of the tensor) of the element with root values subs: split
  * r / F and r % F, merge o * E_inner + i (indexing.c). */
-IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n);
+IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n);
 /* Element offset of t[subs] (logical subscripts): row-major over the shape for inputs and
  * outputs, over the buffer axes (computed forward from the subscripts) for intermediates. */
-IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n);
+IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int n);
 /* passes/grid_reduce.c: the store of a tensor with reduction axes bound to blockIdx.* becomes
  * a KS_GRID_REDUCE around it (workspace in Kernel.grid_ws; docs/reductions.md). */
 bool pass_grid_reduce(Kernel *k, Diag *d);

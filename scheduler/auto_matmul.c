@@ -132,7 +132,7 @@ static Tensor *epilogue_of(Tensor *o, IrExpr *e, Tensor *found, bool *bad, int d
 				*bad = true;
 			return x;
 		}
-		if (x->def && x->inlined && x->kind == TK_INTERMEDIATE) {
+		if (x->def && x->sched.inlined && x->kind == TK_INTERMEDIATE) {
 			/* read any other way, an inlined tensor (a broadcast bias computed inline)
 			 * must read no reduction */
 			bool other = false;

@@ -82,7 +82,7 @@ static bool row_read(Tensor *o, Tensor *x, const int *pos)
 static bool recomputed(Tensor *x)
 {
 	return x->def && !tensor_is_reduction(x) &&
-	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	       (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 }
 
 /* A read of memory tensor x whose subscript k is out's root pos[k] (-1: anything else). */

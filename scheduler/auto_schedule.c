@@ -90,7 +90,7 @@ static void walk(Access *acc, IrExpr *e, const int *map)
 	}
 	/* Inlined tensors and read outputs are recomputed: look through their definitions. */
 	bool recomputed = x->def && !tensor_is_reduction(x) &&
-			  (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+			  (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed)
 		walk(acc, x->def, pos);
 	else
@@ -544,7 +544,7 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 			row_reduction(r, x);
 		return;
 	}
-	bool recomputed = x->def && (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	bool recomputed = x->def && (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed && x->kind == TK_INTERMEDIATE)
 		row_mid(r, x, sub);
 	if (recomputed)
@@ -629,7 +629,7 @@ static bool reads_through_but(IrExpr *e, Tensor *x, Tensor *opaque, int depth)
 		if (t == x)
 			return true;
 		bool recomputed = t->def && !tensor_is_reduction(t) &&
-				  (t->inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
+				  (t->sched.inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
 		if (recomputed && t != opaque && reads_through_but(t->def, x, opaque, depth + 1))
 			return true;
 	}
@@ -653,7 +653,7 @@ static int stored_readers(Fusion *f, Tensor *x)
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		bool stored = t->def && t->kind != TK_SCALAR &&
-			      (t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined);
+			      (t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined);
 		if (stored && reads_through(t->def, x, 0))
 			n++;
 	}
@@ -1080,7 +1080,7 @@ static unsigned reduction_roots(IrExpr *e, const int *map, int nmap)
 			bits |= 1u << sub[k];
 	}
 	bool recomputed = x->def && !tensor_is_reduction(x) &&
-			  (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+			  (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed && e->nargs <= 16)
 		bits |= reduction_roots(x->def, sub, e->nargs);
 	return bits;
@@ -1150,7 +1150,7 @@ static unsigned reads_reductions(IrExpr *e, int depth)
 		Tensor *t = e->tensor;
 		if (tensor_is_reduction(t))
 			return 1u | (t->ndim == 0 ? 2u : 4u);
-		if (t->def && (t->inlined || t->kind == TK_SCALAR))
+		if (t->def && (t->sched.inlined || t->kind == TK_SCALAR))
 			bits |= reads_reductions(t->def, depth + 1);
 	}
 	for (int i = 0; i < e->nargs; i++)
@@ -1231,7 +1231,7 @@ static void schedule_tuned(Plan *p)
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && t->ndim == 0 &&
-		    !t->ca_tensor && t->history.len == 0)
+		    !t->sched.ca_tensor && t->history.len == 0)
 			schedule_zero_d(p, t);
 	}
 }
@@ -1265,7 +1265,7 @@ static int consumers(Plan *p, Tensor *r, Tensor **u, int max)
 		Tensor *x = VEC_AT(todo, Tensor, k);
 		for (int i = 0; i < x->readers.len; i++) {
 			Tensor *t = VEC_AT(x->readers, Tensor, i);
-			bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+			bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined;
 			Vec *into = stored ? NULL : &todo;
 			int j = 0;
 			if (stored) {
@@ -1363,7 +1363,7 @@ static void place_reductions(Plan *p)
 {
 	for (int i = p->f->ntensors - 1; i >= 0; i--) {
 		Tensor *t = p->f->tensors[i];
-		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && !t->ca_tensor)
+		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && !t->sched.ca_tensor)
 			place_reduction(p, t);
 	}
 }

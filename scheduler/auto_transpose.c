@@ -53,7 +53,7 @@ typedef struct Walk {
 static bool recomputed(Tensor *x)
 {
 	return x->def && !tensor_is_reduction(x) &&
-	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	       (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 }
 
 static int find(Tensor **v, int n, Tensor *x)
@@ -149,7 +149,7 @@ static bool read_elsewhere(Tensor *x, Tensor *o, int depth)
 		return true;
 	for (int i = 0; i < x->readers.len; i++) {
 		Tensor *t = VEC_AT(x->readers, Tensor, i);
-		bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+		bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined;
 		if (stored ? t != o : read_elsewhere(t, o, depth + 1))
 			return true;
 	}

@@ -61,7 +61,8 @@ static bool subscripts(Tensor *t, IrExpr *e, Axis *r0, Axis *r1)
  * one reader then stores it (and applies the rest of its expression) from the fragments. */
 static bool accumulator_kind(Tensor *t)
 {
-	return t->mem == MEM_LOCAL && (t->cache_before || (t->kind == TK_INTERMEDIATE && !t->cache_of));
+	return t->sched.mem == MEM_LOCAL &&
+	       (t->sched.cache_before || (t->kind == TK_INTERMEDIATE && !t->sched.cache_of));
 }
 
 /* The one stored tensor that reads t, looking through inlined intermediates (NULL: none,
@@ -71,7 +72,7 @@ static Tensor *stored_reader(Tensor *t, int depth)
 	Tensor *found = NULL;
 	for (int i = 0; i < t->readers.len && depth < 64; i++) {
 		Tensor *u = VEC_AT(t->readers, Tensor, i);
-		if (u->kind == TK_INTERMEDIATE && u->inlined && !tensor_is_reduction(u))
+		if (u->kind == TK_INTERMEDIATE && u->sched.inlined && !tensor_is_reduction(u))
 			u = stored_reader(u, depth + 1);
 		if (!u || (found && found != u))
 			return NULL;
@@ -83,7 +84,7 @@ static Tensor *stored_reader(Tensor *t, int depth)
 /* The tensor that stores accumulator t: the output it caches, or its one stored reader. */
 static Tensor *accumulator_reader(Tensor *t)
 {
-	return t->cache_before ? t->cache_of : stored_reader(t, 0);
+	return t->sched.cache_before ? t->sched.cache_of : stored_reader(t, 0);
 }
 
 /* The fragment transform of the 16 x 8 tile (m, n) of t (the header comment): the lane axis
@@ -143,14 +144,14 @@ bool sched_fragment(Sched *s, Tensor *t, AstDirective *dir)
 	Axis *m = sched_arg_axis(s, t, &dir->args[0]), *n = sched_arg_axis(s, t, &dir->args[1]);
 	if (!m || !n)
 		return false;
-	if (t->fragment_span.file || t->mma) {
+	if (t->sched.fragment_span.file || t->sched.mma) {
 		diag_error(s->d, dir->span, "'%s' has its fragment layout already", t->name);
 		return false;
 	}
 	TensorMma axes = {0};
 	if (!fragment_axes(s, t, m, n, dir->span, &axes))
 		return false;
-	t->fragment_span = dir->span;
+	t->sched.fragment_span = dir->span;
 	return true;
 }
 
@@ -169,13 +170,13 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *c = s->f->tensors[i];
-		if (c->cache_of == t && c->cache_before) {
+		if (c->sched.cache_of == t && c->sched.cache_before) {
 			diag_error(s->d, dir->span, "'%s' computes '%s': apply the mma to '%s' ('%s.mma(%s)')",
 				   c->name, t->name, c->name, c->name, in->name);
 			return false;
 		}
 	}
-	if (t->mma || t->fragment_span.file) {
+	if (t->sched.mma || t->sched.fragment_span.file) {
 		diag_error(s->d, dir->span, "'%s' has its fragment layout already", t->name);
 		return false;
 	}
@@ -223,14 +224,14 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	Tensor *ops[2] = {x->tensor, y->tensor};
 	for (int i = 0; i < 2; i++) {
 		Tensor *o = ops[i];
-		if (o->mem == MEM_LOCAL && o->cache_of) {
+		if (o->sched.mem == MEM_LOCAL && o->sched.cache_of) {
 			diag_error(s->d, dir->span, "'%s' is a register cache of an operand: the mma loads its fragments from shared memory itself; register caches of the operands (ldmatrix fragments) are not supported yet",
 				   o->name);
 			return false;
 		}
-		if (o->mem != MEM_SHARED || !o->cache_of || o->cache_before) {
+		if (o->sched.mem != MEM_SHARED || !o->sched.cache_of || o->sched.cache_before) {
 			diag_error(s->d, dir->span, "the mma reads its operands from shared memory, but '%s' reads '%s' from %s memory: cache it first ('%ss = %s.cache_after(shared)' before the mma)",
-				   t->name, o->name, mem_name(o->mem), o->name, o->name);
+				   t->name, o->name, mem_name(o->sched.mem), o->name, o->name);
 			return false;
 		}
 		if (o->dtype != DT_F16 && o->dtype != DT_BF16) {
@@ -284,8 +285,8 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 	mma->k = k;
 	if (!fragment_axes(s, t, m, n, dir->span, mma))
 		return false;
-	t->mma = mma;
-	ops[0]->zero_fill = ops[1]->zero_fill = true;
+	t->sched.mma = mma;
+	ops[0]->sched.zero_fill = ops[1]->sched.zero_fill = true;
 	return true;
 }
 
@@ -295,10 +296,10 @@ bool sched_check_mma(Sched *s)
 	bool ok = true;
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *t = s->f->tensors[i];
-		if (!t->mma)
+		if (!t->sched.mma)
 			continue;
 		Tensor *c = accumulator_reader(t);
-		TensorMma *m = t->mma;
+		TensorMma *m = t->sched.mma;
 		int nd = t->ndomain;
 		Axis *want[4] = {m->lane, m->mh, m->nc, m->k};
 		bool kept = nd >= 4;
@@ -309,15 +310,15 @@ bool sched_check_mma(Sched *s)
 				   m->lane->name, m->mh->name, m->nc->name, m->k->name, t->name);
 			ok = false;
 		} else if (!c) {
-			diag_error(s->d, t->mma->span, "the mma accumulator '%s' must have one reader (through inlined tensors), which stores its fragments",
+			diag_error(s->d, m->span, "the mma accumulator '%s' must have one reader (through inlined tensors), which stores its fragments",
 				   t->name);
 			ok = false;
-		} else if (t->ca_tensor != c) {
-			diag_error(s->d, t->mma->span, "the mma accumulator '%s' must be computed at its %s '%s' ('%s.compute_at(%s, ...)')",
-				   t->name, t->cache_before ? "output" : "reader", c->name, t->name, c->name);
+		} else if (t->sched.ca_tensor != c) {
+			diag_error(s->d, m->span, "the mma accumulator '%s' must be computed at its %s '%s' ('%s.compute_at(%s, ...)')",
+				   t->name, t->sched.cache_before ? "output" : "reader", c->name, t->name, c->name);
 			ok = false;
-		} else if (!c->fragment_span.file) {
-			diag_error(s->d, t->mma->span, "'%s' stores the accumulator '%s' that the lanes of a warp hold: give it the same layout with '%s.fragment(m, n)' on its 16 x 8 tile axes",
+		} else if (!c->sched.fragment_span.file) {
+			diag_error(s->d, t->sched.mma->span, "'%s' stores the accumulator '%s' that the lanes of a warp hold: give it the same layout with '%s.fragment(m, n)' on its 16 x 8 tile axes",
 				   c->name, t->name, c->name);
 			ok = false;
 		}

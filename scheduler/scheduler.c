@@ -16,7 +16,7 @@
 static bool recomputed(Tensor *x)
 {
 	return x->def && x->def->kind != EX_REDUCE &&
-	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	       (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 }
 
 /* Depth of e with recomputed tensors expanded. The recursion is bounded: e is one statement

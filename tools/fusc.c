@@ -491,7 +491,7 @@ static void emit_schedules(Program *p, Buf *b)
 		bool copies = false;
 		for (int k = 0; k < f->ntensors; k++) {
 			Tensor *t = f->tensors[k];
-			if (!t->copy_of || t->inlined)
+			if (!t->copy_of || t->sched.inlined)
 				continue;
 			if (!copies)
 				buf_puts(b, "// It names tensors the scheduler copied (a schedule block cannot copy;\n"

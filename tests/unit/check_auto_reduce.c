@@ -620,28 +620,30 @@ static bool expr_reads(IrExpr *e, Tensor *t)
 	return false;
 }
 
+static bool slot_reads(IrExpr **slot, void *t)
+{
+	return expr_reads(*slot, t);
+}
+
+static bool one_reads(Stmt *s, void *t)
+{
+	return ir_stmt_exprs(s, slot_reads, t) || (s->kind == KS_VSTORE && s->copy.src == t);
+}
+
 /* Does statement s (or anything nested in it) read t? */
 static bool stmt_reads(Stmt *s, Tensor *t)
 {
-	for (; s; s = s->next) {
-		if (expr_reads(s->value, t) || expr_reads(s->cond, t) ||
-		    (s->kind == KS_VSTORE && s->src == t) || stmt_reads(s->body, t) ||
-		    stmt_reads(s->then, t) || stmt_reads(s->els, t))
-			return true;
-	}
-	return false;
+	return ir_stmts_any(s, one_reads, t);
 }
 
 static Stmt *find_loop(Stmt *s, const char *axis)
 {
 	for (; s; s = s->next) {
-		if (s->kind == KS_FOR && s->var->axis && strcmp(s->var->axis->name, axis) == 0)
+		if (s->kind == KS_FOR && s->loop.var->axis && strcmp(s->loop.var->axis->name, axis) == 0)
 			return s;
-		Stmt *in = find_loop(s->body, axis);
-		if (!in)
-			in = find_loop(s->then, axis);
-		if (!in)
-			in = find_loop(s->els, axis);
+		Stmt **lists[3], *in = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !in; i++)
+			in = find_loop(*lists[i], axis);
 		if (in)
 			return in;
 	}
@@ -658,7 +660,7 @@ static void check_war_barrier(Kernel *k, const char *name, const char *axis)
 	Stmt *loop = find_loop(k->body, axis);
 	ck_assert_msg(loop != NULL, "no loop over %s", axis);
 	int pos = 0, last_read = -1, last_sync = -1;
-	for (Stmt *s = loop->body; s; s = s->next, pos++) {
+	for (Stmt *s = loop->loop.body; s; s = s->next, pos++) {
 		Stmt *next = s->next;
 		s->next = NULL; /* stmt_reads walks a list: look at this statement alone */
 		if (stmt_reads(s, t))

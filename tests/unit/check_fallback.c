@@ -275,11 +275,11 @@ START_TEST(test_size_bound_range)
 {
 	Arena *a = arena_new();
 	SizeSym n = {.name = "N"};
-	IrExpr *e = ix_ceildiv(a, ir_size(a, &n), ir_int(a, 4));
+	IrExpr *e = ix_ceildiv(a, NULL, ir_size(a, &n), ir_int(a, 4));
 	int64_t lo, hi;
-	ck_assert(!ir_range(e, &lo, &hi));
+	ck_assert(!ir_range(NULL, e, &lo, &hi));
 	n.bound = 4096;
-	ck_assert(ir_range(e, &lo, &hi));
+	ck_assert(ir_range(NULL, e, &lo, &hi));
 	ck_assert_int_eq(lo, 0);
 	ck_assert_int_eq(hi, 1024);
 	arena_free(a);

@@ -59,22 +59,21 @@ static float small_int(int64_t i, int64_t j)
 static int count_kind(Stmt *s, StmtKind kind)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == kind) + count_kind(s->body, kind) + count_kind(s->then, kind) +
-		     count_kind(s->els, kind);
+	for (; s; s = s->next) {
+		n += s->kind == kind;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_kind(*lists[i], kind);
+	}
 	return n;
 }
 
 static Stmt *find_kind(Stmt *s, StmtKind kind)
 {
 	for (; s; s = s->next) {
-		Stmt *f = s->kind == kind ? s : NULL;
-		if (!f)
-			f = find_kind(s->body, kind);
-		if (!f)
-			f = find_kind(s->then, kind);
-		if (!f)
-			f = find_kind(s->els, kind);
+		Stmt *f = s->kind == kind ? s : NULL, **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !f; i++)
+			f = find_kind(*lists[i], kind);
 		if (f)
 			return f;
 	}
@@ -88,8 +87,10 @@ static int stores_outside(Stmt *s, Tensor *t)
 	for (; s; s = s->next) {
 		if (s->kind == KS_GRID_REDUCE)
 			continue;
-		n += (s->kind == KS_STORE && s->tensor == t) + stores_outside(s->body, t) +
-		     stores_outside(s->then, t) + stores_outside(s->els, t);
+		n += s->kind == KS_STORE && s->store.tensor == t;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += stores_outside(*lists[i], t);
 	}
 	return n;
 }
@@ -125,9 +126,9 @@ START_TEST(test_col_sum_structure)
 	ck_assert_int_eq(count_str(ir, "block_reduce"), 0);
 	ck_assert_int_eq(count_kind(k->body, KS_GRID_REDUCE), 1);
 	Stmt *g = find_kind(k->body, KS_GRID_REDUCE);
-	ck_assert(g->body && !g->body->next && g->body->kind == KS_STORE);
-	ck_assert_int_eq(stores_outside(k->body, g->tensor), 0);
-	ck_assert_int_eq(g->pars, 1u << PT_BIDY);
+	ck_assert(g->grid_red.body && !g->grid_red.body->next && g->grid_red.body->kind == KS_STORE);
+	ck_assert_int_eq(stores_outside(k->body, g->grid_red.tensor), 0);
+	ck_assert_int_eq(g->grid_red.pars, 1u << PT_BIDY);
 	ck_assert_int_eq(k->grid_ws.len, 2);
 	ck_assert_str_eq(VEC_AT(k->grid_ws, Tensor, 0)->name, "fus_ws_s");
 	ck_assert_int_eq(VEC_AT(k->grid_ws, Tensor, 0)->dtype, DT_F32);
@@ -411,7 +412,7 @@ START_TEST(test_workspace_out_of_bounds)
 	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	Stmt *g = find_kind(k->body, KS_GRID_REDUCE);
-	g->part = ix_add(k->arena, g->part, ir_int(k->arena, 1)); /* parts 1 .. R: one too far */
+	g->grid_red.part = ix_add(k->arena, g->grid_red.part, ir_int(k->arena, 1)); /* parts 1 .. R: one too far */
 	int64_t sizes[2] = {100, 32};
 	float x[100 * 32] = {0}, out1[32];
 	void *in[1] = {x}, *out[1] = {out1};

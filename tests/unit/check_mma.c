@@ -92,9 +92,10 @@ static Stmt **find_link(Stmt **link, StmtKind kind)
 	for (Stmt *s = *link; s; link = &s->next, s = s->next) {
 		if (s->kind == kind)
 			return link;
-		Stmt **r = NULL;
-		if ((s->body && (r = find_link(&s->body, kind))) ||
-		    (s->then && (r = find_link(&s->then, kind))))
+		Stmt **lists[3], **r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = *lists[i] ? find_link(lists[i], kind) : NULL;
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -106,8 +107,10 @@ static Stmt **list_of_mma(Stmt **head)
 	for (Stmt *s = *head; s; s = s->next) {
 		if (s->kind == KS_MMA)
 			return head;
-		Stmt **r = NULL;
-		if ((s->body && (r = list_of_mma(&s->body))) || (s->then && (r = list_of_mma(&s->then))))
+		Stmt **lists[3], **r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = *lists[i] ? list_of_mma(lists[i]) : NULL;
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -173,10 +176,10 @@ START_TEST(test_swapped_a_elements_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = the_mma(tc);
-	int a = m->mma->nc;
-	IrExpr *t = m->idx[a];
-	m->idx[a] = m->idx[a + 1];
-	m->idx[a + 1] = t;
+	int a = m->mma.instr->nc;
+	IrExpr *t = m->mma.idx[a];
+	m->mma.idx[a] = m->mma.idx[a + 1];
+	m->mma.idx[a + 1] = t;
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -189,7 +192,7 @@ static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
 }
 
 /* Every lane loads the B fragment of lane + 4 (the next column of B): the columns of the
@@ -199,8 +202,8 @@ START_TEST(test_b_from_other_lane_mismatch)
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = the_mma(tc);
 	Arena *a = tc->kernels[0]->arena;
-	for (int i = m->mma->nc + m->mma->na; i < m->nidx; i++)
-		m->idx[i] = ir_rewrite(a, m->idx[i], next_group, NULL);
+	for (int i = m->mma.instr->nc + m->mma.instr->na; i < m->mma.nidx; i++)
+		m->mma.idx[i] = ir_rewrite(a, m->mma.idx[i], next_group, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -213,9 +216,9 @@ START_TEST(test_swapped_accumulators_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = the_mma(tc);
-	IrExpr *t = m->idx[0];
-	m->idx[0] = m->idx[2];
-	m->idx[2] = t;
+	IrExpr *t = m->mma.idx[0];
+	m->mma.idx[0] = m->mma.idx[2];
+	m->mma.idx[2] = t;
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -271,8 +274,8 @@ START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
-	ck_assert_uint_eq(m->mma_ldm, MMA_LDM_A | MMA_LDM_B);
-	ck_assert_int_eq(m->nidx, 6);
+	ck_assert_uint_eq(m->mma.ldm, MMA_LDM_A | MMA_LDM_B);
+	ck_assert_int_eq(m->mma.nidx, 6);
 	SimResult r;
 	ck_assert_int_eq(simulate(tc, &r), 0);
 	tc_assert_no_reports(tc, &r);
@@ -289,7 +292,7 @@ static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
 }
 
 /* Every lane gives the row address of the next lane: the A tile's rows rotate. */
@@ -298,7 +301,7 @@ START_TEST(test_ldmatrix_rows_of_other_lanes_mismatch)
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
 	int n, a = mma_slot(m, 'a', &n);
-	m->idx[a] = ir_rewrite(tc->kernels[0]->arena, m->idx[a], next_lane, NULL);
+	m->mma.idx[a] = ir_rewrite(tc->kernels[0]->arena, m->mma.idx[a], next_lane, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -313,9 +316,9 @@ START_TEST(test_ldmatrix_misaligned_row_is_reported)
 	Stmt *m = the_mma(tc);
 	Arena *a = tc->kernels[0]->arena;
 	int n, b = mma_slot(m, 'b', &n);
-	IrExpr *e = m->idx[b];
-	m->idx[b] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
-	m->idx[b]->dtype = e->dtype;
+	IrExpr *e = m->mma.idx[b];
+	m->mma.idx[b] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
+	m->mma.idx[b]->dtype = e->dtype;
 	SimResult r;
 	simulate(tc, &r);
 	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);

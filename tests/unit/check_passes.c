@@ -63,11 +63,11 @@ static void markers(Stmt *s, Buf *out)
 {
 	for (; s; s = s->next) {
 		if (s->kind == KS_NEST)
-			buf_printf(out, "%s:%s;", s->tensor->name, s->text);
-		ck_assert(s->kind != KS_COMMENT || !s->tensor);
-		markers(s->body, out);
-		markers(s->then, out);
-		markers(s->els, out);
+			buf_printf(out, "%s:%s;", s->note.tensor->name, s->note.text);
+		ck_assert(s->kind != KS_COMMENT || !s->note.tensor);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			markers(*lists[i], out);
 	}
 }
 
