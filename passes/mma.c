@@ -181,8 +181,8 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 			bool split_inner = false;
 			for (int j = 0; j < split.len; j++)
 				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
-			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
-			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+			/* the bound of the k root, the last (`k < K`, in split_cond as well), is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[t->ndim]->extent))
 				split_inner = false;
 			if (mentions(c, kv) && split_inner) {
 				/* `inner < F` of a split of k that F does not divide into 16s: the tile
@@ -297,7 +297,8 @@ static bool atom_eq(IrExpr *a, IrExpr *b)
 static bool add_atom(IrExpr *e, void *ctx)
 {
 	Ldm *l = ctx;
-	int64_t ext;
+	int64_t ext, lo, hi;
+	IrRange rg = ir_range_in(l->k);
 	if (e->kind == EX_PAR && e->par == PT_TIDX)
 		return false;
 	if (e->kind == EX_VAR && e->var->extent && ir_is_const(e->var->extent, &ext))
@@ -305,6 +306,8 @@ static bool add_atom(IrExpr *e, void *ctx)
 	else if (e->kind == EX_PAR && par_is_thread(e->par) &&
 		 (!l->k->launch[e->par] || ir_is_const(l->k->launch[e->par], &ext)))
 		ext = l->k->launch[e->par] ? ext : 1;
+	else if (e->kind == EX_PAR && ir_range(&rg, e, &lo, &hi) && lo == 0 && hi == 0)
+		ext = 1; /* a block index that can only be 0 (one block along a tile) */
 	else if (e->kind == EX_VAR || e->kind == EX_PAR || e->kind == EX_SIZE || e->kind == EX_PARAM ||
 		 e->kind == EX_LOAD || e->kind == EX_FLOAT || e->kind == EX_SELECT)
 		return (l->ok = false);

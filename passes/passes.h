@@ -65,6 +65,9 @@ bool pass_grid_reduce(Kernel *k, Diag *d);
 /* passes/cp_async.c: copies into cp_async tensors -> KS_CP_ASYNC (zero-fill by src-size, a
  * real branch only for shared addresses out of range), one commit after each load nest. */
 bool pass_cp_async(Kernel *k, Diag *d);
+/* Whether t's copies are cp.async in k: not in a kernel lowered without vector accesses
+ * (LowerOptions.no_vectorize), whose copies stay plain stores. */
+bool cp_async_kept(Kernel *k, Tensor *t);
 /* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
  * slot-reuse barriers, wait_all after the loop; any loop extent. */
 bool pass_circular_buffer(Kernel *k, Diag *d);

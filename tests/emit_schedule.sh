@@ -27,7 +27,7 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	fi
 	# the tuned schedule names its class (scheduler/classify.c)
 	if grep "the automatic scheduler's schedule" "$T/$b.sched" |
-		grep -Evq '\(class: (pointwise|broadcast|transpose|rows|outer|middle|whole|general)(, (pointwise|broadcast|transpose|rows|outer|middle|whole|general))*\)$'; then
+		grep -Evq '\(class: (matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general)(, (matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general))*\)$'; then
 		echo "FAIL $f: a tuned schedule without its class:"; grep "^// " "$T/$b.sched" | head -3
 		fail=$((fail + 1)); continue
 	fi

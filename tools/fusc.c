@@ -431,7 +431,7 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
-	Program *p = compile_program(a, d, file);
+	Program *p = compile_program_for(a, d, file, o->lower.arch);
 	*prog_out = p;
 	if (!p)
 		return NULL;
