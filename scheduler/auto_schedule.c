@@ -1193,7 +1193,9 @@ static void schedule_tuned(Plan *p)
 		if (!o->def)
 			continue;
 		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
-		if (i < nout && rows[i].ok)
+		if (auto_long_row(p, o))
+			continue; /* rows split over blocks (auto_long_row.c) */
+		else if (i < nout && rows[i].ok)
 			schedule_row(p, &rows[i], f->noutputs == 1);
 		else if (auto_outer(p, o))
 			continue; /* outer, middle-axis and whole-tensor reductions (auto_outer.c) */
@@ -1406,32 +1408,79 @@ static bool lowers(Arena *a, Diag *d, Fusion *f)
  * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
 static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
 
+/* f (as sema builds it from its AST) scheduled at the tuned level with size symbol `index`
+ * bounded, when it is accepted and lowers; NULL otherwise (no diagnostic). With `planned`
+ * false the schedule is the unbounded one (the bound only narrows the lowering's ranges). */
+static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+			    int64_t bound, bool planned)
+{
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g)
+		return NULL;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->bound = planned ? bound : 0;
+	bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) && diag_error_count(d) == m.errors;
+	g->sizes[index]->bound = bound;
+	ok = ok && lowers(a, d, g);
+	diag_rollback(d, m);
+	return ok ? g : NULL;
+}
+
 /* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
  * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
  * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
 static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
 {
-	DiagMark m = diag_mark(d);
 	for (int i = 0; i < countof(row_buckets); i++) {
-		Fusion *g = sema_fusion(a, d, f->ast);
-		diag_rollback(d, m);
-		if (!g)
-			return;
-		g->ast_schedule = block;
-		g->auto_scheduled = true;
-		g->sizes[index]->bound = row_buckets[i];
-		bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, g);
-		diag_rollback(d, m);
-		if (ok)
+		Fusion *g = bounded_copy(a, d, f, block, index, row_buckets[i], true);
+		if (g)
 			vec_push(a, &f->variants, g);
 	}
+}
+
+/* Rows longer than this are split over blocks (docs/auto_schedule.md, "Segmentation"). */
+static const int64_t long_rows = 65536;
+
+/* Long rows: f's own schedule becomes the size variant for rows up to long_rows (scheduled
+ * as it was, unbounded), and f is
+ * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
+ * that others read are grid reductions, or a row reduction output split over blocks
+ * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
+{
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g || g->failed)
+		return;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->above = long_rows;
+	bool ok = segment_fusion(a, d, g);
+	if (!ok && g->noutputs == 1 && segment_long_row(g->outputs[0]))
+		ok = schedule_level(a, d, g, AUTO_TUNED, NULL) && diag_error_count(d) == m.errors;
+	ok = ok && lowers(a, d, g);
+	diag_rollback(d, m);
+	Fusion *own = ok ? bounded_copy(a, d, f, block, index, long_rows, false) : NULL;
+	if (!own)
+		return;
+	vec_push(a, &f->variants, own);
+	Vec variants = f->variants;
+	*f = *g;
+	f->variants = variants;
+	for (int i = 0; i < f->segments.len; i++)
+		VEC_AT(f->segments, Segment, i)->fusion->segment_of = f;
 }
 
 bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 {
 	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
 	DiagMark m = diag_mark(d);
+	if (segment_fusion(a, d, f))
+		return true;
 	for (int level = 0; level < AUTO_LEVELS; level++) {
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
@@ -1455,6 +1504,8 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		if (ok && bucket && f->ast)
 			add_variants(a, d, f, block, bucket->index);
+		if (ok && bucket && f->ast && !f->segment_of)
+			add_long_rows(a, d, f, block, bucket->index);
 		if (ok)
 			return true;
 	}
