@@ -191,6 +191,16 @@ static AstDim *dims_of(Seg *s, Tensor *t, int *n)
 	return d;
 }
 
+static bool same_shape(Tensor *x, Tensor *y)
+{
+	if (x->ndim != y->ndim)
+		return false;
+	for (int k = 0; k < x->ndim; k++)
+		if (!ir_equal(x->shape[k], y->shape[k]))
+			return false;
+	return true;
+}
+
 /* A declaration of workspace tensor t: an output (0-d allowed) or an input (a 0-d one as
  * [1]). NULL when a dimension is not a size or a constant. */
 static AstParam *declare(Seg *s, Tensor *t, bool output)
@@ -463,32 +473,25 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f)
 	}
 	if (!nb)
 		return false;
+	/* per level: each boundary alone; the other outputs together, those of one shape in one
+	 * segment (outputs share a launch: a 0-d one beside an empty one would not be written) */
 	Vec segs = {0};
+	bool *done = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
 	for (int l = 0; l <= top; l++) {
-		for (int pass = 0; pass < 2; pass++) {
-			/* pass 0: each boundary of the level alone; pass 1: the outputs */
-			for (int i = 0; i < n; i++)
-				s.out[i] = false;
-			bool any = false;
-			for (int i = 0; i < n; i++) {
-				Tensor *t = f->tensors[i];
-				if (s.level[i] != l || !(pass ? t->kind == TK_OUTPUT && !s.bnd[i] : s.bnd[i]))
-					continue;
-				s.out[i] = any = true;
-				if (pass)
-					continue;
-				Segment *g = build_segment(&s, d, segs.len);
-				if (!g)
-					return false;
-				vec_push(a, &segs, g);
-				s.out[i] = false;
-			}
-			if (pass && any) {
-				Segment *g = build_segment(&s, d, segs.len);
-				if (!g)
-					return false;
-				vec_push(a, &segs, g);
-			}
+		for (int i = 0; i < n; i++) {
+			Tensor *t = f->tensors[i];
+			if (done[i] || s.level[i] != l || !(s.bnd[i] || t->kind == TK_OUTPUT))
+				continue;
+			memset(s.out, 0, sizeof(bool) * (size_t)n);
+			s.out[i] = done[i] = true;
+			for (int k = i + 1; k < n && !s.bnd[i]; k++)
+				if (!s.bnd[k] && !done[k] && s.level[k] == l &&
+				    f->tensors[k]->kind == TK_OUTPUT && same_shape(t, f->tensors[k]))
+					s.out[k] = done[k] = true;
+			Segment *g = build_segment(&s, d, segs.len);
+			if (!g)
+				return false;
+			vec_push(a, &segs, g);
 		}
 	}
 	f->segments = segs;
