@@ -1538,6 +1538,8 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 	SimThread *ts = NULL;
 	int64_t *blocks = NULL, nb = 0;
 
+	if (k->segments.len)
+		return sim_run_plan(k, sizes, scalars, inputs, outputs, o, r);
 	memset(r, 0, sizeof *r);
 	memset(&S, 0, sizeof S);
 	S.k = k;

@@ -252,6 +252,9 @@ typedef struct SizeSym {
 	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
 	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
 	int64_t bound;
+	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
+	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
+	int64_t above;
 } SizeSym;
 
 typedef struct Param {
@@ -409,7 +412,30 @@ typedef struct Fusion {
 	 * with bounds on size symbols (SizeSym.bound), each scheduled for its bounds, whose
 	 * kernels the launcher tries in order before this fusion's own. Empty for most. */
 	Vec variants;
+	/* Segmentation (scheduler/segment.c, docs/auto_schedule.md "Segmentation"): Segment*,
+	 * the kernels' fusions that the launcher runs in order instead of one kernel of this
+	 * fusion (which is then left unscheduled: the reference interpreter reads it); empty
+	 * for most. seg_buffers (Tensor*, this fusion's intermediates): the workspace the
+	 * launcher allocates for the values one segment stores and a later one reads. */
+	Vec segments;
+	Vec seg_buffers;
+	/* This fusion is a segment of segment_of (it is not segmented again). */
+	struct Fusion *segment_of;
 } Fusion;
+
+/* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
+ * fusion's signature entry `index`, 'w' its workspace buffer `index` (Fusion.seg_buffers). A
+ * 0-d buffer is a 1-element tensor in a reader's signature (`m: f32[1]`, read as m[0]). */
+typedef struct SegArg {
+	char from;
+	int index;
+} SegArg;
+
+typedef struct Segment {
+	Fusion *fusion;    /* an ordinary fusion: scheduled, lowered and launched like any other */
+	SegArg *args;      /* fusion->nsig entries */
+	int *sizes;        /* fusion->nsizes entries: the segmented fusion's size index of each */
+} Segment;
 
 typedef struct Program {
 	Fusion **fusions;
@@ -433,6 +459,8 @@ Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemTyp
  * passes' own arrays (vector staging registers, grid-reduction workspaces). */
 Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr *n, Span at);
 
+/* Renames f (--prefix), its size variants (the same name) and its segments (NAME_segK). */
+void fusion_rename(Arena *a, Fusion *f, const char *name);
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
 void ir_print_fusion(Fusion *f, Buf *out);
 /* `fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])`, no newline. */
@@ -685,6 +713,11 @@ Precond *kernel_failed_precond(struct Kernel *k, const int64_t *sizes, const uin
 /* The variant of the chain k, k->fallback, ... that runs: the first whose preconditions all
  * hold; NULL when none does (the launch is refused with the last one's failure). */
 struct Kernel *kernel_pick(struct Kernel *k, const int64_t *sizes, const uint64_t *ptrs);
+/* Every kernel with a body in chain k, the segments' chains included (plans themselves
+ * skipped), in launch-contract order, appended to out (Kernel*): what a .cu or a module holds. */
+void kernel_flatten(Arena *a, struct Kernel *k, Vec *out);
+/* Segment sg's sizes (its fusion's nsizes, in its order) from the segmented fusion's. */
+void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out);
 /* The last kernel of the chain (the one that refuses when nothing holds). */
 struct Kernel *kernel_last_variant(struct Kernel *k);
 /* The fusion's own kernel in the chain: the first that is not a size variant's (what
@@ -754,6 +787,10 @@ typedef struct Kernel {
 	 * parameters after the sizes, allocated per launch by the launcher or libfusrt (ws:
 	 * shape[0] elements of its dtype; sem: shape[0] unsigned counters, zeroed). */
 	Vec grid_ws;
+	/* A segmented plan (Fusion.segments): no body of its own; the chain heads of each
+	 * segment's kernels (Kernel*, in order), launched one after another with the fusion's
+	 * workspace buffers. Its preconditions are its variant bounds only. */
+	Vec segments;
 } Kernel;
 
 /* ir/kir.c */

@@ -90,6 +90,22 @@ Kernel *kernel_own(Kernel *k)
 	return k;
 }
 
+void kernel_flatten(Arena *a, Kernel *k, Vec *out)
+{
+	for (; k; k = k->fallback) {
+		if (!k->segments.len)
+			vec_push(a, out, k);
+		for (int i = 0; i < k->segments.len; i++)
+			kernel_flatten(a, VEC_AT(k->segments, Kernel, i), out);
+	}
+}
+
+void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out)
+{
+	for (int i = 0; i < sg->fusion->nsizes; i++)
+		out[i] = sizes[sg->sizes[i]];
+}
+
 Kernel *kernel_last_variant(Kernel *k)
 {
 	while (k->fallback)
@@ -617,6 +633,17 @@ void kir_print_stmt_line(Stmt *s, Buf *out)
 
 void kir_print(Kernel *k, Buf *out)
 {
+	if (k->segments.len) { /* a plan: its segments' own kernels, in launch order */
+		buf_printf(out, "plan %s {\n", k->name);
+		for (int i = 0; i < k->preconds.len; i++)
+			print_precond(VEC_AT(k->preconds, Precond, i), out);
+		for (int i = 0; i < k->segments.len; i++)
+			buf_printf(out, "  run %s\n", VEC_AT(k->segments, Kernel, i)->fusion->name);
+		buf_puts(out, "}\n");
+		for (int i = 0; i < k->segments.len; i++)
+			kir_print(kernel_own(VEC_AT(k->segments, Kernel, i)), out);
+		return;
+	}
 	buf_printf(out, "kernel %s", k->name);
 	print_dims(k, "grid", PT_BIDX, out);
 	print_dims(k, "block", PT_TIDX, out);

@@ -102,6 +102,10 @@ AutoAccess auto_access(Tensor *o);
 AutoClass auto_outer_class(Fusion *f, Tensor *o);
 bool auto_outer(Plan *p, Tensor *o);
 
+/* auto_long_row.c: a row reduction output over a long row (segment_long_row), the only
+ * output: each row split over blocks, a grid reduction. False (nothing emitted) otherwise. */
+bool auto_long_row(Plan *p, Tensor *o);
+
 /* auto_transpose.c: a pointwise output that reads inputs with its innermost index on
  * another dimension than their innermost one (a transpose or permute). */
 enum { AUTO_TRANSPOSE_MAX = 8 };

@@ -1150,6 +1150,8 @@ static void schedule_tuned(Plan *p)
 								     auto_class_name(c))
 						      : auto_class_name(c);
 		seen |= 1u << c;
+		if (auto_long_row(p, o))
+			continue; /* rows split over blocks (auto_long_row.c) */
 		switch (c) {
 		case AC_MATMUL:
 			auto_matmul(p, o);
@@ -1365,27 +1367,81 @@ static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 	return ok;
 }
 
+/* f (as sema builds it from its AST) scheduled at the tuned level with size symbol `index`
+ * bounded, when it is accepted and lowers; NULL otherwise (no diagnostic). With `planned`
+ * false the schedule is the unbounded one (the bound only narrows the lowering's ranges). */
+static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+			    int64_t bound, bool planned, int arch)
+{
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g)
+		return NULL;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->bound = planned ? bound : 0;
+	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
+	g->sizes[index]->bound = bound;
+	ok = ok && lowers(a, d, g, arch);
+	diag_rollback(d, m);
+	return ok ? g : NULL;
+}
+
 /* The size variants of f, scheduled at the tuned level: one copy of f per bound of b with
  * its size symbol bounded, tried by the launcher in order before f's own kernels. A
  * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
 static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
 			 int arch)
 {
-	DiagMark m = diag_mark(d);
 	for (int i = 0; i < b->n; i++) {
-		Fusion *g = sema_fusion(a, d, f->ast);
-		diag_rollback(d, m);
-		if (!g)
-			return;
-		g->ast_schedule = block;
-		g->auto_scheduled = true;
-		g->sizes[b->sym->index]->bound = b->bounds[i];
-		bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, g, arch);
-		diag_rollback(d, m);
-		if (ok)
+		Fusion *g = bounded_copy(a, d, f, block, b->sym->index, b->bounds[i], true, arch);
+		if (g)
 			vec_push(a, &f->variants, g);
 	}
+}
+
+/* Rows longer than this are split over blocks (docs/auto_schedule.md, "Segmentation"). */
+static const int64_t long_rows = 65536;
+
+/* Long rows: f's own schedule becomes the size variant for rows up to long_rows (scheduled
+ * as it was, unbounded), and f is
+ * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
+ * that others read are grid reductions, or a row reduction output split over blocks
+ * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+			  int arch)
+{
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g || g->failed)
+		return;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->above = long_rows;
+	bool ok = segment_fusion(a, d, g, arch);
+	if (!ok && g->noutputs == 1 && segment_long_row(g->outputs[0]))
+		ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
+	ok = ok && lowers(a, d, g, arch);
+	diag_rollback(d, m);
+	if (!ok)
+		return;
+	/* rows up to long_rows: the last bucket when it lowered, else f's own schedule bounded */
+	Fusion *last = f->variants.len ? VEC_AT(f->variants, Fusion, f->variants.len - 1) : NULL;
+	if (!last || last->sizes[index]->bound < long_rows) {
+		Fusion *own = bounded_copy(a, d, f, block, index, long_rows, false, arch);
+		if (!own)
+			return;
+		vec_push(a, &f->variants, own);
+	}
+	Vec variants = f->variants;
+	const char *cls = f->auto_class; /* long rows are rows */
+	*f = *g;
+	f->variants = variants;
+	f->auto_class = cls;
+	for (int i = 0; i < f->segments.len; i++)
+		VEC_AT(f->segments, Segment, i)->fusion->segment_of = f;
 }
 
 bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
@@ -1393,6 +1449,8 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
 	DiagMark m = diag_mark(d);
 	int arch = o && o->arch ? o->arch : 80;
+	if (segment_fusion(a, d, f, arch))
+		return true;
 	for (int level = 0; level < AUTO_LEVELS; level++) {
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
@@ -1416,6 +1474,8 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		if (ok && bucket.sym && f->ast)
 			add_variants(a, d, f, block, &bucket, arch);
+		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)
+			add_long_rows(a, d, f, block, bucket.sym->index, arch);
 		if (ok)
 			return true;
 	}

@@ -135,6 +135,17 @@ typedef enum AutoCopies {
 } AutoCopies;
 bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode);
 
+/* scheduler/segment.c: splits a fusion without a schedule block into segments when a
+ * reduction that another tensor reads is best a grid reduction (docs/auto_schedule.md,
+ * "Segmentation"): builds f->segments, each scheduled automatically, and returns true;
+ * false (f unchanged, no diagnostic) when there is nothing to split or a segment fails. */
+bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch);
+/* The last subscripts of r's reads (a mask of r's roots; bit 31: something else). */
+unsigned segment_read_roots(Tensor *r);
+/* A row reduction (one reduced root, the last subscript of every read) over a size symbol
+ * marked long (SizeSym.above): its rows are split over blocks (auto_long_row.c). */
+bool segment_long_row(Tensor *r);
+
 /* A set of names (open addressing), for fresh names in fusions of any size. */
 typedef struct NameSet {
 	Arena *a;

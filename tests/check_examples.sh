@@ -91,7 +91,9 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 done
 # Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
-# the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs.
+# the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs. Rows
+# longer than 65536 run as segments (docs/auto_schedule.md, "Segmentation"), each row split
+# over blocks.
 for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388 65536 \
 	 65537 65540; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
@@ -108,12 +110,11 @@ for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385
 done
 for want in 0:N256 1:N256_scalar 256:N256 257:N1024_scalar 260:N1024 1024:N1024 1028:N4096 \
 	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:N65536_scalar \
-	    16388:N65536 65536:N65536 65537:scalar 65540:kernel; do
-	n=${want%%:*} k=softmax_f32_kernel_${want#*:}
-	[ "${want#*:}" = kernel ] && k=softmax_f32_kernel
-	[ "${want#*:}" = scalar ] && k=softmax_f32_kernel_scalar
+	    16388:N65536 65536:N65536 65537:segments 65540:segments; do
+	n=${want%%:*} k="kernel softmax_f32_kernel_${want#*:}"
+	[ "${want#*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
 	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=3,N=$n" --max-blocks 1 >"$out" 2>&1 &&
-	   grep -q "; kernel $k;" "$out"; then
+	   grep -q "; $k[;,]" "$out"; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))

@@ -161,12 +161,12 @@ START_TEST(test_classes)
 	/* a reduction over two indices with one kept: not a row, outer or whole reduction */
 	expect_src("fusion f(x: f32[B, M, N]) -> (s: f32[B]) { s[b] = sum(i, j: x[b, i, j]); }",
 		   "general");
-	/* a column normalization reads a column sum per element */
+	/* a column normalization reads a column sum per element: two segments (segment.c) */
 	expect_src("fusion f(x: f32[M, N]) -> (y: f32[M, N]) {\n"
 		   "  c[j] = sum(i: x[i, j]);\n"
 		   "  y[i, j] = x[i, j] / c[j];\n"
 		   "}",
-		   "general");
+		   "segments: outer; broadcast");
 	/* two outputs: the row sum read again makes the output its own nest (rows), the
 	 * pointwise output beside it keeps its class; each class is named once */
 	expect_src("fusion f(x: f32[M, N]) -> (y: f32[M, N], z: f32[M, N], s: f32[M]) {\n"
