@@ -320,7 +320,9 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_puts(out, t->cp_async_cg ? " cp_async(cg)" : " cp_async");
 	if (t->stages)
 		buf_printf(out, " stages(%d, %d)", t->stages, t->prefetch);
-	if (t->pad)
+	if (t->pad && t->pad_every)
+		buf_printf(out, " pad(%d, %lld)", t->pad, (long long)t->pad_every);
+	else if (t->pad)
 		buf_printf(out, " pad(%d)", t->pad);
 	if (t->welford_sum)
 		buf_printf(out, " welford(%s)", t->welford_sum->name);

@@ -205,6 +205,9 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r);
+/* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
+ * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
+IrExpr *ix_div_rows(Arena *a, IrExpr *l, int64_t f);
 IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
@@ -343,6 +346,8 @@ struct Tensor {
 	Span stages_span;
 	int pad;            /* pad(n): a shared buffer's innermost buffer axis is n elements longer
 			     * in its layout (passes/indexing.c; docs/caching.md, "pad") */
+	int64_t pad_every;  /* pad(n, e): n unused elements after every e elements of the layout
+			     * instead (0: after each run of the innermost axis) */
 	Span pad_span;
 	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's

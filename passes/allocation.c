@@ -45,7 +45,7 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 		if (!sized && ir_range(axes[i]->extent, &lo, &e) && e >= 0) {
 			/* a symbolic extent with a constant bound (a size variant): sized by the bound */
 			sized = true;
-			if (i == n - 1)
+			if (i == n - 1 && !t->pad_every)
 				e += t->pad;
 		}
 		if (!sized) {
@@ -61,6 +61,8 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 		if (__builtin_mul_overflow(total, e, &total))
 			total = INT64_MAX; /* refused below */
 	}
+	if (!index_padded_size(d, t, &total))
+		return false;
 	/* one slot per stage (circular_buffer.c) */
 	if (t->stages >= 2 && __builtin_mul_overflow(total, (int64_t)t->stages, &total))
 		total = INT64_MAX;
