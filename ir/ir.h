@@ -363,6 +363,9 @@ struct Tensor {
 	struct TensorMma *mma;
 	Span fragment_span;
 	bool zero_fill;
+	/* registers holding mma operand fragments (passes/mma.c): 16-bit elements, two to a
+	 * 32-bit register (CUDA declares them `unsigned`, half the elements) */
+	bool mma_frag;
 };
 
 typedef struct Fusion {
@@ -528,7 +531,13 @@ typedef enum StmtKind {
 		    * is one load instead: the lane's row address for ldmatrix.x4 (lane l gives row
 		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
 		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
-		    * n = 0); mma_slot says where each operand is */
+		    * n = 0); mma_slot says where each operand is. After the fragment pass
+		    * (passes/mma.c) the A and B loads read registers that KS_MMA_LOAD filled */
+	KS_MMA_LOAD, /* operand mma_op ('a' or 'b') of an mma into the lane's fragment registers:
+		      * `tensor` (Tensor.mma_frag), elements offset .. offset + n (n: the
+		      * instruction's na or nb); idx the n per-lane loads in fragment order, or with
+		      * mma_ldm set one load: the lane's ldmatrix row address (as in KS_MMA); with
+		      * ldmatrix a warp collective */
 } StmtKind;
 
 struct Stmt {
@@ -574,8 +583,9 @@ struct Stmt {
 	 * block's part (its linear index over the reduced block types) and their number */
 	Tensor *ws, *sem;
 	IrExpr *part, *nparts;
-	const MmaInstr *mma; /* KS_MMA */
-	unsigned mma_ldm;    /* KS_MMA: MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
+	const MmaInstr *mma; /* KS_MMA, KS_MMA_LOAD */
+	unsigned mma_ldm;    /* KS_MMA, KS_MMA_LOAD: MMA_LDM_A, MMA_LDM_B: operands by ldmatrix */
+	char mma_op;         /* KS_MMA_LOAD: 'a' or 'b' */
 };
 
 enum { MMA_LDM_A = 1, MMA_LDM_B = 2 };

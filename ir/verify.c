@@ -206,6 +206,21 @@ static void check_stmt(Verifier *v, Stmt *s)
 				fail(v, "mma operand that is not a load, into", s->tensor->name);
 		}
 		break;
+	case KS_MMA_LOAD:
+		check_target(v, s->tensor);
+		if (!s->mma || (s->mma_op != 'a' && s->mma_op != 'b') ||
+		    s->nidx != (s->mma_ldm ? 1 : s->mma_op == 'a' ? s->mma->na : s->mma->nb))
+			fail(v, "mma fragment load without its instruction or operand into",
+			     s->tensor ? s->tensor->name : "?");
+		else if (s->tensor && (s->tensor->mem != MEM_LOCAL || !s->tensor->mma_frag))
+			fail(v, "mma fragment load outside fragment registers:", s->tensor->name);
+		check_expr(v, s->offset);
+		for (int i = 0; v->ok && i < s->nidx; i++) {
+			check_expr(v, s->idx[i]);
+			if (s->idx[i]->kind != EX_LOAD)
+				fail(v, "mma fragment load of something not a load, into", s->tensor->name);
+		}
+		break;
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:

@@ -466,6 +466,152 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 	return true;
 }
 
+/* ---- fragments in registers, loaded once per warp tile ----------------------------------
+ *
+ * A warp tile of mo x no instructions (unrolled loops around the KS_MMA) reads each A
+ * fragment no times and each B fragment mo times. The operands move into KS_MMA_LOAD
+ * statements that fill register arrays before the outermost such loop (`As_frag[ks][mo][8]`,
+ * `Bs_frag[ks][no][4]`), each loaded once, under copies of only the loops it depends on; the
+ * KS_MMA then reads the registers. Loops are hoisted over only when unrolled and of constant
+ * extent (registers need constant indices) and while a fragment array stays within
+ * FRAG_MAX elements. */
+#define FRAG_MAX 128
+#define CHAIN_MAX 8
+
+/* The operand's loads of mm moved into fragment registers loaded before *at; the loops
+ * L[0..n) (outer to inner) are those around mm inside *at. */
+static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
+{
+	Arena *a = m->a;
+	const MmaInstr *in = mm->mma;
+	int cnt, first = mma_slot(mm, op, &cnt), nel = op == 'a' ? in->na : in->nb;
+	unsigned ldm = mm->mma_ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B);
+	IrExpr **src = mm->idx + first;
+	Tensor *from = src[0]->tensor;
+	DType dt = src[0]->dtype;
+	/* the loops the operand depends on, their fresh copies, the fragment's index */
+	IrExpr *lin = ir_int(a, 0), *flin = ir_int(a, 0);
+	Var *fresh[CHAIN_MAX];
+	int64_t size = nel;
+	int dep[CHAIN_MAX], nd = 0;
+	for (int i = 0; i < n; i++) {
+		bool uses = false;
+		for (int r = 0; r < cnt; r++)
+			uses |= mentions(src[r], L[i]->var);
+		if (!uses)
+			continue;
+		int64_t e;
+		ir_is_const(L[i]->var->extent, &e);
+		dep[nd] = i;
+		fresh[nd] = kir_new_var(m->k, L[i]->var->name, DT_I64);
+		fresh[nd]->extent = L[i]->var->extent;
+		lin = ix_add(a, ix_mul(a, lin, ir_int(a, e)), ir_var(a, L[i]->var));
+		flin = ix_add(a, ix_mul(a, flin, ir_int(a, e)), ir_var(a, fresh[nd]));
+		size *= e;
+		nd++;
+	}
+	const char *name = kir_new_var(m->k, arena_printf(a, "%s_frag", from->name), dt)->name;
+	Tensor *f = tensor_buffer(a, name, dt, MEM_LOCAL, ir_int(a, size), mm->span);
+	f->mma_frag = true;
+	/* the load, under copies of the loops it depends on */
+	Stmt *ld = NEW(a, Stmt);
+	ld->kind = KS_MMA_LOAD;
+	ld->span = mm->span;
+	ld->tensor = f;
+	ld->mem = MEM_LOCAL;
+	ld->mma = in;
+	ld->mma_op = op;
+	ld->mma_ldm = ldm;
+	ld->offset = ir_simplify(a, ix_mul(a, flin, ir_int(a, nel)));
+	ld->nidx = cnt;
+	ld->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
+	for (int r = 0; r < cnt; r++) {
+		IrExpr *e = src[r];
+		for (int i = 0; i < nd; i++)
+			e = ir_subst(a, e, L[dep[i]]->var, ir_var(a, fresh[i]));
+		ld->idx[r] = ir_simplify(a, e);
+	}
+	Stmt *nest = ld;
+	for (int i = nd - 1; i >= 0; i--) {
+		nest = kir_for(m->k, fresh[i], nest);
+		nest->unroll = true;
+		nest->span = L[dep[i]]->span;
+	}
+	Stmt *al = kir_alloc(m->k, f, MEM_LOCAL, ir_int(a, size));
+	al->next = nest;
+	nest->next = *at;
+	*at = al;
+	/* the mma reads the registers */
+	int total = mm->nidx - cnt + nel;
+	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)total);
+	IrExpr *base = ix_mul(a, lin, ir_int(a, nel));
+	int j = 0;
+	for (int i = 0; i < mm->nidx; i++) {
+		if (i == first)
+			for (int r = 0; r < nel; r++) {
+				idx[j] = ir_load(a, f, ir_simplify(a, ix_add(a, base, ir_int(a, r))));
+				idx[j++]->dtype = dt;
+			}
+		if (i < first || i >= first + cnt)
+			idx[j++] = mm->idx[i];
+	}
+	mm->idx = idx;
+	mm->nidx = total;
+	mm->mma_ldm &= ~ldm;
+}
+
+/* The elements a fragment of op would hold with the loops L[j..n) hoisted over. */
+static int64_t frag_size(Stmt *mm, char op, Stmt **L, int n, int j)
+{
+	int cnt, first = mma_slot(mm, op, &cnt);
+	int64_t size = op == 'a' ? mm->mma->na : mm->mma->nb, e;
+	for (int i = j; i < n; i++) {
+		bool uses = false;
+		for (int r = 0; r < cnt; r++)
+			uses |= mentions(mm->idx[first + r], L[i]->var);
+		if (uses && ir_is_const(L[i]->var->extent, &e))
+			size *= e;
+	}
+	return size;
+}
+
+/* Fragments for every KS_MMA in list *p. */
+static void fragments(Mm *m, Stmt **p)
+{
+	for (; *p; p = &(*p)->next) {
+		Stmt *L[CHAIN_MAX], *s = *p, *mm;
+		int n = 0;
+		int64_t e;
+		while (s && s->kind == KS_FOR && s->unroll && ir_is_const(s->var->extent, &e) &&
+		       n < CHAIN_MAX) {
+			L[n++] = s;
+			s = only(s->body);
+		}
+		mm = s && s->kind == KS_MMA ? s : NULL;
+		if (!mm && (*p)->kind != KS_MMA) {
+			Stmt **lists[3];
+			int nl = ir_stmt_lists(*p, lists);
+			for (int i = 0; i < nl; i++)
+				fragments(m, lists[i]);
+			continue;
+		}
+		if (!mm) {
+			mm = *p;
+			n = 0;
+		}
+		int j = 0;
+		while (j < n && (frag_size(mm, 'a', L, n, j) > FRAG_MAX ||
+				 frag_size(mm, 'b', L, n, j) > FRAG_MAX))
+			j++;
+		Stmt **at = j < n ? (j ? &L[j - 1]->body : p) : n ? &L[n - 1]->body : p;
+		hoist_operand(m, mm, 'b', L + j, n - j, at);
+		hoist_operand(m, mm, 'a', L + j, n - j, at);
+		/* past the statements inserted before the chain, if any */
+		for (Stmt *orig = n ? L[0] : mm; *p != orig;)
+			p = &(*p)->next;
+	}
+}
+
 bool pass_mma(Kernel *k, Diag *d)
 {
 	Fusion *f = k->fusion;
@@ -488,5 +634,8 @@ bool pass_mma(Kernel *k, Diag *d)
 	m.g->extent = ir_int(k->arena, 8);
 	m.t = kir_new_var(k, "mma_t", DT_I64);
 	m.t->extent = ir_int(k->arena, 4);
-	return lower_list(&m, &k->body, false);
+	if (!lower_list(&m, &k->body, false))
+		return false;
+	fragments(&m, &k->body);
+	return true;
 }

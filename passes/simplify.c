@@ -76,6 +76,9 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 			s->part = simp(k, s->part);
 			s->nparts = simp(k, s->nparts);
 			break;
+		case KS_MMA_LOAD:
+			s->offset = simp(k, s->offset);
+			/* fall through */
 		case KS_MMA:
 			for (int i = 0; i < s->nidx; i++)
 				s->idx[i] = simp(k, s->idx[i]);

@@ -120,6 +120,30 @@ static Stmt *the_mma(TestCompile *tc)
 	return *l;
 }
 
+/* The fragment load of operand op ('a' or 'b'); *loops: the loops around it. */
+static Stmt *frag_load_in(Stmt *s, char op, int depth, int *loops)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_MMA_LOAD && s->mma_op == op) {
+			*loops = depth;
+			return s;
+		}
+		Stmt *r = NULL;
+		if ((s->body && (r = frag_load_in(s->body, op, depth + (s->kind == KS_FOR), loops))) ||
+		    (s->then && (r = frag_load_in(s->then, op, depth, loops))))
+			return r;
+	}
+	return NULL;
+}
+
+static Stmt *frag_load(TestCompile *tc, char op)
+{
+	int loops;
+	Stmt *s = frag_load_in(tc->kernels[0]->body, op, 0, &loops);
+	ck_assert_msg(s, "no fragment load of %c in the lowered kernel", op);
+	return s;
+}
+
 static int count_kind(SimResult *r, SimFault kind)
 {
 	int n = 0;
@@ -197,9 +221,9 @@ static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
 START_TEST(test_b_from_other_lane_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
-	Stmt *m = the_mma(tc);
+	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	for (int i = m->mma->nc + m->mma->na; i < m->nidx; i++)
+	for (int i = 0; i < m->nidx; i++)
 		m->idx[i] = ir_rewrite(a, m->idx[i], next_group, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
@@ -271,8 +295,11 @@ START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
-	ck_assert_uint_eq(m->mma_ldm, MMA_LDM_A | MMA_LDM_B);
-	ck_assert_int_eq(m->nidx, 6);
+	ck_assert_uint_eq(m->mma_ldm, 0); /* the mma reads fragment registers */
+	ck_assert_int_eq(m->nidx, 16);
+	ck_assert_uint_eq(frag_load(tc, 'a')->mma_ldm, MMA_LDM_A);
+	ck_assert_uint_eq(frag_load(tc, 'b')->mma_ldm, MMA_LDM_B);
+	ck_assert_int_eq(frag_load(tc, 'a')->nidx, 1);
 	SimResult r;
 	ck_assert_int_eq(simulate(tc, &r), 0);
 	tc_assert_no_reports(tc, &r);
@@ -296,9 +323,8 @@ static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
 START_TEST(test_ldmatrix_rows_of_other_lanes_mismatch)
 {
 	TestCompile *tc = compile_ldmatrix();
-	Stmt *m = the_mma(tc);
-	int n, a = mma_slot(m, 'a', &n);
-	m->idx[a] = ir_rewrite(tc->kernels[0]->arena, m->idx[a], next_lane, NULL);
+	Stmt *m = frag_load(tc, 'a');
+	m->idx[0] = ir_rewrite(tc->kernels[0]->arena, m->idx[0], next_lane, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -310,15 +336,50 @@ END_TEST
 START_TEST(test_ldmatrix_misaligned_row_is_reported)
 {
 	TestCompile *tc = compile_ldmatrix();
-	Stmt *m = the_mma(tc);
+	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	int n, b = mma_slot(m, 'b', &n);
-	IrExpr *e = m->idx[b];
-	m->idx[b] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
-	m->idx[b]->dtype = e->dtype;
+	IrExpr *e = m->idx[0];
+	m->idx[0] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
+	m->idx[0]->dtype = e->dtype;
 	SimResult r;
 	simulate(tc, &r);
 	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* mma_bf16_tails.fus: a warp tile of 2 x 2 instructions (mo, no unrolled) loads each A
+ * fragment once per mo and each B fragment once per no, before the tile's loops; the results
+ * match; an mma that reads the A registers of the other mo is a mismatch. */
+START_TEST(test_fragments_loaded_once_per_warp_tile)
+{
+	TestCompile *tc = compile_path("tests/golden/sim/mma_bf16_tails.fus");
+	int la, lb;
+	Stmt *fa = frag_load_in(tc->kernels[0]->body, 'a', 0, &la);
+	Stmt *fb = frag_load_in(tc->kernels[0]->body, 'b', 0, &lb);
+	Stmt **mm_list = list_of_mma(&tc->kernels[0]->body);
+	int lm;
+	ck_assert(fa && fb && mm_list);
+	ck_assert_ptr_null(frag_load_in(*mm_list, 'a', 0, &lm)); /* not beside the mma */
+	ck_assert_int_eq(la, lb);
+	ck_assert_int_eq(fa->tensor->mma_frag, true);
+	int64_t na, nb;
+	ck_assert(ir_is_const(fa->tensor->shape[0], &na) && ir_is_const(fb->tensor->shape[0], &nb));
+	ck_assert_int_eq(na, 16); /* 2 (mo) x 8 */
+	ck_assert_int_eq(nb, 8);  /* 2 (no) x 4 */
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	sim_result_free(&r);
+	Stmt *m = the_mma(tc);
+	Arena *a = tc->kernels[0]->arena;
+	for (int i = m->mma->nc; i < m->mma->nc + m->mma->na; i++) {
+		IrExpr *e = m->idx[i];
+		m->idx[i] = ir_load(a, e->tensor, ix_mod(a, ix_add(a, e->args[0], ir_int(a, 8)), ir_int(a, 16)));
+		m->idx[i]->dtype = e->dtype;
+	}
+	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
 	tc_free(tc);
 }
@@ -352,6 +413,7 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_matches_reference);
 	tcase_add_test(c, test_ldmatrix_rows_of_other_lanes_mismatch);
 	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
+	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;
