@@ -387,7 +387,7 @@ static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 static void emit_mma_load(Em *em, Stmt *s)
 {
 	Arena *a = em->k->arena;
-	int n = (s->mma_op == 'a' ? s->mma->na : s->mma->nb) / 2;
+	int n = s->mma_tiles * (s->mma_op == 'a' ? s->mma->na : s->mma->nb) / 2;
 	IrExpr **reg = arena_alloc(a, sizeof(IrExpr *) * (size_t)(2 * n));
 	for (int r = 0; r < 2 * n; r++)
 		reg[r] = ir_load(a, s->tensor, ir_simplify(a, ix_add(a, s->offset, ir_int(a, r))));

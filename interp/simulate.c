@@ -1181,7 +1181,7 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 static void warp_frag_load(Sim *S, SimThread *w, Stmt *s)
 {
 	double reg[32][8];
-	int n = s->mma_op == 'a' ? s->mma->na : s->mma->nb;
+	int n = s->mma_tiles * (s->mma_op == 'a' ? s->mma->na : s->mma->nb);
 	SimBuf *f = buf_of(S, s->tensor);
 
 	if (!f)

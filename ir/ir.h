@@ -586,6 +586,8 @@ struct Stmt {
 	const MmaInstr *mma; /* KS_MMA, KS_MMA_LOAD */
 	unsigned mma_ldm;    /* KS_MMA, KS_MMA_LOAD: MMA_LDM_A, MMA_LDM_B: operands by ldmatrix */
 	char mma_op;         /* KS_MMA_LOAD: 'a' or 'b' */
+	int mma_tiles;       /* KS_MMA_LOAD: fragments loaded, one after the other in `tensor`: 1,
+			      * or 2 (B: two n tiles by one ldmatrix.x4.trans) */
 };
 
 enum { MMA_LDM_A = 1, MMA_LDM_B = 2 };

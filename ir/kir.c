@@ -435,7 +435,7 @@ static void print_mma_load(Stmt *s, Buf *out)
 	buf_printf(out, "%s[", s->tensor->name);
 	ir_print_expr(s->offset, out);
 	buf_puts(out, " ..] = ");
-	buf_puts(out, !s->mma_ldm ? "{" : s->mma_op == 'a' ? "ldmatrix.x4(" : "ldmatrix.x2.trans(");
+	buf_puts(out, !s->mma_ldm ? "{" : s->mma_op == 'a' ? "ldmatrix.x4(" : s->mma_tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
 	for (int i = 0; i < s->nidx; i++) {
 		if (i)
 			buf_puts(out, ", ");

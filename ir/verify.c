@@ -209,7 +209,8 @@ static void check_stmt(Verifier *v, Stmt *s)
 	case KS_MMA_LOAD:
 		check_target(v, s->tensor);
 		if (!s->mma || (s->mma_op != 'a' && s->mma_op != 'b') ||
-		    s->nidx != (s->mma_ldm ? 1 : s->mma_op == 'a' ? s->mma->na : s->mma->nb))
+		    s->nidx != (s->mma_ldm ? 1 : s->mma_op == 'a' ? s->mma->na : s->mma->nb) ||
+		    s->mma_tiles < 1 || s->mma_tiles > 2 || (s->mma_tiles == 2 && s->mma_ldm != MMA_LDM_B))
 			fail(v, "mma fragment load without its instruction or operand into",
 			     s->tensor ? s->tensor->name : "?");
 		else if (s->tensor && (s->tensor->mem != MEM_LOCAL || !s->tensor->mma_frag))

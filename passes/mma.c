@@ -357,24 +357,39 @@ static int64_t ev(Ldm *l, IrExpr *e)
  * address lane 8i + L / 4 gives; .x2.trans (B): element L / 4 of the row of lane
  * 8i + 2 * (L % 4) + h. Every row address is 8-element aligned. Checked for every lane and
  * every value of the other variables (all of constant range), or false. */
+/* The number of points of l's variables (0 when too many or not all constant). */
+static int64_t ldm_points(Ldm *l)
+{
+	int64_t points = 1;
+	for (int i = 0; l->ok && i < l->n; i++) {
+		if (l->ext[i] <= 0 || points > LDM_POINTS / l->ext[i])
+			return 0;
+		points *= l->ext[i];
+	}
+	return l->ok ? points : 0;
+}
+
+/* The variables' values at point p. */
+static void ldm_at(Ldm *l, int64_t p)
+{
+	for (int i = 0; i < l->n; i++) {
+		l->val[i] = p % l->ext[i];
+		p /= l->ext[i];
+	}
+}
+
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
 	Ldm l = {.k = k, .ok = true};
 	ir_expr_any(row, add_atom, &l);
 	for (int i = 0; i < n; i++)
 		ir_expr_any(loads[i]->args[0], add_atom, &l);
-	int64_t points = 1;
-	for (int i = 0; l.ok && i < l.n; i++) {
-		if (l.ext[i] <= 0 || points > LDM_POINTS / l.ext[i])
-			return false;
-		points *= l.ext[i];
-	}
+	int64_t points = ldm_points(&l);
+	if (!points)
+		return false;
 	for (int64_t p = 0; l.ok && p < points; p++) {
-		int64_t q = p, rows[32];
-		for (int i = 0; i < l.n; i++) {
-			l.val[i] = q % l.ext[i];
-			q /= l.ext[i];
-		}
+		int64_t rows[32];
+		ldm_at(&l, p);
 		for (l.lane = 0; l.lane < 32; l.lane++) {
 			rows[l.lane] = ev(&l, row);
 			if (rows[l.lane] % 8)
@@ -389,6 +404,31 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 					return false;
 			}
 		}
+	}
+	return l.ok;
+}
+
+/* threadIdx.x % 16 for threadIdx.x */
+static IrExpr *lane_mod16(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	return is_tidx(e, NULL) ? ix_mod(a, e, ir_int(a, 16)) : e;
+}
+
+/* x == y for every lane and every value of the other variables (as ldm_proved). */
+static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
+{
+	Ldm l = {.k = k, .ok = true};
+	ir_expr_any(x, add_atom, &l);
+	ir_expr_any(y, add_atom, &l);
+	int64_t points = ldm_points(&l);
+	if (!points)
+		return false;
+	for (int64_t p = 0; l.ok && p < points; p++) {
+		ldm_at(&l, p);
+		for (l.lane = 0; l.ok && l.lane < 32; l.lane++)
+			if (ev(&l, x) != ev(&l, y))
+				return false;
 	}
 	return l.ok;
 }
@@ -480,6 +520,8 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 
 /* The operand's loads of mm moved into fragment registers loaded before *at; the loops
  * L[0..n) (outer to inner) are those around mm inside *at. */
+static Var *pair_tiles(Mm *m, Stmt *ld, Var *v);
+
 static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 {
 	Arena *a = m->a;
@@ -503,7 +545,8 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 		int64_t e;
 		ir_is_const(L[i]->var->extent, &e);
 		dep[nd] = i;
-		fresh[nd] = kir_new_var(m->k, L[i]->var->name, DT_I64);
+		fresh[nd] = kir_new_var(m->k, L[i]->var->axis ? L[i]->var->axis->name : L[i]->var->name,
+					DT_I64);
 		fresh[nd]->extent = L[i]->var->extent;
 		lin = ix_add(a, ix_mul(a, lin, ir_int(a, e)), ir_var(a, L[i]->var));
 		flin = ix_add(a, ix_mul(a, flin, ir_int(a, e)), ir_var(a, fresh[nd]));
@@ -522,6 +565,7 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	ld->mma = in;
 	ld->mma_op = op;
 	ld->mma_ldm = ldm;
+	ld->mma_tiles = 1;
 	ld->offset = ir_simplify(a, ix_mul(a, flin, ir_int(a, nel)));
 	ld->nidx = cnt;
 	ld->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
@@ -531,6 +575,8 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 			e = ir_subst(a, e, L[dep[i]]->var, ir_var(a, fresh[i]));
 		ld->idx[r] = ir_simplify(a, e);
 	}
+	if (nd && ldm == MMA_LDM_B)
+		fresh[nd - 1] = pair_tiles(m, ld, fresh[nd - 1]);
 	Stmt *nest = ld;
 	for (int i = nd - 1; i >= 0; i--) {
 		nest = kir_for(m->k, fresh[i], nest);
@@ -558,6 +604,36 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	mm->idx = idx;
 	mm->nidx = total;
 	mm->mma_ldm &= ~ldm;
+}
+
+/* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
+ * fragment load ld depends on, of even extent) per instruction, lanes 16 .. 31 giving the rows
+ * of the second; its registers follow those of the first in the fragment array. Done when
+ * the x2 row address depends on the lane only through lane % 16, so that lanes 16 .. 31 give
+ * exactly the x2 rows of tile v + 1 (checked on every value of the variables). Returns the
+ * variable the load's loop runs over: v2, or v when the pair is not possible. */
+static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
+{
+	Arena *a = m->a;
+	int64_t e;
+	if (!ir_is_const(v->extent, &e) || e % 2)
+		return v;
+	IrExpr *row = ld->idx[0]->args[0];
+	Var *v2 = kir_new_var(m->k, arena_printf(a, "%s_pair", v->name), DT_I64);
+	v2->extent = ir_int(a, e / 2);
+	IrExpr *pair = ix_add(a, ix_mul(a, ir_int(a, 2), ir_var(a, v2)),
+			      ix_div(a, ir_par(a, PT_TIDX), ir_int(a, 16)));
+	IrExpr *x4 = ir_simplify(a, ir_subst(a, row, v, pair));
+	IrExpr *low = ir_simplify(a, ir_subst(a, ir_rewrite(a, row, lane_mod16, NULL), v, pair));
+	if (!ldm_equal(m->k, x4, low))
+		return v;
+	Tensor *t = ld->idx[0]->tensor;
+	DType dt = ld->idx[0]->dtype;
+	ld->idx[0] = ir_load(a, t, x4);
+	ld->idx[0]->dtype = dt;
+	ld->offset = ir_simplify(a, ir_subst(a, ld->offset, v, ix_mul(a, ir_int(a, 2), ir_var(a, v2))));
+	ld->mma_tiles = 2;
+	return v2;
 }
 
 /* The elements a fragment of op would hold with the loops L[j..n) hoisted over. */

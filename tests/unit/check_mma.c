@@ -53,11 +53,11 @@ static TestCompile *compile_ldmatrix(void)
 /* Runs kernel 0 at M = 33, K = 40, N = 17 (sizes in first-appearance order M, K, N) on seeded
  * random inputs; returns how many output elements differ from the reference interpreter by
  * more than 1e-4 (relative to the largest reference magnitude). */
-static int64_t simulate(TestCompile *tc, SimResult *r)
+static int64_t simulate_at(TestCompile *tc, SimResult *r, const int64_t sizes[3])
 {
 	Kernel *k = tc->kernels[0];
 	Fusion *f = k->fusion;
-	int64_t sizes[3] = {33, 40, 17}, bad = 0;
+	int64_t bad = 0;
 	HostTensor in[2], out, ref;
 	void *inp[2], *outp[1], *refp[1];
 	SimOptions o = {.seed = 1};
@@ -85,6 +85,12 @@ static int64_t simulate(TestCompile *tc, SimResult *r)
 	for (int i = 0; i < 2; i++)
 		host_tensor_free(&in[i]);
 	return bad;
+}
+
+static int64_t simulate(TestCompile *tc, SimResult *r)
+{
+	const int64_t sizes[3] = {33, 40, 17};
+	return simulate_at(tc, r, sizes);
 }
 
 static Stmt **find_link(Stmt **link, StmtKind kind)
@@ -385,6 +391,37 @@ START_TEST(test_fragments_loaded_once_per_warp_tile)
 }
 END_TEST
 
+static IrExpr *lane_low16(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	if (e->kind != EX_PAR || e->par != PT_TIDX)
+		return e;
+	return ix_mod(a, e, ir_int(a, 16));
+}
+
+/* hgemm_ldmatrix.fus loads B two n tiles at a time (ldmatrix.x4.trans, lanes 16 .. 31 the
+ * rows of the second); matches at M = 33, K = 40, N = 24; lanes 16 .. 31 giving the rows of
+ * the first tile again is a mismatch. */
+START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
+{
+	TestCompile *tc = compile_path("examples/gemm/hgemm_ldmatrix.fus");
+	const int64_t sizes[3] = {33, 40, 24};
+	Stmt *b = frag_load(tc, 'b');
+	ck_assert_int_eq(b->mma_tiles, 2);
+	SimResult r;
+	ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
+	tc_assert_no_reports(tc, &r);
+	sim_result_free(&r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+	free(cu);
+	b->idx[0] = ir_rewrite(tc->kernels[0]->arena, b->idx[0], lane_low16, NULL);
+	ck_assert_int_gt(simulate_at(tc, &r, sizes), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_arch_below_sm80_is_an_error)
 {
 	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
@@ -414,6 +451,7 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_rows_of_other_lanes_mismatch);
 	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
 	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
+	tcase_add_test(c, test_ldmatrix_x4_trans_pairs_tiles);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;

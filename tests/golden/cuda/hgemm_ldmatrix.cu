@@ -56,16 +56,16 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __
     #pragma unroll
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
-      for (long long mo_1_1 = 0; mo_1_1 < 4; ++mo_1_1) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_1_1 * 4]), "=r"(As_frag[ks_2 * 16 + mo_1_1 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_1_1 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_1_1 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_1_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
       }
     }
     unsigned Bs_frag[32];
     #pragma unroll
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
-      for (long long no_1_1 = 0; no_1_1 < 8; ++no_1_1) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(Bs_frag[ks_1 * 16 + no_1_1 * 2]), "=r"(Bs_frag[ks_1 * 16 + no_1_1 * 2 + 1]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1_1 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll

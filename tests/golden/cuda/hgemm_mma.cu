@@ -56,20 +56,20 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
     #pragma unroll
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
-      for (long long mo_1_1 = 0; mo_1_1 < 4; ++mo_1_1) {
-        As_frag[ks_2 * 16 + mo_1_1 * 4] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_1_1 * 4 + 1] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_1_1 * 4 + 2] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_1_1 * 4 + 3] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_1_1 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        As_frag[ks_2 * 16 + mo_3 * 4] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
+        As_frag[ks_2 * 16 + mo_3 * 4 + 1] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
+        As_frag[ks_2 * 16 + mo_3 * 4 + 2] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
+        As_frag[ks_2 * 16 + mo_3 * 4 + 3] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
       }
     }
     unsigned Bs_frag[32];
     #pragma unroll
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
-      for (long long no_1_1 = 0; no_1_1 < 8; ++no_1_1) {
-        Bs_frag[ks_1 * 16 + no_1_1 * 2] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + ((long long)threadIdx.y) * 64 + no_1_1 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 128 + ((long long)threadIdx.y) * 64 + no_1_1 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
-        Bs_frag[ks_1 * 16 + no_1_1 * 2 + 1] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1024 + ((long long)threadIdx.y) * 64 + no_1_1 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1152 + ((long long)threadIdx.y) * 64 + no_1_1 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
+      for (long long no_3 = 0; no_3 < 8; ++no_3) {
+        Bs_frag[ks_1 * 16 + no_3 * 2] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 128 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
+        Bs_frag[ks_1 * 16 + no_3 * 2 + 1] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1024 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1152 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
       }
     }
     #pragma unroll
