@@ -305,8 +305,8 @@ static bool below_2_31(IrExpr *e)
 	if (e->kind == EX_PAR)
 		return true;
 	if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD) && e->dtype == DT_I64)
-		return below_2_31(e->args[0]) && ir_nonneg(e->args[1]);
-	return ir_range(e, &lo, &hi) && lo >= 0 && hi <= INT32_MAX;
+		return below_2_31(e->args[0]) && ir_nonneg(NULL, e->args[1]);
+	return ir_range(NULL, e, &lo, &hi) && lo >= 0 && hi <= INT32_MAX;
 }
 
 /* x / d or x % d of a 64-bit x in [0, 2^31) by a variable d >= 0 (a merged block index
@@ -338,7 +338,7 @@ static Val val_arith(IrExpr *e)
 	case OP_MUL: return val_infix(x[0], x[1], ct, "*", ir_op_prec(e->op), ct);
 	case OP_DIV:
 	case OP_MOD:
-		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(x[1]))
+		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(NULL, x[1]))
 			return val_divmod31(x[0], x[1], e->op == OP_MOD);
 		if (e->op == OP_DIV)
 			return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);

@@ -54,7 +54,7 @@ void cuda_put_preamble(Buf *out, unsigned sections)
 static bool is_welford(Stmt *s, void *ctx)
 {
 	(void)ctx;
-	return s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD;
+	return s->kind == KS_BLOCK_REDUCE && s->block_red.red == RED_WELFORD;
 }
 
 static bool has_welford(Stmt *s)

@@ -37,12 +37,13 @@ static void vector_bytes(Em *em, Stmt *s)
 {
 	for (; s; s = s->next) {
 		if (s->kind == KS_VSTORE) {
-			vector_touch(em, s->tensor, s->vec * dtype_size(s->tensor->dtype));
-			vector_touch(em, s->src, s->vec * dtype_size(s->src->dtype));
+			int vec = s->copy.vec;
+			vector_touch(em, s->copy.tensor, vec * dtype_size(s->copy.tensor->dtype));
+			vector_touch(em, s->copy.src, vec * dtype_size(s->copy.src->dtype));
 		}
-		vector_bytes(em, s->body);
-		vector_bytes(em, s->then);
-		vector_bytes(em, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			vector_bytes(em, *lists[i]);
 	}
 }
 
@@ -60,21 +61,21 @@ static void emit_block(Em *em, Stmt *body)
 
 static void emit_for(Em *em, Stmt *s)
 {
-	if (s->unroll || s->vectorize) {
+	if (s->loop.unroll || s->loop.vectorize) {
 		line_start(em);
 		buf_puts(em->out, "#pragma unroll\n");
 	}
 	line_start(em);
-	buf_printf(em->out, "for (%s ", dtype_ctype(s->var->dtype));
-	cuda_name(em->out, s->var->name);
+	buf_printf(em->out, "for (%s ", dtype_ctype(s->loop.var->dtype));
+	cuda_name(em->out, s->loop.var->name);
 	buf_puts(em->out, " = 0; ");
-	cuda_name(em->out, s->var->name);
+	cuda_name(em->out, s->loop.var->name);
 	buf_puts(em->out, " < ");
-	cuda_put_expr(em->out, s->var->extent, s->var->dtype, true);
+	cuda_put_expr(em->out, s->loop.var->extent, s->loop.var->dtype, true);
 	buf_puts(em->out, "; ++");
-	cuda_name(em->out, s->var->name);
+	cuda_name(em->out, s->loop.var->name);
 	buf_puts(em->out, ")");
-	emit_block(em, s->body);
+	emit_block(em, s->loop.body);
 	buf_puts(em->out, "\n");
 }
 
@@ -84,19 +85,19 @@ static void emit_if(Em *em, Stmt *s)
 	line_start(em);
 	for (;;) {
 		buf_puts(em->out, "if (");
-		cuda_put_expr(em->out, s->cond, DT_BOOL, true);
+		cuda_put_expr(em->out, s->branch.cond, DT_BOOL, true);
 		buf_puts(em->out, ")");
-		emit_block(em, s->then);
-		if (!s->els)
+		emit_block(em, s->branch.then);
+		if (!s->branch.els)
 			break;
 		buf_puts(em->out, " else ");
-		if (s->els->kind == KS_IF && !s->els->next) {
-			s = s->els;
+		if (s->branch.els->kind == KS_IF && !s->branch.els->next) {
+			s = s->branch.els;
 			continue;
 		}
 		buf_puts(em->out, "{\n");
 		em->depth++;
-		emit_stmts(em, s->els);
+		emit_stmts(em, s->branch.els);
 		em->depth--;
 		line_start(em);
 		buf_puts(em->out, "}");
@@ -108,9 +109,12 @@ static void emit_if(Em *em, Stmt *s)
 static int count_shared(Stmt *s)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == KS_ALLOC && s->mem == MEM_SHARED) + count_shared(s->body) +
-		     count_shared(s->then) + count_shared(s->els);
+	for (; s; s = s->next) {
+		n += s->kind == KS_ALLOC && s->alloc.mem == MEM_SHARED;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_shared(*lists[i]);
+	}
 	return n;
 }
 
@@ -121,32 +125,40 @@ static bool smem_pooled(Kernel *k)
 	return k->smem_dynamic || count_shared(k->body) > 1;
 }
 
+/* e / 2 (an even element offset in a fragment array: its 32-bit register) */
+static IrExpr *half(Em *em, IrExpr *e)
+{
+	Arena *a = em->k->arena;
+	IrRange rg = ir_range_in(em->k);
+	return ir_simplify(a, &rg, ix_div(a, &rg, e, ir_int(a, 2)));
+}
+
 static void emit_alloc(Em *em, Stmt *s)
 {
-	Tensor *t = s->tensor;
+	Tensor *t = s->alloc.tensor;
 	int *vb = map_lookup(&em->vec_bytes, t);
 	int align = vb ? *vb : 0;
 
 	line_start(em);
-	if (s->mem == MEM_SHARED && smem_pooled(em->k)) {
+	if (s->alloc.mem == MEM_SHARED && smem_pooled(em->k)) {
 		buf_printf(em->out, "%s *", dtype_ctype(t->dtype));
 		cuda_name(em->out, t->name);
 		buf_printf(em->out, " = reinterpret_cast<%s *>(fus_smem + %lld); // ",
-			   dtype_ctype(t->dtype), (long long)s->smem_offset);
-		cuda_put_expr(em->out, s->size, DT_I64, true);
+			   dtype_ctype(t->dtype), (long long)s->alloc.smem_offset);
+		cuda_put_expr(em->out, s->alloc.size, DT_I64, true);
 		buf_puts(em->out, " elements\n");
 		return;
 	}
-	if (s->mem == MEM_SHARED)
+	if (s->alloc.mem == MEM_SHARED)
 		buf_puts(em->out, "__shared__ __align__(16) ");
-	else if (s->mem != MEM_LOCAL)
+	else if (s->alloc.mem != MEM_LOCAL)
 		die("%s: only local and shared buffers are allocated in kernels", t->name);
 	else if (align > dtype_size(t->dtype))
 		buf_printf(em->out, "__align__(%d) ", align);
-	IrExpr *n = s->size;
-	if (t->mma_frag) /* 32-bit registers, two 16-bit elements each */
-		n = ir_simplify(em->k->arena, ix_div(em->k->arena, n, ir_int(em->k->arena, 2)));
-	buf_printf(em->out, "%s ", t->mma_frag ? "unsigned" : dtype_ctype(t->dtype));
+	IrExpr *n = s->alloc.size;
+	if (t->sched.mma_frag) /* 32-bit registers, two 16-bit elements each */
+		n = half(em, n);
+	buf_printf(em->out, "%s ", t->sched.mma_frag ? "unsigned" : dtype_ctype(t->dtype));
 	cuda_name(em->out, t->name);
 	buf_puts(em->out, "[");
 	cuda_put_expr(em->out, n, DT_I64, true);
@@ -155,36 +167,36 @@ static void emit_alloc(Em *em, Stmt *s)
 
 static void emit_store(Em *em, Stmt *s)
 {
-	if (!s->offset)
-		die("%s: store reached the backend before indexing", s->tensor->name);
+	if (!s->store.offset)
+		die("%s: store reached the backend before indexing", s->store.tensor->name);
 	line_start(em);
-	cuda_name(em->out, s->tensor->name);
+	cuda_name(em->out, s->store.tensor->name);
 	buf_puts(em->out, "[");
-	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	cuda_put_expr(em->out, s->store.offset, DT_I64, true);
 	buf_puts(em->out, "] = ");
-	DType want = s->tensor->dtype;
-	cuda_put_expr(em->out, s->value, want, cuda_widening(s->value->dtype, want));
+	DType want = s->store.tensor->dtype;
+	cuda_put_expr(em->out, s->store.value, want, cuda_widening(s->store.value->dtype, want));
 	buf_puts(em->out, ";\n");
 }
 
 /* *reinterpret_cast<__fus_vec<T, N> *>(&dst[o]) = *reinterpret_cast<const ...>(&src[so]); */
 static void emit_vstore(Em *em, Stmt *s)
 {
-	Tensor *d = s->tensor, *src = s->src;
+	Tensor *d = s->copy.tensor, *src = s->copy.src;
 
 	if (d->dtype != src->dtype)
 		die("vector copy %s <- %s changes dtype", d->name, src->name);
 	line_start(em);
 	buf_printf(em->out, "*reinterpret_cast<__fus_vec<%s, %d> *>(&", dtype_ctype(d->dtype),
-		   s->vec);
+		   s->copy.vec);
 	cuda_name(em->out, d->name);
 	buf_puts(em->out, "[");
-	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	cuda_put_expr(em->out, s->copy.offset, DT_I64, true);
 	buf_printf(em->out, "]) = *reinterpret_cast<const __fus_vec<%s, %d> *>(&",
-		   dtype_ctype(d->dtype), s->vec);
+		   dtype_ctype(d->dtype), s->copy.vec);
 	cuda_name(em->out, src->name);
 	buf_puts(em->out, "[");
-	cuda_put_expr(em->out, s->src_offset, DT_I64, true);
+	cuda_put_expr(em->out, s->copy.src_offset, DT_I64, true);
 	buf_puts(em->out, "]);\n");
 }
 
@@ -200,11 +212,12 @@ static bool is_local(Kernel *k, Var *v)
 static void emit_let(Em *em, Stmt *s)
 {
 	line_start(em);
-	if (!is_local(em->k, s->var))
-		buf_printf(em->out, "%s ", dtype_ctype(s->var->dtype));
-	cuda_name(em->out, s->var->name);
+	if (!is_local(em->k, s->let.var))
+		buf_printf(em->out, "%s ", dtype_ctype(s->let.var->dtype));
+	cuda_name(em->out, s->let.var->name);
 	buf_puts(em->out, " = ");
-	cuda_put_expr(em->out, s->value, s->var->dtype, cuda_widening(s->value->dtype, s->var->dtype));
+	DType want = s->let.var->dtype;
+	cuda_put_expr(em->out, s->let.value, want, cuda_widening(s->let.value->dtype, want));
 	buf_puts(em->out, ";\n");
 }
 
@@ -213,7 +226,7 @@ static void emit_let(Em *em, Stmt *s)
 /* __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2); */
 static void emit_block_welford(Em *em, Stmt *s, BlockReduceShape *sh)
 {
-	const char *ct = dtype_ctype(s->var->dtype);
+	const char *ct = dtype_ctype(s->block_red.var->dtype);
 	line_start(em);
 	switch (sh->kind) {
 	case BR_WARP:
@@ -228,28 +241,28 @@ static void emit_block_welford(Em *em, Stmt *s, BlockReduceShape *sh)
 			   (long long)sh->stride, (long long)sh->nthreads, ct);
 		break;
 	}
-	cuda_name(em->out, s->var->name);
+	cuda_name(em->out, s->block_red.var->name);
 	buf_puts(em->out, ", ");
-	cuda_name(em->out, s->wmean->name);
+	cuda_name(em->out, s->block_red.wmean->name);
 	buf_puts(em->out, ", ");
-	cuda_name(em->out, s->wm2->name);
+	cuda_name(em->out, s->block_red.wm2->name);
 	buf_puts(em->out, ");\n");
 }
 
 static void emit_block_reduce(Em *em, Stmt *s)
 {
 	BlockReduceShape sh;
-	if (!kir_block_reduce_shape(em->k, s->pars, &sh))
+	if (!kir_block_reduce_shape(em->k, s->block_red.pars, &sh))
 		die("block reduction without a layout reached the backend");
-	if (s->red == RED_WELFORD) {
+	if (s->block_red.red == RED_WELFORD) {
 		emit_block_welford(em, s, &sh);
 		return;
 	}
-	const char *op = red_name(s->red);
-	bool is_bool = s->var->dtype == DT_BOOL;
-	const char *ct = is_bool ? "int" : dtype_ctype(s->var->dtype);
+	const char *op = red_name(s->block_red.red);
+	bool is_bool = s->block_red.var->dtype == DT_BOOL;
+	const char *ct = is_bool ? "int" : dtype_ctype(s->block_red.var->dtype);
 	line_start(em);
-	cuda_name(em->out, s->var->name);
+	cuda_name(em->out, s->block_red.var->name);
 	buf_printf(em->out, " = %s", is_bool ? "(bool)" : "");
 	switch (sh.kind) {
 	case BR_WARP:
@@ -266,31 +279,31 @@ static void emit_block_reduce(Em *em, Stmt *s)
 		break;
 	}
 	buf_puts(em->out, is_bool ? "(int)" : "");
-	cuda_name(em->out, s->var->name);
+	cuda_name(em->out, s->block_red.var->name);
 	buf_puts(em->out, ");\n");
 }
 
 /* if (__fus_grid_reduce<__fus_red_sum>(acc, fus_ws_s, fus_sem_s, o, r, R)) { store } */
 static void emit_grid_reduce(Em *em, Stmt *s)
 {
-	const char *op = red_name(s->red);
+	const char *op = red_name(s->grid_red.red);
 	line_start(em);
 	buf_printf(em->out, "if (__fus_grid_reduce<__fus_red_%s>(", op);
-	cuda_name(em->out, s->var->name);
-	buf_printf(em->out, ", %s, %s, ", s->ws->name, s->sem->name);
-	cuda_put_expr(em->out, s->offset, DT_I64, true);
+	cuda_name(em->out, s->grid_red.var->name);
+	buf_printf(em->out, ", %s, %s, ", s->grid_red.ws->name, s->grid_red.sem->name);
+	cuda_put_expr(em->out, s->grid_red.offset, DT_I64, true);
 	buf_puts(em->out, ", ");
-	cuda_put_expr(em->out, s->part, DT_I64, true);
+	cuda_put_expr(em->out, s->grid_red.part, DT_I64, true);
 	buf_puts(em->out, ", ");
-	cuda_put_expr(em->out, s->nparts, DT_I64, true);
+	cuda_put_expr(em->out, s->grid_red.nparts, DT_I64, true);
 	buf_puts(em->out, "))");
-	emit_block(em, s->body);
+	emit_block(em, s->grid_red.body);
 	buf_puts(em->out, "\n");
 }
 
 static void emit_comment(Em *em, Stmt *s)
 {
-	const char *p = s->text ? s->text : "";
+	const char *p = s->note.text ? s->note.text : "";
 
 	/* one // line per line of text */
 	while (*p) {
@@ -316,33 +329,33 @@ static void put_smem_addr(Em *em, Tensor *t, IrExpr *off)
  * "r"(src_size) : "memory"); the src-size operand zero-fills lanes not read from global. */
 static void emit_cp_async(Em *em, Stmt *s)
 {
-	Tensor *t = s->tensor;
-	int esize = dtype_size(t->dtype), bytes = s->vec * esize;
-	bool src_size = s->cond || s->size;
+	Tensor *t = s->copy.tensor;
+	int esize = dtype_size(t->dtype), bytes = s->copy.vec * esize;
+	bool src_size = s->copy.cond || s->copy.size;
 
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d%s;\\n\" :: \"r\"(",
-		   t->cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
-	put_smem_addr(em, t, s->offset);
+		   t->sched.cp_async_cg ? "cg" : "ca", bytes, src_size ? ", %2" : "");
+	put_smem_addr(em, t, s->copy.offset);
 	buf_puts(em->out, "), \"l\"(&");
-	cuda_name(em->out, s->src->name);
+	cuda_name(em->out, s->copy.src->name);
 	buf_puts(em->out, "[");
-	cuda_put_expr(em->out, s->src_offset, DT_I64, true);
+	cuda_put_expr(em->out, s->copy.src_offset, DT_I64, true);
 	buf_puts(em->out, "])");
 	if (src_size) {
 		buf_puts(em->out, ", \"r\"(");
-		if (s->cond) {
-			cuda_put_operand(em->out, s->cond, DT_BOOL, true, PREC_OR);
+		if (s->copy.cond) {
+			cuda_put_operand(em->out, s->copy.cond, DT_BOOL, true, PREC_OR);
 			buf_puts(em->out, " ? ");
 		}
-		if (s->size) {
+		if (s->copy.size) {
 			buf_puts(em->out, "(unsigned)(");
-			cuda_put_operand(em->out, s->size, DT_I64, true, PREC_MUL);
+			cuda_put_operand(em->out, s->copy.size, DT_I64, true, PREC_MUL);
 			buf_printf(em->out, " * %d)", esize);
 		} else {
 			buf_printf(em->out, "%du", bytes);
 		}
-		if (s->cond)
+		if (s->copy.cond)
 			buf_puts(em->out, " : 0u");
 		buf_puts(em->out, ")");
 	}
@@ -352,11 +365,11 @@ static void emit_cp_async(Em *em, Stmt *s)
 static void emit_cp_wait(Em *em, Stmt *s)
 {
 	line_start(em);
-	if (s->wait_n < 0)
+	if (s->wait.n < 0)
 		buf_puts(em->out, "asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
 	else
 		buf_printf(em->out, "asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n",
-			   s->wait_n);
+			   s->wait.n);
 }
 
 /* Two 16-bit operand elements (the even one in the low half) as one 32-bit register: the
@@ -364,12 +377,11 @@ static void emit_cp_wait(Em *em, Stmt *s)
  * two elements each), else the two loads packed. */
 static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 {
-	if (lo->tensor->mma_frag) {
+	if (lo->tensor->sched.mma_frag) {
 		Arena *a = em->k->arena;
 		cuda_name(em->out, lo->tensor->name);
 		buf_puts(em->out, "[");
-		cuda_put_expr(em->out, ir_simplify(a, ix_div(a, lo->args[0], ir_int(a, 2))), DT_I64,
-			      true);
+		cuda_put_expr(em->out, half(em, lo->args[0]), DT_I64, true);
 		buf_puts(em->out, "]");
 		return;
 	}
@@ -387,23 +399,23 @@ static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 static void emit_mma_load(Em *em, Stmt *s)
 {
 	Arena *a = em->k->arena;
-	int n = s->mma_tiles * (s->mma_op == 'a' ? s->mma->na : s->mma->nb) / 2;
+	int n = s->mma.tiles * (s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb) / 2;
 	IrExpr **reg = arena_alloc(a, sizeof(IrExpr *) * (size_t)(2 * n));
 	for (int r = 0; r < 2 * n; r++)
-		reg[r] = ir_load(a, s->tensor, ir_simplify(a, ix_add(a, s->offset, ir_int(a, r))));
-	if (!s->mma_ldm) {
+		reg[r] = ir_load(a, s->mma.tensor, ir_simplify(a, NULL, ix_add(a, s->mma.offset, ir_int(a, r))));
+	if (!s->mma.ldm) {
 		for (int r = 0; r < n; r++) {
 			line_start(em);
 			put_pair(em, reg[2 * r], NULL, DT_F16);
 			buf_puts(em->out, " = ");
-			put_pair(em, s->idx[2 * r], s->idx[2 * r + 1], s->idx[0]->dtype);
+			put_pair(em, s->mma.idx[2 * r], s->mma.idx[2 * r + 1], s->mma.idx[0]->dtype);
 			buf_puts(em->out, ";\n");
 		}
 		return;
 	}
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", n,
-		   s->mma_op == 'b' ? ".trans" : "");
+		   s->mma.op == 'b' ? ".trans" : "");
 	for (int r = 0; r < n; r++)
 		buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
 	buf_printf(em->out, "}, [%%%d];\\n\" : ", n);
@@ -413,7 +425,7 @@ static void emit_mma_load(Em *em, Stmt *s)
 		buf_puts(em->out, ")");
 	}
 	buf_puts(em->out, " : \"r\"(");
-	put_smem_addr(em, s->idx[0]->tensor, s->idx[0]->args[0]);
+	put_smem_addr(em, s->mma.idx[0]->tensor, s->mma.idx[0]->args[0]);
 	buf_puts(em->out, ") : \"memory\");\n");
 }
 
@@ -423,12 +435,12 @@ static void emit_mma_load(Em *em, Stmt *s)
  *                : "+f"(Cl[c0]), ... : "r"(As_frag[o]), ...); */
 static void emit_mma(Em *em, Stmt *s)
 {
-	const MmaInstr *in = s->mma;
+	const MmaInstr *in = s->mma.instr;
 	Arena *a = em->k->arena;
 	int first[2], count[2] = {in->na / 2, in->nb / 2}, n_;
-	DType ab = s->idx[in->nc]->dtype;
+	DType ab = s->mma.idx[in->nc]->dtype;
 
-	if (s->mma_ldm)
+	if (s->mma.ldm)
 		die("mma with ldmatrix operands: passes/mma.c moves them into fragment loads");
 	first[0] = mma_slot(s, 'a', &n_);
 	first[1] = mma_slot(s, 'b', &n_);
@@ -450,7 +462,7 @@ static void emit_mma(Em *em, Stmt *s)
 	buf_puts(em->out, "             : ");
 	for (int i = 0; i < in->nc; i++) {
 		buf_puts(em->out, i ? ", \"+f\"(" : "\"+f\"(");
-		cuda_put_expr(em->out, ir_load(a, s->tensor, s->idx[i]), DT_F32, false);
+		cuda_put_expr(em->out, ir_load(a, s->mma.tensor, s->mma.idx[i]), DT_F32, false);
 		buf_puts(em->out, ")");
 	}
 	buf_puts(em->out, "\n");
@@ -459,7 +471,7 @@ static void emit_mma(Em *em, Stmt *s)
 	for (int op = 0; op < 2; op++)
 		for (int r = 0; r < count[op]; r++) {
 			buf_puts(em->out, op || r ? ", \"r\"(" : "\"r\"(");
-			put_pair(em, s->idx[first[op] + 2 * r], s->idx[first[op] + 2 * r + 1], ab);
+			put_pair(em, s->mma.idx[first[op] + 2 * r], s->mma.idx[first[op] + 2 * r + 1], ab);
 			buf_puts(em->out, ")");
 		}
 	buf_puts(em->out, ");\n");

@@ -9,6 +9,8 @@ the outputs). It is the eager peer, the torch.compile peer, and, run on float64 
 inputs, the reference that every output is checked against. `torch` and `F` are bound by
 bind_torch() when the harness times (a dry run needs no PyTorch).
 """
+import os
+
 torch = None
 F = None
 triton_peers = None
@@ -98,6 +100,15 @@ def half_scale(alpha, x, y):
 
 def mm(A, B):
     return torch.mm(A, B)
+
+
+def bmm(A, B):
+    return torch.bmm(A, B)
+
+
+def mm_bias_gelu(A, B, bias):
+    # cuBLAS GEMM (f16 output), then PyTorch's bias add and erf gelu: two more kernels
+    return F.gelu(torch.mm(A, B) + bias)
 
 
 # ---- the Triton peers (bench/triton_peers.py) ---------------------------------------------
@@ -270,6 +281,29 @@ def gemm_cases():
         Case("gemm", "hgemm f16 4096^3 mma.sync ldmatrix (manual)",
              "examples/gemm/hgemm_ldmatrix.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
              flops=2 * 4096 ** 3, tol=1e-2),
+    ] + auto_gemm_cases()
+
+
+def auto_gemm_cases():
+    """The automatic schedules of matrix products (scheduler/auto_matmul.c): the programs of
+    examples/gemm/auto_*.fus have no schedule block and symbolic sizes. 4095 x 4097 x 4093
+    breaks the 16-byte copies' K % 8 and N % 8: the launcher runs the scalar kernel."""
+    g = "examples/gemm/"
+    n3 = {"M": 4096, "N": 4096, "K": 4096}
+    odd = {"M": 4095, "N": 4097, "K": 4093}
+    return [
+        Case("gemm", "hgemm f16 4096^3 (auto)", g + "auto_hgemm.fus", n3, mm,
+             flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm+bias+gelu f16 4096^3 (auto)", g + "auto_hgemm_bias_gelu.fus", n3,
+             mm_bias_gelu, flops=2 * 4096 ** 3, tol=2e-2),
+        Case("gemm", "sgemm f32 4096^3 (auto)", g + "auto_sgemm.fus", n3, mm,
+             flops=2 * 4096 ** 3, tol=1e-4),
+        Case("gemm", "bgemm bf16 8x2048^3 (auto)", g + "auto_bgemm.fus",
+             {"Z": 8, "M": 2048, "N": 2048, "K": 2048}, bmm, flops=2 * 8 * 2048 ** 3, tol=2e-2),
+        Case("gemm", "hgemm f16 64x4096x4096 (auto, M <= 64 variant)", g + "auto_hgemm.fus",
+             {"M": 64, "N": 4096, "K": 4096}, mm, flops=2 * 64 * 4096 ** 2, tol=1e-2),
+        Case("gemm", "hgemm f16 4095x4097x4093 (auto, scalar kernel)", g + "auto_hgemm.fus",
+             odd, mm, flops=2 * 4095 * 4097 * 4093, tol=1e-2),
     ]
 
 
@@ -296,7 +330,24 @@ def outer_cases():
             for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
 
 
-SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "pointwise": pointwise_cases,
+def otry_cases():
+    """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry/col_*,
+    mid_*, tot_*), for tuning scheduler/auto_outer.c."""
+    o = "bench/otry/"
+    cs = []
+    for f in sorted(os.listdir(o)):
+        n = f[:-4]
+        if f.startswith("col_"):
+            cs += [Case("otry", f"otry {n} {d['M']}x{d['N']}", o + f, d, col_sum)
+                   for d in ({"M": 16384, "N": 4096}, {"M": 65536, "N": 1024})]
+        elif f.startswith("mid_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"B": 64, "T": 512, "H": 1024}, mid_sum))
+        elif f.startswith("tot_"):
+            cs.append(Case("otry", f"otry {n}", o + f, {"N": 1 << 28}, total, tol=1e-3))
+    return cs
+
+
+SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "otry": otry_cases, "pointwise": pointwise_cases,
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

@@ -1082,7 +1082,7 @@ static void define_tensor(Sema *s, Tensor *t, Axis **lhs, int nlhs, Vec *raxes, 
 	t->def = def;
 	t->def_span = def_span;
 	bool red = def && def->kind == EX_REDUCE;
-	t->inlined = (t->kind == TK_INTERMEDIATE && !red) || t->kind == TK_SCALAR;
+	t->sched.inlined = (t->kind == TK_INTERMEDIATE && !red) || t->kind == TK_SCALAR;
 	t->index = s->tensors.len;
 	vec_push(s->a, &s->tensors, t);
 	for (int i = 0; i < reads->len; i++)

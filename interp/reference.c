@@ -335,7 +335,7 @@ static void check_expr(CheckCtx *c, IrExpr *e)
 		 * past a non-divisible split they exceed the dimension (`split(j, 2); merge` reads
 		 * x[i, m] with m < 6 for j < 5), under the in-range select of its body. Its
 		 * reduction's own reads were consistent; only constant indices are checked. */
-		if (s->kind == EX_AXIS && !c->t->rfactor_of) {
+		if (s->kind == EX_AXIS && !c->t->sched.rfactor_of) {
 			if (!axis_extent(c->t, s->axis, c->dims, c->sizes, &ext)) {
 				c->err = xprintf("cannot evaluate the extent of index %s of %s",
 						 s->axis->name, c->t->name);

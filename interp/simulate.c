@@ -666,39 +666,39 @@ static void push(Sim *S, SimThread *T, Stmt *list, Stmt *loop, int64_t extent)
 
 static void exec_store(Sim *S, SimThread *T, Stmt *s)
 {
-	if (!s->offset) {
-		fail(S, "store to %s before the indexing pass", s->tensor->name);
+	if (!s->store.offset) {
+		fail(S, "store to %s before the indexing pass", s->store.tensor->name);
 		return;
 	}
-	SimBuf *b = buf_of(S, s->tensor);
-	SVal v = eval(S, T, s->value);
-	int64_t off = eval_i64(S, T, s->offset);
+	SimBuf *b = buf_of(S, s->store.tensor);
+	SVal v = eval(S, T, s->store.value);
+	int64_t off = eval_i64(S, T, s->store.offset);
 	if (b)
-		write_elem(S, T, b, off, cv(v, s->value->dtype, b->dt));
+		write_elem(S, T, b, off, cv(v, s->store.value->dtype, b->dt));
 }
 
 /* One vector access on each side: both must be aligned to the vector size (the buffers are:
  * the launcher checks global pointers, shared and local arrays are declared aligned). */
 static void exec_vstore(Sim *S, SimThread *T, Stmt *s)
 {
-	SimBuf *d = buf_of(S, s->tensor), *src = buf_of(S, s->src);
-	int64_t doff = eval_i64(S, T, s->offset), soff = eval_i64(S, T, s->src_offset);
+	SimBuf *d = buf_of(S, s->copy.tensor), *src = buf_of(S, s->copy.src);
+	int64_t doff = eval_i64(S, T, s->copy.offset), soff = eval_i64(S, T, s->copy.src_offset);
 	SVal tmp[16];
 
 	if (!d || !src)
 		return;
-	if (s->vec <= 0 || s->vec > 16) {
-		fail(S, "vector access of %d elements", s->vec);
+	if (s->copy.vec <= 0 || s->copy.vec > 16) {
+		fail(S, "vector access of %d elements", s->copy.vec);
 		return;
 	}
-	if (doff % s->vec || soff % s->vec) {
-		SimBuf *b = doff % s->vec ? d : src;
-		int64_t off = doff % s->vec ? doff : soff;
+	if (doff % s->copy.vec || soff % s->copy.vec) {
+		SimBuf *b = doff % s->copy.vec ? d : src;
+		int64_t off = doff % s->copy.vec ? doff : soff;
 		sim_report(S, SF_MISALIGNED, b, off, view(S, T, b).n, b == d);
 	}
-	for (int i = 0; i < s->vec; i++)
+	for (int i = 0; i < s->copy.vec; i++)
 		tmp[i] = cv(read_elem(S, T, src, soff + i), src->dt, d->dt);
-	for (int i = 0; i < s->vec; i++)
+	for (int i = 0; i < s->copy.vec; i++)
 		write_elem(S, T, d, doff + i, tmp[i]);
 }
 
@@ -706,75 +706,76 @@ static void exec_vstore(Sim *S, SimThread *T, Stmt *s)
  * Stmt.size only the first `size` elements (clamped to 0..vec) are read, the rest are zeros. */
 static void exec_cp_async(Sim *S, SimThread *T, Stmt *s)
 {
-	SimBuf *d = buf_of(S, s->tensor), *src = buf_of(S, s->src);
-	bool zero = s->cond && !truthy(eval(S, T, s->cond), s->cond->dtype);
-	int64_t doff = eval_i64(S, T, s->offset), soff = eval_i64(S, T, s->src_offset);
-	int64_t nread = zero ? 0 : s->vec;
+	SimBuf *d = buf_of(S, s->copy.tensor), *src = buf_of(S, s->copy.src);
+	bool zero = s->copy.cond && !truthy(eval(S, T, s->copy.cond), s->copy.cond->dtype);
+	int64_t doff = eval_i64(S, T, s->copy.offset), soff = eval_i64(S, T, s->copy.src_offset);
+	int64_t nread = zero ? 0 : s->copy.vec;
 
-	if (!zero && s->size) {
-		nread = eval_i64(S, T, s->size);
-		nread = nread < 0 ? 0 : nread > s->vec ? s->vec : nread;
+	if (!zero && s->copy.size) {
+		nread = eval_i64(S, T, s->copy.size);
+		nread = nread < 0 ? 0 : nread > s->copy.vec ? s->copy.vec : nread;
 	}
 
 	if (!d || !src)
 		return;
-	if (s->vec <= 0 || s->vec > 16) {
-		fail(S, "cp.async of %d elements", s->vec);
+	if (s->copy.vec <= 0 || s->copy.vec > 16) {
+		fail(S, "cp.async of %d elements", s->copy.vec);
 		return;
 	}
-	if (doff % s->vec || (!zero && soff % s->vec)) {
-		SimBuf *b = doff % s->vec ? d : src;
-		int64_t off = doff % s->vec ? doff : soff;
+	if (doff % s->copy.vec || (!zero && soff % s->copy.vec)) {
+		SimBuf *b = doff % s->copy.vec ? d : src;
+		int64_t off = doff % s->copy.vec ? doff : soff;
 		sim_report(S, SF_MISALIGNED, b, off, view(S, T, b).n, b == d);
 	}
-	sim_async_copy_part(S, T, s, d, doff, src, soff, s->vec, (int)nread);
+	sim_async_copy_part(S, T, s, d, doff, src, soff, s->copy.vec, (int)nread);
 }
 
 static void exec_alloc(Sim *S, SimThread *T, Stmt *s)
 {
-	SimBuf *b = sim_buf(S, s->tensor);
+	SimBuf *b = sim_buf(S, s->alloc.tensor);
 
 	if (!b)
-		b = add_buf(S, s->tensor, s->mem);
-	if (s->mem == MEM_GLOBAL) {
-		fail(S, "global buffer %s allocated inside the kernel", s->tensor->name);
+		b = add_buf(S, s->alloc.tensor, s->alloc.mem);
+	if (s->alloc.mem == MEM_GLOBAL) {
+		fail(S, "global buffer %s allocated inside the kernel", s->alloc.tensor->name);
 		return;
 	}
-	alloc_buf(S, T, b, eval_i64(S, T, s->size));
+	alloc_buf(S, T, b, eval_i64(S, T, s->alloc.size));
 }
 
 /* KS_MMA_LOAD by per-lane loads: the lane's fragment registers from its own reads. */
 static void exec_frag_load(Sim *S, SimThread *T, Stmt *s)
 {
-	SimBuf *f = buf_of(S, s->tensor);
-	int64_t o = eval_i64(S, T, s->offset);
-	for (int r = 0; f && r < s->nidx; r++)
-		write_elem(S, T, f, o + r, eval(S, T, s->idx[r]));
+	SimBuf *f = buf_of(S, s->mma.tensor);
+	int64_t o = eval_i64(S, T, s->mma.offset);
+	for (int r = 0; f && r < s->mma.nidx; r++)
+		write_elem(S, T, f, o + r, eval(S, T, s->mma.idx[r]));
 }
 
-static void exec_let(Sim *S, SimThread *T, Stmt *s)
+/* var = value (a KS_LET, or a KS_BLOCK_REDUCE's own partial) */
+static void assign(Sim *S, SimThread *T, Var *var, IrExpr *value)
 {
-	SVal v = eval(S, T, s->value);
+	SVal v = eval(S, T, value);
 
-	T->vars[s->var->id] = cv(v, s->value->dtype, s->var->dtype);
-	T->var_init[s->var->id] = 1;
+	T->vars[var->id] = cv(v, value->dtype, var->dtype);
+	T->var_init[var->id] = 1;
 }
 
 static void exec_for(Sim *S, SimThread *T, Stmt *s)
 {
-	int64_t n = eval_i64(S, T, s->var->extent);
+	int64_t n = eval_i64(S, T, s->loop.var->extent);
 
-	if (n <= 0 || !s->body)
+	if (n <= 0 || !s->loop.body)
 		return;
 	if (S->max_steps && n > S->max_steps - S->res->steps) {
 		over_budget(S, "loop %s of %lld iterations is more than the step budget of %lld "
-			    "(%lld steps taken)", s->var->name, (long long)n,
+			    "(%lld steps taken)", s->loop.var->name, (long long)n,
 			    (long long)S->max_steps, (long long)S->res->steps);
 		return;
 	}
-	T->vars[s->var->id] = vi(0);
-	T->var_init[s->var->id] = 1;
-	push(S, T, s->body, s, n);
+	T->vars[s->loop.var->id] = vi(0);
+	T->var_init[s->loop.var->id] = 1;
+	push(S, T, s->loop.body, s, n);
 }
 
 static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b);
@@ -786,10 +787,10 @@ static SVal red_combine(ReduceOp r, DType t, SVal a, SVal b);
  * (bounds, reads of partials never written) but not for races: the protocol orders it. */
 static bool exec_grid_reduce(Sim *S, SimThread *T, Stmt *s)
 {
-	SimBuf *ws = buf_of(S, s->ws), *sem = buf_of(S, s->sem);
-	int64_t o = eval_i64(S, T, s->offset), r = eval_i64(S, T, s->part);
-	int64_t R = eval_i64(S, T, s->nparts), id = s->var->id;
-	DType t = s->var->dtype;
+	SimBuf *ws = buf_of(S, s->grid_red.ws), *sem = buf_of(S, s->grid_red.sem);
+	int64_t o = eval_i64(S, T, s->grid_red.offset), r = eval_i64(S, T, s->grid_red.part);
+	int64_t R = eval_i64(S, T, s->grid_red.nparts), id = s->grid_red.var->id;
+	DType t = s->grid_red.var->dtype;
 
 	if (!ws || !sem)
 		return false;
@@ -799,8 +800,10 @@ static bool exec_grid_reduce(Sim *S, SimThread *T, Stmt *s)
 	if (old.i != R - 1)
 		return false;
 	SVal v = cv(read_elem(S, T, ws, o * R), ws->dt, t);
-	for (int64_t i = 1; i < R; i++)
-		v = red_combine(s->red, t, v, cv(read_elem(S, T, ws, o * R + i), ws->dt, t));
+	for (int64_t i = 1; i < R; i++) {
+		SVal part = cv(read_elem(S, T, ws, o * R + i), ws->dt, t);
+		v = red_combine(s->grid_red.red, t, v, part);
+	}
 	T->vars[id] = v;
 	T->var_init[id] = 1;
 	write_elem(S, T, sem, o, vi(0));
@@ -816,8 +819,8 @@ static void run_thread(Sim *S, SimThread *T)
 		SimFrame *f = &T->stack[T->depth - 1];
 		Stmt *s = f->s;
 		if (!s) {
-			if (f->loop && ++T->vars[f->loop->var->id].i < f->extent) {
-				f->s = f->loop->body;
+			if (f->loop && ++T->vars[f->loop->loop.var->id].i < f->extent) {
+				f->s = f->loop->loop.body;
 				step(S);
 				continue;
 			}
@@ -830,30 +833,30 @@ static void run_thread(Sim *S, SimThread *T)
 		switch (s->kind) {
 		case KS_FOR: exec_for(S, T, s); break;
 		case KS_IF:
-			if (truthy(eval(S, T, s->cond), s->cond->dtype))
-				push(S, T, s->then, NULL, 0);
-			else if (s->els)
-				push(S, T, s->els, NULL, 0);
+			if (truthy(eval(S, T, s->branch.cond), s->branch.cond->dtype))
+				push(S, T, s->branch.then, NULL, 0);
+			else if (s->branch.els)
+				push(S, T, s->branch.els, NULL, 0);
 			break;
 		case KS_ALLOC: exec_alloc(S, T, s); break;
 		case KS_STORE: exec_store(S, T, s); break;
 		case KS_VSTORE: exec_vstore(S, T, s); break;
-		case KS_LET: exec_let(S, T, s); break;
+		case KS_LET: assign(S, T, s->let.var, s->let.value); break;
 		case KS_CP_ASYNC: exec_cp_async(S, T, s); break;
 		case KS_CP_COMMIT: sim_async_commit(S, T); break;
-		case KS_CP_WAIT: sim_async_wait(S, T, s->wait_n); break;
+		case KS_CP_WAIT: sim_async_wait(S, T, s->wait.n); break;
 		case KS_SYNC:
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
 		case KS_BLOCK_REDUCE:
 			/* the partial waits in var; block_reduce() combines at the release */
-			exec_let(S, T, s);
+			assign(S, T, s->block_red.var, s->block_red.value);
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
 		case KS_MMA_LOAD:
-			if (!s->mma_ldm) { /* the lane's own loads into its registers */
+			if (!s->mma.ldm) { /* the lane's own loads into its registers */
 				exec_frag_load(S, T, s);
 				break;
 			}
@@ -867,7 +870,7 @@ static void run_thread(Sim *S, SimThread *T)
 			return;
 		case KS_GRID_REDUCE:
 			if (exec_grid_reduce(S, T, s))
-				push(S, T, s->body, NULL, 0);
+				push(S, T, s->grid_red.body, NULL, 0);
 			break;
 		case KS_COMMENT:
 		case KS_NEST:
@@ -888,7 +891,7 @@ static bool is_barrier(Stmt *s, void *ctx)
 {
 	(void)ctx;
 	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE || s->kind == KS_MMA ||
-	       (s->kind == KS_MMA_LOAD && s->mma_ldm);
+	       (s->kind == KS_MMA_LOAD && s->mma.ldm);
 }
 
 static bool has_sync(Stmt *s)
@@ -997,9 +1000,9 @@ static SVal *wf_at(Wf *w, int q)
 /* a op b for the block reduction s: Welford's combine, or red_combine on the values. */
 static Wf block_combine(Stmt *s, DType t, Wf a, Wf b)
 {
-	if (s->red == RED_WELFORD)
+	if (s->block_red.red == RED_WELFORD)
 		return wf_combine(t, a, b);
-	return (Wf){.n = red_combine(s->red, t, a.n, b.n)};
+	return (Wf){.n = red_combine(s->block_red.red, t, a.n, b.n)};
 }
 
 /* KS_BLOCK_REDUCE at its release: every thread's var (and, for RED_WELFORD, its mean and M2)
@@ -1010,13 +1013,14 @@ static Wf block_combine(Stmt *s, DType t, Wf a, Wf b)
 static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
 {
 	BlockReduceShape sh;
-	bool welford = s->red == RED_WELFORD;
+	bool welford = s->block_red.red == RED_WELFORD;
 	int nv = welford ? 3 : 1;
-	int64_t n = S->nthreads, ids[3] = {s->var->id, welford ? s->wmean->id : 0,
-					   welford ? s->wm2->id : 0};
-	DType t = s->var->dtype;
+	int64_t n = S->nthreads, ids[3] = {s->block_red.var->id,
+					   welford ? s->block_red.wmean->id : 0,
+					   welford ? s->block_red.wm2->id : 0};
+	DType t = s->block_red.var->dtype;
 
-	if (!kir_block_reduce_shape(S->k, s->pars, &sh) || sh.nthreads != n) {
+	if (!kir_block_reduce_shape(S->k, s->block_red.pars, &sh) || sh.nthreads != n) {
 		fail(S, "block reduction whose groups do not match the block");
 		return;
 	}
@@ -1119,10 +1123,10 @@ static void warp_ldmatrix(Sim *S, SimThread *w, IrExpr *e, int nmat, bool trans,
  * double and rounded to f32, and each lane gets its elements of D. */
 static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 {
-	const MmaInstr *in = s->mma;
+	const MmaInstr *in = s->mma.instr;
 	double A[16][16] = {{0}}, B[16][16] = {{0}}, C[16][16] = {{0}}, reg[2][32][8];
 	int64_t coff[32][4];
-	SimBuf *acc = buf_of(S, s->tensor);
+	SimBuf *acc = buf_of(S, s->mma.tensor);
 	int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);
 
 	if (!acc)
@@ -1131,7 +1135,7 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 		fail(S, "mma.%s is not simulated", in->name);
 		return;
 	}
-	if (s->mma_ldm) {
+	if (s->mma.ldm) {
 		fail(S, "mma with ldmatrix operands (passes/mma.c moves them into fragment loads)");
 		return;
 	}
@@ -1141,8 +1145,8 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 		for (int lane = 0; lane < 32; lane++) {
 			S->cur = &w[lane];
 			for (int r = 0; r < n; r++)
-				reg[op][lane][r] = asf(eval(S, &w[lane], s->idx[first + r]),
-						       s->idx[first + r]->dtype);
+				reg[op][lane][r] = asf(eval(S, &w[lane], s->mma.idx[first + r]),
+						       s->mma.idx[first + r]->dtype);
 		}
 	}
 	for (int lane = 0; lane < 32; lane++) {
@@ -1151,7 +1155,7 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 		S->cur = T;
 		for (int r = 0; r < in->nc; r++) {
 			hw_frag('c', lane, r, &row, &col);
-			coff[lane][r] = eval_i64(S, T, s->idx[r]);
+			coff[lane][r] = eval_i64(S, T, s->mma.idx[r]);
 			C[row][col] = read_elem(S, T, acc, coff[lane][r]).f;
 		}
 		for (int r = 0; r < in->na; r++) {
@@ -1181,15 +1185,15 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 static void warp_frag_load(Sim *S, SimThread *w, Stmt *s)
 {
 	double reg[32][8];
-	int n = s->mma_tiles * (s->mma_op == 'a' ? s->mma->na : s->mma->nb);
-	SimBuf *f = buf_of(S, s->tensor);
+	int n = s->mma.tiles * (s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb);
+	SimBuf *f = buf_of(S, s->mma.tensor);
 
 	if (!f)
 		return;
-	warp_ldmatrix(S, w, s->idx[0], n / 2, s->mma_op == 'b', reg);
+	warp_ldmatrix(S, w, s->mma.idx[0], n / 2, s->mma.op == 'b', reg);
 	for (int lane = 0; lane < 32; lane++) {
 		S->cur = &w[lane];
-		int64_t o = eval_i64(S, &w[lane], s->offset);
+		int64_t o = eval_i64(S, &w[lane], s->mma.offset);
 		for (int r = 0; r < n; r++)
 			write_elem(S, &w[lane], f, o + r, vf(reg[lane][r]));
 	}
@@ -1362,7 +1366,7 @@ static int64_t *pick_blocks(int64_t total, int64_t max, uint64_t seed, int64_t *
 static bool add_grid_reduced(Stmt *s, void *ctx)
 {
 	if (s->kind == KS_GRID_REDUCE)
-		*(unsigned *)ctx |= s->pars;
+		*(unsigned *)ctx |= s->grid_red.pars;
 	return false;
 }
 

@@ -3,8 +3,9 @@
  *
  * Index arithmetic is i64. The ix_* helpers fold constants and the obvious identities so that
  * the lowered code stays readable even before the simplify pass runs; they never change the
- * value of an expression for any value of its variables (they rely on ir_range for the
- * division identities, which are only applied when the remainder is provably in [0, F)).
+ * value of an expression for any value of its variables (ix_div, ix_mod and ix_ceildiv rely
+ * on ir_range, with the range facts their caller passes, for the division identities, which
+ * are only applied when the remainder is provably in [0, F)).
  *
  * The printer writes C-like infix text with the fewest parentheses that keep the precedence
  * of C; it prints only names and numbers (never pointers), so it is deterministic.
@@ -346,13 +347,13 @@ static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **
 }
 
 /* 0 <= e < f, provably */
-static bool in_range(IrExpr *e, int64_t f)
+static bool in_range(const IrRange *rg, IrExpr *e, int64_t f)
 {
 	int64_t lo, hi;
-	return ir_range(e, &lo, &hi) && lo >= 0 && hi < f;
+	return ir_range(rg, e, &lo, &hi) && lo >= 0 && hi < f;
 }
 
-IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
+IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cdiv(x, y, &v))
@@ -361,37 +362,38 @@ IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r)
 		return l;
 	if (ir_is_const(r, &y) && y > 0) {
 		IrExpr *q, *rem;
-		if (in_range(l, y))
+		if (in_range(rg, l, y))
 			return ir_int(a, 0);
 		/* C division truncates: the identities need q >= 0 as well; (q*F + rem) / F is
 		 * q for 0 <= rem < F, q + rem / F for any rem >= 0 */
-		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q)) {
-			if (in_range(rem, y))
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(rg, q)) {
+			if (in_range(rg, rem, y))
 				return q;
-			if (ir_nonneg(rem))
-				return ix_add(a, q, ix_div(a, rem, r));
+			if (ir_nonneg(rg, rem))
+				return ix_add(a, q, ix_div(a, rg, rem, r));
 		}
 	}
 	return ir_op(a, OP_DIV, DT_I64, l, r);
 }
 
-IrExpr *ix_div_rows(Arena *a, IrExpr *l, int64_t f)
+IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f)
 {
-	IrExpr *q, *rem, *e = ix_div(a, l, ir_int(a, f));
+	IrExpr *q, *rem, *e = ix_div(a, rg, l, ir_int(a, f));
 	int64_t c;
 	if (ir_is_const(l, &c))
 		return e;
-	if (split_multiple(a, l, f, &q, &rem) && ir_nonneg(q) && ir_nonneg(rem))
-		return ix_add(a, q, ix_div_rows(a, rem, f));
+	if (split_multiple(a, l, f, &q, &rem) && ir_nonneg(rg, q) && ir_nonneg(rg, rem))
+		return ix_add(a, q, ix_div_rows(a, rg, rem, f));
 	/* (q*c + rem) / F is q / (F / c) for c dividing F and 0 <= rem < c */
 	for (c = f / 2; c > 1 && e->kind == EX_OP && e->op == OP_DIV; c--) {
-		if (f % c == 0 && split_multiple(a, l, c, &q, &rem) && ir_nonneg(q) && in_range(rem, c))
-			return ix_div(a, q, ir_int(a, f / c));
+		if (f % c == 0 && split_multiple(a, l, c, &q, &rem) && ir_nonneg(rg, q) &&
+		    in_range(rg, rem, c))
+			return ix_div(a, rg, q, ir_int(a, f / c));
 	}
 	return e;
 }
 
-IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
+IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cmod(x, y, &v))
@@ -400,19 +402,19 @@ IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r)
 		return ir_int(a, 0);
 	if (ir_is_const(r, &y) && y > 0) {
 		IrExpr *q, *rem;
-		if (in_range(l, y))
+		if (in_range(rg, l, y))
 			return l;
-		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(q)) {
-			if (in_range(rem, y))
+		if (split_multiple(a, l, y, &q, &rem) && ir_nonneg(rg, q)) {
+			if (in_range(rg, rem, y))
 				return rem;
-			if (ir_nonneg(rem))
-				return ix_mod(a, rem, r);
+			if (ir_nonneg(rg, rem))
+				return ix_mod(a, rg, rem, r);
 		}
 	}
 	return ir_op(a, OP_MOD, DT_I64, l, r);
 }
 
-IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r)
+IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 {
 	int64_t x, y, v;
 	/* (x + y - 1) / y could overflow: x / y rounded up instead */
@@ -422,9 +424,9 @@ IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r)
 		return l;
 	/* ceildiv(ceildiv(x, p), q) == ceildiv(x, p * q) for x >= 0 and p, q > 0 */
 	if (ir_is_const(r, &y) && y > 0 && l->kind == EX_OP && l->op == OP_CEILDIV &&
-	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(l->args[0]) &&
+	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(rg, l->args[0]) &&
 	    !__builtin_mul_overflow(x, y, &v))
-		return ix_ceildiv(a, l->args[0], ir_int(a, v));
+		return ix_ceildiv(a, rg, l->args[0], ir_int(a, v));
 	return ir_op(a, OP_CEILDIV, DT_I64, l, r);
 }
 

@@ -179,6 +179,16 @@ bool tensor_is_reduction(Tensor *t)
 	return t->def && t->def->kind == EX_REDUCE;
 }
 
+IrExpr *axis_launch_extent(Arena *a, Axis *ax)
+{
+	int64_t c;
+	if (!ax->reduction)
+		return ax->extent;
+	if (ir_is_const(ax->extent, &c))
+		return c >= 1 ? ax->extent : ir_int(a, 1);
+	return ir_op(a, OP_MAX, DT_I64, ax->extent, ir_int(a, 1));
+}
+
 /* ---- printer -------------------------------------------------------------------------- */
 
 static const char *tensor_kind_name(TensorKind k)
@@ -306,32 +316,32 @@ static void print_tensor(Tensor *t, Buf *out)
 {
 	buf_printf(out, "  tensor %s: ", t->name);
 	print_type(out, t->dtype, t->shape, t->ndim);
-	buf_printf(out, " %s %s", tensor_kind_name(t->kind), mem_name(t->mem));
+	buf_printf(out, " %s %s", tensor_kind_name(t->kind), mem_name(t->sched.mem));
 	if (t->lifted_from)
 		buf_printf(out, " lifted(%s)", t->lifted_from->name);
-	if (t->inlined)
+	if (t->sched.inlined)
 		buf_puts(out, " inline");
-	if (t->ca_tensor)
-		buf_printf(out, " compute_at(%s, %d)", t->ca_tensor->name, t->ca_pos);
-	if (t->cache_of)
-		buf_printf(out, " %s(%s)", t->cache_before ? "cache_before" : "cache_after",
-			   t->cache_of->name);
-	if (t->cp_async)
-		buf_puts(out, t->cp_async_cg ? " cp_async(cg)" : " cp_async");
-	if (t->stages)
-		buf_printf(out, " stages(%d, %d)", t->stages, t->prefetch);
-	if (t->pad && t->pad_every)
-		buf_printf(out, " pad(%d, %lld)", t->pad, (long long)t->pad_every);
-	else if (t->pad)
-		buf_printf(out, " pad(%d)", t->pad);
-	if (t->welford_sum)
-		buf_printf(out, " welford(%s)", t->welford_sum->name);
-	if (t->mma)
-		buf_printf(out, " mma(%s: %s, %s)", t->mma->instr->name, t->mma->a->name,
-			   t->mma->b->name);
-	if (t->fragment_span.file)
+	if (t->sched.ca_tensor)
+		buf_printf(out, " compute_at(%s, %d)", t->sched.ca_tensor->name, t->sched.ca_pos);
+	if (t->sched.cache_of)
+		buf_printf(out, " %s(%s)", t->sched.cache_before ? "cache_before" : "cache_after",
+			   t->sched.cache_of->name);
+	if (t->sched.cp_async)
+		buf_puts(out, t->sched.cp_async_cg ? " cp_async(cg)" : " cp_async");
+	if (t->sched.stages)
+		buf_printf(out, " stages(%d, %d)", t->sched.stages, t->sched.prefetch);
+	if (t->sched.pad && t->sched.pad_every)
+		buf_printf(out, " pad(%d, %lld)", t->sched.pad, (long long)t->sched.pad_every);
+	else if (t->sched.pad)
+		buf_printf(out, " pad(%d)", t->sched.pad);
+	if (t->sched.welford_sum)
+		buf_printf(out, " welford(%s)", t->sched.welford_sum->name);
+	if (t->sched.mma)
+		buf_printf(out, " mma(%s: %s, %s)", t->sched.mma->instr->name, t->sched.mma->a->name,
+			   t->sched.mma->b->name);
+	if (t->sched.fragment_span.file)
 		buf_puts(out, " fragment");
-	if (t->zero_fill)
+	if (t->sched.zero_fill)
 		buf_puts(out, " zero_fill");
 	buf_puts(out, "\n");
 	if (!t->def)
@@ -351,8 +361,8 @@ void ir_print_fusion(Fusion *f, Buf *out)
 
 void tensor_placement(Tensor *t, Tensor **owner, int *pos)
 {
-	Tensor *o = t->ca_tensor;
-	int p = t->ca_pos;
+	Tensor *o = t->sched.ca_tensor;
+	int p = t->sched.ca_pos;
 	while (p >= 0 && p < o->ndomain && o->domain[p]->ca_alias) {
 		Axis *al = o->domain[p]->ca_alias;
 		o = al->owner;
@@ -362,13 +372,19 @@ void tensor_placement(Tensor *t, Tensor **owner, int *pos)
 	*pos = p;
 }
 
+TensorSched tensor_sched_new(MemType mem)
+{
+	TensorSched s = {.mem = mem};
+	return s;
+}
+
 Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemType mem, Span at)
 {
 	Tensor *t = NEW(a, Tensor);
 	t->name = name;
 	t->kind = kind;
 	t->dtype = dt;
-	t->mem = mem;
+	t->sched = tensor_sched_new(mem);
 	t->span = at;
 	return t;
 }

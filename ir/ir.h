@@ -135,6 +135,7 @@ typedef struct Tensor Tensor;
 typedef struct Axis Axis;
 typedef struct Var Var;
 typedef struct Fusion Fusion;
+typedef struct IrRange IrRange;
 
 typedef enum ExprKind {
 	EX_INT,     /* ival (dtype I64 or I32 or BOOL) */
@@ -204,12 +205,13 @@ IrExpr *ir_load(Arena *a, Tensor *t, IrExpr *offset);
 IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
-IrExpr *ix_div(Arena *a, IrExpr *l, IrExpr *r);
+/* The division identities need ranges: they fold with the facts of rg (NULL: none). */
+IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 /* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
  * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
-IrExpr *ix_div_rows(Arena *a, IrExpr *l, int64_t f);
-IrExpr *ix_mod(Arena *a, IrExpr *l, IrExpr *r);
-IrExpr *ix_ceildiv(Arena *a, IrExpr *l, IrExpr *r);
+IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
@@ -219,29 +221,30 @@ IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
  * write: unchanged subtrees are shared with e, so fn must not change the node it is given. */
 typedef IrExpr *(*IrRewrite)(Arena *a, IrExpr *e, void *ctx);
 IrExpr *ir_rewrite(Arena *a, IrExpr *e, IrRewrite fn, void *ctx);
-/* Simplifies an expression with range facts about variables (ir/range.c). */
-IrExpr *ir_simplify(Arena *a, IrExpr *e);
-/* Bounds of an integer expression when they are known constants: var ranges come from
- * Var.extent, par ranges from the kernel's launch dims if set (else unknown). */
-bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi);
-/* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
-bool ir_nonneg(IrExpr *e);
-struct Kernel;
-/* The kernel whose launch dims bound EX_PAR in ir_range (NULL: threadIdx.* in [0, 1023],
- * blockIdx.* in [0, unknown)). Set by lower_fusion for the passes. */
-void ir_range_set_kernel(struct Kernel *k);
-/* The facts of a guard: inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most
- * 31 and t * 3 + v at most 127. A pass rewriting the statements under a guard calls
- * ir_range_guard(cond, &saved) first (the conjuncts `e < c`, `e <= c` and `e == c`, c a
- * constant, narrow ir_range of every expression equal to e) and ir_range_unguard(&saved)
- * after; ir_range_set_kernel clears every guard. */
+/* The facts ranges are taken from (ir/range.c), always passed explicitly: the kernel whose
+ * launch dims bound EX_PAR and whose PC_MULTIPLE preconditions the simplifier may use (NULL:
+ * threadIdx.* in [0, 1023], blockIdx.* in [0, unknown)), and the facts of the enclosing guards:
+ * inside `if (threadIdx.x < 32 && t * 3 + v < 128)` threadIdx.x is at most 31 and t * 3 + v at
+ * most 127. A NULL `const IrRange *` means neither (the scheduler and the backend pass NULL). */
 #define IR_GUARD_FACTS 16
-typedef struct IrGuard {
+struct IrRange {
+	const struct Kernel *kernel;
 	struct { IrExpr *e; int64_t hi; } fact[IR_GUARD_FACTS];
 	int n;
-} IrGuard;
-void ir_range_guard(IrExpr *cond, IrGuard *saved);
-void ir_range_unguard(const IrGuard *saved);
+};
+/* The facts of kernel k's launch (no guards). */
+IrRange ir_range_in(const struct Kernel *k);
+/* Adds the facts of guard cond to rg (for the statements under `if (cond)`): the conjuncts
+ * `e < c`, `e <= c` and `e == c`, c a constant, narrow ir_range of every expression equal to
+ * e. A pass walking into a guarded list copies its IrRange and guards the copy. */
+void ir_range_guard(IrRange *rg, IrExpr *cond);
+/* Simplifies an expression with the range facts of rg. */
+IrExpr *ir_simplify(Arena *a, const IrRange *rg, IrExpr *e);
+/* Bounds of an integer expression when they are known constants: var ranges come from
+ * Var.extent, par ranges from rg's kernel's launch dims if set (else unknown). */
+bool ir_range(const IrRange *rg, IrExpr *e, int64_t *lo, int64_t *hi);
+/* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
+bool ir_nonneg(const IrRange *rg, IrExpr *e);
 
 /* ---- fusion IR ----------------------------------------------------------------------- */
 
@@ -297,41 +300,17 @@ typedef enum TensorKind {
 	TK_SCALAR,       /* a scalar temporary `t = EXPR;` (0-d, always inlined) */
 } TensorKind;
 
-struct Tensor {
-	const char *name;
-	Span span;          /* declaration or defining statement */
-	TensorKind kind;
-	DType dtype;
-	int index;          /* position among the fusion's tensors (definition order) */
-	int param_index;    /* inputs/outputs: position in the launcher signature */
-	int ndim;
-	IrExpr **shape;     /* ndim extents (EX_INT or EX_SIZE; intermediates: inferred) */
-	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
-	IrExpr *def;
-	Span def_span;
-	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
-	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (scheduler/scheduler.c), so
-	 * the recursive walkers of the lowering and the backends stay bounded. */
-	int depth;
-	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
-	int nroot;
-	Axis **domain;      /* the loop domain: leaf axes in loop order */
-	int ndomain;
-	Vec history;        /* Axis* produced by transforms, in order (for compute_at replay) */
+/* A tensor's schedule state: where and how it is computed and stored. tensor_sched_new gives
+ * the state of a tensor no directive has touched; every field other than mem starts zero. */
+typedef struct TensorSched {
 	MemType mem;
 	Span mem_span;
 	bool inlined;       /* recomputed inside readers (default for pointwise intermediates) */
 	Span inline_span;
 	Tensor *ca_tensor;  /* compute_at target, or NULL */
-	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top of its nest) */
+	int ca_pos;         /* ca_tensor's domain[0..ca_pos] are shared loops (-1: none, the top
+			     * of its nest) */
 	Span ca_span;
-	Vec readers;        /* Tensor* whose definitions read this one */
-	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
-	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
-	Tensor *lifted_from;
-	/* A copy the automatic scheduler made of `copy_of` for one loop nest (scheduler/auto_nests.c;
-	 * `fusc --emit=schedule` names them: a schedule block cannot make copies). */
-	Tensor *copy_of;
 	/* Caches (issue 6). A cache is a TK_INTERMEDIATE whose def is a plain copy of
 	 * `cache_of` (cache_after: c[...] = t[...], readers of t read c; cache_before: t's
 	 * definition computes into c, then t[...] = c[...]). */
@@ -366,6 +345,42 @@ struct Tensor {
 	/* registers holding mma operand fragments (passes/mma.c): 16-bit elements, two to a
 	 * 32-bit register (CUDA declares them `unsigned`, half the elements) */
 	bool mma_frag;
+} TensorSched;
+
+/* The schedule state of a tensor stored in mem that no directive has touched. */
+TensorSched tensor_sched_new(MemType mem);
+
+struct Tensor {
+	const char *name;
+	Span span;          /* declaration or defining statement */
+	TensorKind kind;
+	DType dtype;
+	int index;          /* position among the fusion's tensors (definition order) */
+	int param_index;    /* inputs/outputs: position in the launcher signature */
+	int ndim;
+	IrExpr **shape;     /* ndim extents (EX_INT or EX_SIZE; intermediates: inferred) */
+	/* Definition (not for inputs): value of tensor[root axes], over these root axes. */
+	IrExpr *def;
+	Span def_span;
+	/* Depth of def with every pointwise tensor it reads expanded (they are recomputed in
+	 * their readers): at most FUS_MAX_EXPR_DEPTH once scheduled (scheduler/scheduler.c), so
+	 * the recursive walkers of the lowering and the backends stay bounded. */
+	int depth;
+	Axis **root;        /* ndim + nred root axes: left-hand indices, then reduction indices */
+	int nroot;
+	Axis **domain;      /* the loop domain: leaf axes in loop order */
+	int ndomain;
+	Vec history;        /* Axis* produced by transforms, in order (for compute_at replay) */
+	Vec readers;        /* Tensor* whose definitions read this one */
+	/* A reduction inside an expression of lifted_from's definition, lifted by sema into
+	 * this tensor (docs/language.md, "Reductions inside expressions"); NULL otherwise. */
+	Tensor *lifted_from;
+	/* A copy the automatic scheduler made of `copy_of` for one loop nest (scheduler/auto_nests.c;
+	 * `fusc --emit=schedule` names them: a schedule block cannot make copies). */
+	Tensor *copy_of;
+	/* How it is computed and stored: the schedule directives (or the automatic scheduler)
+	 * set it, the lowering reads it. */
+	TensorSched sched;
 };
 
 typedef struct Fusion {
@@ -391,6 +406,10 @@ typedef struct Fusion {
 	/* auto_scheduled: NULL, or the simpler schedule the automatic scheduler fell back to
 	 * ("scalar", "plain", "serial"; docs/auto_schedule.md) */
 	const char *auto_fallback;
+	/* auto_scheduled: the classes of the outputs' tuned schedules, in output order without
+	 * repeats ("rows", "transpose, pointwise"; scheduler/classify.c), NULL for the plain
+	 * and serial fallbacks */
+	const char *auto_class;
 	/* sema reported an error in this fusion (its IR is incomplete: not scheduled, never
 	 * lowered); the other fusions of the file are still scheduled, so their errors show */
 	bool failed;
@@ -412,6 +431,10 @@ int tensor_axis_pos(Tensor *t, Axis *ax);            /* -1 if not in the domain 
 /* The loop t is computed in (t->ca_tensor, t->ca_pos), through aliases to a real loop. */
 void tensor_placement(Tensor *t, Tensor **owner, int *pos);
 bool tensor_is_reduction(Tensor *t);
+/* The extent a parallel loop over ax launches: its extent, but at least 1 for a reduction axis
+ * (an empty reduction, N = 0, still has one block or thread that stores the identity: an
+ * empty grid would launch nothing and leave the output unwritten). */
+IrExpr *axis_launch_extent(Arena *a, Axis *ax);
 /* A new tensor: every other field zero (not in a fusion's list yet: index 0, no domain). */
 Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemType mem, Span at);
 /* A 1-d buffer of n elements that is not part of the fusion (index and param_index -1): the
@@ -491,103 +514,162 @@ struct Var {
 
 typedef struct Stmt Stmt;
 
+/* Each kind's comment names the member of Stmt's union it uses. */
 typedef enum StmtKind {
-	KS_FOR,    /* for (var = 0; var < var->extent; ++var) body; unroll/vectorize from axis */
-	KS_IF,     /* if (cond) then else els */
-	KS_ALLOC,  /* tensor's buffer in memory mem with size elements (local/shared) */
-	KS_STORE,  /* tensor[idx...] = value (logical, before indexing) or
+	KS_FOR,    /* loop: for (var = 0; var < var->extent; ++var) body; unroll/vectorize from
+		    * the axis */
+	KS_IF,     /* branch: if (cond) then else els */
+	KS_ALLOC,  /* alloc: tensor's buffer in memory mem with size elements (local/shared) */
+	KS_STORE,  /* store: tensor[idx...] = value (logical, before indexing) or
 		    * tensor[offset] = value (after indexing, idx == NULL) */
-	KS_VSTORE, /* vector copy: tensor[offset .. offset+vec) = src[src_offset .. +vec);
-		    * one 2/4/8/16-byte access on each side */
-	KS_LET,    /* var = value (a scalar local) */
-	KS_COMMENT,/* text */
-	KS_NEST,   /* a marker: the statements of `tensor` start here (a top-level nest, or where a
-		    * computed-at tensor is computed); no effect, printed as the comment `text` */
-	KS_CP_ASYNC, /* cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
+	KS_VSTORE, /* copy: tensor[offset .. offset+vec) = src[src_offset .. +vec);
+		    * one 2/4/8/16-byte access on each side (cond and size unused) */
+	KS_LET,    /* let: var = value (a scalar local) */
+	KS_COMMENT,/* note: text */
+	KS_NEST,   /* note: a marker: the statements of `tensor` start here (a top-level nest, or
+		    * where a computed-at tensor is computed); no effect, printed as the comment
+		    * `text` */
+	KS_CP_ASYNC, /* copy: cp.async.{ca,cg}.shared.global: tensor[offset .. +vec) from
 		      * src[src_offset .. +vec), vec elements (4, 8 or 16 bytes); cond, when set, is
 		      * the in-bounds predicate of the global read: false lanes are zero-filled
-		      * (src-size 0) without reading global memory; cg from Tensor.cp_async_cg.
-		      * size, when set (and cond holds): only the first `size` elements (1..vec)
-		      * are read from global, the rest are zero-filled (a partial last vector) */
-	KS_CP_COMMIT, /* cp.async.commit_group */
-	KS_CP_WAIT,   /* cp.async.wait_group n (n = wait_n), or cp.async.wait_all when wait_n < 0 */
-	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no members) */
-	KS_BLOCK_REDUCE, /* var = red of var over the threads that differ only in the thread
-			  * types of `pars` (a mask of 1u << ParType): every thread of the block
-			  * takes part (barriers inside), each gets its group's result (the
+		      * (src-size 0) without reading global memory; cg from
+		      * Tensor.sched.cp_async_cg. size, when set (and cond holds): only the first
+		      * `size` elements (1..vec) are read from global, the rest are zero-filled (a
+		      * partial last vector) */
+	KS_CP_COMMIT, /* cp.async.commit_group (no member) */
+	KS_CP_WAIT,   /* wait: cp.async.wait_group n, or cp.async.wait_all when n < 0 */
+	KS_SYNC,   /* __syncthreads(): every thread of the block waits here (no member) */
+	KS_BLOCK_REDUCE, /* block_red: var = red of value over the threads that differ only in the
+			  * thread types of `pars` (a mask of 1u << ParType): every thread of the
+			  * block takes part (barriers inside), each gets its group's result (the
 			  * broadcast); kir_block_reduce_shape says how the groups are laid out */
-	KS_GRID_REDUCE, /* the grid step of a reduction over blockIdx types (`pars`, a mask of
-			 * 1u << PT_BID*) into element `offset` of output `tensor`, run by the one
-			 * thread of each block that would store that element: it leaves `var` in
-			 * ws[offset * nparts + part], counts arrivals in sem[offset], and the last
-			 * of the nparts blocks to arrive folds the partials in order part = 0, 1,
-			 * ... into `var` and runs `body` (the store). docs/reductions.md */
-	KS_MMA,    /* one warp-collective matrix multiply-accumulate `mma` (passes/mma.c): every
-		    * lane of the warp executes it together (no lane-dependent predicate around
-		    * it); idx[0 .. nc) are the offsets of the lane's accumulator elements in
-		    * `tensor` (registers), idx[nc .. nc+na) the loads of its A fragment and
+	KS_GRID_REDUCE, /* grid_red: the grid step of a reduction over blockIdx types (`pars`, a
+			 * mask of 1u << PT_BID*) into element `offset` of output `tensor`, run by
+			 * the one thread of each block that would store that element: it leaves
+			 * `var` in ws[offset * nparts + part], counts arrivals in sem[offset], and
+			 * the last of the nparts blocks to arrive folds the partials in order
+			 * part = 0, 1, ... into `var` and runs `body` (the store).
+			 * docs/reductions.md */
+	KS_MMA,    /* mma: one warp-collective matrix multiply-accumulate `instr` (passes/mma.c):
+		    * every lane of the warp executes it together (no lane-dependent predicate
+		    * around it); idx[0 .. nc) are the offsets of the lane's accumulator elements
+		    * in `tensor` (registers), idx[nc .. nc+na) the loads of its A fragment and
 		    * idx[nc+na .. nc+na+nb) those of its B fragment, in the instruction's fragment
-		    * order (MmaInstr.a/b/c): D = A B + C in place. With MMA_LDM_A in mma_ldm, A
-		    * is one load instead: the lane's row address for ldmatrix.x4 (lane l gives row
+		    * order (MmaInstr.a/b/c): D = A B + C in place. With MMA_LDM_A in ldm, A is one
+		    * load instead: the lane's row address for ldmatrix.x4 (lane l gives row
 		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
 		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
 		    * n = 0); mma_slot says where each operand is. After the fragment pass
 		    * (passes/mma.c) the A and B loads read registers that KS_MMA_LOAD filled */
-	KS_MMA_LOAD, /* operand mma_op ('a' or 'b') of an mma into the lane's fragment registers:
-		      * `tensor` (Tensor.mma_frag), elements offset .. offset + n (n: the
-		      * instruction's na or nb); idx the n per-lane loads in fragment order, or with
-		      * mma_ldm set one load: the lane's ldmatrix row address (as in KS_MMA); with
-		      * ldmatrix a warp collective */
+	KS_MMA_LOAD, /* mma: operand `op` ('a' or 'b') of an mma into the lane's fragment
+		      * registers: `tensor` (TensorSched.mma_frag), elements offset .. offset + n
+		      * (n: tiles times the instruction's na or nb); idx the n per-lane loads in
+		      * fragment order, or with ldm set one load: the lane's ldmatrix row address
+		      * (as in KS_MMA); with ldmatrix a warp collective */
 } StmtKind;
 
+/* A kernel IR statement: the shared header, then the members of its kind (StmtKind says
+ * which). The expression fields and nested lists of every kind are listed once, in ir/walk.c
+ * (ir_stmt_exprs, ir_stmt_lists). */
 struct Stmt {
 	StmtKind kind;
 	Stmt *next;       /* statement lists are singly linked */
 	Span span;        /* the .fus text responsible (statement or directive) */
-	/* KS_FOR */
-	Var *var;
-	bool unroll, vectorize;
-	Stmt *body;
-	/* KS_IF */
-	IrExpr *cond;
-	Stmt *then, *els;
-	/* KS_ALLOC, KS_STORE, KS_VSTORE */
-	Tensor *tensor;
-	MemType mem;
-	IrExpr *size;
-	IrExpr **idx;
-	int nidx;
-	IrExpr *offset;
-	IrExpr *value;    /* KS_STORE, KS_LET */
-	/* KS_STORE, KS_LET (set by loop_nest for the predicate pass): the conjunction of
-	 * `inner < F` for every split inner axis of the tensor that is split, merged further
-	 * (a non-divisible split's remainder would otherwise alias the next outer iteration:
-	 * docs/lowering.md, "Non-divisible splits"); NULL: none */
-	IrExpr *split_cond;
-	Tensor *src;      /* KS_VSTORE */
-	IrExpr *src_offset;
-	int vec;          /* KS_VSTORE: elements per access */
-	const char *text; /* KS_COMMENT, KS_NEST, KS_SYNC */
-	int wait_n;       /* KS_CP_WAIT */
-	int64_t smem_offset; /* KS_ALLOC of shared memory: byte offset in the kernel's pool
-			      * (set by passes/shared_memory.c; buffers whose lifetimes do not
-			      * overlap may share bytes) */
-	ReduceOp red;     /* KS_BLOCK_REDUCE */
-	/* KS_BLOCK_REDUCE with red RED_WELFORD: var is the count, wmean and wm2 the mean and
-	 * M2 of the thread's partial (all of the accumulation dtype); Chan et al.'s combination */
-	Var *wmean, *wm2;
-	unsigned pars;    /* KS_BLOCK_REDUCE: the reduced thread types, 1u << PT_TIDX, ...;
-			   * KS_GRID_REDUCE: the reduced block types, 1u << PT_BIDX, ... */
-	/* KS_GRID_REDUCE: the workspace (ws: nparts partials of the accumulator dtype per element
-	 * of `tensor`; sem: one arrival counter per element, zero before the launch), this
-	 * block's part (its linear index over the reduced block types) and their number */
-	Tensor *ws, *sem;
-	IrExpr *part, *nparts;
-	const MmaInstr *mma; /* KS_MMA, KS_MMA_LOAD */
-	unsigned mma_ldm;    /* KS_MMA, KS_MMA_LOAD: MMA_LDM_A, MMA_LDM_B: operands by ldmatrix */
-	char mma_op;         /* KS_MMA_LOAD: 'a' or 'b' */
-	int mma_tiles;       /* KS_MMA_LOAD: fragments loaded, one after the other in `tensor`: 1,
-			      * or 2 (B: two n tiles by one ldmatrix.x4.trans) */
+	union {
+		struct {
+			Var *var;
+			bool unroll, vectorize;
+			Stmt *body;
+		} loop;
+		struct {
+			IrExpr *cond;
+			Stmt *then, *els;
+		} branch;
+		struct {
+			Tensor *tensor;
+			MemType mem;
+			IrExpr *size;
+			/* shared memory: byte offset in the kernel's pool (set by
+			 * passes/shared_memory.c; buffers whose lifetimes do not overlap may share
+			 * bytes) */
+			int64_t smem_offset;
+		} alloc;
+		struct {
+			Tensor *tensor;
+			MemType mem;        /* tensor's */
+			IrExpr **idx;
+			int nidx;
+			IrExpr *offset;
+			IrExpr *value;
+			/* set by loop_nest for the predicate pass: the conjunction of `inner < F`
+			 * for every split inner axis of the tensor that is split, merged further (a
+			 * non-divisible split's remainder would otherwise alias the next outer
+			 * iteration: docs/lowering.md, "Non-divisible splits"); NULL: none */
+			IrExpr *split_cond;
+		} store;
+		struct {
+			Tensor *tensor;
+			MemType mem;        /* tensor's */
+			IrExpr *offset;
+			Tensor *src;
+			IrExpr *src_offset;
+			int vec;            /* elements per access */
+			IrExpr *cond, *size; /* KS_CP_ASYNC */
+		} copy;
+		struct {
+			Var *var;
+			IrExpr *value;
+			IrExpr *split_cond; /* as store.split_cond */
+			/* the tensor an accumulation or a Welford update belongs to (loop_nest.c):
+			 * one group for the predicate pass; NULL: none */
+			Tensor *tensor;
+		} let;
+		struct {
+			const char *text;
+			Tensor *tensor;     /* KS_NEST */
+		} note;
+		struct {
+			int n;
+		} wait;
+		struct {
+			Var *var;
+			IrExpr *value;
+			ReduceOp red;
+			/* red RED_WELFORD: var is the count, wmean and wm2 the mean and M2 of the
+			 * thread's partial (all of the accumulation dtype); Chan et al.'s
+			 * combination */
+			Var *wmean, *wm2;
+			unsigned pars;      /* the reduced thread types, 1u << PT_TIDX, ... */
+		} block_red;
+		struct {
+			Var *var;
+			ReduceOp red;
+			unsigned pars;      /* the reduced block types, 1u << PT_BIDX, ... */
+			Tensor *tensor;
+			IrExpr *offset;
+			IrExpr *value;      /* the accumulator (the body's store's value) */
+			/* the workspace (ws: nparts partials of the accumulator dtype per
+			 * element of `tensor`; sem: one arrival counter per element, zero before
+			 * the launch), this block's part (its linear index over the reduced block
+			 * types) and their number */
+			Tensor *ws, *sem;
+			IrExpr *part, *nparts;
+			Stmt *body;
+		} grid_red;
+		struct {
+			Tensor *tensor;
+			IrExpr **idx;
+			int nidx;
+			const MmaInstr *instr;
+			unsigned ldm;       /* MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
+			/* KS_MMA_LOAD: the first element of the fragment in `tensor`, the operand
+			 * ('a' or 'b') and the fragments loaded one after the other: 1, or 2 (B: two
+			 * n tiles by one ldmatrix.x4.trans) */
+			IrExpr *offset;
+			char op;
+			int tiles;
+		} mma;
+	};
 };
 
 enum { MMA_LDM_A = 1, MMA_LDM_B = 2 };
@@ -758,6 +840,9 @@ bool ir_stmts_any_expr(Stmt *list, IrExprPred fn, void *ctx);
 /* Every expression field of s (of every statement of list, nested too) through ir_rewrite. */
 void ir_stmt_rewrite(Arena *a, Stmt *s, IrRewrite fn, void *ctx);
 void ir_stmts_rewrite(Arena *a, Stmt *list, IrRewrite fn, void *ctx);
+/* The tensor a KS_STORE, KS_VSTORE or KS_CP_ASYNC writes, with the address of its element
+ * offset in *offset (when offset is not NULL); NULL for every other kind. */
+Tensor *ir_stmt_write(Stmt *s, IrExpr ***offset);
 /* A shallow copy of s alone (next NULL; its own idx array; the same nested lists). */
 Stmt *ir_stmt_clone(Arena *a, Stmt *s);
 /* Whether e mentions variable v; whether e loads from tensor t (NULL e: false). */

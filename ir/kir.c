@@ -203,11 +203,11 @@ static Stmt *stmt(Kernel *k, StmtKind kind)
 Stmt *kir_for(Kernel *k, Var *v, Stmt *body)
 {
 	Stmt *s = stmt(k, KS_FOR);
-	s->var = v;
-	s->body = body;
+	s->loop.var = v;
+	s->loop.body = body;
 	if (v->axis) {
-		s->unroll = v->axis->unroll;
-		s->vectorize = v->axis->vectorize;
+		s->loop.unroll = v->axis->unroll;
+		s->loop.vectorize = v->axis->vectorize;
 		s->span = v->axis->span;
 	}
 	return s;
@@ -216,22 +216,22 @@ Stmt *kir_for(Kernel *k, Var *v, Stmt *body)
 Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els)
 {
 	Stmt *s = stmt(k, KS_IF);
-	s->cond = cond;
-	s->then = then;
-	s->els = els;
+	s->branch.cond = cond;
+	s->branch.then = then;
+	s->branch.els = els;
 	return s;
 }
 
 Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value)
 {
 	Stmt *s = stmt(k, KS_STORE);
-	s->tensor = t;
-	s->mem = t->mem;
-	s->nidx = nidx;
-	s->idx = arena_alloc(k->arena, sizeof(IrExpr *) * (size_t)(nidx ? nidx : 1));
+	s->store.tensor = t;
+	s->store.mem = t->sched.mem;
+	s->store.nidx = nidx;
+	s->store.idx = arena_alloc(k->arena, sizeof(IrExpr *) * (size_t)(nidx ? nidx : 1));
 	for (int i = 0; i < nidx; i++)
-		s->idx[i] = idx[i];
-	s->value = value;
+		s->store.idx[i] = idx[i];
+	s->store.value = value;
 	s->span = t->def_span;
 	return s;
 }
@@ -239,9 +239,9 @@ Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value)
 Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size)
 {
 	Stmt *s = stmt(k, KS_ALLOC);
-	s->tensor = t;
-	s->mem = m;
-	s->size = size;
+	s->alloc.tensor = t;
+	s->alloc.mem = m;
+	s->alloc.size = size;
 	s->span = t->span;
 	return s;
 }
@@ -249,7 +249,7 @@ Stmt *kir_alloc(Kernel *k, Tensor *t, MemType m, IrExpr *size)
 Stmt *kir_comment(Kernel *k, const char *text)
 {
 	Stmt *s = stmt(k, KS_COMMENT);
-	s->text = arena_strdup(k->arena, text);
+	s->note.text = arena_strdup(k->arena, text);
 	return s;
 }
 
@@ -257,7 +257,7 @@ Stmt *kir_nest_mark(Kernel *k, Tensor *t, Span at, const char *text)
 {
 	Stmt *s = kir_comment(k, text);
 	s->kind = KS_NEST;
-	s->tensor = t;
+	s->note.tensor = t;
 	s->span = at;
 	return s;
 }
@@ -278,18 +278,18 @@ Stmt *kir_only_stmt(Stmt *s)
 Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars)
 {
 	Stmt *s = stmt(k, KS_BLOCK_REDUCE);
-	s->var = v;
-	s->value = ir_var(k->arena, v);
-	s->red = r;
-	s->pars = pars;
+	s->block_red.var = v;
+	s->block_red.value = ir_var(k->arena, v);
+	s->block_red.red = r;
+	s->block_red.pars = pars;
 	return s;
 }
 
 Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars)
 {
 	Stmt *s = kir_block_reduce(k, n, RED_WELFORD, pars);
-	s->wmean = mean;
-	s->wm2 = m2;
+	s->block_red.wmean = mean;
+	s->block_red.wm2 = m2;
 	return s;
 }
 
@@ -383,22 +383,23 @@ static void print_block(Stmt *body, int level, Buf *out)
  * PTX operand is in bytes; the rest of the destination vector is zero-filled) */
 static void print_cp_async(Stmt *s, Buf *out)
 {
-	buf_printf(out, "cp.async.%s %s[", s->tensor->cp_async_cg ? "cg" : "ca", s->tensor->name);
-	ir_print_expr(s->offset, out);
-	buf_printf(out, " : %d] <- %s[", s->vec, s->src ? s->src->name : "?");
-	ir_print_expr(s->src_offset, out);
-	buf_printf(out, " : %d]", s->vec);
-	if (s->cond || s->size) {
+	buf_printf(out, "cp.async.%s %s[", s->copy.tensor->sched.cp_async_cg ? "cg" : "ca",
+		   s->copy.tensor->name);
+	ir_print_expr(s->copy.offset, out);
+	buf_printf(out, " : %d] <- %s[", s->copy.vec, s->copy.src ? s->copy.src->name : "?");
+	ir_print_expr(s->copy.src_offset, out);
+	buf_printf(out, " : %d]", s->copy.vec);
+	if (s->copy.cond || s->copy.size) {
 		buf_puts(out, " src_size(");
-		if (s->cond) {
-			ir_print_expr(s->cond, out);
+		if (s->copy.cond) {
+			ir_print_expr(s->copy.cond, out);
 			buf_puts(out, " ? ");
 		}
-		if (s->size)
-			ir_print_expr(s->size, out);
+		if (s->copy.size)
+			ir_print_expr(s->copy.size, out);
 		else
-			buf_printf(out, "%d", s->vec);
-		if (s->cond)
+			buf_printf(out, "%d", s->copy.vec);
+		if (s->copy.cond)
 			buf_puts(out, " : 0");
 		buf_puts(out, ")");
 	}
@@ -410,10 +411,10 @@ static void print_cp_async(Stmt *s, Buf *out)
 static void print_mma(Stmt *s, Buf *out)
 {
 	const char ops[3] = {'c', 'a', 'b'};
-	buf_printf(out, "mma.%s %s[", s->mma->name, s->tensor->name);
+	buf_printf(out, "mma.%s %s[", s->mma.instr->name, s->mma.tensor->name);
 	for (int part = 0; part < 3; part++) {
 		int n, first = mma_slot(s, ops[part], &n);
-		bool ldm = part && (s->mma_ldm & (part == 1 ? MMA_LDM_A : MMA_LDM_B));
+		bool ldm = part && (s->mma.ldm & (part == 1 ? MMA_LDM_A : MMA_LDM_B));
 		if (part)
 			buf_puts(out, part == 1 ? "] += " : " * ");
 		if (part)
@@ -421,7 +422,7 @@ static void print_mma(Stmt *s, Buf *out)
 		for (int i = first; i < first + n; i++) {
 			if (i > first)
 				buf_puts(out, ", ");
-			ir_print_expr(s->idx[i], out);
+			ir_print_expr(s->mma.idx[i], out);
 		}
 		if (part)
 			buf_puts(out, ldm ? ")" : "}");
@@ -432,16 +433,16 @@ static void print_mma(Stmt *s, Buf *out)
 /* As_frag[o ..] = ldmatrix.x4(As[row]); or As_frag[o ..] = {As[a0], ...}; */
 static void print_mma_load(Stmt *s, Buf *out)
 {
-	buf_printf(out, "%s[", s->tensor->name);
-	ir_print_expr(s->offset, out);
+	buf_printf(out, "%s[", s->mma.tensor->name);
+	ir_print_expr(s->mma.offset, out);
 	buf_puts(out, " ..] = ");
-	buf_puts(out, !s->mma_ldm ? "{" : s->mma_op == 'a' ? "ldmatrix.x4(" : s->mma_tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
-	for (int i = 0; i < s->nidx; i++) {
+	buf_puts(out, !s->mma.ldm ? "{" : s->mma.op == 'a' ? "ldmatrix.x4(" : s->mma.tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
+	for (int i = 0; i < s->mma.nidx; i++) {
 		if (i)
 			buf_puts(out, ", ");
-		ir_print_expr(s->idx[i], out);
+		ir_print_expr(s->mma.idx[i], out);
 	}
-	buf_puts(out, s->mma_ldm ? ");" : "};");
+	buf_puts(out, s->mma.ldm ? ");" : "};");
 }
 
 static void print_stmt(Stmt *s, int level, Buf *out)
@@ -449,97 +450,100 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 	buf_indent(out, level);
 	switch (s->kind) {
 	case KS_FOR:
-		buf_printf(out, "for %s in [0, ", s->var->name);
-		ir_print_expr(s->var->extent, out);
+		buf_printf(out, "for %s in [0, ", s->loop.var->name);
+		ir_print_expr(s->loop.var->extent, out);
 		buf_puts(out, ")");
-		if (s->unroll)
+		if (s->loop.unroll)
 			buf_puts(out, " unroll");
-		if (s->vectorize)
+		if (s->loop.vectorize)
 			buf_puts(out, " vectorize");
 		buf_puts(out, " ");
-		print_block(s->body, level, out);
+		print_block(s->loop.body, level, out);
 		break;
 	case KS_IF:
 		buf_puts(out, "if (");
-		ir_print_expr(s->cond, out);
+		ir_print_expr(s->branch.cond, out);
 		buf_puts(out, ") ");
-		print_block(s->then, level, out);
-		if (s->els) {
+		print_block(s->branch.then, level, out);
+		if (s->branch.els) {
 			buf_puts(out, " else ");
-			print_block(s->els, level, out);
+			print_block(s->branch.els, level, out);
 		}
 		break;
 	case KS_ALLOC:
-		buf_printf(out, "alloc %s %s %s[", mem_name(s->mem), dtype_name(s->tensor->dtype),
-			   s->tensor->name);
-		ir_print_expr(s->size, out);
+		buf_printf(out, "alloc %s %s %s[", mem_name(s->alloc.mem),
+			   dtype_name(s->alloc.tensor->dtype), s->alloc.tensor->name);
+		ir_print_expr(s->alloc.size, out);
 		buf_puts(out, "];");
-		if (s->mem == MEM_SHARED && s->smem_offset)
-			buf_printf(out, " // at byte %lld", (long long)s->smem_offset);
+		if (s->alloc.mem == MEM_SHARED && s->alloc.smem_offset)
+			buf_printf(out, " // at byte %lld", (long long)s->alloc.smem_offset);
 		break;
 	case KS_STORE:
-		buf_printf(out, "%s[", s->tensor->name);
-		if (s->idx && !s->offset) {
-			for (int i = 0; i < s->nidx; i++) {
+		buf_printf(out, "%s[", s->store.tensor->name);
+		if (s->store.idx && !s->store.offset) {
+			for (int i = 0; i < s->store.nidx; i++) {
 				if (i)
 					buf_puts(out, ", ");
-				ir_print_expr(s->idx[i], out);
+				ir_print_expr(s->store.idx[i], out);
 			}
 		} else {
-			ir_print_expr(s->offset, out);
+			ir_print_expr(s->store.offset, out);
 		}
 		buf_puts(out, "] = ");
-		ir_print_expr(s->value, out);
+		ir_print_expr(s->store.value, out);
 		buf_puts(out, ";");
 		break;
 	case KS_VSTORE:
-		buf_printf(out, "%s[", s->tensor->name);
-		ir_print_expr(s->offset, out);
-		buf_printf(out, " : %d] = %s[", s->vec, s->src ? s->src->name : "?");
-		ir_print_expr(s->src_offset, out);
-		buf_printf(out, " : %d];", s->vec);
+		buf_printf(out, "%s[", s->copy.tensor->name);
+		ir_print_expr(s->copy.offset, out);
+		buf_printf(out, " : %d] = %s[", s->copy.vec, s->copy.src ? s->copy.src->name : "?");
+		ir_print_expr(s->copy.src_offset, out);
+		buf_printf(out, " : %d];", s->copy.vec);
 		break;
 	case KS_LET:
-		buf_printf(out, "%s = ", s->var->name);
-		ir_print_expr(s->value, out);
+		buf_printf(out, "%s = ", s->let.var->name);
+		ir_print_expr(s->let.value, out);
 		buf_puts(out, ";");
 		break;
 	case KS_COMMENT:
 	case KS_NEST:
-		buf_printf(out, "// %s", s->text);
+		buf_printf(out, "// %s", s->note.text);
 		break;
 	case KS_SYNC:
 		buf_puts(out, "__syncthreads();");
 		break;
 	case KS_BLOCK_REDUCE:
-		if (s->red == RED_WELFORD) {
+		if (s->block_red.red == RED_WELFORD) {
 			/* s1_n, s1_mean, s1_m2 = block_welford(s1_n, s1_mean, s1_m2 over threadIdx.x); */
-			const char *n = s->var->name, *m = s->wmean->name, *m2 = s->wm2->name;
+			const char *n = s->block_red.var->name, *m = s->block_red.wmean->name;
+			const char *m2 = s->block_red.wm2->name;
 			buf_printf(out, "%s, %s, %s = block_welford(%s, %s, %s over ", n, m, m2, n, m,
 				   m2);
-			print_pars(s->pars, out);
+			print_pars(s->block_red.pars, out);
 			buf_puts(out, ");");
 			break;
 		}
-		buf_printf(out, "%s = block_reduce_%s(", s->var->name, red_name(s->red));
-		ir_print_expr(s->value, out);
+		buf_printf(out, "%s = block_reduce_%s(", s->block_red.var->name,
+			   red_name(s->block_red.red));
+		ir_print_expr(s->block_red.value, out);
 		buf_puts(out, " over ");
-		print_pars(s->pars, out);
+		print_pars(s->block_red.pars, out);
 		buf_puts(out, ");");
 		break;
 	case KS_GRID_REDUCE:
 		/* grid_reduce_sum(s_acc over blockIdx.y, element j, part blockIdx.y of R,
 		 * fus_ws_s, fus_sem_s) { s[j] = s_acc; } */
-		buf_printf(out, "grid_reduce_%s(%s over ", red_name(s->red), s->var->name);
-		print_pars(s->pars, out);
+		buf_printf(out, "grid_reduce_%s(%s over ", red_name(s->grid_red.red),
+			   s->grid_red.var->name);
+		print_pars(s->grid_red.pars, out);
 		buf_puts(out, ", element ");
-		ir_print_expr(s->offset, out);
+		ir_print_expr(s->grid_red.offset, out);
 		buf_puts(out, ", part ");
-		ir_print_expr(s->part, out);
+		ir_print_expr(s->grid_red.part, out);
 		buf_puts(out, " of ");
-		ir_print_expr(s->nparts, out);
-		buf_printf(out, ", %s, %s) ", s->ws->name, s->sem->name);
-		print_block(s->body, level, out);
+		ir_print_expr(s->grid_red.nparts, out);
+		buf_printf(out, ", %s, %s) ", s->grid_red.ws->name, s->grid_red.sem->name);
+		print_block(s->grid_red.body, level, out);
 		break;
 	case KS_CP_ASYNC:
 		print_cp_async(s, out);
@@ -548,10 +552,10 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		buf_puts(out, "cp.async.commit_group;");
 		break;
 	case KS_CP_WAIT:
-		if (s->wait_n < 0)
+		if (s->wait.n < 0)
 			buf_puts(out, "cp.async.wait_all;");
 		else
-			buf_printf(out, "cp.async.wait_group %d;", s->wait_n);
+			buf_printf(out, "cp.async.wait_group %d;", s->wait.n);
 		break;
 	case KS_MMA:
 		print_mma(s, out);
@@ -610,15 +614,15 @@ void kir_print_stmt_line(Stmt *s, Buf *out)
 	Buf one = {0};
 	if (s->kind == KS_FOR) {
 		Stmt head = *s;
-		head.body = NULL;
+		head.loop.body = NULL;
 		print_stmt(&head, 0, &one);
 	} else if (s->kind == KS_IF) {
 		Stmt head = *s;
-		head.then = head.els = NULL;
+		head.branch.then = head.branch.els = NULL;
 		print_stmt(&head, 0, &one);
 	} else if (s->kind == KS_GRID_REDUCE) {
 		Stmt head = *s;
-		head.body = NULL;
+		head.grid_red.body = NULL;
 		print_stmt(&head, 0, &one);
 	} else {
 		print_stmt(s, 0, &one);

@@ -53,8 +53,8 @@ const char *mma_ptx(const MmaInstr *in, DType ab)
 
 int mma_slot(const Stmt *s, char op, int *count)
 {
-	const MmaInstr *in = s->mma;
-	int na = s->mma_ldm & MMA_LDM_A ? 1 : in->na, nb = s->mma_ldm & MMA_LDM_B ? 1 : in->nb;
+	const MmaInstr *in = s->mma.instr;
+	int na = s->mma.ldm & MMA_LDM_A ? 1 : in->na, nb = s->mma.ldm & MMA_LDM_B ? 1 : in->nb;
 	*count = op == 'c' ? in->nc : op == 'a' ? na : nb;
 	return op == 'c' ? 0 : op == 'a' ? in->nc : in->nc + na;
 }

@@ -2,8 +2,8 @@
  *
  * A range is an interval whose ends may each be unknown. Facts used:
  *   loop variables   [0, extent - 1] (Var.extent; the upper end is unknown when symbolic)
- *   parallel indices [0, launch - 1] when a kernel is set (ir_range_set_kernel) and its launch
- *                    extent is known; otherwise threadIdx.* in [0, 1023] (the CUDA limit) and
+ *   parallel indices [0, launch - 1] when the IrRange names a kernel (ir_range_in) and its
+ *                    launch extent is known; otherwise threadIdx.* in [0, 1023] (the CUDA limit) and
  *                    blockIdx.* in [0, unknown)
  *   guards           inside `if (threadIdx.x < 32 && x * 3 + v < 128)`, threadIdx.x is at
  *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
@@ -14,6 +14,9 @@
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
  * decides comparisons whose operands' ranges do not overlap. It never changes a value: float
  * identities that NaN, infinities or -0.0 would break (x*0, x+0.0) are left alone.
+ *
+ * The facts are an IrRange every caller passes (NULL: no kernel, no guards); nothing here keeps
+ * state between calls, so what an expression folds to depends on its arguments alone.
  */
 #include <math.h>
 
@@ -24,18 +27,13 @@ typedef struct Range {
 	int64_t lo, hi;
 } Range;
 
-/* Per thread: libfusrt may lower fusions on several threads at once. */
-static _Thread_local Kernel *range_kernel;
-/* The upper bounds the enclosing guards put on the parallel indices (ir_range_guard). */
-static _Thread_local IrGuard range_guard;
-
-void ir_range_set_kernel(Kernel *k)
+IrRange ir_range_in(const Kernel *k)
 {
-	range_kernel = k;
-	range_guard.n = 0;
+	IrRange rg = {.kernel = k};
+	return rg;
 }
 
-static void guard_add(IrGuard *g, IrExpr *e, int64_t hi)
+static void guard_add(IrRange *g, IrExpr *e, int64_t hi)
 {
 	if (g->n < IR_GUARD_FACTS && !ir_is_const(e, NULL)) {
 		g->fact[g->n].e = e;
@@ -69,7 +67,7 @@ static bool guard_terms(IrExpr *e, int64_t m, IrExpr **atom, int64_t *coef, int 
  * c a constant) to g: about e, and when e is c0 + sum of c_i * x_i with positive c_i and
  * non-negative x_i, about each x_i (x_i <= (c - c0) / c_i: `jo + 1 < 8` gives jo <= 6). Facts
  * beyond the first IR_GUARD_FACTS are dropped (fewer facts, wider ranges: still true). */
-static void guard_narrow(IrGuard *g, IrExpr *c)
+void ir_range_guard(IrRange *g, IrExpr *c)
 {
 	IrExpr *atom[8];
 	int64_t coef[8], c0 = 0;
@@ -80,8 +78,8 @@ static void guard_narrow(IrGuard *g, IrExpr *c)
 	if (!c || c->kind != EX_OP)
 		return;
 	if (c->op == OP_AND) {
-		guard_narrow(g, c->args[0]);
-		guard_narrow(g, c->args[1]);
+		ir_range_guard(g, c->args[0]);
+		ir_range_guard(g, c->args[1]);
 		return;
 	}
 	if ((c->op != OP_LT && c->op != OP_LE && c->op != OP_EQ) || !ir_is_const(c->args[1], &v) ||
@@ -93,21 +91,10 @@ static void guard_narrow(IrGuard *g, IrExpr *c)
 	    __builtin_sub_overflow(hi, c0, &hi) || hi < 0)
 		return;
 	for (int i = 0; i < n; i++)
-		if (!ir_nonneg(atom[i]))
+		if (!ir_nonneg(g, atom[i]))
 			return;
 	for (int i = 0; i < n; i++)
 		guard_add(g, atom[i], hi / coef[i]);
-}
-
-void ir_range_guard(IrExpr *cond, IrGuard *saved)
-{
-	*saved = range_guard;
-	guard_narrow(&range_guard, cond);
-}
-
-void ir_range_unguard(const IrGuard *saved)
-{
-	range_guard = *saved;
 }
 
 static Range unknown(void) { return (Range){0}; }
@@ -115,23 +102,23 @@ static Range exact(int64_t v) { return (Range){true, true, v, v}; }
 static Range from(int64_t lo) { return (Range){true, false, lo, 0}; }
 static Range between(int64_t lo, int64_t hi) { return (Range){true, true, lo, hi}; }
 
-static Range range_of(IrExpr *e);
+static Range range_of(const IrRange *rg, IrExpr *e);
 
 /* [0, extent - 1] */
-static Range index_range(IrExpr *extent)
+static Range index_range(const IrRange *rg, IrExpr *extent)
 {
-	Range r = extent ? range_of(extent) : unknown();
+	Range r = extent ? range_of(rg, extent) : unknown();
 	if (r.has_hi && r.hi >= 1)
 		return between(0, r.hi - 1);
 	return from(0);
 }
 
-static Range par_range(ParType p)
+static Range par_range(const IrRange *rg, ParType p)
 {
 	Range r = par_is_thread(p) ? between(0, 1023) : from(0);
-	if (range_kernel) {
-		IrExpr *l = range_kernel->launch[p];
-		r = l ? index_range(l) : exact(0);
+	if (rg && rg->kernel) {
+		IrExpr *l = rg->kernel->launch[p];
+		r = l ? index_range(rg, l) : exact(0);
 	}
 	return r;
 }
@@ -244,14 +231,14 @@ static Range union_range(Range a, Range b)
 	return r;
 }
 
-static Range op_range(IrExpr *e)
+static Range op_range(const IrRange *rg, IrExpr *e)
 {
 	if (op_kind(e->op) == 'c' || op_kind(e->op) == 'l')
 		return between(0, 1);
 	if (dtype_is_float(e->dtype))
 		return unknown();
-	Range a = range_of(e->args[0]);
-	Range b = e->nargs > 1 ? range_of(e->args[1]) : unknown();
+	Range a = range_of(rg, e->args[0]);
+	Range b = e->nargs > 1 ? range_of(rg, e->args[1]) : unknown();
 	int64_t c;
 	bool cpos = e->nargs > 1 && ir_is_const(e->args[1], &c) && c > 0;
 	switch (e->op) {
@@ -279,11 +266,11 @@ static Range op_range(IrExpr *e)
 }
 
 /* r narrowed by the guards' facts about e */
-static Range guarded(IrExpr *e, Range r)
+static Range guarded(const IrRange *rg, IrExpr *e, Range r)
 {
-	for (int i = 0; i < range_guard.n; i++) {
-		int64_t hi = range_guard.fact[i].hi;
-		if ((!r.has_hi || hi < r.hi) && ir_equal(range_guard.fact[i].e, e)) {
+	for (int i = 0; i < rg->n; i++) {
+		int64_t hi = rg->fact[i].hi;
+		if ((!r.has_hi || hi < r.hi) && ir_equal(rg->fact[i].e, e)) {
 			r.has_hi = true;
 			r.hi = hi;
 		}
@@ -291,38 +278,38 @@ static Range guarded(IrExpr *e, Range r)
 	return r;
 }
 
-static Range range_of_node(IrExpr *e);
+static Range range_of_node(const IrRange *rg, IrExpr *e);
 
-static Range range_of(IrExpr *e)
+static Range range_of(const IrRange *rg, IrExpr *e)
 {
-	Range r = range_of_node(e);
-	return range_guard.n ? guarded(e, r) : r;
+	Range r = range_of_node(rg, e);
+	return rg && rg->n ? guarded(rg, e, r) : r;
 }
 
-static Range range_of_node(IrExpr *e)
+static Range range_of_node(const IrRange *rg, IrExpr *e)
 {
 	switch (e->kind) {
 	case EX_INT: return exact(e->ival);
-	case EX_VAR: return e->var->extent ? index_range(e->var->extent) : unknown();
-	case EX_AXIS: return index_range(e->axis->extent);
-	case EX_PAR: return par_range(e->par);
+	case EX_VAR: return e->var->extent ? index_range(rg, e->var->extent) : unknown();
+	case EX_AXIS: return index_range(rg, e->axis->extent);
+	case EX_PAR: return par_range(rg, e->par);
 	case EX_SIZE:
 		if (e->size->bound > 0)
 			return (Range){true, true, 0, e->size->bound};
 		return from(0);
-	case EX_OP: return op_range(e);
-	case EX_SELECT: return union_range(range_of(e->args[1]), range_of(e->args[2]));
+	case EX_OP: return op_range(rg, e);
+	case EX_SELECT: return union_range(range_of(rg, e->args[1]), range_of(rg, e->args[2]));
 	case EX_CAST:
 		if (dtype_is_float(e->dtype) || dtype_is_float(e->args[0]->dtype))
 			return unknown();
-		return range_of(e->args[0]);
+		return range_of(rg, e->args[0]);
 	default: return unknown();
 	}
 }
 
-bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi)
+bool ir_range(const IrRange *rg, IrExpr *e, int64_t *lo, int64_t *hi)
 {
-	Range r = range_of(e);
+	Range r = range_of(rg, e);
 	if (!r.has_lo || !r.has_hi)
 		return false;
 	*lo = r.lo;
@@ -330,16 +317,16 @@ bool ir_range(IrExpr *e, int64_t *lo, int64_t *hi)
 	return true;
 }
 
-bool ir_nonneg(IrExpr *e)
+bool ir_nonneg(const IrRange *rg, IrExpr *e)
 {
-	Range r = range_of(e);
+	Range r = range_of(rg, e);
 	return r.has_lo && r.lo >= 0;
 }
 
 /* ---- simplifier ----------------------------------------------------------------------- */
 
 /* l < r (strict) or l <= r decided by ranges: 1 true, 0 false, -1 unknown. */
-static int decide_lt(IrExpr *l, IrExpr *r, bool strict)
+static int decide_lt(const IrRange *rg, IrExpr *l, IrExpr *r, bool strict)
 {
 	/* a loop variable is below its own extent */
 	if (strict && l->kind == EX_VAR && l->var->extent && ir_equal(l->var->extent, r))
@@ -349,9 +336,9 @@ static int decide_lt(IrExpr *l, IrExpr *r, bool strict)
 	/* x % d < d for x >= 0: d > 0 wherever x % d runs, since d is the inner extent of a
 	 * merge and a zero extent makes the enclosing loop or launch empty */
 	if (strict && l->kind == EX_OP && l->op == OP_MOD && ir_equal(l->args[1], r) &&
-	    ir_nonneg(l->args[0]))
+	    ir_nonneg(rg, l->args[0]))
 		return 1;
-	Range a = range_of(l), b = range_of(r);
+	Range a = range_of(rg, l), b = range_of(rg, r);
 	if (a.has_hi && b.has_lo && (strict ? a.hi < b.lo : a.hi <= b.lo))
 		return 1;
 	if (a.has_lo && b.has_hi && (strict ? a.lo >= b.hi : a.lo > b.hi))
@@ -359,22 +346,22 @@ static int decide_lt(IrExpr *l, IrExpr *r, bool strict)
 	return -1;
 }
 
-static int decide_cmp(IrExpr *e)
+static int decide_cmp(const IrRange *rg, IrExpr *e)
 {
 	IrExpr *l = e->args[0], *r = e->args[1];
 	if (dtype_is_float(l->dtype) || dtype_is_float(r->dtype))
 		return -1;
 	int d;
 	switch (e->op) {
-	case OP_LT: return decide_lt(l, r, true);
-	case OP_LE: return decide_lt(l, r, false);
-	case OP_GT: return decide_lt(r, l, true);
-	case OP_GE: return decide_lt(r, l, false);
+	case OP_LT: return decide_lt(rg, l, r, true);
+	case OP_LE: return decide_lt(rg, l, r, false);
+	case OP_GT: return decide_lt(rg, r, l, true);
+	case OP_GE: return decide_lt(rg, r, l, false);
 	case OP_EQ:
 	case OP_NE:
 		if (ir_equal(l, r))
 			d = 1;
-		else if (decide_lt(l, r, true) == 1 || decide_lt(r, l, true) == 1)
+		else if (decide_lt(rg, l, r, true) == 1 || decide_lt(rg, r, l, true) == 1)
 			d = 0;
 		else
 			return -1;
@@ -455,20 +442,20 @@ static IrExpr *fold_int(Arena *a, IrExpr *e)
 }
 
 /* i64 index arithmetic goes through the folding helpers */
-static IrExpr *simplify_index(Arena *a, IrExpr *e)
+static IrExpr *simplify_index(Arena *a, const IrRange *rg, IrExpr *e)
 {
 	IrExpr *l = e->args[0], *r = e->nargs > 1 ? e->args[1] : NULL;
 	switch (e->op) {
 	case OP_ADD: return ix_add(a, l, r);
 	case OP_SUB: return ix_sub(a, l, r);
 	case OP_MUL: return ix_mul(a, l, r);
-	case OP_DIV: return ix_div(a, l, r);
-	case OP_MOD: return ix_mod(a, l, r);
-	case OP_CEILDIV: return ix_ceildiv(a, l, r);
+	case OP_DIV: return ix_div(a, rg, l, r);
+	case OP_MOD: return ix_mod(a, rg, l, r);
+	case OP_CEILDIV: return ix_ceildiv(a, rg, l, r);
 	case OP_MAX:
 	case OP_MIN: {
 		/* decided by ranges: max(a, b) == b when a <= b */
-		int d = decide_lt(l, r, false);
+		int d = decide_lt(rg, l, r, false);
 		if (d >= 0)
 			return (d == 1) == (e->op == OP_MAX) ? r : l;
 		return fold_int(a, e);
@@ -479,11 +466,12 @@ static IrExpr *simplify_index(Arena *a, IrExpr *e)
 
 /* The multiple the kernel's launcher requires of size z (PC_MULTIPLE), 1 if none: the
  * kernel runs only when it holds (kernel_pick). */
-static int64_t size_multiple(SizeSym *z)
+static int64_t size_multiple(const IrRange *rg, SizeSym *z)
 {
+	const Kernel *k = rg ? rg->kernel : NULL;
 	int64_t m = 1;
-	for (int i = 0; range_kernel && i < range_kernel->preconds.len; i++) {
-		Precond *p = VEC_AT(range_kernel->preconds, Precond, i);
+	for (int i = 0; k && i < k->preconds.len; i++) {
+		Precond *p = VEC_AT(k->preconds, Precond, i);
 		if (p->kind == PC_MULTIPLE && p->size == z && p->value > m && p->value % m == 0)
 			m = p->value;
 	}
@@ -515,19 +503,19 @@ static bool multiple_of(IrExpr *e, int64_t d)
 /* `a + r < N` with N a multiple of d (the launcher's precondition), a a multiple of d and
  * 0 <= r < d is `a < N`: the lanes of a vector of d elements are in bounds together. The
  * per-lane predicates of a bounded row (jr * 512 + tx * 4 + jv < N) become one per vector. */
-static IrExpr *drop_lanes(Arena *a, IrExpr *e)
+static IrExpr *drop_lanes(Arena *a, const IrRange *rg, IrExpr *e)
 {
 	IrExpr *l = e->args[0], *r = e->args[1], *v[16], *part = NULL, *rest = NULL;
 	int n = 0;
 	int64_t d;
 	if (e->op != OP_LT || r->kind != EX_SIZE || l->dtype != DT_I64 ||
-	    (d = size_multiple(r->size)) <= 1 || !addends(l, v, &n))
+	    (d = size_multiple(rg, r->size)) <= 1 || !addends(l, v, &n))
 		return e;
 	for (int i = 0; i < n; i++) {
 		IrExpr **to = multiple_of(v[i], d) ? &part : &rest;
 		*to = *to ? ir_op(a, OP_ADD, DT_I64, *to, v[i]) : v[i];
 	}
-	Range rr = rest ? range_of(rest) : exact(0);
+	Range rr = rest ? range_of(rg, rest) : exact(0);
 	if (!part || !rest || !rr.has_lo || !rr.has_hi || rr.lo < 0 || rr.hi >= d)
 		return e;
 	return ir_op(a, OP_LT, DT_BOOL, part, r);
@@ -535,20 +523,20 @@ static IrExpr *drop_lanes(Arena *a, IrExpr *e)
 
 static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 {
-	(void)ctx;
+	const IrRange *rg = ctx;
 	switch (e->kind) {
 	case EX_OP: {
 		char k = op_kind(e->op);
 		if (k == 'c') {
-			int d = decide_cmp(e);
-			return d < 0 ? drop_lanes(a, e) : ir_bool(a, d);
+			int d = decide_cmp(rg, e);
+			return d < 0 ? drop_lanes(a, rg, e) : ir_bool(a, d);
 		}
 		if (k == 'l')
 			return simplify_logic(a, e);
 		if (dtype_is_float(e->dtype))
 			return fold_float(a, e);
 		if (e->dtype == DT_I64)
-			return simplify_index(a, e);
+			return simplify_index(a, rg, e);
 		return fold_int(a, e);
 	}
 	case EX_SELECT: {
@@ -574,7 +562,7 @@ static IrExpr *simplify_node(Arena *a, IrExpr *e, void *ctx)
 	}
 }
 
-IrExpr *ir_simplify(Arena *a, IrExpr *e)
+IrExpr *ir_simplify(Arena *a, const IrRange *rg, IrExpr *e)
 {
-	return ir_rewrite(a, e, simplify_node, NULL);
+	return ir_rewrite(a, e, simplify_node, (void *)rg);
 }

@@ -87,139 +87,146 @@ static void check_list(Verifier *v, Stmt *s);
  * of its accumulator to element `offset` of its tensor. */
 static void check_grid_reduce(Verifier *v, Stmt *s)
 {
-	const char *name = s->tensor ? s->tensor->name : "?";
+	const char *name = s->grid_red.tensor ? s->grid_red.tensor->name : "?";
 	unsigned blocks = (1u << PT_BIDX) | (1u << PT_BIDY) | (1u << PT_BIDZ);
-	Stmt *b = s->body;
-	if (!s->var || !var_visible(v, s->var))
+	Stmt *b = s->grid_red.body;
+	if (!s->grid_red.var || !var_visible(v, s->grid_red.var))
 		fail(v, "grid reduction of an undeclared local into", name);
-	if (!s->pars || (s->pars & ~blocks))
+	if (!s->grid_red.pars || (s->grid_red.pars & ~blocks))
 		fail(v, "grid reduction over no block type or a thread type into", name);
-	if (s->red == RED_NONE || !s->ws || !s->sem || !s->offset || !s->part || !s->nparts)
+	if (s->grid_red.red == RED_NONE || !s->grid_red.ws || !s->grid_red.sem ||
+	    !s->grid_red.offset || !s->grid_red.part || !s->grid_red.nparts)
 		fail(v, "grid reduction without an operator, a workspace or its indices into", name);
-	if (!b || b->next || b->kind != KS_STORE || b->tensor != s->tensor || !b->offset ||
-	    !b->value || b->value->kind != EX_VAR || b->value->var != s->var)
+	if (!b || b->next || b->kind != KS_STORE || b->store.tensor != s->grid_red.tensor ||
+	    !b->store.offset || !b->store.value || b->store.value->kind != EX_VAR ||
+	    b->store.value->var != s->grid_red.var)
 		fail(v, "grid reduction whose body is not the store of its accumulator into", name);
 	if (!v->ok)
 		return;
-	check_target(v, s->tensor);
-	check_expr(v, s->offset);
-	check_expr(v, s->part);
-	check_expr(v, s->nparts);
-	check_list(v, s->body);
+	check_target(v, s->grid_red.tensor);
+	check_expr(v, s->grid_red.offset);
+	check_expr(v, s->grid_red.part);
+	check_expr(v, s->grid_red.nparts);
+	check_list(v, s->grid_red.body);
 }
 
 static void check_stmt(Verifier *v, Stmt *s)
 {
 	switch (s->kind) {
 	case KS_FOR:
-		if (!s->var || !s->var->extent) {
+		if (!s->loop.var || !s->loop.var->extent) {
 			fail(v, "loop without a variable or extent", NULL);
 			return;
 		}
-		check_expr(v, s->var->extent);
+		check_expr(v, s->loop.var->extent);
 		if (v->nscope == v->cap) {
 			v->cap = v->cap ? 2 * v->cap : 16;
 			v->scope = xrealloc(v->scope, sizeof(Var *) * (size_t)v->cap);
 		}
-		v->scope[v->nscope++] = s->var;
-		check_list(v, s->body);
+		v->scope[v->nscope++] = s->loop.var;
+		check_list(v, s->loop.body);
 		v->nscope--;
 		break;
 	case KS_IF:
-		check_expr(v, s->cond);
-		check_list(v, s->then);
-		check_list(v, s->els);
+		check_expr(v, s->branch.cond);
+		check_list(v, s->branch.then);
+		check_list(v, s->branch.els);
 		break;
 	case KS_ALLOC:
-		check_target(v, s->tensor);
-		check_expr(v, s->size);
+		check_target(v, s->alloc.tensor);
+		check_expr(v, s->alloc.size);
 		break;
 	case KS_STORE:
-		check_target(v, s->tensor);
-		if (v->indexed && !s->offset)
-			fail(v, "store without an offset to", s->tensor ? s->tensor->name : "?");
-		if (s->offset)
-			check_expr(v, s->offset);
+		check_target(v, s->store.tensor);
+		if (v->indexed && !s->store.offset)
+			fail(v, "store without an offset to",
+			     s->store.tensor ? s->store.tensor->name : "?");
+		if (s->store.offset)
+			check_expr(v, s->store.offset);
 		else
-			for (int i = 0; i < s->nidx; i++)
-				check_expr(v, s->idx[i]);
-		check_expr(v, s->value);
+			for (int i = 0; i < s->store.nidx; i++)
+				check_expr(v, s->store.idx[i]);
+		check_expr(v, s->store.value);
 		break;
 	case KS_VSTORE:
-		check_target(v, s->tensor);
-		check_expr(v, s->offset);
-		check_expr(v, s->src_offset);
+		check_target(v, s->copy.tensor);
+		check_expr(v, s->copy.offset);
+		check_expr(v, s->copy.src_offset);
 		break;
 	case KS_LET:
-		if (!var_visible(v, s->var))
-			fail(v, "assignment to an undeclared local", s->var->name);
-		check_expr(v, s->value);
+		if (!var_visible(v, s->let.var))
+			fail(v, "assignment to an undeclared local", s->let.var->name);
+		check_expr(v, s->let.value);
 		break;
 	case KS_CP_ASYNC:
-		check_target(v, s->tensor);
-		if (s->tensor && s->tensor->mem != MEM_SHARED)
-			fail(v, "cp.async into a buffer outside shared memory:", s->tensor->name);
-		if (!s->src || s->src->mem != MEM_GLOBAL)
+		check_target(v, s->copy.tensor);
+		if (s->copy.tensor && s->copy.tensor->sched.mem != MEM_SHARED)
+			fail(v, "cp.async into a buffer outside shared memory:",
+			     s->copy.tensor->name);
+		if (!s->copy.src || s->copy.src->sched.mem != MEM_GLOBAL)
 			fail(v, "cp.async from outside global memory into",
-			     s->tensor ? s->tensor->name : "?");
-		check_expr(v, s->offset);
-		check_expr(v, s->src_offset);
-		if (s->cond)
-			check_expr(v, s->cond);
-		if (s->size)
-			check_expr(v, s->size);
+			     s->copy.tensor ? s->copy.tensor->name : "?");
+		check_expr(v, s->copy.offset);
+		check_expr(v, s->copy.src_offset);
+		if (s->copy.cond)
+			check_expr(v, s->copy.cond);
+		if (s->copy.size)
+			check_expr(v, s->copy.size);
 		break;
 	case KS_BLOCK_REDUCE:
-		if (!var_visible(v, s->var))
-			fail(v, "block reduction into an undeclared local", s->var->name);
-		if (!s->pars || (s->pars & ~((1u << PT_TIDX) | (1u << PT_TIDY) | (1u << PT_TIDZ))))
+		if (!var_visible(v, s->block_red.var))
+			fail(v, "block reduction into an undeclared local", s->block_red.var->name);
+		if (!s->block_red.pars ||
+		    (s->block_red.pars & ~((1u << PT_TIDX) | (1u << PT_TIDY) | (1u << PT_TIDZ))))
 			fail(v, "block reduction over no thread type or a block type into",
-			     s->var->name);
-		if (s->red == RED_NONE)
-			fail(v, "block reduction without an operator into", s->var->name);
-		if ((s->red == RED_WELFORD) != (s->wmean && s->wm2))
+			     s->block_red.var->name);
+		if (s->block_red.red == RED_NONE)
+			fail(v, "block reduction without an operator into", s->block_red.var->name);
+		if ((s->block_red.red == RED_WELFORD) != (s->block_red.wmean && s->block_red.wm2))
 			fail(v, "Welford block reduction without its mean and M2 (or a plain one with "
-			     "them) into", s->var->name);
-		if (s->red == RED_WELFORD && s->wmean && s->wm2 &&
-		    (!var_visible(v, s->wmean) || !var_visible(v, s->wm2)))
-			fail(v, "Welford block reduction into an undeclared local", s->var->name);
-		check_expr(v, s->value);
+			     "them) into", s->block_red.var->name);
+		if (s->block_red.red == RED_WELFORD && s->block_red.wmean && s->block_red.wm2 &&
+		    (!var_visible(v, s->block_red.wmean) || !var_visible(v, s->block_red.wm2)))
+			fail(v, "Welford block reduction into an undeclared local",
+			     s->block_red.var->name);
+		check_expr(v, s->block_red.value);
 		break;
 	case KS_GRID_REDUCE:
 		check_grid_reduce(v, s);
 		break;
 	case KS_MMA:
-		check_target(v, s->tensor);
+		check_target(v, s->mma.tensor);
 		int na = 0, nb = 0;
-		if (s->mma) {
+		if (s->mma.instr) {
 			mma_slot(s, 'a', &na);
 			mma_slot(s, 'b', &nb);
 		}
-		if (!s->mma || s->nidx != s->mma->nc + na + nb)
+		if (!s->mma.instr || s->mma.nidx != s->mma.instr->nc + na + nb)
 			fail(v, "mma without its instruction or fragments into",
-			     s->tensor ? s->tensor->name : "?");
-		else if (s->tensor && s->tensor->mem != MEM_LOCAL)
-			fail(v, "mma accumulating outside registers into", s->tensor->name);
-		for (int i = 0; v->ok && i < s->nidx; i++) {
-			check_expr(v, s->idx[i]);
-			if (i >= s->mma->nc && s->idx[i]->kind != EX_LOAD)
-				fail(v, "mma operand that is not a load, into", s->tensor->name);
+			     s->mma.tensor ? s->mma.tensor->name : "?");
+		else if (s->mma.tensor && s->mma.tensor->sched.mem != MEM_LOCAL)
+			fail(v, "mma accumulating outside registers into", s->mma.tensor->name);
+		for (int i = 0; v->ok && i < s->mma.nidx; i++) {
+			check_expr(v, s->mma.idx[i]);
+			if (i >= s->mma.instr->nc && s->mma.idx[i]->kind != EX_LOAD)
+				fail(v, "mma operand that is not a load, into",
+				     s->mma.tensor->name);
 		}
 		break;
 	case KS_MMA_LOAD:
-		check_target(v, s->tensor);
-		if (!s->mma || (s->mma_op != 'a' && s->mma_op != 'b') ||
-		    s->nidx != (s->mma_ldm ? 1 : s->mma_op == 'a' ? s->mma->na : s->mma->nb) ||
-		    s->mma_tiles < 1 || s->mma_tiles > 2 || (s->mma_tiles == 2 && s->mma_ldm != MMA_LDM_B))
+		check_target(v, s->mma.tensor);
+		if (!s->mma.instr || (s->mma.op != 'a' && s->mma.op != 'b') ||
+		    s->mma.nidx != (s->mma.ldm ? 1 : s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb) ||
+		    s->mma.tiles < 1 || s->mma.tiles > 2 || (s->mma.tiles == 2 && s->mma.ldm != MMA_LDM_B))
 			fail(v, "mma fragment load without its instruction or operand into",
-			     s->tensor ? s->tensor->name : "?");
-		else if (s->tensor && (s->tensor->mem != MEM_LOCAL || !s->tensor->mma_frag))
-			fail(v, "mma fragment load outside fragment registers:", s->tensor->name);
-		check_expr(v, s->offset);
-		for (int i = 0; v->ok && i < s->nidx; i++) {
-			check_expr(v, s->idx[i]);
-			if (s->idx[i]->kind != EX_LOAD)
-				fail(v, "mma fragment load of something not a load, into", s->tensor->name);
+			     s->mma.tensor ? s->mma.tensor->name : "?");
+		else if (s->mma.tensor && (s->mma.tensor->sched.mem != MEM_LOCAL || !s->mma.tensor->sched.mma_frag))
+			fail(v, "mma fragment load outside fragment registers:", s->mma.tensor->name);
+		check_expr(v, s->mma.offset);
+		for (int i = 0; v->ok && i < s->mma.nidx; i++) {
+			check_expr(v, s->mma.idx[i]);
+			if (s->mma.idx[i]->kind != EX_LOAD)
+				fail(v, "mma fragment load of something not a load, into", s->mma.tensor->name);
 		}
 		break;
 	case KS_CP_WAIT:

@@ -8,15 +8,69 @@
  */
 #include "ir/ir.h"
 
+/* The subscript array of s (KS_STORE before indexing, KS_MMA, KS_MMA_LOAD) and its length,
+ * or NULL. */
+static IrExpr ***stmt_idx(Stmt *s, int **n)
+{
+	if (s->kind == KS_STORE) {
+		*n = &s->store.nidx;
+		return &s->store.idx;
+	}
+	if (s->kind == KS_MMA || s->kind == KS_MMA_LOAD) {
+		*n = &s->mma.nidx;
+		return &s->mma.idx;
+	}
+	return NULL;
+}
+
 bool ir_stmt_exprs(Stmt *s, IrSlotFn fn, void *ctx)
 {
-	IrExpr **all[] = {&s->cond, &s->size, &s->offset, &s->value, &s->split_cond,
-			  &s->src_offset, &s->part, &s->nparts};
+	IrExpr **all[4] = {0};
+	switch (s->kind) {
+	case KS_IF:
+		all[0] = &s->branch.cond;
+		break;
+	case KS_ALLOC:
+		all[0] = &s->alloc.size;
+		break;
+	case KS_STORE:
+		all[0] = &s->store.offset;
+		all[1] = &s->store.value;
+		all[2] = &s->store.split_cond;
+		break;
+	case KS_VSTORE:
+	case KS_CP_ASYNC:
+		all[0] = &s->copy.cond;
+		all[1] = &s->copy.size;
+		all[2] = &s->copy.offset;
+		all[3] = &s->copy.src_offset;
+		break;
+	case KS_LET:
+		all[0] = &s->let.value;
+		all[1] = &s->let.split_cond;
+		break;
+	case KS_BLOCK_REDUCE:
+		all[0] = &s->block_red.value;
+		break;
+	case KS_MMA_LOAD:
+		all[0] = &s->mma.offset;
+		break;
+	case KS_GRID_REDUCE:
+		all[0] = &s->grid_red.offset;
+		all[1] = &s->grid_red.value;
+		all[2] = &s->grid_red.part;
+		all[3] = &s->grid_red.nparts;
+		break;
+	default:
+		break;
+	}
 	for (int i = 0; i < countof(all); i++)
-		if (*all[i] && fn(all[i], ctx))
+		if (all[i] && *all[i] && fn(all[i], ctx))
 			return true;
-	for (int i = 0; i < s->nidx; i++)
-		if (s->idx[i] && fn(&s->idx[i], ctx))
+	int *n;
+	IrExpr ***idx = stmt_idx(s, &n);
+	for (int i = 0; idx && i < *n; i++)
+		if ((*idx)[i] && fn(&(*idx)[i], ctx))
 			return true;
 	return false;
 }
@@ -24,11 +78,13 @@ bool ir_stmt_exprs(Stmt *s, IrSlotFn fn, void *ctx)
 int ir_stmt_lists(Stmt *s, Stmt **out[3])
 {
 	int n = 0;
-	if (s->kind == KS_FOR || s->kind == KS_GRID_REDUCE)
-		out[n++] = &s->body;
+	if (s->kind == KS_FOR)
+		out[n++] = &s->loop.body;
+	if (s->kind == KS_GRID_REDUCE)
+		out[n++] = &s->grid_red.body;
 	if (s->kind == KS_IF) {
-		out[n++] = &s->then;
-		out[n++] = &s->els;
+		out[n++] = &s->branch.then;
+		out[n++] = &s->branch.els;
 	}
 	return n;
 }
@@ -104,15 +160,34 @@ void ir_stmts_rewrite(Arena *a, Stmt *list, IrRewrite fn, void *ctx)
 	}
 }
 
+Tensor *ir_stmt_write(Stmt *s, IrExpr ***offset)
+{
+	IrExpr **off = NULL;
+	Tensor *t = NULL;
+	if (s->kind == KS_STORE) {
+		t = s->store.tensor;
+		off = &s->store.offset;
+	} else if (s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) {
+		t = s->copy.tensor;
+		off = &s->copy.offset;
+	}
+	if (offset)
+		*offset = off;
+	return t;
+}
+
 Stmt *ir_stmt_clone(Arena *a, Stmt *s)
 {
 	Stmt *c = NEW(a, Stmt);
 	*c = *s;
 	c->next = NULL;
-	if (s->nidx) {
-		c->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)s->nidx);
-		for (int i = 0; i < s->nidx; i++)
-			c->idx[i] = s->idx[i];
+	int *n;
+	IrExpr ***idx = stmt_idx(c, &n);
+	if (idx && *n) {
+		IrExpr **copy = arena_alloc(a, sizeof(IrExpr *) * (size_t)*n);
+		for (int i = 0; i < *n; i++)
+			copy[i] = (*idx)[i];
+		*idx = copy;
 	}
 	return c;
 }

@@ -14,11 +14,11 @@
 /* The directive that put t where it is: cache_*(local), memory(local), else its compute_at. */
 static Span mem_directive(Tensor *t)
 {
-	if (t->cache_span.file)
-		return t->cache_span;
-	if (t->mem_span.file)
-		return t->mem_span;
-	return t->ca_span.file ? t->ca_span : t->span;
+	if (t->sched.cache_span.file)
+		return t->sched.cache_span;
+	if (t->sched.mem_span.file)
+		return t->sched.mem_span;
+	return t->sched.ca_span.file ? t->sched.ca_span : t->span;
 }
 
 /* A local buffer is an array in every thread (registers, spilled to local memory beyond a
@@ -26,7 +26,7 @@ static Span mem_directive(Tensor *t)
  * (docs/design.md, "Limits"; the largest in the examples has 64). */
 static bool check_local_size(Diag *d, Tensor *t, int64_t total)
 {
-	if (t->mem != MEM_LOCAL || total <= PASS_MAX_LOCAL_ELEMS)
+	if (t->sched.mem != MEM_LOCAL || total <= PASS_MAX_LOCAL_ELEMS)
 		return true;
 	diag_error(d, mem_directive(t),
 		   "the local (per-thread register) array of %s would have %lld elements; the limit is %d: compute %s at an inner loop, or use shared memory",
@@ -38,23 +38,24 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 {
 	Axis **axes;
 	int n = index_buffer_axes(k->arena, t, &axes);
+	IrRange rg = ir_range_in(k);
 	int64_t total = 1;
 	for (int i = 0; i < n; i++) {
 		int64_t e, lo;
 		bool sized = index_buffer_extent(t, axes, n, i, &e);
-		if (!sized && ir_range(axes[i]->extent, &lo, &e) && e >= 0) {
+		if (!sized && ir_range(&rg, axes[i]->extent, &lo, &e) && e >= 0) {
 			/* a symbolic extent with a constant bound (a size variant): sized by the bound */
 			sized = true;
-			if (i == n - 1 && !t->pad_every)
-				e += t->pad;
+			if (i == n - 1 && !t->sched.pad_every)
+				e += t->sched.pad;
 		}
 		if (!sized) {
 			Buf b = {0};
 			ir_print_expr(axes[i]->extent, &b);
-			diag_error(d, t->ca_span.file ? t->ca_span : t->span,
+			diag_error(d, t->sched.ca_span.file ? t->sched.ca_span : t->span,
 				   "the %s buffer of %s needs constant extents, but axis %s has "
 				   "extent %s; split it by a constant and compute %s inside the outer "
-				   "part", mem_name(t->mem), t->name, axes[i]->name, b.s, t->name);
+				   "part", mem_name(t->sched.mem), t->name, axes[i]->name, b.s, t->name);
 			buf_free(&b);
 			return false;
 		}
@@ -64,13 +65,13 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 	if (!index_padded_size(d, t, &total))
 		return false;
 	/* one slot per stage (circular_buffer.c) */
-	if (t->stages >= 2 && __builtin_mul_overflow(total, (int64_t)t->stages, &total))
+	if (t->sched.stages >= 2 && __builtin_mul_overflow(total, (int64_t)t->sched.stages, &total))
 		total = INT64_MAX;
 	if (!check_local_size(d, t, total))
 		return false;
 	if (total > INT64_MAX / 16) {
 		diag_error(d, mem_directive(t), "the %s buffer of %s would have %lld elements: too large",
-			   mem_name(t->mem), t->name, (long long)total);
+			   mem_name(t->sched.mem), t->name, (long long)total);
 		return false;
 	}
 	*size = ir_int(k->arena, total);
@@ -81,15 +82,16 @@ static bool alloc_list(Kernel *k, Diag *d, Stmt **list)
 {
 	for (Stmt **p = list; *p; p = &(*p)->next) {
 		Stmt *s = *p;
-		if (s->kind == KS_FOR && !alloc_list(k, d, &s->body))
+		if (s->kind == KS_FOR && !alloc_list(k, d, &s->loop.body))
 			return false;
-		if (s->kind == KS_IF && (!alloc_list(k, d, &s->then) || !alloc_list(k, d, &s->els)))
+		if (s->kind == KS_IF &&
+		    (!alloc_list(k, d, &s->branch.then) || !alloc_list(k, d, &s->branch.els)))
 			return false;
-		if (s->kind != KS_NEST || s->tensor->kind != TK_INTERMEDIATE)
+		if (s->kind != KS_NEST || s->note.tensor->kind != TK_INTERMEDIATE)
 			continue;
-		Tensor *t = s->tensor;
-		if (t->mem == MEM_GLOBAL) {
-			diag_error(d, t->mem_span.file ? t->mem_span : t->span,
+		Tensor *t = s->note.tensor;
+		if (t->sched.mem == MEM_GLOBAL) {
+			diag_error(d, t->sched.mem_span.file ? t->sched.mem_span : t->span,
 				   "intermediate %s in global memory is not supported yet; use "
 				   "local or shared", t->name);
 			return false;
@@ -97,8 +99,8 @@ static bool alloc_list(Kernel *k, Diag *d, Stmt **list)
 		IrExpr *size;
 		if (!buffer_size(k, d, t, &size))
 			return false;
-		Stmt *a = kir_alloc(k, t, t->mem, size);
-		a->span = t->ca_span;
+		Stmt *a = kir_alloc(k, t, t->sched.mem, size);
+		a->span = t->sched.ca_span;
 		a->next = s;
 		*p = a;
 		p = &a->next; /* continue after the marker */

@@ -31,7 +31,8 @@ static void stmt_needs(Stmt *s, Need *worst)
 	if (s->kind == KS_CP_ASYNC)
 		need(worst, 80, "cp.async", s->span);
 	if (s->kind == KS_MMA)
-		need(worst, s->mma->min_arch, s->mma->family == MMA_SYNC ? "mma.sync" : "mma", s->span);
+		need(worst, s->mma.instr->min_arch, s->mma.instr->family == MMA_SYNC ? "mma.sync" : "mma",
+		     s->span);
 }
 
 static bool scan(Stmt *s, void *worst)

@@ -57,7 +57,7 @@ typedef struct Cb {
 
 static Span stages_span(Tensor *t)
 {
-	return t->stages_span.file ? t->stages_span : t->span;
+	return t->sched.stages_span.file ? t->sched.stages_span : t->span;
 }
 
 /* ---- finding the buffer loop ------------------------------------------------------------ */
@@ -85,28 +85,27 @@ static bool in_vec(Vec *v, void *p)
 static void find(Stmt **link, Stmt *loop, Stmt **loop_link, int depth, Vec *done, Found *f)
 {
 	for (Stmt *s; !f->marker && (s = *link); link = &s->next) {
-		if (s->kind == KS_NEST && s->tensor->stages >= 2 && !in_vec(done, s)) {
+		if (s->kind == KS_NEST && s->note.tensor->sched.stages >= 2 && !in_vec(done, s)) {
 			*f = (Found){s, loop, loop_link, depth > 1};
 			return;
 		}
 		if (s->kind == KS_FOR)
-			find(&s->body, s, link, depth + 1, done, f);
+			find(&s->loop.body, s, link, depth + 1, done, f);
 		else if (s->kind == KS_IF) {
-			find(&s->then, NULL, NULL, depth, done, f);
-			find(&s->els, NULL, NULL, depth, done, f);
+			find(&s->branch.then, NULL, NULL, depth, done, f);
+			find(&s->branch.els, NULL, NULL, depth, done, f);
 		}
 	}
 }
 
 static bool marks(Stmt *s, Tensor *t)
 {
-	return s->kind == KS_NEST && s->tensor == t;
+	return s->kind == KS_NEST && s->note.tensor == t;
 }
 
 static bool stmt_writes(Stmt *s, void *t)
 {
-	return (s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) &&
-	       s->tensor == t;
+	return ir_stmt_write(s, NULL) == t;
 }
 
 static bool writes_stmt(Stmt *s, Tensor *t)
@@ -138,7 +137,7 @@ static bool loads(IrExpr *e, void *t)
 
 static bool vstore_reads(Stmt *s, void *t)
 {
-	return s->kind == KS_VSTORE && s->src == t;
+	return s->kind == KS_VSTORE && s->copy.src == t;
 }
 
 static bool stmt_reads(Stmt *s, Tensor *t)
@@ -191,7 +190,8 @@ static bool source_outside(Cb *cb, Tensor *t, Stmt *load, Stmt *body)
 static bool map_slot(IrExpr **slot, void *ctx)
 {
 	Cb *cb = ctx;
-	*slot = ir_simplify(cb->a, ir_subst(cb->a, *slot, cb->i, cb->idx));
+	IrRange rg = ir_range_in(cb->k);
+	*slot = ir_simplify(cb->a, &rg, ir_subst(cb->a, *slot, cb->i, cb->idx));
 	return false;
 }
 
@@ -215,9 +215,10 @@ static Stmt *copy_stmt(Cb *cb, Stmt *s)
 {
 	Stmt *c = ir_stmt_clone(cb->a, s);
 	ir_stmt_exprs(c, map_slot, cb);
-	int g = group_index(cb, s->tensor);
-	if ((s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC) && g >= 0)
-		c->offset = ix_add(cb->a, c->offset, slot_offset(cb, cb->slot, g));
+	IrExpr **off;
+	int g = group_index(cb, ir_stmt_write(c, &off));
+	if (g >= 0)
+		*off = ix_add(cb->a, *off, slot_offset(cb, cb->slot, g));
 	Stmt **lists[3];
 	int n = ir_stmt_lists(c, lists);
 	for (int j = 0; j < n; j++)
@@ -260,9 +261,9 @@ static void read_slots(Cb *cb, Stmt *s)
 {
 	for (; s; s = s->next) {
 		ir_stmt_rewrite(cb->a, s, slot_read_fn, cb);
-		if (s->kind == KS_VSTORE && group_index(cb, s->src) >= 0)
-			s->src_offset = ix_add(cb->a, s->src_offset,
-					       slot_offset(cb, cb->slot, group_index(cb, s->src)));
+		if (s->kind == KS_VSTORE && group_index(cb, s->copy.src) >= 0)
+			s->copy.src_offset = ix_add(cb->a, s->copy.src_offset,
+					       slot_offset(cb, cb->slot, group_index(cb, s->copy.src)));
 		Stmt **lists[3];
 		int n = ir_stmt_lists(s, lists);
 		for (int j = 0; j < n; j++)
@@ -276,7 +277,8 @@ static Stmt *node(Cb *cb, StmtKind kind, int wait_n)
 {
 	Stmt *s = NEW(cb->a, Stmt);
 	s->kind = kind;
-	s->wait_n = wait_n;
+	if (kind == KS_CP_WAIT)
+		s->wait.n = wait_n;
 	s->span = stages_span(cb->group[0]);
 	return s;
 }
@@ -311,17 +313,17 @@ static bool buffer_loop(Cb *cb, Found *f)
 {
 	Stmt *L = f->loop;
 	Tensor *t0 = cb->group[0];
-	int n = t0->stages, p = t0->prefetch;
+	int n = t0->sched.stages, p = t0->sched.prefetch;
 	bool async = false, share = false;
 	Stmt **markers = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
 	Stmt **loads = arena_alloc(cb->a, sizeof(Stmt *) * (size_t)cb->ngroup);
 
 	cb->sizes = arena_alloc(cb->a, sizeof(int64_t) * (size_t)cb->ngroup);
-	cb->i = L->var;
+	cb->i = L->loop.var;
 	/* take the markers and loads out of the body; the first one's place gets the loads */
-	Stmt head = {.next = L->body}, *prev = &head, *at = NULL;
-	for (Stmt *s = L->body; s; s = s->next) {
-		int g = s->kind == KS_NEST ? group_index(cb, s->tensor) : -1;
+	Stmt head = {.next = L->loop.body}, *prev = &head, *at = NULL;
+	for (Stmt *s = L->loop.body; s; s = s->next) {
+		int g = s->kind == KS_NEST ? group_index(cb, s->note.tensor) : -1;
 		if (g < 0) {
 			prev = s;
 			continue;
@@ -340,35 +342,37 @@ static bool buffer_loop(Cb *cb, Found *f)
 		last->next = NULL;
 		s = prev;
 	}
-	L->body = head.next;
+	L->loop.body = head.next;
 	for (int g = 0; g < cb->ngroup; g++) {
 		Tensor *t = cb->group[g];
-		if (!slot_size(cb, t, &cb->sizes[g]) || !source_outside(cb, t, loads[g], L->body))
+		if (!slot_size(cb, t, &cb->sizes[g]) ||
+		    !source_outside(cb, t, loads[g], L->loop.body))
 			return false;
-		async |= t->cp_async;
-		if (t->mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->body))
+		async |= cp_async_kept(cb->k, t);
+		if (t->sched.mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->loop.body))
 			share = true;
 	}
 	Arena *a = cb->a;
-	IrExpr *E = L->var->extent, *i = ir_var(a, L->var);
+	IrExpr *E = L->loop.var->extent, *i = ir_var(a, L->loop.var);
+	IrRange rg = ir_range_in(cb->k);
 	/* B reads slot i % n */
-	cb->slot = ix_mod(a, i, ir_int(a, n));
-	read_slots(cb, L->body);
+	cb->slot = ix_mod(a, &rg, i, ir_int(a, n));
+	read_slots(cb, L->loop.body);
 	/* the main loop's loads */
 	IrExpr *ip = ix_add(a, i, ir_int(a, p));
-	Stmt *main = stage_loads(cb, loads, ip, ix_mod(a, ip, ir_int(a, n)), E);
+	Stmt *main = stage_loads(cb, loads, ip, ix_mod(a, &rg, ip, ir_int(a, n)), E);
 	if (async)
 		main = kir_append(main, node(cb, KS_CP_COMMIT, 0));
 	if (p == 0)
 		main = kir_append(main, wait_sync(cb, async, share, 0));
-	Stmt *rest = at == &head ? L->body : at->next;
+	Stmt *rest = at == &head ? L->loop.body : at->next;
 	main = kir_append(main, rest);
 	if (at == &head)
-		L->body = main;
+		L->loop.body = main;
 	else
 		at->next = main;
 	if (p > 0)
-		L->body = kir_append(L->body, wait_sync(cb, async, share, p - 1));
+		L->loop.body = kir_append(L->loop.body, wait_sync(cb, async, share, p - 1));
 	/* before the loop: the markers (for the allocation), the prologue, the first wait */
 	Stmt *before = NULL;
 	for (int g = 0; g < cb->ngroup; g++) {
@@ -382,14 +386,14 @@ static bool buffer_loop(Cb *cb, Found *f)
 			before = kir_append(before, node(cb, KS_CP_COMMIT, 0));
 		before = kir_append(before, wait_sync(cb, async, share, 0));
 	} else if (p > 1) {
-		Var *s = kir_new_var(cb->k, arena_printf(a, "%s_pre", L->var->name), DT_I64);
+		Var *s = kir_new_var(cb->k, arena_printf(a, "%s_pre", L->loop.var->name), DT_I64);
 		s->extent = ir_int(a, p);
 		IrExpr *sv = ir_var(a, s);
 		Stmt *body = stage_loads(cb, loads, sv, sv, E);
 		if (async)
 			body = kir_append(body, node(cb, KS_CP_COMMIT, 0));
 		Stmt *pro = kir_for(cb->k, s, body);
-		pro->unroll = true;
+		pro->loop.unroll = true;
 		pro->span = stages_span(t0);
 		before = kir_append(before, pro);
 		before = kir_append(before, wait_sync(cb, async, share, p - 1));
@@ -410,7 +414,7 @@ static bool buffer_loop(Cb *cb, Found *f)
  * body (the markers join `done`). */
 static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 {
-	Tensor *t = f->marker->tensor;
+	Tensor *t = f->marker->note.tensor;
 	Fusion *fu = cb->k->fusion;
 
 	if (!f->loop) {
@@ -418,10 +422,10 @@ static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 			   "cannot buffer %s: no serial loop is outside its compute-at position", t->name);
 		return false;
 	}
-	if (t->stages < 2 || t->prefetch < 0 || t->prefetch >= t->stages) {
+	if (t->sched.stages < 2 || t->sched.prefetch < 0 || t->sched.prefetch >= t->sched.stages) {
 		diag_error(cb->d, stages_span(t),
 			   "stages(%d, %d) of %s: needs at least 2 stages and 0 <= prefetch < stages",
-			   t->stages, t->prefetch, t->name);
+			   t->sched.stages, t->sched.prefetch, t->name);
 		return false;
 	}
 	/* every buffered tensor marked directly in the same loop body joins the group */
@@ -430,14 +434,14 @@ static bool buffer_marker(Cb *cb, Found *f, Vec *done)
 	for (int j = 0; j < fu->ntensors; j++) {
 		Tensor *u = fu->tensors[j];
 		Stmt *m = NULL;
-		if (u->stages < 2)
+		if (u->sched.stages < 2)
 			continue;
-		for (Stmt *s = f->loop->body; s && !m; s = s->next)
+		for (Stmt *s = f->loop->loop.body; s && !m; s = s->next)
 			if (marks(s, u) && !in_vec(done, s))
 				m = s;
 		if (!m)
 			continue;
-		if (u->stages != t->stages || u->prefetch != t->prefetch) {
+		if (u->sched.stages != t->sched.stages || u->sched.prefetch != t->sched.prefetch) {
 			diag_error(cb->d, stages_span(u),
 				   "%s and %s are buffered on the same loop with different stages", t->name,
 				   u->name);

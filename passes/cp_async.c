@@ -22,6 +22,11 @@
  *
  * A tensor that is not circular-buffered gets one commit right after its load nest; the
  * cp_wait pass puts the wait before its reads. Circular buffering commits per stage itself.
+ *
+ * A kernel lowered without vector accesses (LowerOptions.no_vectorize: the scalar kernel of
+ * an automatic schedule, which must accept any size and alignment) keeps the copies as the
+ * plain zero-filling stores above: a 16-byte cp.async is a vector access, and a 2-byte
+ * element has no cp.async at all (cp_async_kept).
  */
 #include "passes/passes.h"
 
@@ -34,7 +39,7 @@ typedef struct Cp {
 
 static Span cp_span(Tensor *t)
 {
-	return t->cp_async_span.file ? t->cp_async_span : t->span;
+	return t->sched.cp_async_span.file ? t->sched.cp_async_span : t->span;
 }
 
 static bool is_zero(IrExpr *e)
@@ -45,23 +50,23 @@ static bool is_zero(IrExpr *e)
 /* Splits `c[o] = [inb ?] A[g] [: 0]` into the global load and its predicate. */
 static bool copy_parts(Cp *c, Stmt *st, IrExpr **load, IrExpr **inb)
 {
-	Tensor *t = st->tensor;
-	IrExpr *v = st->value;
+	Tensor *t = st->store.tensor;
+	IrExpr *v = st->store.value;
 
 	*inb = NULL;
 	if (v->kind == EX_SELECT && is_zero(v->args[2])) {
 		*inb = v->args[0];
 		v = v->args[1];
 	}
-	if (v->kind != EX_LOAD || v->tensor->mem != MEM_GLOBAL || v->tensor->dtype != t->dtype) {
+	if (v->kind != EX_LOAD || v->tensor->sched.mem != MEM_GLOBAL || v->tensor->dtype != t->dtype) {
 		diag_error(c->d, cp_span(t),
 			   "cp_async: %s must be a plain copy of a tensor in global memory of the same "
 			   "dtype", t->name);
 		return false;
 	}
-	if (t->mem != MEM_SHARED) {
+	if (t->sched.mem != MEM_SHARED) {
 		diag_error(c->d, cp_span(t), "cp_async: %s must be in shared memory (it is %s)",
-			   t->name, mem_name(t->mem));
+			   t->name, mem_name(t->sched.mem));
 		return false;
 	}
 	*load = v;
@@ -72,7 +77,7 @@ static bool size_ok(Cp *c, Tensor *t, int64_t vec)
 {
 	int64_t bytes = vec * dtype_size(t->dtype);
 
-	if (t->cp_async_cg && bytes != 16) {
+	if (t->sched.cp_async_cg && bytes != 16) {
 		diag_error(c->d, cp_span(t),
 			   "cp_async(cg) moves 16 bytes, but each copy into %s moves %lld bytes", t->name,
 			   (long long)bytes);
@@ -93,12 +98,12 @@ static Stmt *cp_stmt(Cp *c, Tensor *t, IrExpr *off, IrExpr *load, IrExpr *src_of
 	Stmt *s = NEW(c->a, Stmt);
 	s->kind = KS_CP_ASYNC;
 	s->span = cp_span(t);
-	s->tensor = t;
-	s->mem = MEM_SHARED;
-	s->offset = off;
-	s->src = load->tensor;
-	s->src_offset = src_off;
-	s->vec = vec;
+	s->copy.tensor = t;
+	s->copy.mem = MEM_SHARED;
+	s->copy.offset = off;
+	s->copy.src = load->tensor;
+	s->copy.src_offset = src_off;
+	s->copy.vec = vec;
 	return s;
 }
 
@@ -106,10 +111,10 @@ static Stmt *lower_scalar(Cp *c, Stmt *st)
 {
 	IrExpr *load, *inb;
 
-	if (!copy_parts(c, st, &load, &inb) || !size_ok(c, st->tensor, 1))
+	if (!copy_parts(c, st, &load, &inb) || !size_ok(c, st->store.tensor, 1))
 		return NULL;
-	Stmt *s = cp_stmt(c, st->tensor, st->offset, load, load->args[0], 1);
-	s->cond = inb;
+	Stmt *s = cp_stmt(c, st->store.tensor, st->store.offset, load, load->args[0], 1);
+	s->copy.cond = inb;
 	return s;
 }
 
@@ -136,7 +141,9 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 			   "the vector", t->name);
 		return false;
 	}
-	IrExpr *e0 = ir_simplify(a, ir_subst(a, inb->args[0], v, ir_int(a, 0))), *n = inb->args[1];
+	IrRange rg = ir_range_in(c->k);
+	IrExpr *e0 = ir_simplify(a, &rg, ir_subst(a, inb->args[0], v, ir_int(a, 0)));
+	IrExpr *n = inb->args[1];
 	*cond = ix_and(a, *cond, ix_lt(a, e0, n));
 	if (ir_is_const(n, &nc) && nc % V == 0 && vectorize_multiple(a, e0, V))
 		return true; /* the whole vector is in or out */
@@ -147,14 +154,15 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 
 /* The guard q of a vectorized copy as one condition for the whole vector (see the file
  * comment) into *out; false when a conjunct may hold for only part of it. */
-static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
+static bool vector_guard(Cp *c, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 {
+	Arena *a = c->a;
 	int64_t st, nc;
 
 	if (!q)
 		return true;
 	if (q->kind == EX_OP && q->op == OP_AND)
-		return vector_guard(a, v, V, q->args[0], out) && vector_guard(a, v, V, q->args[1], out);
+		return vector_guard(c, v, V, q->args[0], out) && vector_guard(c, v, V, q->args[1], out);
 	if (!ir_mentions(q, v)) {
 		*out = ix_and(a, *out, q);
 		return true;
@@ -162,7 +170,8 @@ static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 	if (q->kind != EX_OP || q->op != OP_LT || !ir_is_const(q->args[1], &nc) || nc % V != 0 ||
 	    !vectorize_stride(q->args[0], v, &st) || st != 1)
 		return false;
-	IrExpr *e0 = ir_simplify(a, ir_subst(a, q->args[0], v, ir_int(a, 0)));
+	IrRange rg = ir_range_in(c->k);
+	IrExpr *e0 = ir_simplify(a, &rg, ir_subst(a, q->args[0], v, ir_int(a, 0)));
 	if (!vectorize_multiple(a, e0, V))
 		return false;
 	*out = ix_and(a, *out, ix_lt(a, e0, q->args[1]));
@@ -172,19 +181,19 @@ static bool vector_guard(Arena *a, Var *v, int64_t V, IrExpr *q, IrExpr **out)
 /* The single store under the ifs of a vectorized loop body, and the ifs' conjunction. */
 static Stmt *loop_store(Stmt *loop, IrExpr **q, Arena *a)
 {
-	Stmt *s = kir_only_stmt(loop->body);
+	Stmt *s = kir_only_stmt(loop->loop.body);
 	*q = NULL;
-	while (s && s->kind == KS_IF && !s->els) {
-		*q = ix_and(a, *q, s->cond);
-		s = kir_only_stmt(s->then);
+	while (s && s->kind == KS_IF && !s->branch.els) {
+		*q = ix_and(a, *q, s->branch.cond);
+		s = kir_only_stmt(s->branch.then);
 	}
-	return s && s->kind == KS_STORE && s->offset ? s : NULL;
+	return s && s->kind == KS_STORE && s->store.offset ? s : NULL;
 }
 
 static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 {
-	Tensor *t = st->tensor;
-	Var *v = loop->var;
+	Tensor *t = st->store.tensor;
+	Var *v = loop->loop.var;
 	Axis *ax = v->axis;
 	Span span = ax && ax->vectorize_span.file ? ax->vectorize_span : cp_span(t);
 	IrExpr *load, *inb, *base, *src_base, *cond = NULL, *size = NULL, *guard = NULL;
@@ -199,8 +208,8 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	}
 	if (!size_ok(c, t, V))
 		return NULL;
-	if (!vector_guard(c->a, v, V, q, &guard) ||
-	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->offset, &base) ||
+	if (!vector_guard(c, v, V, q, &guard) ||
+	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", t, st->store.offset, &base) ||
 	    !vectorize_access(c->k, c->d, v, V, span, "cp.async", load->tensor, load->args[0],
 			      &src_base)) {
 		diag_error(c->d, cp_span(t),
@@ -211,8 +220,8 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 	if (!vector_pred(c, t, v, V, inb, &cond, &size))
 		return NULL;
 	Stmt *s = cp_stmt(c, t, base, load, src_base, (int)V);
-	s->cond = cond;
-	s->size = size;
+	s->copy.cond = cond;
+	s->copy.size = size;
 	if (!guard)
 		return s;
 	Stmt *g = kir_if(c->k, guard, s, NULL);
@@ -222,7 +231,7 @@ static Stmt *lower_vector(Cp *c, Stmt *loop, Stmt *st, IrExpr *q)
 
 static bool is_cp_store(Stmt *s)
 {
-	return s && s->kind == KS_STORE && s->tensor->cp_async;
+	return s && s->kind == KS_STORE && s->store.tensor->sched.cp_async;
 }
 
 static void lower_list(Cp *c, Stmt **link)
@@ -231,7 +240,8 @@ static void lower_list(Cp *c, Stmt **link)
 		Stmt *r = NULL, *st;
 		IrExpr *q;
 		bool tried = true;
-		if (s->kind == KS_FOR && s->vectorize && is_cp_store(st = loop_store(s, &q, c->a)))
+		if (s->kind == KS_FOR && s->loop.vectorize &&
+		    is_cp_store(st = loop_store(s, &q, c->a)))
 			r = lower_vector(c, s, st, q);
 		else if (is_cp_store(s))
 			r = lower_scalar(c, s);
@@ -243,10 +253,10 @@ static void lower_list(Cp *c, Stmt **link)
 			r->next = s->next;
 			*link = r;
 		} else if (s->kind == KS_FOR) {
-			lower_list(c, &s->body);
+			lower_list(c, &s->loop.body);
 		} else if (s->kind == KS_IF) {
-			lower_list(c, &s->then);
-			lower_list(c, &s->els);
+			lower_list(c, &s->branch.then);
+			lower_list(c, &s->branch.els);
 		}
 	}
 }
@@ -256,24 +266,31 @@ static void lower_list(Cp *c, Stmt **link)
 static void add_commits(Kernel *k, Stmt *s)
 {
 	for (; s; s = s->next) {
-		add_commits(k, s->body);
-		add_commits(k, s->then);
-		add_commits(k, s->els);
-		if (s->kind != KS_NEST || !s->tensor->cp_async ||
-		    s->tensor->stages >= 2 || !s->next)
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			add_commits(k, *lists[i]);
+		if (s->kind != KS_NEST || !s->note.tensor->sched.cp_async ||
+		    s->note.tensor->sched.stages >= 2 || !s->next)
 			continue;
 		Stmt *commit = NEW(k->arena, Stmt);
 		commit->kind = KS_CP_COMMIT;
-		commit->span = cp_span(s->tensor);
+		commit->span = cp_span(s->note.tensor);
 		commit->next = s->next->next;
 		s->next->next = commit;
 		s = commit;
 	}
 }
 
+bool cp_async_kept(Kernel *k, Tensor *t)
+{
+	return t->sched.cp_async && !k->options->no_vectorize;
+}
+
 bool pass_cp_async(Kernel *k, Diag *d)
 {
 	Cp c = {.k = k, .d = d, .a = k->arena, .ok = true};
+	if (k->options->no_vectorize)
+		return true;
 
 	lower_list(&c, &k->body);
 	if (c.ok)

@@ -84,7 +84,7 @@ static bool meets(Pending *a, Pending *b)
 /* A tensor whose reads need this pass's waits. */
 static bool waited_here(Tensor *t)
 {
-	return t->cp_async && t->stages < 2;
+	return t->sched.cp_async && t->sched.stages < 2;
 }
 
 typedef struct Reads { Cw *c; Pending *out; } Reads;
@@ -114,8 +114,8 @@ static void reads(Cw *c, Stmt *s, Pending *out)
 			continue;
 		}
 		ir_stmt_exprs(s, slot_reads, &r);
-		if (s->kind == KS_VSTORE && waited_here(s->src))
-			add(c->a, out, s->src);
+		if (s->kind == KS_VSTORE && waited_here(s->copy.src))
+			add(c->a, out, s->copy.src);
 		Stmt **lists[3];
 		int n = ir_stmt_lists(s, lists);
 		for (int i = 0; i < n; i++)
@@ -127,17 +127,18 @@ static void wait_before(Cw *c, Stmt **link, Pending *p)
 {
 	Stmt *w = NEW(c->a, Stmt);
 	w->kind = KS_CP_WAIT;
-	w->wait_n = 0;
+	w->wait.n = 0;
 	w->span = (*link)->span;
 	w->next = *link;
 	*link = w;
 	p->n = 0;
 }
 
-static bool at_most_once(Stmt *loop)
+static bool at_most_once(Cw *c, Stmt *loop)
 {
 	int64_t lo, hi;
-	return ir_range(loop->var->extent, &lo, &hi) && hi <= 1;
+	IrRange rg = ir_range_in(c->k);
+	return ir_range(&rg, loop->loop.var->extent, &lo, &hi) && hi <= 1;
 }
 
 static void walk(Cw *c, Stmt **link, Pending *p);
@@ -149,10 +150,10 @@ static LoopInfo *loop_info(Cw *c, Stmt *loop)
 	if (info)
 		return info;
 	info = NEW(c->a, LoopInfo);
-	walk(c, &loop->body, &info->left);
-	if (!at_most_once(loop))
-		walk(c, &loop->body, &info->left);
-	reads(c, loop->body, &info->reads);
+	walk(c, &loop->loop.body, &info->left);
+	if (!at_most_once(c, loop))
+		walk(c, &loop->loop.body, &info->left);
+	reads(c, loop->loop.body, &info->reads);
 	map_insert(c->a, &c->loops, loop, info);
 	return info;
 }
@@ -161,13 +162,13 @@ static void walk(Cw *c, Stmt **link, Pending *p)
 {
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
 		if (s->kind == KS_CP_WAIT) {
-			if (s->wait_n <= 0)
+			if (s->wait.n <= 0)
 				p->n = 0;
 			continue;
 		}
 		if (s->kind == KS_CP_ASYNC) {
-			if (waited_here(s->tensor))
-				add(c->a, p, s->tensor);
+			if (waited_here(s->copy.tensor))
+				add(c->a, p, s->copy.tensor);
 			continue;
 		}
 		if (s->kind == KS_FOR) {
@@ -186,8 +187,8 @@ static void walk(Cw *c, Stmt **link, Pending *p)
 				wait_before(c, link, p);
 			if (s->kind == KS_IF) {
 				Pending a = copy(c->a, p), b = copy(c->a, p);
-				walk(c, &s->then, &a);
-				walk(c, &s->els, &b);
+				walk(c, &s->branch.then, &a);
+				walk(c, &s->branch.els, &b);
 				*p = a;
 				merge(c->a, p, &b);
 			}

@@ -20,7 +20,7 @@
 #include "passes/passes.h"
 
 /* The reduced block types of t's own axes, as a mask; ext[p] their extents. */
-static unsigned grid_pars(Tensor *t, IrExpr *ext[PT_COUNT])
+static unsigned grid_pars(Arena *a, Tensor *t, IrExpr *ext[PT_COUNT])
 {
 	unsigned mask = 0;
 	for (int i = 0; i < t->ndomain; i++) {
@@ -28,7 +28,7 @@ static unsigned grid_pars(Tensor *t, IrExpr *ext[PT_COUNT])
 		if (ax->ca_alias || !ax->reduction || !par_is_block(ax->par))
 			continue;
 		mask |= 1u << ax->par;
-		ext[ax->par] = ax->extent;
+		ext[ax->par] = axis_launch_extent(a, ax);
 	}
 	return mask;
 }
@@ -44,10 +44,10 @@ static Tensor *ws_tensor(Kernel *k, const char *name, DType dt, IrExpr *numel)
 static Stmt *grid_step(Kernel *k, Stmt *st)
 {
 	Arena *a = k->arena;
-	Tensor *t = st->tensor;
+	Tensor *t = st->store.tensor;
 	IrExpr *ext[PT_COUNT] = {0};
-	unsigned mask = grid_pars(t, ext);
-	if (st->value->kind != EX_VAR)
+	unsigned mask = grid_pars(a, t, ext);
+	if (st->store.value->kind != EX_VAR)
 		die("grid_reduce: the store of %s is not of its accumulator", t->name);
 	Stmt *g = NEW(a, Stmt);
 	g->kind = KS_GRID_REDUCE;
@@ -55,12 +55,12 @@ static Stmt *grid_step(Kernel *k, Stmt *st)
 	for (int i = 0; i < t->ndomain; i++)
 		if (!t->domain[i]->ca_alias && (mask & (1u << t->domain[i]->par)))
 			g->span = t->domain[i]->par_span; /* the (last) bind directive */
-	g->var = st->value->var;
-	g->value = st->value;
-	g->red = t->def->red;
-	g->pars = mask;
-	g->tensor = t;
-	g->offset = st->offset;
+	g->grid_red.var = st->store.value->var;
+	g->grid_red.value = st->store.value;
+	g->grid_red.red = t->def->red;
+	g->grid_red.pars = mask;
+	g->grid_red.tensor = t;
+	g->grid_red.offset = st->store.offset;
 	/* part = bid.x + E.x * (bid.y + E.y * bid.z) over the reduced types, x fastest */
 	IrExpr *part = NULL, *n = NULL;
 	for (int p = PT_BIDZ; p >= PT_BIDX; p--) {
@@ -70,24 +70,24 @@ static Stmt *grid_step(Kernel *k, Stmt *st)
 		part = part ? ix_add(a, b, ix_mul(a, ext[p], part)) : b;
 		n = n ? ix_mul(a, n, ext[p]) : ext[p];
 	}
-	g->part = part;
-	g->nparts = n;
+	g->grid_red.part = part;
+	g->grid_red.nparts = n;
 	IrExpr *numel = ir_int(a, 1);
 	for (int d = 0; d < t->ndim; d++)
 		numel = ix_mul(a, numel, t->shape[d]);
-	g->ws = ws_tensor(k, arena_printf(a, "fus_ws_%s", t->name), g->var->dtype,
+	g->grid_red.ws = ws_tensor(k, arena_printf(a, "fus_ws_%s", t->name), g->grid_red.var->dtype,
 			  ix_mul(a, numel, n));
-	g->sem = ws_tensor(k, arena_printf(a, "fus_sem_%s", t->name), DT_I32, numel);
-	g->body = st;
+	g->grid_red.sem = ws_tensor(k, arena_printf(a, "fus_sem_%s", t->name), DT_I32, numel);
+	g->grid_red.body = st;
 	g->next = st->next;
 	st->next = NULL;
 	return g;
 }
 
-static bool is_grid_reduced(Tensor *t)
+static bool is_grid_reduced(Kernel *k, Tensor *t)
 {
 	IrExpr *ext[PT_COUNT];
-	return t && tensor_is_reduction(t) && grid_pars(t, ext);
+	return t && tensor_is_reduction(t) && grid_pars(k->arena, t, ext);
 }
 
 static Stmt *grid_list(Kernel *k, Stmt *s)
@@ -95,11 +95,12 @@ static Stmt *grid_list(Kernel *k, Stmt *s)
 	Stmt head = {0}, *prev = &head;
 	for (; s; s = s->next) {
 		if (s->kind == KS_FOR) {
-			s->body = grid_list(k, s->body);
+			s->loop.body = grid_list(k, s->loop.body);
 		} else if (s->kind == KS_IF) {
-			s->then = grid_list(k, s->then);
-			s->els = grid_list(k, s->els);
-		} else if (s->kind == KS_STORE && s->mem == MEM_GLOBAL && is_grid_reduced(s->tensor)) {
+			s->branch.then = grid_list(k, s->branch.then);
+			s->branch.els = grid_list(k, s->branch.els);
+		} else if (s->kind == KS_STORE && s->store.mem == MEM_GLOBAL &&
+			   is_grid_reduced(k, s->store.tensor)) {
 			s = grid_step(k, s);
 		}
 		prev->next = s;

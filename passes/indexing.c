@@ -9,8 +9,9 @@
  * forward from the logical subscripts (split: r / F and r % F; merge: o * E_inner + i). The
  * subscripts are functions of the loop variables, so the folding helpers reduce those
  * positions back to the producer's loop variables (`(io * 4 + ii) % 4` -> `ii`). They know the
- * guards around the statement (ir_range_guard): a cache copied by 32 of 128 threads is
- * guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is `threadIdx.x * 4 + v`.
+ * guards around the statement (the IrRange index_list carries, ir_range_guard): a cache copied
+ * by 32 of 128 threads is guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is
+ * `threadIdx.x * 4 + v`.
  * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements;
  * with pad(n, e), offset o of the unpadded layout becomes o + o / e * n.
  *
@@ -38,12 +39,12 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out)
 		 * needs its own part of a shared buffer computed inside it (unless t does not
 		 * depend on that loop: a bare alias, root_index < 0, of a broadcast). */
 		if (ax->ca_alias) {
-			if (t->mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
+			if (t->sched.mem == MEM_SHARED && par_is_thread(loop_par(ax)) &&
 			    !(ax->kind == AX_ROOT && ax->root_index < 0))
 				v[n++] = ax;
 			continue;
 		}
-		if (ax->par == PT_SERIAL || (t->mem == MEM_SHARED && par_is_thread(ax->par)))
+		if (ax->par == PT_SERIAL || (t->sched.mem == MEM_SHARED && par_is_thread(ax->par)))
 			v[n++] = ax;
 	}
 	*out = v;
@@ -54,26 +55,26 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e)
 {
 	if (!ir_is_const(axes[i]->extent, e))
 		return false;
-	if (i == n - 1 && !t->pad_every)
-		*e += t->pad;
+	if (i == n - 1 && !t->sched.pad_every)
+		*e += t->sched.pad;
 	return true;
 }
 
 bool index_padded_size(Diag *d, Tensor *t, int64_t *size)
 {
-	if (!t->pad_every)
+	if (!t->sched.pad_every)
 		return true;
-	if (*size % t->pad_every) {
-		diag_error(d, t->pad_span, "cannot pad '%s' after every %lld elements: its buffer has %lld, not a multiple",
-			   t->name, (long long)t->pad_every, (long long)*size);
+	if (*size % t->sched.pad_every) {
+		diag_error(d, t->sched.pad_span, "cannot pad '%s' after every %lld elements: its buffer has %lld, not a multiple",
+			   t->name, (long long)t->sched.pad_every, (long long)*size);
 		return false;
 	}
-	*size = *size / t->pad_every * (t->pad_every + t->pad);
+	*size = *size / t->sched.pad_every * (t->sched.pad_every + t->sched.pad);
 	return true;
 }
 
 /* Position along axis ax of the element with root values subs. */
-IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
+IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n)
 {
 	switch (ax->kind) {
 	case AX_ROOT:
@@ -81,17 +82,17 @@ IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n)
 			die("indexing: root %s of %s has no subscript", ax->name, ax->owner->name);
 		return subs[ax->root_index];
 	case AX_SPLIT_OUTER:
-		return ix_div(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_div(a, rg, index_forward(a, rg, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_SPLIT_INNER:
-		return ix_mod(a, index_forward(a, ax->from[0], subs, n), ir_int(a, ax->factor));
+		return ix_mod(a, rg, index_forward(a, rg, ax->from[0], subs, n), ir_int(a, ax->factor));
 	case AX_MERGE:
-		return ix_add(a, ix_mul(a, index_forward(a, ax->from[0], subs, n), ax->from[1]->extent),
-			      index_forward(a, ax->from[1], subs, n));
+		return ix_add(a, ix_mul(a, index_forward(a, rg, ax->from[0], subs, n), ax->from[1]->extent),
+			      index_forward(a, rg, ax->from[1], subs, n));
 	}
 	unreachable();
 }
 
-IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
+IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int n)
 {
 	IrExpr *off = ir_int(a, 0);
 	if (t->kind == TK_INTERMEDIATE) {
@@ -100,14 +101,14 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 		for (int i = 0; i < na; i++) {
 			int64_t e;
 			/* pad(n): each run of the innermost axis is n longer (constant: allocation.c) */
-			IrExpr *ext = t->pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
+			IrExpr *ext = t->sched.pad && index_buffer_extent(t, axes, na, i, &e) ? ir_int(a, e)
 											  : axes[i]->extent;
-			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, axes[i], subs, n));
+			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, rg, axes[i], subs, n));
 		}
 		/* pad(n, e): n more elements after every e */
-		if (t->pad_every)
-			off = ix_add(a, off, ix_mul(a, ix_div_rows(a, off, t->pad_every),
-						    ir_int(a, t->pad)));
+		if (t->sched.pad_every)
+			off = ix_add(a, off, ix_mul(a, ix_div_rows(a, rg, off, t->sched.pad_every),
+						    ir_int(a, t->sched.pad)));
 		return off;
 	}
 	for (int d = 0; d < n; d++) {
@@ -121,42 +122,43 @@ IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n)
 
 static IrExpr *lower_access(Arena *a, IrExpr *e, void *ctx)
 {
-	(void)ctx;
+	const IrRange *rg = ctx;
 	if (e->kind != EX_ACCESS)
 		return e;
-	return ir_load(a, e->tensor, index_offset(a, e->tensor, e->args, e->nargs));
+	return ir_load(a, e->tensor, index_offset(a, rg, e->tensor, e->args, e->nargs));
 }
 
-static IrExpr *lower(Kernel *k, IrExpr *e)
+static IrExpr *lower(Kernel *k, const IrRange *rg, IrExpr *e)
 {
-	return e ? ir_rewrite(k->arena, e, lower_access, NULL) : NULL;
+	return e ? ir_rewrite(k->arena, e, lower_access, (void *)rg) : NULL;
 }
 
-static void index_list(Kernel *k, Stmt *s)
+/* rg: the kernel's range facts with those of the guards around s */
+static void index_list(Kernel *k, const IrRange *rg, Stmt *s)
 {
 	for (; s; s = s->next) {
 		switch (s->kind) {
 		case KS_FOR:
-			index_list(k, s->body);
+			index_list(k, rg, s->loop.body);
 			break;
 		case KS_IF: {
-			IrGuard saved;
-			s->cond = lower(k, s->cond);
-			ir_range_guard(s->cond, &saved);
-			index_list(k, s->then);
-			ir_range_unguard(&saved);
-			index_list(k, s->els);
+			s->branch.cond = lower(k, rg, s->branch.cond);
+			IrRange in = *rg;
+			ir_range_guard(&in, s->branch.cond);
+			index_list(k, &in, s->branch.then);
+			index_list(k, rg, s->branch.els);
 			break;
 		}
 		case KS_STORE:
-			if (!s->offset)
-				s->offset = index_offset(k->arena, s->tensor, s->idx, s->nidx);
-			s->idx = NULL;
-			s->nidx = 0;
-			s->value = lower(k, s->value);
+			if (!s->store.offset)
+				s->store.offset = index_offset(k->arena, rg, s->store.tensor,
+							       s->store.idx, s->store.nidx);
+			s->store.idx = NULL;
+			s->store.nidx = 0;
+			s->store.value = lower(k, rg, s->store.value);
 			break;
 		case KS_LET:
-			s->value = lower(k, s->value);
+			s->let.value = lower(k, rg, s->let.value);
 			break;
 		default:
 			break;
@@ -166,6 +168,7 @@ static void index_list(Kernel *k, Stmt *s)
 
 bool pass_indexing(Kernel *k, Diag *d)
 {
-	index_list(k, k->body);
+	IrRange rg = ir_range_in(k);
+	index_list(k, &rg, k->body);
 	return true;
 }

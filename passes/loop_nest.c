@@ -116,10 +116,11 @@ static IrExpr *axis_value(Nest *n, Axis *ax)
 		v = ix_add(n->a, ix_mul(n->a, axis_value(n, c), ir_int(n->a, in->factor)),
 			   axis_value(n, in));
 	} else {
-		/* merge: the merged value m = outer * E_inner + inner */
+		/* merge: the merged value m = outer * E_inner + inner (no range facts of the
+		 * kernel: this pass is what sets its launch dims) */
 		IrExpr *m = axis_value(n, c);
 		IrExpr *e_inner = c->from[1]->extent;
-		v = ax == c->from[0] ? ix_div(n->a, m, e_inner) : ix_mod(n->a, m, e_inner);
+		v = ax == c->from[0] ? ix_div(n->a, NULL, m, e_inner) : ix_mod(n->a, NULL, m, e_inner);
 	}
 	if (!memo) {
 		memo = NEW(n->a, Value);
@@ -165,7 +166,11 @@ static IrExpr *split_cond(Nest *n, Tensor *t, bool reductions)
 
 static Stmt *with_split_cond(Nest *n, Stmt *s, Tensor *t, bool reductions)
 {
-	s->split_cond = split_cond(n, t, reductions);
+	IrExpr *c = split_cond(n, t, reductions);
+	if (s->kind == KS_LET)
+		s->let.split_cond = c;
+	else
+		s->store.split_cond = c;
 	return s;
 }
 
@@ -181,8 +186,8 @@ static IrExpr **root_values(Nest *n, Tensor *t, int count)
 
 static Tensor *top_of(Tensor *t)
 {
-	while (t->ca_tensor)
-		t = t->ca_tensor;
+	while (t->sched.ca_tensor)
+		t = t->sched.ca_tensor;
 	return t;
 }
 
@@ -190,7 +195,7 @@ static Tensor *top_of(Tensor *t)
  * in its readers. Outputs read by another statement are recomputed too (never read back). */
 static bool is_materialized_read(Tensor *t)
 {
-	return t->kind == TK_INTERMEDIATE && t->ca_tensor;
+	return t->kind == TK_INTERMEDIATE && t->sched.ca_tensor;
 }
 
 static IrExpr *translate(Nest *n, IrExpr *e, IrExpr **map, int nmap);
@@ -205,7 +210,7 @@ static IrExpr *translate_access(Nest *n, IrExpr *e, IrExpr **subs)
 			error_once(n, stmt_span(y),
 				   "%s is computed at %s but also read outside its loop nest; "
 				   "this is not supported yet",
-				   y->name, y->ca_tensor->name);
+				   y->name, y->sched.ca_tensor->name);
 		return ir_access(n->a, y, subs, e->nargs);
 	}
 	if (tensor_is_reduction(y)) {
@@ -289,8 +294,8 @@ static Stmt *let(Kernel *k, Var *v, IrExpr *value)
 {
 	Stmt *s = NEW(k->arena, Stmt);
 	s->kind = KS_LET;
-	s->var = v;
-	s->value = value;
+	s->let.var = v;
+	s->let.value = value;
 	return s;
 }
 
@@ -343,7 +348,7 @@ static int reduction_start(Nest *n, Tensor *t, bool *in_place)
 		Axis *ax = t->domain[i];
 		if (!ax->reduction || ax->ca_alias || ax->par != PT_SERIAL)
 			continue;
-		if (t->kind == TK_INTERMEDIATE && t->ca_tensor && t->mem == MEM_LOCAL) {
+		if (t->kind == TK_INTERMEDIATE && t->sched.ca_tensor && t->sched.mem == MEM_LOCAL) {
 			*in_place = true;
 			return i;
 		}
@@ -405,7 +410,7 @@ static void find_producers(Nest *n)
 	for (int i = 0; i < n->f->ntensors; i++) {
 		Tensor *p = n->f->tensors[i], *o;
 		int at;
-		if (!p->ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
+		if (!p->sched.ca_tensor || (p->kind != TK_INTERMEDIATE && p->kind != TK_OUTPUT))
 			continue;
 		tensor_placement(p, &o, &at);
 		Vec *v = map_lookup(&n->producers, o);
@@ -428,12 +433,12 @@ static Stmt *producers_at(Nest *n, Tensor *t, int pos)
 		tensor_placement(p, &o, &at);
 		if (at != pos)
 			continue;
-		Stmt *mark = kir_nest_mark(n->k, p, p->ca_span, p->ca_pos < 0
+		Stmt *mark = kir_nest_mark(n->k, p, p->sched.ca_span, p->sched.ca_pos < 0
 					   ? arena_printf(n->a, "%s computed at the top of %s", p->name,
-							  p->ca_tensor->name)
+							  p->sched.ca_tensor->name)
 					   : arena_printf(n->a, "%s computed at %s.%s", p->name,
-							  p->ca_tensor->name,
-							  p->ca_tensor->domain[p->ca_pos]->name));
+							  p->sched.ca_tensor->name,
+							  p->sched.ca_tensor->domain[p->sched.ca_pos]->name));
 		list = kir_append(list, mark);
 		list = kir_append(list, build_tensor(n, p));
 	}
@@ -481,7 +486,7 @@ static Stmt *bounded_for(Nest *n, Var *v, Axis *ax, Stmt *body)
 	int64_t lo, hi;
 	v->extent = ax->extent;
 	if ((ax->unroll || ax->vectorize) && !ir_is_const(ax->extent, NULL) &&
-	    ir_range(ax->extent, &lo, &hi) && hi >= 0 && hi <= PASS_MAX_LOCAL_ELEMS) {
+	    ir_range(NULL, ax->extent, &lo, &hi) && hi >= 0 && hi <= PASS_MAX_LOCAL_ELEMS) {
 		v->extent = ir_int(n->a, hi);
 		body = kir_if(n->k, ix_lt(n->a, ir_var(n->a, v), ax->extent), body, NULL);
 	}
@@ -511,7 +516,7 @@ static Stmt *init_in_place(Nest *n, Tensor *t, int pos)
 static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
 {
 	Stmt *s = let(n->k, v, value);
-	s->tensor = t; /* one group for the predicate pass: all or nothing per element */
+	s->let.tensor = t; /* one group for the predicate pass: all or nothing per element */
 	return s;
 }
 
@@ -555,7 +560,7 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
 	if (fr->threads) {
 		Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
-		br->span = t->welford_span;
+		br->span = t->sched.welford_span;
 		list = kir_append(list, br);
 	}
 	IrExpr *sum = ir_op(a, OP_MUL, dt, ir_var(a, fr->wmean), ir_var(a, fr->acc));
@@ -570,9 +575,9 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 static Stmt *welford_store(Nest *n, Tensor *t)
 {
 	for (int i = 0; i < n->wsums.len; i++)
-		if (n->wsums.items[i] == t->welford_sum)
+		if (n->wsums.items[i] == t->sched.welford_sum)
 			return store(n, t, ir_var(n->a, VEC_AT(n->wm2s, Var, i)));
-	die("loop_nest: welford tensor %s before its sum %s", t->name, t->welford_sum->name);
+	die("loop_nest: welford tensor %s before its sum %s", t->name, t->sched.welford_sum->name);
 }
 
 static Stmt *innermost(Nest *n, Frame *fr)
@@ -588,7 +593,7 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
-		s->tensor = t;
+		s->let.tensor = t;
 		return with_split_cond(n, s, t, true);
 	}
 	return with_split_cond(n, kir_store(n->k, t, map, t->ndim, translate(n, t->def, map, t->nroot)),
@@ -628,9 +633,9 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		list = kir_append(list, init_in_place(n, t, pos));
 		return kir_append(list, open_axis(n, fr, pos));
 	}
-	if (pos == fr->rstart && t->welford_sum)
+	if (pos == fr->rstart && t->sched.welford_sum)
 		return kir_append(list, welford_store(n, t));
-	if (pos == fr->rstart && t->welford_var)
+	if (pos == fr->rstart && t->sched.welford_var)
 		return kir_append(list, welford_nest(n, fr, pos));
 	if (pos == fr->rstart && tensor_is_reduction(t)) {
 		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
@@ -680,13 +685,14 @@ static void check_block_reduces(Nest *n, Stmt *s)
 {
 	for (; s; s = s->next) {
 		BlockReduceShape sh;
-		if (s->kind == KS_BLOCK_REDUCE && !kir_block_reduce_shape(n->k, s->pars, &sh))
+		if (s->kind == KS_BLOCK_REDUCE &&
+		    !kir_block_reduce_shape(n->k, s->block_red.pars, &sh))
 			error_once(n, s->span,
 				   "a block reduction over thread types that are not consecutive among "
 				   "the launched ones (x, y, z) is not supported yet");
-		check_block_reduces(n, s->body);
-		check_block_reduces(n, s->then);
-		check_block_reduces(n, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			check_block_reduces(n, *lists[i]);
 	}
 }
 
@@ -706,22 +712,36 @@ static void add_launch(Kernel *k, ParType p, IrExpr *extent)
 
 static bool is_nest_tensor(Tensor *t)
 {
-	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && t->ca_tensor);
+	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && t->sched.ca_tensor);
 }
 
+/* The launch extent of each parallel type: the largest extent bound to it. A type that some
+ * nest does not bind (through its own axes or its consumer's loops) launches at least 1, so
+ * that nest runs when the others are empty (a 0-d total beside rows, M = 0). */
 static void launch_dims(Kernel *k)
 {
 	Fusion *f = k->fusion;
+	unsigned bound_by_all = ~0u, bound_by_any = 0;
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		if (!is_nest_tensor(t))
 			continue;
+		unsigned mask = 0;
 		for (int j = 0; j < t->ndomain; j++) {
-			Axis *ax = t->domain[j];
+			Axis *ax = t->domain[j], *r = ax;
+			while (r->ca_alias)
+				r = r->ca_alias;
+			if (r->par != PT_SERIAL)
+				mask |= 1u << r->par;
 			if (!ax->ca_alias && ax->par != PT_SERIAL)
-				add_launch(k, ax->par, ax->extent);
+				add_launch(k, ax->par, axis_launch_extent(k->arena, ax));
 		}
+		bound_by_all &= mask;
+		bound_by_any |= mask;
 	}
+	for (ParType p = 0; p < PT_COUNT; p++)
+		if ((bound_by_any & ~bound_by_all) & (1u << p))
+			add_launch(k, p, ir_int(k->arena, 1));
 }
 
 bool pass_loop_nest(Kernel *k, Diag *d)
@@ -732,7 +752,7 @@ bool pass_loop_nest(Kernel *k, Diag *d)
 	find_producers(&n);
 	for (int i = 0; i < f->ntensors && n.ok; i++) {
 		Tensor *t = f->tensors[i];
-		if (t->kind != TK_OUTPUT || t->ca_tensor)
+		if (t->kind != TK_OUTPUT || t->sched.ca_tensor)
 			continue;
 		n.top = t;
 		/* the marker tells later passes where each top-level nest starts */

@@ -16,7 +16,7 @@
  *
  * Conditions: `.sync.aligned` needs every lane of the warp, so no condition may depend on the
  * lane. A bound on k (K not a multiple of the tile) is dropped: the operand caches are
- * zero-filled (Tensor.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
+ * zero-filled (Tensor.sched.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
  * on neither stay around the instruction (the same in every lane of the warp).
  */
 #include "passes/passes.h"
@@ -26,6 +26,7 @@ typedef struct Mm {
 	Diag *d;
 	Arena *a;
 	Var *g, *t; /* threadIdx.x = 4 * g + t */
+	const IrRange *rg; /* the kernel's range facts */
 } Mm;
 
 static bool is_tidx(IrExpr *e, void *ctx)
@@ -75,7 +76,7 @@ static Stmt *only(Stmt *s)
 
 static Stmt *loop_over(Stmt *s, Axis *ax)
 {
-	return s && s->kind == KS_FOR && s->var->axis == ax ? s : NULL;
+	return s && s->kind == KS_FOR && s->loop.var->axis == ax ? s : NULL;
 }
 
 static void conjuncts(IrExpr *c, Vec *out, Arena *a)
@@ -89,18 +90,20 @@ static void conjuncts(IrExpr *c, Vec *out, Arena *a)
 }
 
 /* threadIdx.x / 4 and threadIdx.x % 4 */
-static IrExpr *lane_part(Arena *a, int which)
+static IrExpr *lane_part(Mm *m, int which)
 {
+	Arena *a = m->a;
 	IrExpr *x = ir_par(a, PT_TIDX), *four = ir_int(a, 4);
-	return which ? ix_mod(a, x, four) : ix_div(a, x, four);
+	return which ? ix_mod(a, m->rg, x, four) : ix_div(a, m->rg, x, four);
 }
 
 /* row = rg * g + rt * t + rc (or the column) of a fragment entry, in terms of threadIdx.x */
-static IrExpr *frag_coord(Arena *a, int cg, int ct, int cc)
+static IrExpr *frag_coord(Mm *m, int cg, int ct, int cc)
 {
+	Arena *a = m->a;
 	IrExpr *e = ir_int(a, cc);
-	e = ix_add(a, ix_mul(a, ir_int(a, cg), lane_part(a, 0)), e);
-	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(a, 1)), e);
+	e = ix_add(a, ix_mul(a, ir_int(a, cg), lane_part(m, 0)), e);
+	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(m, 1)), e);
 }
 
 /* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
@@ -111,16 +114,16 @@ static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *
 	Arena *a = m->a;
 	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
 	if (row) {
-		e = ir_subst(a, e, m->g, ix_mod(a, row, eight));
-		e = ir_subst(a, e, mh, ix_div(a, row, eight));
+		e = ir_subst(a, e, m->g, ix_mod(a, m->rg, row, eight));
+		e = ir_subst(a, e, mh, ix_div(a, m->rg, row, eight));
 	}
 	if (col) {
-		e = ir_subst(a, e, m->t, ix_div(a, col, two));
-		e = ir_subst(a, e, nc, ix_mod(a, col, two));
+		e = ir_subst(a, e, m->t, ix_div(a, m->rg, col, two));
+		e = ir_subst(a, e, nc, ix_mod(a, m->rg, col, two));
 	}
 	if (kk)
 		e = ir_subst(a, e, k, kk);
-	e = ir_simplify(a, e);
+	e = ir_simplify(a, m->rg, e);
 	if (mentions(e, m->g) || mentions(e, m->t) || mentions(e, mh) || mentions(e, nc) ||
 	    mentions(e, k))
 		return NULL;
@@ -132,18 +135,18 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 /* Lowers the nest `s` (the loop over mma->mh) of accumulator t; NULL after an error. */
 static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 {
-	TensorMma *mma = t->mma;
+	TensorMma *mma = t->sched.mma;
 	const MmaInstr *in = mma->instr;
 	Arena *a = m->a;
-	Stmt *l_nc = loop_over(only(s->body), mma->nc);
-	Stmt *l_k = l_nc ? loop_over(only(l_nc->body), mma->k) : NULL;
-	Stmt *st = l_k ? only(l_k->body) : NULL;
+	Stmt *l_nc = loop_over(only(s->loop.body), mma->nc);
+	Stmt *l_k = l_nc ? loop_over(only(l_nc->loop.body), mma->k) : NULL;
+	Stmt *st = l_k ? only(l_k->loop.body) : NULL;
 	IrExpr *cond = NULL;
-	if (st && st->kind == KS_IF && !st->els) {
-		cond = st->cond;
-		st = only(st->then);
+	if (st && st->kind == KS_IF && !st->branch.els) {
+		cond = st->branch.cond;
+		st = only(st->branch.then);
 	}
-	IrExpr *v = st && st->kind == KS_STORE && st->tensor == t ? st->value : NULL;
+	IrExpr *v = st && st->kind == KS_STORE && st->store.tensor == t ? st->store.value : NULL;
 	IrExpr *acc = NULL, *prod = NULL, *x = NULL, *y = NULL;
 	if (v && v->kind == EX_OP && v->op == OP_ADD) {
 		acc = v->args[0];
@@ -158,28 +161,28 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		x = y;
 		y = z;
 	}
-	if (!acc || acc->kind != EX_LOAD || acc->tensor != t || !ir_equal(acc->args[0], st->offset) ||
+	if (!acc || acc->kind != EX_LOAD || acc->tensor != t || !ir_equal(acc->args[0], st->store.offset) ||
 	    !x || !y || x->kind != EX_LOAD || y->kind != EX_LOAD || x->tensor != mma->a ||
 	    y->tensor != mma->b) {
 		diag_error(m->d, mma->span, "the loops inside the mma's tile are not the accumulation 'Cl[c] += A[a] * B[b]' over its %d x %d x %d tile (internal: the nest was changed)",
 			   in->m, in->n, in->k);
 		return NULL;
 	}
-	Var *mh = s->var, *nc = l_nc->var, *kv = l_k->var;
+	Var *mh = s->loop.var, *nc = l_nc->loop.var, *kv = l_k->loop.var;
 	/* the conditions: k bounds dropped, lane-dependent ones refused, the others kept */
 	IrExpr *keep = NULL;
 	if (cond) {
 		Vec cs = {0}, split = {0};
 		conjuncts(cond, &cs, a);
-		if (st->split_cond)
-			conjuncts(st->split_cond, &split, a);
+		if (st->store.split_cond)
+			conjuncts(st->store.split_cond, &split, a);
 		for (int i = 0; i < cs.len; i++) {
 			IrExpr *c = VEC_AT(cs, IrExpr, i);
 			bool split_inner = false;
 			for (int j = 0; j < split.len; j++)
 				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
-			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
-			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+			/* the bound of the k root, the last (`k < K`, in split_cond as well), is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[t->ndim]->extent))
 				split_inner = false;
 			if (mentions(c, kv) && split_inner) {
 				/* `inner < F` of a split of k that F does not divide into 16s: the tile
@@ -205,22 +208,22 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		}
 	}
 	/* the lane as 4 * G + T in every offset */
-	IrExpr *offs[3] = {st->offset, x->args[0], y->args[0]};
+	IrExpr *offs[3] = {st->store.offset, x->args[0], y->args[0]};
 	for (int i = 0; i < 3; i++)
-		offs[i] = ir_simplify(a, ir_rewrite(a, offs[i], split_lane, m));
+		offs[i] = ir_simplify(a, m->rg, ir_rewrite(a, offs[i], split_lane, m));
 	int n = in->nc + in->na + in->nb;
 	Stmt *mm = NEW(a, Stmt);
 	mm->kind = KS_MMA;
 	mm->span = mma->span;
-	mm->tensor = t;
-	mm->mma = in;
-	mm->nidx = n;
-	mm->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
+	mm->mma.tensor = t;
+	mm->mma.instr = in;
+	mm->mma.nidx = n;
+	mm->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
 	for (int i = 0; i < n; i++) {
 		char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
 		int r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
 		const MmaFrag *f = op == 'a' ? &in->a[r] : op == 'b' ? &in->b[r] : &in->c[r];
-		IrExpr *row = frag_coord(a, f->rg, f->rt, f->rc), *col = frag_coord(a, f->cg, f->ct, f->cc);
+		IrExpr *row = frag_coord(m, f->rg, f->rt, f->rc), *col = frag_coord(m, f->cg, f->ct, f->cc);
 		IrExpr *e;
 		if (op == 'c') {
 			/* the lane holds the element it computes: row % 8 = lane / 4, col / 2 = lane % 4 */
@@ -247,7 +250,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 		}
 		if (op != 'c')
 			e->dtype = op == 'a' ? x->dtype : y->dtype;
-		mm->idx[i] = e;
+		mm->mma.idx[i] = e;
 	}
 	/* ldmatrix when asked for and it provably loads the same elements (B first: its slot
 	 * moves when A's shrinks) */
@@ -268,7 +271,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 
 static bool loops_over(Stmt *s, void *ax)
 {
-	return s->kind == KS_FOR && s->var->axis == ax;
+	return s->kind == KS_FOR && s->loop.var->axis == ax;
 }
 
 /* ---- ldmatrix: proved on every value of the free variables ---- */
@@ -294,7 +297,8 @@ static bool atom_eq(IrExpr *a, IrExpr *b)
 static bool add_atom(IrExpr *e, void *ctx)
 {
 	Ldm *l = ctx;
-	int64_t ext;
+	int64_t ext, lo, hi;
+	IrRange rg = ir_range_in(l->k);
 	if (e->kind == EX_PAR && e->par == PT_TIDX)
 		return false;
 	if (e->kind == EX_VAR && e->var->extent && ir_is_const(e->var->extent, &ext))
@@ -302,6 +306,8 @@ static bool add_atom(IrExpr *e, void *ctx)
 	else if (e->kind == EX_PAR && par_is_thread(e->par) &&
 		 (!l->k->launch[e->par] || ir_is_const(l->k->launch[e->par], &ext)))
 		ext = l->k->launch[e->par] ? ext : 1;
+	else if (e->kind == EX_PAR && ir_range(&rg, e, &lo, &hi) && lo == 0 && hi == 0)
+		ext = 1; /* a block index that can only be 0 (one block along a tile) */
 	else if (e->kind == EX_VAR || e->kind == EX_PAR || e->kind == EX_SIZE || e->kind == EX_PARAM ||
 		 e->kind == EX_LOAD || e->kind == EX_FLOAT || e->kind == EX_SELECT)
 		return (l->ok = false);
@@ -411,8 +417,8 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 /* threadIdx.x % 16 for threadIdx.x */
 static IrExpr *lane_mod16(Arena *a, IrExpr *e, void *ctx)
 {
-	(void)ctx;
-	return is_tidx(e, NULL) ? ix_mod(a, e, ir_int(a, 16)) : e;
+	Mm *m = ctx;
+	return is_tidx(e, NULL) ? ix_mod(a, m->rg, e, ir_int(a, 16)) : e;
 }
 
 /* x == y for every lane and every value of the other variables (as ldm_proved). */
@@ -440,12 +446,12 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv)
 {
 	Arena *a = m->a;
-	const MmaInstr *in = mm->mma;
+	const MmaInstr *in = mm->mma.instr;
 	int first = op == 'a' ? in->nc : in->nc + in->na, n = op == 'a' ? in->na : in->nb;
-	IrExpr **loads = mm->idx + first, *x = ir_par(a, PT_TIDX);
-	IrExpr *l16 = ix_mod(a, x, ir_int(a, 16));
+	IrExpr **loads = mm->mma.idx + first, *x = ir_par(a, PT_TIDX);
+	IrExpr *l16 = ix_mod(a, m->rg, x, ir_int(a, 16));
 	IrExpr *row = op == 'a' ? at_element(m, off, mh, nc, kv, l16, NULL,
-					     ix_mul(a, ir_int(a, 8), ix_div(a, x, ir_int(a, 16))))
+					     ix_mul(a, ir_int(a, 8), ix_div(a, m->rg, x, ir_int(a, 16))))
 				: at_element(m, off, mh, nc, kv, NULL, ir_int(a, 0), l16);
 	Tensor *t = loads[0]->tensor;
 	Axis **axes;
@@ -456,18 +462,18 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 	if (!row || size <= 0 || size % 8 || dtype_size(t->dtype) != 2 ||
 	    !ldm_proved(m->k, loads, n, row, op == 'b'))
 		return false;
-	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->nidx - n + 1));
+	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->mma.nidx - n + 1));
 	int j = 0;
-	for (int i = 0; i < mm->nidx; i++) {
+	for (int i = 0; i < mm->mma.nidx; i++) {
 		if (i == first)
 			idx[j++] = ir_load(a, t, row);
 		if (i < first || i >= first + n)
-			idx[j++] = mm->idx[i];
+			idx[j++] = mm->mma.idx[i];
 	}
 	idx[first]->dtype = loads[0]->dtype;
-	mm->idx = idx;
-	mm->nidx = j;
-	mm->mma_ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
+	mm->mma.idx = idx;
+	mm->mma.nidx = j;
+	mm->mma.ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
 	return true;
 }
 
@@ -481,11 +487,12 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 {
 	for (; *p; p = &(*p)->next) {
 		Stmt *s = *p;
-		Tensor *t = s->kind == KS_FOR && s->var->axis ? s->var->axis->owner : NULL;
+		Tensor *t = s->kind == KS_FOR && s->loop.var->axis ? s->loop.var->axis->owner : NULL;
 		/* the accumulation, not the identity stores before it (no k loop) or the reader */
-		if (t && t->mma && t->mma->mh == s->var->axis && ir_stmts_any(s->body, loops_over, t->mma->k)) {
+		if (t && t->sched.mma && t->sched.mma->mh == s->loop.var->axis &&
+		    ir_stmts_any(s->loop.body, loops_over, t->sched.mma->k)) {
 			if (lane_if) {
-				diag_error(m->d, t->mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
+				diag_error(m->d, t->sched.mma->span, "the mma of '%s' is inside a condition on threadIdx.x, the warp's lane: mma.sync needs every lane",
 					   t->name);
 				return false;
 			}
@@ -498,7 +505,7 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 		}
 		Stmt **lists[3];
 		int n = ir_stmt_lists(s, lists);
-		bool in_lane = lane_if || (s->kind == KS_IF && is_tidx_cond(s->cond));
+		bool in_lane = lane_if || (s->kind == KS_IF && is_tidx_cond(s->branch.cond));
 		for (int i = 0; i < n; i++)
 			if (!lower_list(m, lists[i], in_lane))
 				return false;
@@ -525,10 +532,10 @@ static Var *pair_tiles(Mm *m, Stmt *ld, Var *v);
 static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 {
 	Arena *a = m->a;
-	const MmaInstr *in = mm->mma;
+	const MmaInstr *in = mm->mma.instr;
 	int cnt, first = mma_slot(mm, op, &cnt), nel = op == 'a' ? in->na : in->nb;
-	unsigned ldm = mm->mma_ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B);
-	IrExpr **src = mm->idx + first;
+	unsigned ldm = mm->mma.ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B);
+	IrExpr **src = mm->mma.idx + first;
 	Tensor *from = src[0]->tensor;
 	DType dt = src[0]->dtype;
 	/* the loops the operand depends on, their fresh copies, the fragment's index */
@@ -539,48 +546,47 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	for (int i = 0; i < n; i++) {
 		bool uses = false;
 		for (int r = 0; r < cnt; r++)
-			uses |= mentions(src[r], L[i]->var);
+			uses |= mentions(src[r], L[i]->loop.var);
 		if (!uses)
 			continue;
 		int64_t e;
-		ir_is_const(L[i]->var->extent, &e);
+		ir_is_const(L[i]->loop.var->extent, &e);
 		dep[nd] = i;
-		fresh[nd] = kir_new_var(m->k, L[i]->var->axis ? L[i]->var->axis->name : L[i]->var->name,
+		fresh[nd] = kir_new_var(m->k, L[i]->loop.var->axis ? L[i]->loop.var->axis->name : L[i]->loop.var->name,
 					DT_I64);
-		fresh[nd]->extent = L[i]->var->extent;
-		lin = ix_add(a, ix_mul(a, lin, ir_int(a, e)), ir_var(a, L[i]->var));
+		fresh[nd]->extent = L[i]->loop.var->extent;
+		lin = ix_add(a, ix_mul(a, lin, ir_int(a, e)), ir_var(a, L[i]->loop.var));
 		flin = ix_add(a, ix_mul(a, flin, ir_int(a, e)), ir_var(a, fresh[nd]));
 		size *= e;
 		nd++;
 	}
 	const char *name = kir_new_var(m->k, arena_printf(a, "%s_frag", from->name), dt)->name;
 	Tensor *f = tensor_buffer(a, name, dt, MEM_LOCAL, ir_int(a, size), mm->span);
-	f->mma_frag = true;
+	f->sched.mma_frag = true;
 	/* the load, under copies of the loops it depends on */
 	Stmt *ld = NEW(a, Stmt);
 	ld->kind = KS_MMA_LOAD;
 	ld->span = mm->span;
-	ld->tensor = f;
-	ld->mem = MEM_LOCAL;
-	ld->mma = in;
-	ld->mma_op = op;
-	ld->mma_ldm = ldm;
-	ld->mma_tiles = 1;
-	ld->offset = ir_simplify(a, ix_mul(a, flin, ir_int(a, nel)));
-	ld->nidx = cnt;
-	ld->idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
+	ld->mma.tensor = f;
+	ld->mma.instr = in;
+	ld->mma.op = op;
+	ld->mma.ldm = ldm;
+	ld->mma.tiles = 1;
+	ld->mma.offset = ir_simplify(a, m->rg, ix_mul(a, flin, ir_int(a, nel)));
+	ld->mma.nidx = cnt;
+	ld->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
 	for (int r = 0; r < cnt; r++) {
 		IrExpr *e = src[r];
 		for (int i = 0; i < nd; i++)
-			e = ir_subst(a, e, L[dep[i]]->var, ir_var(a, fresh[i]));
-		ld->idx[r] = ir_simplify(a, e);
+			e = ir_subst(a, e, L[dep[i]]->loop.var, ir_var(a, fresh[i]));
+		ld->mma.idx[r] = ir_simplify(a, m->rg, e);
 	}
 	if (nd && ldm == MMA_LDM_B)
 		fresh[nd - 1] = pair_tiles(m, ld, fresh[nd - 1]);
 	Stmt *nest = ld;
 	for (int i = nd - 1; i >= 0; i--) {
 		nest = kir_for(m->k, fresh[i], nest);
-		nest->unroll = true;
+		nest->loop.unroll = true;
 		nest->span = L[dep[i]]->span;
 	}
 	Stmt *al = kir_alloc(m->k, f, MEM_LOCAL, ir_int(a, size));
@@ -588,22 +594,22 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	nest->next = *at;
 	*at = al;
 	/* the mma reads the registers */
-	int total = mm->nidx - cnt + nel;
+	int total = mm->mma.nidx - cnt + nel;
 	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)total);
 	IrExpr *base = ix_mul(a, lin, ir_int(a, nel));
 	int j = 0;
-	for (int i = 0; i < mm->nidx; i++) {
+	for (int i = 0; i < mm->mma.nidx; i++) {
 		if (i == first)
 			for (int r = 0; r < nel; r++) {
-				idx[j] = ir_load(a, f, ir_simplify(a, ix_add(a, base, ir_int(a, r))));
+				idx[j] = ir_load(a, f, ir_simplify(a, m->rg, ix_add(a, base, ir_int(a, r))));
 				idx[j++]->dtype = dt;
 			}
 		if (i < first || i >= first + cnt)
-			idx[j++] = mm->idx[i];
+			idx[j++] = mm->mma.idx[i];
 	}
-	mm->idx = idx;
-	mm->nidx = total;
-	mm->mma_ldm &= ~ldm;
+	mm->mma.idx = idx;
+	mm->mma.nidx = total;
+	mm->mma.ldm &= ~ldm;
 }
 
 /* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
@@ -618,21 +624,21 @@ static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
 	int64_t e;
 	if (!ir_is_const(v->extent, &e) || e % 2)
 		return v;
-	IrExpr *row = ld->idx[0]->args[0];
+	IrExpr *row = ld->mma.idx[0]->args[0];
 	Var *v2 = kir_new_var(m->k, arena_printf(a, "%s_pair", v->name), DT_I64);
 	v2->extent = ir_int(a, e / 2);
 	IrExpr *pair = ix_add(a, ix_mul(a, ir_int(a, 2), ir_var(a, v2)),
-			      ix_div(a, ir_par(a, PT_TIDX), ir_int(a, 16)));
-	IrExpr *x4 = ir_simplify(a, ir_subst(a, row, v, pair));
-	IrExpr *low = ir_simplify(a, ir_subst(a, ir_rewrite(a, row, lane_mod16, NULL), v, pair));
+			      ix_div(a, m->rg, ir_par(a, PT_TIDX), ir_int(a, 16)));
+	IrExpr *x4 = ir_simplify(a, m->rg, ir_subst(a, row, v, pair));
+	IrExpr *low = ir_simplify(a, m->rg, ir_subst(a, ir_rewrite(a, row, lane_mod16, m), v, pair));
 	if (!ldm_equal(m->k, x4, low))
 		return v;
-	Tensor *t = ld->idx[0]->tensor;
-	DType dt = ld->idx[0]->dtype;
-	ld->idx[0] = ir_load(a, t, x4);
-	ld->idx[0]->dtype = dt;
-	ld->offset = ir_simplify(a, ir_subst(a, ld->offset, v, ix_mul(a, ir_int(a, 2), ir_var(a, v2))));
-	ld->mma_tiles = 2;
+	Tensor *t = ld->mma.idx[0]->tensor;
+	DType dt = ld->mma.idx[0]->dtype;
+	ld->mma.idx[0] = ir_load(a, t, x4);
+	ld->mma.idx[0]->dtype = dt;
+	ld->mma.offset = ir_simplify(a, m->rg, ir_subst(a, ld->mma.offset, v, ix_mul(a, ir_int(a, 2), ir_var(a, v2))));
+	ld->mma.tiles = 2;
 	return v2;
 }
 
@@ -640,12 +646,12 @@ static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
 static int64_t frag_size(Stmt *mm, char op, Stmt **L, int n, int j)
 {
 	int cnt, first = mma_slot(mm, op, &cnt);
-	int64_t size = op == 'a' ? mm->mma->na : mm->mma->nb, e;
+	int64_t size = op == 'a' ? mm->mma.instr->na : mm->mma.instr->nb, e;
 	for (int i = j; i < n; i++) {
 		bool uses = false;
 		for (int r = 0; r < cnt; r++)
-			uses |= mentions(mm->idx[first + r], L[i]->var);
-		if (uses && ir_is_const(L[i]->var->extent, &e))
+			uses |= mentions(mm->mma.idx[first + r], L[i]->loop.var);
+		if (uses && ir_is_const(L[i]->loop.var->extent, &e))
 			size *= e;
 	}
 	return size;
@@ -658,10 +664,10 @@ static void fragments(Mm *m, Stmt **p)
 		Stmt *L[CHAIN_MAX], *s = *p, *mm;
 		int n = 0;
 		int64_t e;
-		while (s && s->kind == KS_FOR && s->unroll && ir_is_const(s->var->extent, &e) &&
+		while (s && s->kind == KS_FOR && s->loop.unroll && ir_is_const(s->loop.var->extent, &e) &&
 		       n < CHAIN_MAX) {
 			L[n++] = s;
-			s = only(s->body);
+			s = only(s->loop.body);
 		}
 		mm = s && s->kind == KS_MMA ? s : NULL;
 		if (!mm && (*p)->kind != KS_MMA) {
@@ -679,7 +685,7 @@ static void fragments(Mm *m, Stmt **p)
 		while (j < n && (frag_size(mm, 'a', L, n, j) > FRAG_MAX ||
 				 frag_size(mm, 'b', L, n, j) > FRAG_MAX))
 			j++;
-		Stmt **at = j < n ? (j ? &L[j - 1]->body : p) : n ? &L[n - 1]->body : p;
+		Stmt **at = j < n ? (j ? &L[j - 1]->loop.body : p) : n ? &L[n - 1]->loop.body : p;
 		hoist_operand(m, mm, 'b', L + j, n - j, at);
 		hoist_operand(m, mm, 'a', L + j, n - j, at);
 		/* past the statements inserted before the chain, if any */
@@ -693,7 +699,7 @@ bool pass_mma(Kernel *k, Diag *d)
 	Fusion *f = k->fusion;
 	Tensor *t = NULL;
 	for (int i = 0; i < f->ntensors && !t; i++)
-		if (f->tensors[i]->mma)
+		if (f->tensors[i]->sched.mma)
 			t = f->tensors[i];
 	if (!t)
 		return true;
@@ -701,11 +707,12 @@ bool pass_mma(Kernel *k, Diag *d)
 	if (k->launch[PT_TIDX] && !ir_is_const(k->launch[PT_TIDX], &x))
 		x = -1;
 	if (x != 32) {
-		diag_error(d, t->mma->span, "threadIdx.x is the lane of the warp in an mma, so the block's x dimension must be 32; it is %lld here (the largest extent any tensor binds to threadIdx.x)",
+		diag_error(d, t->sched.mma->span, "threadIdx.x is the lane of the warp in an mma, so the block's x dimension must be 32; it is %lld here (the largest extent any tensor binds to threadIdx.x)",
 			   (long long)x);
 		return false;
 	}
-	Mm m = {k, d, k->arena, NULL, NULL};
+	IrRange rg = ir_range_in(k);
+	Mm m = {k, d, k->arena, NULL, NULL, &rg};
 	m.g = kir_new_var(k, "mma_g", DT_I64);
 	m.g->extent = ir_int(k->arena, 8);
 	m.t = kir_new_var(k, "mma_t", DT_I64);

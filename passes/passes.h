@@ -59,16 +59,19 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e);
 bool index_padded_size(Diag *d, Tensor *t, int64_t *size);
 /* The position along axis ax (of the tensor) of the element with root values subs: split
  * r / F and r % F, merge o * E_inner + i (indexing.c). */
-IrExpr *index_forward(Arena *a, Axis *ax, IrExpr **subs, int n);
+IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n);
 /* Element offset of t[subs] (logical subscripts): row-major over the shape for inputs and
  * outputs, over the buffer axes (computed forward from the subscripts) for intermediates. */
-IrExpr *index_offset(Arena *a, Tensor *t, IrExpr **subs, int n);
+IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int n);
 /* passes/grid_reduce.c: the store of a tensor with reduction axes bound to blockIdx.* becomes
  * a KS_GRID_REDUCE around it (workspace in Kernel.grid_ws; docs/reductions.md). */
 bool pass_grid_reduce(Kernel *k, Diag *d);
 /* passes/cp_async.c: copies into cp_async tensors -> KS_CP_ASYNC (zero-fill by src-size, a
  * real branch only for shared addresses out of range), one commit after each load nest. */
 bool pass_cp_async(Kernel *k, Diag *d);
+/* Whether t's copies are cp.async in k: not in a kernel lowered without vector accesses
+ * (LowerOptions.no_vectorize), whose copies stay plain stores. */
+bool cp_async_kept(Kernel *k, Tensor *t);
 /* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
  * slot-reuse barriers, wait_all after the loop; any loop extent. */
 bool pass_circular_buffer(Kernel *k, Diag *d);
@@ -103,6 +106,9 @@ bool pass_arch(Kernel *k, Diag *d);
 void pass_arch_explain(Kernel *k, int target, Diag *d);
 /* passes/simplify.c: constant folding and dead branch removal. */
 bool pass_simplify(Kernel *k, Diag *d);
+/* passes/hoist.c: divisions of thread and block indices by sizes, computed once per thread
+ * into kernel-scope locals at the top of the kernel. */
+bool pass_hoist(Kernel *k, Diag *d);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
 

@@ -30,6 +30,7 @@ const Pass pass_list[] = {
 	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
+	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
 };
 const int pass_count = countof(pass_list);
 
@@ -145,8 +146,6 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	Kernel *k = kir_new(a, f);
 	bool ok = true;
 	k->options = o;
-	/* par ranges are unknown until loop_nest has set the launch dims */
-	ir_range_set_kernel(NULL);
 	for (int i = 0; i < pass_count && ok; i++) {
 		const Pass *p = &pass_list[i];
 		double t0 = now_seconds();
@@ -157,8 +156,6 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 				(now_seconds() - t0) * 1e6);
 		if (!ok)
 			break;
-		if (i == 0)
-			ir_range_set_kernel(k);
 		if (o->verify && !ir_verify(k, d, p->name)) {
 			ok = false;
 			break;
@@ -167,7 +164,6 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 				      strcmp(o->dump_after, p->name) == 0))
 			dump(k, p->name, out);
 	}
-	ir_range_set_kernel(NULL);
 	if (ok)
 		add_bounds(k);
 	return ok ? k : NULL;

@@ -35,11 +35,12 @@ typedef struct Conds {
 	IrExpr **c;
 	int n, cap;
 	Arena *a;
+	const IrRange *rg; /* the kernel's range facts */
 } Conds;
 
 static void add_cond(Conds *cs, IrExpr *c)
 {
-	c = ir_simplify(cs->a, c);
+	c = ir_simplify(cs->a, cs->rg, c);
 	int64_t v;
 	if (ir_is_const(c, &v) && v)
 		return;
@@ -109,13 +110,15 @@ static void par_conds(Conds *cs, Kernel *k, Tensor *t, bool result)
 {
 	for (int i = 0; i < t->ndomain; i++) {
 		Axis *ax = resolve(t->domain[i]);
-		if (ax->par == PT_SERIAL || ir_equal(ax->extent, k->launch[ax->par]))
+		/* the result of a reduction is stored by the blocks of its (at least one) part */
+		IrExpr *ext = result ? axis_launch_extent(cs->a, ax) : ax->extent;
+		if (ax->par == PT_SERIAL || ir_equal(ext, k->launch[ax->par]))
 			continue;
 		if (bare_alias(t->domain[i]) && binds_deeper(t, i, ax->par))
 			continue;
 		if (result && ax == t->domain[i] && ax->reduction && par_is_thread(ax->par))
 			continue;
-		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ax->extent));
+		add_cond(cs, ix_lt(cs->a, ir_par(cs->a, ax->par), ext));
 	}
 }
 
@@ -161,15 +164,15 @@ static void collect_stores(Elim *e, Stmt *s)
 	for (; s; s = s->next) {
 		if (s->kind == KS_STORE)
 			vec_push(e->a, &e->stores, s);
-		collect_stores(e, s->body);
-		collect_stores(e, s->then);
-		collect_stores(e, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			collect_stores(e, *lists[i]);
 	}
 }
 
 static bool is_total(Elim *e, Tensor *t)
 {
-	return t->cp_async || t->zero_fill || in_vec(&e->total, t);
+	return t->sched.cp_async || t->sched.zero_fill || in_vec(&e->total, t);
 }
 
 static bool reads_total(Elim *e, IrExpr *x)
@@ -190,17 +193,17 @@ static void find_total(Elim *e, Kernel *k)
 {
 	collect_stores(e, k->body);
 	for (int i = 0; i < e->stores.len; i++) {
-		Tensor *t = VEC_AT(e->stores, Stmt, i)->tensor;
-		if (t->mem == MEM_LOCAL && !in_vec(&e->total, t))
+		Tensor *t = VEC_AT(e->stores, Stmt, i)->store.tensor;
+		if (t->sched.mem == MEM_LOCAL && !in_vec(&e->total, t))
 			vec_push(e->a, &e->total, t);
 	}
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (int i = 0; i < e->stores.len; i++) {
 			Stmt *s = VEC_AT(e->stores, Stmt, i);
-			if (in_vec(&e->total, s->tensor) && !reads_total(e, s->value)) {
+			if (in_vec(&e->total, s->store.tensor) && !reads_total(e, s->store.value)) {
 				for (int j = 0; j < e->total.len; j++) /* remove: the last takes its place */
-					if (e->total.items[j] == s->tensor)
+					if (e->total.items[j] == s->store.tensor)
 						e->total.items[j] = e->total.items[--e->total.len];
 				changed = true;
 			}
@@ -249,10 +252,10 @@ static int64_t held(Axis *ax)
  * (a split pads). It is surely outside when the buffer's loops over that dimension are the
  * tensor's own and hold fewer root index values than the read may reach (an unsplit source
  * of 8 read at lane 8 of a split by 3; a source split by 3 over 3 read by 4 lanes). */
-static bool read_past_buffer(Tensor *t, int d, IrExpr *sub)
+static bool read_past_buffer(const IrRange *rg, Tensor *t, int d, IrExpr *sub)
 {
 	int64_t lo, hi, n = d < t->nroot ? held(t->root[d]) : 0;
-	return n > 0 && (!ir_range(sub, &lo, &hi) || hi >= n);
+	return n > 0 && (!ir_range(rg, sub, &lo, &hi) || hi >= n);
 }
 
 /* Bounds conditions of the reads in e that an eliminated store keeps: those whose index may
@@ -267,7 +270,7 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
 	if (e->kind != EX_ACCESS)
 		return;
 	for (int d = 0; d < e->nargs && d < e->tensor->ndim; d++)
-		if (read_past_buffer(e->tensor, d, e->args[d]))
+		if (read_past_buffer(cs->rg, e->tensor, d, e->args[d]))
 			add_cond(cs, ix_lt(cs->a, e->args[d], e->tensor->shape[d]));
 }
 
@@ -275,35 +278,36 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
  * reduction loops, and those of reads that may leave their tensor's buffer. */
 static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
 {
-	Conds all = {.a = k->arena};
-	bounds(&all, s->tensor, s->idx, s->nidx);
-	access_conds(&all, s->value);
+	Conds all = {.a = k->arena, .rg = cs->rg};
+	bounds(&all, s->store.tensor, s->store.idx, s->store.nidx);
+	access_conds(&all, s->store.value);
 	for (int i = 0; i < all.n; i++)
-		if (on_reduction(all.c[i], s->tensor))
+		if (on_reduction(all.c[i], s->store.tensor))
 			add_cond(cs, all.c[i]);
-	outside_buffer_conds(cs, s->value);
-	par_conds(cs, k, s->tensor, true);
+	outside_buffer_conds(cs, s->store.value);
+	par_conds(cs, k, s->store.tensor, true);
 }
 
 /* A copy into a cp.async tensor: the bounds conditions do not guard the copy, they select
  * its value (`c[o] = inb ? A[g] : 0`, which the cp_async pass turns into the src-size
  * operand: the lane is zero-filled and global memory is not read). The same for a plain
- * copy into an mma operand (Tensor.zero_fill): it stores the zeros itself. Only the parallel
+ * copy into an mma operand (Tensor.sched.zero_fill): it stores the zeros itself. Only the parallel
  * conditions, which keep threads beyond the tensor's extent off shared addresses outside
  * its buffer, stay a real branch. */
 static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 {
-	Conds in = {.a = k->arena}, par = {.a = k->arena};
-	bounds(&in, s->tensor, s->idx, s->nidx);
-	access_conds(&in, s->value);
-	par_conds(&par, k, s->tensor, true);
-	split_conds(&par, s->split_cond);
+	IrRange rg = ir_range_in(k);
+	Conds in = {.a = k->arena, .rg = &rg}, par = {.a = k->arena, .rg = &rg};
+	bounds(&in, s->store.tensor, s->store.idx, s->store.nidx);
+	access_conds(&in, s->store.value);
+	par_conds(&par, k, s->store.tensor, true);
+	split_conds(&par, s->store.split_cond);
 	IrExpr *c = conjunction(&in);
 	if (c) {
-		DType dt = s->value->dtype;
+		DType dt = s->store.value->dtype;
 		IrExpr *zero = dtype_is_float(dt) ? ir_float(k->arena, dt, 0.0) : ir_int(k->arena, 0);
 		zero->dtype = dt;
-		s->value = ir_select(k->arena, c, s->value, zero);
+		s->store.value = ir_select(k->arena, c, s->store.value, zero);
 	}
 	IrExpr *p = conjunction(&par);
 	if (!p)
@@ -322,33 +326,35 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
  * (the five statements of a Welford update, loop_nest.c). */
 static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
-	Conds cs = {.a = k->arena};
+	IrRange rg = ir_range_in(k);
+	Conds cs = {.a = k->arena, .rg = &rg};
 	Stmt *last = s;
-	if (s->kind == KS_STORE && (s->tensor->cp_async || s->tensor->zero_fill))
+	bool store = s->kind == KS_STORE; /* else a KS_LET */
+	if (s->kind == KS_STORE && (s->store.tensor->sched.cp_async || s->store.tensor->sched.zero_fill))
 		return guard_cp_async(k, s);
-	if (s->kind == KS_STORE && is_total(e, s->tensor)) {
+	if (s->kind == KS_STORE && is_total(e, s->store.tensor)) {
 		elim_conds(&cs, k, s);
 	} else {
 		if (s->kind == KS_STORE) {
-			bounds(&cs, s->tensor, s->idx, s->nidx);
-			par_conds(&cs, k, s->tensor, true);
+			bounds(&cs, s->store.tensor, s->store.idx, s->store.nidx);
+			par_conds(&cs, k, s->store.tensor, true);
 		}
 		/* a reduction's accumulation: threads beyond its bound extents add nothing (their
 		 * partial stays the identity for the block reduction) */
-		if (s->kind == KS_LET && s->tensor)
-			par_conds(&cs, k, s->tensor, false);
-		access_conds(&cs, s->value);
+		if (!store && s->let.tensor)
+			par_conds(&cs, k, s->let.tensor, false);
+		access_conds(&cs, store ? s->store.value : s->let.value);
 	}
-	split_conds(&cs, s->split_cond);
+	split_conds(&cs, store ? s->store.split_cond : s->let.split_cond);
 	/* An unconditional assignment (an accumulator's identity) opens no group: the guarded
 	 * accumulation after it reads its variable, but the identity must hold in every thread
 	 * (the lanes beyond the extent give it to the block reduction). */
-	if (s->kind == KS_LET && cs.n) {
+	if (!store && cs.n) {
 		while (last->next && last->next->kind == KS_LET &&
-		       (ir_mentions(last->next->value, s->var) ||
-			(s->tensor && last->next->tensor == s->tensor))) {
+		       (ir_mentions(last->next->let.value, s->let.var) ||
+			(s->let.tensor && last->next->let.tensor == s->let.tensor))) {
 			last = last->next;
-			access_conds(&cs, last->value);
+			access_conds(&cs, last->let.value);
 		}
 	}
 	IrExpr *c = conjunction(&cs);
@@ -370,11 +376,11 @@ static Stmt *predicate_list(Kernel *k, Elim *e, Stmt *s)
 	for (; s; s = s->next) {
 		switch (s->kind) {
 		case KS_FOR:
-			s->body = predicate_list(k, e, s->body);
+			s->loop.body = predicate_list(k, e, s->loop.body);
 			break;
 		case KS_IF:
-			s->then = predicate_list(k, e, s->then);
-			s->els = predicate_list(k, e, s->els);
+			s->branch.then = predicate_list(k, e, s->branch.then);
+			s->branch.els = predicate_list(k, e, s->branch.els);
 			break;
 		case KS_STORE:
 		case KS_LET:

@@ -35,24 +35,31 @@ typedef struct Priv {
 
 static bool is_private(Tensor *t)
 {
-	return t->kind == TK_INTERMEDIATE && t->ca_tensor &&
-	       (t->mem == MEM_LOCAL || t->mem == MEM_SHARED);
+	return t->kind == TK_INTERMEDIATE && t->sched.ca_tensor &&
+	       (t->sched.mem == MEM_LOCAL || t->sched.mem == MEM_SHARED);
 }
 
 /* Whether t's elements spread over P are private to each index of P: registers to a thread
  * (and so to a block), shared memory to a block. */
 static bool private_over(Tensor *t, ParType p)
 {
-	return t->mem == MEM_LOCAL || par_is_block(p);
+	return t->sched.mem == MEM_LOCAL || par_is_block(p);
 }
 
 static Span reg_span(Tensor *t)
 {
-	if (t->cache_span.file)
-		return t->cache_span;
-	if (t->mem_span.file)
-		return t->mem_span;
-	return t->ca_span.file ? t->ca_span : t->span;
+	if (t->sched.cache_span.file)
+		return t->sched.cache_span;
+	if (t->sched.mem_span.file)
+		return t->sched.mem_span;
+	return t->sched.ca_span.file ? t->sched.ca_span : t->span;
+}
+
+/* The tensor statement s computes an element of (a store's or copy's, an accumulation's), or
+ * NULL. */
+static Tensor *reader_tensor(Stmt *s)
+{
+	return s->kind == KS_LET ? s->let.tensor : ir_stmt_write(s, NULL);
 }
 
 static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
@@ -62,12 +69,12 @@ static void report(Priv *p, Tensor *t, Axis *ax, Stmt *reader)
 			return;
 	vec_push(p->k->arena, &p->bad, t);
 	p->ok = false;
-	Tensor *who = reader && reader->tensor ? reader->tensor : NULL;
+	Tensor *who = reader ? reader_tensor(reader) : NULL;
 	bool blocks = par_is_block(ax->par);
 	diag_error(p->d, reg_span(t),
 		   "'%s' is %s, but %s reads elements of it that other %s wrote ('%s.%s' is bound "
 		   "to %s)", t->name,
-		   t->mem == MEM_LOCAL ? "a register (local) tensor" : "in shared memory",
+		   t->sched.mem == MEM_LOCAL ? "a register (local) tensor" : "in shared memory",
 		   who ? arena_printf(p->k->arena, "'%s'", who->name) : "its reader",
 		   blocks ? "blocks" : "threads", t->name, ax->name, par_name(ax->par));
 	diag_note(p->d, ax->par_span, "'%s' is spread over %s here", t->name, par_name(ax->par));
@@ -97,17 +104,30 @@ static IrExpr *bound_extent(Kernel *k, Tensor *u, ParType par)
 	return k->launch[par];
 }
 
+/* A parallel index that can only be 0 (a launch extent of 1: one block along a tile as large
+ * as a constant extent) is 0. */
+static IrExpr *only_zero(Arena *a, IrExpr *e, void *ctx)
+{
+	const IrRange *rg = ctx;
+	int64_t lo, hi;
+	if (e->kind == EX_PAR && ir_range(rg, e, &lo, &hi) && lo == 0 && hi == 0)
+		return ir_int(a, 0);
+	return e;
+}
+
 /* The position along ax of the element at subs, simplified knowing that P < extent (the
  * predicate pass guards the statement so: par_conds): ranges come from a copy of the kernel
- * whose launch extent of P is that one. */
+ * whose launch extent of P is that one. A split as large as its extent leaves its outer
+ * index (which is 0) in the position: `blockIdx.y * 2 + threadIdx.z` for a 128-row tile of
+ * 128 rows, which is threadIdx.z. */
 static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
 {
+	Arena *a = p->k->arena;
 	Kernel under = *p->k;
 	under.launch[ax->par] = extent;
-	ir_range_set_kernel(&under);
-	IrExpr *e = ir_simplify(p->k->arena, index_forward(p->k->arena, ax, subs, n));
-	ir_range_set_kernel(p->k);
-	return e;
+	IrRange rg = ir_range_in(&under);
+	IrExpr *e = ir_simplify(a, &rg, index_forward(a, &rg, ax, subs, n));
+	return ir_simplify(a, &rg, ir_rewrite(a, e, only_zero, &rg));
 }
 
 /* Every P index of the reader that reads the element at `e` wrote it: its position along each
@@ -121,7 +141,7 @@ static void check_access(Priv *p, IrExpr *e, Stmt *reader)
 		if (ax->ca_alias || ax->reduction || ax->par == PT_SERIAL ||
 		    !private_over(t, ax->par))
 			continue;
-		IrExpr *er = bound_extent(p->k, reader->tensor, ax->par);
+		IrExpr *er = bound_extent(p->k, reader_tensor(reader), ax->par);
 		if (ir_equal(position(p, ax, e->args, e->nargs, er), ir_par(p->k->arena, ax->par)))
 			continue;
 		report(p, t, ax, reader);
@@ -142,11 +162,19 @@ static void check_expr(Priv *p, IrExpr *e, Stmt *reader)
 static void check_list(Priv *p, Stmt *s)
 {
 	for (; s; s = s->next) {
-		check_expr(p, s->value, s);
-		check_expr(p, s->cond, s);
-		check_list(p, s->body);
-		check_list(p, s->then);
-		check_list(p, s->els);
+		if (s->kind == KS_STORE)
+			check_expr(p, s->store.value, s);
+		else if (s->kind == KS_LET)
+			check_expr(p, s->let.value, s);
+		else if (s->kind == KS_BLOCK_REDUCE)
+			check_expr(p, s->block_red.value, s);
+		else if (s->kind == KS_IF)
+			check_expr(p, s->branch.cond, s);
+		else if (s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC)
+			check_expr(p, s->copy.cond, s);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			check_list(p, *lists[i]);
 	}
 }
 

@@ -36,7 +36,8 @@ static bool launched(Kernel *k, ParType p)
 {
 	int64_t lo, hi;
 	IrExpr *e = k->launch[p];
-	return e && !(ir_range(e, &lo, &hi) && hi <= 1);
+	IrRange rg = ir_range_in(k);
+	return e && !(ir_range(&rg, e, &lo, &hi) && hi <= 1);
 }
 
 /* `p == 0 && ...` for the parallel types in mask, or NULL */
@@ -66,16 +67,23 @@ static unsigned unbound_mask(Kernel *k, Tensor *t, MemType m)
 }
 
 /* The `par == 0` conditions a store needs beyond those already `covered`, or NULL. */
-static IrExpr *write_cond(Kernel *k, Stmt *s, unsigned covered)
-{
-	if (s->mem != MEM_GLOBAL && s->mem != MEM_SHARED)
-		return NULL;
-	return zero_cond(k, unbound_mask(k, s->tensor, s->mem) & ~covered);
-}
-
 static bool is_store(Stmt *s)
 {
 	return s && (s->kind == KS_STORE || s->kind == KS_VSTORE);
+}
+
+/* The memory a store (is_store) writes. */
+static MemType store_mem(Stmt *s)
+{
+	return s->kind == KS_STORE ? s->store.mem : s->copy.mem;
+}
+
+static IrExpr *write_cond(Kernel *k, Stmt *s, unsigned covered)
+{
+	MemType m = store_mem(s);
+	if (m != MEM_GLOBAL && m != MEM_SHARED)
+		return NULL;
+	return zero_cond(k, unbound_mask(k, ir_stmt_write(s, NULL), m) & ~covered);
 }
 
 static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
@@ -84,14 +92,15 @@ static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
 	for (; s; s = s->next) {
 		IrExpr *c;
 		if (s->kind == KS_FOR) {
-			s->body = rw_list(k, s->body, covered);
-		} else if (s->kind == KS_IF && !s->els && is_store(s->then) && !s->then->next) {
+			s->loop.body = rw_list(k, s->loop.body, covered);
+		} else if (s->kind == KS_IF && !s->branch.els && is_store(s->branch.then) &&
+			   !s->branch.then->next) {
 			/* a predicated store: join the conditions */
-			if ((c = write_cond(k, s->then, covered)))
-				s->cond = ix_and(k->arena, s->cond, c);
+			if ((c = write_cond(k, s->branch.then, covered)))
+				s->branch.cond = ix_and(k->arena, s->branch.cond, c);
 		} else if (s->kind == KS_IF) {
-			s->then = rw_list(k, s->then, covered);
-			s->els = rw_list(k, s->els, covered);
+			s->branch.then = rw_list(k, s->branch.then, covered);
+			s->branch.els = rw_list(k, s->branch.els, covered);
 		} else if (is_store(s) && (c = write_cond(k, s, covered))) {
 			Stmt *g = kir_if(k, c, s, NULL);
 			g->span = s->span;
@@ -110,7 +119,7 @@ static Stmt *rw_list(Kernel *k, Stmt *s, unsigned covered)
 static bool shared_store(Stmt *s, void *ctx)
 {
 	(void)ctx;
-	return (is_store(s) && s->mem == MEM_SHARED) || s->kind == KS_BLOCK_REDUCE;
+	return (is_store(s) && store_mem(s) == MEM_SHARED) || s->kind == KS_BLOCK_REDUCE;
 }
 
 static bool has_shared_store(Stmt *s)
@@ -120,7 +129,7 @@ static bool has_shared_store(Stmt *s)
 
 static bool is_top_marker(Stmt *s)
 {
-	return s && s->kind == KS_NEST && !s->tensor->ca_tensor;
+	return s && s->kind == KS_NEST && !s->note.tensor->sched.ca_tensor;
 }
 
 /* A top-level nest whose tensor is not bound to a launched parallel type is run by index 0
@@ -146,7 +155,7 @@ static Stmt *rw_top(Kernel *k, Stmt *s)
 		Stmt *next = last->next;
 		last->next = NULL;
 		Stmt *group = mark->next;
-		unsigned mask = unbound_mask(k, mark->tensor, MEM_GLOBAL);
+		unsigned mask = unbound_mask(k, mark->note.tensor, MEM_GLOBAL);
 		prev->next = mark;
 		prev = mark;
 		if (mask && group && !has_shared_store(group)) {

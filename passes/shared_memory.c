@@ -92,33 +92,32 @@ static void scan(Sm *m, Stmt *s, Arena *a)
 {
 	for (; s; s = s->next) {
 		int here = m->pos++;
-		if (s->kind == KS_ALLOC && s->mem == MEM_SHARED) {
+		if (s->kind == KS_ALLOC && s->alloc.mem == MEM_SHARED) {
 			int64_t n;
-			if (!ir_is_const(s->size, &n))
-				die("shared buffer %s without a constant size", s->tensor->name);
+			if (!ir_is_const(s->alloc.size, &n))
+				die("shared buffer %s without a constant size", s->alloc.tensor->name);
 			SBuf *nb = arena_alloc(a, sizeof *nb * (size_t)(m->n + 1));
 			if (m->n)
 				memcpy(nb, m->b, sizeof *nb * (size_t)m->n);
-			int64_t bytes = (n * dtype_size(s->tensor->dtype) + 15) / 16 * 16;
-			nb[m->n++] = (SBuf){s, s->tensor, bytes, here, m->depth, here, 0};
+			int64_t bytes = (n * dtype_size(s->alloc.tensor->dtype) + 15) / 16 * 16;
+			nb[m->n++] = (SBuf){s, s->alloc.tensor, bytes, here, m->depth, here, 0};
 			m->b = nb;
 		}
-		if (s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC)
-			use(m, s->tensor);
+		use(m, ir_stmt_write(s, NULL));
 		if (s->kind == KS_VSTORE)
-			use(m, s->src);
+			use(m, s->copy.src);
 		ir_stmt_exprs(s, use_slot, m);
 		if (s->kind == KS_FOR && m->depth < countof(m->starts)) {
 			m->starts[m->depth] = here;
-			m->ends[m->depth] = here + count(s->body);
+			m->ends[m->depth] = here + count(s->loop.body);
 			m->depth++;
-			scan(m, s->body, a);
+			scan(m, s->loop.body, a);
 			m->depth--;
-		} else {
-			scan(m, s->body, a);
+			continue;
 		}
-		scan(m, s->then, a);
-		scan(m, s->els, a);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			scan(m, *lists[i], a);
 	}
 }
 
@@ -144,16 +143,18 @@ typedef struct Helpers {
  * as int. */
 static int64_t helper_bytes(Stmt *s, BlockReduceShape *sh)
 {
-	int64_t el = s->var->dtype == DT_BOOL ? 4 : dtype_size(s->var->dtype);
+	DType dt = s->block_red.var->dtype;
+	int64_t el = dt == DT_BOOL ? 4 : dtype_size(dt);
 	int64_t n = sh->kind == BR_WARP ? 0 : sh->kind == BR_WARPS ? 32 : sh->nthreads;
-	if (s->red == RED_WELFORD)
+	if (s->block_red.red == RED_WELFORD)
 		n *= 3;
 	return (n * el + 15) / 16 * 16;
 }
 
 static bool same_helper(Helper *h, Stmt *s, BlockReduceShape *sh)
 {
-	return h->red == s->red && h->dt == s->var->dtype && h->sh.kind == sh->kind &&
+	return h->red == s->block_red.red && h->dt == s->block_red.var->dtype &&
+	       h->sh.kind == sh->kind &&
 	       h->sh.count == sh->count && h->sh.stride == sh->stride &&
 	       h->sh.nthreads == sh->nthreads;
 }
@@ -162,7 +163,7 @@ static bool scan_helper(Stmt *s, void *ctx)
 {
 	Helpers *hs = ctx;
 	BlockReduceShape sh;
-	if (s->kind != KS_BLOCK_REDUCE || !kir_block_reduce_shape(hs->k, s->pars, &sh) ||
+	if (s->kind != KS_BLOCK_REDUCE || !kir_block_reduce_shape(hs->k, s->block_red.pars, &sh) ||
 	    !helper_bytes(s, &sh))
 		return false;
 	for (int i = 0; i < hs->n; i++)
@@ -176,7 +177,7 @@ static bool scan_helper(Stmt *s, void *ctx)
 		hs->h = nh;
 		hs->cap = cap;
 	}
-	hs->h[hs->n++] = (Helper){s->red, s->var->dtype, sh};
+	hs->h[hs->n++] = (Helper){s->block_red.red, s->block_red.var->dtype, sh};
 	hs->bytes += helper_bytes(s, &sh);
 	if (!hs->first)
 		hs->first = s;
@@ -219,11 +220,11 @@ static int64_t smem_limit(int arch)
 
 static Span buf_span(Tensor *t)
 {
-	if (t->cache_span.file)
-		return t->cache_span;
-	if (t->mem_span.file)
-		return t->mem_span;
-	return t->ca_span.file ? t->ca_span : t->span;
+	if (t->sched.cache_span.file)
+		return t->sched.cache_span;
+	if (t->sched.mem_span.file)
+		return t->sched.mem_span;
+	return t->sched.ca_span.file ? t->sched.ca_span : t->span;
 }
 
 /* dynamic + static above the target's opt-in limit, or static memory (the helpers' alone,
@@ -277,7 +278,7 @@ bool pass_shared_memory(Kernel *k, Diag *d)
 	k->smem_bytes = 0;
 	for (int i = 0; i < m.n; i++) {
 		place(&m, i);
-		m.b[i].alloc->smem_offset = m.b[i].off;
+		m.b[i].alloc->alloc.smem_offset = m.b[i].off;
 		if (m.b[i].off + m.b[i].bytes > k->smem_bytes)
 			k->smem_bytes = m.b[i].off + m.b[i].bytes;
 	}

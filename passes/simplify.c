@@ -6,7 +6,8 @@
 
 static IrExpr *simp(Kernel *k, IrExpr *e)
 {
-	return e ? ir_simplify(k->arena, e) : NULL;
+	IrRange rg = ir_range_in(k);
+	return e ? ir_simplify(k->arena, &rg, e) : NULL;
 }
 
 static bool const_bool(IrExpr *e, bool *v)
@@ -29,59 +30,60 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 		int64_t n;
 		switch (s->kind) {
 		case KS_FOR:
-			s->var->extent = simp(k, s->var->extent);
-			s->body = simplify_list(k, s->body);
-			if (!s->body || (ir_is_const(s->var->extent, &n) && n <= 0))
+			s->loop.var->extent = simp(k, s->loop.var->extent);
+			s->loop.body = simplify_list(k, s->loop.body);
+			if (!s->loop.body || (ir_is_const(s->loop.var->extent, &n) && n <= 0))
 				repl = NULL;
 			break;
 		case KS_IF:
-			s->cond = simp(k, s->cond);
-			s->then = simplify_list(k, s->then);
-			s->els = simplify_list(k, s->els);
-			if (const_bool(s->cond, &b))
-				repl = b ? s->then : s->els;
-			else if (!s->then && !s->els)
+			s->branch.cond = simp(k, s->branch.cond);
+			s->branch.then = simplify_list(k, s->branch.then);
+			s->branch.els = simplify_list(k, s->branch.els);
+			if (const_bool(s->branch.cond, &b))
+				repl = b ? s->branch.then : s->branch.els;
+			else if (!s->branch.then && !s->branch.els)
 				repl = NULL;
 			break;
 		case KS_ALLOC:
-			s->size = simp(k, s->size);
+			s->alloc.size = simp(k, s->alloc.size);
 			break;
 		case KS_STORE:
-			s->offset = simp(k, s->offset);
-			for (int i = 0; i < s->nidx; i++)
-				s->idx[i] = simp(k, s->idx[i]);
-			s->value = simp(k, s->value);
+			s->store.offset = simp(k, s->store.offset);
+			for (int i = 0; i < s->store.nidx; i++)
+				s->store.idx[i] = simp(k, s->store.idx[i]);
+			s->store.value = simp(k, s->store.value);
 			break;
 		case KS_VSTORE:
-			s->offset = simp(k, s->offset);
-			s->src_offset = simp(k, s->src_offset);
+			s->copy.offset = simp(k, s->copy.offset);
+			s->copy.src_offset = simp(k, s->copy.src_offset);
 			break;
 		case KS_LET:
-			s->value = simp(k, s->value);
+			s->let.value = simp(k, s->let.value);
 			break;
 		case KS_CP_ASYNC:
-			s->offset = simp(k, s->offset);
-			s->src_offset = simp(k, s->src_offset);
-			s->cond = simp(k, s->cond);
-			s->size = simp(k, s->size);
-			if (const_bool(s->cond, &b) && b)
-				s->cond = NULL;
-			if (s->size && ir_is_const(s->size, &n) && n >= s->vec)
-				s->size = NULL;
+			s->copy.offset = simp(k, s->copy.offset);
+			s->copy.src_offset = simp(k, s->copy.src_offset);
+			s->copy.cond = simp(k, s->copy.cond);
+			s->copy.size = simp(k, s->copy.size);
+			if (const_bool(s->copy.cond, &b) && b)
+				s->copy.cond = NULL;
+			if (s->copy.size && ir_is_const(s->copy.size, &n) && n >= s->copy.vec)
+				s->copy.size = NULL;
 			break;
 		case KS_GRID_REDUCE:
 			/* the body is the store of element `offset`: keep them one expression */
-			s->body = simplify_list(k, s->body);
-			s->offset = s->body ? s->body->offset : simp(k, s->offset);
-			s->part = simp(k, s->part);
-			s->nparts = simp(k, s->nparts);
+			s->grid_red.body = simplify_list(k, s->grid_red.body);
+			s->grid_red.offset = s->grid_red.body ? s->grid_red.body->store.offset
+							      : simp(k, s->grid_red.offset);
+			s->grid_red.part = simp(k, s->grid_red.part);
+			s->grid_red.nparts = simp(k, s->grid_red.nparts);
 			break;
 		case KS_MMA_LOAD:
-			s->offset = simp(k, s->offset);
+			s->mma.offset = simp(k, s->mma.offset);
 			/* fall through */
 		case KS_MMA:
-			for (int i = 0; i < s->nidx; i++)
-				s->idx[i] = simp(k, s->idx[i]);
+			for (int i = 0; i < s->mma.nidx; i++)
+				s->mma.idx[i] = simp(k, s->mma.idx[i]);
 			break;
 		case KS_CP_COMMIT:
 		case KS_CP_WAIT:

@@ -37,7 +37,7 @@
  * again (a barrier cannot order it before its wait). Every loop's body is so walked a bounded
  * number of times apart from those visits: the pass is linear in the kernel's size.
  *
- * Ranges come from ir_range under each access's guards (ir_range_guard, kept with the access):
+ * Ranges come from ir_range under each access's guards (the IrRange kept with the access):
  * inside `if (jo + 1 < 8)`, `jo` is at most 6, so `threadIdx.x * 8 + jo + 1` has the thread
  * index as a digit of weight 8.
  *
@@ -53,7 +53,7 @@ typedef struct Access {
 	bool write, async, waited;
 	IrExpr *off;
 	int vec;
-	IrGuard guard;        /* the guards around it */
+	IrRange rg;           /* the kernel's range facts with the guards around it */
 	Stmt *stmt;
 } Access;
 
@@ -82,6 +82,7 @@ typedef struct Sy {
 	Region *regions;
 	int nregions;
 	Map loops;            /* Stmt * (KS_FOR) -> LoopInfo * */
+	IrRange rg;           /* the range facts at the statement being walked (its guards) */
 } Sy;
 
 static void set_add(Arena *a, Set *s, Access *x)
@@ -124,7 +125,7 @@ static void set_union(Arena *a, Set *into, Set *from)
 
 static void add_access(Sy *y, Set *out, Stmt *s, Tensor *t, bool write, IrExpr *off, int vec)
 {
-	if (!t || t->mem != MEM_SHARED || (y->only && t != y->only))
+	if (!t || t->sched.mem != MEM_SHARED || (y->only && t != y->only))
 		return;
 	Access *x = NEW(y->a, Access);
 	x->t = t;
@@ -132,7 +133,7 @@ static void add_access(Sy *y, Set *out, Stmt *s, Tensor *t, bool write, IrExpr *
 	x->async = write && s->kind == KS_CP_ASYNC;
 	x->off = off;
 	x->vec = vec > 0 ? vec : 1;
-	ir_range_guard(NULL, &x->guard);
+	x->rg = y->rg;
 	x->stmt = s;
 	set_add(y->a, out, x);
 }
@@ -157,7 +158,7 @@ static void collect_list(Sy *y, Set *out, Stmt *s)
 
 static void collect(Sy *y, Set *out, Stmt *s)
 {
-	IrGuard saved;
+	IrRange saved;
 	LoopInfo *info;
 
 	switch (s->kind) {
@@ -165,44 +166,45 @@ static void collect(Sy *y, Set *out, Stmt *s)
 		if ((info = map_lookup(&y->loops, s)))
 			set_union(y->a, out, &info->all);
 		else
-			collect_list(y, out, s->body);
+			collect_list(y, out, s->loop.body);
 		break;
 	case KS_IF:
-		expr_reads(y, out, s, s->cond);
-		ir_range_guard(s->cond, &saved);
-		collect_list(y, out, s->then);
-		ir_range_unguard(&saved);
-		collect_list(y, out, s->els);
+		expr_reads(y, out, s, s->branch.cond);
+		saved = y->rg;
+		ir_range_guard(&y->rg, s->branch.cond);
+		collect_list(y, out, s->branch.then);
+		y->rg = saved;
+		collect_list(y, out, s->branch.els);
 		break;
 	case KS_STORE:
-		expr_reads(y, out, s, s->value);
-		add_access(y, out, s, s->tensor, true, s->offset, 1);
+		expr_reads(y, out, s, s->store.value);
+		add_access(y, out, s, s->store.tensor, true, s->store.offset, 1);
 		break;
 	case KS_VSTORE:
-		add_access(y, out, s, s->src, false, s->src_offset, s->vec);
-		add_access(y, out, s, s->tensor, true, s->offset, s->vec);
+		add_access(y, out, s, s->copy.src, false, s->copy.src_offset, s->copy.vec);
+		add_access(y, out, s, s->copy.tensor, true, s->copy.offset, s->copy.vec);
 		break;
 	case KS_CP_ASYNC:
-		expr_reads(y, out, s, s->cond);
-		add_access(y, out, s, s->tensor, true, s->offset, s->vec);
+		expr_reads(y, out, s, s->copy.cond);
+		add_access(y, out, s, s->copy.tensor, true, s->copy.offset, s->copy.vec);
 		break;
 	case KS_LET:
-		expr_reads(y, out, s, s->value);
+		expr_reads(y, out, s, s->let.value);
 		break;
 	case KS_MMA_LOAD: /* the operand loads of every lane (an ldmatrix row: 8 elements) */
-		if (s->mma_ldm)
-			add_access(y, out, s, s->idx[0]->tensor, false, s->idx[0]->args[0], 8);
+		if (s->mma.ldm)
+			add_access(y, out, s, s->mma.idx[0]->tensor, false, s->mma.idx[0]->args[0], 8);
 		else
-			for (int i = 0; i < s->nidx; i++)
-				expr_reads(y, out, s, s->idx[i]);
+			for (int i = 0; i < s->mma.nidx; i++)
+				expr_reads(y, out, s, s->mma.idx[i]);
 		break;
 	case KS_MMA: { /* the operand loads of every lane (an ldmatrix row: 8 elements); the
 			* accumulator is in registers */
 		int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);
-		for (int i = 0; i < s->nidx; i++) {
-			IrExpr *e = s->idx[i];
-			bool row = (i == fa && (s->mma_ldm & MMA_LDM_A)) ||
-				   (i == fb && (s->mma_ldm & MMA_LDM_B));
+		for (int i = 0; i < s->mma.nidx; i++) {
+			IrExpr *e = s->mma.idx[i];
+			bool row = (i == fa && (s->mma.ldm & MMA_LDM_A)) ||
+				   (i == fb && (s->mma.ldm & MMA_LDM_B));
 			if (row)
 				add_access(y, out, s, e->tensor, false, e->args[0], 8);
 			else
@@ -290,14 +292,14 @@ static bool has_thread_par(IrExpr *e)
 	return false;
 }
 
-/* The largest value of thread index p for access x (under its guards, else the launch); -1 if
- * not known. The caller has made x's guards current. */
-static int64_t thread_hi(ParType p)
+/* The largest value of thread index p under an access's range facts rg (its guards, else the
+ * launch); -1 if not known. */
+static int64_t thread_hi(const IrRange *rg, ParType p)
 {
 	IrExpr par = {.kind = EX_PAR, .dtype = DT_I64, .par = p};
 	int64_t lo, hi;
 
-	return ir_range(&par, &lo, &hi) ? hi : -1;
+	return ir_range(rg, &par, &lo, &hi) ? hi : -1;
 }
 
 static int64_t coef_of(Lin *L, ParType p)
@@ -331,7 +333,7 @@ static int64_t higher_gcd(Lin *L, ParType p, int64_t w, int64_t g)
 }
 
 /* Whether thread index p is the digit of weight w in x's offset L, below the modulus wr (a
- * multiple of every higher weight, at least w x the range of p; x's guards are current). */
+ * multiple of every higher weight, at least w x the range of p; under x's guards). */
 static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t wr)
 {
 	int64_t lower = x->vec - 1, lo, hi;
@@ -354,10 +356,10 @@ static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t wr)
 			continue;
 		}
 		if (a->kind == EX_PAR && par_is_thread(a->par)) {
-			hi = thread_hi(a->par);
+			hi = thread_hi(&x->rg, a->par);
 			if (hi < 0)
 				return false;
-		} else if (has_thread_par(a) || !ir_range(a, &lo, &hi) || lo < 0) {
+		} else if (has_thread_par(a) || !ir_range(&x->rg, a, &lo, &hi) || lo < 0) {
 			return false;
 		}
 		lower += c * hi;
@@ -369,19 +371,15 @@ static bool is_digit(Access *x, Lin *L, ParType p, int64_t w, int64_t wr)
 static bool same_thread(Access *x, Access *y)
 {
 	Lin lx = {.ok = true}, ly = {.ok = true};
-	IrGuard saved;
 	bool same = true;
 
 	lin(x->off, 1, &lx);
 	lin(y->off, 1, &ly);
 	if (!lx.ok || !ly.ok)
 		return false;
-	ir_range_guard(NULL, &saved);
 	for (ParType p = PT_TIDX; same && p <= PT_TIDZ; p++) {
-		ir_range_unguard(&x->guard);
-		int64_t hx = thread_hi(p);
-		ir_range_unguard(&y->guard);
-		int64_t hy = thread_hi(p);
+		int64_t hx = thread_hi(&x->rg, p);
+		int64_t hy = thread_hi(&y->rg, p);
 		if (hx == 0 && hy == 0)
 			continue; /* one value: not a thread digit */
 		int64_t w = coef_of(&lx, p);
@@ -397,12 +395,9 @@ static bool same_thread(Access *x, Access *y)
 			same = false;
 			break;
 		}
-		ir_range_unguard(&x->guard);
 		same = is_digit(x, &lx, p, w, M);
-		ir_range_unguard(&y->guard);
 		same = same && is_digit(y, &ly, p, w, M);
 	}
-	ir_range_unguard(&saved);
 	return same;
 }
 
@@ -424,7 +419,7 @@ static bool conflict(Sy *y, Access *a, Access *b)
 		Region *ra = region_of(y, a->t), *rb = region_of(y, b->t);
 		return !ra || !rb || (ra->lo < rb->hi && rb->lo < ra->hi);
 	}
-	if (a->t->stages >= 2)
+	if (a->t->sched.stages >= 2)
 		return false;
 	if (a->write && b->write && a->async != b->async)
 		return true;
@@ -524,16 +519,16 @@ static void check_before(Sy *y, Stmt **link, Set *pending, Set *now)
 		barrier_before(y, link, pending);
 }
 
-static bool extent_at_least(Stmt *loop, int64_t n)
+static bool extent_at_least(Sy *y, Stmt *loop, int64_t n)
 {
 	int64_t lo, hi;
-	return ir_range(loop->var->extent, &lo, &hi) ? lo >= n : n <= 0;
+	return ir_range(&y->rg, loop->loop.var->extent, &lo, &hi) ? lo >= n : n <= 0;
 }
 
-static bool extent_at_most(Stmt *loop, int64_t n)
+static bool extent_at_most(Sy *y, Stmt *loop, int64_t n)
 {
 	int64_t lo, hi;
-	return ir_range(loop->var->extent, &lo, &hi) && hi <= n;
+	return ir_range(&y->rg, loop->loop.var->extent, &lo, &hi) && hi <= n;
 }
 
 static LoopInfo *loop_info(Sy *y, Stmt *loop);
@@ -542,7 +537,7 @@ static LoopInfo *loop_info(Sy *y, Stmt *loop);
  * whether such a barrier is always reached. */
 static bool exposed(Sy *y, Stmt *s, Set *out)
 {
-	IrGuard saved;
+	IrRange saved;
 
 	for (; s; s = s->next) {
 		switch (s->kind) {
@@ -556,15 +551,16 @@ static bool exposed(Sy *y, Stmt *s, Set *out)
 			break;
 		}
 		case KS_IF:
-			if (uniform(s->cond)) {
+			if (uniform(s->branch.cond)) {
 				int64_t v;
-				bool known = ir_is_const(s->cond, &v);
+				bool known = ir_is_const(s->branch.cond, &v);
 				Set dead = {0};
-				expr_reads(y, out, s, s->cond);
-				ir_range_guard(s->cond, &saved);
-				bool a = exposed(y, s->then, known && !v ? &dead : out);
-				ir_range_unguard(&saved);
-				bool b = exposed(y, s->els, known && v ? &dead : out);
+				expr_reads(y, out, s, s->branch.cond);
+				saved = y->rg;
+				ir_range_guard(&y->rg, s->branch.cond);
+				bool a = exposed(y, s->branch.then, known && !v ? &dead : out);
+				y->rg = saved;
+				bool b = exposed(y, s->branch.els, known && v ? &dead : out);
 				if ((a || (known && !v)) && (b || (known && v)))
 					return true;
 				break;
@@ -589,11 +585,11 @@ static LoopInfo *loop_info(Sy *y, Stmt *loop)
 	if (info)
 		return info;
 	info = NEW(y->a, LoopInfo);
-	walk(y, &loop->body, &info->left);
-	if (!extent_at_most(loop, 1))
-		walk(y, &loop->body, &info->left);
-	info->barrier = exposed(y, loop->body, &info->exposed) && extent_at_least(loop, 1);
-	collect_list(y, &info->all, loop->body);
+	walk(y, &loop->loop.body, &info->left);
+	if (!extent_at_most(y, loop, 1))
+		walk(y, &loop->loop.body, &info->left);
+	info->barrier = exposed(y, loop->loop.body, &info->exposed) && extent_at_least(y, loop, 1);
+	collect_list(y, &info->all, loop->loop.body);
 	map_insert(y->a, &y->loops, loop, info);
 	return info;
 }
@@ -610,7 +606,7 @@ static void walk_loop(Sy *y, Stmt **link, Set *pending)
 	if (has_async(pending)) {
 		/* a cp.async write retired by a wait inside the loop is ordered after that wait */
 		Set in = set_copy(y->a, pending);
-		walk(y, &loop->body, &in);
+		walk(y, &loop->loop.body, &in);
 		if (info->barrier)
 			*pending = in;
 		else
@@ -626,7 +622,7 @@ static void walk_loop(Sy *y, Stmt **link, Set *pending)
 
 static void walk(Sy *y, Stmt **link, Set *pending)
 {
-	IrGuard saved;
+	IrRange saved;
 
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
 		Set now = {0};
@@ -635,13 +631,13 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 			after_barrier(pending);
 			continue;
 		case KS_CP_WAIT:
-			after_wait(pending, s->wait_n);
+			after_wait(pending, s->wait.n);
 			continue;
 		case KS_FOR:
 			walk_loop(y, link, pending);
 			break;
 		case KS_IF:
-			if (!uniform(s->cond)) {
+			if (!uniform(s->branch.cond)) {
 				/* a thread-dependent branch is one statement */
 				collect(y, &now, s);
 				check_before(y, link, pending, &now);
@@ -650,16 +646,17 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 			} else {
 				Set c = {0};
 				int64_t v;
-				bool known = ir_is_const(s->cond, &v);
-				expr_reads(y, &c, s, s->cond);
+				bool known = ir_is_const(s->branch.cond, &v);
+				expr_reads(y, &c, s, s->branch.cond);
 				check_before(y, link, pending, &c);
 				set_union(y->a, pending, &c);
 				/* a branch that never runs (the prologue's `if (0 < 32)`) adds no path */
 				Set els = set_copy(y->a, pending);
-				ir_range_guard(s->cond, &saved);
-				walk(y, &s->then, known && !v ? &els : pending);
-				ir_range_unguard(&saved);
-				walk(y, &s->els, known && v ? pending : &els);
+				saved = y->rg;
+				ir_range_guard(&y->rg, s->branch.cond);
+				walk(y, &s->branch.then, known && !v ? &els : pending);
+				y->rg = saved;
+				walk(y, &s->branch.els, known && v ? pending : &els);
 				if (!known)
 					set_union(y->a, pending, &els);
 				else if (!v)
@@ -680,17 +677,19 @@ static void walk(Sy *y, Stmt **link, Set *pending)
 static void find_regions(Sy *y, Stmt *s)
 {
 	for (; s; s = s->next) {
-		find_regions(y, s->body);
-		find_regions(y, s->then);
-		find_regions(y, s->els);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			find_regions(y, *lists[i]);
 		int64_t n;
-		if (s->kind != KS_ALLOC || s->mem != MEM_SHARED || !ir_is_const(s->size, &n))
+		if (s->kind != KS_ALLOC || s->alloc.mem != MEM_SHARED ||
+		    !ir_is_const(s->alloc.size, &n))
 			continue;
 		Region *r = arena_alloc(y->a, sizeof *r * (size_t)(y->nregions + 1));
 		if (y->nregions)
 			memcpy(r, y->regions, sizeof *r * (size_t)y->nregions);
-		r[y->nregions++] = (Region){s->tensor, s->smem_offset,
-					    s->smem_offset + n * dtype_size(s->tensor->dtype)};
+		int64_t at = s->alloc.smem_offset;
+		r[y->nregions++] = (Region){s->alloc.tensor, at,
+					    at + n * dtype_size(s->alloc.tensor->dtype)};
 		y->regions = r;
 	}
 }
@@ -700,6 +699,7 @@ static void sy_init(Sy *y, Kernel *k)
 	memset(y, 0, sizeof *y);
 	y->k = k;
 	y->a = k->arena;
+	y->rg = ir_range_in(k);
 }
 
 bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers)

@@ -155,7 +155,7 @@ static void add_precond(Vz *z, PrecondKind kind, Tensor *t, SizeSym *s)
 /* Records what a vector access to t at `base` needs at launch time. */
 static void require(Vz *z, Tensor *t, Vec *needs)
 {
-	if (t->mem == MEM_GLOBAL)
+	if (t->sched.mem == MEM_GLOBAL)
 		add_precond(z, PC_ALIGNED, t, NULL);
 	for (int i = 0; i < needs->len; i++)
 		add_precond(z, PC_MULTIPLE, NULL, needs->items[i]);
@@ -170,7 +170,8 @@ static bool vector_access(Vz *z, Tensor *t, IrExpr *off, IrExpr **base, Vec *nee
 		return false;
 	if (!stride_of(off, z->v, &c) || c != 1)
 		return false;
-	*base = ir_simplify(z->a, ir_subst(z->a, off, z->v, ir_int(z->a, 0)));
+	IrRange rg = ir_range_in(z->k);
+	*base = ir_simplify(z->a, &rg, ir_subst(z->a, off, z->v, ir_int(z->a, 0)));
 	return multiple_of(z->a, *base, z->V, needs);
 }
 
@@ -189,12 +190,12 @@ static Stmt *vstore(Vz *z, Tensor *dst, IrExpr *off, Tensor *src, IrExpr *src_of
 	Stmt *s = NEW(z->a, Stmt);
 	s->kind = KS_VSTORE;
 	s->span = z->span;
-	s->tensor = dst;
-	s->mem = dst->mem;
-	s->offset = off;
-	s->src = src;
-	s->src_offset = src_off;
-	s->vec = (int)z->V;
+	s->copy.tensor = dst;
+	s->copy.mem = dst->sched.mem;
+	s->copy.offset = off;
+	s->copy.src = src;
+	s->copy.src_offset = src_off;
+	s->copy.vec = (int)z->V;
 	return s;
 }
 
@@ -228,8 +229,8 @@ static IrExpr *load_fn(Arena *a, IrExpr *e, void *ctx)
 static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 {
 	Arena *a = z->a;
-	IrExpr *val = store->value;
-	Tensor *dst = store->tensor;
+	IrExpr *val = store->store.value;
+	Tensor *dst = store->store.tensor;
 	IrExpr *sbase;
 	Vec needs = {0};
 
@@ -246,12 +247,13 @@ static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 	Stmt *st = NEW(a, Stmt);
 	st->kind = KS_STORE;
 	st->span = store->span;
-	st->tensor = out;
-	st->mem = MEM_LOCAL;
-	st->offset = ir_var(a, lane);
-	st->value = ir_simplify(a, ir_subst(a, val, z->v, ir_var(a, lane)));
+	st->store.tensor = out;
+	st->store.mem = MEM_LOCAL;
+	st->store.offset = ir_var(a, lane);
+	IrRange rg = ir_range_in(z->k);
+	st->store.value = ir_simplify(a, &rg, ir_subst(a, val, z->v, ir_var(a, lane)));
 	Stmt *loop = kir_for(z->k, lane, st);
-	loop->unroll = true;
+	loop->loop.unroll = true;
 	loop->span = z->span;
 	Stmt *body = kir_append(z->pre, loop);
 	return kir_append(body, vstore(z, dst, base, out, ir_int(a, 0)));
@@ -264,6 +266,7 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 {
 	Arena *a = z->a;
 	IrExpr *first = ir_int(a, 0), *last = ir_int(a, z->V - 1);
+	IrRange rg = ir_range_in(z->k);
 	int64_t c;
 
 	if (!cond)
@@ -274,9 +277,9 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 		return cond;
 	if (cond->kind == EX_OP && (cond->op == OP_LT || cond->op == OP_LE) &&
 	    stride_of(cond->args[0], z->v, &c) && c >= 0 && !ir_mentions(cond->args[1], z->v))
-		return ir_simplify(a, ir_subst(a, cond, z->v, last));
-	return ix_and(a, ir_simplify(a, ir_subst(a, cond, z->v, first)),
-		      ir_simplify(a, ir_subst(a, cond, z->v, last)));
+		return ir_simplify(a, &rg, ir_subst(a, cond, z->v, last));
+	return ix_and(a, ir_simplify(a, &rg, ir_subst(a, cond, z->v, first)),
+		      ir_simplify(a, &rg, ir_subst(a, cond, z->v, last)));
 }
 
 static const char *span_where(Diag *d, Arena *a, Span sp)
@@ -295,51 +298,51 @@ static const char *span_where(Diag *d, Arena *a, Span sp)
 static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 {
 	Arena *a = k->arena;
-	Axis *ax = loop->var->axis;
-	const char *name = ax ? ax->name : loop->var->name;
-	Vz z = {.k = k, .d = d, .a = a, .v = loop->var};
+	Axis *ax = loop->loop.var->axis;
+	const char *name = ax ? ax->name : loop->loop.var->name;
+	Vz z = {.k = k, .d = d, .a = a, .v = loop->loop.var};
 
 	z.span = ax && ax->vectorize_span.file ? ax->vectorize_span : loop->span;
 	z.where = span_where(d, a, z.span);
-	if (!ir_is_const(loop->var->extent, &z.V) || z.V < 1) {
+	if (!ir_is_const(loop->loop.var->extent, &z.V) || z.V < 1) {
 		diag_error(d, z.span, "cannot vectorize '%s': its extent is not a constant", name);
 		return NULL;
 	}
 	if (z.V == 1) { /* a vector of one element is the plain access */
-		loop->vectorize = false;
-		loop->unroll = true;
+		loop->loop.vectorize = false;
+		loop->loop.unroll = true;
 		loop->next = NULL;
 		return loop;
 	}
 	/* the body: one store under zero or more ifs without else */
 	IrExpr *cond = NULL;
-	Stmt *s = kir_only_stmt(loop->body);
-	while (s && s->kind == KS_IF && !s->els) {
-		cond = ix_and(a, cond, s->cond);
-		s = kir_only_stmt(s->then);
+	Stmt *s = kir_only_stmt(loop->loop.body);
+	while (s && s->kind == KS_IF && !s->branch.els) {
+		cond = ix_and(a, cond, s->branch.cond);
+		s = kir_only_stmt(s->branch.then);
 	}
-	if (!s || s->kind != KS_STORE || !s->offset) {
+	if (!s || s->kind != KS_STORE || !s->store.offset) {
 		diag_error(d, z.span, "cannot vectorize '%s': its loop body is not a single store",
 			   name);
 		return NULL;
 	}
 	IrExpr *base;
 	Vec needs = {0};
-	if (!vector_access(&z, s->tensor, s->offset, &base, &needs)) {
+	if (!vector_access(&z, s->store.tensor, s->store.offset, &base, &needs)) {
 		diag_error(d, z.span,
 			   "cannot vectorize '%s': %s is not written as %lld contiguous elements "
 			   "starting at a multiple of %lld", /* V >= 2 here */
-			   name, s->tensor->name, (long long)z.V, (long long)z.V);
+			   name, s->store.tensor->name, (long long)z.V, (long long)z.V);
 		return NULL;
 	}
-	require(&z, s->tensor, &needs);
+	require(&z, s->store.tensor, &needs);
 	Stmt *vec = vector_path(&z, s, base);
 	IrExpr *guard = vector_guard(&z, cond);
 	if (!guard)
 		return vec;
 	/* the tail: the original loop, lane by lane */
-	loop->vectorize = false;
-	loop->unroll = true;
+	loop->loop.vectorize = false;
+	loop->loop.unroll = true;
 	loop->next = NULL;
 	Stmt *ifs = kir_if(k, guard, vec, loop);
 	ifs->span = z.span;
@@ -352,11 +355,11 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 	bool ok = true;
 
 	for (Stmt *s; (s = *link); link = &(*link)->next) {
-		if (s->kind == KS_FOR && s->vectorize && k->options->no_vectorize) {
-			s->vectorize = false; /* the per-lane form the tail uses */
-			s->unroll = true;
+		if (s->kind == KS_FOR && s->loop.vectorize && k->options->no_vectorize) {
+			s->loop.vectorize = false; /* the per-lane form the tail uses */
+			s->loop.unroll = true;
 		}
-		if (s->kind == KS_FOR && s->vectorize) {
+		if (s->kind == KS_FOR && s->loop.vectorize) {
 			Stmt *next = s->next;
 			Stmt *r = vectorize_loop(k, d, s);
 			if (!r) {
@@ -370,9 +373,9 @@ static bool walk(Kernel *k, Diag *d, Stmt **link)
 			continue;
 		}
 		if (s->kind == KS_FOR)
-			ok &= walk(k, d, &s->body);
+			ok &= walk(k, d, &s->loop.body);
 		else if (s->kind == KS_IF)
-			ok = walk(k, d, &s->then) & walk(k, d, &s->els) & ok;
+			ok = walk(k, d, &s->branch.then) & walk(k, d, &s->branch.els) & ok;
 	}
 	return ok;
 }

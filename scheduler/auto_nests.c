@@ -266,8 +266,8 @@ static Tensor *copy_of(Nests *z, Tensor *x, Tensor *reader, Pattern pat, IrExpr 
 	c->name = names_fresh(&z->names, arena_printf(z->a, "%s_%s", x->name, reader->name));
 	c->kind = x->kind == TK_SCALAR ? TK_SCALAR : TK_INTERMEDIATE;
 	c->param_index = 0;
-	c->mem = MEM_LOCAL;
-	c->inlined = !tensor_is_reduction(x);
+	c->sched = tensor_sched_new(MEM_LOCAL); /* a new nest: none of x's directives */
+	c->sched.inlined = !tensor_is_reduction(x);
 	c->copy_of = x->copy_of ? x->copy_of : x;
 	c->readers = (Vec){0};
 	c->history = (Vec){0};

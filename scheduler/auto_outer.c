@@ -13,7 +13,7 @@
  *     blockIdx.x.
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
  *     split into vectors (16 bytes, through a register copy of a step's 4 vectors when every
- *     read is the identity over the reduced indices), 512 threads, at most 528 blocks (4 per
+ *     read is the identity over the reduced indices), 256 threads, at most 1056 blocks (8 per
  *     H200 SM) in a grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
@@ -28,7 +28,7 @@
 
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
-	OUTER_WARP = 32,        /* threads over column vectors (a warp reads 512 contiguous bytes) */
+	OUTER_VEC_LANES = 16,   /* threads over column vectors (a warp reads 256 bytes of 2 rows) */
 	OUTER_VECTOR_BYTES = 16, /* a vector of columns per thread (f32: 4) */
 	OUTER_THREADS = 256,    /* tx * ty */
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
@@ -36,8 +36,8 @@ enum {
 	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
 	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
 	OUTER_GRID_Y_BATCH = 1, /*   and when more kept indices multiply the blocks on x */
-	WHOLE_THREADS = 512,
-	WHOLE_BLOCKS = 528,     /* 4 blocks of 512 per SM (H200); also the length of the final fold */
+	WHOLE_THREADS = 256,
+	WHOLE_BLOCKS = 1056,    /* 8 blocks of 256 per SM (H200); also the length of the final fold */
 	WHOLE_UNROLL = 4,
 	WHOLE_VECTOR_BYTES = 16,
 };
@@ -45,7 +45,6 @@ enum {
 /* What the reads of a reduction output's body allow. */
 typedef struct Outer {
 	Tensor *out;
-	bool ok;         /* reads no reduction and no reduction inside */
 	bool contiguous; /* every read of rank >= 1 has out's last kept index as its last subscript */
 	bool identity;   /* every read is x[reduced indices in order], x's shape their extents */
 	int max_size;    /* widest dtype read, in bytes */
@@ -55,13 +54,6 @@ typedef struct Outer {
 	int pos[16][16]; /* the roots of ins[i]'s first read */
 } Outer;
 
-static bool same_dim(IrExpr *x, IrExpr *y)
-{
-	if (x->kind != y->kind)
-		return false;
-	return x->kind == EX_SIZE ? x->size == y->size : x->kind == EX_INT && x->ival == y->ival;
-}
-
 /* Is the read x[pos...] (subscript k is out's root pos[k]) one that a register copy
  * computed in out's row loop can take: distinct roots of out with x's shape as their
  * extents, the reduced root among them? */
@@ -69,7 +61,7 @@ static bool row_read(Tensor *o, Tensor *x, const int *pos)
 {
 	bool reduced = false;
 	for (int k = 0; k < x->ndim; k++) {
-		if (pos[k] < 0 || !same_dim(x->shape[k], o->root[pos[k]]->extent))
+		if (pos[k] < 0 || !dims_equal(x->shape[k], o->root[pos[k]]->extent))
 			return false;
 		for (int q = 0; q < k; q++)
 			if (pos[q] == pos[k])
@@ -79,19 +71,17 @@ static bool row_read(Tensor *o, Tensor *x, const int *pos)
 	return reduced;
 }
 
-static bool recomputed(Tensor *x)
+/* A read of tensor x whose subscript k is out's root pos[k] (-1: anything else); a read of a
+ * reduction stops the walk (not these classes). */
+static bool outer_read(void *ctx, Tensor *x, const int *pos)
 {
-	return x->def && !tensor_is_reduction(x) &&
-	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
-}
-
-/* A read of memory tensor x whose subscript k is out's root pos[k] (-1: anything else). */
-static void outer_read(Outer *a, Tensor *x, const int *pos)
-{
+	Outer *a = ctx;
 	Tensor *o = a->out;
 	int nred = o->nroot - o->ndim;
+	if (tensor_is_reduction(x))
+		return false;
 	if (x->ndim == 0)
-		return;
+		return true;
 	if (dtype_size(x->dtype) > a->max_size)
 		a->max_size = dtype_size(x->dtype);
 	if (o->ndim == 0 || pos[x->ndim - 1] != o->ndim - 1)
@@ -99,7 +89,7 @@ static void outer_read(Outer *a, Tensor *x, const int *pos)
 	if (x->ndim != nred)
 		a->identity = false;
 	for (int k = 0; k < x->ndim && a->identity; k++)
-		a->identity = pos[k] == o->ndim + k && same_dim(x->shape[k], o->root[o->ndim + k]->extent);
+		a->identity = pos[k] == o->ndim + k && dims_equal(x->shape[k], o->root[o->ndim + k]->extent);
 	int i = 0;
 	while (i < a->nins && a->ins[i] != x)
 		i++;
@@ -112,36 +102,7 @@ static void outer_read(Outer *a, Tensor *x, const int *pos)
 	} else if (a->rows[i]) { /* read again: the same subscripts, or no copy */
 		a->rows[i] = memcmp(a->pos[i], pos, sizeof(int) * (size_t)x->ndim) == 0;
 	}
-}
-
-/* Walks e, over the roots of a tensor whose root k is out's root map[k]. */
-static void outer_walk(Outer *a, IrExpr *e, const int *map, int depth)
-{
-	if (!e || !a->ok)
-		return;
-	if (e->kind == EX_REDUCE || depth > 64) {
-		a->ok = false;
-		return;
-	}
-	if (e->kind != EX_ACCESS) {
-		for (int i = 0; i < e->nargs; i++)
-			outer_walk(a, e->args[i], map, depth);
-		return;
-	}
-	Tensor *x = e->tensor;
-	if (tensor_is_reduction(x) || e->nargs > 16) {
-		a->ok = false;
-		return;
-	}
-	int pos[16];
-	for (int k = 0; k < e->nargs; k++) {
-		IrExpr *s = e->args[k];
-		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
-	}
-	if (recomputed(x))
-		outer_walk(a, x->def, pos, depth + 1);
-	else
-		outer_read(a, x, pos);
+	return true;
 }
 
 /* Does e read x, looking through recomputed tensors? */
@@ -149,7 +110,7 @@ static bool reads(IrExpr *e, Tensor *x, int depth)
 {
 	if (!e || depth > 64)
 		return false;
-	if (e->kind == EX_ACCESS && (e->tensor == x || (recomputed(e->tensor) &&
+	if (e->kind == EX_ACCESS && (e->tensor == x || (auto_recomputed(e->tensor) &&
 							  reads(e->tensor->def, x, depth + 1))))
 		return true;
 	for (int i = 0; i < e->nargs; i++)
@@ -163,7 +124,7 @@ static bool only_reader(Fusion *f, Tensor *x, Tensor *o)
 {
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
-		if (t != o && t->def && !recomputed(t) && t->kind != TK_SCALAR && reads(t->def, x, 0))
+		if (t != o && t->def && !auto_recomputed(t) && t->kind != TK_SCALAR && reads(t->def, x, 0))
 			return false;
 	}
 	return true;
@@ -212,7 +173,7 @@ static OuterShape outer_shape(Tensor *o, int64_t vec, int64_t size)
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
 	OuterShape sh = {.vec = vec, .unroll = OUTER_UNROLL};
 	/* a warp over consecutive columns: 32 vectors, or 128 bytes of scalars */
-	sh.tx = vec > 1 ? OUTER_WARP : OUTER_WARP_BYTES / size;
+	sh.tx = vec > 1 ? OUTER_VEC_LANES : OUTER_WARP_BYTES / size;
 	if (sh.tx < 1)
 		sh.tx = 1;
 	if (clast)
@@ -388,28 +349,48 @@ static void schedule_whole(Plan *p, Outer *a)
 	}
 }
 
-bool auto_outer(Plan *p, Tensor *o)
+/* The reads of o's body, when o is an outer, middle-axis or whole-tensor reduction (its
+ * class, else AC_GENERAL). */
+static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a)
 {
 	/* One output only: the outputs of a fusion share one launch, and another output's nest
 	 * would run (and recompute what it reads) in every block of the grid split. */
-	if (p->f->noutputs != 1 || !tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def ||
-	    o->nroot > 16 || read_by_other(p->f, o))
-		return false;
-	Outer a = {.out = o, .ok = true, .contiguous = true, .identity = true};
-	int map[16];
+	if (f->noutputs != 1 || !tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def ||
+	    o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
+		return AC_GENERAL;
+	*a = (Outer){.out = o, .contiguous = true, .identity = true};
+	int map[AUTO_MAX_RANK];
 	for (int k = 0; k < o->nroot; k++)
 		map[k] = k;
-	outer_walk(&a, o->def->args[0], map, 0);
-	if (!a.ok)
-		return false;
-	if (a.max_size == 0) /* reads nothing of rank >= 1 */
-		a.max_size = dtype_size(o->dtype);
-	if (o->ndim == 0) {
+	if (!auto_walk_reads(o->def->args[0], map, outer_read, a))
+		return AC_GENERAL;
+	if (a->max_size == 0) /* reads nothing of rank >= 1 */
+		a->max_size = dtype_size(o->dtype);
+	if (o->ndim == 0)
+		return AC_WHOLE;
+	if (o->nroot != o->ndim + 1 || !a->contiguous)
+		return AC_GENERAL;
+	return o->ndim == 1 ? AC_OUTER : AC_MIDDLE;
+}
+
+AutoClass auto_outer_class(Fusion *f, Tensor *o)
+{
+	Outer a;
+	return outer_analyze(f, o, &a);
+}
+
+bool auto_outer(Plan *p, Tensor *o)
+{
+	Outer a;
+	switch (outer_analyze(p->f, o, &a)) {
+	case AC_WHOLE:
 		schedule_whole(p, &a);
 		return true;
-	}
-	if (o->nroot != o->ndim + 1 || !a.contiguous)
+	case AC_OUTER:
+	case AC_MIDDLE:
+		schedule_outer(p, &a);
+		return true;
+	default:
 		return false;
-	schedule_outer(p, &a);
-	return true;
+	}
 }

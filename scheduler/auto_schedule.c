@@ -33,80 +33,11 @@
 
 enum { AUTO_THREADS = 128, AUTO_UNROLL = 4, AUTO_VECTOR_BYTES = 16, AUTO_GRID_YZ = 65535 };
 
-/* What the accesses reachable from an output's definition allow. */
-typedef struct Access {
-	Tensor *out;
-	bool identity;  /* every memory read is out's own index order and shape */
-	bool vec_ok;    /* the last index only ever subscripts the last dimension */
-	int max_size;   /* widest dtype read or written, in bytes */
-} Access;
-
-static bool dims_equal(IrExpr *x, IrExpr *y)
+bool dims_equal(IrExpr *x, IrExpr *y)
 {
 	if (x->kind != y->kind)
 		return false;
 	return x->kind == EX_SIZE ? x->size == y->size : x->kind == EX_INT && x->ival == y->ival;
-}
-
-/* Records a read of memory tensor x whose subscript k is out's root `pos[k]` (-1: other). */
-static void note_read(Access *acc, Tensor *x, const int *pos)
-{
-	Tensor *o = acc->out;
-	if (dtype_size(x->dtype) > acc->max_size)
-		acc->max_size = dtype_size(x->dtype);
-	if (x->ndim != o->ndim && x->ndim != 0) /* a 0-d read is the same for every element */
-		acc->identity = false;
-	for (int k = 0; k < x->ndim; k++) {
-		if (pos[k] != k || k >= o->ndim || !dims_equal(x->shape[k], o->shape[k]))
-			acc->identity = false;
-		if (pos[k] == o->ndim - 1 && k != x->ndim - 1)
-			acc->vec_ok = false;
-	}
-}
-
-/* Walks e, an expression over the root axes of a tensor whose root k is out's root map[k]. */
-static void walk(Access *acc, IrExpr *e, const int *map)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_REDUCE) { /* a reduction inside: not a pointwise output */
-		acc->identity = acc->vec_ok = false;
-		return;
-	}
-	if (e->kind != EX_ACCESS) {
-		for (int i = 0; i < e->nargs; i++)
-			walk(acc, e->args[i], map);
-		return;
-	}
-	Tensor *x = e->tensor;
-	int pos[16];
-	if (e->nargs > 16) {
-		acc->identity = acc->vec_ok = false;
-		return;
-	}
-	for (int k = 0; k < e->nargs; k++) {
-		IrExpr *s = e->args[k];
-		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
-	}
-	/* Inlined tensors and read outputs are recomputed: look through their definitions. */
-	bool recomputed = x->def && !tensor_is_reduction(x) &&
-			  (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
-	if (recomputed)
-		walk(acc, x->def, pos);
-	else
-		note_read(acc, x, pos);
-}
-
-static Access analyze(Tensor *o)
-{
-	Access acc = {o, true, true, dtype_size(o->dtype)};
-	int map[16];
-	for (int k = 0; k < o->ndim && k < 16; k++)
-		map[k] = k;
-	if (o->ndim > 16)
-		acc.identity = acc.vec_ok = false;
-	walk(&acc, o->def, map);
-	return acc;
 }
 
 /* ---- the plan: directives, made and applied one by one ---------------------------------- */
@@ -115,6 +46,7 @@ enum {
 	ROW_THREADS = 128,        /* threads over a row of symbolic length */
 	ROW_MAX_THREADS = 512,    /* threads over a long row of constant length */
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
+	ROW_UNROLL = 8,           /* loop steps unrolled together in a longer row */
 	PERSIST_BYTES = 65536,    /* a cached row of one input: at most 16384 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
 	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
@@ -131,6 +63,11 @@ enum {
 	MAX_CONSUMERS = 8,
 };
 
+
+/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
+ * short rows (several per block), then rows persistent in registers as a constant row of
+ * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
+static const int64_t row_buckets[] = {256, 1024, 4096, 16384, 65536};
 
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
@@ -167,9 +104,10 @@ static const char *fresh(Arena *a, Tensor *t, const char *base)
 	return n;
 }
 
-static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level)
+static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch)
 {
-	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level, .at = f->span,
+	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level,
+		    .arch = arch, .at = f->span,
 		    .names = {.a = a}, .axes = {.a = a}, .ok = true};
 	names_of_fusion(&p->names, f);
 }
@@ -203,6 +141,12 @@ static void emit(Plan *p, const char *result, const char *t, const char *verb, i
 					plan_name(p, verb), &va, &vo);
 	vec_push(p->a, &p->dirs, d);
 	p->ok &= sched_directive(&p->s, d);
+}
+
+void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
+		 const char **args, int nouts, const char **outs)
+{
+	emit(p, result, t, verb, nargs, args, nouts, outs);
 }
 
 void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
@@ -320,7 +264,7 @@ static void schedule_output(Plan *p, Tensor *o)
 		return;
 	const char *t = o->name;
 	p->at = o->span;
-	Access acc = analyze(o);
+	AutoAccess acc = auto_access(o);
 	bool merged = acc.identity || o->ndim == 1;
 	const char *outer = NULL, *x;
 	if (merged) {
@@ -392,7 +336,7 @@ typedef struct Row {
 	IrExpr **rows;          /* their extents */
 	IrExpr *n;              /* row length */
 	bool ok;                /* the whole group has the row shape */
-	int max_size;           /* widest dtype read or written, in bytes */
+	int max_size;           /* widest dtype read or written along the row, in bytes (0: none) */
 	Tensor *reds[MAX_GROUP];  /* row reductions read (definition order after sorting) */
 	int nreds;
 	Tensor *ins[MAX_GROUP];   /* inputs read as full rows x[rows..., col] */
@@ -452,10 +396,11 @@ static void row_read(Row *r, Tensor *x, const int *sub)
 {
 	int next = 0;
 	bool full = x->ndim == r->k + 1;
-	if (dtype_size(x->dtype) > r->max_size)
-		r->max_size = dtype_size(x->dtype);
 	for (int m = 0; m < x->ndim; m++) {
 		int s = sub[m];
+		/* only reads along the row are vectors (a per-row value is one load per row) */
+		if (s == ROLE_COL && dtype_size(x->dtype) > r->max_size)
+			r->max_size = dtype_size(x->dtype);
 		if (s == ROLE_OTHER || (s == ROLE_COL && m != x->ndim - 1))
 			r->ok = false;
 		else if (s == ROLE_COL && !dims_equal(x->shape[m], r->n))
@@ -532,7 +477,7 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 			row_reduction(r, x);
 		return;
 	}
-	bool recomputed = x->def && (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	bool recomputed = x->def && (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed && x->kind == TK_INTERMEDIATE)
 		row_mid(r, x, sub);
 	if (recomputed)
@@ -564,7 +509,8 @@ static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
  * t[i] / N`, the anchor has no column; the row length is the reductions'). */
 static Row row_analyze(Tensor *o, int k)
 {
-	Row r = {.anchor = o, .ok = true, .max_size = dtype_size(o->dtype), .k = k};
+	/* a reduction or a row-only anchor writes one value per row: not a vector */
+	Row r = {.anchor = o, .ok = true, .max_size = k < o->ndim ? dtype_size(o->dtype) : 0, .k = k};
 	bool red = tensor_is_reduction(o);
 	if (r.k < 1 || r.k > 15 || (red && o->nroot != o->ndim + 1)) {
 		r.ok = false;
@@ -617,7 +563,7 @@ static bool reads_through_but(IrExpr *e, Tensor *x, Tensor *opaque, int depth)
 		if (t == x)
 			return true;
 		bool recomputed = t->def && !tensor_is_reduction(t) &&
-				  (t->inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
+				  (t->sched.inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
 		if (recomputed && t != opaque && reads_through_but(t->def, x, opaque, depth + 1))
 			return true;
 	}
@@ -641,7 +587,7 @@ static int stored_readers(Fusion *f, Tensor *x)
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		bool stored = t->def && t->kind != TK_SCALAR &&
-			      (t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined);
+			      (t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined);
 		if (stored && reads_through(t->def, x, 0))
 			n++;
 	}
@@ -664,6 +610,8 @@ static int popcount64(uint64_t v)
  * row length. */
 typedef struct RowShape {
 	int64_t vec, threads, rows_per_block;
+	int64_t unroll;          /* not persistent, a long bounded row: each loop over a thread's
+				  * part of the row split by this, the inner part unrolled (0: no) */
 	bool persistent;
 	bool cache[MAX_GROUP];   /* persistent: which inputs are kept in registers */
 	Tensor *mid;             /* persistent: an intermediate kept in registers, or NULL */
@@ -672,7 +620,7 @@ typedef struct RowShape {
 static int row_vec(Row *r)
 {
 	int64_t n;
-	int vec = AUTO_VECTOR_BYTES / r->max_size;
+	int vec = AUTO_VECTOR_BYTES / (r->max_size > 0 ? r->max_size : 4);
 	if (vec < 1)
 		vec = 1;
 	if (ir_is_const(r->n, &n))
@@ -746,8 +694,7 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 	/* persistent when every input read by two or more stored tensors fits */
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
-		if (popcount64(r->readers[i]) < 2 || !(r->readers[i] & 1) ||
-		    r->stored[i] != popcount64(r->readers[i]))
+		if (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i]))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -784,6 +731,9 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 		if (s.threads < ROW_THREADS)
 			s.threads = ROW_THREADS;
 		s.threads = short_threads(vectors, s.threads);
+		/* more vectors per thread than that: unrolled by ROW_UNROLL at a time */
+		if ((vectors + s.threads - 1) / s.threads > ROW_VECTORS)
+			s.unroll = ROW_UNROLL;
 	}
 	/* rows that take fewer threads than a block share one (R rows on threadIdx.y) */
 	if (s.threads < BLOCK_ROWS_THREADS)
@@ -793,12 +743,13 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 
 /* Names of the loops of the row split [.., jr, tx, jv] of one tensor. */
 typedef struct RowAxes {
-	const char *jr, *tx, *jv;
+	const char *jr, *ju, *tx, *jv;
 } RowAxes;
 
-/* split(col, vec) -> (jo, jv); split(jo, T) -> (jr, tx); bind tx (when T > 1). vec == 1:
- * no jv. */
-static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, int64_t threads)
+/* split(col, vec) -> (jo, jv); split(jo, T) -> (jr, tx); bind tx (when T > 1); with unroll,
+ * split(jr, unroll) -> (jq, ju) and ju unrolled (then x.jr is jq). vec == 1: no jv. */
+static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, int64_t threads,
+			 int64_t unroll)
 {
 	RowAxes x = {0};
 	const char *jo = col;
@@ -811,6 +762,13 @@ static RowAxes row_split(Plan *p, const char *t, const char *col, int64_t vec, i
 	x.tx = fresh_axis(p, t, "tx");
 	d_split(p, t, jo, threads, x.jr, x.tx);
 	d_bind(p, t, x.tx, "threadIdx.x");
+	if (unroll > 1) {
+		const char *jq = fresh_axis(p, t, "jq");
+		x.ju = fresh_axis(p, t, "ju");
+		d_split(p, t, x.jr, unroll, jq, x.ju);
+		d_verb1(p, t, "unroll", x.ju);
+		x.jr = jq;
+	}
 	return x;
 }
 
@@ -846,10 +804,11 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 	for (int i = 0; i < r->nins; i++)
 		excl |= sole_reader(r, i, me);
 	excl &= !s->persistent && s->vec > 1;
-	RowAxes x = row_split(p, t->name, col, s->persistent || excl ? s->vec : 1, s->threads);
+	RowAxes x = row_split(p, t->name, col, s->persistent || excl ? s->vec : 1, s->threads,
+			      s->unroll);
 	/* a constant row: the loop over a thread's vectors unrolled, so its loads are issued
 	 * together (and persistent registers are indexed by constants) */
-	if (row_len(r, &(int64_t){0}) && (s->persistent || excl))
+	if (row_len(r, &(int64_t){0}) && (s->persistent || excl) && !x.ju)
 		d_verb1(p, t->name, "unroll", x.jr);
 	if (x.jv)
 		d_verb1(p, t->name, "unroll", x.jv);
@@ -859,8 +818,10 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 		if (!sole_reader(r, i, me))
 			continue;
 		const char *c = d_cache_after(p, r->ins[i], "local");
-		const char *sh[] = {x.jr, x.tx};
-		d_compute_at(p, c, t->name, x.tx, sh, 2);
+		const char *sh[] = {x.jr, x.tx, x.tx};
+		if (x.ju)
+			sh[1] = x.ju;
+		d_compute_at(p, c, t->name, x.tx, sh, x.ju ? 3 : 2);
 		d_verb1(p, c, "vectorize", x.jv);
 	}
 }
@@ -886,8 +847,9 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
-	if (p->level == AUTO_TUNED && !p->bucket && r->n->kind == EX_SIZE && r->n->size->bound == 0)
-		p->bucket = r->n->size;
+	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
+	    r->n->size->bound == 0)
+		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -921,10 +883,10 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		schedule_row_reduction(p, r, &s, o, 0, col);
 	} else if (col) {
 		/* a pointwise anchor writes whole vectors */
-		RowAxes x = row_split(p, o->name, col, s.vec, s.threads);
+		RowAxes x = row_split(p, o->name, col, s.vec, s.threads, s.unroll);
 		if (x.jv)
 			d_verb1(p, o->name, "vectorize", x.jv);
-		if (s.persistent)
+		if (s.persistent && !x.ju)
 			d_verb1(p, o->name, "unroll", x.jr);
 	}
 	/* The kept intermediate: in registers at the row, split like the anchor. */
@@ -932,7 +894,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		d_verb1(p, s.mid->name, "memory", "local");
 		d_compute_at(p, s.mid->name, o->name, at, shared, nshared);
 		const char *c = own_name(s.mid->root[r->k]->name, shared, nshared, p->a);
-		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads);
+		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads, 0);
 		d_verb1(p, s.mid->name, "unroll", x.jr);
 		if (x.jv)
 			d_verb1(p, s.mid->name, "unroll", x.jv);
@@ -959,11 +921,12 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (!c)
 			return;
 		d_compute_at(p, cache[i], row_reader(r, &s, c)->name, at, shared, nshared);
-		RowAxes x = row_split(p, cache[i], own_name(col, shared, nshared, p->a), s.vec,
-				      s.threads);
+		RowAxes x = row_split(p, cache[i], own_name(c->root[r->k]->name, shared, nshared, p->a),
+				      s.vec, s.threads, s.unroll);
 		if (x.jv)
 			d_verb1(p, cache[i], "vectorize", x.jv);
-		d_verb1(p, cache[i], "unroll", x.jr);
+		if (!x.ju)
+			d_verb1(p, cache[i], "unroll", x.jr);
 	}
 }
 
@@ -1067,7 +1030,7 @@ static unsigned reduction_roots(IrExpr *e, const int *map, int nmap)
 			bits |= 1u << sub[k];
 	}
 	bool recomputed = x->def && !tensor_is_reduction(x) &&
-			  (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+			  (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
 	if (recomputed && e->nargs <= 16)
 		bits |= reduction_roots(x->def, sub, e->nargs);
 	return bits;
@@ -1118,33 +1081,6 @@ static void schedule_general(Plan *p, Tensor *o)
 	d_bind(p, t, tx, "threadIdx.x");
 }
 
-static bool has_reduction(Fusion *f)
-{
-	for (int i = 0; i < f->ntensors; i++)
-		if (tensor_is_reduction(f->tensors[i]))
-			return true;
-	return false;
-}
-
-/* The reductions e reads, looking through recomputed tensors: bit 0 any, bit 1 a 0-d one,
- * bit 2 one with dimensions. */
-static unsigned reads_reductions(IrExpr *e, int depth)
-{
-	if (!e || depth > 64)
-		return 0;
-	unsigned bits = 0;
-	if (e->kind == EX_ACCESS) {
-		Tensor *t = e->tensor;
-		if (tensor_is_reduction(t))
-			return 1u | (t->ndim == 0 ? 2u : 4u);
-		if (t->def && (t->inlined || t->kind == TK_SCALAR))
-			bits |= reads_reductions(t->def, depth + 1);
-	}
-	for (int i = 0; i < e->nargs; i++)
-		bits |= reads_reductions(e->args[i], depth);
-	return bits;
-}
-
 /* A pointwise output that reads 0-d reductions only: one block of ALL_THREADS threads over
  * all its elements, so each 0-d reduction is computed once (by the block, at the top of the
  * nest), not once per block. */
@@ -1162,17 +1098,33 @@ static void schedule_one_block(Plan *p, Tensor *o)
 	d_bind(p, t, tx, "threadIdx.x");
 }
 
-/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, a
- * pointwise schedule, a row group, a reduction over its kept axes, or the general one. */
+/* A reduction output, or a pointwise output that reads reductions, of no tuned class: a
+ * reduction over its kept axes (schedule_kept), one block for readers of 0-d reductions only,
+ * else the general schedule. */
+static void schedule_other(Plan *p, Tensor *o)
+{
+	if (!o->def)
+		return;
+	if (tensor_is_reduction(o)) {
+		if (!(auto_reads_reductions(o->def->args[0], 0) & 4))
+			schedule_kept(p, o);
+		else if (o->ndim > 0)
+			/* its axes stay unmerged, for the reductions it reads to be computed in */
+			schedule_general(p, o);
+		return; /* 0-d, reading reductions: one thread */
+	}
+	unsigned reds = auto_reads_reductions(o->def, 0);
+	if (o->ndim > 0 && reds == 3)
+		schedule_one_block(p, o);
+	else if (o->ndim > 0)
+		schedule_general(p, o);
+}
+
+/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
+ * of its class (classify.c). Fusion.auto_class names the classes. */
 static void schedule_tuned(Plan *p)
 {
 	Fusion *f = p->f;
-	if (!has_reduction(f)) {
-		for (int i = 0; i < f->noutputs; i++)
-			if (!auto_transpose(p, f->outputs[i]))
-				schedule_output(p, f->outputs[i]);
-		return;
-	}
 	Row rows[MAX_GROUP];
 	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
 	for (int i = 0; i < nout; i++) {
@@ -1187,38 +1139,48 @@ static void schedule_tuned(Plan *p)
 					if (rows[i].reds[x] == rows[j].reds[y])
 						rows[i].ok = false;
 	}
+	unsigned seen = 0;
+	f->auto_class = NULL;
 	for (int i = 0; i < f->noutputs; i++) {
 		Tensor *o = f->outputs[i];
 		p->at = f->span;
-		if (!o->def)
-			continue;
-		unsigned reds = tensor_is_reduction(o) ? 0 : reads_reductions(o->def, 0);
-		if (i < nout && rows[i].ok)
-			schedule_row(p, &rows[i], f->noutputs == 1);
-		else if (auto_outer(p, o))
-			continue; /* outer, middle-axis and whole-tensor reductions (auto_outer.c) */
-		else if (tensor_is_reduction(o) && !(reads_reductions(o->def->args[0], 0) & 4))
-			schedule_kept(p, o);
-		else if (tensor_is_reduction(o) && o->ndim > 0)
-			/* its axes stay unmerged, for the reductions it reads to be computed in */
-			schedule_general(p, o);
-		else if (tensor_is_reduction(o))
-			continue; /* 0-d, reading reductions: one thread */
-		else if (!reds && auto_transpose(p, o))
-			continue; /* transposes and permutes (auto_transpose.c) */
-		else if (!reds)
+		AutoClass c = auto_classify(f, o, i < nout && rows[i].ok);
+		if (!(seen >> c & 1))
+			f->auto_class = f->auto_class ? arena_printf(p->a, "%s, %s", f->auto_class,
+								     auto_class_name(c))
+						      : auto_class_name(c);
+		seen |= 1u << c;
+		switch (c) {
+		case AC_MATMUL:
+			auto_matmul(p, o);
+			break;
+		case AC_POINTWISE:
+		case AC_BROADCAST:
 			schedule_output(p, o);
-		else if (o->ndim > 0 && reds == 3)
-			schedule_one_block(p, o);
-		else if (o->ndim > 0)
-			schedule_general(p, o);
+			break;
+		case AC_TRANSPOSE:
+			auto_transpose(p, o);
+			break;
+		case AC_ROWS:
+			schedule_row(p, &rows[i], f->noutputs == 1);
+			break;
+		case AC_OUTER:
+		case AC_MIDDLE:
+		case AC_WHOLE:
+			auto_outer(p, o);
+			break;
+		case AC_GENERAL:
+		case AC_COUNT:
+			schedule_other(p, o);
+			break;
+		}
 	}
 	p->at = f->span;
 	/* 0-d reductions inside a nest: block reductions at the top of their reader */
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
 		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && t->ndim == 0 &&
-		    !t->ca_tensor && t->history.len == 0)
+		    !t->sched.ca_tensor && t->history.len == 0)
 			schedule_zero_d(p, t);
 	}
 }
@@ -1252,7 +1214,7 @@ static int consumers(Plan *p, Tensor *r, Tensor **u, int max)
 		Tensor *x = VEC_AT(todo, Tensor, k);
 		for (int i = 0; i < x->readers.len; i++) {
 			Tensor *t = VEC_AT(x->readers, Tensor, i);
-			bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+			bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined;
 			Vec *into = stored ? NULL : &todo;
 			int j = 0;
 			if (stored) {
@@ -1350,7 +1312,7 @@ static void place_reductions(Plan *p)
 {
 	for (int i = p->f->ntensors - 1; i >= 0; i--) {
 		Tensor *t = p->f->tensors[i];
-		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && !t->ca_tensor)
+		if (t->kind == TK_INTERMEDIATE && tensor_is_reduction(t) && !t->sched.ca_tensor)
 			place_reduction(p, t);
 	}
 }
@@ -1365,8 +1327,9 @@ const char *auto_level_name(AutoLevel level)
 }
 
 /* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
- * the plan's size symbol for size variants (Plan.bucket). */
-static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSym **bucket)
+ * the size variants the plan asks for (Plan.bucket). */
+static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch,
+			   Buckets *bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1374,7 +1337,7 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 		return false;
 	}
 	Plan p;
-	plan_init(&p, a, d, f, level);
+	plan_init(&p, a, d, f, level, arch);
 	if (level <= AUTO_SCALAR)
 		schedule_tuned(&p);
 	else
@@ -1390,38 +1353,35 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 	return sched_finish(&p.s, p.ok);
 }
 
-/* Lowers f as a launcher will (sm_80: the generated schedules use nothing newer) and keeps
- * no diagnostic: the real lowering reports its warnings again. */
-static bool lowers(Arena *a, Diag *d, Fusion *f)
+/* Lowers f as a launcher will, for the target sm (the generated schedules use nothing newer
+ * than sm_80; an older target refuses what needs sm_80, cp.async and mma, and the next level
+ * is tried) and keeps no diagnostic: the real lowering reports its warnings again. */
+static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 {
 	DiagMark m = diag_mark(d);
-	LowerOptions o = {.arch = 80};
+	LowerOptions o = {.arch = arch};
 	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
 	return ok;
 }
 
-/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
- * short rows (several per block), then rows persistent in registers as a constant row of
- * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
-static const int64_t row_buckets[] = {256, 1024, 4096, 16384};
-
-/* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
- * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
+/* The size variants of f, scheduled at the tuned level: one copy of f per bound of b with
+ * its size symbol bounded, tried by the launcher in order before f's own kernels. A
  * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
-static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
+static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
+			 int arch)
 {
 	DiagMark m = diag_mark(d);
-	for (int i = 0; i < countof(row_buckets); i++) {
+	for (int i = 0; i < b->n; i++) {
 		Fusion *g = sema_fusion(a, d, f->ast);
 		diag_rollback(d, m);
 		if (!g)
 			return;
 		g->ast_schedule = block;
 		g->auto_scheduled = true;
-		g->sizes[index]->bound = row_buckets[i];
-		bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, g);
+		g->sizes[b->sym->index]->bound = b->bounds[i];
+		bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, g, arch);
 		diag_rollback(d, m);
 		if (ok)
 			vec_push(a, &f->variants, g);
@@ -1432,6 +1392,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 {
 	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
 	DiagMark m = diag_mark(d);
+	int arch = o && o->arch ? o->arch : 80;
 	for (int level = 0; level < AUTO_LEVELS; level++) {
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
@@ -1445,16 +1406,16 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
-		SizeSym *bucket = NULL;
-		bool ok = schedule_level(a, d, f, (AutoLevel)level, &bucket) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, f);
+		Buckets bucket = {0};
+		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, f, arch);
 		if (ok && o && (o->refuse >> level & 1)) {
 			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
 				   level_names[level], f->name);
 			ok = false;
 		}
-		if (ok && bucket && f->ast)
-			add_variants(a, d, f, block, bucket->index);
+		if (ok && bucket.sym && f->ast)
+			add_variants(a, d, f, block, &bucket, arch);
 		if (ok)
 			return true;
 	}

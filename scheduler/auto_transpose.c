@@ -38,7 +38,6 @@ enum {
 	TILE_A = 32,        /* tile elements along x's inner dimension */
 	TILE_B = 64,        /* tile elements along o's inner dimension: 8 rows per thread */
 	TILE_ROWS = 8,      /* threadIdx.y */
-	MAX_RANK = 16,
 };
 
 /* One walk of an output's definition: the transposed reads and what else it reads. */
@@ -47,14 +46,7 @@ typedef struct Walk {
 	AutoTranspose *c;
 	Tensor *bad[AUTO_TRANSPOSE_MAX]; /* read in two ways: not cached */
 	int nbad;
-	bool reduces;
 } Walk;
-
-static bool recomputed(Tensor *x)
-{
-	return x->def && !tensor_is_reduction(x) &&
-	       (x->inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
-}
 
 static int find(Tensor **v, int n, Tensor *x)
 {
@@ -70,10 +62,14 @@ static void mark_bad(Walk *w, Tensor *x)
 		w->bad[w->nbad++] = x;
 }
 
-/* A read of memory tensor x whose subscript k is out's root pos[k] (-1: anything else). */
-static void note(Walk *w, Tensor *x, const int *pos)
+/* A read of tensor x whose subscript k is out's root pos[k] (-1: anything else); a read of a
+ * reduction stops the walk (not this class). */
+static bool note(void *ctx, Tensor *x, const int *pos)
 {
+	Walk *w = ctx;
 	AutoTranspose *c = w->c;
+	if (tensor_is_reduction(x))
+		return false;
 	int n = w->out->ndim, last = x->ndim ? pos[x->ndim - 1] : -1;
 	bool has_b = false, plain = x->kind == TK_INPUT;
 	unsigned seen = 0;
@@ -91,55 +87,25 @@ static void note(Walk *w, Tensor *x, const int *pos)
 	if (i < 0 && !transposed) {
 		if (x->kind == TK_INPUT && x->ndim > 0)
 			mark_bad(w, x); /* if it is also read transposed, it cannot be cached */
-		return;
+		return true;
 	}
 	if (i >= 0) {
 		/* a second read must be the same order (cache_after wants one order) */
 		for (int k = 0; k < x->ndim; k++)
 			if (pos[k] != c->subs[i][k])
 				mark_bad(w, x);
-		return;
+		return true;
 	}
 	if (c->a < 0)
 		c->a = last;
 	if (last != c->a || c->nins == AUTO_TRANSPOSE_MAX) {
 		mark_bad(w, x); /* another inner axis: read directly */
-		return;
+		return true;
 	}
 	c->ins[c->nins] = x;
 	memcpy(c->subs[c->nins], pos, sizeof(int) * (size_t)x->ndim);
 	c->nins++;
-}
-
-static void walk(Walk *w, IrExpr *e, const int *map)
-{
-	if (!e)
-		return;
-	if (e->kind == EX_REDUCE) {
-		w->reduces = true;
-		return;
-	}
-	if (e->kind != EX_ACCESS) {
-		for (int i = 0; i < e->nargs; i++)
-			walk(w, e->args[i], map);
-		return;
-	}
-	Tensor *x = e->tensor;
-	int pos[MAX_RANK];
-	if (e->nargs > MAX_RANK) {
-		w->reduces = true; /* not this class */
-		return;
-	}
-	for (int k = 0; k < e->nargs; k++) {
-		IrExpr *s = e->args[k];
-		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 ? map[s->axis->root_index] : -1;
-	}
-	if (tensor_is_reduction(x))
-		w->reduces = true;
-	else if (recomputed(x))
-		walk(w, x->def, pos);
-	else
-		note(w, x, pos);
+	return true;
 }
 
 /* Whether a stored tensor other than o reads x (looking through inlined tensors). */
@@ -149,7 +115,7 @@ static bool read_elsewhere(Tensor *x, Tensor *o, int depth)
 		return true;
 	for (int i = 0; i < x->readers.len; i++) {
 		Tensor *t = VEC_AT(x->readers, Tensor, i);
-		bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->inlined;
+		bool stored = t->kind == TK_OUTPUT || tensor_is_reduction(t) || !t->sched.inlined;
 		if (stored ? t != o : read_elsewhere(t, o, depth + 1))
 			return true;
 	}
@@ -160,15 +126,14 @@ bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
 {
 	*c = (AutoTranspose){.a = -1};
 	(void)f;
-	if (!o->def || o->ndim < 2 || o->ndim > MAX_RANK || tensor_is_reduction(o))
+	if (!o->def || o->ndim < 2 || o->ndim > AUTO_MAX_RANK || tensor_is_reduction(o))
 		return false;
 	Walk w = {.out = o, .c = c};
-	int map[MAX_RANK];
+	int map[AUTO_MAX_RANK];
 	for (int k = 0; k < o->ndim; k++)
 		map[k] = k;
-	walk(&w, o->def, map);
-	if (w.reduces)
-		return false;
+	if (!auto_walk_reads(o->def, map, note, &w))
+		return false; /* it reduces */
 	int n = 0;
 	for (int i = 0; i < c->nins; i++) {
 		Tensor *x = c->ins[i];
@@ -206,7 +171,7 @@ bool auto_transpose(Plan *p, Tensor *o)
 	d_split(p, t, ra, TILE_A, ao, at);
 	d_split(p, t, rb, c.tile_b, bo, bt);
 	/* the tile loops innermost, the others (tiles, batch) in o's order, merged onto blockIdx.x */
-	const char *order[MAX_RANK + 2];
+	const char *order[AUTO_MAX_RANK + 2];
 	for (int k = 0; k < n; k++)
 		order[k] = k == a ? ao : k == b ? bo : o->root[k]->name;
 	order[n] = at;

@@ -68,9 +68,9 @@ static Tensor *new_cache(Sched *s, Tensor *t, AstDirective *dir, MemType m)
 	Tensor *c = tensor_new(s->a, dir->result.name, TK_INTERMEDIATE, t->dtype, m, dir->result.span);
 	c->ndim = t->ndim;
 	c->shape = t->shape;
-	c->mem_span = dir->span;
-	c->cache_of = t;
-	c->cache_span = dir->span;
+	c->sched.mem_span = dir->span;
+	c->sched.cache_of = t;
+	c->sched.cache_span = dir->span;
 	return c;
 }
 
@@ -217,19 +217,19 @@ bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (!cache_mem(s, &dir->args[0], &m) || !sched_check_new_name(s, dir->result))
 		return false;
-	bool touched = t->history.len || t->ca_tensor;
+	bool touched = t->history.len || t->sched.ca_tensor;
 	for (int i = 0; i < t->ndomain; i++)
 		touched |= t->domain[i]->par != PT_SERIAL || t->domain[i]->unroll ||
 			   t->domain[i]->vectorize;
 	for (int i = 0; i < s->f->ntensors && !touched; i++)
-		touched |= s->f->tensors[i]->ca_tensor == t;
+		touched |= s->f->tensors[i]->sched.ca_tensor == t;
 	if (touched) {
 		diag_error(s->d, dir->span, "cache_before must come before the other directives on '%s' (and before compute_at into it)",
 			   t->name);
 		return false;
 	}
 	Tensor *c = new_cache(s, t, dir, m);
-	c->cache_before = true;
+	c->sched.cache_before = true;
 	c->root = t->root;
 	c->nroot = t->nroot;
 	c->domain = t->domain;
@@ -251,7 +251,7 @@ bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	t->def = ir_access(s->a, c, idx, t->ndim);
 	if (t->kind == TK_INTERMEDIATE)
-		t->inlined = true; /* now a pointwise copy: the default for pointwise intermediates */
+		t->sched.inlined = true; /* now a pointwise copy: the default for pointwise intermediates */
 	/* What t read, c reads now. */
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Vec *rd = &s->f->tensors[i]->readers;
@@ -267,7 +267,7 @@ bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir)
 /* A cache made by cache_after: c[...] = t[...]. */
 static bool is_copy(Tensor *c)
 {
-	return c->cache_of && !c->cache_before;
+	return c->sched.cache_of && !c->sched.cache_before;
 }
 
 bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir)
@@ -287,26 +287,26 @@ bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir)
 			   c->name);
 		return false;
 	}
-	Tensor *src = c->cache_of;
+	Tensor *src = c->sched.cache_of;
 	if (src->kind != TK_INPUT) {
 		diag_error(s->d, dir->span, "cannot cp_async '%s': it copies %s '%s', which is not in global memory (cp.async reads an input)",
 			   c->name, src->kind == TK_OUTPUT ? "output" : "intermediate", src->name);
 		return false;
 	}
-	if (c->mem != MEM_SHARED) {
+	if (c->sched.mem != MEM_SHARED) {
 		diag_error(s->d, dir->span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
-			   c->name, mem_name(c->mem));
-		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+			   c->name, mem_name(c->sched.mem));
+		diag_note(s->d, c->sched.mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->sched.mem));
 		return false;
 	}
-	if (c->cp_async) {
+	if (c->sched.cp_async) {
 		diag_error(s->d, dir->span, "'%s' is already cp_async", c->name);
-		diag_note(s->d, c->cp_async_span, "first cp_async here");
+		diag_note(s->d, c->sched.cp_async_span, "first cp_async here");
 		return false;
 	}
-	c->cp_async = true;
-	c->cp_async_cg = cg;
-	c->cp_async_span = dir->span;
+	c->sched.cp_async = true;
+	c->sched.cp_async_cg = cg;
+	c->sched.cp_async_span = dir->span;
 	return true;
 }
 
@@ -331,14 +331,14 @@ bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
 			   (long long)n, (long long)p);
 		return false;
 	}
-	if (c->stages) {
+	if (c->sched.stages) {
 		diag_error(s->d, dir->span, "'%s' is already buffered", c->name);
-		diag_note(s->d, c->stages_span, "first buffered here");
+		diag_note(s->d, c->sched.stages_span, "first buffered here");
 		return false;
 	}
-	c->stages = (int)n;
-	c->prefetch = (int)p;
-	c->stages_span = dir->span;
+	c->sched.stages = (int)n;
+	c->sched.prefetch = (int)p;
+	c->sched.stages_span = dir->span;
 	return true;
 }
 
@@ -353,15 +353,15 @@ bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 			   (long long)n);
 		return false;
 	}
-	if (c->kind != TK_INTERMEDIATE || c->mem != MEM_SHARED) {
+	if (c->kind != TK_INTERMEDIATE || c->sched.mem != MEM_SHARED) {
 		diag_error(s->d, dir->span, "cannot pad '%s': it is %s; pad lays out a buffer in shared memory (cache_after(shared) or memory(shared))",
-			   c->name, c->kind == TK_INTERMEDIATE ? arena_printf(s->a, "in %s memory", mem_name(c->mem))
+			   c->name, c->kind == TK_INTERMEDIATE ? arena_printf(s->a, "in %s memory", mem_name(c->sched.mem))
 							       : arena_printf(s->a, "an %s", c->kind == TK_INPUT ? "input" : "output"));
 		return false;
 	}
-	if (c->pad) {
+	if (c->sched.pad) {
 		diag_error(s->d, dir->span, "'%s' is already padded", c->name);
-		diag_note(s->d, c->pad_span, "first padded here");
+		diag_note(s->d, c->sched.pad_span, "first padded here");
 		return false;
 	}
 	int64_t every = dir->nargs == 2 ? dir->args[1].value : 0;
@@ -370,9 +370,9 @@ bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 			   (long long)every);
 		return false;
 	}
-	c->pad = (int)n;
-	c->pad_every = every;
-	c->pad_span = dir->span;
+	c->sched.pad = (int)n;
+	c->sched.pad_every = every;
+	c->sched.pad_span = dir->span;
 	return true;
 }
 
@@ -429,7 +429,7 @@ static int cache_consumers(Sched *s, Tensor *c, Tensor **out, int max)
 	int n = 0;
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *u = s->f->tensors[i];
-		if (u == c || !u->def || u->kind == TK_SCALAR || (u->inlined && u->kind != TK_OUTPUT))
+		if (u == c || !u->def || u->kind == TK_SCALAR || (u->sched.inlined && u->kind != TK_OUTPUT))
 			continue;
 		if (sched_read_map(s->a, c, u).found && n < max)
 			out[n++] = u;
@@ -472,23 +472,23 @@ static bool place_cache(Sched *s, Tensor *c)
 	int n = cache_consumers(s, c, u, 2);
 	/* A consumer without loops shares none with c: c keeps its own, transformed or not. */
 	if (n == 1 && u[0]->ndomain == 0 && !sched_computed_at(s->f, c))
-		return sched_compute_at_pos(s, c, u[0], -1, c->cache_span);
+		return sched_compute_at_pos(s, c, u[0], -1, c->sched.cache_span);
 	if (c->history.len) {
-		diag_error(s->d, c->cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
+		diag_error(s->d, c->sched.cache_span, "cache '%s' has loop transforms but no compute_at; give it a compute_at before the transforms",
 			   c->name);
 		return false;
 	}
 	Tensor *in = sched_computed_at(s->f, c);
 	if (in) {
-		diag_error(s->d, c->cache_span, "cache '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
+		diag_error(s->d, c->sched.cache_span, "cache '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
 			   c->name, in->name);
-		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, c->name);
+		diag_note(s->d, in->sched.ca_span, "'%s' is computed at '%s' here", in->name, c->name);
 		return false;
 	}
 	if (n == 0)
 		return true; /* nothing reads it in a loop nest */
 	if (n > 1) {
-		diag_error(s->d, c->cache_span, "cannot place cache '%s': it is read by both '%s' and '%s'; give it a compute_at",
+		diag_error(s->d, c->sched.cache_span, "cannot place cache '%s': it is read by both '%s' and '%s'; give it a compute_at",
 			   c->name, u[0]->name, u[1]->name);
 		return false;
 	}
@@ -499,33 +499,33 @@ static bool place_cache(Sched *s, Tensor *c)
 	int pos = -1;
 	for (int i = 0; i < u[0]->ndomain; i++) {
 		Axis *ax = u[0]->domain[i];
-		bool thread = par_is_thread(loop_par(ax)) && c->mem == MEM_SHARED;
+		bool thread = par_is_thread(loop_par(ax)) && c->sched.mem == MEM_SHARED;
 		if (thread || ax->vectorize || !replayable(s, c, u[0], i) ||
 		    (nset >= 0 && !derived_from(ax, set, nset)))
 			break;
 		pos = i;
 	}
 	if (pos < 0 && nset >= 0 && c->ndim == 0)
-		return sched_compute_at_pos(s, c, u[0], -1, c->cache_span);
+		return sched_compute_at_pos(s, c, u[0], -1, c->sched.cache_span);
 	if (pos < 0) {
 		Axis *ax = u[0]->domain[0];
-		diag_error(s->d, c->cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
+		diag_error(s->d, c->sched.cache_span, "cannot place cache '%s' by default: the outermost loop '%s' of '%s' is %s; give '%s' a compute_at",
 			   c->name, ax->name, u[0]->name,
 			   ax->vectorize ? "vectorized" : par_is_thread(loop_par(ax))
 			   ? arena_printf(s->a, "bound to %s", par_name(loop_par(ax)))
 			   : "not replayable on it", c->name);
 		return false;
 	}
-	return sched_compute_at_pos(s, c, u[0], pos, c->cache_span);
+	return sched_compute_at_pos(s, c, u[0], pos, c->sched.cache_span);
 }
 
 /* cp.async moves 4, 8 or 16 bytes per access (.cg: 16): the vectorized axis times the dtype. */
 static bool check_cp_async(Sched *s, Tensor *c)
 {
-	if (c->mem != MEM_SHARED) {
-		diag_error(s->d, c->cp_async_span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
-			   c->name, mem_name(c->mem));
-		diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+	if (c->sched.mem != MEM_SHARED) {
+		diag_error(s->d, c->sched.cp_async_span, "cannot cp_async '%s': it is in %s memory; cp.async writes shared memory",
+			   c->name, mem_name(c->sched.mem));
+		diag_note(s->d, c->sched.mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->sched.mem));
 		return false;
 	}
 	Axis *vec = NULL;
@@ -539,13 +539,13 @@ static bool check_cp_async(Sched *s, Tensor *c)
 	const char *how = vec ? arena_printf(s->a, "vectorized axis '%s': %lld x %s", vec->name,
 					   (long long)n, dtype_name(c->dtype))
 			      : arena_printf(s->a, "no vectorized axis: 1 x %s", dtype_name(c->dtype));
-	if (c->cp_async_cg && bytes != 16) {
-		diag_error(s->d, c->cp_async_span, "cp_async(cg) copies 16 bytes per access; '%s' copies %lld (%s)",
+	if (c->sched.cp_async_cg && bytes != 16) {
+		diag_error(s->d, c->sched.cp_async_span, "cp_async(cg) copies 16 bytes per access; '%s' copies %lld (%s)",
 			   c->name, (long long)bytes, how);
 		return false;
 	}
 	if (bytes != 4 && bytes != 8 && bytes != 16) {
-		diag_error(s->d, c->cp_async_span, "cp_async copies 4, 8 or 16 bytes per access; '%s' copies %lld (%s)",
+		diag_error(s->d, c->sched.cp_async_span, "cp_async copies 4, 8 or 16 bytes per access; '%s' copies %lld (%s)",
 			   c->name, (long long)bytes, how);
 		return false;
 	}
@@ -560,31 +560,31 @@ static void clamp_stages(Sched *s, Tensor *c, Axis *loop)
 	int64_t E;
 	Axis *named = loop;
 
-	if (!ir_is_const(loop->extent, &E) || E >= c->stages)
+	if (!ir_is_const(loop->extent, &E) || E >= c->sched.stages)
 		return;
 	while (named->ca_alias)
 		named = named->ca_alias;
 	if (E <= 1)
-		diag_warning(s->d, c->stages_span, "'%s' is not buffered: its buffer loop '%s' has %lld iteration%s, so there is nothing to overlap",
+		diag_warning(s->d, c->sched.stages_span, "'%s' is not buffered: its buffer loop '%s' has %lld iteration%s, so there is nothing to overlap",
 			     c->name, named->name, (long long)E, E == 1 ? "" : "s");
 	else
-		diag_warning(s->d, c->stages_span, "'%s' gets %lld stages, not %d: its buffer loop '%s' has %lld iterations",
-			     c->name, (long long)E, c->stages, named->name, (long long)E);
+		diag_warning(s->d, c->sched.stages_span, "'%s' gets %lld stages, not %d: its buffer loop '%s' has %lld iterations",
+			     c->name, (long long)E, c->sched.stages, named->name, (long long)E);
 	diag_note(s->d, named->span, "'%s' is made here", named->name);
-	c->stages = E <= 1 ? 0 : (int)E;
-	c->prefetch = E <= 1 ? 0 : c->prefetch < E - 1 ? c->prefetch : (int)E - 1;
+	c->sched.stages = E <= 1 ? 0 : (int)E;
+	c->sched.prefetch = E <= 1 ? 0 : c->sched.prefetch < E - 1 ? c->sched.prefetch : (int)E - 1;
 }
 
 /* The buffer loop: the innermost loop of c's compute-at position that is serial and that c
  * depends on (not a bare alias of a broadcast). */
 static bool check_stages(Sched *s, Tensor *c)
 {
-	if (!c->ca_tensor) {
-		diag_error(s->d, c->stages_span, "cannot buffer '%s': it has no compute-at position, so no loop to buffer over",
+	if (!c->sched.ca_tensor) {
+		diag_error(s->d, c->sched.stages_span, "cannot buffer '%s': it has no compute-at position, so no loop to buffer over",
 			   c->name);
 		return false;
 	}
-	for (int i = c->ca_pos; i >= 0; i--) {
+	for (int i = c->sched.ca_pos; i >= 0; i--) {
 		Axis *ax = c->domain[i];
 		bool bare = ax->kind == AX_ROOT && ax->root_index < 0;
 		if (loop_par(ax) == PT_SERIAL && !bare) {
@@ -592,14 +592,14 @@ static bool check_stages(Sched *s, Tensor *c)
 			return true;
 		}
 	}
-	Tensor *u = c->ca_tensor;
-	if (c->ca_pos < 0)
-		diag_error(s->d, c->stages_span, "cannot buffer '%s': '%s' has no loops to buffer over",
+	Tensor *u = c->sched.ca_tensor;
+	if (c->sched.ca_pos < 0)
+		diag_error(s->d, c->sched.stages_span, "cannot buffer '%s': '%s' has no loops to buffer over",
 			   c->name, u->name);
 	else
-		diag_error(s->d, c->stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
-			   c->name, u->name, u->domain[c->ca_pos]->name);
-	diag_note(s->d, c->ca_span, "'%s' is computed at '%s' here", c->name, u->name);
+		diag_error(s->d, c->sched.stages_span, "cannot buffer '%s': no serial loop outside its compute-at position (the loops of '%s' up to '%s' are parallel or broadcast)",
+			   c->name, u->name, u->domain[c->sched.ca_pos]->name);
+	diag_note(s->d, c->sched.ca_span, "'%s' is computed at '%s' here", c->name, u->name);
 	return false;
 }
 
@@ -615,11 +615,11 @@ Tensor *sched_reduction_home(Tensor **u, int n, int *limit)
 			Tensor *c = u[j];
 			if (c == u[h])
 				continue;
-			while (c && c->ca_tensor != u[h])
-				c = c->ca_tensor;
+			while (c && c->sched.ca_tensor != u[h])
+				c = c->sched.ca_tensor;
 			all = c != NULL;
-			if (c && c->ca_pos < lim)
-				lim = c->ca_pos;
+			if (c && c->sched.ca_pos < lim)
+				lim = c->sched.ca_pos;
 		}
 		if (all) {
 			*limit = lim;
@@ -640,7 +640,7 @@ static bool place_reduction(Sched *s, Tensor *r)
 	if (in) {
 		diag_error(s->d, r->def_span, "reduction '%s' has '%s' computed at it but no compute_at of its own; give it a compute_at before that",
 			   r->name, in->name);
-		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, r->name);
+		diag_note(s->d, in->sched.ca_span, "'%s' is computed at '%s' here", in->name, r->name);
 		return false;
 	}
 	Tensor *u[8];
@@ -696,9 +696,9 @@ bool sched_finish_caches(Sched *s)
 	 * reduction read by another reduction is placed after it. */
 	for (int i = s->f->ntensors - 1; i >= 0; i--) {
 		Tensor *c = s->f->tensors[i];
-		if (c->cache_of && !c->ca_tensor)
+		if (c->sched.cache_of && !c->sched.ca_tensor)
 			ok &= place_cache(s, c);
-		else if (c->kind == TK_INTERMEDIATE && tensor_is_reduction(c) && !c->ca_tensor)
+		else if (c->kind == TK_INTERMEDIATE && tensor_is_reduction(c) && !c->sched.ca_tensor)
 			ok &= place_reduction(s, c);
 	}
 	return ok;
@@ -723,7 +723,7 @@ static bool reads_recomputed(IrExpr *e, Tensor *p)
 		if (x == p)
 			return true;
 		bool recomputed = x->def && x->kind != TK_INPUT && !tensor_is_reduction(x) &&
-				  !(x->kind == TK_INTERMEDIATE && x->ca_tensor);
+				  !(x->kind == TK_INTERMEDIATE && x->sched.ca_tensor);
 		if (recomputed && reads_recomputed(x->def, p))
 			return true;
 	}
@@ -741,7 +741,7 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
 {
 	*meet = -2;
 	for (Tensor *v = u; v != o; ) {
-		if (!v->ca_tensor)
+		if (!v->sched.ca_tensor)
 			return false;
 		Tensor *o2;
 		int at2;
@@ -761,14 +761,14 @@ static bool runs_inside(Tensor *u, Tensor *p, Tensor *o, int at, int *meet)
  * where it is computed at) stands for itself. */
 static Axis *top_root(Arena *a, Tensor *t, Axis *x)
 {
-	while (x && t->ca_tensor && t->ca_pos >= 0 && sched_is_ancestor_of_shared(x, t, t->ca_pos)) {
+	while (x && t->sched.ca_tensor && t->sched.ca_pos >= 0 && sched_is_ancestor_of_shared(x, t, t->sched.ca_pos)) {
 		if (x->root_index >= t->ndim)
 			return x;
-		ReadMap m = sched_read_map(a, t, t->ca_tensor);
+		ReadMap m = sched_read_map(a, t, t->sched.ca_tensor);
 		if (!m.found || x->root_index < 0)
 			return NULL;
 		x = m.first[x->root_index];
-		t = t->ca_tensor;
+		t = t->sched.ca_tensor;
 	}
 	return x;
 }
@@ -795,7 +795,7 @@ static bool reads_other(IrExpr *e, Tensor *p, Axis **map, Axis **want, Arena *a)
 			return false;
 		}
 		bool recomputed = x->def && x->kind != TK_INPUT && !tensor_is_reduction(x) &&
-				  !(x->kind == TK_INTERMEDIATE && x->ca_tensor);
+				  !(x->kind == TK_INTERMEDIATE && x->sched.ca_tensor);
 		return recomputed && reads_other(x->def, p, sub, want, a);
 	}
 	for (int i = 0; i < e->nargs; i++)
@@ -813,7 +813,7 @@ static bool reads_outside_buffer(Sched *s, Tensor *u, Tensor *p)
 	bool any = false;
 	for (int k = 0; k < p->ndim; k++) {
 		want[k] = NULL;
-		if (p->ca_pos >= 0 && sched_is_ancestor_of_shared(p->root[k], p, p->ca_pos))
+		if (p->sched.ca_pos >= 0 && sched_is_ancestor_of_shared(p->root[k], p, p->sched.ca_pos))
 			want[k] = top_root(s->a, p, p->root[k]);
 		any |= want[k] != NULL;
 	}
@@ -832,7 +832,7 @@ static bool reads_outside_buffer(Sched *s, Tensor *u, Tensor *p)
  * of the loops it shares (a reduction over one of them reads the others). */
 static bool check_scope(Sched *s, Tensor *p)
 {
-	if (p->kind != TK_INTERMEDIATE || !p->ca_tensor)
+	if (p->kind != TK_INTERMEDIATE || !p->sched.ca_tensor)
 		return true;
 	Tensor *o;
 	int at, meet;
@@ -840,18 +840,18 @@ static bool check_scope(Sched *s, Tensor *p)
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *u = s->f->tensors[i];
 		if (u == p || !u->def || u->kind == TK_SCALAR ||
-		    (u->kind == TK_INTERMEDIATE && !u->ca_tensor && !tensor_is_reduction(u)) ||
+		    (u->kind == TK_INTERMEDIATE && !u->sched.ca_tensor && !tensor_is_reduction(u)) ||
 		    !reads_recomputed(u->def, p))
 			continue;
 		if (runs_inside(u, p, o, at, &meet)) {
 			if (at < 0 || !reads_outside_buffer(s, u, p))
 				continue;
-			diag_error(s->d, p->ca_span,
+			diag_error(s->d, p->sched.ca_span,
 				   "'%s' is computed inside loop '%s' of '%s', where it holds the elements of one iteration, but '%s' reads it at other elements there",
 				   p->name, o->domain[at]->name, o->name, u->name);
-			if (u->ca_tensor && u->ca_pos >= 0)
-				diag_note(s->d, u->ca_span, "'%s' is computed at '%s.%s' here", u->name,
-					  u->ca_tensor->name, u->ca_tensor->domain[u->ca_pos]->name);
+			if (u->sched.ca_tensor && u->sched.ca_pos >= 0)
+				diag_note(s->d, u->sched.ca_span, "'%s' is computed at '%s.%s' here", u->name,
+					  u->sched.ca_tensor->name, u->sched.ca_tensor->domain[u->sched.ca_pos]->name);
 			diag_note(s->d, (Span){0},
 				  "compute '%s' at an outer loop, where it holds every element '%s' reads",
 				  p->name, u->name);
@@ -859,14 +859,14 @@ static bool check_scope(Sched *s, Tensor *p)
 		}
 		const char *where = at < 0 ? arena_printf(s->a, "at the top of the loop nest of '%s'", o->name)
 				    : arena_printf(s->a, "inside loop '%s' of '%s'", o->domain[at]->name, o->name);
-		diag_error(s->d, p->ca_span, "'%s' is computed %s, but '%s' reads it outside that %s",
+		diag_error(s->d, p->sched.ca_span, "'%s' is computed %s, but '%s' reads it outside that %s",
 			   p->name, where, u->name, at < 0 ? "nest" : "loop");
-		if (u->ca_tensor && u->ca_pos >= 0)
-			diag_note(s->d, u->ca_span, "'%s' is computed at '%s.%s' here", u->name,
-				  u->ca_tensor->name, u->ca_tensor->domain[u->ca_pos]->name);
-		else if (u->ca_tensor)
-			diag_note(s->d, u->ca_span, "'%s' is computed at the top of '%s' here", u->name,
-				  u->ca_tensor->name);
+		if (u->sched.ca_tensor && u->sched.ca_pos >= 0)
+			diag_note(s->d, u->sched.ca_span, "'%s' is computed at '%s.%s' here", u->name,
+				  u->sched.ca_tensor->name, u->sched.ca_tensor->domain[u->sched.ca_pos]->name);
+		else if (u->sched.ca_tensor)
+			diag_note(s->d, u->sched.ca_span, "'%s' is computed at the top of '%s' here", u->name,
+				  u->sched.ca_tensor->name);
 		if (meet >= 0 && meet < at)
 			diag_note(s->d, (Span){0},
 				  "a computed-at tensor exists only inside its loop: compute '%s' at '%s.%s' or outside it",
@@ -889,14 +889,14 @@ bool sched_check_caches(Sched *s)
 	bool ok = true;
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *c = s->f->tensors[i];
-		if (c->cp_async)
+		if (c->sched.cp_async)
 			ok &= check_cp_async(s, c);
-		if (c->stages)
+		if (c->sched.stages)
 			ok &= check_stages(s, c);
-		if (c->pad && c->mem != MEM_SHARED) { /* a later memory(...) moved it */
-			diag_error(s->d, c->pad_span, "cannot pad '%s': it is in %s memory; pad lays out a buffer in shared memory",
-				   c->name, mem_name(c->mem));
-			diag_note(s->d, c->mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->mem));
+		if (c->sched.pad && c->sched.mem != MEM_SHARED) { /* a later memory(...) moved it */
+			diag_error(s->d, c->sched.pad_span, "cannot pad '%s': it is in %s memory; pad lays out a buffer in shared memory",
+				   c->name, mem_name(c->sched.mem));
+			diag_note(s->d, c->sched.mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->sched.mem));
 			ok = false;
 		}
 		ok &= check_scope(s, c);

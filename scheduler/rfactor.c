@@ -41,7 +41,7 @@ static IrExpr *rf_value(Sched *s, Rfactor *rf, Axis *ax)
 	}
 	IrExpr *m = rf_value(s, rf, c);
 	IrExpr *e_inner = c->from[1]->extent;
-	return ax == c->from[0] ? ix_div(s->a, m, e_inner) : ix_mod(s->a, m, e_inner);
+	return ax == c->from[0] ? ix_div(s->a, NULL, m, e_inner) : ix_mod(s->a, NULL, m, e_inner);
 }
 
 typedef struct RfMap {
@@ -82,11 +82,11 @@ static IrExpr *reduce_identity(Arena *a, ReduceOp r, DType t)
  * reduction axis stays with t, and t is in no compute_at relation yet. */
 static bool rfactor_ok(Sched *s, Tensor *t, AstDirective *dir, Axis **listed)
 {
-	if (!tensor_is_reduction(t) || t->cache_of) {
+	if (!tensor_is_reduction(t) || t->sched.cache_of) {
 		diag_error(s->d, dir->tensor.span, "cannot rfactor '%s': it is not a reduction", t->name);
 		return false;
 	}
-	if (t->ca_tensor || sched_computed_at(s->f, t)) {
+	if (t->sched.ca_tensor || sched_computed_at(s->f, t)) {
 		diag_error(s->d, dir->span, "rfactor of '%s' must come before compute_at of it or into it",
 			   t->name);
 		return false;
@@ -152,7 +152,7 @@ bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir)
 	r->root = arena_alloc(s->a, sizeof(Axis *) * (size_t)r->nroot);
 	r->shape = arena_alloc(s->a, sizeof(IrExpr *) * (size_t)r->ndim);
 	r->def_span = t->def_span;
-	r->rfactor_of = t;
+	r->sched.rfactor_of = t;
 	for (int k = 0; k < ndim; k++)
 		r->root[k] = rf_root(s, r, t->root[k], k, false, dir->span);
 	/* r's axes for t's reduction leaves: the rest (iteration axes), then the listed ones */

@@ -158,7 +158,7 @@ bool sched_split(Arena *a, Diag *d, Tensor *t, Axis *ax, int64_t factor, const c
 	if (!transformable(d, ax, "split", at))
 		return false;
 	IrExpr *f = ir_int(a, factor);
-	Axis *o = sched_new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, ax->extent, f), at);
+	Axis *o = sched_new_axis(a, t, AX_SPLIT_OUTER, outer, ix_ceildiv(a, NULL, ax->extent, f), at);
 	Axis *in = sched_new_axis(a, t, AX_SPLIT_INNER, inner, f, at);
 	o->from[0] = in->from[0] = ax;
 	o->factor = in->factor = factor;
@@ -444,7 +444,7 @@ bool sched_axis_changeable(Sched *s, Tensor *t, Axis *ax, Span at, bool transfor
 	if (p) {
 		diag_error(s->d, at, "axis '%s' of '%s' is shared with '%s' by compute_at; transform it before the compute_at",
 			   ax->name, t->name, p->name);
-		diag_note(s->d, p->ca_span, "compute_at here");
+		diag_note(s->d, p->sched.ca_span, "compute_at here");
 		return false;
 	}
 	return true;
@@ -645,7 +645,7 @@ static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec
 	int64_t v, lo;
 	/* an unrolled loop may have a symbolic extent with a constant bound (a size variant,
 	 * SizeSym.bound): it runs to the bound under a guard (passes/loop_nest.c) */
-	bool bounded = !vec && ir_range(ax->extent, &lo, &v);
+	bool bounded = !vec && ir_range(NULL, ax->extent, &lo, &v);
 	if (!ir_is_const(ax->extent, &v) && !bounded) {
 		Buf b = {0};
 		ir_print_expr(ax->extent, &b);
@@ -686,15 +686,15 @@ static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, dir->span, "cannot inline reduction '%s'", t->name);
 		return false;
 	}
-	if (t->cache_of) {
+	if (t->sched.cache_of) {
 		diag_error(s->d, dir->span, "cannot inline cache '%s': a cache is always stored",
 			   t->name);
-		diag_note(s->d, t->cache_span, "'%s' is made here", t->name);
+		diag_note(s->d, t->sched.cache_span, "'%s' is made here", t->name);
 		return false;
 	}
-	t->inlined = true;
-	t->inline_span = dir->span;
-	t->ca_tensor = NULL;
+	t->sched.inlined = true;
+	t->sched.inline_span = dir->span;
+	t->sched.ca_tensor = NULL;
 	return true;
 }
 
@@ -732,8 +732,8 @@ static bool do_memory(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, g->span, "memory(global) for an intermediate is not supported yet");
 		return false;
 	}
-	t->mem = m;
-	t->mem_span = dir->span;
+	t->sched.mem = m;
+	t->sched.mem_span = dir->span;
 	return true;
 }
 
@@ -767,7 +767,7 @@ static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 			m->differ |= sub[k] != m->first[k];
 		return;
 	}
-	if (x->def && x->inlined && x->kind != TK_OUTPUT && !tensor_is_reduction(x))
+	if (x->def && x->sched.inlined && x->kind != TK_OUTPUT && !tensor_is_reduction(x))
 		collect_reads(m, x->def, sub);
 }
 
@@ -940,7 +940,7 @@ static void build_ca_domain(Sched *s, Tensor *t, Tensor *u, int pos, Replay *r, 
 Tensor *sched_computed_at(Fusion *f, Tensor *t)
 {
 	for (int i = 0; i < f->ntensors; i++)
-		if (f->tensors[i]->ca_tensor == t)
+		if (f->tensors[i]->sched.ca_tensor == t)
 			return f->tensors[i];
 	return NULL;
 }
@@ -951,14 +951,14 @@ Tensor *sched_computed_at(Fusion *f, Tensor *t)
  * loop is bound (if it is not, it may be bound later: check_shared_bindings). */
 static bool nest_bindings_ok(Sched *s, Tensor *t, Span at)
 {
-	const char *where = t->ca_pos >= 0
-		? arena_printf(s->a, "'%s.%s'", t->ca_tensor->name, t->ca_tensor->domain[t->ca_pos]->name)
-		: arena_printf(s->a, "'%s'", t->ca_tensor->name);
+	const char *where = t->sched.ca_pos >= 0
+		? arena_printf(s->a, "'%s.%s'", t->sched.ca_tensor->name, t->sched.ca_tensor->domain[t->sched.ca_pos]->name)
+		: arena_printf(s->a, "'%s'", t->sched.ca_tensor->name);
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *q = s->f->tensors[i];
 		Tensor *v = q;
 		while (v && v != t)
-			v = v->ca_tensor;
+			v = v->sched.ca_tensor;
 		if (!v)
 			continue;
 		for (int j = 0; j < q->ndomain; j++) {
@@ -997,10 +997,10 @@ bool sched_compute_at_pos(Sched *s, Tensor *t, Tensor *u, int pos, Span at)
 	if (!map_roots(s, t, u, &r, at) || !replay_history(s, t, u, pos, &r, at))
 		return false;
 	build_ca_domain(s, t, u, pos, &r, at);
-	t->ca_tensor = u;
-	t->ca_pos = pos;
-	t->ca_span = at;
-	t->inlined = false;
+	t->sched.ca_tensor = u;
+	t->sched.ca_pos = pos;
+	t->sched.ca_span = at;
+	t->sched.inlined = false;
 	return nest_bindings_ok(s, t, at);
 }
 
@@ -1026,7 +1026,7 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 	}
 	if (!ua)
 		return false;
-	if (t->history.len || t->ca_tensor) {
+	if (t->history.len || t->sched.ca_tensor) {
 		diag_error(s->d, dir->span, "compute_at must come before the other loop transforms of '%s'",
 			   t->name);
 		return false;
@@ -1036,7 +1036,7 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 		/* The replay would transform axes that `in` already shares. */
 		diag_error(s->d, dir->span, "compute_at of '%s' must come before '%s' is computed at it",
 			   t->name, in->name);
-		diag_note(s->d, in->ca_span, "'%s' is computed at '%s' here", in->name, t->name);
+		diag_note(s->d, in->sched.ca_span, "'%s' is computed at '%s' here", in->name, t->name);
 		return false;
 	}
 	int pos = tensor_axis_pos(u, ua);
@@ -1153,7 +1153,7 @@ static bool whole_range(Axis *x, int *lo, int *hi)
 static bool axis_contiguous(Tensor *t, Axis *x)
 {
 	int lo, hi;
-	if (t->kind == TK_INTERMEDIATE && t->mem == MEM_LOCAL && t->ca_tensor &&
+	if (t->kind == TK_INTERMEDIATE && t->sched.mem == MEM_LOCAL && t->sched.ca_tensor &&
 	    tensor_is_reduction(t) && !x->reduction && x == t->domain[t->ndomain - 1])
 		return true;
 	if (x->kind == AX_SPLIT_INNER)
@@ -1250,7 +1250,7 @@ static bool check_grid_reductions(Sched *s)
 				   "grid-reduced tensor '%s' is read by '%s' in the same kernel; that needs a grid-wide barrier, which fusc does not generate: compute '%s' in a fusion of its own and read it in a second one, or bind '%s' to threadIdx.* (a block reduction) or leave it serial",
 				   t->name, r->name, t->name, ax->name);
 			ok = false;
-		} else if (t->kind != TK_OUTPUT || t->ca_tensor) {
+		} else if (t->kind != TK_OUTPUT || t->sched.ca_tensor) {
 			diag_error(s->d, ax->par_span,
 				   "grid-reduced tensor '%s' must be a fusion output computed in its own loop nest (reduction axis '%s' is bound to %s)",
 				   t->name, ax->name, par_name(ax->par));
@@ -1274,7 +1274,7 @@ static bool check_shared_bindings(Sched *s)
 			diag_error(s->d, x->par_span, "'%s.%s' is bound to %s, but it runs as loop '%s' of '%s' (compute_at), which is %s",
 				   t->name, x->name, par_name(x->par), l->name, l->owner->name,
 				   l->par == PT_SERIAL ? "not bound" : par_name(l->par));
-			diag_note(s->d, t->ca_span, "'%s' is computed at '%s' here", t->name, t->ca_tensor->name);
+			diag_note(s->d, t->sched.ca_span, "'%s' is computed at '%s' here", t->name, t->sched.ca_tensor->name);
 			diag_note(s->d, (Span){0}, "a shared loop has the binding of '%s': bind '%s.%s' to %s, or leave '%s.%s' unbound",
 				  l->owner->name, l->owner->name, l->name, par_name(x->par), t->name, x->name);
 			ok = false;
@@ -1317,9 +1317,15 @@ bool sched_finish(Sched *s, bool ok)
 
 bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 {
+	return schedule_apply_for(a, d, f, 80);
+}
+
+bool schedule_apply_for(Arena *a, Diag *d, Fusion *f, int arch)
+{
 	AstSchedule *sc = f->ast_schedule;
+	AutoOptions o = {.arch = arch};
 	if (!sc || sc->is_auto)
-		return auto_schedule(a, d, f);
+		return auto_schedule_with(a, d, f, &o);
 	Sched s = {.a = a, .d = d, .f = f, .generated = sc->generated};
 	bool ok = true;
 	for (int i = 0; i < sc->ndirs; i++)

@@ -246,9 +246,9 @@ static Tensor *match(Sched *s, Tensor *s2, Span at)
 			   n2, s1->name);
 		return NULL;
 	}
-	if (s1->welford_var) {
+	if (s1->sched.welford_var) {
 		diag_error(s->d, at, "welford() is already applied to '%s' with '%s'", s1->name,
-			   s1->welford_var->name);
+			   s1->sched.welford_var->name);
 		return NULL;
 	}
 	return s1;
@@ -256,17 +256,17 @@ static Tensor *match(Sched *s, Tensor *s2, Span at)
 
 bool sched_welford(Sched *s, Tensor *t, AstDirective *dir)
 {
-	if (t->welford_sum) {
+	if (t->sched.welford_sum) {
 		diag_error(s->d, dir->span, "welford() is already applied to '%s'", t->name);
 		return false;
 	}
 	Tensor *s1 = match(s, t, dir->span);
 	if (!s1)
 		return false;
-	t->welford_sum = s1;
-	t->welford_span = dir->span;
-	s1->welford_var = t;
-	s1->welford_span = dir->span;
+	t->sched.welford_sum = s1;
+	t->sched.welford_span = dir->span;
+	s1->sched.welford_var = t;
+	s1->sched.welford_span = dir->span;
 	return true;
 }
 
@@ -335,8 +335,8 @@ static bool check_loops(Sched *s, Tensor *s1, Tensor *s2, Span at)
 
 static bool check_pair(Sched *s, Tensor *s2)
 {
-	Tensor *s1 = s2->welford_sum, *r;
-	Span at = s2->welford_span;
+	Tensor *s1 = s2->sched.welford_sum, *r;
+	Span at = s2->sched.welford_span;
 	for (int k = 0; k < 2; k++) {
 		Tensor *t = k ? s2 : s1;
 		if ((r = rfactored(t))) {
@@ -351,15 +351,15 @@ static bool check_pair(Sched *s, Tensor *s2)
 			return false;
 		}
 	}
-	if (s1->kind != TK_INTERMEDIATE || s2->kind != TK_INTERMEDIATE || !s1->ca_tensor ||
-	    s1->ca_tensor != s2->ca_tensor || s1->ca_pos != s2->ca_pos) {
+	if (s1->kind != TK_INTERMEDIATE || s2->kind != TK_INTERMEDIATE || !s1->sched.ca_tensor ||
+	    s1->sched.ca_tensor != s2->sched.ca_tensor || s1->sched.ca_pos != s2->sched.ca_pos) {
 		diag_error(s->d, at, "welford() needs '%s' and '%s' to be intermediates computed at the same loop of the same tensor (compute_at)",
 			   s1->name, s2->name);
 		return false;
 	}
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *u = s->f->tensors[i];
-		if (u->ca_tensor == s2) {
+		if (u->sched.ca_tensor == s2) {
 			diag_error(s->d, at, "welford() removes the loops of '%s', but '%s' is computed at one of them",
 				   s2->name, u->name);
 			return false;
@@ -372,7 +372,7 @@ bool sched_check_welford(Sched *s)
 {
 	bool ok = true;
 	for (int i = 0; i < s->f->ntensors; i++)
-		if (s->f->tensors[i]->welford_sum)
+		if (s->f->tensors[i]->sched.welford_sum)
 			ok &= check_pair(s, s->f->tensors[i]);
 	return ok;
 }

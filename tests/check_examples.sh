@@ -2,14 +2,16 @@
 # Runs `fusc check` (the kernel simulator, docs/check.md) on every examples/*.fus, examples/cp_async/*.fus,
 # examples/reduce/*.fus, examples/gemm/*.fus, tests/golden/ok/*.fus, tests/golden/sim/*.fus and the
 # benchmarked programs (bench/auto, bench/pointwise, bench/reduce) at
-# several sizes: smaller than one block (1, 5), not a multiple of any block or vector (67, 1025)
-# and a few blocks (300). Every size symbol takes the size (rounded up to a multiple a launcher
-# precondition requires). A file may add options with a line `// check-args: --max-blocks 4`
-# (large constant shapes: simulate a sample of the blocks). The 1-D buffering family
+# several sizes: empty (0: every output still written, e.g. a total is the identity), smaller
+# than one block (1, 5), not a multiple of any block or vector (67, 1025) and a few blocks (300).
+# Every size symbol takes the size (rounded up to a multiple a launcher precondition requires).
+# A file may add options with a line `// check-args: --max-blocks 4` (large constant shapes:
+# simulate a sample of the blocks), or name its own sizes with `// check-sizes: 1 5 67` (a
+# program that reads a constant index of a size symbol's dimension has no size 0). The 1-D buffering family
 # (examples/cp_async/buf_*) also runs at nvFuser's sizes 100, 199, 200, 1000 and 1001.
 # Prints "N passed, N failed" and exits 1 on any failure (a report, a mismatch, an error).
 FUSC=${FUSC:-build/fusc}
-SIZES=${SIZES:-"1 5 67 300 1025"}
+SIZES=${SIZES:-"0 1 5 67 300 1025"}
 pass=0
 fail=0
 out=$(mktemp)
@@ -20,7 +22,8 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 	 bench/reduce/*.fus; do
 	[ -f "$f" ] || continue
 	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
-	sizes=$SIZES
+	sizes=$(sed -n 's|^// check-sizes: ||p' "$f" | head -n 1)
+	sizes=${sizes:-$SIZES}
 	# nvFuser's 1-D buffering family ran at n = 1000, 199, 200, 100, 1001: so do their translations.
 	case $f in examples/cp_async/buf_*) sizes="$sizes 100 199 200 1000 1001" ;; esac
 	for s in $sizes; do
@@ -40,6 +43,9 @@ done
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread.
+# Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8),
+# both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
+# run the scalar kernel.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
@@ -60,7 +66,20 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=0,T=3,H=5" \
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=3,T=1000,H=33" \
 	    "tests/golden/sim/auto_total_f16.fus --dims N=0" \
-	    "tests/golden/sim/auto_total_f16.fus --dims N=3"; do
+	    "tests/golden/sim/auto_total_f16.fus --dims N=3" \
+	    "examples/gemm/auto_hgemm.fus --dims M=300,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm.fus --dims M=32,N=40,K=32" \
+	    "examples/gemm/auto_hgemm.fus --dims M=33,N=40,K=45" \
+	    "examples/gemm/auto_hgemm.fus --dims M=64,N=40,K=32" \
+	    "examples/gemm/auto_hgemm.fus --dims M=65,N=40,K=40" \
+	    "examples/gemm/auto_hgemm.fus --dims M=0,N=8,K=8" \
+	    "examples/gemm/auto_hgemm.fus --dims M=3,N=8,K=0" \
+	    "examples/gemm/auto_bgemm.fus --dims Z=2,M=130,N=136,K=40 --max-blocks 4" \
+	    "examples/gemm/auto_bgemm.fus --dims Z=0,M=3,N=3,K=3" \
+	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=300,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=1,N=1,K=1" \
+	    "examples/gemm/auto_sgemm.fus --dims M=300,N=260,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_sgemm.fus --dims M=5,N=0,K=7"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))
@@ -73,10 +92,11 @@ done
 # Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
 # the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs.
-for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388; do
+for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388 65536 \
+	 65537 65540; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
 		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
-		 bench/auto/layernorm_bf16.fus; do
+		 bench/auto/layernorm_bf16.fus bench/auto/logsumexp_f16.fus bench/auto/row_sum_bf16.fus; do
 		if "$FUSC" check "$f" --dims "M=3,N=$n" --max-blocks 2 >"$out" 2>&1; then
 			pass=$((pass + 1))
 		else
@@ -87,7 +107,8 @@ for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385
 	done
 done
 for want in 0:N256 1:N256_scalar 256:N256 257:N1024_scalar 260:N1024 1024:N1024 1028:N4096 \
-	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:scalar 16388:kernel; do
+	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:N65536_scalar \
+	    16388:N65536 65536:N65536 65537:scalar 65540:kernel; do
 	n=${want%%:*} k=softmax_f32_kernel_${want#*:}
 	[ "${want#*:}" = kernel ] && k=softmax_f32_kernel
 	[ "${want#*:}" = scalar ] && k=softmax_f32_kernel_scalar
@@ -119,7 +140,8 @@ budget() {
 bdir=$(mktemp -d)
 trap 'rm -f "$out"; rm -rf "$bdir"' EXIT
 printf 'fusion pw(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\nschedule pw { y.split(i, 1099511627776) -> (io, ii); y.bind(io, blockIdx.x); }\n' >"$bdir/split.fus"
-printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\n' >"$bdir/mm.fus"
+# (an empty schedule block: the automatic matmul schedule's caches would be terms too)
+printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\nschedule mm { }\n' >"$bdir/mm.fus"
 budget 'over the budget (simulator): loop .* of 1099511627776 iterations' "$bdir/split.fus" --size 5
 budget 'over the budget (reference): its tensors hold 300000000000 elements' examples/saxpy.fus --size 100000000000
 budget 'over the budget (reference): its tensors hold' "$bdir/mm.fus" --size 100000

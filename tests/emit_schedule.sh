@@ -1,6 +1,7 @@
 #!/bin/sh
 # `fusc --emit=schedule` round trip (docs/cli.md): for every example and bench/auto program
-# with no schedule block, the printed schedule pasted under the program compiles to the same
+# with no schedule block, the printed schedule (its comment naming the class of the tuned
+# schedule) pasted under the program compiles to the same
 # kernels as the automatic schedule (the scalar fallback and the size variants, which only an
 # automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so.
 set -u
@@ -23,6 +24,12 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	fi
 	if ! grep -q '^schedule ' "$T/$b.sched"; then
 		echo "FAIL $f: no schedule block printed"; fail=$((fail + 1)); continue
+	fi
+	# the tuned schedule names its class (scheduler/classify.c)
+	if grep "the automatic scheduler's schedule" "$T/$b.sched" |
+		grep -Evq '\(class: (matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general)(, (matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general))*\)$'; then
+		echo "FAIL $f: a tuned schedule without its class:"; grep "^// " "$T/$b.sched" | head -3
+		fail=$((fail + 1)); continue
 	fi
 	if grep -q '^//   .*, a copy of ' "$T/$b.sched"; then
 		copies=$((copies + 1)); continue

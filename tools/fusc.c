@@ -431,7 +431,7 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
-	Program *p = compile_program(a, d, file);
+	Program *p = compile_program_for(a, d, file, o->lower.arch);
 	*prog_out = p;
 	if (!p)
 		return NULL;
@@ -487,11 +487,12 @@ static void emit_schedules(Program *p, Buf *b)
 			buf_printf(b, "// %s: the automatic scheduler's %s schedule (the tuned one did not compile)\n",
 				   f->name, f->auto_fallback);
 		else
-			buf_printf(b, "// %s: the automatic scheduler's schedule\n", f->name);
+			buf_printf(b, "// %s: the automatic scheduler's schedule (class: %s)\n", f->name,
+				   f->auto_class ? f->auto_class : "general");
 		bool copies = false;
 		for (int k = 0; k < f->ntensors; k++) {
 			Tensor *t = f->tensors[k];
-			if (!t->copy_of || t->inlined)
+			if (!t->copy_of || t->sched.inlined)
 				continue;
 			if (!copies)
 				buf_puts(b, "// It names tensors the scheduler copied (a schedule block cannot copy;\n"

@@ -120,7 +120,7 @@ static Tensor *T(GS *g, const char *name)
 
 static bool stored(Tensor *t)
 {
-	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && !t->inlined);
+	return t->kind == TK_OUTPUT || (t->kind == TK_INTERMEDIATE && !t->sched.inlined);
 }
 
 static bool is_const(Axis *ax, int64_t *v)
@@ -190,8 +190,8 @@ static bool par_used(GS *g, Tensor *t, ParType p)
 
 static bool is_buffered_chain(Tensor *t)
 {
-	for (int n = 0; t && n < 64; t = t->ca_tensor, n++)
-		if (t->stages)
+	for (int n = 0; t && n < 64; t = t->sched.ca_tensor, n++)
+		if (t->sched.stages)
 			return true;
 	return false;
 }
@@ -199,12 +199,12 @@ static bool is_buffered_chain(Tensor *t)
 /* A buffered tensor computed (directly or through others) at t, or t inside a buffered one. */
 static bool nested_stages(GS *g, Tensor *t)
 {
-	if (is_buffered_chain(t->ca_tensor))
+	if (is_buffered_chain(t->sched.ca_tensor))
 		return true;
 	for (int i = 0; i < g->f->ntensors; i++) {
 		Tensor *x = g->f->tensors[i];
-		for (int n = 0; x && n < 64; x = x->ca_tensor, n++)
-			if (x->ca_tensor == t && x->stages)
+		for (int n = 0; x && n < 64; x = x->sched.ca_tensor, n++)
+			if (x->sched.ca_tensor == t && x->sched.stages)
 				return true;
 	}
 	return false;
@@ -496,10 +496,10 @@ static void binds(GS *g, const char *name, bool red_only)
 				 (!ax->reduction || fuzz_on(g->o, FF_BLOCK_REDUCE));
 		bool block_ok = fuzz_on(g->o, FF_BIND_BLOCK) && red_ok &&
 				(!ax->reduction || (fuzz_on(g->o, FF_GRID_REDUCE) && t->kind == TK_OUTPUT &&
-						    !t->readers.len && !t->ca_tensor)) &&
-				(t->kind != TK_INTERMEDIATE || t->mem != MEM_SHARED ||
+						    !t->readers.len && !t->sched.ca_tensor)) &&
+				(t->kind != TK_INTERMEDIATE || t->sched.mem != MEM_SHARED ||
 				 fuzz_on(g->o, FF_PRODUCER_BLOCK));
-		if (t->kind == TK_INTERMEDIATE && t->mem == MEM_LOCAL && !tensor_is_reduction(t)) {
+		if (t->kind == TK_INTERMEDIATE && t->sched.mem == MEM_LOCAL && !tensor_is_reduction(t)) {
 			/* registers are private: a binding of a register tensor's own axis is legal
 			 * only when its reader binds the same way (mostly refused) */
 			block_ok = false;
@@ -590,25 +590,25 @@ static void rfactor(GS *g, const char *name)
 static bool cp_async_candidate(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
-	return fuzz_on(g->o, FF_CP_ASYNC) && t->cache_of && !t->cache_before && t->mem == MEM_SHARED &&
-	       t->cache_of->kind == TK_INPUT;
+	return fuzz_on(g->o, FF_CP_ASYNC) && t->sched.cache_of && !t->sched.cache_before && t->sched.mem == MEM_SHARED &&
+	       t->sched.cache_of->kind == TK_INPUT;
 }
 
 static void cache_extras(GS *g, const char *name)
 {
 	Tensor *t = T(g, name);
-	if (!t->cache_of || t->cache_before)
+	if (!t->sched.cache_of || t->sched.cache_before)
 		return;
 	if (cp_async_candidate(g, name) && rng_chance(g->r, 60))
 		dir(g, "%s.cp_async(%s);", name, rng_chance(g->r, 15) ? "cg" : "");
-	if (fuzz_on(g->o, FF_PAD) && T(g, name)->mem == MEM_SHARED && rng_chance(g->r, 30))
+	if (fuzz_on(g->o, FF_PAD) && T(g, name)->sched.mem == MEM_SHARED && rng_chance(g->r, 30))
 		dir(g, "%s.pad(%d);", name, 1 + (int)rng_below(g->r, 4));
 	t = T(g, name);
 	if (!fuzz_on(g->o, FF_STAGES) || !rng_chance(g->r, 35))
 		return;
 	if (!fuzz_on(g->o, FF_NESTED_STAGES) && nested_stages(g, t))
 		return;
-	if (!fuzz_on(g->o, FF_STAGES_ON_CHAIN) && t->cache_of->cache_of)
+	if (!fuzz_on(g->o, FF_STAGES_ON_CHAIN) && t->sched.cache_of->sched.cache_of)
 		return;
 	int n = 2 + rng_below(g->r, 4);
 	int how = rng_below(g->r, 10);
@@ -628,10 +628,10 @@ static void schedule_tensor(GS *g, const char *name)
 	/* t dies with the next dir(): only what is kept here is used after one */
 	bool is_red = tensor_is_reduction(t), explicit = false, output = t->kind == TK_OUTPUT;
 	if (!output) {
-		bool pointwise = !t->cache_of && !is_red;
-		int pct = pointwise ? 20 : t->cache_of ? 75 : 85;
+		bool pointwise = !t->sched.cache_of && !is_red;
+		int pct = pointwise ? 20 : t->sched.cache_of ? 75 : 85;
 		const char *mem = pointwise && rng_chance(g->r, 70) ? random_mem(g) : NULL;
-		bool shared = mem ? strcmp(mem, "shared") == 0 : t->mem == MEM_SHARED;
+		bool shared = mem ? strcmp(mem, "shared") == 0 : t->sched.mem == MEM_SHARED;
 		if (fuzz_on(g->o, FF_COMPUTE_AT) && rng_chance(g->r, pct))
 			explicit = compute_at(g, name, shared);
 		if (pointwise && !explicit)

@@ -248,6 +248,112 @@ END_TEST
 
 static void check_simulated(const char *src, const char *dims);
 
+/* Does every load of memory tensor `x` in kernel text k go into its register cache x_reg
+ * (the row is read from global memory once)? Some such load must exist. */
+static bool loads_only_into_cache(const char *k)
+{
+	int n = 0;
+	for (const char *at = strstr(k, " x["); at; at = strstr(at + 1, " x[")) {
+		const char *line = at;
+		while (line > k && line[-1] != '\n')
+			line--;
+		while (*line == ' ')
+			line++;
+		if (strncmp(line, "x_reg[", 6) != 0)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
+static const char lse_src[] =
+	"fusion lse(x: f32[M, N]) -> (l: f32[M]) {\n"
+	"  m[i] = max(j: x[i, j]);\n"
+	"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+	"}\n";
+
+/* logsumexp: the lifted sum and the max both read x, the output reads neither x nor a row of
+ * anything. x is still cached in registers at the row (computed at the max, which the sum
+ * follows), so every bucket up to 16384 reads the row once, in 16-byte vectors. The 65536
+ * bucket and the unbounded kernel cannot hold a row of f32 and read it twice. */
+START_TEST(test_auto_logsumexp_reads_once)
+{
+	TestCompile *tc = tc_compile(lse_src, true);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	int nvariants = 0;
+	for (Kernel *v = tc->kernels[0]; v; v = v->fallback) {
+		if (strstr(v->name, "_N") == NULL || strstr(v->name, "scalar") ||
+		    strcmp(v->name, "lse_kernel_N65536") == 0)
+			continue;
+		Buf b = {0};
+		kir_print(v, &b);
+		ck_assert_msg(loads_only_into_cache(b.s), "%s reads x twice:\n%s", v->name, b.s);
+		ck_assert_contains(b.s, "x_reg[jr * 4 : 4] = x[");
+		ck_assert_contains(b.s, "// x_reg computed at m.");
+		buf_free(&b);
+		nvariants++;
+	}
+	ck_assert_int_ge(nvariants, 4);
+	tc_free(tc);
+	char *k = auto_kernel("fusion lse(x: f32[M, 4096]) -> (l: f32[M]) {\n"
+			      "  m[i] = max(j: x[i, j]);\n"
+			      "  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+			      "}\n");
+	ck_assert_contains(k, "kernel lse_kernel grid(M) block(128) {");
+	ck_assert_contains(k, "alloc local f32 x_reg[32];");
+	ck_assert_msg(loads_only_into_cache(k), "x read twice:\n%s", k);
+	free(k);
+	check_simulated(lse_src, "M=5,N=1000");
+	check_simulated(lse_src, "M=3,N=4097");
+	check_simulated(lse_src, "M=2,N=1");
+	check_simulated(lse_src, "M=0,N=7");
+}
+END_TEST
+
+/* The 65536 bucket: a row of f32 that no register budget holds is read by each reduction
+ * and the output in turn, 512 threads, 8 loop steps unrolled at a time (8 loads in flight per
+ * thread: the loop was not unrolled before, one 4-byte load per thread in flight). */
+START_TEST(test_auto_long_bucket_unrolled)
+{
+	TestCompile *tc = tc_compile("fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
+				     "  m[i]    = max(j: x[i, j]);\n"
+				     "  e[i, j] = exp(x[i, j] - m[i]);\n"
+				     "  s[i]    = sum(j: e[i, j]);\n"
+				     "  y[i, j] = e[i, j] / s[i];\n"
+				     "}\n", true);
+	char *k = tc_variant_ir(tc, "softmax_kernel_N65536");
+	ck_assert_contains(k, "kernel softmax_kernel_N65536 grid(M) block(512) {");
+	ck_assert_contains(k, "require N <= 65536;\n");
+	ck_assert_contains(k, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
+	ck_assert_contains(k, "for ju_2 in [0, 8) unroll {");
+	ck_assert_contains(k, "y[blockIdx.x * N + jq_2 * 16384 + ju_2 * 2048 + threadIdx.x * 4 : 4] =");
+	ck_assert_not_contains(k, "x_reg");
+	free(k);
+	tc_free(tc);
+	check_simulated(lse_src, "M=2,N=20001");
+	check_simulated(row_sum_src, "M=3,N=65536");
+}
+END_TEST
+
+/* 2-byte rows reduced into f32: the vector is 16 bytes of the row (8 bf16), whatever the
+ * width of the one value per row that is written. */
+START_TEST(test_auto_row_sum_bf16_vectors)
+{
+	char *k = auto_kernel("fusion rs(x: bf16[M, 4096]) -> (s: f32[M]) {\n"
+			      "  s[i] = sum(j: x[i, j]);\n"
+			      "}\n");
+	ck_assert_contains(k, "alloc local bf16 x_reg[8];");
+	ck_assert_contains(k, "x_reg[0 : 8] = x[");
+	free(k);
+	k = auto_kernel("fusion lse(x: f16[M, 4096]) -> (l: f32[M]) {\n"
+			"  m[i] = max(j: x[i, j]);\n"
+			"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"
+			"}\n");
+	ck_assert_contains(k, "x_reg[jr * 8 : 8] = x[");
+	free(k);
+}
+END_TEST
+
 /* A constant column count: 32 blocks of 32 columns on blockIdx.x, and enough blocks on
  * blockIdx.y to fill the GPU (1056 blocks in all: 33 of them). */
 START_TEST(test_auto_col_sum_grid)
@@ -312,18 +418,19 @@ START_TEST(test_auto_col_sum)
 END_TEST
 
 /* A middle-axis reduction: 4 columns per thread in a register accumulator ms_part (rfactor
- * of the serial rows, which loop outside its columns: one 16-byte load per row), the batch
- * index and the column blocks merged on blockIdx.x, no split on blockIdx.y when the sizes are
- * symbolic (the batch gives the blocks; on the H200, 64x512x1024 ran at 1038 GB/s with 8
- * blocks on y and one column per thread, 2518 like this). The vector precondition is H % 4
- * (the row stride), not T % 4; H = 35 runs the scalar fallback. */
+ * of the serial rows, which loop outside its columns: one 16-byte load per row), 16 x 16
+ * threads (a warp reads 256 bytes of 2 rows), the batch index and the column blocks merged on
+ * blockIdx.x, no split on blockIdx.y when the sizes are symbolic (the batch gives the blocks;
+ * on the H200, 64x512x1024 ran at 1038 GB/s with 8 blocks on y and one column per thread,
+ * 2583 with 32 x 8 threads, 2953 with 16 x 16). The vector precondition is H % 4 (the row
+ * stride), not T % 4; H = 35 runs the scalar fallback. */
 START_TEST(test_auto_middle_sum)
 {
 	static const char src[] = "fusion ms(x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
 				  "  s[b, h] = max(t: x[b, t, h]);\n"
 				  "}\n";
 	char *k = auto_kernel(src);
-	ck_assert_contains(k, "kernel ms_kernel grid(B * ceildiv(H, 128)) block(32, 8) {");
+	ck_assert_contains(k, "kernel ms_kernel grid(B * ceildiv(H, 64)) block(16, 16) {");
 	ck_assert_contains(k, "require H % 4 == 0;");
 	ck_assert_not_contains(k, "require T");
 	ck_assert_contains(k, "alloc local f32 s_part[4];");
@@ -339,7 +446,7 @@ START_TEST(test_auto_middle_sum)
 	k = auto_kernel("fusion ms(x: f32[2, T, 64]) -> (s: f32[2, 64]) {\n"
 			"  s[b, h] = sum(t: x[b, t, h]);\n"
 			"}\n");
-	ck_assert_contains(k, "kernel ms_kernel grid(2, 528) block(32, 8) {");
+	ck_assert_contains(k, "kernel ms_kernel grid(2, 528) block(16, 16) {");
 	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
 	free(k);
 }
@@ -371,7 +478,7 @@ START_TEST(test_auto_general_colnorm)
 END_TEST
 
 /* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors through a
- * one-vector register copy, 512 threads, 528 blocks (4 per H200 SM) in a grid-stride loop (4
+ * one-vector register copy, 256 threads, 1056 blocks (8 per H200 SM) in a grid-stride loop (4
  * vectors per thread unrolled), a block reduction and a grid reduction over blockIdx.x. */
 START_TEST(test_auto_total)
 {
@@ -379,15 +486,15 @@ START_TEST(test_auto_total)
 		"fusion total(x: f32[M, N]) -> (s: f32) {\n"
 		"  s = sum(i, j: x[i, j]);\n"
 		"}\n");
-	ck_assert_contains(k, "kernel total_kernel grid(528) block(512) {");
+	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
 	ck_assert_contains(k, "block_reduce_sum(");
-	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 528");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 1056");
 	free(k);
 	k = auto_kernel("fusion total(x: f16[N]) -> (s: f32) {\n"
 			"  s = sum(i: f32(x[i]));\n"
 			"}\n");
 	ck_assert_contains(k, "x_reg[0 : 8] = x[");
-	ck_assert_contains(k, "kernel total_kernel grid(528) block(512) {");
+	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
 	free(k);
 	/* a small constant tensor: fewer blocks and threads */
 	k = auto_kernel("fusion total(x: f32[1000]) -> (s: f32) {\n"
@@ -620,28 +727,30 @@ static bool expr_reads(IrExpr *e, Tensor *t)
 	return false;
 }
 
+static bool slot_reads(IrExpr **slot, void *t)
+{
+	return expr_reads(*slot, t);
+}
+
+static bool one_reads(Stmt *s, void *t)
+{
+	return ir_stmt_exprs(s, slot_reads, t) || (s->kind == KS_VSTORE && s->copy.src == t);
+}
+
 /* Does statement s (or anything nested in it) read t? */
 static bool stmt_reads(Stmt *s, Tensor *t)
 {
-	for (; s; s = s->next) {
-		if (expr_reads(s->value, t) || expr_reads(s->cond, t) ||
-		    (s->kind == KS_VSTORE && s->src == t) || stmt_reads(s->body, t) ||
-		    stmt_reads(s->then, t) || stmt_reads(s->els, t))
-			return true;
-	}
-	return false;
+	return ir_stmts_any(s, one_reads, t);
 }
 
 static Stmt *find_loop(Stmt *s, const char *axis)
 {
 	for (; s; s = s->next) {
-		if (s->kind == KS_FOR && s->var->axis && strcmp(s->var->axis->name, axis) == 0)
+		if (s->kind == KS_FOR && s->loop.var->axis && strcmp(s->loop.var->axis->name, axis) == 0)
 			return s;
-		Stmt *in = find_loop(s->body, axis);
-		if (!in)
-			in = find_loop(s->then, axis);
-		if (!in)
-			in = find_loop(s->els, axis);
+		Stmt **lists[3], *in = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !in; i++)
+			in = find_loop(*lists[i], axis);
 		if (in)
 			return in;
 	}
@@ -658,7 +767,7 @@ static void check_war_barrier(Kernel *k, const char *name, const char *axis)
 	Stmt *loop = find_loop(k->body, axis);
 	ck_assert_msg(loop != NULL, "no loop over %s", axis);
 	int pos = 0, last_read = -1, last_sync = -1;
-	for (Stmt *s = loop->body; s; s = s->next, pos++) {
+	for (Stmt *s = loop->loop.body; s; s = s->next, pos++) {
 		Stmt *next = s->next;
 		s->next = NULL; /* stmt_reads walks a list: look at this statement alone */
 		if (stmt_reads(s, t))
@@ -776,6 +885,9 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_softmax_persistent);
 	tcase_add_test(tc, test_auto_long_rows);
 	tcase_add_test(tc, test_auto_softmax_symbolic);
+	tcase_add_test(tc, test_auto_logsumexp_reads_once);
+	tcase_add_test(tc, test_auto_row_sum_bf16_vectors);
+	tcase_add_test(tc, test_auto_long_bucket_unrolled);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);
 	tcase_add_test(tc, test_auto_col_sum_grid);

@@ -30,7 +30,7 @@ static Tensor *mini_tensor(Mini *m, const char *name, DType dt, TensorKind kind,
 	t->ndim = 1;
 	t->shape = arena_alloc(m->a, sizeof(IrExpr *));
 	t->shape[0] = ir_size(m->a, m->n);
-	t->mem = MEM_GLOBAL;
+	t->sched.mem = MEM_GLOBAL;
 	return t;
 }
 
@@ -97,8 +97,8 @@ static Mini mini_new(void)
 static Stmt *mini_store(Mini *m, Tensor *t, IrExpr *off, IrExpr *value)
 {
 	Stmt *s = kir_store(m->k, t, NULL, 0, value);
-	s->idx = NULL;
-	s->offset = off;
+	s->store.idx = NULL;
+	s->store.offset = off;
 	return s;
 }
 
@@ -187,7 +187,7 @@ START_TEST(expr_dtypes)
 	ck_store(&m, m.y, f32(&m, 1.0 / 0.0), "y[0] = __int_as_float(0x7f800000);");
 	ck_store(&m, m.y, bin(&m, OP_ADD, DT_I64, ir_int(m.a, 4294967296LL), ir_size(m.a, m.n)),
 		 "y[0] = (float)(4294967296LL + N);");
-	ck_store(&m, m.y, ix_ceildiv(m.a, ir_size(m.a, m.n), ir_int(m.a, 4)), "y[0] = (float)((N + 3) / 4);");
+	ck_store(&m, m.y, ix_ceildiv(m.a, NULL, ir_size(m.a, m.n), ir_int(m.a, 4)), "y[0] = (float)((N + 3) / 4);");
 	ck_store(&m, m.y, ir_par(m.a, PT_TIDY), "y[0] = (float)((long long)threadIdx.y);");
 	arena_free(m.a);
 }
@@ -203,18 +203,18 @@ START_TEST(kernel_statements)
 	Tensor *loc = NEW(a, Tensor);
 	loc->name = "t_vec";
 	loc->dtype = DT_F32;
-	loc->mem = MEM_LOCAL;
+	loc->sched.mem = MEM_LOCAL;
 	Stmt *vs = NEW(a, Stmt);
 	vs->kind = KS_VSTORE;
-	vs->tensor = loc;
-	vs->offset = ir_int(a, 0);
-	vs->src = m.x;
-	vs->src_offset = ir_op(a, OP_MUL, DT_I64, ir_par(a, PT_TIDX), ir_int(a, 4));
-	vs->vec = 4;
+	vs->copy.tensor = loc;
+	vs->copy.offset = ir_int(a, 0);
+	vs->copy.src = m.x;
+	vs->copy.src_offset = ir_op(a, OP_MUL, DT_I64, ir_par(a, PT_TIDX), ir_int(a, 4));
+	vs->copy.vec = 4;
 	Stmt *st = mini_store(&m, m.y, ir_var(a, v), ir_load(a, loc, ir_var(a, v)));
 	Stmt *loop = kir_for(m.k, v, kir_if(m.k, ir_op(a, OP_LT, DT_BOOL, ir_var(a, v),
 							 ir_size(a, m.n)), st, NULL));
-	loop->unroll = true;
+	loop->loop.unroll = true;
 	m.k->body = kir_append(kir_alloc(m.k, loc, MEM_LOCAL, ir_int(a, 4)), kir_append(vs, loop));
 	m.k->launch[PT_TIDX] = ir_int(a, 128);
 	m.k->launch[PT_TIDY] = ir_int(a, 2);
@@ -246,7 +246,7 @@ START_TEST(launcher_and_header)
 	Mini m = mini_new();
 	Arena *a = m.a;
 	m.k->body = NULL;
-	m.k->launch[PT_BIDX] = ix_ceildiv(a, ir_size(a, m.n), ir_int(a, 128));
+	m.k->launch[PT_BIDX] = ix_ceildiv(a, NULL, ir_size(a, m.n), ir_int(a, 128));
 	m.k->launch[PT_TIDX] = ir_int(a, 128);
 	Precond *p = NEW(a, Precond);
 	p->kind = PC_ALIGNED;

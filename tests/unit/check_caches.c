@@ -538,13 +538,13 @@ START_TEST(test_cache_after_structure)
 		ck_assert_int_eq(f->tensors[i]->index, i);
 	}
 	Tensor *x = f->tensors[0], *xs = f->tensors[1], *w = f->tensors[2], *z = f->tensors[3];
-	ck_assert_ptr_eq(xs->cache_of, x);
-	ck_assert(!xs->cache_before);
-	ck_assert_int_eq(xs->mem, MEM_LOCAL);
+	ck_assert_ptr_eq(xs->sched.cache_of, x);
+	ck_assert(!xs->sched.cache_before);
+	ck_assert_int_eq(xs->sched.mem, MEM_LOCAL);
 	ck_assert_int_eq(xs->kind, TK_INTERMEDIATE);
-	ck_assert(!xs->inlined);
-	ck_assert_ptr_eq(xs->ca_tensor, z);
-	ck_assert_int_eq(xs->ca_pos, 1);
+	ck_assert(!xs->sched.inlined);
+	ck_assert_ptr_eq(xs->sched.ca_tensor, z);
+	ck_assert_int_eq(xs->sched.ca_pos, 1);
 	ck_assert_int_eq(x->readers.len, 1);
 	ck_assert_ptr_eq(VEC_AT(x->readers, Tensor, 0), xs);
 	ck_assert_int_eq(xs->readers.len, 2);

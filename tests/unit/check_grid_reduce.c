@@ -59,22 +59,21 @@ static float small_int(int64_t i, int64_t j)
 static int count_kind(Stmt *s, StmtKind kind)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == kind) + count_kind(s->body, kind) + count_kind(s->then, kind) +
-		     count_kind(s->els, kind);
+	for (; s; s = s->next) {
+		n += s->kind == kind;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_kind(*lists[i], kind);
+	}
 	return n;
 }
 
 static Stmt *find_kind(Stmt *s, StmtKind kind)
 {
 	for (; s; s = s->next) {
-		Stmt *f = s->kind == kind ? s : NULL;
-		if (!f)
-			f = find_kind(s->body, kind);
-		if (!f)
-			f = find_kind(s->then, kind);
-		if (!f)
-			f = find_kind(s->els, kind);
+		Stmt *f = s->kind == kind ? s : NULL, **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !f; i++)
+			f = find_kind(*lists[i], kind);
 		if (f)
 			return f;
 	}
@@ -88,8 +87,10 @@ static int stores_outside(Stmt *s, Tensor *t)
 	for (; s; s = s->next) {
 		if (s->kind == KS_GRID_REDUCE)
 			continue;
-		n += (s->kind == KS_STORE && s->tensor == t) + stores_outside(s->body, t) +
-		     stores_outside(s->then, t) + stores_outside(s->els, t);
+		n += s->kind == KS_STORE && s->store.tensor == t;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += stores_outside(*lists[i], t);
 	}
 	return n;
 }
@@ -113,11 +114,11 @@ START_TEST(test_col_sum_structure)
 	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	char *ir = tc_kernel_ir(tc, 0);
-	ck_assert_contains(ir, "kernel colsum_kernel grid(ceildiv(N, 32), ceildiv(M, 64)) block(32)");
+	ck_assert_contains(ir, "kernel colsum_kernel grid(ceildiv(N, 32), max(ceildiv(M, 64), 1)) block(32)");
 	ck_assert_contains(ir,
 		"  if (blockIdx.x * 32 + threadIdx.x < N) {\n"
 		"    grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x * 32 + threadIdx.x, "
-		"part blockIdx.y of ceildiv(M, 64), fus_ws_s, fus_sem_s) {\n"
+		"part blockIdx.y of max(ceildiv(M, 64), 1), fus_ws_s, fus_sem_s) {\n"
 		"      s[blockIdx.x * 32 + threadIdx.x] = s_acc;\n"
 		"    }\n"
 		"  }\n");
@@ -125,9 +126,9 @@ START_TEST(test_col_sum_structure)
 	ck_assert_int_eq(count_str(ir, "block_reduce"), 0);
 	ck_assert_int_eq(count_kind(k->body, KS_GRID_REDUCE), 1);
 	Stmt *g = find_kind(k->body, KS_GRID_REDUCE);
-	ck_assert(g->body && !g->body->next && g->body->kind == KS_STORE);
-	ck_assert_int_eq(stores_outside(k->body, g->tensor), 0);
-	ck_assert_int_eq(g->pars, 1u << PT_BIDY);
+	ck_assert(g->grid_red.body && !g->grid_red.body->next && g->grid_red.body->kind == KS_STORE);
+	ck_assert_int_eq(stores_outside(k->body, g->grid_red.tensor), 0);
+	ck_assert_int_eq(g->grid_red.pars, 1u << PT_BIDY);
 	ck_assert_int_eq(k->grid_ws.len, 2);
 	ck_assert_str_eq(VEC_AT(k->grid_ws, Tensor, 0)->name, "fus_ws_s");
 	ck_assert_int_eq(VEC_AT(k->grid_ws, Tensor, 0)->dtype, DT_F32);
@@ -140,12 +141,12 @@ START_TEST(test_col_sum_structure)
 	ck_assert_contains(cu, "long long M, long long N, float *fus_ws_s, unsigned *fus_sem_s)\n");
 	ck_assert_contains(cu, "if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, "
 			       "((long long)blockIdx.x) * 32 + ((long long)threadIdx.x), "
-			       "((long long)blockIdx.y), (M + 63) / 64)) {\n"
+			       "((long long)blockIdx.y), __fus_max((M + 63) / 64, (long long)1))) {\n"
 			       "      s[((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = s_acc;\n"
 			       "    }\n");
 	/* the launcher: workspace of N * ceildiv(M, 64) floats and N counters, in stream order */
 	ck_assert_contains(cu, "const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)N, "
-			       "fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf), 4, &fus_ovf);\n"
+			       "fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1), &fus_ovf), 4, &fus_ovf);\n"
 			       "  if (fus_ovf)\n    return fus_fail(colsum_error_text, \"colsum: sizes "
 			       "too large: the size of the grid-reduction workspace does not fit in "
 			       "64 bits\");\n");
@@ -211,7 +212,7 @@ START_TEST(test_row_sum_block_then_grid)
 		"  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
 		"  if (blockIdx.x < M && threadIdx.x == 0) {\n"
 		"    grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x, part blockIdx.y of "
-		"ceildiv(N, 1024), fus_ws_s, fus_sem_s) {\n"
+		"max(ceildiv(N, 1024), 1), fus_ws_s, fus_sem_s) {\n"
 		"      s[blockIdx.x] = s_acc;\n"
 		"    }\n"
 		"  }\n");
@@ -240,6 +241,24 @@ START_TEST(test_row_sum_block_then_grid)
 		ck_assert_float_eq(out1[i], want);
 	}
 	free(x);
+	tc_free(tc);
+}
+END_TEST
+
+/* An empty reduction (N = 0) still stores the identity: the grid keeps one block along the
+ * reduced type (an empty grid would launch nothing and leave s unwritten). */
+START_TEST(test_empty_grid_reduction)
+{
+	TestCompile *tc = tc_lowered(row_sum_src);
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "grid(M, max(ceildiv(N, 1024), 1))");
+	free(ir);
+	int64_t sizes[2] = {3, 0};
+	float x[1] = {0}, out1[3] = {7, 7, 7};
+	void *in[1] = {x}, *out[1] = {out1};
+	sim_ok(tc, 0, sizes, in, out);
+	for (int i = 0; i < 3; i++)
+		ck_assert_float_eq(out1[i], 0.0f);
 	tc_free(tc);
 }
 END_TEST
@@ -327,8 +346,8 @@ START_TEST(test_total_two_block_types)
 	ck_assert_contains(ir, "  s_acc = block_reduce_sum(s_acc over threadIdx.x);\n"
 			       "  if (threadIdx.x == 0) {\n"
 			       "    grid_reduce_sum(s_acc over blockIdx.x, blockIdx.y, element 0, part "
-			       "blockIdx.x + ceildiv(N, 32) * blockIdx.y of ceildiv(M, 4) * "
-			       "ceildiv(N, 32), fus_ws_s, fus_sem_s) {\n"
+			       "blockIdx.x + max(ceildiv(N, 32), 1) * blockIdx.y of max(ceildiv(M, 4), 1) * "
+			       "max(ceildiv(N, 32), 1), fus_ws_s, fus_sem_s) {\n"
 			       "      s[0] = s_acc;\n");
 	free(ir);
 	tc_assert_nvrtc(tc);
@@ -366,7 +385,7 @@ START_TEST(test_serial_outputs_and_redundant_tensor)
 	/* one grid step per column, inside the serial loop over columns */
 	ck_assert_contains(ir, "  for jo in [0, ceildiv(N, 16)) {\n    s_acc = 0.0;\n");
 	ck_assert_contains(ir, "      grid_reduce_sum(s_acc over blockIdx.y, element jo * 16 + "
-			       "threadIdx.x, part blockIdx.y of ceildiv(M, 8), fus_ws_s, fus_sem_s) {\n");
+			       "threadIdx.x, part blockIdx.y of max(ceildiv(M, 8), 1), fus_ws_s, fus_sem_s) {\n");
 	/* c is not bound to blockIdx.y: only blockIdx.y == 0 writes it */
 	ck_assert_contains(ir, "  // nest of c\n  if (blockIdx.y == 0) {\n");
 	free(ir);
@@ -393,7 +412,7 @@ START_TEST(test_workspace_out_of_bounds)
 	TestCompile *tc = tc_lowered(col_sum_src);
 	Kernel *k = tc->kernels[0];
 	Stmt *g = find_kind(k->body, KS_GRID_REDUCE);
-	g->part = ix_add(k->arena, g->part, ir_int(k->arena, 1)); /* parts 1 .. R: one too far */
+	g->grid_red.part = ix_add(k->arena, g->grid_red.part, ir_int(k->arena, 1)); /* parts 1 .. R: one too far */
 	int64_t sizes[2] = {100, 32};
 	float x[100 * 32] = {0}, out1[32];
 	void *in[1] = {x}, *out[1] = {out1};
@@ -450,6 +469,7 @@ Suite *grid_reduce_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_col_sum_structure);
 	tcase_add_test(tc, test_row_sum_block_then_grid);
+	tcase_add_test(tc, test_empty_grid_reduction);
 	tcase_add_test(tc, test_deterministic_block_order);
 	tcase_add_test(tc, test_col_max_nan);
 	tcase_add_test(tc, test_total_two_block_types);

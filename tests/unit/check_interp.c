@@ -303,7 +303,7 @@ END_TEST
 START_TEST(test_eval_i64)
 {
 	Arena *a = arena_new();
-	IrExpr *e = ix_ceildiv(a, ir_int(a, 10), ir_int(a, 4));
+	IrExpr *e = ix_ceildiv(a, NULL, ir_int(a, 10), ir_int(a, 4));
 	int64_t v = 0;
 
 	ck_assert(interp_eval_i64(e, NULL, &v));

@@ -13,7 +13,6 @@ static Arena *A;
 static void setup(void)
 {
 	A = arena_new();
-	ir_range_set_kernel(NULL);
 }
 
 static void teardown(void)
@@ -149,8 +148,8 @@ START_TEST(fold_identities)
 	ck_assert_str_eq(str(ix_mul(A, i, ir_int(A, 0))), "0");
 	ck_assert_str_eq(str(ix_mul(A, ir_int(A, 4), i)), "i * 4");
 	ck_assert_str_eq(str(ix_add(A, ir_int(A, 3), ir_int(A, 4))), "7");
-	ck_assert_str_eq(str(ix_ceildiv(A, ir_int(A, 10), ir_int(A, 4))), "3");
-	ck_assert_str_eq(str(ix_ceildiv(A, ir_int(A, 8), ir_int(A, 4))), "2");
+	ck_assert_str_eq(str(ix_ceildiv(A, NULL, ir_int(A, 10), ir_int(A, 4))), "3");
+	ck_assert_str_eq(str(ix_ceildiv(A, NULL, ir_int(A, 8), ir_int(A, 4))), "2");
 	ck_assert_str_eq(str(ix_sub(A, i, i)), "0");
 	ck_assert_ptr_eq(ix_and(A, NULL, i), i);
 }
@@ -168,20 +167,20 @@ START_TEST(fold_never_overflows)
 	ck_assert(!ir_is_const(ix_sub(A, min, ir_int(A, 1)), NULL));
 	ck_assert(!ir_is_const(ix_mul(A, max, ir_int(A, 2)), NULL));
 	ck_assert(!ir_is_const(ix_mul(A, ir_int(A, 2), max), NULL)); /* no endless swap */
-	ck_assert(!ir_is_const(ix_div(A, min, ir_int(A, -1)), NULL));
-	ck_assert(!ir_is_const(ix_mod(A, min, ir_int(A, -1)), NULL));
+	ck_assert(!ir_is_const(ix_div(A, NULL, min, ir_int(A, -1)), NULL));
+	ck_assert(!ir_is_const(ix_mod(A, NULL, min, ir_int(A, -1)), NULL));
 	ck_assert_str_eq(str(ix_mul(A, ix_mul(A, i, max), ir_int(A, 2))),
 			 "i * 9223372036854775807 * 2");
 	ck_assert_str_eq(str(ix_add(A, ix_add(A, i, max), ir_int(A, 1))),
 			 "i + 9223372036854775807 + 1");
-	ck_assert(ir_is_const(ix_ceildiv(A, max, ir_int(A, 2)), &v));
+	ck_assert(ir_is_const(ix_ceildiv(A, NULL, max, ir_int(A, 2)), &v));
 	ck_assert_int_eq(v, INT64_MAX / 2 + 1);
-	ck_assert(ir_is_const(ix_ceildiv(A, max, max), &v));
+	ck_assert(ir_is_const(ix_ceildiv(A, NULL, max, max), &v));
 	ck_assert_int_eq(v, 1);
-	IrExpr *cd = ix_ceildiv(A, ir_op(A, OP_CEILDIV, DT_I64, i, ir_int(A, INT64_MAX / 2)),
+	IrExpr *cd = ix_ceildiv(A, NULL, ir_op(A, OP_CEILDIV, DT_I64, i, ir_int(A, INT64_MAX / 2)),
 				ir_int(A, 4));
 	ck_assert_str_eq(str(cd), "ceildiv(ceildiv(i, 4611686018427387903), 4)");
-	ck_assert(!ir_is_const(ir_simplify(A, ir_op(A, OP_NEG, DT_I64, min, NULL)), NULL));
+	ck_assert(!ir_is_const(ir_simplify(A, NULL, ir_op(A, OP_NEG, DT_I64, min, NULL)), NULL));
 }
 END_TEST
 
@@ -193,34 +192,34 @@ START_TEST(fold_split_identities)
 	IrExpr *f = ir_int(A, 4);
 	IrExpr *e = ix_add(A, ix_mul(A, a, f), b);
 	ck_assert_str_eq(str(e), "a * 4 + b");
-	ck_assert_ptr_eq(ix_div(A, e, f), a);
-	ck_assert_ptr_eq(ix_mod(A, e, f), b);
+	ck_assert_ptr_eq(ix_div(A, NULL, e, f), a);
+	ck_assert_ptr_eq(ix_mod(A, NULL, e, f), b);
 	/* a remainder that can reach F stays divided (all terms are non-negative) */
 	IrExpr *e5 = ix_add(A, ix_mul(A, a, f), b5);
-	ck_assert_str_eq(str(ix_div(A, e5, f)), "a + c / 4");
-	ck_assert_str_eq(str(ix_mod(A, e5, f)), "c % 4");
+	ck_assert_str_eq(str(ix_div(A, NULL, e5, f)), "a + c / 4");
+	ck_assert_str_eq(str(ix_mod(A, NULL, e5, f)), "c % 4");
 	/* and a merge read back at the end of a sum folds: a * 4 + c / 4 * 4 + c % 4 */
-	IrExpr *back = ix_add(A, ix_add(A, ix_mul(A, a, f), ix_mul(A, ix_div(A, b5, f), f)),
-			      ix_mod(A, b5, f));
+	IrExpr *back = ix_add(A, ix_add(A, ix_mul(A, a, f), ix_mul(A, ix_div(A, NULL, b5, f), f)),
+			      ix_mod(A, NULL, b5, f));
 	ck_assert_str_eq(str(back), "a * 4 + c");
 	/* nested splits: (p * 1024 + q * 4 + b) % 4 -> b, / 4 -> p * 256 + q */
 	IrExpr *p = ir_par(A, PT_BIDX), *q = ir_par(A, PT_TIDX);
 	IrExpr *n = ix_add(A, ix_add(A, ix_mul(A, p, ir_int(A, 1024)), ix_mul(A, q, f)), b);
 	ck_assert_str_eq(str(n), "blockIdx.x * 1024 + threadIdx.x * 4 + b");
-	ck_assert_str_eq(str(ix_mod(A, n, f)), "b");
-	ck_assert_str_eq(str(ix_div(A, n, f)), "blockIdx.x * 256 + threadIdx.x");
+	ck_assert_str_eq(str(ix_mod(A, NULL, n, f)), "b");
+	ck_assert_str_eq(str(ix_div(A, NULL, n, f)), "blockIdx.x * 256 + threadIdx.x");
 	/* distribution keeps sums flat */
 	ck_assert_str_eq(str(ix_mul(A, ix_add(A, p, q), ir_int(A, 10))),
 			 "blockIdx.x * 10 + threadIdx.x * 10");
 	/* x % 4 is x when x < 4 */
-	ck_assert_ptr_eq(ix_mod(A, b, f), b);
-	ck_assert_str_eq(str(ix_div(A, b, f)), "0");
+	ck_assert_ptr_eq(ix_mod(A, NULL, b, f), b);
+	ck_assert_str_eq(str(ix_div(A, NULL, b, f)), "0");
 	/* a sum whose left part, itself a sum, has no multiple of F (issue 11: the left part's
 	 * quotient was left unset, a crash on nested splits of a merge) */
 	IrExpr *lm = ix_add(A, ix_add(A, b, b5), ix_mul(A, a, f));
 	ck_assert_str_eq(str(lm), "b + c + a * 4");
-	ck_assert_str_eq(str(ix_div(A, lm, f)), "a + (b + c) / 4");
-	ck_assert_str_eq(str(ix_mod(A, lm, f)), "(b + c) % 4");
+	ck_assert_str_eq(str(ix_div(A, NULL, lm, f)), "a + (b + c) / 4");
+	ck_assert_str_eq(str(ix_mod(A, NULL, lm, f)), "(b + c) % 4");
 }
 END_TEST
 
@@ -232,30 +231,30 @@ START_TEST(simplify_exprs)
 	IrExpr *e = ir_op(A, OP_ADD, DT_I64, ir_op(A, OP_MUL, DT_I64, i, ir_int(A, 1)),
 			  ir_int(A, 0));
 	ck_assert_str_eq(str(e), "i * 1 + 0");
-	ck_assert_str_eq(str(ir_simplify(A, e)), "i");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, e)), "i");
 	/* comparisons decided by ranges */
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_LT, DT_BOOL, i, ir_int(A, 8)))), "true");
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_LT, DT_BOOL, i, ir_int(A, 7)))), "i < 7");
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_GE, DT_BOOL, i, ir_int(A, 8)))), "false");
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_LT, DT_BOOL, i, N))), "i < N");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_LT, DT_BOOL, i, ir_int(A, 8)))), "true");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_LT, DT_BOOL, i, ir_int(A, 7)))), "i < 7");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_GE, DT_BOOL, i, ir_int(A, 8)))), "false");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_LT, DT_BOOL, i, N))), "i < N");
 	/* a loop variable is below its own symbolic extent */
 	Var *j = loopvar("j", 0);
 	j->extent = N;
-	ck_assert_str_eq(str(ir_simplify(A, ix_lt(A, ir_var(A, j), N))), "true");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ix_lt(A, ir_var(A, j), N))), "true");
 	/* logic */
 	IrExpr *c = ir_op(A, OP_LT, DT_BOOL, i, N);
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_AND, DT_BOOL, ir_bool(A, true), c))),
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_AND, DT_BOOL, ir_bool(A, true), c))),
 			 "i < N");
-	ck_assert_str_eq(str(ir_simplify(A, ir_op(A, OP_AND, DT_BOOL, c, ir_bool(A, false)))),
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_op(A, OP_AND, DT_BOOL, c, ir_bool(A, false)))),
 			 "false");
-	ck_assert_str_eq(str(ir_simplify(A, ir_select(A, ir_bool(A, true), i, N))), "i");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, ir_select(A, ir_bool(A, true), i, N))), "i");
 	/* float folding, but never identities that NaN or -0.0 break */
 	IrExpr *x = pexpr(param("x"));
-	ck_assert_str_eq(str(ir_simplify(A, f32op(OP_MUL, x, ir_float(A, DT_F32, 0)))), "x * 0.0");
-	ck_assert_str_eq(str(ir_simplify(A, f32op(OP_ADD, ir_float(A, DT_F32, 1.5),
+	ck_assert_str_eq(str(ir_simplify(A, NULL, f32op(OP_MUL, x, ir_float(A, DT_F32, 0)))), "x * 0.0");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, f32op(OP_ADD, ir_float(A, DT_F32, 1.5),
 						  ir_float(A, DT_F32, 2)))), "3.5");
 	/* ceildiv of ceildiv */
-	ck_assert_str_eq(str(ix_ceildiv(A, ix_ceildiv(A, N, ir_int(A, 4)), ir_int(A, 64))),
+	ck_assert_str_eq(str(ix_ceildiv(A, NULL, ix_ceildiv(A, NULL, N, ir_int(A, 4)), ir_int(A, 64))),
 			 "ceildiv(N, 256)");
 }
 END_TEST
@@ -265,18 +264,18 @@ START_TEST(ranges)
 	int64_t lo, hi;
 	IrExpr *i = ir_var(A, loopvar("i", 8));
 	IrExpr *j = ir_var(A, loopvar("j", 4));
-	ck_assert(ir_range(ix_add(A, ix_mul(A, i, ir_int(A, 4)), j), &lo, &hi));
+	ck_assert(ir_range(NULL, ix_add(A, ix_mul(A, i, ir_int(A, 4)), j), &lo, &hi));
 	ck_assert_int_eq(lo, 0);
 	ck_assert_int_eq(hi, 31);
-	ck_assert(ir_range(ir_par(A, PT_TIDX), &lo, &hi));
+	ck_assert(ir_range(NULL, ir_par(A, PT_TIDX), &lo, &hi));
 	ck_assert_int_eq(hi, 1023);
-	ck_assert(!ir_range(ir_par(A, PT_BIDX), &lo, &hi));
-	ck_assert(ir_nonneg(ir_par(A, PT_BIDX)));
-	ck_assert(ir_range(ir_op(A, OP_MOD, DT_I64, ir_par(A, PT_BIDX), ir_int(A, 6)), &lo, &hi));
+	ck_assert(!ir_range(NULL, ir_par(A, PT_BIDX), &lo, &hi));
+	ck_assert(ir_nonneg(NULL, ir_par(A, PT_BIDX)));
+	ck_assert(ir_range(NULL, ir_op(A, OP_MOD, DT_I64, ir_par(A, PT_BIDX), ir_int(A, 6)), &lo, &hi));
 	ck_assert_int_eq(hi, 5);
-	ck_assert(ir_range(ir_op(A, OP_DIV, DT_I64, i, ir_int(A, 3)), &lo, &hi));
+	ck_assert(ir_range(NULL, ir_op(A, OP_DIV, DT_I64, i, ir_int(A, 3)), &lo, &hi));
 	ck_assert_int_eq(hi, 2);
-	ck_assert(ir_range(ir_op(A, OP_SUB, DT_I64, i, j), &lo, &hi));
+	ck_assert(ir_range(NULL, ir_op(A, OP_SUB, DT_I64, i, j), &lo, &hi));
 	ck_assert_int_eq(lo, -3);
 	ck_assert_int_eq(hi, 7);
 	/* with a kernel: the launch dims bound the parallel indices */
@@ -284,13 +283,12 @@ START_TEST(ranges)
 	Kernel *k = kir_new(A, &f);
 	k->launch[PT_TIDX] = ir_int(A, 128);
 	k->launch[PT_BIDX] = ir_int(A, 3);
-	ir_range_set_kernel(k);
-	ck_assert(ir_range(ix_add(A, ix_mul(A, ir_par(A, PT_BIDX), ir_int(A, 128)),
-				  ir_par(A, PT_TIDX)), &lo, &hi));
+	IrRange rk = ir_range_in(k);
+	ck_assert(ir_range(&rk, ix_add(A, ix_mul(A, ir_par(A, PT_BIDX), ir_int(A, 128)),
+				       ir_par(A, PT_TIDX)), &lo, &hi));
 	ck_assert_int_eq(hi, 383);
-	ck_assert(ir_range(ir_par(A, PT_TIDY), &lo, &hi)); /* not launched: extent 1 */
+	ck_assert(ir_range(&rk, ir_par(A, PT_TIDY), &lo, &hi)); /* not launched: extent 1 */
 	ck_assert_int_eq(hi, 0);
-	ir_range_set_kernel(NULL);
 }
 END_TEST
 
@@ -312,7 +310,7 @@ END_TEST
 START_TEST(kir_names_and_print)
 {
 	Tensor *z = tensor("z", 1);
-	z->mem = MEM_GLOBAL;
+	z->sched.mem = MEM_GLOBAL;
 	Tensor *ts[] = {z};
 	Fusion f = {.name = "f", .tensors = ts, .ntensors = 1};
 	Kernel *k = kir_new(A, &f);
@@ -331,7 +329,7 @@ START_TEST(kir_names_and_print)
 	IrExpr *off = ix_add(A, ix_mul(A, ir_var(A, i), ir_int(A, 2)), ir_var(A, i1));
 	Stmt *st = kir_store(k, z, &off, 1, ir_float(A, DT_F32, 1));
 	Stmt *inner = kir_for(k, i1, kir_if(k, ix_lt(A, off, ir_int(A, 7)), st, NULL));
-	inner->unroll = true;
+	inner->loop.unroll = true;
 	k->body = kir_append(kir_comment(k, "hello"), kir_for(k, i, inner));
 	Buf b = {0};
 	kir_print(k, &b);
@@ -400,24 +398,41 @@ START_TEST(walk_children)
 	Var *i = loopvar("i", 8), *j = loopvar("j", 4);
 	Tensor *t = tensor("t", 1), *u = tensor("u", 1);
 	IrExpr *vi = ir_var(A, i);
-	/* one statement a field, each with i only in that field */
-	Stmt *s[9];
-	for (int n = 0; n < 9; n++) {
+	/* one statement an expression field of each kind, each with i only in that field */
+	static const StmtKind kinds[] = {KS_IF, KS_ALLOC, KS_STORE, KS_STORE, KS_STORE, KS_STORE,
+					 KS_VSTORE, KS_VSTORE, KS_CP_ASYNC, KS_CP_ASYNC, KS_LET,
+					 KS_LET, KS_BLOCK_REDUCE, KS_GRID_REDUCE, KS_GRID_REDUCE,
+					 KS_GRID_REDUCE, KS_GRID_REDUCE, KS_MMA};
+	enum { NS = countof(kinds) };
+	Stmt *s[NS];
+	for (int n = 0; n < NS; n++) {
 		s[n] = NEW(A, Stmt);
-		s[n]->kind = KS_CP_ASYNC;
+		s[n]->kind = kinds[n];
 	}
-	s[0]->cond = ix_lt(A, vi, ir_int(A, 3));
-	s[1]->size = vi;
-	s[2]->offset = vi;
-	s[3]->value = ir_load(A, u, vi);
-	s[4]->split_cond = ix_lt(A, vi, ir_int(A, 3));
-	s[5]->src_offset = vi;
-	s[6]->part = vi;
-	s[7]->nparts = vi;
-	s[8]->idx = NEW(A, IrExpr *);
-	s[8]->idx[0] = vi;
-	s[8]->nidx = 1;
-	for (int n = 0; n < 9; n++) {
+	IrExpr **one = NEW(A, IrExpr *), **other = NEW(A, IrExpr *);
+	one[0] = vi;
+	other[0] = vi;
+	s[0]->branch.cond = ix_lt(A, vi, ir_int(A, 3));
+	s[1]->alloc.size = vi;
+	s[2]->store.offset = vi;
+	s[3]->store.value = ir_load(A, u, vi);
+	s[4]->store.split_cond = ix_lt(A, vi, ir_int(A, 3));
+	s[5]->store.idx = one;
+	s[5]->store.nidx = 1;
+	s[6]->copy.offset = vi;
+	s[7]->copy.src_offset = vi;
+	s[8]->copy.cond = ix_lt(A, vi, ir_int(A, 3));
+	s[9]->copy.size = vi;
+	s[10]->let.value = vi;
+	s[11]->let.split_cond = ix_lt(A, vi, ir_int(A, 3));
+	s[12]->block_red.value = vi;
+	s[13]->grid_red.offset = vi;
+	s[14]->grid_red.value = vi;
+	s[15]->grid_red.part = vi;
+	s[16]->grid_red.nparts = vi;
+	s[17]->mma.idx = other;
+	s[17]->mma.nidx = 1;
+	for (int n = 0; n < NS; n++) {
 		ck_assert_msg(ir_stmts_any_expr(s[n], mentions_i, i), "field %d not visited", n);
 		ck_assert(!ir_stmts_any_expr(s[n], mentions_i, j));
 		/* a clone rewritten with i -> j mentions j there, the original still i */
@@ -426,25 +441,25 @@ START_TEST(walk_children)
 		ck_assert(ir_stmts_any_expr(c, mentions_i, j) && !ir_stmts_any_expr(c, mentions_i, i));
 		ck_assert(ir_stmts_any_expr(s[n], mentions_i, i));
 	}
-	ck_assert(ir_reads(s[3]->value, u) && !ir_reads(s[3]->value, t));
+	ck_assert(ir_reads(s[3]->store.value, u) && !ir_reads(s[3]->store.value, t));
 	/* substitution and mentions */
 	IrExpr *e = ix_add(A, ix_mul(A, vi, ir_int(A, 4)), ir_var(A, j));
 	ck_assert(ir_mentions(e, i) && ir_mentions(e, j));
 	IrExpr *f = ir_subst(A, e, i, ir_int(A, 2));
 	ck_assert(!ir_mentions(f, i) && ir_mentions(e, i));
-	ck_assert_str_eq(str(ir_simplify(A, f)), "j + 8");
+	ck_assert_str_eq(str(ir_simplify(A, NULL, f)), "j + 8");
 	ck_assert(ir_subst(A, NULL, i, vi) == NULL);
 	/* nested lists: a sync inside a grid reduction inside an if's else inside a loop */
 	Stmt *sync = NEW(A, Stmt);
 	sync->kind = KS_SYNC;
 	Stmt *gr = NEW(A, Stmt);
 	gr->kind = KS_GRID_REDUCE;
-	gr->body = sync;
+	gr->grid_red.body = sync;
 	Fusion fu = {.name = "f"};
 	Kernel *k = kir_new(A, &fu);
 	Stmt *loop = kir_for(k, i, kir_if(k, ir_bool(A, true), NULL, gr));
 	ck_assert(ir_stmts_any(loop, is_sync, NULL));
-	gr->body = NULL;
+	gr->grid_red.body = NULL;
 	ck_assert(!ir_stmts_any(loop, is_sync, NULL));
 }
 END_TEST

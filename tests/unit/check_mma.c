@@ -98,9 +98,10 @@ static Stmt **find_link(Stmt **link, StmtKind kind)
 	for (Stmt *s = *link; s; link = &s->next, s = s->next) {
 		if (s->kind == kind)
 			return link;
-		Stmt **r = NULL;
-		if ((s->body && (r = find_link(&s->body, kind))) ||
-		    (s->then && (r = find_link(&s->then, kind))))
+		Stmt **lists[3], **r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = *lists[i] ? find_link(lists[i], kind) : NULL;
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -112,8 +113,10 @@ static Stmt **list_of_mma(Stmt **head)
 	for (Stmt *s = *head; s; s = s->next) {
 		if (s->kind == KS_MMA)
 			return head;
-		Stmt **r = NULL;
-		if ((s->body && (r = list_of_mma(&s->body))) || (s->then && (r = list_of_mma(&s->then))))
+		Stmt **lists[3], **r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = *lists[i] ? list_of_mma(lists[i]) : NULL;
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -130,13 +133,14 @@ static Stmt *the_mma(TestCompile *tc)
 static Stmt *frag_load_in(Stmt *s, char op, int depth, int *loops)
 {
 	for (; s; s = s->next) {
-		if (s->kind == KS_MMA_LOAD && s->mma_op == op) {
+		if (s->kind == KS_MMA_LOAD && s->mma.op == op) {
 			*loops = depth;
 			return s;
 		}
-		Stmt *r = NULL;
-		if ((s->body && (r = frag_load_in(s->body, op, depth + (s->kind == KS_FOR), loops))) ||
-		    (s->then && (r = frag_load_in(s->then, op, depth, loops))))
+		Stmt **lists[3], *r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = frag_load_in(*lists[i], op, depth + (s->kind == KS_FOR), loops);
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -203,10 +207,10 @@ START_TEST(test_swapped_a_elements_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = the_mma(tc);
-	int a = m->mma->nc;
-	IrExpr *t = m->idx[a];
-	m->idx[a] = m->idx[a + 1];
-	m->idx[a + 1] = t;
+	int a = m->mma.instr->nc;
+	IrExpr *t = m->mma.idx[a];
+	m->mma.idx[a] = m->mma.idx[a + 1];
+	m->mma.idx[a + 1] = t;
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -219,7 +223,7 @@ static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 4)), ir_int(a, 32));
 }
 
 /* Every lane loads the B fragment of lane + 4 (the next column of B): the columns of the
@@ -229,8 +233,8 @@ START_TEST(test_b_from_other_lane_mismatch)
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	for (int i = 0; i < m->nidx; i++)
-		m->idx[i] = ir_rewrite(a, m->idx[i], next_group, NULL);
+	for (int i = 0; i < m->mma.nidx; i++)
+		m->mma.idx[i] = ir_rewrite(a, m->mma.idx[i], next_group, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -243,9 +247,9 @@ START_TEST(test_swapped_accumulators_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
 	Stmt *m = the_mma(tc);
-	IrExpr *t = m->idx[0];
-	m->idx[0] = m->idx[2];
-	m->idx[2] = t;
+	IrExpr *t = m->mma.idx[0];
+	m->mma.idx[0] = m->mma.idx[2];
+	m->mma.idx[2] = t;
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -301,11 +305,11 @@ START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
-	ck_assert_uint_eq(m->mma_ldm, 0); /* the mma reads fragment registers */
-	ck_assert_int_eq(m->nidx, 16);
-	ck_assert_uint_eq(frag_load(tc, 'a')->mma_ldm, MMA_LDM_A);
-	ck_assert_uint_eq(frag_load(tc, 'b')->mma_ldm, MMA_LDM_B);
-	ck_assert_int_eq(frag_load(tc, 'a')->nidx, 1);
+	ck_assert_uint_eq(m->mma.ldm, 0); /* the mma reads fragment registers */
+	ck_assert_int_eq(m->mma.nidx, 16);
+	ck_assert_uint_eq(frag_load(tc, 'a')->mma.ldm, MMA_LDM_A);
+	ck_assert_uint_eq(frag_load(tc, 'b')->mma.ldm, MMA_LDM_B);
+	ck_assert_int_eq(frag_load(tc, 'a')->mma.nidx, 1);
 	SimResult r;
 	ck_assert_int_eq(simulate(tc, &r), 0);
 	tc_assert_no_reports(tc, &r);
@@ -322,7 +326,7 @@ static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
+	return ix_mod(a, NULL, ix_add(a, e, ir_int(a, 1)), ir_int(a, 32));
 }
 
 /* Every lane gives the row address of the next lane: the A tile's rows rotate. */
@@ -330,7 +334,7 @@ START_TEST(test_ldmatrix_rows_of_other_lanes_mismatch)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = frag_load(tc, 'a');
-	m->idx[0] = ir_rewrite(tc->kernels[0]->arena, m->idx[0], next_lane, NULL);
+	m->mma.idx[0] = ir_rewrite(tc->kernels[0]->arena, m->mma.idx[0], next_lane, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -344,9 +348,9 @@ START_TEST(test_ldmatrix_misaligned_row_is_reported)
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	IrExpr *e = m->idx[0];
-	m->idx[0] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
-	m->idx[0]->dtype = e->dtype;
+	IrExpr *e = m->mma.idx[0];
+	m->mma.idx[0] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
+	m->mma.idx[0]->dtype = e->dtype;
 	SimResult r;
 	simulate(tc, &r);
 	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);
@@ -369,9 +373,9 @@ START_TEST(test_fragments_loaded_once_per_warp_tile)
 	ck_assert(fa && fb && mm_list);
 	ck_assert_ptr_null(frag_load_in(*mm_list, 'a', 0, &lm)); /* not beside the mma */
 	ck_assert_int_eq(la, lb);
-	ck_assert_int_eq(fa->tensor->mma_frag, true);
+	ck_assert_int_eq(fa->mma.tensor->sched.mma_frag, true);
 	int64_t na, nb;
-	ck_assert(ir_is_const(fa->tensor->shape[0], &na) && ir_is_const(fb->tensor->shape[0], &nb));
+	ck_assert(ir_is_const(fa->mma.tensor->shape[0], &na) && ir_is_const(fb->mma.tensor->shape[0], &nb));
 	ck_assert_int_eq(na, 16); /* 2 (mo) x 8 */
 	ck_assert_int_eq(nb, 8);  /* 2 (no) x 4 */
 	SimResult r;
@@ -380,10 +384,10 @@ START_TEST(test_fragments_loaded_once_per_warp_tile)
 	sim_result_free(&r);
 	Stmt *m = the_mma(tc);
 	Arena *a = tc->kernels[0]->arena;
-	for (int i = m->mma->nc; i < m->mma->nc + m->mma->na; i++) {
-		IrExpr *e = m->idx[i];
-		m->idx[i] = ir_load(a, e->tensor, ix_mod(a, ix_add(a, e->args[0], ir_int(a, 8)), ir_int(a, 16)));
-		m->idx[i]->dtype = e->dtype;
+	for (int i = m->mma.instr->nc; i < m->mma.instr->nc + m->mma.instr->na; i++) {
+		IrExpr *e = m->mma.idx[i];
+		m->mma.idx[i] = ir_load(a, e->tensor, ix_mod(a, NULL, ix_add(a, e->args[0], ir_int(a, 8)), ir_int(a, 16)));
+		m->mma.idx[i]->dtype = e->dtype;
 	}
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -396,7 +400,7 @@ static IrExpr *lane_low16(Arena *a, IrExpr *e, void *ctx)
 	(void)ctx;
 	if (e->kind != EX_PAR || e->par != PT_TIDX)
 		return e;
-	return ix_mod(a, e, ir_int(a, 16));
+	return ix_mod(a, NULL, e, ir_int(a, 16));
 }
 
 /* hgemm_ldmatrix.fus loads B two n tiles at a time (ldmatrix.x4.trans, lanes 16 .. 31 the
@@ -407,7 +411,7 @@ START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
 	TestCompile *tc = compile_path("examples/gemm/hgemm_ldmatrix.fus");
 	const int64_t sizes[3] = {33, 40, 24};
 	Stmt *b = frag_load(tc, 'b');
-	ck_assert_int_eq(b->mma_tiles, 2);
+	ck_assert_int_eq(b->mma.tiles, 2);
 	SimResult r;
 	ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
 	tc_assert_no_reports(tc, &r);
@@ -415,7 +419,7 @@ START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
 	free(cu);
-	b->idx[0] = ir_rewrite(tc->kernels[0]->arena, b->idx[0], lane_low16, NULL);
+	b->mma.idx[0] = ir_rewrite(tc->kernels[0]->arena, b->mma.idx[0], lane_low16, NULL);
 	ck_assert_int_gt(simulate_at(tc, &r, sizes), 0);
 	sim_result_free(&r);
 	tc_free(tc);

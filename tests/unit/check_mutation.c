@@ -126,12 +126,10 @@ static Stmt **nth_link(Stmt **link, StmtKind kind, int *n)
 	for (Stmt *s = *link; s; link = &s->next, s = s->next) {
 		if (s->kind == kind && (*n)-- == 0)
 			return link;
-		Stmt **r = NULL;
-		if (s->body && (r = nth_link(&s->body, kind, n)))
-			return r;
-		if (s->then && (r = nth_link(&s->then, kind, n)))
-			return r;
-		if (s->els && (r = nth_link(&s->els, kind, n)))
+		Stmt **lists[3], **r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = *lists[i] ? nth_link(lists[i], kind, n) : NULL;
+		if (r)
 			return r;
 	}
 	return NULL;
@@ -155,9 +153,12 @@ static Stmt *remove_at(Stmt **link)
 static int count_stmts(Stmt *s, StmtKind kind)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == kind) + count_stmts(s->body, kind) + count_stmts(s->then, kind) +
-		     count_stmts(s->els, kind);
+	for (; s; s = s->next) {
+		n += s->kind == kind;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_stmts(*lists[i], kind);
+	}
 	return n;
 }
 
@@ -308,7 +309,7 @@ START_TEST(test_wait_removed_is_read_before_wait)
 	TestCompile *tc = compile_example("cp_async_db1_stages2");
 	Stmt **w = find_nth(tc->kernels[0], KS_CP_WAIT, 1);
 
-	ck_assert_int_eq((*w)->wait_n, 0);
+	ck_assert_int_eq((*w)->wait.n, 0);
 	tc_free(tc);
 	tc = mutate_remove("cp_async_db1_stages2", KS_CP_WAIT, 1, &r, &bad);
 	char *text = reports_text(tc, &r);
@@ -385,7 +386,7 @@ START_TEST(test_wait_all_removed_is_harmless_here)
 	TestCompile *tc = compile_example("cp_async_db1_stages2");
 	Stmt **w = find_nth(tc->kernels[0], KS_CP_WAIT, 2);
 
-	ck_assert_int_lt((*w)->wait_n, 0);
+	ck_assert_int_lt((*w)->wait.n, 0);
 	ck_assert_ptr_null((*w)->next); /* the kernel's last statement */
 	tc_free(tc);
 	tc = mutate_remove("cp_async_db1_stages2", KS_CP_WAIT, 2, &r, &bad);
@@ -406,10 +407,10 @@ START_TEST(test_guard_removed_is_shared_oob)
 	Stmt *g = *link;
 	SimResult r;
 
-	ck_assert_int_eq(g->then->kind, KS_CP_ASYNC);
-	ck_assert_ptr_null(g->then->next);
-	g->then->next = g->next;
-	*link = g->then;
+	ck_assert_int_eq(g->branch.then->kind, KS_CP_ASYNC);
+	ck_assert_ptr_null(g->branch.then->next);
+	g->branch.then->next = g->next;
+	*link = g->branch.then;
 	simulate(tc, &r);
 	SimReport *p = only_kind(tc, &r, SF_OOB, "As");
 	ck_assert_int_eq(r.nreports, 1);
@@ -431,9 +432,9 @@ START_TEST(test_shrunk_shared_buffer_is_oob)
 	Stmt *al = *find_nth(tc->kernels[0], KS_ALLOC, 0);
 	SimResult r;
 
-	ck_assert_str_eq(al->tensor->name, "As");
-	ck_assert_int_eq(al->mem, MEM_SHARED);
-	al->size = ir_int(tc->arena, 92);
+	ck_assert_str_eq(al->alloc.tensor->name, "As");
+	ck_assert_int_eq(al->alloc.mem, MEM_SHARED);
+	al->alloc.size = ir_int(tc->arena, 92);
 	simulate(tc, &r);
 	only_kind(tc, &r, SF_OOB, "As");
 	ck_assert_int_eq(r.nreports, 2);
@@ -466,7 +467,7 @@ START_TEST(test_cp_async_partial_vector)
 	SimOptions o = {.seed = 1};
 	SimResult r;
 
-	cp->size = ir_op(a, OP_MIN, DT_I64, ix_sub(a, ir_int(a, 1582), cp->src_offset),
+	cp->copy.size = ir_op(a, OP_MIN, DT_I64, ix_sub(a, ir_int(a, 1582), cp->copy.src_offset),
 			 ir_int(a, 4));
 	A->shape[0] = ir_int(a, 1);
 	A->shape[1] = ir_int(a, 1582);

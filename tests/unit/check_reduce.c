@@ -72,6 +72,30 @@ static void check_row_sums(TestCompile *tc, int64_t m, int64_t n)
 	free(s);
 }
 
+/* A total beside per-row outputs in one kernel: with M = 0 the rows launch no block, but the
+ * total (not bound to blockIdx.x) still needs one to store its identity: the grid is max(M, 1). */
+START_TEST(test_total_beside_empty_rows)
+{
+	TestCompile *tc = tc_lowered("fusion rt(x: f32[M, N]) -> (v: f32[M], tot: f32) {\n"
+				     "  v[i] = sum(j: x[i, j]);\n"
+				     "  tot = sum(i, j: x[i, j]);\n"
+				     "}\n"
+				     "schedule rt {\n"
+				     "  v.bind(i, blockIdx.x);\n"
+				     "}\n");
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "grid(max(M, 1))");
+	free(ir);
+	int64_t sizes[2] = {0, 5};
+	float x[1] = {0}, v[1] = {7}, tot[1] = {7};
+	void *in[1] = {x}, *out[2] = {v, tot};
+	sim_ok(tc, 0, sizes, NULL, in, out);
+	ck_assert_float_eq(tot[0], 0.0f);
+	ck_assert_float_eq(v[0], 7.0f); /* no row: v untouched */
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_row_sum_block)
 {
 	TestCompile *tc = tc_lowered(row_sum_src);
@@ -923,6 +947,7 @@ Suite *reduce_suite(void)
 	tcase_add_test(tc, test_row_max_nan);
 	tcase_add_test(tc, test_row_min_half_warp);
 	tcase_add_test(tc, test_col_sum_serial);
+	tcase_add_test(tc, test_total_beside_empty_rows);
 	tcase_add_test(tc, test_col_sum_threads_y);
 	tcase_add_test(tc, test_two_reduction_axes);
 	tcase_add_test(tc, test_rfactor_serial_then_block);

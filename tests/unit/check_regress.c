@@ -46,20 +46,25 @@ static void check_reads(Kernel *k, Seen *s, IrExpr *e)
 		check_reads(k, s, e->args[i]);
 }
 
+typedef struct Reads { Kernel *k; Seen *s; } Reads;
+
+static bool slot_reads(IrExpr **slot, void *ctx)
+{
+	Reads *r = ctx;
+	check_reads(r->k, r->s, *slot);
+	return false;
+}
+
 static void walk(Kernel *k, Seen *s, Stmt *st)
 {
 	for (; st; st = st->next) {
-		check_reads(k, s, st->cond);
-		check_reads(k, s, st->offset);
-		check_reads(k, s, st->src_offset);
-		for (int i = 0; i < st->nidx; i++)
-			check_reads(k, s, st->idx[i]);
-		check_reads(k, s, st->value);
-		if (st->kind == KS_LET && !seen_has(s, st->var) && s->n < (int)countof(s->v))
-			s->v[s->n++] = st->var;
-		walk(k, s, st->body);
-		walk(k, s, st->then);
-		walk(k, s, st->els);
+		Reads r = {k, s};
+		ir_stmt_exprs(st, slot_reads, &r);
+		if (st->kind == KS_LET && !seen_has(s, st->let.var) && s->n < (int)countof(s->v))
+			s->v[s->n++] = st->let.var;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(st, lists); i < nl; i++)
+			walk(k, s, *lists[i]);
 	}
 }
 

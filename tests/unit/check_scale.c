@@ -32,11 +32,11 @@ static int loop_depth(Stmt *s)
 {
 	int best = 0;
 	for (; s; s = s->next) {
-		int d = loop_depth(s->body) + (s->kind == KS_FOR);
-		int t = loop_depth(s->then), e = loop_depth(s->els);
-		d = d > t ? d : t;
-		d = d > e ? d : e;
-		best = d > best ? d : best;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++) {
+			int d = loop_depth(*lists[i]) + (s->kind == KS_FOR);
+			best = d > best ? d : best;
+		}
 	}
 	return best;
 }

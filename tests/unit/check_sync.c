@@ -19,26 +19,26 @@
 static int count_kind(Stmt *s, StmtKind kind)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == kind) + count_kind(s->body, kind) + count_kind(s->then, kind) +
-		     count_kind(s->els, kind);
+	for (; s; s = s->next) {
+		n += s->kind == kind;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_kind(*lists[i], kind);
+	}
 	return n;
 }
 
-static bool is_write(Stmt *s)
-{
-	return s->kind == KS_STORE || s->kind == KS_VSTORE || s->kind == KS_CP_ASYNC;
-}
 
 /* Writes in s: to the tensor named `name` (*mine) and to any other tensor (*other). */
 static void writes(Stmt *s, const char *name, int *mine, int *other)
 {
 	for (; s; s = s->next) {
-		if (is_write(s))
-			*(strcmp(s->tensor->name, name) == 0 ? mine : other) += 1;
-		writes(s->body, name, mine, other);
-		writes(s->then, name, mine, other);
-		writes(s->els, name, mine, other);
+		Tensor *t = ir_stmt_write(s, NULL);
+		if (t)
+			*(strcmp(t->name, name) == 0 ? mine : other) += 1;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			writes(*lists[i], name, mine, other);
 	}
 }
 
@@ -49,12 +49,13 @@ static int syncs_in_copy_loops(Stmt *s, const char *name)
 	for (; s; s = s->next) {
 		int mine = 0, other = 0;
 		if (s->kind == KS_FOR) {
-			writes(s->body, name, &mine, &other);
+			writes(s->loop.body, name, &mine, &other);
 			if (mine && !other)
-				n += count_kind(s->body, KS_SYNC);
+				n += count_kind(s->loop.body, KS_SYNC);
 		}
-		n += syncs_in_copy_loops(s->body, name) + syncs_in_copy_loops(s->then, name) +
-		     syncs_in_copy_loops(s->els, name);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += syncs_in_copy_loops(*lists[i], name);
 	}
 	return n;
 }
@@ -75,14 +76,24 @@ static bool has_mod(IrExpr *e)
 static Stmt *first_write(Stmt *s, const char *name)
 {
 	for (; s; s = s->next) {
-		Stmt *w;
-		if (is_write(s) && strcmp(s->tensor->name, name) == 0)
+		Tensor *t = ir_stmt_write(s, NULL);
+		if (t && strcmp(t->name, name) == 0)
 			return s;
-		if ((w = first_write(s->body, name)) || (w = first_write(s->then, name)) ||
-		    (w = first_write(s->els, name)))
+		Stmt **lists[3], *w = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !w; i++)
+			w = first_write(*lists[i], name);
+		if (w)
 			return w;
 	}
 	return NULL;
+}
+
+/* The element offset of a write (first_write). */
+static IrExpr *write_offset(Stmt *w)
+{
+	IrExpr **off;
+	ir_stmt_write(w, &off);
+	return *off;
 }
 
 /* ---- item 2: fewer copying threads than readers ----------------------------------------- */
@@ -106,8 +117,8 @@ START_TEST(fewer_copy_threads_repro)
 	Stmt *w = first_write(k->body, "ac");
 	/* one 16-byte cp.async at threadIdx.x * 4 (+ the slot), not `% 128` */
 	ck_assert_int_eq(w->kind, KS_CP_ASYNC);
-	ck_assert_int_eq(w->vec, 4);
-	ck_assert(!has_mod(first_write(k->body, "ac")->offset));
+	ck_assert_int_eq(w->copy.vec, 4);
+	ck_assert(!has_mod(write_offset(first_write(k->body, "ac"))));
 	ck_assert_int_eq(syncs_in_copy_loops(k->body, "ac"), 0);
 	/* the prologue's barrier and the loop's: the readers read what other threads copied */
 	ck_assert_int_eq(count_kind(k->body, KS_SYNC), 2);
@@ -147,7 +158,7 @@ START_TEST(fewer_copy_threads_class)
 	for (int i = 0; i < countof(srcs); i++) {
 		TestCompile *tc = tc_lowered(srcs[i]);
 		Kernel *k = tc->kernels[0];
-		ck_assert_msg(!has_mod(first_write(k->body, "ac")->offset), "case %d", i);
+		ck_assert_msg(!has_mod(write_offset(first_write(k->body, "ac"))), "case %d", i);
 		ck_assert_msg(syncs_in_copy_loops(k->body, "ac") == 0, "case %d", i);
 		ck_assert_msg(count_kind(k->body, KS_SYNC) >= 1, "case %d: no barrier", i);
 		tc_free(tc);
@@ -162,13 +173,14 @@ END_TEST
 static bool stmt_before_loop(Stmt *s, const char *var, Stmt **before)
 {
 	for (Stmt *prev = NULL; s; prev = s, s = s->next) {
-		if (s->kind == KS_FOR && strcmp(s->var->name, var) == 0) {
+		if (s->kind == KS_FOR && strcmp(s->loop.var->name, var) == 0) {
 			*before = prev;
 			return true;
 		}
-		if (stmt_before_loop(s->body, var, before) || stmt_before_loop(s->then, var, before) ||
-		    stmt_before_loop(s->els, var, before))
-			return true;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			if (stmt_before_loop(*lists[i], var, before))
+				return true;
 	}
 	return false;
 }
@@ -176,11 +188,12 @@ static bool stmt_before_loop(Stmt *s, const char *var, Stmt **before)
 static Stmt *alloc_of(Stmt *s, const char *name)
 {
 	for (; s; s = s->next) {
-		Stmt *a;
-		if (s->kind == KS_ALLOC && strcmp(s->tensor->name, name) == 0)
+		if (s->kind == KS_ALLOC && strcmp(s->alloc.tensor->name, name) == 0)
 			return s;
-		if ((a = alloc_of(s->body, name)) || (a = alloc_of(s->then, name)) ||
-		    (a = alloc_of(s->els, name)))
+		Stmt **lists[3], *a = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !a; i++)
+			a = alloc_of(*lists[i], name);
+		if (a)
 			return a;
 	}
 	return NULL;
@@ -277,9 +290,9 @@ START_TEST(copy_loops_with_one_writer_per_element)
 	int64_t n;
 	TestCompile *tc = tc_lowered(thread_tiles);
 	Stmt *k = tc->kernels[0]->body;
-	ck_assert(ir_is_const(alloc_of(k, "As")->size, &n));
+	ck_assert(ir_is_const(alloc_of(k, "As")->alloc.size, &n));
 	ck_assert_int_eq(n, 16 * 16);
-	ck_assert(ir_is_const(alloc_of(k, "Bs")->size, &n));
+	ck_assert(ir_is_const(alloc_of(k, "Bs")->alloc.size, &n));
 	ck_assert_int_eq(n, 16 * 16);
 	ck_assert_int_eq(syncs_in_copy_loops(k, "As") + syncs_in_copy_loops(k, "Bs"), 0);
 	ck_assert_int_eq(count_kind(k, KS_SYNC), 2);
@@ -306,20 +319,20 @@ START_TEST(stages_clamped_to_the_loop)
 	 * the RAW barrier only (a loop of one iteration has no WAR with a next iteration) */
 	TestCompile *tc = tc_lowered(CLAMP_SRC("1"));
 	Stmt *k = tc->kernels[0]->body;
-	ck_assert(ir_is_const(alloc_of(k, "As")->size, &n));
+	ck_assert(ir_is_const(alloc_of(k, "As")->alloc.size, &n));
 	ck_assert_int_eq(n, 48);
 	ck_assert_int_eq(count_kind(k, KS_SYNC), 1);
 	ck_assert_contains(tc->diags, "t.fus:7:18: warning: 'As' is not buffered: its buffer loop 'i' has 1 iteration, so there is nothing to overlap\n");
 	tc_free(tc);
 	/* E = 3: 3 slots */
 	tc = tc_lowered(CLAMP_SRC("3"));
-	ck_assert(ir_is_const(alloc_of(tc->kernels[0]->body, "As")->size, &n));
+	ck_assert(ir_is_const(alloc_of(tc->kernels[0]->body, "As")->alloc.size, &n));
 	ck_assert_int_eq(n, 3 * 48);
 	ck_assert_contains(tc->diags, "t.fus:7:18: warning: 'As' gets 3 stages, not 9: its buffer loop 'i' has 3 iterations\n");
 	tc_free(tc);
 	/* E = 33: all 9 */
 	tc = tc_lowered(CLAMP_SRC("33"));
-	ck_assert(ir_is_const(alloc_of(tc->kernels[0]->body, "As")->size, &n));
+	ck_assert(ir_is_const(alloc_of(tc->kernels[0]->body, "As")->alloc.size, &n));
 	ck_assert_int_eq(n, 9 * 48);
 	ck_assert_str_eq(tc->diags, "");
 	tc_free(tc);

@@ -30,13 +30,19 @@ static bool reads(IrExpr *e, Tensor *t)
 	return false;
 }
 
+static bool slot_reads(IrExpr **slot, void *t)
+{
+	return reads(*slot, t);
+}
+
+static bool stmt_reads(Stmt *s, void *t)
+{
+	return ir_stmt_exprs(s, slot_reads, t) || (s->kind == KS_VSTORE && s->copy.src == t);
+}
+
 static bool stmts_read(Stmt *s, Tensor *t)
 {
-	for (; s; s = s->next)
-		if (reads(s->value, t) || reads(s->cond, t) || (s->kind == KS_VSTORE && s->src == t) ||
-		    stmts_read(s->body, t) || stmts_read(s->then, t) || stmts_read(s->els, t))
-			return true;
-	return false;
+	return ir_stmts_any(s, stmt_reads, t);
 }
 
 /* Loops that read t, not counting loops nested in such a loop: passes over t. */
@@ -44,11 +50,13 @@ static int passes_over(Stmt *s, Tensor *t)
 {
 	int n = 0;
 	for (; s; s = s->next) {
-		if (s->kind == KS_FOR && stmts_read(s->body, t))
+		if (s->kind == KS_FOR && stmts_read(s->loop.body, t)) {
 			n++;
-		else
-			n += passes_over(s->then, t) + passes_over(s->els, t) +
-			     (s->kind == KS_FOR ? 0 : passes_over(s->body, t));
+			continue;
+		}
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += passes_over(*lists[i], t);
 	}
 	return n;
 }
@@ -56,10 +64,12 @@ static int passes_over(Stmt *s, Tensor *t)
 static int count_block_reduces(Stmt *s, ReduceOp red)
 {
 	int n = 0;
-	for (; s; s = s->next)
-		n += (s->kind == KS_BLOCK_REDUCE && s->red == red) +
-		     count_block_reduces(s->body, red) + count_block_reduces(s->then, red) +
-		     count_block_reduces(s->els, red);
+	for (; s; s = s->next) {
+		n += s->kind == KS_BLOCK_REDUCE && s->block_red.red == red;
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += count_block_reduces(*lists[i], red);
+	}
 	return n;
 }
 
@@ -204,13 +214,11 @@ static char *mv_src(int sched)
 static Stmt *find_welford(Stmt *s)
 {
 	for (; s; s = s->next) {
-		if (s->kind == KS_BLOCK_REDUCE && s->red == RED_WELFORD)
+		if (s->kind == KS_BLOCK_REDUCE && s->block_red.red == RED_WELFORD)
 			return s;
-		Stmt *f = find_welford(s->body);
-		if (!f)
-			f = find_welford(s->then);
-		if (!f)
-			f = find_welford(s->els);
+		Stmt **lists[3], *f = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !f; i++)
+			f = find_welford(*lists[i]);
 		if (f)
 			return f;
 	}
@@ -276,7 +284,7 @@ START_TEST(test_large_mean_small_variance)
 	if (sched < 4) {
 		BlockReduceShape sh;
 		ck_assert_ptr_nonnull(w);
-		ck_assert(kir_block_reduce_shape(tc->kernels[0], w->pars, &sh));
+		ck_assert(kir_block_reduce_shape(tc->kernels[0], w->block_red.pars, &sh));
 		ck_assert_int_eq(sh.kind, mv_kinds[sched]);
 	} else {
 		ck_assert_ptr_null(w);

@@ -25,7 +25,7 @@ TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 	tc->arena = arena_new();
 	tc->diag = diag_new();
 	tc->file = diag_add_file(tc->diag, "t.fus", text, strlen(text));
-	tc->prog = compile_program(tc->arena, tc->diag, tc->file);
+	tc->prog = compile_program_for(tc->arena, tc->diag, tc->file, o ? o->arch : 80);
 	if (tc->prog && o) {
 		Kernel **ks = arena_alloc(tc->arena, sizeof(Kernel *) * (tc->prog->nfusions + 1));
 		bool ok = true;
@@ -59,6 +59,18 @@ char *tc_kernel_ir(TestCompile *tc, int i)
 	buf_puts(&b, "");
 	if (tc->kernels)
 		kir_print(kernel_own(tc->kernels[i]), &b); /* as --emit=ir */
+	return b.s;
+}
+
+char *tc_variant_ir(TestCompile *tc, const char *name)
+{
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *v = tc->kernels[0];
+	while (v && strcmp(v->name, name) != 0)
+		v = v->fallback;
+	ck_assert_msg(v != NULL, "no variant %s", name);
+	Buf b = {0};
+	kir_print(v, &b);
 	return b.s;
 }
 

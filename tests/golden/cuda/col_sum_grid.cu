@@ -11,12 +11,12 @@ extern "C" __global__ void __launch_bounds__(32) col_sum_grid_kernel(const float
   // nest of s
   s_acc = 0.0f;
   for (long long ir = 0; ir < 64; ++ir) {
-    if (((long long)blockIdx.y) * 64 + ir < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
+    if (((long long)blockIdx.y) < (M + 63) / 64 && ((long long)blockIdx.y) * 64 + ir < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
       s_acc = s_acc + x[(((long long)blockIdx.y) * 64 + ir) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
     }
   }
   if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
-    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x), ((long long)blockIdx.y), (M + 63) / 64)) {
+    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x), ((long long)blockIdx.y), __fus_max((M + 63) / 64, (long long)1))) {
       s[((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = s_acc;
     }
   }
@@ -57,6 +57,10 @@ static long long fus_cdiv(long long a, long long b, bool *ovf)
     return *ovf = true, 0;
   return a / b + (a % b > 0);
 }
+static long long fus_max(long long a, long long b)
+{
+  return a > b ? a : b;
+}
 
 // Why the last call of col_sum_grid() failed ("" after a success).
 static thread_local char col_sum_grid_error_text[256];
@@ -89,7 +93,7 @@ extern "C" cudaError_t col_sum_grid(const float *x, float *s, int64_t M, int64_t
     return fus_fail(col_sum_grid_error_text, "col_sum_grid: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(col_sum_grid_error_text, "col_sum_grid: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = fus_cdiv((long long)M, 64, &fus_ovf);
+  const long long fus_grid_y = fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1);
   if (fus_ovf)
     return fus_fail(col_sum_grid_error_text, "col_sum_grid: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
@@ -97,7 +101,7 @@ extern "C" cudaError_t col_sum_grid(const float *x, float *s, int64_t M, int64_t
   if (fus_grid_x == 0 || fus_grid_y == 0)
     return cudaSuccess; /* nothing to do */
   // grid reductions: the workspace of this launch (partials, counters)
-  const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)N, fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf), 4, &fus_ovf);
+  const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)N, fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1), &fus_ovf), 4, &fus_ovf);
   if (fus_ovf)
     return fus_fail(col_sum_grid_error_text, "col_sum_grid: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
   const long long fus_ws_bytes_1 = fus_mul((long long)N, 4, &fus_ovf);

@@ -17,8 +17,13 @@ extern "C" {
  * it returns cudaErrorInvalidValue without launching, and lse_auto_last_error()
  * says why.
  * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N256 when
- * N <= 256; lse_auto_kernel_N1024 when N <= 1024; lse_auto_kernel_N4096 when N <= 4096;
- * lse_auto_kernel_N16384 when N <= 16384; lse_auto_kernel otherwise.
+ * N <= 256, x is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N256_scalar when
+ * N <= 256; lse_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
+ * 4; lse_auto_kernel_N1024_scalar when N <= 1024; lse_auto_kernel_N4096 when N <= 4096, x is
+ * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N4096_scalar when N <= 4096;
+ * lse_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
+ * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel_N65536 when N <= 65536;
+ * lse_auto_kernel otherwise.
  */
 cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, cudaStream_t stream);
 const char *lse_auto_last_error(void);
@@ -39,6 +44,8 @@ const char *lse_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_one_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): lse_one_kernel when x is
+ * 16-byte aligned; lse_one_kernel_scalar otherwise.
  */
 cudaError_t lse_one(const float *x, float *l, int64_t M, cudaStream_t stream);
 const char *lse_one_last_error(void);

@@ -22,8 +22,10 @@ extern "C" {
  * 4; mean_auto_kernel_N1024_scalar when N <= 1024; mean_auto_kernel_N4096 when N <= 4096, x is
  * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N4096_scalar when N <= 4096;
  * mean_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
- * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel when x is 16-byte aligned
- * and N is a multiple of 4; mean_auto_kernel_scalar otherwise.
+ * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel_N65536 when N <= 65536, x is
+ * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N65536_scalar when N <= 65536;
+ * mean_auto_kernel when x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_scalar
+ * otherwise.
  */
 cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_auto_last_error(void);

@@ -23,8 +23,9 @@ extern "C" {
  * N <= 4096, x and y are 16-byte aligned and N is a multiple of 4;
  * tern_auto_kernel_N4096_scalar when N <= 4096; tern_auto_kernel_N16384 when N <= 16384, x and
  * y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N16384_scalar when
- * N <= 16384; tern_auto_kernel when x and y are 16-byte aligned and N is a multiple of 4;
- * tern_auto_kernel_scalar otherwise.
+ * N <= 16384; tern_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a
+ * multiple of 4; tern_auto_kernel_N65536_scalar when N <= 65536; tern_auto_kernel when x and y
+ * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_scalar otherwise.
  */
 cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *tern_auto_last_error(void);
@@ -46,8 +47,13 @@ const char *tern_block_last_error(void);
  * it returns cudaErrorInvalidValue without launching, and two_auto_last_error()
  * says why.
  * Variants (the launcher runs the first whose conditions hold): two_auto_kernel_N256 when
- * N <= 256; two_auto_kernel_N1024 when N <= 1024; two_auto_kernel_N4096 when N <= 4096;
- * two_auto_kernel_N16384 when N <= 16384; two_auto_kernel otherwise.
+ * N <= 256, x is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N256_scalar when
+ * N <= 256; two_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
+ * 4; two_auto_kernel_N1024_scalar when N <= 1024; two_auto_kernel_N4096 when N <= 4096, x is
+ * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N4096_scalar when N <= 4096;
+ * two_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
+ * two_auto_kernel_N16384_scalar when N <= 16384; two_auto_kernel_N65536 when N <= 65536;
+ * two_auto_kernel otherwise.
  */
 cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, cudaStream_t stream);
 const char *two_auto_last_error(void);

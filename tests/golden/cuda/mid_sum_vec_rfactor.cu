@@ -8,10 +8,14 @@
 extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float *__restrict__ x, float *__restrict__ s, long long B, long long T, long long H, float *fus_ws_s, unsigned *fus_sem_s)
 {
   float s_acc;
+  long long quot;
+  long long rem;
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((H + 127) / 128, (long long)1), 2147483648LL));
+  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((H + 127) / 128, (long long)1), 2147483648LL));
   // nest of s
   __align__(16) float r[4];
   // r computed at s.ty
-  if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H) {
+  if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H) {
     __align__(16) float r_vec[4];
     #pragma unroll
     for (long long hv_3 = 0; hv_3 < 4; ++hv_3) {
@@ -21,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
   } else {
     #pragma unroll
     for (long long hv = 0; hv < 4; ++hv) {
-      if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H) {
+      if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H) {
         r[hv] = 0.0f;
       }
     }
@@ -29,11 +33,11 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
   for (long long rr = 0; rr < (T + 63) / 64; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
+      if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
         __align__(16) float r_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&r_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4]);
         __align__(16) float r_vec_2[4];
         #pragma unroll
         for (long long hv_1_1 = 0; hv_1_1 < 4; ++hv_1_1) {
@@ -43,8 +47,8 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
       } else {
         #pragma unroll
         for (long long hv_1 = 0; hv_1 < 4; ++hv_1) {
-          if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
-            r[hv_1] = r[hv_1] + (rr * 4 + u < (T + 15) / 16 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (T + 7) / 8 && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
+          if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
+            r[hv_1] = r[hv_1] + (rr * 4 + u < (T + 15) / 16 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (T + 7) / 8 && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
           }
         }
       }
@@ -53,13 +57,13 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
   #pragma unroll
   for (long long hv_2 = 0; hv_2 < 4; ++hv_2) {
     s_acc = 0.0f;
-    if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H) {
+    if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H) {
       s_acc = s_acc + r[hv_2];
     }
     s_acc = __fus_reduce_smem<__fus_red_sum, 8, 32, 256, float>(s_acc);
-    if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) < B && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 < H && ((long long)threadIdx.y) == 0) {
-      if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) * H + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 + hv_2, ((long long)blockIdx.y), 2)) {
-        s[(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((H + 127) / 128, 2147483648LL)) * H + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((H + 127) / 128, 2147483648LL)) * 128 + ((long long)threadIdx.x) * 4 + hv_2] = s_acc;
+    if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && ((long long)threadIdx.y) == 0) {
+      if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, quot * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_2, ((long long)blockIdx.y), 2)) {
+        s[quot * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_2] = s_acc;
       }
     }
   }

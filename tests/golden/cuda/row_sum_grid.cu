@@ -11,13 +11,13 @@ extern "C" __global__ void __launch_bounds__(128) row_sum_grid_kernel(const floa
   // nest of s
   s_acc = 0.0f;
   for (long long js = 0; js < 8; ++js) {
-    if (((long long)blockIdx.x) < M && ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x) < N) {
+    if (((long long)blockIdx.y) < (N + 1023) / 1024 && ((long long)blockIdx.x) < M && ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x) < N) {
       s_acc = s_acc + x[((long long)blockIdx.x) * N + ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x)];
     }
   }
   s_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(s_acc);
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x), ((long long)blockIdx.y), (N + 1023) / 1024)) {
+    if (__fus_grid_reduce<__fus_red_sum>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x), ((long long)blockIdx.y), __fus_max((N + 1023) / 1024, (long long)1))) {
       s[((long long)blockIdx.x)] = s_acc;
     }
   }
@@ -58,6 +58,10 @@ static long long fus_cdiv(long long a, long long b, bool *ovf)
     return *ovf = true, 0;
   return a / b + (a % b > 0);
 }
+static long long fus_max(long long a, long long b)
+{
+  return a > b ? a : b;
+}
 
 // Why the last call of row_sum_grid() failed ("" after a success).
 static thread_local char row_sum_grid_error_text[256];
@@ -88,7 +92,7 @@ extern "C" cudaError_t row_sum_grid(const float *x, float *s, int64_t M, int64_t
   const long long fus_grid_x = (long long)M;
   if (fus_grid_x > 2147483647)
     return fus_fail(row_sum_grid_error_text, "row_sum_grid: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = fus_cdiv((long long)N, 1024, &fus_ovf);
+  const long long fus_grid_y = fus_max(fus_cdiv((long long)N, 1024, &fus_ovf), 1);
   if (fus_ovf)
     return fus_fail(row_sum_grid_error_text, "row_sum_grid: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
@@ -96,7 +100,7 @@ extern "C" cudaError_t row_sum_grid(const float *x, float *s, int64_t M, int64_t
   if (fus_grid_x == 0 || fus_grid_y == 0)
     return cudaSuccess; /* nothing to do */
   // grid reductions: the workspace of this launch (partials, counters)
-  const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)M, fus_cdiv((long long)N, 1024, &fus_ovf), &fus_ovf), 4, &fus_ovf);
+  const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)M, fus_max(fus_cdiv((long long)N, 1024, &fus_ovf), 1), &fus_ovf), 4, &fus_ovf);
   if (fus_ovf)
     return fus_fail(row_sum_grid_error_text, "row_sum_grid: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
   const long long fus_ws_bytes_1 = fus_mul((long long)M, 4, &fus_ovf);

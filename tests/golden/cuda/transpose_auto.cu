@@ -5,19 +5,23 @@
 
 extern "C" __global__ void __launch_bounds__(256) transpose_kernel(const float *__restrict__ x, float *__restrict__ y, long long M, long long N)
 {
+  long long rem;
+  long long quot;
+  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((M + 63) / 64, (long long)1), 2147483648LL));
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((M + 63) / 64, (long long)1), 2147483648LL));
   // nest of y
   __shared__ __align__(16) float x_smem[2112];
   // x_smem computed at y.bx
   for (long long br = 0; br < 8; ++br) {
-    if ((long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + br * 8 + ((long long)threadIdx.y) < M && (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ((long long)threadIdx.x) < N) {
-      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[((long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + br * 8 + ((long long)threadIdx.y)) * N + (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ((long long)threadIdx.x)];
+    if (rem * 64 + br * 8 + ((long long)threadIdx.y) < M && quot * 32 + ((long long)threadIdx.x) < N) {
+      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[(rem * 64 + br * 8 + ((long long)threadIdx.y)) * N + quot * 32 + ((long long)threadIdx.x)];
     }
   }
   __syncthreads();
   for (long long ar = 0; ar < 4; ++ar) {
     for (long long bh = 0; bh < 2; ++bh) {
-      if ((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ar * 8 + ((long long)threadIdx.y) < N && (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + bh * 32 + ((long long)threadIdx.x) < M) {
-        y[((long long)((unsigned)((long long)blockIdx.x) / (unsigned)min((M + 63) / 64, 2147483648LL)) * 32 + ar * 8 + ((long long)threadIdx.y)) * M + (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min((M + 63) / 64, 2147483648LL)) * 64 + bh * 32 + ((long long)threadIdx.x)] = x_smem[bh * 1056 + ((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
+      if (quot * 32 + ar * 8 + ((long long)threadIdx.y) < N && rem * 64 + bh * 32 + ((long long)threadIdx.x) < M) {
+        y[(quot * 32 + ar * 8 + ((long long)threadIdx.y)) * M + rem * 64 + bh * 32 + ((long long)threadIdx.x)] = x_smem[bh * 1056 + ((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
       }
     }
   }
