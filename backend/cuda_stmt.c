@@ -373,12 +373,11 @@ static void emit_cp_wait(Em *em, Stmt *s)
 }
 
 /* Two 16-bit operand elements (the even one in the low half) as one 32-bit register: the
- * register itself when they are fragment registers (Tensor.mma_frag, declared `unsigned`,
+ * register itself when they are fragment registers (TensorSched.mma_frag, declared `unsigned`,
  * two elements each), else the two loads packed. */
 static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 {
 	if (lo->tensor->sched.mma_frag) {
-		Arena *a = em->k->arena;
 		cuda_name(em->out, lo->tensor->name);
 		buf_puts(em->out, "[");
 		cuda_put_expr(em->out, half(em, lo->args[0]), DT_I64, true);
