@@ -281,6 +281,13 @@ def gemm_cases():
         Case("gemm", "hgemm f16 4096^3 mma.sync ldmatrix (manual)",
              "examples/gemm/hgemm_ldmatrix.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
              flops=2 * 4096 ** 3, tol=1e-2),
+    ] + [Case("gemm", "hgemm f16 %s mma.sync ldmatrix (manual)" % n,
+              "examples/gemm/hgemm_ldmatrix.fus", d, mm, flops=2 * d["M"] * d["N"] * d["K"],
+              tol=1e-2) for n, d in (("2048^3", {"M": 2048, "N": 2048, "K": 2048}),
+                                     ("8192^3", {"M": 8192, "N": 8192, "K": 8192}))] + [
+        Case("gemm", "hgemm bf16 4096^3 mma.sync ldmatrix (manual)",
+             "examples/gemm/hgemm_bf16.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
+             flops=2 * 4096 ** 3, tol=2e-2),
     ] + auto_gemm_cases()
 
 

@@ -330,7 +330,9 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_puts(out, t->sched.cp_async_cg ? " cp_async(cg)" : " cp_async");
 	if (t->sched.stages)
 		buf_printf(out, " stages(%d, %d)", t->sched.stages, t->sched.prefetch);
-	if (t->sched.pad)
+	if (t->sched.pad && t->sched.pad_every)
+		buf_printf(out, " pad(%d, %lld)", t->sched.pad, (long long)t->sched.pad_every);
+	else if (t->sched.pad)
 		buf_printf(out, " pad(%d)", t->sched.pad);
 	if (t->sched.welford_sum)
 		buf_printf(out, " welford(%s)", t->sched.welford_sum->name);

@@ -209,6 +209,9 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+/* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
+ * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
+IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
@@ -325,6 +328,8 @@ typedef struct TensorSched {
 	Span stages_span;
 	int pad;            /* pad(n): a shared buffer's innermost buffer axis is n elements longer
 			     * in its layout (passes/indexing.c; docs/caching.md, "pad") */
+	int64_t pad_every;  /* pad(n, e): n unused elements after every e elements of the layout
+			     * instead (0: after each run of the innermost axis) */
 	Span pad_span;
 	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
@@ -340,6 +345,9 @@ typedef struct TensorSched {
 	struct TensorMma *mma;
 	Span fragment_span;
 	bool zero_fill;
+	/* registers holding mma operand fragments (passes/mma.c): 16-bit elements, two to a
+	 * 32-bit register (CUDA declares them `unsigned`, half the elements) */
+	bool mma_frag;
 } TensorSched;
 
 /* The schedule state of a tensor stored in mem that no directive has touched. */
@@ -579,7 +587,13 @@ typedef enum StmtKind {
 		    * load instead: the lane's row address for ldmatrix.x4 (lane l gives row
 		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
 		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
-		    * n = 0); mma_slot says where each operand is */
+		    * n = 0); mma_slot says where each operand is. After the fragment pass
+		    * (passes/mma.c) the A and B loads read registers that KS_MMA_LOAD filled */
+	KS_MMA_LOAD, /* mma: operand `op` ('a' or 'b') of an mma into the lane's fragment
+		      * registers: `tensor` (TensorSched.mma_frag), elements offset .. offset + n
+		      * (n: tiles times the instruction's na or nb); idx the n per-lane loads in
+		      * fragment order, or with ldm set one load: the lane's ldmatrix row address
+		      * (as in KS_MMA); with ldmatrix a warp collective */
 } StmtKind;
 
 /* A kernel IR statement: the shared header, then the members of its kind (StmtKind says
@@ -676,6 +690,12 @@ struct Stmt {
 			int nidx;
 			const MmaInstr *instr;
 			unsigned ldm;       /* MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
+			/* KS_MMA_LOAD: the first element of the fragment in `tensor`, the operand
+			 * ('a' or 'b') and the fragments loaded one after the other: 1, or 2 (B: two
+			 * n tiles by one ldmatrix.x4.trans) */
+			IrExpr *offset;
+			char op;
+			int tiles;
 		} mma;
 	};
 };

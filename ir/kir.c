@@ -446,6 +446,21 @@ static void print_mma(Stmt *s, Buf *out)
 	buf_puts(out, ";");
 }
 
+/* As_frag[o ..] = ldmatrix.x4(As[row]); or As_frag[o ..] = {As[a0], ...}; */
+static void print_mma_load(Stmt *s, Buf *out)
+{
+	buf_printf(out, "%s[", s->mma.tensor->name);
+	ir_print_expr(s->mma.offset, out);
+	buf_puts(out, " ..] = ");
+	buf_puts(out, !s->mma.ldm ? "{" : s->mma.op == 'a' ? "ldmatrix.x4(" : s->mma.tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
+	for (int i = 0; i < s->mma.nidx; i++) {
+		if (i)
+			buf_puts(out, ", ");
+		ir_print_expr(s->mma.idx[i], out);
+	}
+	buf_puts(out, s->mma.ldm ? ");" : "};");
+}
+
 static void print_stmt(Stmt *s, int level, Buf *out)
 {
 	buf_indent(out, level);
@@ -560,6 +575,9 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 		break;
 	case KS_MMA:
 		print_mma(s, out);
+		break;
+	case KS_MMA_LOAD:
+		print_mma_load(s, out);
 		break;
 	}
 	buf_puts(out, "\n");

@@ -306,7 +306,7 @@ static bool slot_size(Cb *cb, Tensor *t, int64_t *out)
 		}
 		*out *= e;
 	}
-	return true;
+	return index_padded_size(cb->d, t, out);
 }
 
 static bool buffer_loop(Cb *cb, Found *f)

@@ -35,7 +35,7 @@
 	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
-	X(PAD, "pad", "i", "pad(n)")                                                      \
+	X(PAD, "pad", "i?i", "pad(n) or pad(n, every)")                                   \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \

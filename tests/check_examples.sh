@@ -79,7 +79,14 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=300,N=264,K=72 --max-blocks 4" \
 	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=1,N=1,K=1" \
 	    "examples/gemm/auto_sgemm.fus --dims M=300,N=260,K=72 --max-blocks 4" \
-	    "examples/gemm/auto_sgemm.fus --dims M=5,N=0,K=7"; do
+	    "examples/gemm/auto_sgemm.fus --dims M=5,N=0,K=7" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=1,N=8,K=8" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=70,N=40,K=56" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=129,N=136,K=40 --max-blocks 4" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=0,N=8,K=8" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=5,N=16,K=0" \
+	    "examples/gemm/hgemm_bf16.fus --dims M=67,N=24,K=40" \
+	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))

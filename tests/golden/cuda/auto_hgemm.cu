@@ -49,19 +49,26 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32(const __
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+    unsigned A_smem_frag[8];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long no_1 = 0; no_1 < 8; ++no_1) {
-        {
-          unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
-          unsigned __fus_b0, __fus_b1;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                       : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-        }
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
       }
     }
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
@@ -140,19 +147,26 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32_scalar(c
         }
       }
     }
+    unsigned A_smem_frag[8];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long no_1 = 0; no_1 < 8; ++no_1) {
-        {
-          unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
-          unsigned __fus_b0, __fus_b1;
-          asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                       : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-        }
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
       }
     }
     __syncthreads();
@@ -219,21 +233,31 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64(const __
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+    unsigned A_smem_frag[16];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
+      }
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
         #pragma unroll
         for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          {
-            unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
-            unsigned __fus_b0, __fus_b1;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                         : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                         : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-          }
+          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
         }
       }
     }
@@ -319,21 +343,31 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64_scalar(c
         }
       }
     }
+    unsigned A_smem_frag[16];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
+      }
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
         #pragma unroll
         for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          {
-            unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
-            unsigned __fus_b0, __fus_b1;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                         : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                         : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-          }
+          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
         }
       }
     }
@@ -404,21 +438,31 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel(const __fus_
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+    unsigned A_smem_frag[32];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
         #pragma unroll
         for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          {
-            unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
-            unsigned __fus_b0, __fus_b1;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                         : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                         : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-          }
+          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 16 + mo_1 * 4]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
         }
       }
     }
@@ -504,21 +548,31 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_scalar(const
         }
       }
     }
+    unsigned A_smem_frag[32];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
+    unsigned B_smem_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
         #pragma unroll
         for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          {
-            unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
-            unsigned __fus_b0, __fus_b1;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                         : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                         : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-          }
+          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 16 + mo_1 * 4]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
         }
       }
     }
