@@ -390,6 +390,11 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 		const char *st = arena_printf(p->a, "%d", MMA_STAGES);
 		d_verb1(p, as, "stages", st);
 		d_verb1(p, bs, "stages", st);
+		/* rows padded by 16 bytes: ldmatrix's 8 row addresses fall in 8 bank groups */
+		const char *apad[] = {"8", arena_printf(p->a, "%d", MMA_BK)};
+		const char *bpad[] = {"8", arena_printf(p->a, "%lld", (long long)c->bn)};
+		d_directive(p, NULL, as, "pad", 2, apad, 0, NULL);
+		d_directive(p, NULL, bs, "pad", 2, bpad, 0, NULL);
 	}
 }
 

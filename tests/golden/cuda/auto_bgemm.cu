@@ -5,7 +5,7 @@
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[30720];
+  __shared__ __align__(16) unsigned char fus_smem[33792];
   // nest of C
   __align__(8) float C_acc[32];
   // C_acc computed at C.bj
@@ -17,20 +17,20 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32(const __
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 3072 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 3840 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 6144); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 7680); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 1; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 1024])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 1280])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -41,25 +41,25 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32(const __
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 1; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 1024])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 1280])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     unsigned A_smem_frag[8];
     #pragma unroll
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 1280])) : "memory");
     }
     unsigned B_smem_frag[32];
     #pragma unroll
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -94,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32(const __
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32_scalar(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[30720];
+  __shared__ __align__(16) unsigned char fus_smem[33792];
   // nest of C
   float C_acc[32];
   // C_acc computed at C.bj
@@ -106,9 +106,9 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32_scalar(c
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 3072 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 3840 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 6144); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 7680); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
@@ -117,14 +117,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32_scalar(c
       for (long long u = 0; u < 1; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ko_pre * 1024] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 1280] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + ko_pre * 4096] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
@@ -136,28 +136,28 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32_scalar(c
       for (long long u = 0; u < 1; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + (ko + 2) % 3 * 1024] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 1280] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + (ko + 2) % 3 * 4096] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
     unsigned A_smem_frag[8];
     #pragma unroll
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 1024])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 1280])) : "memory");
     }
     unsigned B_smem_frag[32];
     #pragma unroll
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -186,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32_scalar(c
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[36864];
+  __shared__ __align__(16) unsigned char fus_smem[41472];
   // nest of C
   __align__(8) float C_acc[64];
   // C_acc computed at C.bj
@@ -201,20 +201,20 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 6144 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 7680 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 12288); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 15360); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 2048])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -225,11 +225,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 2048])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 2560])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -238,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 2560])) : "memory");
       }
     }
     unsigned B_smem_frag[32];
@@ -246,7 +246,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -287,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[36864];
+  __shared__ __align__(16) unsigned char fus_smem[41472];
   // nest of C
   float C_acc[64];
   // C_acc computed at C.bj
@@ -302,9 +302,9 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 6144 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 7680 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 12288); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 15360); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
@@ -313,14 +313,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
       for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ko_pre * 2048] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + ko_pre * 4096] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
@@ -332,14 +332,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
       for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + (ko + 2) % 3 * 2048] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 2560] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + (ko + 2) % 3 * 4096] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
@@ -348,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 2048])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 2560])) : "memory");
       }
     }
     unsigned B_smem_frag[32];
@@ -356,7 +356,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -391,7 +391,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64_scalar(c
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[49152];
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
   // nest of C
   __align__(8) float C_acc[128];
   // C_acc computed at C.bj
@@ -406,20 +406,20 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 12288 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 15360 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 24576); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 30720); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -430,11 +430,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120])), "l"(&A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -443,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
       }
     }
     unsigned B_smem_frag[32];
@@ -451,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -492,7 +492,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
 
 extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long Z, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[49152];
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
   // nest of C
   float C_acc[128];
   // C_acc computed at C.bj
@@ -507,9 +507,9 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const
       }
     }
   }
-  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 12288 elements
+  __fus_bfloat *A_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 15360 elements
   // A_smem computed at C_acc.ko
-  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 24576); // 12288 elements
+  __fus_bfloat *B_smem = reinterpret_cast<__fus_bfloat *>(fus_smem + 30720); // 13056 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
@@ -518,14 +518,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ko_pre * 4096] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + ko_pre * 4096] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ((long long)blockIdx.z) < Z && ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
@@ -537,14 +537,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + (ko + 2) % 3 * 4096] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
+          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120] = ((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[((long long)blockIdx.z) * M * K + (((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2bfloat(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + (ko + 2) % 3 * 4096] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ((long long)blockIdx.z) < Z && ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[((long long)blockIdx.z) * K * N + (ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2bfloat(0.0f);
         }
       }
     }
@@ -553,7 +553,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
       }
     }
     unsigned B_smem_frag[32];
@@ -561,7 +561,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_scalar(const
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -774,7 +774,23 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: grid dimension z = %lld exceeds the CUDA limit 65535", fus_grid_z);
     if (fus_grid_x == 0 || fus_grid_y == 0 || fus_grid_z == 0)
       return cudaSuccess; /* nothing to do */
-    auto_bgemm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, (unsigned)fus_grid_z), dim3(32, 2, 2), 0, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, Z, M, K, N);
+    int fus_dev = 0, fus_smem_limit = 0;
+    cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);
+    if (fus_attr_err == cudaSuccess)
+      fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
+    if (fus_attr_err != cudaSuccess)
+      return fus_fail(auto_bgemm_error_text, "auto_bgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
+    if (56832 > (long long)fus_smem_limit)
+      return fus_fail(auto_bgemm_error_text, "auto_bgemm: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+    static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
+    if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
+      fus_attr_err = cudaFuncSetAttribute(auto_bgemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+      if (fus_attr_err != cudaSuccess)
+        return fus_fail(auto_bgemm_error_text, "auto_bgemm: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+      if (fus_dev < 64)
+        fus_smem_raised[fus_dev] = true;
+    }
+    auto_bgemm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, (unsigned)fus_grid_z), dim3(32, 2, 2), 56832, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, Z, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_bgemm_error_text, "auto_bgemm: launch failed: %s", cudaGetErrorString(fus_err));
@@ -795,7 +811,23 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_fail(auto_bgemm_error_text, "auto_bgemm: grid dimension z = %lld exceeds the CUDA limit 65535", fus_grid_z);
   if (fus_grid_x == 0 || fus_grid_y == 0 || fus_grid_z == 0)
     return cudaSuccess; /* nothing to do */
-  auto_bgemm_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, (unsigned)fus_grid_z), dim3(32, 2, 2), 0, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, Z, M, K, N);
+  int fus_dev = 0, fus_smem_limit = 0;
+  cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);
+  if (fus_attr_err == cudaSuccess)
+    fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
+  if (fus_attr_err != cudaSuccess)
+    return fus_fail(auto_bgemm_error_text, "auto_bgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
+  if (56832 > (long long)fus_smem_limit)
+    return fus_fail(auto_bgemm_error_text, "auto_bgemm: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+  static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
+  if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
+    fus_attr_err = cudaFuncSetAttribute(auto_bgemm_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+    if (fus_attr_err != cudaSuccess)
+      return fus_fail(auto_bgemm_error_text, "auto_bgemm: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+    if (fus_dev < 64)
+      fus_smem_raised[fus_dev] = true;
+  }
+  auto_bgemm_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, (unsigned)fus_grid_z), dim3(32, 2, 2), 56832, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, Z, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(auto_bgemm_error_text, "auto_bgemm: launch failed: %s", cudaGetErrorString(fus_err));
