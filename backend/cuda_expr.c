@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "interp/interp.h"
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -195,7 +194,7 @@ static Val val_literal(IrExpr *e, DType want)
 	double fv = is_int ? (double)e->ival : e->fval;
 	/* a float literal read as an integer converts as CUDA (and the reference) do: truncated,
 	 * saturated, NaN 0 (a plain C cast of inf, NaN or 1e30 is undefined) */
-	int64_t iv = is_int ? e->ival : interp_float_to_int(e->fval, ct == DT_I32 ? DT_I32 : DT_I64);
+	int64_t iv = is_int ? e->ival : dtype_float_to_int(e->fval, ct == DT_I32 ? DT_I32 : DT_I64);
 	Val v = val_new(PREC_PRIMARY, ct);
 
 	if (ct == DT_BOOL) {

@@ -151,7 +151,7 @@ static void emit_size_helpers(Buf *out, unsigned used)
 /* Appends integer expression e over the sizes (a launch dimension, a workspace or tensor
  * size) as host C in which every operation that can overflow is a call of a checked helper
  * (`fus_mul(M, N, &fus_ovf)`): a result past 64 bits sets fus_ovf instead of wrapping. The
- * helpers used are marked in *used. The operations are those of interp_eval_i64, which
+ * helpers used are marked in *used. The operations are those of ir_eval_i64, which
  * libfusrt's launch path uses for the same sizes. */
 static void put_size(Buf *out, IrExpr *e, unsigned *used)
 {

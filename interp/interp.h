@@ -17,29 +17,14 @@
 
 #include "../ir/ir.h"
 
-#define INTERP_MAX_DIMS 8
 
 /* A tensor in host memory. */
 typedef struct HostTensor {
 	DType dtype;
 	int ndim;
-	int64_t dims[INTERP_MAX_DIMS];
+	int64_t dims[IR_MAX_DIMS];
 	void *data; /* numel * dtype_size bytes, row-major */
 } HostTensor;
-
-/* Evaluates an i64 expression built from EX_INT, EX_SIZE and integer EX_OP/EX_SELECT/EX_CAST
- * nodes (shapes, extents, launch dimensions). False when e uses anything else or divides by 0. */
-bool interp_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out);
-
-/* The dims of tensor t with the given size values. False (with *err, malloc'd) when a dim
- * cannot be evaluated, is negative, or t has more than INTERP_MAX_DIMS dims. */
-bool interp_tensor_dims(Tensor *t, const int64_t *sizes, int64_t *dims, char **err);
-int64_t interp_numel(const int64_t *dims, int ndim); /* -1 on overflow */
-
-/* Checks that the sizes are consistent with the fusion: no negative size, and every access
- * `x[..., i, ...]` reads dimension d of x with an index i whose extent equals x's dim d (a
- * file that ties N to a constant, say, contradicts N=other). False with *err (malloc'd). */
-bool interp_check_sizes(Fusion *f, const int64_t *sizes, char **err);
 
 /* Runs fusion f. sizes: one per f->sizes (by SizeSym.index). scalars: one per f->params in
  * order (converted to the param's dtype). inputs: one buffer per f->inputs, outputs: one per
@@ -59,14 +44,6 @@ void host_tensor_fill_random(HostTensor *h, uint64_t seed);
 /* Element i as a double (f16/bf16 decoded, integers converted). */
 double host_tensor_get(const HostTensor *h, int64_t i);
 
-/* Scalar conversions, exact: double -> nearest f16/bf16 (ties to even, overflow to inf). */
-uint16_t interp_f16_bits(double x);
-uint16_t interp_bf16_bits(double x);
-double interp_f16_value(uint16_t bits);
-double interp_bf16_value(uint16_t bits);
-/* Rounds x to the value set of a floating dtype (f16, bf16, f32; f64 unchanged). */
-double interp_round_float(DType t, double x);
-
 /* Element values, shared by the reference interpreter and the simulator: a double for
  * floating dtypes, an int64 for integers and bool, already rounded to the dtype. */
 typedef union InterpVal {
@@ -76,8 +53,6 @@ typedef union InterpVal {
 /* Element i of a raw host buffer of dtype t, and back (rounding/wrapping to t). */
 InterpVal interp_load(const void *data, DType t, int64_t i);
 void interp_store(void *data, DType t, int64_t i, InterpVal v);
-/* CUDA's float -> integer conversion: truncates and saturates to `to`; NaN gives 0. */
-int64_t interp_float_to_int(double x, DType to);
 /* Wraps an integer to the integer dtype t (i32 wraps, bool is x != 0). */
 int64_t interp_wrap_int(int64_t x, DType t);
 /* + - * / % neg ceildiv on operands in t's representation (floats round to t, integers wrap,

@@ -22,112 +22,12 @@ static void set_err(char **err, char *msg)
 		free(msg);
 }
 
-/* ---- f16 / bf16 ----------------------------------------------------------------------- */
-
-/* Rounds x to a binary float format with `mant` explicit mantissa bits, minimum normal
- * exponent `emin` and largest finite value `maxval`, ties to even. x / q is exact (a power of
- * two scaling of a double far from the double's limits) and nearbyint rounds to even. */
-static double round_format(double x, int mant, int emin, double maxval)
-{
-	if (isnan(x) || isinf(x) || x == 0)
-		return x;
-	int e;
-	frexp(x, &e); /* |x| = m * 2^e, m in [0.5, 1): leading bit is 2^(e-1) */
-	int lead = e - 1 < emin ? emin : e - 1;
-	double q = ldexp(1.0, lead - mant);
-	double r = nearbyint(x / q) * q;
-	if (fabs(r) > maxval)
-		return copysign(INFINITY, x);
-	return r;
-}
-
-static const double F16_MAX = 65504.0;
-static double bf16_max(void) { return ldexp(255.0, 120); } /* (2 - 2^-7) * 2^127 */
-
-double interp_round_float(DType t, double x)
-{
-	switch (t) {
-	case DT_F16: return round_format(x, 10, -14, F16_MAX);
-	case DT_BF16: return round_format(x, 7, -126, bf16_max());
-	case DT_F32: return (double)(float)x;
-	default: return x;
-	}
-}
-
-uint16_t interp_f16_bits(double x)
-{
-	double r = round_format(x, 10, -14, F16_MAX);
-	uint16_t sign = signbit(r) ? 0x8000 : 0;
-	double a = fabs(r);
-
-	if (isnan(r))
-		return 0x7e00;
-	if (isinf(r))
-		return sign | 0x7c00;
-	if (a == 0)
-		return sign;
-	int e;
-	frexp(a, &e);
-	if (e - 1 < -14) /* subnormal: a multiple of 2^-24 */
-		return sign | (uint16_t)ldexp(a, 24);
-	uint16_t m = (uint16_t)(ldexp(a, -(e - 1) + 10) - 1024);
-	return sign | (uint16_t)((e - 1 + 15) << 10) | m;
-}
-
-double interp_f16_value(uint16_t bits)
-{
-	double s = bits & 0x8000 ? -1.0 : 1.0;
-	int ex = (bits >> 10) & 0x1f, m = bits & 0x3ff;
-
-	if (ex == 0x1f)
-		return m ? NAN : s * INFINITY;
-	if (ex == 0)
-		return s * ldexp(m, -24);
-	return s * ldexp(1024 + m, ex - 25);
-}
-
-uint16_t interp_bf16_bits(double x)
-{
-	double r = round_format(x, 7, -126, bf16_max());
-	float f = (float)r; /* exact: a bf16 value is a float value */
-	uint32_t u;
-
-	if (isnan(r))
-		return 0x7fc0;
-	memcpy(&u, &f, 4);
-	return (uint16_t)(u >> 16);
-}
-
-double interp_bf16_value(uint16_t bits)
-{
-	uint32_t u = (uint32_t)bits << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 /* ---- value conversions ---------------------------------------------------------------- */
-
-int64_t interp_float_to_int(double x, DType to)
-{
-	double lo = to == DT_I32 ? -2147483648.0 : -9223372036854775808.0;
-	double hi = to == DT_I32 ? 2147483647.0 : 9223372036854775807.0;
-
-	if (isnan(x))
-		return 0;
-	x = trunc(x);
-	if (x <= lo)
-		return to == DT_I32 ? INT32_MIN : INT64_MIN;
-	if (x >= hi)
-		return to == DT_I32 ? INT32_MAX : INT64_MAX;
-	return (int64_t)x;
-}
 
 static double as_f(Val v, DType t) { return dtype_is_float(t) ? v.f : (double)v.i; }
 static int64_t as_i(Val v, DType t)
 {
-	return dtype_is_float(t) ? interp_float_to_int(v.f, DT_I64) : v.i;
+	return dtype_is_float(t) ? dtype_float_to_int(v.f, DT_I64) : v.i;
 }
 static bool truthy(Val v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
 
@@ -147,9 +47,9 @@ static Val conv(Val v, DType from, DType to)
 	if (to == DT_BOOL) {
 		r.i = truthy(v, from);
 	} else if (dtype_is_float(to)) {
-		r.f = interp_round_float(to, as_f(v, from));
+		r.f = dtype_round(to, as_f(v, from));
 	} else if (dtype_is_float(from)) {
-		r.i = interp_float_to_int(v.f, to);
+		r.i = dtype_float_to_int(v.f, to);
 	} else {
 		r.i = interp_wrap_int(v.i, to);
 	}
@@ -169,8 +69,8 @@ InterpVal interp_load(const void *data, DType t, int64_t i)
 	int64_t i64;
 
 	switch (t) {
-	case DT_F16: memcpy(&h, p, 2); return vf(interp_f16_value(h));
-	case DT_BF16: memcpy(&h, p, 2); return vf(interp_bf16_value(h));
+	case DT_F16: memcpy(&h, p, 2); return vf(dtype_f16_value(h));
+	case DT_BF16: memcpy(&h, p, 2); return vf(dtype_bf16_value(h));
 	case DT_F32: memcpy(&f, p, 4); return vf(f);
 	case DT_F64: memcpy(&d, p, 8); return vf(d);
 	case DT_I32: memcpy(&i32, p, 4); return vi(i32);
@@ -188,8 +88,8 @@ void interp_store(void *data, DType t, int64_t i, InterpVal v)
 	int32_t i32;
 
 	switch (t) {
-	case DT_F16: h = interp_f16_bits(v.f); memcpy(p, &h, 2); break;
-	case DT_BF16: h = interp_bf16_bits(v.f); memcpy(p, &h, 2); break;
+	case DT_F16: h = dtype_f16_bits(v.f); memcpy(p, &h, 2); break;
+	case DT_BF16: h = dtype_bf16_bits(v.f); memcpy(p, &h, 2); break;
 	case DT_F32: f = (float)v.f; memcpy(p, &f, 4); break;
 	case DT_F64: memcpy(p, &v.f, 8); break;
 	case DT_I32: i32 = (int32_t)v.i; memcpy(p, &i32, 4); break;
@@ -197,189 +97,6 @@ void interp_store(void *data, DType t, int64_t i, InterpVal v)
 	case DT_BOOL: *(unsigned char *)p = v.i != 0; break;
 	default: unreachable();
 	}
-}
-
-/* ---- shapes --------------------------------------------------------------------------- */
-
-static bool add_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
-static bool mul_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
-
-bool interp_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out)
-{
-	int64_t a = 0, b = 0;
-
-	if (!e)
-		return false;
-	switch (e->kind) {
-	case EX_INT:
-		*out = e->ival;
-		return true;
-	case EX_SIZE:
-		if (!sizes)
-			return false;
-		*out = sizes[e->size->index];
-		return true;
-	case EX_CAST:
-		return !dtype_is_float(e->dtype) && interp_eval_i64(e->args[0], sizes, out);
-	case EX_SELECT:
-		if (!interp_eval_i64(e->args[0], sizes, &a))
-			return false;
-		return interp_eval_i64(e->args[a ? 1 : 2], sizes, out);
-	case EX_OP:
-		break;
-	default:
-		return false;
-	}
-	if (!interp_eval_i64(e->args[0], sizes, &a))
-		return false;
-	if (op_arity(e->op) == 2 && !interp_eval_i64(e->args[1], sizes, &b))
-		return false;
-	switch (e->op) {
-	case OP_ADD: return !add_ovf(a, b, out);
-	case OP_SUB: return !__builtin_sub_overflow(a, b, out);
-	case OP_MUL: return !mul_ovf(a, b, out);
-	case OP_DIV:
-	case OP_MOD: /* no C division by zero, nor INT64_MIN / -1 */
-		if (b == 0 || (a == INT64_MIN && b == -1))
-			return false;
-		*out = e->op == OP_DIV ? a / b : a % b;
-		return true;
-	case OP_CEILDIV:
-		if (b <= 0)
-			return false;
-		*out = a / b + (a % b > 0);
-		return true;
-	case OP_NEG: return !__builtin_sub_overflow((int64_t)0, a, out);
-	case OP_MAX: *out = a > b ? a : b; return true;
-	case OP_MIN: *out = a < b ? a : b; return true;
-	case OP_LT: *out = a < b; return true;
-	case OP_LE: *out = a <= b; return true;
-	case OP_GT: *out = a > b; return true;
-	case OP_GE: *out = a >= b; return true;
-	case OP_EQ: *out = a == b; return true;
-	case OP_NE: *out = a != b; return true;
-	case OP_AND: *out = a && b; return true;
-	case OP_OR: *out = a || b; return true;
-	case OP_NOT: *out = !a; return true;
-	default: return false;
-	}
-}
-
-int64_t interp_numel(const int64_t *dims, int ndim)
-{
-	int64_t n = 1;
-
-	for (int d = 0; d < ndim; d++)
-		if (dims[d] < 0 || mul_ovf(n, dims[d], &n))
-			return -1;
-	return n;
-}
-
-bool interp_tensor_dims(Tensor *t, const int64_t *sizes, int64_t *dims, char **err)
-{
-	if (t->ndim > INTERP_MAX_DIMS) {
-		set_err(err, xprintf("tensor %s has %d dimensions (at most %d supported)", t->name,
-				     t->ndim, INTERP_MAX_DIMS));
-		return false;
-	}
-	for (int d = 0; d < t->ndim; d++) {
-		if (!interp_eval_i64(t->shape[d], sizes, &dims[d])) {
-			set_err(err, xprintf("cannot evaluate dimension %d of tensor %s", d, t->name));
-			return false;
-		}
-		if (dims[d] < 0) {
-			set_err(err, xprintf("dimension %d of tensor %s is negative (%lld)", d, t->name,
-					     (long long)dims[d]));
-			return false;
-		}
-	}
-	return true;
-}
-
-/* The extent of root axis `ax` of t, given t's dims. */
-static bool axis_extent(Tensor *t, Axis *ax, const int64_t *dims, const int64_t *sizes,
-			int64_t *out)
-{
-	if (ax->root_index < t->ndim) {
-		*out = dims[ax->root_index];
-		return true;
-	}
-	return interp_eval_i64(ax->extent, sizes, out) && *out >= 0;
-}
-
-typedef struct CheckCtx {
-	Tensor *t;
-	const int64_t *dims;
-	const int64_t *sizes;
-	char *err;
-} CheckCtx;
-
-static void check_expr(CheckCtx *c, IrExpr *e)
-{
-	if (!e || c->err)
-		return;
-	for (int i = 0; i < e->nargs; i++)
-		check_expr(c, e->args[i]);
-	if (e->kind != EX_ACCESS)
-		return;
-	Tensor *x = e->tensor;
-	int64_t xd[INTERP_MAX_DIMS], ext;
-	char *why = NULL;
-	if (!interp_tensor_dims(x, c->sizes, xd, &why)) {
-		c->err = why;
-		return;
-	}
-	for (int d = 0; d < e->nargs && d < x->ndim; d++) {
-		IrExpr *s = e->args[d];
-		/* An rfactor partial's indices are rebuilt from the leaves of t's splits and merges:
-		 * past a non-divisible split they exceed the dimension (`split(j, 2); merge` reads
-		 * x[i, m] with m < 6 for j < 5), under the in-range select of its body. Its
-		 * reduction's own reads were consistent; only constant indices are checked. */
-		if (s->kind == EX_AXIS && !c->t->sched.rfactor_of) {
-			if (!axis_extent(c->t, s->axis, c->dims, c->sizes, &ext)) {
-				c->err = xprintf("cannot evaluate the extent of index %s of %s",
-						 s->axis->name, c->t->name);
-				return;
-			}
-			if (ext != xd[d]) {
-				c->err = xprintf("%s reads %s with index %s of extent %lld along its "
-						 "dimension %d of extent %lld", c->t->name, x->name,
-						 s->axis->name, (long long)ext, d, (long long)xd[d]);
-				return;
-			}
-		} else if (s->kind == EX_INT && (s->ival < 0 || s->ival >= xd[d])) {
-			c->err = xprintf("%s reads %s at constant index %lld along its dimension %d of "
-					 "extent %lld", c->t->name, x->name, (long long)s->ival, d,
-					 (long long)xd[d]);
-			return;
-		}
-	}
-}
-
-bool interp_check_sizes(Fusion *f, const int64_t *sizes, char **err)
-{
-	for (int i = 0; i < f->nsizes; i++) {
-		if (sizes[i] < 0) {
-			set_err(err, xprintf("size %s is negative (%lld)", f->sizes[i]->name,
-					     (long long)sizes[i]));
-			return false;
-		}
-	}
-	for (int i = 0; i < f->ntensors; i++) {
-		Tensor *t = f->tensors[i];
-		int64_t dims[INTERP_MAX_DIMS];
-		if (!interp_tensor_dims(t, sizes, dims, err))
-			return false;
-		if (!t->def)
-			continue;
-		CheckCtx c = {t, dims, sizes, NULL};
-		check_expr(&c, t->def);
-		if (c.err) {
-			set_err(err, c.err);
-			return false;
-		}
-	}
-	return true;
 }
 
 /* ---- evaluation ----------------------------------------------------------------------- */
@@ -391,7 +108,7 @@ typedef struct Ctx {
 	const int64_t *sizes;
 	Val *params;      /* by position in f->params */
 	Val **bufs;       /* by Tensor.index */
-	int64_t (*dims)[INTERP_MAX_DIMS];
+	int64_t (*dims)[IR_MAX_DIMS];
 	int *state;
 	int64_t *idx;     /* current values of the root axes of the tensor being computed */
 	char *err;
@@ -426,7 +143,7 @@ InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 		case OP_CEILDIV: r = ceil(x / y); break;
 		default: unreachable();
 		}
-		return vf(interp_round_float(t, r));
+		return vf(dtype_round(t, r));
 	}
 	/* Integers wrap (unsigned arithmetic); division by zero gives 0. */
 	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
@@ -532,7 +249,7 @@ static Val eval_minmax(IrOp op, DType t, Val a, DType ta, Val b, DType tb)
 			r = x > y ? x : y;
 		else
 			r = x < y ? x : y;
-		return vf(interp_round_float(t, r));
+		return vf(dtype_round(t, r));
 	}
 	int64_t x = as_i(a, ta), y = op == OP_ABS ? 0 : as_i(b, tb), r;
 	if (op == OP_ABS)
@@ -577,7 +294,7 @@ static Val eval_op(Ctx *c, IrExpr *e)
 		double y = r ? as_f(b, tb) : 0;
 		double v = interp_fmath(e->op, as_f(a, l->dtype), y);
 		DType ft = dtype_is_float(e->dtype) ? e->dtype : DT_F32;
-		return conv(vf(interp_round_float(ft, v)), ft, e->dtype);
+		return conv(vf(dtype_round(ft, v)), ft, e->dtype);
 	}
 	default:
 		unreachable();
@@ -654,7 +371,7 @@ static void reduce_loop(Ctx *c, IrExpr *e, int k, RedAcc *acc)
 	}
 	Axis *ax = e->red_axes[k];
 	int64_t n;
-	if (!interp_eval_i64(ax->extent, c->sizes, &n)) {
+	if (!ir_eval_i64(ax->extent, c->sizes, &n)) {
 		c->err = xprintf("cannot evaluate the extent of reduction index %s", ax->name);
 		return;
 	}
@@ -713,7 +430,7 @@ static bool compute_tensor(Ctx *c, Tensor *t)
 {
 	int ndim = t->ndim;
 	int64_t *dims = c->dims[t->index];
-	int64_t n = interp_numel(dims, ndim);
+	int64_t n = shape_numel(dims, ndim);
 	Val *buf = calloc(n > 0 ? (size_t)n : 1, sizeof(Val));
 	int64_t *saved = c->idx;
 	int64_t idx[64] = {0};
@@ -781,7 +498,7 @@ static bool load_inputs(Ctx *c, void **inputs)
 
 	for (int i = 0; i < f->ninputs; i++) {
 		Tensor *t = f->inputs[i];
-		int64_t n = interp_numel(c->dims[t->index], t->ndim);
+		int64_t n = shape_numel(c->dims[t->index], t->ndim);
 		Val *buf = calloc(n > 0 ? (size_t)n : 1, sizeof(Val));
 		if (!buf) {
 			c->err = xprintf("out of memory for input %s", t->name);
@@ -804,7 +521,7 @@ bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **i
 {
 	Ctx c = {.f = f, .sizes = sizes};
 
-	if (!interp_check_sizes(f, sizes, err))
+	if (!fusion_check_sizes(f, sizes, err))
 		return false;
 	c.params = calloc(f->nparams + 1, sizeof(Val));
 	c.bufs = calloc(f->ntensors + 1, sizeof(Val *));
@@ -821,7 +538,7 @@ bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **i
 		Tensor *t = f->tensors[i];
 		if (t->index != i)
 			die("tensor %s has index %d at position %d", t->name, t->index, i);
-		if (!interp_tensor_dims(t, sizes, c.dims[i], err)) {
+		if (!tensor_dims(t, sizes, c.dims[i], err)) {
 			ctx_free(&c);
 			return false;
 		}
@@ -831,7 +548,7 @@ bool interp_run(Fusion *f, const int64_t *sizes, const double *scalars, void **i
 			Tensor *t = f->outputs[i];
 			if (!ensure_tensor(&c, t))
 				break;
-			int64_t n = interp_numel(c.dims[t->index], t->ndim);
+			int64_t n = shape_numel(c.dims[t->index], t->ndim);
 			for (int64_t k = 0; k < n; k++)
 				interp_store(outputs[i], t->dtype, k, c.bufs[t->index][k]);
 		}
@@ -873,7 +590,7 @@ static double terms_expr(IrExpr *e, const int64_t *sizes, int depth)
 	if (e->kind == EX_REDUCE && e->red == RED_SUM) { /* max/min add no rounding error */
 		for (int k = 0; k < e->nred; k++) {
 			int64_t n;
-			if (interp_eval_i64(e->red_axes[k]->extent, sizes, &n) && n > 1)
+			if (ir_eval_i64(e->red_axes[k]->extent, sizes, &n) && n > 1)
 				m *= (double)n;
 		}
 	}
@@ -903,7 +620,7 @@ static double evals_expr(IrExpr *e, const int64_t *sizes)
 	if (e->kind == EX_REDUCE) {
 		for (int k = 0; k < e->nred; k++) {
 			int64_t m;
-			if (interp_eval_i64(e->red_axes[k]->extent, sizes, &m) && m > 1)
+			if (ir_eval_i64(e->red_axes[k]->extent, sizes, &m) && m > 1)
 				n *= (double)m;
 		}
 	}
@@ -918,11 +635,11 @@ static int64_t saturate(double x)
 bool interp_cost(Fusion *f, const int64_t *sizes, InterpCost *out, char **err)
 {
 	double elements = 0, evals = 0;
-	int64_t dims[INTERP_MAX_DIMS];
+	int64_t dims[IR_MAX_DIMS];
 
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
-		if (!interp_tensor_dims(t, sizes, dims, err))
+		if (!tensor_dims(t, sizes, dims, err))
 			return false;
 		double n = 1;
 		for (int d = 0; d < t->ndim; d++)
@@ -942,9 +659,9 @@ bool host_tensor_init(HostTensor *h, Tensor *t, const int64_t *sizes, char **err
 	memset(h, 0, sizeof *h);
 	h->dtype = t->dtype;
 	h->ndim = t->ndim;
-	if (!interp_tensor_dims(t, sizes, h->dims, err))
+	if (!tensor_dims(t, sizes, h->dims, err))
 		return false;
-	int64_t n = interp_numel(h->dims, h->ndim);
+	int64_t n = shape_numel(h->dims, h->ndim);
 	size_t bytes;
 	if (n < 0 || __builtin_mul_overflow((size_t)n, (size_t)dtype_size(t->dtype), &bytes)) {
 		set_err(err, xprintf("tensor %s is too large", t->name));
@@ -964,7 +681,7 @@ void host_tensor_free(HostTensor *h)
 	h->data = NULL;
 }
 
-int64_t host_tensor_numel(const HostTensor *h) { return interp_numel(h->dims, h->ndim); }
+int64_t host_tensor_numel(const HostTensor *h) { return shape_numel(h->dims, h->ndim); }
 
 size_t host_tensor_bytes(const HostTensor *h)
 {
@@ -989,7 +706,7 @@ void host_tensor_fill_random(HostTensor *h, uint64_t seed)
 		uint64_t r = splitmix64(&s);
 		Val v;
 		if (dtype_is_float(h->dtype)) {
-			v.f = interp_round_float(h->dtype, (double)(r >> 11) * 0x1p-52 - 1.0);
+			v.f = dtype_round(h->dtype, (double)(r >> 11) * 0x1p-52 - 1.0);
 		} else if (h->dtype == DT_BOOL) {
 			v.i = (int64_t)(r >> 63);
 		} else {

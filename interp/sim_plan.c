@@ -23,10 +23,10 @@ static int slot_of(Fusion *f, int sig)
 
 static int64_t numel_of(Tensor *t, const int64_t *sizes)
 {
-	int64_t dims[INTERP_MAX_DIMS];
-	if (!interp_tensor_dims(t, sizes, dims, NULL))
+	int64_t dims[IR_MAX_DIMS];
+	if (!tensor_dims(t, sizes, dims, NULL))
 		return -1;
-	return t->ndim ? interp_numel(dims, t->ndim) : 1;
+	return t->ndim ? shape_numel(dims, t->ndim) : 1;
 }
 
 static bool fail(SimResult *r, const char *what, const char *name)

@@ -79,7 +79,7 @@ static double rnd(DType t, double x)
 		return (double)(float)x;
 	if (t == DT_F64)
 		return x;
-	return interp_round_float(t, x);
+	return dtype_round(t, x);
 }
 
 static SVal cv(SVal v, DType from, DType to)
@@ -93,14 +93,14 @@ static SVal cv(SVal v, DType from, DType to)
 	if (dtype_is_float(to))
 		return vf(rnd(to, ff ? v.f : (double)v.i));
 	if (ff)
-		return vi(interp_float_to_int(v.f, to));
+		return vi(dtype_float_to_int(v.f, to));
 	return vi(interp_wrap_int(v.i, to));
 }
 
 static double asf(SVal v, DType t) { return dtype_is_float(t) ? v.f : (double)v.i; }
 static int64_t asi(SVal v, DType t)
 {
-	return dtype_is_float(t) ? interp_float_to_int(v.f, DT_I64) : v.i;
+	return dtype_is_float(t) ? dtype_float_to_int(v.f, DT_I64) : v.i;
 }
 static bool truthy(SVal v, DType t) { return dtype_is_float(t) ? v.f != 0 : v.i != 0; }
 
@@ -1421,8 +1421,8 @@ static bool launch_dims(Sim *S)
 	for (int i = 0; i < 3; i++) {
 		IrExpr *g = S->k->launch[PT_BIDX + i], *b = S->k->launch[PT_TIDX + i];
 		S->grid[i] = S->block[i] = 1;
-		if ((g && !interp_eval_i64(g, S->sizes, &S->grid[i])) ||
-		    (b && !interp_eval_i64(b, S->sizes, &S->block[i]))) {
+		if ((g && !ir_eval_i64(g, S->sizes, &S->grid[i])) ||
+		    (b && !ir_eval_i64(b, S->sizes, &S->block[i]))) {
 			S->res->error = xprintf("cannot evaluate the launch dimensions of %s", S->k->name);
 			return false;
 		}
@@ -1449,14 +1449,14 @@ static bool launch_dims(Sim *S)
 /* A global buffer for an input (its data, initialized) or an output (uninitialized). */
 static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 {
-	int64_t dims[INTERP_MAX_DIMS];
+	int64_t dims[IR_MAX_DIMS];
 	char *err = NULL;
 
-	if (!interp_tensor_dims(t, S->sizes, dims, &err)) {
+	if (!tensor_dims(t, S->sizes, dims, &err)) {
 		S->res->error = err;
 		return false;
 	}
-	int64_t n = interp_numel(dims, t->ndim);
+	int64_t n = shape_numel(dims, t->ndim);
 	if (n < 0) {
 		S->res->error = xprintf("tensor %s is too large", t->name);
 		return false;
@@ -1486,18 +1486,18 @@ static bool global_buf(Sim *S, Tensor *t, void *data, bool input)
 int64_t sim_global_elements(Kernel *k, const int64_t *sizes)
 {
 	Fusion *f = k->fusion;
-	int64_t total = 0, dims[INTERP_MAX_DIMS];
+	int64_t total = 0, dims[IR_MAX_DIMS];
 
 	for (int i = 0; i < f->ninputs + f->noutputs + k->grid_ws.len; i++) {
 		Tensor *t = i < f->ninputs ? f->inputs[i]
 			  : i < f->ninputs + f->noutputs ? f->outputs[i - f->ninputs]
 			  : VEC_AT(k->grid_ws, Tensor, i - f->ninputs - f->noutputs);
 		char *err = NULL;
-		if (!interp_tensor_dims(t, sizes, dims, &err)) {
+		if (!tensor_dims(t, sizes, dims, &err)) {
 			free(err);
 			return -1;
 		}
-		int64_t n = interp_numel(dims, t->ndim);
+		int64_t n = shape_numel(dims, t->ndim);
 		if (n < 0 || __builtin_add_overflow(total, n, &total))
 			return -1;
 	}

@@ -469,6 +469,34 @@ Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr 
 
 /* Renames f (--prefix), its size variants (the same name) and its segments (NAME_segK). */
 void fusion_rename(Arena *a, Fusion *f, const char *name);
+
+/* ir/shape.c: sizes at run time. At most IR_MAX_DIMS dims per tensor. */
+#define IR_MAX_DIMS 8
+/* Evaluates an i64 expression built from EX_INT, EX_SIZE and integer EX_OP/EX_SELECT/EX_CAST
+ * nodes (shapes, extents, launch dimensions). False when e uses anything else or divides by 0. */
+bool ir_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out);
+
+/* The dims of tensor t with the given size values. False (with *err, malloc'd) when a dim
+ * cannot be evaluated, is negative, or t has more than IR_MAX_DIMS dims. */
+bool tensor_dims(Tensor *t, const int64_t *sizes, int64_t *dims, char **err);
+int64_t shape_numel(const int64_t *dims, int ndim); /* -1 on overflow */
+
+/* Checks that the sizes are consistent with the fusion: no negative size, and every access
+ * `x[..., i, ...]` reads dimension d of x with an index i whose extent equals x's dim d (a
+ * file that ties N to a constant, say, contradicts N=other). False with *err (malloc'd). */
+bool fusion_check_sizes(Fusion *f, const int64_t *sizes, char **err);
+
+/* ir/convert.c: scalar conversions, exact: double -> nearest f16/bf16 (ties to even, overflow to
+ * inf) and back. */
+uint16_t dtype_f16_bits(double x);
+uint16_t dtype_bf16_bits(double x);
+double dtype_f16_value(uint16_t bits);
+double dtype_bf16_value(uint16_t bits);
+/* Rounds x to the value set of a floating dtype (f16, bf16, f32; f64 unchanged). */
+double dtype_round(DType t, double x);
+/* CUDA's float -> integer conversion: truncates and saturates to `to`; NaN gives 0. */
+int64_t dtype_float_to_int(double x, DType to);
+
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
 void ir_print_fusion(Fusion *f, Buf *out);
 /* `fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])`, no newline. */

@@ -12,7 +12,6 @@
 
 #include "backend/backend.h"
 #include "scheduler/scheduler.h"
-#include "interp/interp.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -527,8 +526,8 @@ static bool scalar_slot(DType t, const fusrt_arg *a, ArgSlot *s)
 {
 	memset(s, 0, sizeof *s);
 	switch (t) {
-	case DT_F16: s->bits = interp_f16_bits(a->f); return true;
-	case DT_BF16: s->bits = interp_bf16_bits(a->f); return true;
+	case DT_F16: s->bits = dtype_f16_bits(a->f); return true;
+	case DT_BF16: s->bits = dtype_bf16_bits(a->f); return true;
 	case DT_F32: s->f32 = (float)a->f; return true;
 	case DT_F64: s->f64 = a->f; return true;
 	case DT_I32: s->i32 = (int32_t)a->i; return true;
@@ -577,7 +576,7 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 		buf_free(&b);
 		return s;
 	}
-	if (!interp_check_sizes(f, sizes, &err)) {
+	if (!fusion_check_sizes(f, sizes, &err)) {
 		fusrt_status s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: %s", f->name, err);
 		free(err);
 		return s;
@@ -586,10 +585,10 @@ static fusrt_status check_launch(Kernel *k, const fusrt_arg *args, int nargs,
 	 * only an empty tensor may be a null pointer */
 	for (int i = 0; i < f->nsig; i++) {
 		Tensor *t = f->sig[i].tensor;
-		int64_t dims[INTERP_MAX_DIMS], n, bytes;
+		int64_t dims[IR_MAX_DIMS], n, bytes;
 		if (f->sig[i].kind == 'p')
 			continue;
-		if (!interp_tensor_dims(t, sizes, dims, NULL) || (n = interp_numel(dims, t->ndim)) < 0 ||
+		if (!tensor_dims(t, sizes, dims, NULL) || (n = shape_numel(dims, t->ndim)) < 0 ||
 		    __builtin_mul_overflow(n, (int64_t)dtype_size(t->dtype), &bytes))
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of %s "
 				       "in bytes does not fit in 64 bits", f->name, t->name);
@@ -627,7 +626,7 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 		dims[i] = 1;
 		if (k->segments.len) /* a plan: each segment's launch is checked when it runs */
 			continue;
-		if (k->launch[pts[i]] && !interp_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
+		if (k->launch[pts[i]] && !ir_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the %s launch "
 				       "dimension does not fit in 64 bits", k->fusion->name,
 				       par_name(pts[i]));
@@ -712,7 +711,7 @@ static fusrt_status ws_alloc(Kernel *k, const int64_t *sizes, CUstream stream, C
 	for (i = 0; i < k->grid_ws.len && s == FUSRT_OK; i++) {
 		Tensor *t = VEC_AT(k->grid_ws, Tensor, i);
 		int64_t n = 0, b;
-		if (!interp_eval_i64(t->shape[0], sizes, &n) || n < 0 ||
+		if (!ir_eval_i64(t->shape[0], sizes, &n) || n < 0 ||
 		    __builtin_mul_overflow(n ? n : 1, (int64_t)dtype_size(t->dtype), &b)) {
 			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of the "
 				    "grid-reduction workspace does not fit in 64 bits", k->fusion->name);
@@ -870,9 +869,9 @@ static fusrt_status launch_plan(fusrt_module *m, Kernel *k, const fusrt_arg *arg
 
 	for (int i = 0; i < nb && s == FUSRT_OK; i++) {
 		Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
-		int64_t dims[INTERP_MAX_DIMS], n = 1, b;
-		if ((t->ndim && (!interp_tensor_dims(t, sizes, dims, NULL) ||
-				 (n = interp_numel(dims, t->ndim)) < 0)) ||
+		int64_t dims[IR_MAX_DIMS], n = 1, b;
+		if ((t->ndim && (!tensor_dims(t, sizes, dims, NULL) ||
+				 (n = shape_numel(dims, t->ndim)) < 0)) ||
 		    __builtin_mul_overflow(n ? n : 1, (int64_t)dtype_size(t->dtype), &b)) {
 			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of the "
 				    "segments' workspace does not fit in 64 bits", f->name);

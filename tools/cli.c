@@ -249,7 +249,7 @@ int cli_check_sizes(const CliOpts *o, Fusion *f, const int64_t *sizes)
 {
 	char *err = NULL;
 
-	if (interp_check_sizes(f, sizes, &err))
+	if (fusion_check_sizes(f, sizes, &err))
 		return -1;
 	fprintf(stderr, "%s: dims contradict %s: fusion %s: %s\n", o->cmd->name, o->file, f->name,
 		err);
@@ -308,7 +308,7 @@ CliTol cli_tolerance(Tensor *t, const int64_t *sizes)
 
 static void print_index(const HostTensor *h, int64_t i)
 {
-	int64_t idx[INTERP_MAX_DIMS];
+	int64_t idx[IR_MAX_DIMS];
 
 	for (int d = h->ndim - 1; d >= 0; d--) {
 		idx[d] = h->dims[d] ? i % h->dims[d] : 0;

@@ -565,8 +565,8 @@ static void check_simulated(const char *src, const char *dims)
 		int64_t d[16], n;
 		char *err = NULL;
 		ck_assert_int_eq(t->dtype, DT_F32);
-		ck_assert_msg(interp_tensor_dims(t, sizes, d, &err), "%s", err);
-		n = interp_numel(d, t->ndim);
+		ck_assert_msg(tensor_dims(t, sizes, d, &err), "%s", err);
+		n = shape_numel(d, t->ndim);
 		float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
 		for (int64_t e = 0; e < n; e++) /* varied signs and magnitudes, per tensor */
 			x[e] = in ? (float)((e * 37 + i * 11) % 101 - 50) / 8.0f : NAN;

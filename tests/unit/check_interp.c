@@ -158,42 +158,42 @@ START_TEST(test_f16_arith_in_f32)
 	 * there), 2048 + 1 -> tie -> 2048 (even); 2048 + 3 = 2051 -> tie -> 2052. */
 	Fusion *f = compile("fusion h(x: f16[N], y: f16[N]) -> (z: f16[N]) {\n"
 			    "  z[i] = x[i] + y[i];\n}\n");
-	uint16_t x[2] = {interp_f16_bits(2048), interp_f16_bits(2048)};
-	uint16_t y[2] = {interp_f16_bits(1), interp_f16_bits(3)}, z[2];
+	uint16_t x[2] = {dtype_f16_bits(2048), dtype_f16_bits(2048)};
+	uint16_t y[2] = {dtype_f16_bits(1), dtype_f16_bits(3)}, z[2];
 	int64_t n = 2;
 	void *in[] = {x, y}, *out[] = {z};
 
 	run_ok(f, &n, NULL, in, out);
-	ck_assert_double_eq(interp_f16_value(z[0]), 2048);
-	ck_assert_double_eq(interp_f16_value(z[1]), 2052);
+	ck_assert_double_eq(dtype_f16_value(z[0]), 2048);
+	ck_assert_double_eq(dtype_f16_value(z[1]), 2052);
 }
 END_TEST
 
 START_TEST(test_bf16_rounding)
 {
-	ck_assert_uint_eq(interp_bf16_bits(1 + 0x1p-8), 0x3f80);     /* tie -> even */
-	ck_assert_uint_eq(interp_bf16_bits(1 + 3 * 0x1p-8), 0x3f82); /* tie -> even */
-	ck_assert_uint_eq(interp_bf16_bits(1 + 0x1p-8 + 0x1p-20), 0x3f81);
-	ck_assert_uint_eq(interp_bf16_bits(INFINITY), 0x7f80);
-	ck_assert_uint_eq(interp_bf16_bits(3.4e38), 0x7f80); /* rounds past the largest */
-	ck_assert(isnan(interp_bf16_value(interp_bf16_bits(NAN))));
-	ck_assert_double_eq(interp_round_float(DT_BF16, 1 + 3 * 0x1p-8), 1 + 0x1p-6);
+	ck_assert_uint_eq(dtype_bf16_bits(1 + 0x1p-8), 0x3f80);     /* tie -> even */
+	ck_assert_uint_eq(dtype_bf16_bits(1 + 3 * 0x1p-8), 0x3f82); /* tie -> even */
+	ck_assert_uint_eq(dtype_bf16_bits(1 + 0x1p-8 + 0x1p-20), 0x3f81);
+	ck_assert_uint_eq(dtype_bf16_bits(INFINITY), 0x7f80);
+	ck_assert_uint_eq(dtype_bf16_bits(3.4e38), 0x7f80); /* rounds past the largest */
+	ck_assert(isnan(dtype_bf16_value(dtype_bf16_bits(NAN))));
+	ck_assert_double_eq(dtype_round(DT_BF16, 1 + 3 * 0x1p-8), 1 + 0x1p-6);
 }
 END_TEST
 
 START_TEST(test_f16_roundtrip_exhaustive)
 {
 	for (uint32_t b = 0; b < 0x10000; b++) {
-		double v = interp_f16_value((uint16_t)b);
+		double v = dtype_f16_value((uint16_t)b);
 		if (isnan(v))
 			continue;
-		ck_assert_msg(interp_f16_bits(v) == b, "0x%04x -> %g -> 0x%04x", b, v,
-			      interp_f16_bits(v));
-		ck_assert_double_eq(interp_round_float(DT_F16, v), v);
+		ck_assert_msg(dtype_f16_bits(v) == b, "0x%04x -> %g -> 0x%04x", b, v,
+			      dtype_f16_bits(v));
+		ck_assert_double_eq(dtype_round(DT_F16, v), v);
 	}
-	ck_assert_double_eq(interp_f16_value(0x0001), 0x1p-24);
-	ck_assert_double_eq(interp_f16_value(0x7bff), 65504);
-	ck_assert_uint_eq(interp_f16_bits(NAN) & 0x7e00, 0x7e00);
+	ck_assert_double_eq(dtype_f16_value(0x0001), 0x1p-24);
+	ck_assert_double_eq(dtype_f16_value(0x7bff), 65504);
+	ck_assert_uint_eq(dtype_f16_bits(NAN) & 0x7e00, 0x7e00);
 }
 END_TEST
 
@@ -288,11 +288,11 @@ START_TEST(test_sizes_checked)
 	int64_t n = -1;
 	char *err = NULL;
 
-	ck_assert(!interp_check_sizes(f, &n, &err));
+	ck_assert(!fusion_check_sizes(f, &n, &err));
 	ck_assert_str_eq(err, "size N is negative (-1)");
 	free(err);
 	n = 0; /* empty tensors are fine */
-	ck_assert(interp_check_sizes(f, &n, NULL));
+	ck_assert(fusion_check_sizes(f, &n, NULL));
 	float dummy;
 	void *in[] = {&dummy, &dummy}, *out[] = {&dummy};
 	double a = 1;
@@ -306,10 +306,10 @@ START_TEST(test_eval_i64)
 	IrExpr *e = ix_ceildiv(a, NULL, ir_int(a, 10), ir_int(a, 4));
 	int64_t v = 0;
 
-	ck_assert(interp_eval_i64(e, NULL, &v));
+	ck_assert(ir_eval_i64(e, NULL, &v));
 	ck_assert_int_eq(v, 3);
-	ck_assert(!interp_eval_i64(ir_op(a, OP_DIV, DT_I64, ir_int(a, 1), ir_int(a, 0)), NULL, &v));
-	ck_assert(!interp_eval_i64(ir_float(a, DT_F32, 1.5), NULL, &v));
+	ck_assert(!ir_eval_i64(ir_op(a, OP_DIV, DT_I64, ir_int(a, 1), ir_int(a, 0)), NULL, &v));
+	ck_assert(!ir_eval_i64(ir_float(a, DT_F32, 1.5), NULL, &v));
 	arena_free(a);
 }
 END_TEST

@@ -841,7 +841,7 @@ START_TEST(test_rfactor_merged_split_sizes)
 	ck_assert_contains(fir, "def r[i, k] = min(m: m < 5 ? x[i, m, k] : inf)\n");
 	int64_t sizes[1] = {3};
 	char *err = NULL;
-	ck_assert_msg(interp_check_sizes(tc->prog->fusions[0], sizes, &err), "%s", err);
+	ck_assert_msg(fusion_check_sizes(tc->prog->fusions[0], sizes, &err), "%s", err);
 	float x[30], sv[3];
 	void *in[1] = {x}, *out[1] = {sv};
 	for (int e = 0; e < 30; e++)

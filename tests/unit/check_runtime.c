@@ -244,7 +244,7 @@ START_TEST(test_launch_check)
 	ck_assert_ptr_eq(rt_pick_kernel(k, args, &n), k->fallback);
 	ck_assert_int_eq(rt_launch_check(k, args, 4, &n, 1, dims), FUSRT_OK);
 	int64_t want = 1;
-	ck_assert(interp_eval_i64(k->fallback->launch[PT_BIDX], &n, &want));
+	ck_assert(ir_eval_i64(k->fallback->launch[PT_BIDX], &n, &want));
 	ck_assert_int_eq(dims[0], want);
 	tc_free(tc);
 }
