@@ -242,6 +242,15 @@ static void emit_checked_size(Buf *out, Fusion *f, const char *err, const char *
 			"not fit in 64 bits\");\n", err, f->name, what);
 }
 
+/* dims[0] * ... * dims[ndim-1] * sizeof(element), as an expression over the sizes */
+static IrExpr *tensor_bytes(Arena *a, Tensor *t)
+{
+	IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
+	for (int d = t->ndim - 1; d >= 0; d--)
+		bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
+	return bytes;
+}
+
 /* Every tensor argument's size in bytes, in checked arithmetic (a size past 64 bits is
  * refused, never wrapped), and a null pointer refused for a tensor that is not empty: what
  * libfusrt's check_launch refuses, in the same order (sizes, pointers, preconditions). */
@@ -253,15 +262,12 @@ static void emit_tensor_checks(Arena *a, Buf *out, Fusion *f, const char *err, u
 			continue;
 		Buf n = {0};
 		cuda_name(&n, t->name);
-		/* bytes = dims[0] * ... * dims[ndim-1] * sizeof(element) */
-		IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
+		IrExpr *bytes = tensor_bytes(a, t);
 		int64_t c = dtype_size(t->dtype), v;
 		bool constant = true;
-		for (int d = t->ndim - 1; d >= 0; d--) {
-			bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
+		for (int d = t->ndim - 1; d >= 0; d--)
 			constant = constant && ir_is_const(t->shape[d], &v) && v >= 0 &&
 				   !__builtin_mul_overflow(c, v, &c);
-		}
 		if (constant) { /* a constant shape: refused at compile time if too large */
 			if (c > 0)
 				emit_fail(out, f, (Fail){
@@ -496,6 +502,19 @@ static void emit_smem_setup(Buf *out, Kernel *k, const char *err)
 			"  }\n", k->name, dyn, err, k->fusion->name, dyn);
 }
 
+/* `void *BASE[n] = {NULL, ...};` and `const size_t BASE_bytes[n]` from BASE_bytes_0 .. n-1:
+ * the buffers of a launch's workspace, allocated by the caller's loop. */
+static void emit_buffer_arrays(Buf *out, const char *base, int n)
+{
+	buf_printf(out, "  void *%s[%d] = {NULL", base, n);
+	for (int i = 1; i < n; i++)
+		buf_puts(out, ", NULL");
+	buf_printf(out, "};\n  const size_t %s_bytes[%d] = {", base, n);
+	for (int i = 0; i < n; i++)
+		buf_printf(out, "%s(size_t)%s_bytes_%d", i ? ", " : "", base, i);
+	buf_puts(out, "};\n");
+}
+
 /* Grid reductions: the workspace of this launch, in stream order (cudaMallocAsync, the
  * counters zeroed with cudaMemsetAsync), freed after the launch with cudaFreeAsync. */
 static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
@@ -510,14 +529,8 @@ static void emit_ws_alloc(Arena *a, Buf *out, Kernel *k, const char *err, unsign
 		emit_checked_size(out, k->fusion, err, arena_printf(a, "fus_ws_bytes_%d", i), bytes,
 				  "the size of the grid-reduction workspace", used);
 	}
-	buf_printf(out, "  void *fus_ws[%d] = {NULL", n);
-	for (int i = 1; i < n; i++)
-		buf_puts(out, ", NULL");
-	buf_printf(out, "};\n  const size_t fus_ws_bytes[%d] = {", n);
-	for (int i = 0; i < n; i++)
-		buf_printf(out, "%s(size_t)fus_ws_bytes_%d", i ? ", " : "", i);
-	buf_printf(out, "};\n"
-			"  cudaError_t fus_ws_err = cudaSuccess;\n"
+	emit_buffer_arrays(out, "fus_ws", n);
+	buf_printf(out, "  cudaError_t fus_ws_err = cudaSuccess;\n"
 			"  for (int i = 0; i < %d && fus_ws_err == cudaSuccess; i++)\n"
 			"    fus_ws_err = cudaMallocAsync(&fus_ws[i], fus_ws_bytes[i] ? fus_ws_bytes[i] : 1, "
 			"stream);\n"
@@ -604,20 +617,12 @@ static void emit_plan(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *
 		buf_puts(out, "  // the workspace between them\n");
 		for (int i = 0; i < n; i++) {
 			Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
-			IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
-			for (int d = t->ndim - 1; d >= 0; d--)
-				bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
-			emit_checked_size(out, f, err, arena_printf(a, "fus_seg_bytes_%d", i), bytes,
+			emit_checked_size(out, f, err, arena_printf(a, "fus_seg_bytes_%d", i),
+					  tensor_bytes(a, t),
 					  "the size of the segments' workspace", used);
 		}
-		buf_printf(out, "  void *fus_seg[%d] = {NULL", n);
-		for (int i = 1; i < n; i++)
-			buf_puts(out, ", NULL");
-		buf_printf(out, "};\n  const size_t fus_seg_bytes[%d] = {", n);
-		for (int i = 0; i < n; i++)
-			buf_printf(out, "%s(size_t)fus_seg_bytes_%d", i ? ", " : "", i);
-		buf_printf(out, "};\n"
-				"  for (int i = 0; i < %d && fus_err == cudaSuccess; i++)\n"
+		emit_buffer_arrays(out, "fus_seg", n);
+		buf_printf(out, "  for (int i = 0; i < %d && fus_err == cudaSuccess; i++)\n"
 				"    fus_err = cudaMallocAsync(&fus_seg[i], fus_seg_bytes[i] ? fus_seg_bytes[i] "
 				": 1, stream);\n"
 				"  if (fus_err != cudaSuccess)\n"

@@ -8,7 +8,9 @@
  *   schedule.c           the directives (split, merge, bind, compute_at, ...), default placement
  *   cache_directives.c   cache_after / cache_before / cp_async / stages
  *   rfactor.c, welford.c the reduction rewrites
- *   auto_schedule.c      the automatic scheduler; auto_nests.c, auto_outer.c its parts
+ *   auto_schedule.c      the automatic scheduler; auto_nests.c, auto_outer.c,
+ *                        auto_transpose.c, auto_long_row.c its parts
+ *   segment.c            segmentation: a fusion split into fusions run in order
  */
 #ifndef FUSC_SCHEDULER_H
 #define FUSC_SCHEDULER_H
