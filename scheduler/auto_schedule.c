@@ -347,6 +347,8 @@ typedef struct Row {
 	Tensor *mids[MAX_GROUP];  /* inlined intermediates read as full rows mid[rows..., col] */
 	uint64_t mid_readers[MAX_GROUP]; /* per mid: the stored tensors that read it */
 	int nmids;
+	Tensor *vals[MAX_GROUP];  /* inlined per-row intermediates val[rows...] (layernorm's mean) */
+	int nvals;
 	int cur;                /* stored tensor being walked: 0 anchor, 1 + i reds[i] */
 } Row;
 
@@ -425,6 +427,19 @@ static void row_read(Row *r, Tensor *x, const int *sub)
 	r->readers[i] |= 1ull << r->cur;
 }
 
+/* An inlined intermediate read at the row only (val[rows...]): computed once per row. */
+static void row_val(Row *r, Tensor *x, const int *sub)
+{
+	bool at_row = x->ndim == r->k;
+	for (int m = 0; m < x->ndim && at_row; m++)
+		at_row = sub[m] == m;
+	int i = 0;
+	while (i < r->nvals && r->vals[i] != x)
+		i++;
+	if (at_row && i == r->nvals && i < MAX_GROUP)
+		r->vals[r->nvals++] = x;
+}
+
 /* An inlined intermediate read as a full row: a candidate to keep in registers. */
 static void row_mid(Row *r, Tensor *x, const int *sub)
 {
@@ -478,8 +493,10 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 		return;
 	}
 	bool recomputed = x->def && (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
-	if (recomputed && x->kind == TK_INTERMEDIATE)
+	if (recomputed && x->kind == TK_INTERMEDIATE) {
 		row_mid(r, x, sub);
+		row_val(r, x, sub);
+	}
 	if (recomputed)
 		row_walk(r, x->def, sub);
 	else
@@ -836,6 +853,9 @@ static Tensor *row_reader(Row *r, RowShape *s, Tensor *t)
 		return s->mid;
 	if (reads_through(def, t, 0))
 		return o;
+	for (int i = 0; i < r->nvals; i++)
+		if (!r->vals[i]->sched.inlined && reads_through(r->vals[i]->def, t, 0))
+			return r->vals[i];
 	/* only reductions of the group read it (auto_nests.c gave it one reader then) */
 	for (int i = 0; i < r->nreds; i++)
 		if (r->reds[i] != t && reads_through(r->reds[i]->def->args[0], t, 0))
@@ -888,6 +908,18 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 			d_verb1(p, o->name, "vectorize", x.jv);
 		if (s.persistent && !x.ju)
 			d_verb1(p, o->name, "unroll", x.jr);
+	}
+	/* Per-row values that the output reads (layernorm's mean = s1 / N, rstd = rsqrt(s2 / N +
+	 * eps)): in registers, computed once per row rather than in every element (a division
+	 * by a symbolic N and a rsqrt per element, which nvcc does not hoist out of the guarded
+	 * vectors). */
+	IrExpr *odef = red ? o->def->args[0] : o->def;
+	for (int i = 0; i < r->nvals && p->level == AUTO_TUNED && col; i++) {
+		Tensor *v = r->vals[i];
+		if (!reads_through(odef, v, 0))
+			continue;
+		d_verb1(p, v->name, "memory", "local");
+		d_compute_at(p, v->name, o->name, at, shared, nshared);
 	}
 	/* The kept intermediate: in registers at the row, split like the anchor. */
 	if (s.mid) {

@@ -364,6 +364,38 @@ START_TEST(test_auto_long_bucket_unrolled)
 }
 END_TEST
 
+/* Per-row values the output reads through inlined intermediates (layernorm's mean and rstd,
+ * rmsnorm's r) are kept in registers, computed once per row: no division by N or rsqrt per
+ * element of the output or of the variance's sum. */
+START_TEST(test_auto_row_values_once)
+{
+	static const char src[] =
+		"fusion ln(x: f32[M, N], g: f32[N], b: f32[N]) -> (y: f32[M, N]) {\n"
+		"  mean[i] = sum(j: x[i, j]) / N;\n"
+		"  d[i, j] = x[i, j] - mean[i];\n"
+		"  rstd[i] = rsqrt(sum(j: d[i, j] * d[i, j]) / N + 0.00001);\n"
+		"  y[i, j] = d[i, j] * rstd[i] * g[j] + b[j];\n"
+		"}\n";
+	TestCompile *tc = tc_compile(src, true);
+	char *k = tc_variant_ir(tc, "ln_kernel_N4096");
+	ck_assert_contains(k, "// mean computed at y.i\n  mean[0] = mean_sum0[0] / N;\n");
+	ck_assert_contains(k, "// rstd computed at y.i\n  rstd[0] = rsqrt(rstd_sum0[0] / N + 1e-05);\n");
+	ck_assert_contains(k, "// mean_sum0 computed at mean.i");
+	ck_assert_contains(k, "// rstd_sum0 computed at rstd.i");
+	ck_assert_contains(k, "(x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0])");
+	/* the only divisions by N are the two per-row values' */
+	int ndiv = 0;
+	for (const char *at = strstr(k, " / N"); at; at = strstr(at + 1, " / N"))
+		ndiv++;
+	ck_assert_int_eq(ndiv, 2);
+	free(k);
+	tc_free(tc);
+	check_simulated(src, "M=3,N=1000");
+	check_simulated(src, "M=2,N=4097");
+	check_simulated(src, "M=4,N=1");
+}
+END_TEST
+
 /* 2-byte rows reduced into f32: the vector is 16 bytes of the row (8 bf16), whatever the
  * width of the one value per row that is written. */
 START_TEST(test_auto_row_sum_bf16_vectors)
@@ -917,6 +949,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_logsumexp_reads_once);
 	tcase_add_test(tc, test_auto_row_sum_bf16_vectors);
 	tcase_add_test(tc, test_auto_long_bucket_unrolled);
+	tcase_add_test(tc, test_auto_row_values_once);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);
 	tcase_add_test(tc, test_auto_col_sum_grid);
