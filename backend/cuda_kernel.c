@@ -152,21 +152,24 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 {
 	unsigned sections = 1u << PRE_BASE;
 	bool grid = false;
-	/* every variant of every fusion (Kernel.fallback chains) */
+	Arena *a = arena_new();
+	Vec all = {0};
+	/* every variant of every fusion (Kernel.fallback chains), segments' kernels included */
 	for (int i = 0; i < nk; i++)
-		for (Kernel *k = ks[i]; k; k = k->fallback)
-			grid |= has_grid_reduce(k);
-	for (int i = 0; i < nk; i++)
-		for (Kernel *k = ks[i]; k; k = k->fallback) {
-			if (grid || has_block_reduce(k->body))
-				sections |= 1u << PRE_REDUCE;
-			if (has_welford(k->body))
-				sections |= 1u << PRE_WELFORD;
-		}
+		kernel_flatten(a, ks[i], &all);
+	for (int i = 0; i < all.len; i++)
+		grid |= has_grid_reduce(VEC_AT(all, Kernel, i));
+	for (int i = 0; i < all.len; i++) {
+		Kernel *k = VEC_AT(all, Kernel, i);
+		if (grid || has_block_reduce(k->body))
+			sections |= 1u << PRE_REDUCE;
+		if (has_welford(k->body))
+			sections |= 1u << PRE_WELFORD;
+	}
 	if (grid)
 		sections |= 1u << PRE_GRID;
 	cuda_put_preamble(out, sections);
-	for (int i = 0; i < nk; i++)
-		for (Kernel *k = ks[i]; k; k = k->fallback)
-			emit_kernel(k, out);
+	for (int i = 0; i < all.len; i++)
+		emit_kernel(VEC_AT(all, Kernel, i), out);
+	arena_free(a);
 }

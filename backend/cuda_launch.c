@@ -551,21 +551,23 @@ static void emit_ws_free(Buf *out, Kernel *k, const char *err)
 static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
 static void emit_variant(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used);
 
-/* The launcher of k; marks the size helpers it uses in *helpers. */
-static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
+/* The launcher of k; marks the size helpers it uses in *helpers. A segment's launcher
+ * (internal) is static: the segmented fusion's launcher calls it. */
+static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers, bool internal)
 {
 	Fusion *f = k->fusion;
 	Buf err = {0};
+	const char *linkage = internal ? "static " : "extern \"C\" ";
 
 	cuda_name(&err, f->name);
 	buf_puts(&err, "_error_text");
 	buf_printf(out, "\n// Why the last call of %s() failed (\"\" after a success).\n",
 		   f->name);
 	buf_printf(out, "static thread_local char %s[256];\n\n", err.s);
-	buf_puts(out, "extern \"C\" const char *");
+	buf_printf(out, "%sconst char *", linkage);
 	cuda_name(out, f->name);
 	buf_printf(out, "_last_error(void)\n{\n  return %s;\n}\n\n", err.s);
-	buf_puts(out, "extern \"C\" ");
+	buf_puts(out, linkage);
 	cuda_launcher_signature(f, out);
 	buf_printf(out, "\n{\n  %s[0] = '\\0';\n", err.s);
 	emit_size_checks(a, out, f);
@@ -586,11 +588,90 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers)
 	buf_free(&err);
 }
 
+/* A segmented plan (Kernel.segments): the workspace between the segments, allocated in
+ * stream order, each segment's launcher in order with its arguments (the fusion's, or a
+ * workspace buffer), the workspace freed; a segment's refusal or error is the fusion's. */
+static void emit_plan(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
+{
+	Fusion *f = k->fusion;
+	int n = f->seg_buffers.len;
+
+	buf_puts(out, "  // segments, in order:");
+	for (int i = 0; i < f->segments.len; i++)
+		buf_printf(out, " %s", VEC_AT(f->segments, Segment, i)->fusion->name);
+	buf_puts(out, "\n  cudaError_t fus_err = cudaSuccess;\n");
+	if (n) {
+		buf_puts(out, "  // the workspace between them\n");
+		for (int i = 0; i < n; i++) {
+			Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
+			IrExpr *bytes = ir_int(a, dtype_size(t->dtype));
+			for (int d = t->ndim - 1; d >= 0; d--)
+				bytes = ir_op(a, OP_MUL, DT_I64, t->shape[d], bytes);
+			emit_checked_size(out, f, err, arena_printf(a, "fus_seg_bytes_%d", i), bytes,
+					  "the size of the segments' workspace", used);
+		}
+		buf_printf(out, "  void *fus_seg[%d] = {NULL", n);
+		for (int i = 1; i < n; i++)
+			buf_puts(out, ", NULL");
+		buf_printf(out, "};\n  const size_t fus_seg_bytes[%d] = {", n);
+		for (int i = 0; i < n; i++)
+			buf_printf(out, "%s(size_t)fus_seg_bytes_%d", i ? ", " : "", i);
+		buf_printf(out, "};\n"
+				"  for (int i = 0; i < %d && fus_err == cudaSuccess; i++)\n"
+				"    fus_err = cudaMallocAsync(&fus_seg[i], fus_seg_bytes[i] ? fus_seg_bytes[i] "
+				": 1, stream);\n"
+				"  if (fus_err != cudaSuccess)\n"
+				"    fus_fail(%s, \"%s: cannot allocate the segments' workspace: %%s\", "
+				"cudaGetErrorString(fus_err));\n", n, err, f->name);
+	}
+	for (int s = 0; s < f->segments.len; s++) {
+		Segment *sg = VEC_AT(f->segments, Segment, s);
+		Fusion *g = sg->fusion;
+		buf_puts(out, "  if (fus_err == cudaSuccess && (fus_err = ");
+		cuda_name(out, g->name);
+		buf_puts(out, "(");
+		for (int i = 0; i < g->nsig; i++) {
+			SegArg x = sg->args[i];
+			if (x.from == 's')
+				cuda_name(out, f->sig[x.index].kind == 'p' ? f->sig[x.index].param->name
+									: f->sig[x.index].tensor->name);
+			else
+				buf_printf(out, "(%s *)fus_seg[%d]", host_type(g->sig[i].tensor->dtype),
+					   x.index);
+			buf_puts(out, ", ");
+		}
+		for (int i = 0; i < g->nsizes; i++) {
+			cuda_name(out, f->sizes[sg->sizes[i]]->name);
+			buf_puts(out, ", ");
+		}
+		buf_puts(out, "stream)) != cudaSuccess)\n");
+		buf_printf(out, "    fus_fail(%s, \"%%s\", ", err);
+		cuda_name(out, g->name);
+		buf_puts(out, "_last_error());\n");
+	}
+	if (n)
+		buf_printf(out, "  for (int i = 0; i < %d; i++) {\n"
+				"    cudaError_t fus_free_err = fus_seg[i] ? cudaFreeAsync(fus_seg[i], stream) "
+				": cudaSuccess;\n"
+				"    if (fus_free_err != cudaSuccess && fus_err == cudaSuccess) {\n"
+				"      fus_err = fus_free_err;\n"
+				"      fus_fail(%s, \"%s: cannot free the segments' workspace: %%s\", "
+				"cudaGetErrorString(fus_err));\n"
+				"    }\n"
+				"  }\n", n, err, f->name);
+	buf_puts(out, "  return fus_err;\n");
+}
+
 /* Grid and block of k, checks, the launch and its error: the launcher's body after the
  * argument checks (ends with `return fus_err;`). */
 static void emit_launch(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *used)
 {
 	Fusion *f = k->fusion;
+
+	if (k->segments.len) {
+		emit_plan(a, out, k, err, used);
+		return;
+	}
 
 	emit_launch_dims(a, out, k, "grid", PT_BIDX, err, used);
 	emit_launch_dims(a, out, k, "block", PT_TIDX, err, used);
@@ -701,8 +782,12 @@ void cuda_emit_host(Kernel **ks, int nk, Buf *out)
 	unsigned helpers = 0;
 
 	buf_puts(out, host_prelude);
-	for (int i = 0; i < nk; i++)
-		emit_launcher(a, ks[i], &launchers, &helpers);
+	for (int i = 0; i < nk; i++) {
+		for (Kernel *k = ks[i]; k; k = k->fallback) /* the segments' launchers first */
+			for (int s = 0; s < k->segments.len; s++)
+				emit_launcher(a, VEC_AT(k->segments, Kernel, s), &launchers, &helpers, true);
+		emit_launcher(a, ks[i], &launchers, &helpers, false);
+	}
 	emit_size_helpers(out, helpers);
 	buf_puts(out, launchers.s ? launchers.s : "");
 	buf_puts(out, "#endif // __CUDACC_RTC__\n");

@@ -125,6 +125,14 @@ static bool smem_pooled(Kernel *k)
 	return k->smem_dynamic || count_shared(k->body) > 1;
 }
 
+/* e / 2 (an even element offset in a fragment array: its 32-bit register) */
+static IrExpr *half(Em *em, IrExpr *e)
+{
+	Arena *a = em->k->arena;
+	IrRange rg = ir_range_in(em->k);
+	return ir_simplify(a, &rg, ix_div(a, &rg, e, ir_int(a, 2)));
+}
+
 static void emit_alloc(Em *em, Stmt *s)
 {
 	Tensor *t = s->alloc.tensor;
@@ -147,10 +155,13 @@ static void emit_alloc(Em *em, Stmt *s)
 		die("%s: only local and shared buffers are allocated in kernels", t->name);
 	else if (align > dtype_size(t->dtype))
 		buf_printf(em->out, "__align__(%d) ", align);
-	buf_printf(em->out, "%s ", dtype_ctype(t->dtype));
+	IrExpr *n = s->alloc.size;
+	if (t->sched.mma_frag) /* 32-bit registers, two 16-bit elements each */
+		n = half(em, n);
+	buf_printf(em->out, "%s ", t->sched.mma_frag ? "unsigned" : dtype_ctype(t->dtype));
 	cuda_name(em->out, t->name);
 	buf_puts(em->out, "[");
-	cuda_put_expr(em->out, s->alloc.size, DT_I64, true);
+	cuda_put_expr(em->out, n, DT_I64, true);
 	buf_puts(em->out, "];\n");
 }
 
@@ -361,55 +372,77 @@ static void emit_cp_wait(Em *em, Stmt *s)
 			   s->wait.n);
 }
 
-/* KS_MMA: the lane's operand halves packed in pairs into 32-bit registers (the even element
- * in the low half), then the instruction on the accumulator registers in place:
- *   { const unsigned __fus_a0 = (unsigned)As[o0].bits | (unsigned)As[o1].bits << 16; ...
- *     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, ...}, ..."
- *                  : "+f"(Cl[c0]), ... : "r"(__fus_a0), ...); } */
+/* Two 16-bit operand elements (the even one in the low half) as one 32-bit register: the
+ * register itself when they are fragment registers (TensorSched.mma_frag, declared `unsigned`,
+ * two elements each), else the two loads packed. */
+static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
+{
+	if (lo->tensor->sched.mma_frag) {
+		cuda_name(em->out, lo->tensor->name);
+		buf_puts(em->out, "[");
+		cuda_put_expr(em->out, half(em, lo->args[0]), DT_I64, true);
+		buf_puts(em->out, "]");
+		return;
+	}
+	buf_puts(em->out, "(unsigned)(");
+	cuda_put_expr(em->out, lo, ab, false);
+	buf_puts(em->out, ").bits | (unsigned)(");
+	cuda_put_expr(em->out, hi, ab, false);
+	buf_puts(em->out, ").bits << 16");
+}
+
+/* KS_MMA_LOAD: the lane's fragment registers of one operand, by ldmatrix
+ *   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+ *                : "=r"(As_frag[o]), ... : "r"(smem address) : "memory");
+ * (B: .x2.trans) or by per-lane loads packed in pairs: As_frag[o] = (unsigned)... */
+static void emit_mma_load(Em *em, Stmt *s)
+{
+	Arena *a = em->k->arena;
+	int n = s->mma.tiles * (s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb) / 2;
+	IrExpr **reg = arena_alloc(a, sizeof(IrExpr *) * (size_t)(2 * n));
+	for (int r = 0; r < 2 * n; r++)
+		reg[r] = ir_load(a, s->mma.tensor, ir_simplify(a, NULL, ix_add(a, s->mma.offset, ir_int(a, r))));
+	if (!s->mma.ldm) {
+		for (int r = 0; r < n; r++) {
+			line_start(em);
+			put_pair(em, reg[2 * r], NULL, DT_F16);
+			buf_puts(em->out, " = ");
+			put_pair(em, s->mma.idx[2 * r], s->mma.idx[2 * r + 1], s->mma.idx[0]->dtype);
+			buf_puts(em->out, ";\n");
+		}
+		return;
+	}
+	line_start(em);
+	buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", n,
+		   s->mma.op == 'b' ? ".trans" : "");
+	for (int r = 0; r < n; r++)
+		buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
+	buf_printf(em->out, "}, [%%%d];\\n\" : ", n);
+	for (int r = 0; r < n; r++) {
+		buf_puts(em->out, r ? ", \"=r\"(" : "\"=r\"(");
+		put_pair(em, reg[2 * r], NULL, DT_F16);
+		buf_puts(em->out, ")");
+	}
+	buf_puts(em->out, " : \"r\"(");
+	put_smem_addr(em, s->mma.idx[0]->tensor, s->mma.idx[0]->args[0]);
+	buf_puts(em->out, ") : \"memory\");\n");
+}
+
+/* KS_MMA: the instruction on the accumulator registers in place, its operands the lane's
+ * fragment registers (or its loads packed in pairs):
+ *   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, ...}, ..."
+ *                : "+f"(Cl[c0]), ... : "r"(As_frag[o]), ...); */
 static void emit_mma(Em *em, Stmt *s)
 {
 	const MmaInstr *in = s->mma.instr;
 	Arena *a = em->k->arena;
 	int first[2], count[2] = {in->na / 2, in->nb / 2}, n_;
-	const char *names[2] = {"a", "b"};
 	DType ab = s->mma.idx[in->nc]->dtype;
 
+	if (s->mma.ldm)
+		die("mma with ldmatrix operands: passes/mma.c moves them into fragment loads");
 	first[0] = mma_slot(s, 'a', &n_);
 	first[1] = mma_slot(s, 'b', &n_);
-	line_start(em);
-	buf_puts(em->out, "{\n");
-	em->depth++;
-	for (int op = 0; op < 2; op++) {
-		if (s->mma.ldm & (op ? MMA_LDM_B : MMA_LDM_A)) {
-			/* unsigned __fus_a0, ...; asm volatile("ldmatrix...x4.shared.b16 {%0, ...}, [%4];" */
-			IrExpr *row = s->mma.idx[first[op]];
-			line_start(em);
-			buf_puts(em->out, "unsigned ");
-			for (int r = 0; r < count[op]; r++)
-				buf_printf(em->out, "%s__fus_%s%d", r ? ", " : "", names[op], r);
-			buf_puts(em->out, ";\n");
-			line_start(em);
-			buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {",
-				   count[op], op ? ".trans" : "");
-			for (int r = 0; r < count[op]; r++)
-				buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
-			buf_printf(em->out, "}, [%%%d];\\n\" : ", count[op]);
-			for (int r = 0; r < count[op]; r++)
-				buf_printf(em->out, "%s\"=r\"(__fus_%s%d)", r ? ", " : "", names[op], r);
-			buf_puts(em->out, " : \"r\"(");
-			put_smem_addr(em, row->tensor, row->args[0]);
-			buf_puts(em->out, ") : \"memory\");\n");
-			continue;
-		}
-		for (int r = 0; r < count[op]; r++) {
-			line_start(em);
-			buf_printf(em->out, "const unsigned __fus_%s%d = (unsigned)(", names[op], r);
-			cuda_put_expr(em->out, s->mma.idx[first[op] + 2 * r], ab, false);
-			buf_puts(em->out, ").bits | (unsigned)(");
-			cuda_put_expr(em->out, s->mma.idx[first[op] + 2 * r + 1], ab, false);
-			buf_puts(em->out, ").bits << 16;\n");
-		}
-	}
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"%s {", mma_ptx(in, ab));
 	int n = 0;
@@ -435,12 +468,12 @@ static void emit_mma(Em *em, Stmt *s)
 	line_start(em);
 	buf_puts(em->out, "             : ");
 	for (int op = 0; op < 2; op++)
-		for (int r = 0; r < count[op]; r++)
-			buf_printf(em->out, "%s\"r\"(__fus_%s%d)", op || r ? ", " : "", names[op], r);
+		for (int r = 0; r < count[op]; r++) {
+			buf_puts(em->out, op || r ? ", \"r\"(" : "\"r\"(");
+			put_pair(em, s->mma.idx[first[op] + 2 * r], s->mma.idx[first[op] + 2 * r + 1], ab);
+			buf_puts(em->out, ")");
+		}
 	buf_puts(em->out, ");\n");
-	em->depth--;
-	line_start(em);
-	buf_puts(em->out, "}\n");
 }
 
 static void emit_stmts(Em *em, Stmt *s)
@@ -465,6 +498,7 @@ static void emit_stmts(Em *em, Stmt *s)
 			break;
 		case KS_CP_WAIT: emit_cp_wait(em, s); break;
 		case KS_MMA: emit_mma(em, s); break;
+		case KS_MMA_LOAD: emit_mma_load(em, s); break;
 		default: die("statement kind %d cannot reach the CUDA backend", (int)s->kind);
 		}
 	}

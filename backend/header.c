@@ -7,14 +7,34 @@
 
 #include "backend/backend.h"
 
+/* Text as comment lines ` * ...`, wrapped before column 100 (`N <= 256` stays on one line). */
+static void put_wrapped(Buf *out, Buf *b)
+{
+	int col = 0;
+	char *save = NULL;
+
+	for (char *c = strstr(b->s, " <= "); c; c = strstr(c, " <= "))
+		c[0] = c[3] = '\x01';
+	for (char *w = strtok_r(b->s, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		int len = (int)strlen(w);
+		if (col > 0 && col + 1 + len > 96) {
+			buf_puts(out, "\n");
+			col = 0;
+		}
+		for (char *c = strchr(w, '\x01'); c; c = strchr(c, '\x01'))
+			*c = ' ';
+		buf_printf(out, "%s%s", col ? " " : " * ", w);
+		col += len + (col ? 1 : 3);
+	}
+	buf_puts(out, "\n");
+}
+
 /* ` * Variants (the launcher runs the first whose conditions hold): saxpy_kernel when x
  * and y are 16-byte aligned and N is a multiple of 4; saxpy_kernel_scalar otherwise.`
- * (kernels with a fallback: Kernel.fallback), wrapped before column 100. */
+ * (kernels with a fallback: Kernel.fallback). */
 static void put_variants(Buf *out, Kernel *k)
 {
 	Buf b = {0};
-	int col = 0;
-	char *save = NULL;
 
 	buf_puts(&b, "Variants (the launcher runs the first whose conditions hold):");
 	for (; k; k = k->fallback) {
@@ -27,21 +47,41 @@ static void put_variants(Buf *out, Kernel *k)
 		}
 		buf_puts(&b, k->fallback ? ";" : ".");
 	}
-	/* `N <= 256` stays on one line */
-	for (char *c = strstr(b.s, " <= "); c; c = strstr(c, " <= "))
-		c[0] = c[3] = '\x01';
-	for (char *w = strtok_r(b.s, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-		int len = (int)strlen(w);
-		if (col > 0 && col + 1 + len > 96) {
-			buf_puts(out, "\n");
-			col = 0;
-		}
-		for (char *c = strchr(w, '\x01'); c; c = strchr(c, '\x01'))
-			*c = ' ';
-		buf_printf(out, "%s%s", col ? " " : " * ", w);
-		col += len + (col ? 1 : 3);
+	put_wrapped(out, &b);
+	buf_free(&b);
+}
+
+/* ` * sub_max_segments runs segments in order: sub_max_seg0 (kernels ...), then ...; each
+ * call allocates their workspace (m: f32[1]) on `stream` and frees it after them.` */
+static void put_segments(Buf *out, Kernel *k)
+{
+	Fusion *f = k->fusion;
+	Buf b = {0};
+
+	buf_printf(&b, "%s runs segments in order:", k->name);
+	for (int i = 0; i < k->segments.len; i++) {
+		Kernel *s = VEC_AT(k->segments, Kernel, i);
+		buf_printf(&b, "%s %s (kernel%s", i ? ", then" : "", s->fusion->name,
+			   s->fallback ? "s" : "");
+		for (Kernel *v = s; v; v = v->fallback)
+			buf_printf(&b, "%s %s", v == s ? "" : ",", v->name);
+		buf_puts(&b, ")");
 	}
-	buf_puts(out, "\n");
+	if (f->seg_buffers.len) {
+		buf_puts(&b, "; each call allocates their workspace (");
+		for (int i = 0; i < f->seg_buffers.len; i++) {
+			Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
+			buf_printf(&b, "%s%s: %s[", i ? ", " : "", t->name, dtype_name(t->dtype));
+			for (int d = 0; d < t->ndim; d++) {
+				buf_puts(&b, d ? ", " : "");
+				ir_print_expr(t->shape[d], &b);
+			}
+			buf_puts(&b, t->ndim ? "]" : "1]");
+		}
+		buf_puts(&b, ") on `stream` (cudaMallocAsync) and frees it after them");
+	}
+	buf_puts(&b, ".");
+	put_wrapped(out, &b);
 	buf_free(&b);
 }
 
@@ -83,6 +123,9 @@ static void put_fusion(Buf *out, Kernel *k)
 	cuda_name(out, f->name);
 	buf_puts(out, "_last_error()\n * says why.\n");
 	put_preconds(out, k);
+	for (Kernel *v = k; v; v = v->fallback)
+		if (v->segments.len)
+			put_segments(out, v);
 	if (k->grid_ws.len)
 		buf_puts(out, " * A grid reduction: each call allocates its workspace on `stream`\n"
 			      " * (cudaMallocAsync) and frees it after the launch (cudaFreeAsync).\n");

@@ -102,6 +102,15 @@ def mm(A, B):
     return torch.mm(A, B)
 
 
+def bmm(A, B):
+    return torch.bmm(A, B)
+
+
+def mm_bias_gelu(A, B, bias):
+    # cuBLAS GEMM (f16 output), then PyTorch's bias add and erf gelu: two more kernels
+    return F.gelu(torch.mm(A, B) + bias)
+
+
 # ---- the Triton peers (bench/triton_peers.py) ---------------------------------------------
 def triton_softmax(x):
     return triton_peers.softmax(x)
@@ -272,6 +281,36 @@ def gemm_cases():
         Case("gemm", "hgemm f16 4096^3 mma.sync ldmatrix (manual)",
              "examples/gemm/hgemm_ldmatrix.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
              flops=2 * 4096 ** 3, tol=1e-2),
+    ] + [Case("gemm", "hgemm f16 %s mma.sync ldmatrix (manual)" % n,
+              "examples/gemm/hgemm_ldmatrix.fus", d, mm, flops=2 * d["M"] * d["N"] * d["K"],
+              tol=1e-2) for n, d in (("2048^3", {"M": 2048, "N": 2048, "K": 2048}),
+                                     ("8192^3", {"M": 8192, "N": 8192, "K": 8192}))] + [
+        Case("gemm", "hgemm bf16 4096^3 mma.sync ldmatrix (manual)",
+             "examples/gemm/hgemm_bf16.fus", {"M": 4096, "N": 4096, "K": 4096}, mm,
+             flops=2 * 4096 ** 3, tol=2e-2),
+    ] + auto_gemm_cases()
+
+
+def auto_gemm_cases():
+    """The automatic schedules of matrix products (scheduler/auto_matmul.c): the programs of
+    examples/gemm/auto_*.fus have no schedule block and symbolic sizes. 4095 x 4097 x 4093
+    breaks the 16-byte copies' K % 8 and N % 8: the launcher runs the scalar kernel."""
+    g = "examples/gemm/"
+    n3 = {"M": 4096, "N": 4096, "K": 4096}
+    odd = {"M": 4095, "N": 4097, "K": 4093}
+    return [
+        Case("gemm", "hgemm f16 4096^3 (auto)", g + "auto_hgemm.fus", n3, mm,
+             flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm+bias+gelu f16 4096^3 (auto)", g + "auto_hgemm_bias_gelu.fus", n3,
+             mm_bias_gelu, flops=2 * 4096 ** 3, tol=2e-2),
+        Case("gemm", "sgemm f32 4096^3 (auto)", g + "auto_sgemm.fus", n3, mm,
+             flops=2 * 4096 ** 3, tol=1e-4),
+        Case("gemm", "bgemm bf16 8x2048^3 (auto)", g + "auto_bgemm.fus",
+             {"Z": 8, "M": 2048, "N": 2048, "K": 2048}, bmm, flops=2 * 8 * 2048 ** 3, tol=2e-2),
+        Case("gemm", "hgemm f16 64x4096x4096 (auto, M <= 64 variant)", g + "auto_hgemm.fus",
+             {"M": 64, "N": 4096, "K": 4096}, mm, flops=2 * 64 * 4096 ** 2, tol=1e-2),
+        Case("gemm", "hgemm f16 4095x4097x4093 (auto, scalar kernel)", g + "auto_hgemm.fus",
+             odd, mm, flops=2 * 4095 * 4097 * 4093, tol=1e-2),
     ]
 
 

@@ -189,6 +189,10 @@ typedef struct SimResult {
 bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inputs,
 	     void **outputs, const SimOptions *o, SimResult *r);
 void sim_result_free(SimResult *r);
+/* interp/sim_plan.c: sim_run of a segmented plan (Kernel.segments; sim_run calls it): the
+ * workspace, then each segment's kernel for these sizes, in order; the results added up. */
+bool sim_run_plan(Kernel *k, const int64_t *sizes, const double *scalars, void **inputs,
+		  void **outputs, const SimOptions *o, SimResult *r);
 /* The elements of k's global buffers at these sizes (inputs, outputs, grid-reduction
  * workspaces), or -1 when they cannot be evaluated or overflow: what sim_run checks against
  * max_elements before it allocates anything. */

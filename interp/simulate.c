@@ -743,6 +743,15 @@ static void exec_alloc(Sim *S, SimThread *T, Stmt *s)
 	alloc_buf(S, T, b, eval_i64(S, T, s->alloc.size));
 }
 
+/* KS_MMA_LOAD by per-lane loads: the lane's fragment registers from its own reads. */
+static void exec_frag_load(Sim *S, SimThread *T, Stmt *s)
+{
+	SimBuf *f = buf_of(S, s->mma.tensor);
+	int64_t o = eval_i64(S, T, s->mma.offset);
+	for (int r = 0; f && r < s->mma.nidx; r++)
+		write_elem(S, T, f, o + r, eval(S, T, s->mma.idx[r]));
+}
+
 /* var = value (a KS_LET, or a KS_BLOCK_REDUCE's own partial) */
 static void assign(Sim *S, SimThread *T, Var *var, IrExpr *value)
 {
@@ -846,6 +855,14 @@ static void run_thread(Sim *S, SimThread *T)
 			T->state = TS_BARRIER;
 			T->at = s;
 			return;
+		case KS_MMA_LOAD:
+			if (!s->mma.ldm) { /* the lane's own loads into its registers */
+				exec_frag_load(S, T, s);
+				break;
+			}
+			T->state = TS_WARP; /* ldmatrix is a warp collective, like the mma */
+			T->at = s;
+			return;
 		case KS_MMA:
 			/* a warp collective: warp_mma() runs it when the whole warp is here */
 			T->state = TS_WARP;
@@ -873,7 +890,8 @@ static void run_thread(Sim *S, SimThread *T)
 static bool is_barrier(Stmt *s, void *ctx)
 {
 	(void)ctx;
-	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE || s->kind == KS_MMA;
+	return s->kind == KS_SYNC || s->kind == KS_BLOCK_REDUCE || s->kind == KS_MMA ||
+	       (s->kind == KS_MMA_LOAD && s->mma.ldm);
 }
 
 static bool has_sync(Stmt *s)
@@ -1117,14 +1135,13 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 		fail(S, "mma.%s is not simulated", in->name);
 		return;
 	}
-	/* the operands' registers of every lane */
+	if (s->mma.ldm) {
+		fail(S, "mma with ldmatrix operands (passes/mma.c moves them into fragment loads)");
+		return;
+	}
+	/* the operands' registers of every lane (fragment registers a KS_MMA_LOAD filled) */
 	for (int op = 0; op < 2; op++) {
-		bool ldm = s->mma.ldm & (op ? MMA_LDM_B : MMA_LDM_A);
 		int first = op ? fb : fa, n = op ? in->nb : in->na;
-		if (ldm) {
-			warp_ldmatrix(S, w, s->mma.idx[first], n / 2, op == 1, reg[op]);
-			continue;
-		}
 		for (int lane = 0; lane < 32; lane++) {
 			S->cur = &w[lane];
 			for (int r = 0; r < n; r++)
@@ -1163,6 +1180,25 @@ static void warp_mma(Sim *S, SimThread *w, Stmt *s)
 	}
 }
 
+/* KS_MMA_LOAD by ldmatrix: the warp's rows (warp_ldmatrix), each lane's registers written
+ * to its fragment array. */
+static void warp_frag_load(Sim *S, SimThread *w, Stmt *s)
+{
+	double reg[32][8];
+	int n = s->mma.tiles * (s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb);
+	SimBuf *f = buf_of(S, s->mma.tensor);
+
+	if (!f)
+		return;
+	warp_ldmatrix(S, w, s->mma.idx[0], n / 2, s->mma.op == 'b', reg);
+	for (int lane = 0; lane < 32; lane++) {
+		S->cur = &w[lane];
+		int64_t o = eval_i64(S, &w[lane], s->mma.offset);
+		for (int r = 0; r < n; r++)
+			write_elem(S, &w[lane], f, o + r, vf(reg[lane][r]));
+	}
+}
+
 /* Releases the warps whose 32 lanes all wait at the same KS_MMA; true when one ran. */
 static bool release_warps(Sim *S, SimThread *ts)
 {
@@ -1175,7 +1211,10 @@ static bool release_warps(Sim *S, SimThread *ts)
 		if (!at || n != 32)
 			continue;
 		S->stmt = at;
-		warp_mma(S, &ts[w], at);
+		if (at->kind == KS_MMA_LOAD)
+			warp_frag_load(S, &ts[w], at);
+		else
+			warp_mma(S, &ts[w], at);
 		S->stmt = NULL;
 		for (int64_t i = w; i < w + 32; i++)
 			ts[i].state = TS_RUN;
@@ -1538,6 +1577,8 @@ bool sim_run(Kernel *k, const int64_t *sizes, const double *scalars, void **inpu
 	SimThread *ts = NULL;
 	int64_t *blocks = NULL, nb = 0;
 
+	if (k->segments.len)
+		return sim_run_plan(k, sizes, scalars, inputs, outputs, o, r);
 	memset(r, 0, sizeof *r);
 	memset(&S, 0, sizeof S);
 	S.k = k;

@@ -376,6 +376,23 @@ IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 	return ir_op(a, OP_DIV, DT_I64, l, r);
 }
 
+IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f)
+{
+	IrExpr *q, *rem, *e = ix_div(a, rg, l, ir_int(a, f));
+	int64_t c;
+	if (ir_is_const(l, &c))
+		return e;
+	if (split_multiple(a, l, f, &q, &rem) && ir_nonneg(rg, q) && ir_nonneg(rg, rem))
+		return ix_add(a, q, ix_div_rows(a, rg, rem, f));
+	/* (q*c + rem) / F is q / (F / c) for c dividing F and 0 <= rem < c */
+	for (c = f / 2; c > 1 && e->kind == EX_OP && e->op == OP_DIV; c--) {
+		if (f % c == 0 && split_multiple(a, l, c, &q, &rem) && ir_nonneg(rg, q) &&
+		    in_range(rg, rem, c))
+			return ix_div(a, rg, q, ir_int(a, f / c));
+	}
+	return e;
+}
+
 IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 {
 	int64_t x, y, v;

@@ -330,7 +330,9 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_puts(out, t->sched.cp_async_cg ? " cp_async(cg)" : " cp_async");
 	if (t->sched.stages)
 		buf_printf(out, " stages(%d, %d)", t->sched.stages, t->sched.prefetch);
-	if (t->sched.pad)
+	if (t->sched.pad && t->sched.pad_every)
+		buf_printf(out, " pad(%d, %lld)", t->sched.pad, (long long)t->sched.pad_every);
+	else if (t->sched.pad)
 		buf_printf(out, " pad(%d)", t->sched.pad);
 	if (t->sched.welford_sum)
 		buf_printf(out, " welford(%s)", t->sched.welford_sum->name);
@@ -350,11 +352,39 @@ static void print_tensor(Tensor *t, Buf *out)
 		print_axis(t->domain[i], out);
 }
 
+/* A segmented fusion: its segments, in launch order, and the workspace between them. */
+static void print_segments(Fusion *f, Buf *out)
+{
+	buf_puts(out, "  segments (run in order):");
+	for (int i = 0; i < f->segments.len; i++)
+		buf_printf(out, " %s", VEC_AT(f->segments, Segment, i)->fusion->name);
+	buf_puts(out, "\n");
+	if (!f->seg_buffers.len)
+		return;
+	buf_puts(out, "  workspace:");
+	for (int i = 0; i < f->seg_buffers.len; i++) {
+		Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
+		buf_printf(out, "%s %s: %s[", i ? "," : "", t->name, dtype_name(t->dtype));
+		for (int k = 0; k < t->ndim; k++) {
+			buf_puts(out, k ? ", " : "");
+			ir_print_expr(t->shape[k], out);
+		}
+		buf_puts(out, t->ndim ? "]" : "1]");
+	}
+	buf_puts(out, "\n");
+}
+
 void ir_print_fusion(Fusion *f, Buf *out)
 {
 	print_signature(f, out);
+	if (f->segments.len)
+		print_segments(f, out);
 	for (int i = 0; i < f->ntensors; i++)
 		print_tensor(f->tensors[i], out);
+	for (int i = 0; i < f->segments.len; i++) {
+		buf_puts(out, "\n");
+		ir_print_fusion(VEC_AT(f->segments, Segment, i)->fusion, out);
+	}
 }
 
 void tensor_placement(Tensor *t, Tensor **owner, int *pos)
@@ -396,4 +426,13 @@ Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr 
 	t->shape = arena_alloc(a, sizeof(IrExpr *));
 	t->shape[0] = n;
 	return t;
+}
+
+void fusion_rename(Arena *a, Fusion *f, const char *name)
+{
+	f->name = name;
+	for (int i = 0; i < f->segments.len; i++)
+		VEC_AT(f->segments, Segment, i)->fusion->name = arena_printf(a, "%s_seg%d", name, i);
+	for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
+		fusion_rename(a, VEC_AT(f->variants, Fusion, v), name);
 }

@@ -209,6 +209,9 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+/* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
+ * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
+IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
@@ -252,6 +255,9 @@ typedef struct SizeSym {
 	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
 	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
 	int64_t bound;
+	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
+	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
+	int64_t above;
 } SizeSym;
 
 typedef struct Param {
@@ -322,6 +328,8 @@ typedef struct TensorSched {
 	Span stages_span;
 	int pad;            /* pad(n): a shared buffer's innermost buffer axis is n elements longer
 			     * in its layout (passes/indexing.c; docs/caching.md, "pad") */
+	int64_t pad_every;  /* pad(n, e): n unused elements after every e elements of the layout
+			     * instead (0: after each run of the innermost axis) */
 	Span pad_span;
 	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
@@ -337,6 +345,9 @@ typedef struct TensorSched {
 	struct TensorMma *mma;
 	Span fragment_span;
 	bool zero_fill;
+	/* registers holding mma operand fragments (passes/mma.c): 16-bit elements, two to a
+	 * 32-bit register (CUDA declares them `unsigned`, half the elements) */
+	bool mma_frag;
 } TensorSched;
 
 /* The schedule state of a tensor stored in mem that no directive has touched. */
@@ -409,7 +420,30 @@ typedef struct Fusion {
 	 * with bounds on size symbols (SizeSym.bound), each scheduled for its bounds, whose
 	 * kernels the launcher tries in order before this fusion's own. Empty for most. */
 	Vec variants;
+	/* Segmentation (scheduler/segment.c, docs/auto_schedule.md "Segmentation"): Segment*,
+	 * the kernels' fusions that the launcher runs in order instead of one kernel of this
+	 * fusion (which is then left unscheduled: the reference interpreter reads it); empty
+	 * for most. seg_buffers (Tensor*, this fusion's intermediates): the workspace the
+	 * launcher allocates for the values one segment stores and a later one reads. */
+	Vec segments;
+	Vec seg_buffers;
+	/* This fusion is a segment of segment_of (it is not segmented again). */
+	struct Fusion *segment_of;
 } Fusion;
+
+/* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
+ * fusion's signature entry `index`, 'w' its workspace buffer `index` (Fusion.seg_buffers). A
+ * 0-d buffer is a 1-element tensor in a reader's signature (`m: f32[1]`, read as m[0]). */
+typedef struct SegArg {
+	char from;
+	int index;
+} SegArg;
+
+typedef struct Segment {
+	Fusion *fusion;    /* an ordinary fusion: scheduled, lowered and launched like any other */
+	SegArg *args;      /* fusion->nsig entries */
+	int *sizes;        /* fusion->nsizes entries: the segmented fusion's size index of each */
+} Segment;
 
 typedef struct Program {
 	Fusion **fusions;
@@ -433,6 +467,8 @@ Tensor *tensor_new(Arena *a, const char *name, TensorKind kind, DType dt, MemTyp
  * passes' own arrays (vector staging registers, grid-reduction workspaces). */
 Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr *n, Span at);
 
+/* Renames f (--prefix), its size variants (the same name) and its segments (NAME_segK). */
+void fusion_rename(Arena *a, Fusion *f, const char *name);
 /* Prints a fusion with its schedule as text (`fusc --emit=ir`, golden .ir files). */
 void ir_print_fusion(Fusion *f, Buf *out);
 /* `fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])`, no newline. */
@@ -551,7 +587,13 @@ typedef enum StmtKind {
 		    * load instead: the lane's row address for ldmatrix.x4 (lane l gives row
 		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
 		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
-		    * n = 0); mma_slot says where each operand is */
+		    * n = 0); mma_slot says where each operand is. After the fragment pass
+		    * (passes/mma.c) the A and B loads read registers that KS_MMA_LOAD filled */
+	KS_MMA_LOAD, /* mma: operand `op` ('a' or 'b') of an mma into the lane's fragment
+		      * registers: `tensor` (TensorSched.mma_frag), elements offset .. offset + n
+		      * (n: tiles times the instruction's na or nb); idx the n per-lane loads in
+		      * fragment order, or with ldm set one load: the lane's ldmatrix row address
+		      * (as in KS_MMA); with ldmatrix a warp collective */
 } StmtKind;
 
 /* A kernel IR statement: the shared header, then the members of its kind (StmtKind says
@@ -648,6 +690,12 @@ struct Stmt {
 			int nidx;
 			const MmaInstr *instr;
 			unsigned ldm;       /* MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
+			/* KS_MMA_LOAD: the first element of the fragment in `tensor`, the operand
+			 * ('a' or 'b') and the fragments loaded one after the other: 1, or 2 (B: two
+			 * n tiles by one ldmatrix.x4.trans) */
+			IrExpr *offset;
+			char op;
+			int tiles;
 		} mma;
 	};
 };
@@ -685,6 +733,11 @@ Precond *kernel_failed_precond(struct Kernel *k, const int64_t *sizes, const uin
 /* The variant of the chain k, k->fallback, ... that runs: the first whose preconditions all
  * hold; NULL when none does (the launch is refused with the last one's failure). */
 struct Kernel *kernel_pick(struct Kernel *k, const int64_t *sizes, const uint64_t *ptrs);
+/* Every kernel with a body in chain k, the segments' chains included (plans themselves
+ * skipped), in launch-contract order, appended to out (Kernel*): what a .cu or a module holds. */
+void kernel_flatten(Arena *a, struct Kernel *k, Vec *out);
+/* Segment sg's sizes (its fusion's nsizes, in its order) from the segmented fusion's. */
+void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out);
 /* The last kernel of the chain (the one that refuses when nothing holds). */
 struct Kernel *kernel_last_variant(struct Kernel *k);
 /* The fusion's own kernel in the chain: the first that is not a size variant's (what
@@ -754,6 +807,10 @@ typedef struct Kernel {
 	 * parameters after the sizes, allocated per launch by the launcher or libfusrt (ws:
 	 * shape[0] elements of its dtype; sem: shape[0] unsigned counters, zeroed). */
 	Vec grid_ws;
+	/* A segmented plan (Fusion.segments): no body of its own; the chain heads of each
+	 * segment's kernels (Kernel*, in order), launched one after another with the fusion's
+	 * workspace buffers. Its preconditions are its variant bounds only. */
+	Vec segments;
 } Kernel;
 
 /* ir/kir.c */

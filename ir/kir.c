@@ -90,6 +90,22 @@ Kernel *kernel_own(Kernel *k)
 	return k;
 }
 
+void kernel_flatten(Arena *a, Kernel *k, Vec *out)
+{
+	for (; k; k = k->fallback) {
+		if (!k->segments.len)
+			vec_push(a, out, k);
+		for (int i = 0; i < k->segments.len; i++)
+			kernel_flatten(a, VEC_AT(k->segments, Kernel, i), out);
+	}
+}
+
+void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out)
+{
+	for (int i = 0; i < sg->fusion->nsizes; i++)
+		out[i] = sizes[sg->sizes[i]];
+}
+
 Kernel *kernel_last_variant(Kernel *k)
 {
 	while (k->fallback)
@@ -430,6 +446,21 @@ static void print_mma(Stmt *s, Buf *out)
 	buf_puts(out, ";");
 }
 
+/* As_frag[o ..] = ldmatrix.x4(As[row]); or As_frag[o ..] = {As[a0], ...}; */
+static void print_mma_load(Stmt *s, Buf *out)
+{
+	buf_printf(out, "%s[", s->mma.tensor->name);
+	ir_print_expr(s->mma.offset, out);
+	buf_puts(out, " ..] = ");
+	buf_puts(out, !s->mma.ldm ? "{" : s->mma.op == 'a' ? "ldmatrix.x4(" : s->mma.tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
+	for (int i = 0; i < s->mma.nidx; i++) {
+		if (i)
+			buf_puts(out, ", ");
+		ir_print_expr(s->mma.idx[i], out);
+	}
+	buf_puts(out, s->mma.ldm ? ");" : "};");
+}
+
 static void print_stmt(Stmt *s, int level, Buf *out)
 {
 	buf_indent(out, level);
@@ -545,6 +576,9 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 	case KS_MMA:
 		print_mma(s, out);
 		break;
+	case KS_MMA_LOAD:
+		print_mma_load(s, out);
+		break;
 	}
 	buf_puts(out, "\n");
 }
@@ -617,6 +651,17 @@ void kir_print_stmt_line(Stmt *s, Buf *out)
 
 void kir_print(Kernel *k, Buf *out)
 {
+	if (k->segments.len) { /* a plan: its segments' own kernels, in launch order */
+		buf_printf(out, "plan %s {\n", k->name);
+		for (int i = 0; i < k->preconds.len; i++)
+			print_precond(VEC_AT(k->preconds, Precond, i), out);
+		for (int i = 0; i < k->segments.len; i++)
+			buf_printf(out, "  run %s\n", VEC_AT(k->segments, Kernel, i)->fusion->name);
+		buf_puts(out, "}\n");
+		for (int i = 0; i < k->segments.len; i++)
+			kir_print(kernel_own(VEC_AT(k->segments, Kernel, i)), out);
+		return;
+	}
 	buf_printf(out, "kernel %s", k->name);
 	print_dims(k, "grid", PT_BIDX, out);
 	print_dims(k, "block", PT_TIDX, out);

@@ -213,6 +213,22 @@ static void check_stmt(Verifier *v, Stmt *s)
 				     s->mma.tensor->name);
 		}
 		break;
+	case KS_MMA_LOAD:
+		check_target(v, s->mma.tensor);
+		if (!s->mma.instr || (s->mma.op != 'a' && s->mma.op != 'b') ||
+		    s->mma.nidx != (s->mma.ldm ? 1 : s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb) ||
+		    s->mma.tiles < 1 || s->mma.tiles > 2 || (s->mma.tiles == 2 && s->mma.ldm != MMA_LDM_B))
+			fail(v, "mma fragment load without its instruction or operand into",
+			     s->mma.tensor ? s->mma.tensor->name : "?");
+		else if (s->mma.tensor && (s->mma.tensor->sched.mem != MEM_LOCAL || !s->mma.tensor->sched.mma_frag))
+			fail(v, "mma fragment load outside fragment registers:", s->mma.tensor->name);
+		check_expr(v, s->mma.offset);
+		for (int i = 0; v->ok && i < s->mma.nidx; i++) {
+			check_expr(v, s->mma.idx[i]);
+			if (s->mma.idx[i]->kind != EX_LOAD)
+				fail(v, "mma fragment load of something not a load, into", s->mma.tensor->name);
+		}
+		break;
 	case KS_CP_WAIT:
 	case KS_CP_COMMIT:
 	case KS_COMMENT:

@@ -8,14 +8,15 @@
  */
 #include "ir/ir.h"
 
-/* The subscript array of s (KS_STORE before indexing, KS_MMA) and its length, or NULL. */
+/* The subscript array of s (KS_STORE before indexing, KS_MMA, KS_MMA_LOAD) and its length,
+ * or NULL. */
 static IrExpr ***stmt_idx(Stmt *s, int **n)
 {
 	if (s->kind == KS_STORE) {
 		*n = &s->store.nidx;
 		return &s->store.idx;
 	}
-	if (s->kind == KS_MMA) {
+	if (s->kind == KS_MMA || s->kind == KS_MMA_LOAD) {
 		*n = &s->mma.nidx;
 		return &s->mma.idx;
 	}
@@ -50,6 +51,9 @@ bool ir_stmt_exprs(Stmt *s, IrSlotFn fn, void *ctx)
 		break;
 	case KS_BLOCK_REDUCE:
 		all[0] = &s->block_red.value;
+		break;
+	case KS_MMA_LOAD:
+		all[0] = &s->mma.offset;
 		break;
 	case KS_GRID_REDUCE:
 		all[0] = &s->grid_red.offset;

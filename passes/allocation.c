@@ -46,7 +46,7 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 		if (!sized && ir_range(&rg, axes[i]->extent, &lo, &e) && e >= 0) {
 			/* a symbolic extent with a constant bound (a size variant): sized by the bound */
 			sized = true;
-			if (i == n - 1)
+			if (i == n - 1 && !t->sched.pad_every)
 				e += t->sched.pad;
 		}
 		if (!sized) {
@@ -62,6 +62,8 @@ static bool buffer_size(Kernel *k, Diag *d, Tensor *t, IrExpr **size)
 		if (__builtin_mul_overflow(total, e, &total))
 			total = INT64_MAX; /* refused below */
 	}
+	if (!index_padded_size(d, t, &total))
+		return false;
 	/* one slot per stage (circular_buffer.c) */
 	if (t->sched.stages >= 2 && __builtin_mul_overflow(total, (int64_t)t->sched.stages, &total))
 		total = INT64_MAX;

@@ -306,7 +306,7 @@ static bool slot_size(Cb *cb, Tensor *t, int64_t *out)
 		}
 		*out *= e;
 	}
-	return true;
+	return index_padded_size(cb->d, t, out);
 }
 
 static bool buffer_loop(Cb *cb, Found *f)
@@ -348,7 +348,7 @@ static bool buffer_loop(Cb *cb, Found *f)
 		if (!slot_size(cb, t, &cb->sizes[g]) ||
 		    !source_outside(cb, t, loads[g], L->loop.body))
 			return false;
-		async |= t->sched.cp_async;
+		async |= cp_async_kept(cb->k, t);
 		if (t->sched.mem == MEM_SHARED && sync_cross_thread(cb->k, t, loads[g], L->loop.body))
 			share = true;
 	}

@@ -22,6 +22,11 @@
  *
  * A tensor that is not circular-buffered gets one commit right after its load nest; the
  * cp_wait pass puts the wait before its reads. Circular buffering commits per stage itself.
+ *
+ * A kernel lowered without vector accesses (LowerOptions.no_vectorize: the scalar kernel of
+ * an automatic schedule, which must accept any size and alignment) keeps the copies as the
+ * plain zero-filling stores above: a 16-byte cp.async is a vector access, and a 2-byte
+ * element has no cp.async at all (cp_async_kept).
  */
 #include "passes/passes.h"
 
@@ -276,9 +281,16 @@ static void add_commits(Kernel *k, Stmt *s)
 	}
 }
 
+bool cp_async_kept(Kernel *k, Tensor *t)
+{
+	return t->sched.cp_async && !k->options->no_vectorize;
+}
+
 bool pass_cp_async(Kernel *k, Diag *d)
 {
 	Cp c = {.k = k, .d = d, .a = k->arena, .ok = true};
+	if (k->options->no_vectorize)
+		return true;
 
 	lower_list(&c, &k->body);
 	if (c.ok)

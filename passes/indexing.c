@@ -12,7 +12,8 @@
  * guards around the statement (the IrRange index_list carries, ir_range_guard): a cache copied
  * by 32 of 128 threads is guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is
  * `threadIdx.x * 4 + v`.
- * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements.
+ * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements;
+ * with pad(n, e), offset o of the unpadded layout becomes o + o / e * n.
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
  */
@@ -54,8 +55,21 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e)
 {
 	if (!ir_is_const(axes[i]->extent, e))
 		return false;
-	if (i == n - 1)
+	if (i == n - 1 && !t->sched.pad_every)
 		*e += t->sched.pad;
+	return true;
+}
+
+bool index_padded_size(Diag *d, Tensor *t, int64_t *size)
+{
+	if (!t->sched.pad_every)
+		return true;
+	if (*size % t->sched.pad_every) {
+		diag_error(d, t->sched.pad_span, "cannot pad '%s' after every %lld elements: its buffer has %lld, not a multiple",
+			   t->name, (long long)t->sched.pad_every, (long long)*size);
+		return false;
+	}
+	*size = *size / t->sched.pad_every * (t->sched.pad_every + t->sched.pad);
 	return true;
 }
 
@@ -91,6 +105,10 @@ IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int 
 											  : axes[i]->extent;
 			off = ix_add(a, ix_mul(a, off, ext), index_forward(a, rg, axes[i], subs, n));
 		}
+		/* pad(n, e): n more elements after every e */
+		if (t->sched.pad_every)
+			off = ix_add(a, off, ix_mul(a, ix_div_rows(a, rg, off, t->sched.pad_every),
+						    ir_int(a, t->sched.pad)));
 		return off;
 	}
 	for (int d = 0; d < n; d++) {

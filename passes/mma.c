@@ -181,8 +181,8 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 			bool split_inner = false;
 			for (int j = 0; j < split.len; j++)
 				split_inner |= ir_equal(c, VEC_AT(split, IrExpr, j));
-			/* the bound of the k root itself (`k < K`, in split_cond as well) is dropped */
-			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[2]->extent))
+			/* the bound of the k root, the last (`k < K`, in split_cond as well), is dropped */
+			if (c->kind == EX_OP && c->op == OP_LT && ir_equal(c->args[1], t->root[t->ndim]->extent))
 				split_inner = false;
 			if (mentions(c, kv) && split_inner) {
 				/* `inner < F` of a split of k that F does not divide into 16s: the tile
@@ -297,7 +297,8 @@ static bool atom_eq(IrExpr *a, IrExpr *b)
 static bool add_atom(IrExpr *e, void *ctx)
 {
 	Ldm *l = ctx;
-	int64_t ext;
+	int64_t ext, lo, hi;
+	IrRange rg = ir_range_in(l->k);
 	if (e->kind == EX_PAR && e->par == PT_TIDX)
 		return false;
 	if (e->kind == EX_VAR && e->var->extent && ir_is_const(e->var->extent, &ext))
@@ -305,6 +306,8 @@ static bool add_atom(IrExpr *e, void *ctx)
 	else if (e->kind == EX_PAR && par_is_thread(e->par) &&
 		 (!l->k->launch[e->par] || ir_is_const(l->k->launch[e->par], &ext)))
 		ext = l->k->launch[e->par] ? ext : 1;
+	else if (e->kind == EX_PAR && ir_range(&rg, e, &lo, &hi) && lo == 0 && hi == 0)
+		ext = 1; /* a block index that can only be 0 (one block along a tile) */
 	else if (e->kind == EX_VAR || e->kind == EX_PAR || e->kind == EX_SIZE || e->kind == EX_PARAM ||
 		 e->kind == EX_LOAD || e->kind == EX_FLOAT || e->kind == EX_SELECT)
 		return (l->ok = false);
@@ -360,24 +363,39 @@ static int64_t ev(Ldm *l, IrExpr *e)
  * address lane 8i + L / 4 gives; .x2.trans (B): element L / 4 of the row of lane
  * 8i + 2 * (L % 4) + h. Every row address is 8-element aligned. Checked for every lane and
  * every value of the other variables (all of constant range), or false. */
+/* The number of points of l's variables (0 when too many or not all constant). */
+static int64_t ldm_points(Ldm *l)
+{
+	int64_t points = 1;
+	for (int i = 0; l->ok && i < l->n; i++) {
+		if (l->ext[i] <= 0 || points > LDM_POINTS / l->ext[i])
+			return 0;
+		points *= l->ext[i];
+	}
+	return l->ok ? points : 0;
+}
+
+/* The variables' values at point p. */
+static void ldm_at(Ldm *l, int64_t p)
+{
+	for (int i = 0; i < l->n; i++) {
+		l->val[i] = p % l->ext[i];
+		p /= l->ext[i];
+	}
+}
+
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
 	Ldm l = {.k = k, .ok = true};
 	ir_expr_any(row, add_atom, &l);
 	for (int i = 0; i < n; i++)
 		ir_expr_any(loads[i]->args[0], add_atom, &l);
-	int64_t points = 1;
-	for (int i = 0; l.ok && i < l.n; i++) {
-		if (l.ext[i] <= 0 || points > LDM_POINTS / l.ext[i])
-			return false;
-		points *= l.ext[i];
-	}
+	int64_t points = ldm_points(&l);
+	if (!points)
+		return false;
 	for (int64_t p = 0; l.ok && p < points; p++) {
-		int64_t q = p, rows[32];
-		for (int i = 0; i < l.n; i++) {
-			l.val[i] = q % l.ext[i];
-			q /= l.ext[i];
-		}
+		int64_t rows[32];
+		ldm_at(&l, p);
 		for (l.lane = 0; l.lane < 32; l.lane++) {
 			rows[l.lane] = ev(&l, row);
 			if (rows[l.lane] % 8)
@@ -392,6 +410,31 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 					return false;
 			}
 		}
+	}
+	return l.ok;
+}
+
+/* threadIdx.x % 16 for threadIdx.x */
+static IrExpr *lane_mod16(Arena *a, IrExpr *e, void *ctx)
+{
+	Mm *m = ctx;
+	return is_tidx(e, NULL) ? ix_mod(a, m->rg, e, ir_int(a, 16)) : e;
+}
+
+/* x == y for every lane and every value of the other variables (as ldm_proved). */
+static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
+{
+	Ldm l = {.k = k, .ok = true};
+	ir_expr_any(x, add_atom, &l);
+	ir_expr_any(y, add_atom, &l);
+	int64_t points = ldm_points(&l);
+	if (!points)
+		return false;
+	for (int64_t p = 0; l.ok && p < points; p++) {
+		ldm_at(&l, p);
+		for (l.lane = 0; l.ok && l.lane < 32; l.lane++)
+			if (ev(&l, x) != ev(&l, y))
+				return false;
 	}
 	return l.ok;
 }
@@ -470,6 +513,187 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
 	return true;
 }
 
+/* ---- fragments in registers, loaded once per warp tile ----------------------------------
+ *
+ * A warp tile of mo x no instructions (unrolled loops around the KS_MMA) reads each A
+ * fragment no times and each B fragment mo times. The operands move into KS_MMA_LOAD
+ * statements that fill register arrays before the outermost such loop (`As_frag[ks][mo][8]`,
+ * `Bs_frag[ks][no][4]`), each loaded once, under copies of only the loops it depends on; the
+ * KS_MMA then reads the registers. Loops are hoisted over only when unrolled and of constant
+ * extent (registers need constant indices) and while a fragment array stays within
+ * FRAG_MAX elements. */
+#define FRAG_MAX 128
+#define CHAIN_MAX 8
+
+/* The operand's loads of mm moved into fragment registers loaded before *at; the loops
+ * L[0..n) (outer to inner) are those around mm inside *at. */
+static Var *pair_tiles(Mm *m, Stmt *ld, Var *v);
+
+static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
+{
+	Arena *a = m->a;
+	const MmaInstr *in = mm->mma.instr;
+	int cnt, first = mma_slot(mm, op, &cnt), nel = op == 'a' ? in->na : in->nb;
+	unsigned ldm = mm->mma.ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B);
+	IrExpr **src = mm->mma.idx + first;
+	Tensor *from = src[0]->tensor;
+	DType dt = src[0]->dtype;
+	/* the loops the operand depends on, their fresh copies, the fragment's index */
+	IrExpr *lin = ir_int(a, 0), *flin = ir_int(a, 0);
+	Var *fresh[CHAIN_MAX];
+	int64_t size = nel;
+	int dep[CHAIN_MAX], nd = 0;
+	for (int i = 0; i < n; i++) {
+		bool uses = false;
+		for (int r = 0; r < cnt; r++)
+			uses |= mentions(src[r], L[i]->loop.var);
+		if (!uses)
+			continue;
+		int64_t e;
+		ir_is_const(L[i]->loop.var->extent, &e);
+		dep[nd] = i;
+		fresh[nd] = kir_new_var(m->k, L[i]->loop.var->axis ? L[i]->loop.var->axis->name : L[i]->loop.var->name,
+					DT_I64);
+		fresh[nd]->extent = L[i]->loop.var->extent;
+		lin = ix_add(a, ix_mul(a, lin, ir_int(a, e)), ir_var(a, L[i]->loop.var));
+		flin = ix_add(a, ix_mul(a, flin, ir_int(a, e)), ir_var(a, fresh[nd]));
+		size *= e;
+		nd++;
+	}
+	const char *name = kir_new_var(m->k, arena_printf(a, "%s_frag", from->name), dt)->name;
+	Tensor *f = tensor_buffer(a, name, dt, MEM_LOCAL, ir_int(a, size), mm->span);
+	f->sched.mma_frag = true;
+	/* the load, under copies of the loops it depends on */
+	Stmt *ld = NEW(a, Stmt);
+	ld->kind = KS_MMA_LOAD;
+	ld->span = mm->span;
+	ld->mma.tensor = f;
+	ld->mma.instr = in;
+	ld->mma.op = op;
+	ld->mma.ldm = ldm;
+	ld->mma.tiles = 1;
+	ld->mma.offset = ir_simplify(a, m->rg, ix_mul(a, flin, ir_int(a, nel)));
+	ld->mma.nidx = cnt;
+	ld->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
+	for (int r = 0; r < cnt; r++) {
+		IrExpr *e = src[r];
+		for (int i = 0; i < nd; i++)
+			e = ir_subst(a, e, L[dep[i]]->loop.var, ir_var(a, fresh[i]));
+		ld->mma.idx[r] = ir_simplify(a, m->rg, e);
+	}
+	if (nd && ldm == MMA_LDM_B)
+		fresh[nd - 1] = pair_tiles(m, ld, fresh[nd - 1]);
+	Stmt *nest = ld;
+	for (int i = nd - 1; i >= 0; i--) {
+		nest = kir_for(m->k, fresh[i], nest);
+		nest->loop.unroll = true;
+		nest->span = L[dep[i]]->span;
+	}
+	Stmt *al = kir_alloc(m->k, f, MEM_LOCAL, ir_int(a, size));
+	al->next = nest;
+	nest->next = *at;
+	*at = al;
+	/* the mma reads the registers */
+	int total = mm->mma.nidx - cnt + nel;
+	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)total);
+	IrExpr *base = ix_mul(a, lin, ir_int(a, nel));
+	int j = 0;
+	for (int i = 0; i < mm->mma.nidx; i++) {
+		if (i == first)
+			for (int r = 0; r < nel; r++) {
+				idx[j] = ir_load(a, f, ir_simplify(a, m->rg, ix_add(a, base, ir_int(a, r))));
+				idx[j++]->dtype = dt;
+			}
+		if (i < first || i >= first + cnt)
+			idx[j++] = mm->mma.idx[i];
+	}
+	mm->mma.idx = idx;
+	mm->mma.nidx = total;
+	mm->mma.ldm &= ~ldm;
+}
+
+/* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
+ * fragment load ld depends on, of even extent) per instruction, lanes 16 .. 31 giving the rows
+ * of the second; its registers follow those of the first in the fragment array. Done when
+ * the x2 row address depends on the lane only through lane % 16, so that lanes 16 .. 31 give
+ * exactly the x2 rows of tile v + 1 (checked on every value of the variables). Returns the
+ * variable the load's loop runs over: v2, or v when the pair is not possible. */
+static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
+{
+	Arena *a = m->a;
+	int64_t e;
+	if (!ir_is_const(v->extent, &e) || e % 2)
+		return v;
+	IrExpr *row = ld->mma.idx[0]->args[0];
+	Var *v2 = kir_new_var(m->k, arena_printf(a, "%s_pair", v->name), DT_I64);
+	v2->extent = ir_int(a, e / 2);
+	IrExpr *pair = ix_add(a, ix_mul(a, ir_int(a, 2), ir_var(a, v2)),
+			      ix_div(a, m->rg, ir_par(a, PT_TIDX), ir_int(a, 16)));
+	IrExpr *x4 = ir_simplify(a, m->rg, ir_subst(a, row, v, pair));
+	IrExpr *low = ir_simplify(a, m->rg, ir_subst(a, ir_rewrite(a, row, lane_mod16, m), v, pair));
+	if (!ldm_equal(m->k, x4, low))
+		return v;
+	Tensor *t = ld->mma.idx[0]->tensor;
+	DType dt = ld->mma.idx[0]->dtype;
+	ld->mma.idx[0] = ir_load(a, t, x4);
+	ld->mma.idx[0]->dtype = dt;
+	ld->mma.offset = ir_simplify(a, m->rg, ir_subst(a, ld->mma.offset, v, ix_mul(a, ir_int(a, 2), ir_var(a, v2))));
+	ld->mma.tiles = 2;
+	return v2;
+}
+
+/* The elements a fragment of op would hold with the loops L[j..n) hoisted over. */
+static int64_t frag_size(Stmt *mm, char op, Stmt **L, int n, int j)
+{
+	int cnt, first = mma_slot(mm, op, &cnt);
+	int64_t size = op == 'a' ? mm->mma.instr->na : mm->mma.instr->nb, e;
+	for (int i = j; i < n; i++) {
+		bool uses = false;
+		for (int r = 0; r < cnt; r++)
+			uses |= mentions(mm->mma.idx[first + r], L[i]->loop.var);
+		if (uses && ir_is_const(L[i]->loop.var->extent, &e))
+			size *= e;
+	}
+	return size;
+}
+
+/* Fragments for every KS_MMA in list *p. */
+static void fragments(Mm *m, Stmt **p)
+{
+	for (; *p; p = &(*p)->next) {
+		Stmt *L[CHAIN_MAX], *s = *p, *mm;
+		int n = 0;
+		int64_t e;
+		while (s && s->kind == KS_FOR && s->loop.unroll && ir_is_const(s->loop.var->extent, &e) &&
+		       n < CHAIN_MAX) {
+			L[n++] = s;
+			s = only(s->loop.body);
+		}
+		mm = s && s->kind == KS_MMA ? s : NULL;
+		if (!mm && (*p)->kind != KS_MMA) {
+			Stmt **lists[3];
+			int nl = ir_stmt_lists(*p, lists);
+			for (int i = 0; i < nl; i++)
+				fragments(m, lists[i]);
+			continue;
+		}
+		if (!mm) {
+			mm = *p;
+			n = 0;
+		}
+		int j = 0;
+		while (j < n && (frag_size(mm, 'a', L, n, j) > FRAG_MAX ||
+				 frag_size(mm, 'b', L, n, j) > FRAG_MAX))
+			j++;
+		Stmt **at = j < n ? (j ? &L[j - 1]->loop.body : p) : n ? &L[n - 1]->loop.body : p;
+		hoist_operand(m, mm, 'b', L + j, n - j, at);
+		hoist_operand(m, mm, 'a', L + j, n - j, at);
+		/* past the statements inserted before the chain, if any */
+		for (Stmt *orig = n ? L[0] : mm; *p != orig;)
+			p = &(*p)->next;
+	}
+}
+
 bool pass_mma(Kernel *k, Diag *d)
 {
 	Fusion *f = k->fusion;
@@ -493,5 +717,8 @@ bool pass_mma(Kernel *k, Diag *d)
 	m.g->extent = ir_int(k->arena, 8);
 	m.t = kir_new_var(k, "mma_t", DT_I64);
 	m.t->extent = ir_int(k->arena, 4);
-	return lower_list(&m, &k->body, false);
+	if (!lower_list(&m, &k->body, false))
+		return false;
+	fragments(&m, &k->body);
+	return true;
 }

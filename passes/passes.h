@@ -53,6 +53,10 @@ int index_buffer_axes(Arena *a, Tensor *t, Axis ***out);
 /* The extent that buffer axis i of the n from index_buffer_axes has in t's layout: its own,
  * the innermost one's longer by t->pad. NULL when it is not a constant. */
 bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e);
+/* The size in elements of a buffer whose axes' extents (index_buffer_extent) multiply to
+ * `size`, with pad(n, e): size / e * (e + n). False (an error at the pad) when e does not
+ * divide size. */
+bool index_padded_size(Diag *d, Tensor *t, int64_t *size);
 /* The position along axis ax (of the tensor) of the element with root values subs: split
  * r / F and r % F, merge o * E_inner + i (indexing.c). */
 IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n);
@@ -65,6 +69,9 @@ bool pass_grid_reduce(Kernel *k, Diag *d);
 /* passes/cp_async.c: copies into cp_async tensors -> KS_CP_ASYNC (zero-fill by src-size, a
  * real branch only for shared addresses out of range), one commit after each load nest. */
 bool pass_cp_async(Kernel *k, Diag *d);
+/* Whether t's copies are cp.async in k: not in a kernel lowered without vector accesses
+ * (LowerOptions.no_vectorize), whose copies stay plain stores. */
+bool cp_async_kept(Kernel *k, Tensor *t);
 /* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
  * slot-reuse barriers, wait_all after the loop; any loop extent. */
 bool pass_circular_buffer(Kernel *k, Diag *d);

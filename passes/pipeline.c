@@ -7,7 +7,10 @@
  * launch preconditions (vector accesses) also gets Kernel.fallback, lowered without vectors.
  * A fusion with size variants (Fusion.variants) is lowered as the chain of its variants'
  * kernels (each with its scalar kernel), then its own: the launch contract (ir/ir.h, Kernel.
- * fallback). Only the fusion's own kernel is dumped by --dump-after.
+ * fallback). Only the fusion's own kernel is dumped by --dump-after. A segmented fusion
+ * (Fusion.segments) is lowered as a plan: a kernel without a body whose segments are the
+ * chains of its segments' fusions, each lowered here like any fusion (every segment kernel
+ * of the fusion's own plan is dumped).
  */
 #include <string.h>
 
@@ -97,6 +100,25 @@ static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOpti
 	return k;
 }
 
+static void add_bounds(Kernel *k);
+
+/* A segmented fusion's plan: each segment's fusion lowered as any fusion is (its variants,
+ * its scalar kernels), in order; the plan has the fusion's variant bounds only. */
+static Kernel *lower_plan(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+{
+	Kernel *k = kir_new(a, f);
+	k->name = arena_printf(a, "%s_segments", f->name);
+	k->options = o;
+	for (int i = 0; i < f->segments.len; i++) {
+		Kernel *s = lower_fusion(a, d, VEC_AT(f->segments, Segment, i)->fusion, o);
+		if (!s)
+			return NULL;
+		vec_push(a, &k->segments, s);
+	}
+	add_bounds(k);
+	return k;
+}
+
 Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	if (!o)
@@ -107,7 +129,8 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	Kernel *head = NULL, **tail = &head;
 	for (int i = 0; i <= f->variants.len; i++) {
 		Fusion *g = i < f->variants.len ? VEC_AT(f->variants, Fusion, i) : f;
-		Kernel *k = lower_with_fallback(a, d, g, g == f ? o : &vo);
+		Kernel *k = g->segments.len ? lower_plan(a, d, g, g == f ? o : &vo)
+					    : lower_with_fallback(a, d, g, g == f ? o : &vo);
 		if (!k)
 			return NULL;
 		*tail = k;

@@ -104,15 +104,30 @@ static IrExpr *bound_extent(Kernel *k, Tensor *u, ParType par)
 	return k->launch[par];
 }
 
+/* A parallel index that can only be 0 (a launch extent of 1: one block along a tile as large
+ * as a constant extent) is 0. */
+static IrExpr *only_zero(Arena *a, IrExpr *e, void *ctx)
+{
+	const IrRange *rg = ctx;
+	int64_t lo, hi;
+	if (e->kind == EX_PAR && ir_range(rg, e, &lo, &hi) && lo == 0 && hi == 0)
+		return ir_int(a, 0);
+	return e;
+}
+
 /* The position along ax of the element at subs, simplified knowing that P < extent (the
  * predicate pass guards the statement so: par_conds): ranges come from a copy of the kernel
- * whose launch extent of P is that one. */
+ * whose launch extent of P is that one. A split as large as its extent leaves its outer
+ * index (which is 0) in the position: `blockIdx.y * 2 + threadIdx.z` for a 128-row tile of
+ * 128 rows, which is threadIdx.z. */
 static IrExpr *position(Priv *p, Axis *ax, IrExpr **subs, int n, IrExpr *extent)
 {
+	Arena *a = p->k->arena;
 	Kernel under = *p->k;
 	under.launch[ax->par] = extent;
 	IrRange rg = ir_range_in(&under);
-	return ir_simplify(p->k->arena, &rg, index_forward(p->k->arena, &rg, ax, subs, n));
+	IrExpr *e = ir_simplify(a, &rg, index_forward(a, &rg, ax, subs, n));
+	return ir_simplify(a, &rg, ir_rewrite(a, e, only_zero, &rg));
 }
 
 /* Every P index of the reader that reads the element at `e` wrote it: its position along each

@@ -78,6 +78,9 @@ static Stmt *simplify_list(Kernel *k, Stmt *s)
 			s->grid_red.part = simp(k, s->grid_red.part);
 			s->grid_red.nparts = simp(k, s->grid_red.nparts);
 			break;
+		case KS_MMA_LOAD:
+			s->mma.offset = simp(k, s->mma.offset);
+			/* fall through */
 		case KS_MMA:
 			for (int i = 0; i < s->mma.nidx; i++)
 				s->mma.idx[i] = simp(k, s->mma.idx[i]);

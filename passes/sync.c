@@ -191,6 +191,13 @@ static void collect(Sy *y, Set *out, Stmt *s)
 	case KS_LET:
 		expr_reads(y, out, s, s->let.value);
 		break;
+	case KS_MMA_LOAD: /* the operand loads of every lane (an ldmatrix row: 8 elements) */
+		if (s->mma.ldm)
+			add_access(y, out, s, s->mma.idx[0]->tensor, false, s->mma.idx[0]->args[0], 8);
+		else
+			for (int i = 0; i < s->mma.nidx; i++)
+				expr_reads(y, out, s, s->mma.idx[i]);
+		break;
 	case KS_MMA: { /* the operand loads of every lane (an ldmatrix row: 8 elements); the
 			* accumulator is in registers */
 		int na, nb, fa = mma_slot(s, 'a', &na), fb = mma_slot(s, 'b', &nb);

@@ -20,10 +20,9 @@ struct fusrt_module {
 	Arena *arena;
 	Program *prog;
 	Kernel **kernels;   /* one per fusion, in program order (the first of its variants) */
-	/* Per kernel slot: every variant of every fusion (Kernel.fallback chains), in order;
-	 * fusion i's variants from slot first[i] on. */
+	/* Per kernel slot: every kernel of every fusion (Kernel.fallback chains, the segments'
+	 * kernels included: kernel_flatten), in order. */
 	Kernel **slots;
-	int *first;
 	int nslots;
 	CUfunction *funcs;
 	bool *smem_raised;  /* per slot: MAX_DYNAMIC_SHARED_SIZE_BYTES raised (once) */
@@ -93,18 +92,16 @@ static fusrt_status build_ir(fusrt_module *m, const char *src, size_t len, const
 		o.no_arch_check = true;
 		m->n = m->prog->nfusions;
 		m->kernels = arena_alloc(m->arena, sizeof(Kernel *) * (m->n + 1));
-		m->first = arena_alloc(m->arena, sizeof(int) * (m->n + 1));
 		Vec slots = {0};
 		for (int i = 0; i < m->n && s == FUSRT_OK; i++) {
 			if (prefix && *prefix) /* as fusc --prefix: after the front end's name checks */
-				m->prog->fusions[i]->name = arena_printf(m->arena, "%s%s", prefix,
-									 m->prog->fusions[i]->name);
+				fusion_rename(m->arena, m->prog->fusions[i],
+					      arena_printf(m->arena, "%s%s", prefix,
+							   m->prog->fusions[i]->name));
 			m->kernels[i] = lower_fusion(m->arena, d, m->prog->fusions[i], &o);
 			if (!m->kernels[i])
 				s = FUSRT_ERR_COMPILE;
-			m->first[i] = slots.len;
-			for (Kernel *k = m->kernels[i]; k; k = k->fallback)
-				vec_push(m->arena, &slots, k);
+			kernel_flatten(m->arena, m->kernels[i], &slots);
 		}
 		m->slots = (Kernel **)slots.items;
 		m->nslots = slots.len;
@@ -180,6 +177,15 @@ fusrt_status rt_get_binary(const char *src, const char *name, int arch, bool cub
 static Kernel *slot_kernel(const fusrt_module *m, int slot)
 {
 	return m->slots[slot];
+}
+
+/* The slot of kernel k (one with a body). */
+static int slot_of(const fusrt_module *m, Kernel *k)
+{
+	int i = 0;
+	while (i < m->nslots - 1 && m->slots[i] != k)
+		i++;
+	return i;
 }
 
 /* Loads bin into the GPU and looks up every kernel; sets m->loaded last (a launch on another
@@ -619,6 +625,8 @@ static fusrt_status launch_dims(Kernel *k, const int64_t *sizes, int64_t dims[6]
 
 	for (int i = 0; i < 6; i++) {
 		dims[i] = 1;
+		if (k->segments.len) /* a plan: each segment's launch is checked when it runs */
+			continue;
 		if (k->launch[pts[i]] && !interp_eval_i64(k->launch[pts[i]], sizes, &dims[i]))
 			return rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the %s launch "
 				       "dimension does not fit in 64 bits", k->fusion->name,
@@ -802,10 +810,11 @@ static fusrt_status do_launch(fusrt_module *m, int fi, const fusrt_arg *args,
 }
 
 /* Everything before the launch: the module, the fusion, the arguments, the dims. *skip is
- * set when a grid dimension is 0 (nothing to launch). */
+ * set when a grid dimension is 0 (nothing to launch); *plan when the launch is a segmented
+ * plan's (launch_plan checks each segment's launch). */
 static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg *args,
-			    int nargs, const int64_t *sizes, int nsizes, int *fi, int64_t dims[6],
-			    bool *skip)
+			    int nargs, const int64_t *sizes, int nsizes, int *fi, Kernel **plan,
+			    int64_t dims[6], bool *skip)
 {
 	fusrt_status s;
 
@@ -825,19 +834,95 @@ static fusrt_status prepare(fusrt_module *m, const char *fusion, const fusrt_arg
 	if ((s = rt_launch_check(m->kernels[*fi], args, nargs, sizes, nsizes, dims)) != FUSRT_OK)
 		return s;
 	Kernel *v = rt_pick_kernel(m->kernels[*fi], args, sizes);
-	int slot = m->first[*fi];
-	for (Kernel *k = m->kernels[*fi]; k != v; k = k->fallback)
-		slot++; /* the variant's slot */
-	*fi = slot;
-	if (m->dump)
+	*plan = v->segments.len ? v : NULL;
+	*fi = slot_of(m, v);
+	if (m->dump && !*plan)
 		rt_dump_launch(m->dump, slot_kernel(m, *fi), sizes, dims);
 	*skip = false;
 	for (int i = 0; i < 6; i++)
 		if (dims[i] == 0)
 			*skip = true;
-	if ((s = load_pending(m)) != FUSRT_OK)
+	if ((s = load_pending(m)) != FUSRT_OK || *plan)
 		return s;
 	return setup_smem(m, *fi);
+}
+
+void rt_segment_args(const Segment *sg, const fusrt_arg *args, const int64_t *sizes,
+		     const CUdeviceptr *ws, fusrt_arg *out, int64_t *out_sizes)
+{
+	for (int q = 0; q < sg->fusion->nsig; q++)
+		out[q] = sg->args[q].from == 's' ? args[sg->args[q].index]
+			 : fusrt_ptr(ws ? (fusrt_devptr)ws[sg->args[q].index] : 256);
+	segment_sizes(sg, sizes, out_sizes);
+}
+
+/* A segmented plan (Kernel.segments; docs/runtime.md): the workspace between the segments,
+ * allocated in stream order (synchronously without cuMemAllocAsync), then each segment's
+ * launch as fusrt_launch makes it (its checks, its variant, its dims), then the workspace
+ * freed after them. */
+static fusrt_status launch_plan(fusrt_module *m, Kernel *k, const fusrt_arg *args,
+				const int64_t *sizes, CUstream stream)
+{
+	Fusion *f = k->fusion;
+	int nb = f->seg_buffers.len;
+	CUdeviceptr *ws = calloc((size_t)nb + 1, sizeof(CUdeviceptr));
+	fusrt_status s = FUSRT_OK;
+
+	for (int i = 0; i < nb && s == FUSRT_OK; i++) {
+		Tensor *t = VEC_AT(f->seg_buffers, Tensor, i);
+		int64_t dims[INTERP_MAX_DIMS], n = 1, b;
+		if ((t->ndim && (!interp_tensor_dims(t, sizes, dims, NULL) ||
+				 (n = interp_numel(dims, t->ndim)) < 0)) ||
+		    __builtin_mul_overflow(n ? n : 1, (int64_t)dtype_size(t->dtype), &b)) {
+			s = rt_fail(FUSRT_ERR_INVALID, "fusion %s: sizes too large: the size of the "
+				    "segments' workspace does not fit in 64 bits", f->name);
+			break;
+		}
+		CUresult r = rt_cu.mem_alloc_async ? rt_cu.mem_alloc_async(&ws[i], (size_t)b, stream)
+						   : rt_cu.mem_alloc(&ws[i], (size_t)b);
+		if (r != CUDA_SUCCESS) {
+			ws[i] = 0;
+			s = rt_cu_fail(r, "cuMemAllocAsync (the segments' workspace)");
+		}
+	}
+	for (int i = 0; i < k->segments.len && s == FUSRT_OK; i++) {
+		Segment *sg = VEC_AT(f->segments, Segment, i);
+		Fusion *g = sg->fusion;
+		Kernel *chain = VEC_AT(k->segments, Kernel, i);
+		fusrt_arg *ga = calloc((size_t)g->nsig + 1, sizeof(fusrt_arg));
+		int64_t *gs = calloc((size_t)g->nsizes + 1, sizeof(int64_t)), dims[6];
+		rt_segment_args(sg, args, sizes, ws, ga, gs);
+		s = rt_launch_check(chain, ga, g->nsig, gs, g->nsizes, dims);
+		int slot = slot_of(m, rt_pick_kernel(chain, ga, gs));
+		if (s == FUSRT_OK && m->dump)
+			rt_dump_launch(m->dump, slot_kernel(m, slot), gs, dims);
+		if (s == FUSRT_OK)
+			s = setup_smem(m, slot);
+		if (s == FUSRT_OK && dims[0] && dims[1] && dims[2] && dims[3] && dims[4] && dims[5])
+			s = do_launch(m, slot, ga, gs, dims, stream);
+		free(ga);
+		free(gs);
+	}
+	CUresult fr = CUDA_SUCCESS;
+	if (nb && !rt_cu.mem_free_async)
+		fr = rt_cu.ctx_synchronize();
+	for (int i = 0; i < nb; i++) {
+		CUresult e = !ws[i] ? CUDA_SUCCESS : rt_cu.mem_free_async ? rt_cu.mem_free_async(ws[i], stream)
+								       : rt_cu.mem_free(ws[i]);
+		fr = fr == CUDA_SUCCESS ? e : fr;
+	}
+	free(ws);
+	if (s == FUSRT_OK && fr != CUDA_SUCCESS)
+		s = rt_cu_fail(fr, "cuMemFreeAsync (the segments' workspace)");
+	return s;
+}
+
+/* The launch prepare chose: a kernel's, or a plan's segments. */
+static fusrt_status launch_chosen(fusrt_module *m, int fi, Kernel *plan, const fusrt_arg *args,
+				  const int64_t *sizes, const int64_t dims[6], CUstream stream)
+{
+	return plan ? launch_plan(m, plan, args, sizes, stream)
+		    : do_launch(m, fi, args, sizes, dims, stream);
 }
 
 /* The arguments of fusrt_launch and fusrt_time_launch (for rt_guard). */
@@ -862,14 +947,15 @@ static fusrt_status launch_body(void *ctx)
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
+	Kernel *plan;
 	fusrt_status s;
 
-	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, &plan, dims, &skip);
 	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
-	return do_launch(m, fi, args, sizes, dims, (CUstream)c->stream);
+	return launch_chosen(m, fi, plan, args, sizes, dims, (CUstream)c->stream);
 }
 
 fusrt_status fusrt_launch(fusrt_module *m, const char *fusion, const fusrt_arg *args, int nargs,
@@ -899,19 +985,20 @@ static fusrt_status time_body(void *ctx)
 	int64_t dims[6];
 	bool skip = false;
 	int fi;
+	Kernel *plan;
 	fusrt_status s;
 	CUresult r = CUDA_SUCCESS;
 
 	if (!median_ms || iters < 1 || warmup < 0)
 		return rt_fail(FUSRT_ERR_INVALID, "fusrt_time_launch: bad arguments");
 	*median_ms = 0;
-	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, dims, &skip);
+	s = prepare(m, c->fusion, args, c->nargs, sizes, c->nsizes, &fi, &plan, dims, &skip);
 	if (s != FUSRT_OK)
 		return s;
 	if (skip)
 		return FUSRT_OK;
 	for (int i = 0; i < warmup; i++)
-		if ((s = do_launch(m, fi, args, sizes, dims, NULL)) != FUSRT_OK)
+		if ((s = launch_chosen(m, fi, plan, args, sizes, dims, NULL)) != FUSRT_OK)
 			return s;
 	CUevent *ev = calloc(iters + 1, sizeof(CUevent));
 	double *ms = calloc(iters, sizeof(double));
@@ -926,7 +1013,7 @@ static fusrt_status time_body(void *ctx)
 		if (i == 0 && (r = rt_cu.event_record(ev[0], NULL)) != CUDA_SUCCESS)
 			s = rt_cu_fail(r, "cuEventRecord");
 		if (s == FUSRT_OK)
-			s = do_launch(m, fi, args, sizes, dims, NULL);
+			s = launch_chosen(m, fi, plan, args, sizes, dims, NULL);
 		if (s == FUSRT_OK && (r = rt_cu.event_record(ev[i + 1], NULL)) != CUDA_SUCCESS)
 			s = rt_cu_fail(r, "cuEventRecord");
 	}

@@ -136,6 +136,12 @@ fusrt_status rt_launch_check(Kernel *k, const fusrt_arg *args, int nargs, const 
  * preconditions hold (kernel_pick; dims from rt_launch_check are its). Arguments as checked
  * by rt_launch_check. */
 Kernel *rt_pick_kernel(Kernel *k, const fusrt_arg *args, const int64_t *sizes);
+/* The arguments and sizes of segment sg of a segmented fusion launched with args and sizes
+ * (out: sg->fusion->nsig entries, out_sizes: its nsizes), the workspace buffers at ws (NULL:
+ * not allocated yet; each is then taken as address 256, aligned as every allocation is, to
+ * tell which variant runs). */
+void rt_segment_args(const Segment *sg, const fusrt_arg *args, const int64_t *sizes,
+		     const CUdeviceptr *ws, fusrt_arg *out, int64_t *out_sizes);
 /* Checks a kernel's shared memory (static Kernel.smem_bytes, or dynamic when
  * Kernel.smem_dynamic) against the device's opt-in limit per block. FUSRT_OK, or
  * FUSRT_ERR_LAUNCH with *msg (malloc'd) worded as the generated launcher's: "FUSION: needs R

@@ -1,11 +1,21 @@
 /* auto_plan.h: what the automatic scheduler's files share (private to scheduler/): the plan
  * (the generated directives, applied as they are made) and the helpers that emit one
  * directive each. auto_schedule.c defines them; auto_outer.c (outer, middle-axis and
- * whole-tensor reductions) and auto_transpose.c (transposes) use them. docs/auto_schedule.md. */
+ * whole-tensor reductions), auto_transpose.c (transposes) and auto_matmul.c (matrix
+ * products) use them. docs/auto_schedule.md. */
 #ifndef FUSC_AUTO_PLAN_H
 #define FUSC_AUTO_PLAN_H
 
 #include "scheduler/scheduler.h"
+
+/* The size variants a plan asks for: copies of the fusion with size symbol `sym` bounded by
+ * each of `bounds` in turn, scheduled at the tuned level (docs/auto_schedule.md, "Size
+ * variants"); sym NULL: none. */
+typedef struct Buckets {
+	SizeSym *sym;
+	const int64_t *bounds;
+	int n;
+} Buckets;
 
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each
  * applied by sched_directive as soon as it is made, so it goes through every check a user's
@@ -15,15 +25,16 @@ typedef struct Plan {
 	Fusion *f;
 	Sched s;
 	AutoLevel level;
+	int arch;     /* the target sm (AutoOptions.arch) */
 	Span at;      /* every generated directive points here (the fusion, or the output) */
 	Vec dirs;     /* AstDirective* */
 	NameSet names; /* names in use: indices, tensors, parameters, sizes, caches */
 	NameSet axes; /* generated axis names, as "tensor.axis" */
 	bool ok;      /* every directive held */
-	/* A symbolic row length that a bound would let the tuned schedule plan for (a row
-	 * group over a size symbol with no SizeSym.bound): auto_schedule adds size variants
-	 * for it (docs/auto_schedule.md, "Size variants"); NULL: none. */
-	SizeSym *bucket;
+	/* A size symbol that a bound would let the tuned schedule plan for (a row group's
+	 * symbolic row length, a matrix product's symbolic M, with no SizeSym.bound):
+	 * auto_schedule adds size variants for it (docs/auto_schedule.md, "Size variants"). */
+	Buckets bucket;
 } Plan;
 
 /* auto_schedule.c */
@@ -38,6 +49,9 @@ const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const ch
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
+/* `[result =] t.verb(args) [-> (outs)];` (an argument: an integer, a dotted name, a name) */
+void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
+		 const char **args, int nouts, const char **outs);
 int64_t threads_for(IrExpr *extent, int64_t want);
 bool read_by_other(Fusion *f, Tensor *t);
 /* Two extents that are the same constant or the same size symbol. */
@@ -47,6 +61,7 @@ bool dims_equal(IrExpr *x, IrExpr *y);
  * "Classes"), and what the class files share to find it. */
 enum { AUTO_MAX_RANK = 16 };
 typedef enum AutoClass {
+	AC_MATMUL,    /* a matrix product, batched or with an epilogue (auto_matmul.c) */
 	AC_POINTWISE, /* no reduction, every read in the output's index order and shape */
 	AC_BROADCAST, /* no reduction, some read not (a broadcast, a constant subscript, ...) */
 	AC_TRANSPOSE, /* transpose or permute (auto_transpose.c) */
@@ -87,6 +102,10 @@ AutoAccess auto_access(Tensor *o);
 AutoClass auto_outer_class(Fusion *f, Tensor *o);
 bool auto_outer(Plan *p, Tensor *o);
 
+/* auto_long_row.c: a row reduction output over a long row (segment_long_row), the only
+ * output: each row split over blocks, a grid reduction. False (nothing emitted) otherwise. */
+bool auto_long_row(Plan *p, Tensor *o);
+
 /* auto_transpose.c: a pointwise output that reads inputs with its innermost index on
  * another dimension than their innermost one (a transpose or permute). */
 enum { AUTO_TRANSPOSE_MAX = 8 };
@@ -101,5 +120,22 @@ typedef struct AutoTranspose {
 bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c);
 /* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
 bool auto_transpose(Plan *p, Tensor *o);
+
+/* auto_matmul.c: a contraction C[b..., i, j] = sum(k: A[b..., i, k] * B[b..., k, j]) (either
+ * operand transposed), or a pointwise epilogue of one, as the fusion's one output. */
+typedef struct AutoMatmul {
+	Tensor *out;        /* the output */
+	Tensor *acc;        /* the contraction: out, or the reduction its epilogue reads */
+	Tensor *a, *b;      /* the operands, inputs */
+	bool a_trans, b_trans; /* A[b..., k, i], B[b..., j, k] */
+	int nbatch;         /* leading batch indices */
+	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
+	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
+} AutoMatmul;
+/* Whether o is in the class (c says how): a constant extent must be at least its tile
+ * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */
+bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c);
+/* o's tiled schedule when it is in the class; false (nothing emitted) when it is not. */
+bool auto_matmul(Plan *p, Tensor *o);
 
 #endif

@@ -64,6 +64,11 @@ enum {
 };
 
 
+/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
+ * short rows (several per block), then rows persistent in registers as a constant row of
+ * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
+static const int64_t row_buckets[] = {256, 1024, 4096, 16384, 65536};
+
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
 {
@@ -99,9 +104,10 @@ static const char *fresh(Arena *a, Tensor *t, const char *base)
 	return n;
 }
 
-static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level)
+static void plan_init(Plan *p, Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch)
 {
-	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level, .at = f->span,
+	*p = (Plan){.a = a, .f = f, .s = {.a = a, .d = d, .f = f, .generated = true}, .level = level,
+		    .arch = arch, .at = f->span,
 		    .names = {.a = a}, .axes = {.a = a}, .ok = true};
 	names_of_fusion(&p->names, f);
 }
@@ -135,6 +141,12 @@ static void emit(Plan *p, const char *result, const char *t, const char *verb, i
 					plan_name(p, verb), &va, &vo);
 	vec_push(p->a, &p->dirs, d);
 	p->ok &= sched_directive(&p->s, d);
+}
+
+void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
+		 const char **args, int nouts, const char **outs)
+{
+	emit(p, result, t, verb, nargs, args, nouts, outs);
 }
 
 void d_split(Plan *p, const char *t, const char *ax, int64_t f, const char *o,
@@ -835,8 +847,9 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
-	if (p->level == AUTO_TUNED && !p->bucket && r->n->kind == EX_SIZE && r->n->size->bound == 0)
-		p->bucket = r->n->size;
+	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
+	    r->n->size->bound == 0)
+		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -1137,7 +1150,12 @@ static void schedule_tuned(Plan *p)
 								     auto_class_name(c))
 						      : auto_class_name(c);
 		seen |= 1u << c;
+		if (auto_long_row(p, o))
+			continue; /* rows split over blocks (auto_long_row.c) */
 		switch (c) {
+		case AC_MATMUL:
+			auto_matmul(p, o);
+			break;
 		case AC_POINTWISE:
 		case AC_BROADCAST:
 			schedule_output(p, o);
@@ -1311,8 +1329,9 @@ const char *auto_level_name(AutoLevel level)
 }
 
 /* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
- * the plan's size symbol for size variants (Plan.bucket). */
-static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSym **bucket)
+ * the size variants the plan asks for (Plan.bucket). */
+static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch,
+			   Buckets *bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1320,7 +1339,7 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 		return false;
 	}
 	Plan p;
-	plan_init(&p, a, d, f, level);
+	plan_init(&p, a, d, f, level, arch);
 	if (level <= AUTO_SCALAR)
 		schedule_tuned(&p);
 	else
@@ -1336,48 +1355,102 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, SizeSy
 	return sched_finish(&p.s, p.ok);
 }
 
-/* Lowers f as a launcher will (sm_80: the generated schedules use nothing newer) and keeps
- * no diagnostic: the real lowering reports its warnings again. */
-static bool lowers(Arena *a, Diag *d, Fusion *f)
+/* Lowers f as a launcher will, for the target sm (the generated schedules use nothing newer
+ * than sm_80; an older target refuses what needs sm_80, cp.async and mma, and the next level
+ * is tried) and keeps no diagnostic: the real lowering reports its warnings again. */
+static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 {
 	DiagMark m = diag_mark(d);
-	LowerOptions o = {.arch = 80};
+	LowerOptions o = {.arch = arch};
 	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
 	return ok;
 }
 
-/* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
- * short rows (several per block), then rows persistent in registers as a constant row of
- * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
-static const int64_t row_buckets[] = {256, 1024, 4096, 16384, 65536};
-
-/* The size variants of f, scheduled at the tuned level: one copy of f per bucket with
- * size symbol `index` bounded, tried by the launcher in order before f's own kernels. A
- * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
-static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index)
+/* f (as sema builds it from its AST) scheduled at the tuned level with size symbol `index`
+ * bounded, when it is accepted and lowers; NULL otherwise (no diagnostic). With `planned`
+ * false the schedule is the unbounded one (the bound only narrows the lowering's ranges). */
+static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+			    int64_t bound, bool planned, int arch)
 {
 	DiagMark m = diag_mark(d);
-	for (int i = 0; i < countof(row_buckets); i++) {
-		Fusion *g = sema_fusion(a, d, f->ast);
-		diag_rollback(d, m);
-		if (!g)
-			return;
-		g->ast_schedule = block;
-		g->auto_scheduled = true;
-		g->sizes[index]->bound = row_buckets[i];
-		bool ok = schedule_level(a, d, g, AUTO_TUNED, NULL) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, g);
-		diag_rollback(d, m);
-		if (ok)
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g)
+		return NULL;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->bound = planned ? bound : 0;
+	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
+	g->sizes[index]->bound = bound;
+	ok = ok && lowers(a, d, g, arch);
+	diag_rollback(d, m);
+	return ok ? g : NULL;
+}
+
+/* The size variants of f, scheduled at the tuned level: one copy of f per bound of b with
+ * its size symbol bounded, tried by the launcher in order before f's own kernels. A
+ * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
+static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
+			 int arch)
+{
+	for (int i = 0; i < b->n; i++) {
+		Fusion *g = bounded_copy(a, d, f, block, b->sym->index, b->bounds[i], true, arch);
+		if (g)
 			vec_push(a, &f->variants, g);
 	}
+}
+
+/* Rows longer than this are split over blocks (docs/auto_schedule.md, "Segmentation"). */
+static const int64_t long_rows = 65536;
+
+/* Long rows: f's own schedule becomes the size variant for rows up to long_rows (scheduled
+ * as it was, unbounded), and f is
+ * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
+ * that others read are grid reductions, or a row reduction output split over blocks
+ * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+			  int arch)
+{
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	if (!g || g->failed)
+		return;
+	g->ast_schedule = block;
+	g->auto_scheduled = true;
+	g->sizes[index]->above = long_rows;
+	bool ok = segment_fusion(a, d, g, arch);
+	if (!ok && g->noutputs == 1 && segment_long_row(g->outputs[0]))
+		ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
+	ok = ok && lowers(a, d, g, arch);
+	diag_rollback(d, m);
+	if (!ok)
+		return;
+	/* rows up to long_rows: the last bucket when it lowered, else f's own schedule bounded */
+	Fusion *last = f->variants.len ? VEC_AT(f->variants, Fusion, f->variants.len - 1) : NULL;
+	if (!last || last->sizes[index]->bound < long_rows) {
+		Fusion *own = bounded_copy(a, d, f, block, index, long_rows, false, arch);
+		if (!own)
+			return;
+		vec_push(a, &f->variants, own);
+	}
+	Vec variants = f->variants;
+	const char *cls = f->auto_class; /* long rows are rows */
+	*f = *g;
+	f->variants = variants;
+	f->auto_class = cls;
+	for (int i = 0; i < f->segments.len; i++)
+		VEC_AT(f->segments, Segment, i)->fusion->segment_of = f;
 }
 
 bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 {
 	AstSchedule *block = f->ast_schedule; /* NULL, or `schedule NAME auto;` */
 	DiagMark m = diag_mark(d);
+	int arch = o && o->arch ? o->arch : 80;
+	if (segment_fusion(a, d, f, arch))
+		return true;
 	for (int level = 0; level < AUTO_LEVELS; level++) {
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
@@ -1391,16 +1464,18 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		}
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
-		SizeSym *bucket = NULL;
-		bool ok = schedule_level(a, d, f, (AutoLevel)level, &bucket) &&
-			  diag_error_count(d) == m.errors && lowers(a, d, f);
+		Buckets bucket = {0};
+		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket) &&
+			  diag_error_count(d) == m.errors && lowers(a, d, f, arch);
 		if (ok && o && (o->refuse >> level & 1)) {
 			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
 				   level_names[level], f->name);
 			ok = false;
 		}
-		if (ok && bucket && f->ast)
-			add_variants(a, d, f, block, bucket->index);
+		if (ok && bucket.sym && f->ast)
+			add_variants(a, d, f, block, &bucket, arch);
+		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)
+			add_long_rows(a, d, f, block, bucket.sym->index, arch);
 		if (ok)
 			return true;
 	}

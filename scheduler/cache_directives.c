@@ -343,7 +343,8 @@ bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
 }
 
 /* c.pad(n): c's shared buffer gets n unused elements after each run of its innermost buffer
- * axis (a 32 x 32 tile read by columns is laid out 32 x 33: no bank conflicts). */
+ * axis (a 32 x 32 tile read by columns is laid out 32 x 33: no bank conflicts); pad(n, e):
+ * after every e elements of the layout (rows of e elements, whatever the axes). */
 bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 {
 	int64_t n = dir->args[0].value;
@@ -363,7 +364,14 @@ bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 		diag_note(s->d, c->sched.pad_span, "first padded here");
 		return false;
 	}
+	int64_t every = dir->nargs == 2 ? dir->args[1].value : 0;
+	if (dir->nargs == 2 && every < 1) {
+		diag_error(s->d, dir->args[1].span, "a pad after every %lld elements: the run must be at least 1",
+			   (long long)every);
+		return false;
+	}
 	c->sched.pad = (int)n;
+	c->sched.pad_every = every;
 	c->sched.pad_span = dir->span;
 	return true;
 }

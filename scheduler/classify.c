@@ -4,6 +4,8 @@
  *
  * auto_classify names one output's class; schedule_tuned (auto_schedule.c) switches on it:
  *
+ *   matmul      a matrix product (batched, transposed operands, a pointwise epilogue) as
+ *               the fusion's one output (auto_matmul.c: tensor cores or FMA tiles)
  *   pointwise   no reduction, every read in the output's own index order and shape
  *   broadcast   no reduction, some read not (a broadcast, a constant subscript, a transpose
  *               that cannot be staged)
@@ -22,7 +24,7 @@
 enum { MAX_DEPTH = 64 };
 
 static const char *const class_names[AC_COUNT] = {
-	"pointwise", "broadcast", "transpose", "rows", "outer", "middle", "whole", "general",
+	"matmul", "pointwise", "broadcast", "transpose", "rows", "outer", "middle", "whole", "general",
 };
 
 const char *auto_class_name(AutoClass c)
@@ -116,6 +118,9 @@ AutoClass auto_classify(Fusion *f, Tensor *o, bool row_group)
 {
 	if (!o->def)
 		return AC_GENERAL;
+	AutoMatmul m;
+	if (auto_matmul_classify(f, o, &m))
+		return AC_MATMUL;
 	if (row_group)
 		return AC_ROWS;
 	AutoClass c = auto_outer_class(f, o);

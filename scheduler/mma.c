@@ -1,8 +1,9 @@
 /* mma.c: the tensor-core directives (docs/tensor_cores.md).
  *
  * `Cl.mma(m16n8k16)` puts the three innermost axes of a contraction's register accumulator
- * (`Cl = C.cache_before(local)` of `C[i, j] = sum(k: A[i, k] * B[k, j])`, operands read from
- * shared caches) on one warp-wide instruction. It checks the pattern, the dtypes, the operand
+ * (`Cl = C.cache_before(local)` of `C[i, j] = sum(k: A[i, k] * B[k, j])`, or a register
+ * intermediate such a contraction defines, whose one reader applies an epilogue; batch
+ * indices first allowed; operands read from shared caches) on one warp-wide instruction. It checks the pattern, the dtypes, the operand
  * layout and the tile, then gives the m x n tile the accumulator's fragment layout with
  * ordinary transforms:
  *
@@ -40,11 +41,50 @@ static IrExpr *strip_casts(IrExpr *e)
 	return e;
 }
 
-/* Is access e subscripted by exactly the root axes r0, r1 of its reader? */
-static bool subscripts(IrExpr *e, Axis *r0, Axis *r1)
+/* Is access e subscripted by exactly the root axes (b..., r0, r1) of its reader t, with b...
+ * t's first ndim - 2 roots (the batch indices of a batched product)? */
+static bool subscripts(Tensor *t, IrExpr *e, Axis *r0, Axis *r1)
 {
-	return e->nargs == 2 && e->args[0]->kind == EX_AXIS && e->args[0]->axis == r0 &&
-	       e->args[1]->kind == EX_AXIS && e->args[1]->axis == r1;
+	int nb = t->ndim - 2;
+	if (e->nargs != nb + 2)
+		return false;
+	for (int q = 0; q < nb + 2; q++) {
+		Axis *want = q < nb ? t->root[q] : q == nb ? r0 : r1;
+		if (e->args[q]->kind != EX_AXIS || e->args[q]->axis != want)
+			return false;
+	}
+	return true;
+}
+
+/* Can t accumulate an mma: a register cache_before of the output, or a register
+ * intermediate (a reduction lifted out of an expression, `gelu(sum(k: ...) + bias[j])`), whose
+ * one reader then stores it (and applies the rest of its expression) from the fragments. */
+static bool accumulator_kind(Tensor *t)
+{
+	return t->sched.mem == MEM_LOCAL &&
+	       (t->sched.cache_before || (t->kind == TK_INTERMEDIATE && !t->sched.cache_of));
+}
+
+/* The one stored tensor that reads t, looking through inlined intermediates (NULL: none,
+ * or several). */
+static Tensor *stored_reader(Tensor *t, int depth)
+{
+	Tensor *found = NULL;
+	for (int i = 0; i < t->readers.len && depth < 64; i++) {
+		Tensor *u = VEC_AT(t->readers, Tensor, i);
+		if (u->kind == TK_INTERMEDIATE && u->sched.inlined && !tensor_is_reduction(u))
+			u = stored_reader(u, depth + 1);
+		if (!u || (found && found != u))
+			return NULL;
+		found = u;
+	}
+	return found;
+}
+
+/* The tensor that stores accumulator t: the output it caches, or its one stored reader. */
+static Tensor *accumulator_reader(Tensor *t)
+{
+	return t->sched.cache_before ? t->sched.cache_of : stored_reader(t, 0);
 }
 
 /* The fragment transform of the 16 x 8 tile (m, n) of t (the header comment): the lane axis
@@ -146,15 +186,15 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 		x = strip_casts(body->args[0]);
 		y = strip_casts(body->args[1]);
 	}
-	if (!body || def->red != RED_SUM || t->ndim != 2 || t->nroot != 3 || !x || !y ||
+	if (!body || def->red != RED_SUM || t->ndim < 2 || t->nroot != t->ndim + 1 || !x || !y ||
 	    x->kind != EX_ACCESS || y->kind != EX_ACCESS) {
 		diag_error(s->d, dir->verb.span, "mma needs a contraction 'C[i, j] = sum(k: A[i, k] * B[k, j])'; '%s' is not one",
 			   t->name);
 		diag_note(s->d, t->def_span, "'%s' is defined here", t->name);
 		return false;
 	}
-	if (!t->sched.cache_before || t->sched.mem != MEM_LOCAL) {
-		diag_error(s->d, dir->span, "the mma accumulates in registers: apply it to the output's register cache ('%sl = %s.cache_before(local)'), not to '%s'",
+	if (!accumulator_kind(t)) {
+		diag_error(s->d, dir->span, "the mma accumulates in registers: apply it to the output's register cache ('%sl = %s.cache_before(local)') or to a register intermediate, not to '%s'",
 			   t->name, t->name, t->name);
 		return false;
 	}
@@ -163,15 +203,15 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 			   in->name, t->name, dtype_name(t->dtype));
 		return false;
 	}
-	Axis *ri = t->root[0], *rj = t->root[1], *rk = t->root[2];
-	if (subscripts(y, ri, rk) || subscripts(x, rk, rj)) {
+	Axis *ri = t->root[t->ndim - 2], *rj = t->root[t->ndim - 1], *rk = t->root[t->ndim];
+	if (subscripts(t, y, ri, rk) || subscripts(t, x, rk, rj)) {
 		IrExpr *z = x;
 		x = y;
 		y = z;
 	}
-	if (!subscripts(x, ri, rk) || !subscripts(y, rk, rj)) {
-		bool at = subscripts(x, rk, ri) || subscripts(y, rk, ri);
-		bool bt = subscripts(x, rj, rk) || subscripts(y, rj, rk);
+	if (!subscripts(t, x, ri, rk) || !subscripts(t, y, rk, rj)) {
+		bool at = subscripts(t, x, rk, ri) || subscripts(t, y, rk, ri);
+		bool bt = subscripts(t, x, rj, rk) || subscripts(t, y, rj, rk);
 		if (at || bt)
 			diag_error(s->d, dir->span, "mma with a transposed operand (%s) is not supported yet: the operands must be A[%s, %s] and B[%s, %s]",
 				   at ? "A[k, i]" : "B[j, k]", ri->name, rk->name, rk->name, rj->name);
@@ -255,9 +295,10 @@ bool sched_check_mma(Sched *s)
 {
 	bool ok = true;
 	for (int i = 0; i < s->f->ntensors; i++) {
-		Tensor *t = s->f->tensors[i], *c = t->sched.cache_of;
+		Tensor *t = s->f->tensors[i];
 		if (!t->sched.mma)
 			continue;
+		Tensor *c = accumulator_reader(t);
 		TensorMma *m = t->sched.mma;
 		int nd = t->ndomain;
 		Axis *want[4] = {m->lane, m->mh, m->nc, m->k};
@@ -268,9 +309,13 @@ bool sched_check_mma(Sched *s)
 			diag_error(s->d, m->span, "the axes the mma made ('%s', '%s', '%s', then '%s') must stay the innermost axes of '%s', as they are",
 				   m->lane->name, m->mh->name, m->nc->name, m->k->name, t->name);
 			ok = false;
+		} else if (!c) {
+			diag_error(s->d, m->span, "the mma accumulator '%s' must have one reader (through inlined tensors), which stores its fragments",
+				   t->name);
+			ok = false;
 		} else if (t->sched.ca_tensor != c) {
-			diag_error(s->d, t->sched.mma->span, "the mma accumulator '%s' must be computed at its output '%s' ('%s.compute_at(%s, ...)')",
-				   t->name, c->name, t->name, c->name);
+			diag_error(s->d, m->span, "the mma accumulator '%s' must be computed at its %s '%s' ('%s.compute_at(%s, ...)')",
+				   t->name, t->sched.cache_before ? "output" : "reader", c->name, t->name, c->name);
 			ok = false;
 		} else if (!c->sched.fragment_span.file) {
 			diag_error(s->d, t->sched.mma->span, "'%s' stores the accumulator '%s' that the lanes of a warp hold: give it the same layout with '%s.fragment(m, n)' on its 16 x 8 tile axes",

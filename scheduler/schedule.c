@@ -35,7 +35,7 @@
 	X(CP_ASYNC, "cp_async", "?n", "cp_async() or cp_async(cg)")                        \
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
-	X(PAD, "pad", "i", "pad(n)")                                                      \
+	X(PAD, "pad", "i?i", "pad(n) or pad(n, every)")                                   \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
@@ -1317,9 +1317,15 @@ bool sched_finish(Sched *s, bool ok)
 
 bool schedule_apply(Arena *a, Diag *d, Fusion *f)
 {
+	return schedule_apply_for(a, d, f, 80);
+}
+
+bool schedule_apply_for(Arena *a, Diag *d, Fusion *f, int arch)
+{
 	AstSchedule *sc = f->ast_schedule;
+	AutoOptions o = {.arch = arch};
 	if (!sc || sc->is_auto)
-		return auto_schedule(a, d, f);
+		return auto_schedule_with(a, d, f, &o);
 	Sched s = {.a = a, .d = d, .f = f, .generated = sc->generated};
 	bool ok = true;
 	for (int i = 0; i < sc->ndirs; i++)

@@ -58,6 +58,11 @@ static bool check_depths(Diag *d, Fusion *f)
 
 Program *compile_program(Arena *a, Diag *d, int file)
 {
+	return compile_program_for(a, d, file, 80);
+}
+
+Program *compile_program_for(Arena *a, Diag *d, int file, int arch)
+{
 	AstFile *ast = parse_file(a, d, file);
 	if (diag_error_count(d))
 		return NULL;
@@ -68,7 +73,7 @@ Program *compile_program(Arena *a, Diag *d, int file)
 		Fusion *f = p->fusions[i];
 		if (f->failed)
 			continue;
-		ok &= schedule_apply(a, d, f) && check_depths(d, f);
+		ok &= schedule_apply_for(a, d, f, arch) && check_depths(d, f);
 	}
 	if (!ok || diag_error_count(d))
 		return NULL;

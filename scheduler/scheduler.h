@@ -18,6 +18,9 @@
 /* scheduler/schedule.c: applies the fusion's schedule directives in order (or calls
  * auto_schedule when there is no schedule block / `auto`). Errors go to d. */
 bool schedule_apply(Arena *a, Diag *d, Fusion *f);
+/* The same for target sm `arch` (what the automatic scheduler may use: cp.async and tensor
+ * cores need sm_80); schedule_apply is sm_80. */
+bool schedule_apply_for(Arena *a, Diag *d, Fusion *f, int arch);
 
 /* Individual directives, also called by auto_schedule and the unit tests. They return false
  * after reporting an error at `at`. */
@@ -117,6 +120,7 @@ typedef enum AutoLevel {
 } AutoLevel;
 typedef struct AutoOptions {
 	unsigned refuse; /* tests: levels (bits 1 << AutoLevel) refused after they lowered */
+	int arch;        /* the target sm the schedules are for (0: sm_80) */
 } AutoOptions;
 bool auto_schedule(Arena *a, Diag *d, Fusion *f);
 bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o);
@@ -130,6 +134,17 @@ typedef enum AutoCopies {
 	AUTO_COPY_READER, /* every stored reader (output or reduction) has its own copies */
 } AutoCopies;
 bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode);
+
+/* scheduler/segment.c: splits a fusion without a schedule block into segments when a
+ * reduction that another tensor reads is best a grid reduction (docs/auto_schedule.md,
+ * "Segmentation"): builds f->segments, each scheduled automatically, and returns true;
+ * false (f unchanged, no diagnostic) when there is nothing to split or a segment fails. */
+bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch);
+/* The last subscripts of r's reads (a mask of r's roots; bit 31: something else). */
+unsigned segment_read_roots(Tensor *r);
+/* A row reduction (one reduced root, the last subscript of every read) over a size symbol
+ * marked long (SizeSym.above): its rows are split over blocks (auto_long_row.c). */
+bool segment_long_row(Tensor *r);
 
 /* A set of names (open addressing), for fresh names in fusions of any size. */
 typedef struct NameSet {
@@ -147,5 +162,7 @@ void names_of_fusion(NameSet *s, Fusion *f);
 /* scheduler/scheduler.c: text -> scheduled Program in one call (parse, sema, schedule). Stops
  * after the first phase that reported errors; returns NULL then. */
 Program *compile_program(Arena *a, Diag *d, int file);
+/* The same for target sm `arch` (schedule_apply_for); compile_program is sm_80. */
+Program *compile_program_for(Arena *a, Diag *d, int file, int arch);
 
 #endif

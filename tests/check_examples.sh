@@ -43,6 +43,9 @@ done
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread.
+# Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8),
+# both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
+# run the scalar kernel.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
@@ -63,7 +66,27 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=0,T=3,H=5" \
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=3,T=1000,H=33" \
 	    "tests/golden/sim/auto_total_f16.fus --dims N=0" \
-	    "tests/golden/sim/auto_total_f16.fus --dims N=3"; do
+	    "tests/golden/sim/auto_total_f16.fus --dims N=3" \
+	    "examples/gemm/auto_hgemm.fus --dims M=300,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm.fus --dims M=32,N=40,K=32" \
+	    "examples/gemm/auto_hgemm.fus --dims M=33,N=40,K=45" \
+	    "examples/gemm/auto_hgemm.fus --dims M=64,N=40,K=32" \
+	    "examples/gemm/auto_hgemm.fus --dims M=65,N=40,K=40" \
+	    "examples/gemm/auto_hgemm.fus --dims M=0,N=8,K=8" \
+	    "examples/gemm/auto_hgemm.fus --dims M=3,N=8,K=0" \
+	    "examples/gemm/auto_bgemm.fus --dims Z=2,M=130,N=136,K=40 --max-blocks 4" \
+	    "examples/gemm/auto_bgemm.fus --dims Z=0,M=3,N=3,K=3" \
+	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=300,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=1,N=1,K=1" \
+	    "examples/gemm/auto_sgemm.fus --dims M=300,N=260,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_sgemm.fus --dims M=5,N=0,K=7" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=1,N=8,K=8" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=70,N=40,K=56" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=129,N=136,K=40 --max-blocks 4" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=0,N=8,K=8" \
+	    "examples/gemm/hgemm_ldmatrix.fus --dims M=5,N=16,K=0" \
+	    "examples/gemm/hgemm_bf16.fus --dims M=67,N=24,K=40" \
+	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56"; do
 	# shellcheck disable=SC2086
 	if "$FUSC" check $args >"$out" 2>&1; then
 		pass=$((pass + 1))
@@ -75,7 +98,9 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 done
 # Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
-# the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs.
+# the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs. Rows
+# longer than 65536 run as segments (docs/auto_schedule.md, "Segmentation"), each row split
+# over blocks.
 for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388 65536 \
 	 65537 65540; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
@@ -92,12 +117,11 @@ for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385
 done
 for want in 0:N256 1:N256_scalar 256:N256 257:N1024_scalar 260:N1024 1024:N1024 1028:N4096 \
 	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:N65536_scalar \
-	    16388:N65536 65536:N65536 65537:scalar 65540:kernel; do
-	n=${want%%:*} k=softmax_f32_kernel_${want#*:}
-	[ "${want#*:}" = kernel ] && k=softmax_f32_kernel
-	[ "${want#*:}" = scalar ] && k=softmax_f32_kernel_scalar
+	    16388:N65536 65536:N65536 65537:segments 65540:segments; do
+	n=${want%%:*} k="kernel softmax_f32_kernel_${want#*:}"
+	[ "${want#*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
 	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=3,N=$n" --max-blocks 1 >"$out" 2>&1 &&
-	   grep -q "; kernel $k;" "$out"; then
+	   grep -q "; $k[;,]" "$out"; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
@@ -124,7 +148,8 @@ budget() {
 bdir=$(mktemp -d)
 trap 'rm -f "$out"; rm -rf "$bdir"' EXIT
 printf 'fusion pw(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\nschedule pw { y.split(i, 1099511627776) -> (io, ii); y.bind(io, blockIdx.x); }\n' >"$bdir/split.fus"
-printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\n' >"$bdir/mm.fus"
+# (an empty schedule block: the automatic matmul schedule's caches would be terms too)
+printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\nschedule mm { }\n' >"$bdir/mm.fus"
 budget 'over the budget (simulator): loop .* of 1099511627776 iterations' "$bdir/split.fus" --size 5
 budget 'over the budget (reference): its tensors hold 300000000000 elements' examples/saxpy.fus --size 100000000000
 budget 'over the budget (reference): its tensors hold' "$bdir/mm.fus" --size 100000

@@ -3,13 +3,16 @@
 # with no schedule block, the printed schedule (its comment naming the class of the tuned
 # schedule) pasted under the program compiles to the same
 # kernels as the automatic schedule (the scalar fallback and the size variants, which only an
-# automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so.
+# automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so,
+# and so must one that the automatic scheduler split into segments (several kernels: a schedule
+# block schedules one; docs/auto_schedule.md, "Segmentation"), whose segments' schedules it
+# prints as comments.
 set -u
 FUSC=${FUSC:-build/fusc}
 T=${TMPDIR:-/tmp}/fusc-emit-schedule.$$
 mkdir -p "$T"
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0 copies=0
+pass=0 fail=0 copies=0 segmented=0
 # the fusions' own kernels of a .cu (NAME_kernel), less the scalar fallbacks and size
 # variants (NAME_kernel_scalar, NAME_kernel_N4096), which only automatic schedules get
 kernels() {
@@ -22,12 +25,16 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	if ! "$FUSC" "$f" --emit=schedule -o "$T/$b.sched"; then
 		echo "FAIL $f: --emit=schedule failed"; fail=$((fail + 1)); continue
 	fi
+	if grep -q '^// .*: the automatic scheduler split it into [0-9]* segments' "$T/$b.sched" &&
+	   grep -q '^//   schedule .*_seg0 {' "$T/$b.sched" && ! grep -q '^schedule ' "$T/$b.sched"; then
+		segmented=$((segmented + 1)); continue
+	fi
 	if ! grep -q '^schedule ' "$T/$b.sched"; then
 		echo "FAIL $f: no schedule block printed"; fail=$((fail + 1)); continue
 	fi
 	# the tuned schedule names its class (scheduler/classify.c)
 	if grep "the automatic scheduler's schedule" "$T/$b.sched" |
-		grep -Evq '\(class: (pointwise|broadcast|transpose|rows|outer|middle|whole|general)(, (pointwise|broadcast|transpose|rows|outer|middle|whole|general))*\)$'; then
+		grep -Evq '\(class: (segments: )?(matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general)([,;] (matmul|pointwise|broadcast|transpose|rows|outer|middle|whole|general))*\)$'; then
 		echo "FAIL $f: a tuned schedule without its class:"; grep "^// " "$T/$b.sched" | head -3
 		fail=$((fail + 1)); continue
 	fi
@@ -47,5 +54,5 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	fi
 	pass=$((pass + 1))
 done
-echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable)"
+echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable), $segmented segmented (not pasteable)"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

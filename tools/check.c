@@ -143,7 +143,7 @@ static int job_sizes(CheckOpts *o, Job *j, Diag *d)
 		arena_free(a);
 		return 2;
 	}
-	j->variants = j->k->fallback != NULL;
+	j->variants = j->k->fallback != NULL || j->k->segments.len;
 	j->k = v;
 	return cli_check_sizes(&o->cli, f, j->sizes);
 }
@@ -211,8 +211,15 @@ static void print_header(Job *j, const SimResult *r, double secs)
 	printf("%s:", f->name);
 	for (int i = 0; i < f->nsizes; i++)
 		printf(" %s=%lld", f->sizes[i]->name, (long long)j->sizes[i]);
-	if (j->variants)
+	if (j->variants && !j->k->segments.len)
 		printf("%s kernel %s", f->nsizes ? ";" : "", j->k->name);
+	for (int i = 0; i < j->k->segments.len; i++) { /* a plan: the kernel of each segment */
+		Segment *sg = VEC_AT(f->segments, Segment, i);
+		int64_t gs[64];
+		segment_sizes(sg, j->sizes, gs);
+		Kernel *v = kernel_pick(VEC_AT(j->k->segments, Kernel, i), gs, NULL);
+		printf("%s%s", i ? ", " : f->nsizes ? "; kernels " : " kernels ", v ? v->name : "(none)");
+	}
 	printf("%s simulated %lld of %lld blocks of %lld threads in %.3f s\n",
 	       f->nsizes || j->variants ? ";" : "", (long long)r->blocks_run, (long long)r->blocks_total,
 	       (long long)r->threads_per_block, secs);

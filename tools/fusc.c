@@ -431,7 +431,7 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
-	Program *p = compile_program(a, d, file);
+	Program *p = compile_program_for(a, d, file, o->lower.arch);
 	*prog_out = p;
 	if (!p)
 		return NULL;
@@ -442,9 +442,7 @@ static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_
 		 * launcher, its kernels and the header all carry it. */
 		Fusion *f = p->fusions[i];
 		if (o->prefix)
-			f->name = arena_printf(a, "%s%s", o->prefix, f->name);
-		for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
-			VEC_AT(f->variants, Fusion, v)->name = f->name;
+			fusion_rename(a, f, arena_printf(a, "%s%s", o->prefix, f->name));
 		ks[i] = lower_fusion(a, d, p->fusions[i], &o->lower);
 		ok = ok && ks[i];
 	}
@@ -474,6 +472,36 @@ static int emit_nvrtc(Kernel **ks, int nk, Options *o, const char *stem)
 	return rc;
 }
 
+/* A schedule block as comment lines (`//   `). */
+static void put_commented(Buf *b, AstSchedule *s)
+{
+	Buf vb = {0};
+	ast_print_schedule(s, &vb);
+	for (const char *l = vb.s; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		int n = nl ? (int)(nl - l) : (int)strlen(l);
+		buf_printf(b, "//   %.*s\n", n, l);
+		l += n + (nl != NULL);
+	}
+	buf_free(&vb);
+}
+
+/* A segmented fusion: each segment's fusion and schedule, for reading (commented out: the
+ * file has no such fusions, and a schedule block schedules one kernel). */
+static void emit_segments(Fusion *f, Buf *b)
+{
+	buf_printf(b, "// %s: the automatic scheduler split it into %d segments (kernels run in order;\n"
+		      "// a schedule block schedules one kernel, so these are shown for reading):\n",
+		   f->name, f->segments.len);
+	for (int i = 0; i < f->segments.len; i++) {
+		Fusion *g = VEC_AT(f->segments, Segment, i)->fusion;
+		buf_puts(b, "//   ");
+		ir_print_signature(g, b);
+		buf_puts(b, "\n");
+		put_commented(b, g->ast_schedule);
+	}
+}
+
 /* `--emit=schedule`: each fusion's schedule block as the scheduler applied it (the user's
  * block, or the automatic scheduler's directives), to paste into the file and edit. */
 static void emit_schedules(Program *p, Buf *b)
@@ -481,7 +509,9 @@ static void emit_schedules(Program *p, Buf *b)
 	for (int i = 0; i < p->nfusions; i++) {
 		Fusion *f = p->fusions[i];
 		buf_puts(b, i ? "\n" : "");
-		if (!f->auto_scheduled)
+		if (f->segments.len)
+			emit_segments(f, b);
+		else if (!f->auto_scheduled)
 			buf_printf(b, "// %s: the schedule block of the file\n", f->name);
 		else if (f->auto_fallback)
 			buf_printf(b, "// %s: the automatic scheduler's %s schedule (the tuned one did not compile)\n",
@@ -490,7 +520,7 @@ static void emit_schedules(Program *p, Buf *b)
 			buf_printf(b, "// %s: the automatic scheduler's schedule (class: %s)\n", f->name,
 				   f->auto_class ? f->auto_class : "general");
 		bool copies = false;
-		for (int k = 0; k < f->ntensors; k++) {
+		for (int k = 0; k < f->ntensors && !f->segments.len; k++) {
 			Tensor *t = f->tensors[k];
 			if (!t->copy_of || t->sched.inlined)
 				continue;
@@ -500,25 +530,21 @@ static void emit_schedules(Program *p, Buf *b)
 			buf_printf(b, "//   %s, a copy of %s\n", t->name, t->copy_of->name);
 			copies = true;
 		}
-		ast_print_schedule(f->ast_schedule, b);
+		if (!f->segments.len)
+			ast_print_schedule(f->ast_schedule, b);
 		/* size variants: a schedule block has one schedule for every size, so each is shown
 		 * for reading, commented out */
 		for (int v = 0; v < f->variants.len; v++) {
 			Fusion *g = VEC_AT(f->variants, Fusion, v);
-			Buf vb = {0};
 			buf_puts(b, "// size variant for");
 			for (int k = 0; k < g->nsizes; k++)
 				if (g->sizes[k]->bound > 0)
 					buf_printf(b, " %s <= %lld", g->sizes[k]->name, (long long)g->sizes[k]->bound);
 			buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
-			ast_print_schedule(g->ast_schedule, &vb);
-			for (const char *l = vb.s; l && *l;) {
-				const char *nl = strchr(l, '\n');
-				int n = nl ? (int)(nl - l) : (int)strlen(l);
-				buf_printf(b, "//   %.*s\n", n, l);
-				l += n + (nl != NULL);
-			}
-			buf_free(&vb);
+			if (g->segments.len)
+				emit_segments(g, b);
+			else
+				put_commented(b, g->ast_schedule);
 		}
 	}
 }

@@ -232,18 +232,14 @@ static int bench(Fusion *f, Bufs *b, Job *j, fusrt_module *m)
 	return 0;
 }
 
-/* GPU run, reference run, comparison (and the benchmark). Returns an exit status. */
-/* --verbose: `softmax: kernel softmax_kernel_N4096 (N <= 4096, N is a multiple of 4, x is
- * 16-byte aligned, y is 16-byte aligned)`, the variant the launch runs (rt_pick_kernel). */
-static void print_variant(fusrt_module *m, Job *j, Bufs *b)
+/* `NAME: kernel softmax_kernel_N4096 (N <= 4096, N is a multiple of 4, x is 16-byte
+ * aligned, y is 16-byte aligned)`: the variant of chain k these arguments run. */
+static void print_kernel(const char *name, Kernel *k, const fusrt_arg *args, const int64_t *sizes)
 {
-	Kernel *k = rt_module_kernel(m, j->f->name), *v;
+	Kernel *v = rt_pick_kernel(k, args, sizes);
 	Buf t = {0};
 
-	if (!k)
-		return;
-	v = rt_pick_kernel(k, b->args, j->sizes);
-	buf_printf(&t, "%s: kernel %s", j->f->name, v->name);
+	buf_printf(&t, "%s: kernel %s", name, v->name);
 	for (int i = 0; i < v->preconds.len; i++) {
 		buf_puts(&t, i ? ", " : " (");
 		precond_condition(VEC_AT(v->preconds, Precond, i), &t);
@@ -251,6 +247,27 @@ static void print_variant(fusrt_module *m, Job *j, Bufs *b)
 	buf_puts(&t, v->preconds.len ? ")" : "");
 	printf("%s\n", t.s);
 	buf_free(&t);
+	for (int i = 0; i < v->segments.len; i++) { /* a plan: each segment's kernel, in order */
+		Segment *sg = VEC_AT(v->fusion->segments, Segment, i);
+		fusrt_arg *ga = calloc((size_t)sg->fusion->nsig + 1, sizeof(fusrt_arg));
+		int64_t *gs = calloc((size_t)sg->fusion->nsizes + 1, sizeof(int64_t));
+		rt_segment_args(sg, args, sizes, NULL, ga, gs);
+		print_kernel(arena_printf(v->arena, "%s: segment %d", name, i),
+			     VEC_AT(v->segments, Kernel, i), ga, gs);
+		free(ga);
+		free(gs);
+	}
+}
+
+/* GPU run, reference run, comparison (and the benchmark). Returns an exit status. */
+/* --verbose: the variant the launch runs (rt_pick_kernel), and for a segmented plan the
+ * kernel of each segment. */
+static void print_variant(fusrt_module *m, Job *j, Bufs *b)
+{
+	Kernel *k = rt_module_kernel(m, j->f->name);
+
+	if (k)
+		print_kernel(j->f->name, k, b->args, j->sizes);
 }
 
 static int run_job(RunOpts *o, Job *j, fusrt_module *m)

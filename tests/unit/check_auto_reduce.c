@@ -28,6 +28,27 @@ static char *auto_ir(const char *text)
 	return r;
 }
 
+/* auto_ir of the size variant for rows up to 65536 (longer rows are split over blocks:
+ * scheduler/segment.c), which holds the schedule for a symbolic row length. */
+static char *auto_ir_rows(const char *text)
+{
+	TestCompile *tc = tc_compile(text, true);
+	ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+	Fusion *f = tc->prog->fusions[0], *g = NULL;
+	for (int i = 0; i < f->variants.len; i++)
+		if (VEC_AT(f->variants, Fusion, i)->sizes[f->nsizes - 1]->bound == 65536)
+			g = VEC_AT(f->variants, Fusion, i);
+	ck_assert_ptr_nonnull(g);
+	Buf b = {0};
+	ir_print_fusion(g, &b);
+	char *from = strstr(b.s, "  tensor ");
+	ck_assert_ptr_nonnull(from);
+	char *r = strdup(from);
+	buf_free(&b);
+	tc_free(tc);
+	return r;
+}
+
 static char *auto_kernel(const char *text)
 {
 	TestCompile *tc = tc_compile(text, true);
@@ -46,27 +67,32 @@ static const char row_sum_src[] =
  * copy (a reduction axis cannot be vectorized), then the block reduction. */
 START_TEST(test_auto_row_sum)
 {
-	char *ir = auto_ir(row_sum_src);
+	char *ir = auto_ir_rows(row_sum_src);
 	ck_assert_str_eq(ir,
 		"  tensor x: f32[M, N] input global\n"
-		"  tensor x_reg: f32[M, N] intermediate local compute_at(s, 2) cache_after(x)\n"
+		"  tensor x_reg: f32[M, N] intermediate local compute_at(s, 3) cache_after(x)\n"
 		"    def x_reg[i, j] = x[i, j]\n"
 		"    domain:\n"
 		"      i: M = s.i (root 0)\n"
-		"      jr: ceildiv(N, 512) = s.jr (split of jo by 128, outer)\n"
-		"      tx: 128 = s.tx (split of jo by 128, inner)\n"
+		"      jq: ceildiv(N, 16384) = s.jq (split of jr by 8, outer)\n"
+		"      ju: 8 = s.ju (split of jr by 8, inner)\n"
+		"      tx: 512 = s.tx (split of jo by 512, inner)\n"
 		"      jv: 4 vectorize (split of j by 4, inner)\n"
 		"  tensor s: f32[M] output global\n"
 		"    def s[i] = sum(j: x_reg[i, j])\n"
 		"    domain:\n"
 		"      i: M blockIdx.x (root 0)\n"
-		"      jr: ceildiv(N, 512) reduction (split of jo by 128, outer)\n"
-		"      tx: 128 reduction threadIdx.x (split of jo by 128, inner)\n"
+		"      jq: ceildiv(N, 16384) reduction (split of jr by 8, outer)\n"
+		"      ju: 8 reduction unroll (split of jr by 8, inner)\n"
+		"      tx: 512 reduction threadIdx.x (split of jo by 512, inner)\n"
 		"      jv: 4 reduction unroll (split of j by 4, inner)\n");
 	free(ir);
+	/* the fusion's own kernel is for rows longer than 65536: each row over 16 blocks */
 	char *k = auto_kernel(row_sum_src);
-	ck_assert_contains(k, "kernel row_sum_kernel grid(M) block(128) {");
+	ck_assert_contains(k, "kernel row_sum_kernel grid(M, 16) block(256) {");
 	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.x);");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x, part "
+			      "blockIdx.y of 16");
 	ck_assert_contains(k, "x_reg[0 : 4] = x[");
 	free(k);
 }
@@ -180,11 +206,11 @@ START_TEST(test_auto_long_rows)
 }
 END_TEST
 
-/* A symbolic row is not persistent: the reductions read x with coalesced scalar loads, the
- * output is written in vectors. */
+/* Rows up to 65536 (the last bucket) are not persistent: 512 threads per row, the reductions
+ * read x with coalesced scalar loads 8 at a time, the output is written in vectors. */
 START_TEST(test_auto_softmax_symbolic)
 {
-	char *ir = auto_ir(
+	char *ir = auto_ir_rows(
 		"fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
 		"  m[i]    = max(j: x[i, j]);\n"
 		"  e[i, j] = exp(x[i, j] - m[i]);\n"
@@ -197,8 +223,9 @@ START_TEST(test_auto_softmax_symbolic)
 		"    def m[i] = max(j: x[i, j])\n"
 		"    domain:\n"
 		"      i: M = y.i (root 0)\n"
-		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
-		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"      jq: ceildiv(N, 4096) reduction (split of jr by 8, outer)\n"
+		"      ju: 8 reduction unroll (split of jr by 8, inner)\n"
+		"      tx: 512 reduction threadIdx.x (split of j by 512, inner)\n"
 		"  tensor e: f32[M, N] intermediate local inline\n"
 		"    def e[i, j] = exp(x[i, j] - m[i])\n"
 		"    domain:\n"
@@ -208,14 +235,16 @@ START_TEST(test_auto_softmax_symbolic)
 		"    def s[i] = sum(j: e[i, j])\n"
 		"    domain:\n"
 		"      i: M = y.i (root 0)\n"
-		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
-		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
+		"      jq: ceildiv(N, 4096) reduction (split of jr by 8, outer)\n"
+		"      ju: 8 reduction unroll (split of jr by 8, inner)\n"
+		"      tx: 512 reduction threadIdx.x (split of j by 512, inner)\n"
 		"  tensor y: f32[M, N] output global\n"
 		"    def y[i, j] = e[i, j] / s[i]\n"
 		"    domain:\n"
 		"      i: M blockIdx.x (root 0)\n"
-		"      jr: ceildiv(N, 512) (split of jo by 128, outer)\n"
-		"      tx: 128 threadIdx.x (split of jo by 128, inner)\n"
+		"      jq: ceildiv(N, 16384) (split of jr by 8, outer)\n"
+		"      ju: 8 unroll (split of jr by 8, inner)\n"
+		"      tx: 512 threadIdx.x (split of jo by 512, inner)\n"
 		"      jv: 4 vectorize (split of j by 4, inner)\n");
 	free(ir);
 }
@@ -452,9 +481,9 @@ START_TEST(test_auto_middle_sum)
 }
 END_TEST
 
-/* Not a row group (the reduction is over rows, the output over both): the general schedule
- * puts the reduction's axis first, one thread per column, and the reduction is computed per
- * thread at the default place. */
+/* A column sum that the output reads: an outer reduction, which a grid reduction computes
+ * well and nothing may read in the kernel that reduces it, so the fusion is split into two
+ * segments (scheduler/segment.c): the column sums into a workspace of N, then y. */
 START_TEST(test_auto_general_colnorm)
 {
 	static const char src[] =
@@ -462,18 +491,18 @@ START_TEST(test_auto_general_colnorm)
 		"  c[j] = sum(i: x[i, j]);\n"
 		"  y[i, j] = x[i, j] / c[j];\n"
 		"}\n";
-	char *ir = auto_ir(src);
-	ck_assert_contains(ir,
-		"  tensor y: f32[M, N] output global\n"
-		"    def y[i, j] = x[i, j] / c[j]\n"
-		"    domain:\n"
-		"      bx: ceildiv(N, 128) blockIdx.x (split of j by 128, outer)\n"
-		"      tx: 128 threadIdx.x (split of j by 128, inner)\n"
-		"      i: M (root 0)\n");
+	TestCompile *tc = tc_lowered(src);
+	char *ir = tc_fusion_ir(tc, 0);
+	ck_assert_contains(ir, "  segments (run in order): colnorm_seg0 colnorm_seg1\n"
+			       "  workspace: c: f32[N]\n");
+	ck_assert_contains(ir, "fusion colnorm_seg0(x: f32[M, N]) -> (c: f32[N])\n");
+	ck_assert_contains(ir, "fusion colnorm_seg1(x: f32[M, N], c: f32[N]) -> (y: f32[M, N])\n");
 	free(ir);
-	char *k = auto_kernel(src);
-	ck_assert_contains(k, "// c computed at y.tx");
+	char *k = tc_kernel_ir(tc, 0);
+	ck_assert_contains(k, "plan colnorm_segments {\n  run colnorm_seg0\n  run colnorm_seg1\n}\n");
+	ck_assert_contains(k, "grid_reduce_sum(c_acc over blockIdx.y");
 	free(k);
+	tc_free(tc);
 }
 END_TEST
 

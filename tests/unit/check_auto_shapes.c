@@ -68,6 +68,21 @@ static void check_sim(Kernel *k, const char *dims)
 	sim_result_free(&r);
 }
 
+void expect_sim(Kernel *k, const char *dims)
+{
+	check_sim(k, dims);
+}
+
+Kernel *expect_sim_picked(Kernel *k, const char *dims)
+{
+	int64_t sizes[16] = {0};
+	parse_dims(k->fusion, dims, sizes);
+	Kernel *run = kernel_pick(k, sizes, NULL);
+	ck_assert_msg(run != NULL, "no kernel of %s runs at %s", k->name, dims);
+	check_sim(run, dims);
+	return run;
+}
+
 /* Every fusion of src compiles without a schedule block, and each of its kernel variants
  * (size variants, scalar kernels: Kernel.fallback) that may run at the sizes (its size bounds
  * hold) passes check_sim at each of the sizes. */

@@ -223,7 +223,7 @@ START_TEST(test_size_variants_pick)
 		"softmax_kernel_N256", "softmax_kernel_N256_scalar", "softmax_kernel_N1024",
 		"softmax_kernel_N1024_scalar", "softmax_kernel_N4096", "softmax_kernel_N4096_scalar",
 		"softmax_kernel_N16384", "softmax_kernel_N16384_scalar", "softmax_kernel_N65536",
-		"softmax_kernel_N65536_scalar", "softmax_kernel", "softmax_kernel_scalar",
+		"softmax_kernel_N65536_scalar", "softmax_segments",
 	};
 	int n = 0;
 	for (Kernel *v = k; v; v = v->fallback, n++) {
@@ -241,7 +241,7 @@ START_TEST(test_size_variants_pick)
 	}
 	ck_assert_int_eq(n, countof(chain));
 	ck_assert_ptr_eq(kernel_own(k)->fusion, tc->prog->fusions[0]);
-	ck_assert_str_eq(kernel_own(k)->name, "softmax_kernel");
+	ck_assert_str_eq(kernel_own(k)->name, "softmax_segments");
 	ck_assert_str_eq(picked(k, 0, true), "softmax_kernel_N256");
 	ck_assert_str_eq(picked(k, 1, true), "softmax_kernel_N256_scalar");
 	ck_assert_str_eq(picked(k, 256, true), "softmax_kernel_N256");
@@ -253,11 +253,11 @@ START_TEST(test_size_variants_pick)
 	ck_assert_str_eq(picked(k, 16384, true), "softmax_kernel_N16384");
 	ck_assert_str_eq(picked(k, 16385, true), "softmax_kernel_N65536_scalar");
 	ck_assert_str_eq(picked(k, 16388, true), "softmax_kernel_N65536");
+	ck_assert_str_eq(picked(k, 16388, false), "softmax_kernel_N65536_scalar");
 	ck_assert_str_eq(picked(k, 65536, true), "softmax_kernel_N65536");
-	ck_assert_str_eq(picked(k, 65536, false), "softmax_kernel_N65536_scalar");
-	ck_assert_str_eq(picked(k, 65537, true), "softmax_kernel_scalar");
-	ck_assert_str_eq(picked(k, 65540, true), "softmax_kernel");
-	ck_assert_str_eq(picked(k, 65540, false), "softmax_kernel_scalar");
+	/* longer rows: the segmented plan (scheduler/segment.c) */
+	ck_assert_str_eq(picked(k, 65537, true), "softmax_segments");
+	ck_assert_str_eq(picked(k, 65540, false), "softmax_segments");
 	/* libfusrt picks the same */
 	fusrt_arg args[2] = {fusrt_ptr(0x1000), fusrt_ptr(0x2000)};
 	int64_t sizes[2] = {3, 4100};
@@ -268,7 +268,8 @@ START_TEST(test_size_variants_pick)
 			   "and N is a multiple of 4\n  if (N <= 256 && (uintptr_t)x % 16 == 0 && "
 			   "(uintptr_t)y % 16 == 0 && N % 4 == 0) {\n");
 	ck_assert_contains(cu, "  // softmax_kernel_N256_scalar when N <= 256\n  if (N <= 256) {\n");
-	ck_assert_contains(cu, "  softmax_kernel_scalar<<<");
+	ck_assert_contains(cu, "  softmax_kernel_N65536_scalar<<<");
+	ck_assert_contains(cu, "(fus_err = softmax_seg0(x, (float *)fus_seg[0], M, N, stream))");
 	free(cu);
 	tc_free(tc);
 }

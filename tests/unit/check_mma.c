@@ -53,11 +53,11 @@ static TestCompile *compile_ldmatrix(void)
 /* Runs kernel 0 at M = 33, K = 40, N = 17 (sizes in first-appearance order M, K, N) on seeded
  * random inputs; returns how many output elements differ from the reference interpreter by
  * more than 1e-4 (relative to the largest reference magnitude). */
-static int64_t simulate(TestCompile *tc, SimResult *r)
+static int64_t simulate_at(TestCompile *tc, SimResult *r, const int64_t sizes[3])
 {
 	Kernel *k = tc->kernels[0];
 	Fusion *f = k->fusion;
-	int64_t sizes[3] = {33, 40, 17}, bad = 0;
+	int64_t bad = 0;
 	HostTensor in[2], out, ref;
 	void *inp[2], *outp[1], *refp[1];
 	SimOptions o = {.seed = 1};
@@ -85,6 +85,12 @@ static int64_t simulate(TestCompile *tc, SimResult *r)
 	for (int i = 0; i < 2; i++)
 		host_tensor_free(&in[i]);
 	return bad;
+}
+
+static int64_t simulate(TestCompile *tc, SimResult *r)
+{
+	const int64_t sizes[3] = {33, 40, 17};
+	return simulate_at(tc, r, sizes);
 }
 
 static Stmt **find_link(Stmt **link, StmtKind kind)
@@ -121,6 +127,31 @@ static Stmt *the_mma(TestCompile *tc)
 	Stmt **l = find_link(&tc->kernels[0]->body, KS_MMA);
 	ck_assert_msg(l, "no mma in the lowered kernel");
 	return *l;
+}
+
+/* The fragment load of operand op ('a' or 'b'); *loops: the loops around it. */
+static Stmt *frag_load_in(Stmt *s, char op, int depth, int *loops)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_MMA_LOAD && s->mma.op == op) {
+			*loops = depth;
+			return s;
+		}
+		Stmt **lists[3], *r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = frag_load_in(*lists[i], op, depth + (s->kind == KS_FOR), loops);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+static Stmt *frag_load(TestCompile *tc, char op)
+{
+	int loops;
+	Stmt *s = frag_load_in(tc->kernels[0]->body, op, 0, &loops);
+	ck_assert_msg(s, "no fragment load of %c in the lowered kernel", op);
+	return s;
 }
 
 static int count_kind(SimResult *r, SimFault kind)
@@ -200,9 +231,9 @@ static IrExpr *next_group(Arena *a, IrExpr *e, void *ctx)
 START_TEST(test_b_from_other_lane_mismatch)
 {
 	TestCompile *tc = compile_one_warp();
-	Stmt *m = the_mma(tc);
+	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	for (int i = m->mma.instr->nc + m->mma.instr->na; i < m->mma.nidx; i++)
+	for (int i = 0; i < m->mma.nidx; i++)
 		m->mma.idx[i] = ir_rewrite(a, m->mma.idx[i], next_group, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
@@ -274,8 +305,11 @@ START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
-	ck_assert_uint_eq(m->mma.ldm, MMA_LDM_A | MMA_LDM_B);
-	ck_assert_int_eq(m->mma.nidx, 6);
+	ck_assert_uint_eq(m->mma.ldm, 0); /* the mma reads fragment registers */
+	ck_assert_int_eq(m->mma.nidx, 16);
+	ck_assert_uint_eq(frag_load(tc, 'a')->mma.ldm, MMA_LDM_A);
+	ck_assert_uint_eq(frag_load(tc, 'b')->mma.ldm, MMA_LDM_B);
+	ck_assert_int_eq(frag_load(tc, 'a')->mma.nidx, 1);
 	SimResult r;
 	ck_assert_int_eq(simulate(tc, &r), 0);
 	tc_assert_no_reports(tc, &r);
@@ -299,9 +333,8 @@ static IrExpr *next_lane(Arena *a, IrExpr *e, void *ctx)
 START_TEST(test_ldmatrix_rows_of_other_lanes_mismatch)
 {
 	TestCompile *tc = compile_ldmatrix();
-	Stmt *m = the_mma(tc);
-	int n, a = mma_slot(m, 'a', &n);
-	m->mma.idx[a] = ir_rewrite(tc->kernels[0]->arena, m->mma.idx[a], next_lane, NULL);
+	Stmt *m = frag_load(tc, 'a');
+	m->mma.idx[0] = ir_rewrite(tc->kernels[0]->arena, m->mma.idx[0], next_lane, NULL);
 	SimResult r;
 	ck_assert_int_gt(simulate(tc, &r), 0);
 	sim_result_free(&r);
@@ -313,15 +346,81 @@ END_TEST
 START_TEST(test_ldmatrix_misaligned_row_is_reported)
 {
 	TestCompile *tc = compile_ldmatrix();
-	Stmt *m = the_mma(tc);
+	Stmt *m = frag_load(tc, 'b');
 	Arena *a = tc->kernels[0]->arena;
-	int n, b = mma_slot(m, 'b', &n);
-	IrExpr *e = m->mma.idx[b];
-	m->mma.idx[b] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
-	m->mma.idx[b]->dtype = e->dtype;
+	IrExpr *e = m->mma.idx[0];
+	m->mma.idx[0] = ir_load(a, e->tensor, ix_add(a, e->args[0], ir_int(a, 1)));
+	m->mma.idx[0]->dtype = e->dtype;
 	SimResult r;
 	simulate(tc, &r);
 	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+/* mma_bf16_tails.fus: a warp tile of 2 x 2 instructions (mo, no unrolled) loads each A
+ * fragment once per mo and each B fragment once per no, before the tile's loops; the results
+ * match; an mma that reads the A registers of the other mo is a mismatch. */
+START_TEST(test_fragments_loaded_once_per_warp_tile)
+{
+	TestCompile *tc = compile_path("tests/golden/sim/mma_bf16_tails.fus");
+	int la, lb;
+	Stmt *fa = frag_load_in(tc->kernels[0]->body, 'a', 0, &la);
+	Stmt *fb = frag_load_in(tc->kernels[0]->body, 'b', 0, &lb);
+	Stmt **mm_list = list_of_mma(&tc->kernels[0]->body);
+	int lm;
+	ck_assert(fa && fb && mm_list);
+	ck_assert_ptr_null(frag_load_in(*mm_list, 'a', 0, &lm)); /* not beside the mma */
+	ck_assert_int_eq(la, lb);
+	ck_assert_int_eq(fa->mma.tensor->sched.mma_frag, true);
+	int64_t na, nb;
+	ck_assert(ir_is_const(fa->mma.tensor->shape[0], &na) && ir_is_const(fb->mma.tensor->shape[0], &nb));
+	ck_assert_int_eq(na, 16); /* 2 (mo) x 8 */
+	ck_assert_int_eq(nb, 8);  /* 2 (no) x 4 */
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	sim_result_free(&r);
+	Stmt *m = the_mma(tc);
+	Arena *a = tc->kernels[0]->arena;
+	for (int i = m->mma.instr->nc; i < m->mma.instr->nc + m->mma.instr->na; i++) {
+		IrExpr *e = m->mma.idx[i];
+		m->mma.idx[i] = ir_load(a, e->tensor, ix_mod(a, NULL, ix_add(a, e->args[0], ir_int(a, 8)), ir_int(a, 16)));
+		m->mma.idx[i]->dtype = e->dtype;
+	}
+	ck_assert_int_gt(simulate(tc, &r), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
+static IrExpr *lane_low16(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)ctx;
+	if (e->kind != EX_PAR || e->par != PT_TIDX)
+		return e;
+	return ix_mod(a, NULL, e, ir_int(a, 16));
+}
+
+/* hgemm_ldmatrix.fus loads B two n tiles at a time (ldmatrix.x4.trans, lanes 16 .. 31 the
+ * rows of the second); matches at M = 33, K = 40, N = 24; lanes 16 .. 31 giving the rows of
+ * the first tile again is a mismatch. */
+START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
+{
+	TestCompile *tc = compile_path("examples/gemm/hgemm_ldmatrix.fus");
+	const int64_t sizes[3] = {33, 40, 24};
+	Stmt *b = frag_load(tc, 'b');
+	ck_assert_int_eq(b->mma.tiles, 2);
+	SimResult r;
+	ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
+	tc_assert_no_reports(tc, &r);
+	sim_result_free(&r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+	free(cu);
+	b->mma.idx[0] = ir_rewrite(tc->kernels[0]->arena, b->mma.idx[0], lane_low16, NULL);
+	ck_assert_int_gt(simulate_at(tc, &r, sizes), 0);
 	sim_result_free(&r);
 	tc_free(tc);
 }
@@ -355,6 +454,8 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_matches_reference);
 	tcase_add_test(c, test_ldmatrix_rows_of_other_lanes_mismatch);
 	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
+	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
+	tcase_add_test(c, test_ldmatrix_x4_trans_pairs_tiles);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;

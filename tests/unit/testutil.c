@@ -25,7 +25,7 @@ TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 	tc->arena = arena_new();
 	tc->diag = diag_new();
 	tc->file = diag_add_file(tc->diag, "t.fus", text, strlen(text));
-	tc->prog = compile_program(tc->arena, tc->diag, tc->file);
+	tc->prog = compile_program_for(tc->arena, tc->diag, tc->file, o ? o->arch : 80);
 	if (tc->prog && o) {
 		Kernel **ks = arena_alloc(tc->arena, sizeof(Kernel *) * (tc->prog->nfusions + 1));
 		bool ok = true;

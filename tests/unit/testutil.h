@@ -21,7 +21,8 @@ typedef struct TestCompile {
 /* Parses, checks, schedules and (when lower is true) lowers `text` named "t.fus" for sm_80
  * with the verifier on. */
 TestCompile *tc_compile(const char *text, bool lower);
-/* Like tc_compile with explicit lowering options (arch, no_arch_check). */
+/* Like tc_compile with explicit lowering options (arch, no_arch_check); automatic schedules
+ * are made for o->arch. */
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
 void tc_free(TestCompile *tc);
 /* tc_compile with lowering that must succeed (a Check failure with the diagnostics if not). */
@@ -57,6 +58,11 @@ void tf_expect_errors(const char *text, const char *want);
  * fallback, when the launcher has one) matches the reference in the simulator at each of
  * the sizes ("M=67,N=45": every size named), with no report (check_auto_shapes.c). */
 TestCompile *expect_auto(const char *src, const char **dims, int ndims);
+/* Kernel k (one of a chain) matches the reference in the simulator at dims, with no report. */
+void expect_sim(Kernel *k, const char *dims);
+/* The kernel of chain k that the launcher runs at dims (kernel_pick, aligned pointers) passes
+ * expect_sim; returns it. */
+Kernel *expect_sim_picked(Kernel *k, const char *dims);
 /* README's saxpy (examples/saxpy.fus), scheduled: split by 1024 and by 4, bound to blockIdx.x and threadIdx.x,
  * vectorized by 4. */
 extern const char test_saxpy_src[];

@@ -5,7 +5,7 @@
 
 extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[49152];
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
   // nest of C
   __align__(8) float Cl[128];
   // Cl computed at C.bj
@@ -20,20 +20,20 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __
       }
     }
   }
-  __fus_half *As = reinterpret_cast<__fus_half *>(fus_smem + 0); // 12288 elements
+  __fus_half *As = reinterpret_cast<__fus_half *>(fus_smem + 0); // 15360 elements
   // As computed at Cl.ko
-  __fus_half *Bs = reinterpret_cast<__fus_half *>(fus_smem + 24576); // 12288 elements
+  __fus_half *Bs = reinterpret_cast<__fus_half *>(fus_smem + 30720); // 13056 elements
   // Bs computed at Cl.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[(ko_pre * 32 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[(ko_pre * 32 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -44,29 +44,39 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[(ko * 32 + 64 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[(ko * 32 + 64 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+    unsigned As_frag[32];
+    #pragma unroll
+    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
+      }
+    }
+    unsigned Bs_frag[32];
+    #pragma unroll
+    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      }
+    }
     #pragma unroll
     for (long long ks = 0; ks < 2; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
         #pragma unroll
         for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          {
-            unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks * 16 + ((long long)threadIdx.x) / 16 * 8 + ko % 3 * 4096])) : "memory");
-            unsigned __fus_b0, __fus_b1;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_1 * 8 + ko % 3 * 4096])) : "memory");
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                         : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
-                         : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-          }
+          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                       : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                       : "r"(As_frag[ks * 16 + mo_1 * 4]), "r"(As_frag[ks * 16 + mo_1 * 4 + 1]), "r"(As_frag[ks * 16 + mo_1 * 4 + 2]), "r"(As_frag[ks * 16 + mo_1 * 4 + 3]), "r"(Bs_frag[ks * 16 + no_1 * 2]), "r"(Bs_frag[ks * 16 + no_1 * 2 + 1]));
         }
       }
     }
@@ -164,17 +174,17 @@ extern "C" cudaError_t hgemm_ldmatrix(const uint16_t *A, const uint16_t *B, floa
   if (!C && fus_bytes_C != 0)
     return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: C is a null pointer (%lld bytes)", fus_bytes_C);
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: A is not 16-byte aligned (cp.async, hgemm_ldmatrix.fus:67:3)");
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: A is not 16-byte aligned (cp.async, hgemm_ldmatrix.fus:69:3)");
   if ((uintptr_t)B % 16 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: B is not 16-byte aligned (cp.async, hgemm_ldmatrix.fus:81:3)");
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: B is not 16-byte aligned (cp.async, hgemm_ldmatrix.fus:84:3)");
   if ((uintptr_t)C % 8 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: C is not 8-byte aligned (vectorized access, hgemm_ldmatrix.fus:38:3)");
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: C is not 8-byte aligned (vectorized access, hgemm_ldmatrix.fus:40:3)");
   if (K % 8 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: K = %lld is not a multiple of 8 (cp.async, hgemm_ldmatrix.fus:67:3)", (long long)K);
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: K = %lld is not a multiple of 8 (cp.async, hgemm_ldmatrix.fus:69:3)", (long long)K);
   if (N % 8 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: N = %lld is not a multiple of 8 (cp.async, hgemm_ldmatrix.fus:81:3)", (long long)N);
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: N = %lld is not a multiple of 8 (cp.async, hgemm_ldmatrix.fus:84:3)", (long long)N);
   if (N % 2 != 0)
-    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: N = %lld is not a multiple of 2 (vectorized access, hgemm_ldmatrix.fus:38:3)", (long long)N);
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: N = %lld is not a multiple of 2 (vectorized access, hgemm_ldmatrix.fus:40:3)", (long long)N);
   const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: sizes too large: grid dimension x does not fit in 64 bits");
@@ -187,7 +197,23 @@ extern "C" cudaError_t hgemm_ldmatrix(const uint16_t *A, const uint16_t *B, floa
     return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
   if (fus_grid_x == 0 || fus_grid_y == 0)
     return cudaSuccess; /* nothing to do */
-  hgemm_ldmatrix_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 0, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
+  int fus_dev = 0, fus_smem_limit = 0;
+  cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);
+  if (fus_attr_err == cudaSuccess)
+    fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
+  if (fus_attr_err != cudaSuccess)
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
+  if (56832 > (long long)fus_smem_limit)
+    return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+  static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
+  if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
+    fus_attr_err = cudaFuncSetAttribute(hgemm_ldmatrix_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+    if (fus_attr_err != cudaSuccess)
+      return fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+    if (fus_dev < 64)
+      fus_smem_raised[fus_dev] = true;
+  }
+  hgemm_ldmatrix_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 56832, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(hgemm_ldmatrix_error_text, "hgemm_ldmatrix: launch failed: %s", cudaGetErrorString(fus_err));

@@ -24,8 +24,12 @@ extern "C" {
  * bcast_auto_kernel_N4096_scalar when N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x
  * and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N16384_scalar when
  * N <= 16384; bcast_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a
- * multiple of 4; bcast_auto_kernel_N65536_scalar when N <= 65536; bcast_auto_kernel when x and
- * y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_scalar otherwise.
+ * multiple of 4; bcast_auto_kernel_N65536_scalar when N <= 65536; bcast_auto_segments
+ * otherwise.
+ * bcast_auto_segments runs segments in order: bcast_auto_seg0 (kernels bcast_auto_seg0_kernel,
+ * bcast_auto_seg0_kernel_scalar), then bcast_auto_seg1 (kernels bcast_auto_seg1_kernel,
+ * bcast_auto_seg1_kernel_scalar); each call allocates their workspace (y_sum0: f32[M]) on
+ * `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t bcast_auto(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *bcast_auto_last_error(void);

@@ -23,7 +23,12 @@ extern "C" {
  * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N4096_scalar when N <= 4096;
  * lse_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
  * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel_N65536 when N <= 65536;
- * lse_auto_kernel otherwise.
+ * lse_auto_segments otherwise.
+ * lse_auto_segments runs segments in order: lse_auto_seg0 (kernels lse_auto_seg0_kernel,
+ * lse_auto_seg0_kernel_scalar), then lse_auto_seg1 (kernels lse_auto_seg1_kernel,
+ * lse_auto_seg1_kernel_scalar), then lse_auto_seg2 (kernels lse_auto_seg2_kernel,
+ * lse_auto_seg2_kernel_scalar); each call allocates their workspace (m: f32[M], l_sum0: f32[M])
+ * on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, cudaStream_t stream);
 const char *lse_auto_last_error(void);

@@ -24,8 +24,11 @@ extern "C" {
  * mean_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
  * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel_N65536 when N <= 65536, x is
  * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N65536_scalar when N <= 65536;
- * mean_auto_kernel when x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_scalar
- * otherwise.
+ * mean_auto_segments otherwise.
+ * mean_auto_segments runs segments in order: mean_auto_seg0 (kernels mean_auto_seg0_kernel,
+ * mean_auto_seg0_kernel_scalar), then mean_auto_seg1 (kernels mean_auto_seg1_kernel,
+ * mean_auto_seg1_kernel_scalar); each call allocates their workspace (mean_sum0: f32[M]) on
+ * `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_auto_last_error(void);

@@ -24,8 +24,12 @@ extern "C" {
  * tern_auto_kernel_N4096_scalar when N <= 4096; tern_auto_kernel_N16384 when N <= 16384, x and
  * y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N16384_scalar when
  * N <= 16384; tern_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a
- * multiple of 4; tern_auto_kernel_N65536_scalar when N <= 65536; tern_auto_kernel when x and y
- * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_scalar otherwise.
+ * multiple of 4; tern_auto_kernel_N65536_scalar when N <= 65536; tern_auto_segments otherwise.
+ * tern_auto_segments runs segments in order: tern_auto_seg0 (kernels tern_auto_seg0_kernel,
+ * tern_auto_seg0_kernel_scalar), then tern_auto_seg1 (kernels tern_auto_seg1_kernel,
+ * tern_auto_seg1_kernel_scalar), then tern_auto_seg2 (kernels tern_auto_seg2_kernel,
+ * tern_auto_seg2_kernel_scalar); each call allocates their workspace (y_max0: f32[M], y_sum1:
+ * f32[M]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *tern_auto_last_error(void);
@@ -53,7 +57,13 @@ const char *tern_block_last_error(void);
  * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N4096_scalar when N <= 4096;
  * two_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
  * two_auto_kernel_N16384_scalar when N <= 16384; two_auto_kernel_N65536 when N <= 65536;
- * two_auto_kernel otherwise.
+ * two_auto_segments otherwise.
+ * two_auto_segments runs segments in order: two_auto_seg0 (kernels two_auto_seg0_kernel,
+ * two_auto_seg0_kernel_scalar), then two_auto_seg1 (kernels two_auto_seg1_kernel,
+ * two_auto_seg1_kernel_scalar), then two_auto_seg2 (kernels two_auto_seg2_kernel,
+ * two_auto_seg2_kernel_scalar), then two_auto_seg3 (kernels two_auto_seg3_kernel,
+ * two_auto_seg3_kernel_scalar); each call allocates their workspace (z_sum0: f32[M], z_max1:
+ * f32[M], z_min2: f32[M]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, cudaStream_t stream);
 const char *two_auto_last_error(void);

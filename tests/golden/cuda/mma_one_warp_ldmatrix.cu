@@ -26,16 +26,14 @@ extern "C" __global__ void __launch_bounds__(32) mma_one_warp_ldmatrix_kernel(co
     for (long long u_1 = 0; u_1 < 4; ++u_1) {
       Bs[u_1 * 32 + ((long long)threadIdx.x)] = ko * 16 + u_1 * 4 + ((long long)threadIdx.x) / 8 < K && ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8 < N ? B[(ko * 16 + u_1 * 4 + ((long long)threadIdx.x) / 8) * N + ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8] : __fus_float2half(0.0f);
     }
+    unsigned As_frag[4];
     __syncthreads();
-    {
-      unsigned __fus_a0, __fus_a1, __fus_a2, __fus_a3;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(__fus_a0), "=r"(__fus_a1), "=r"(__fus_a2), "=r"(__fus_a3) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) % 16 * 16 + ((long long)threadIdx.x) / 16 * 8])) : "memory");
-      unsigned __fus_b0, __fus_b1;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(__fus_b0), "=r"(__fus_b1) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 8])) : "memory");
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                   : "+f"(Cl[0]), "+f"(Cl[1]), "+f"(Cl[2]), "+f"(Cl[3])
-                   : "r"(__fus_a0), "r"(__fus_a1), "r"(__fus_a2), "r"(__fus_a3), "r"(__fus_b0), "r"(__fus_b1));
-    }
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[0]), "=r"(As_frag[1]), "=r"(As_frag[2]), "=r"(As_frag[3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) % 16 * 16 + ((long long)threadIdx.x) / 16 * 8])) : "memory");
+    unsigned Bs_frag[2];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(Bs_frag[0]), "=r"(Bs_frag[1]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 8])) : "memory");
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(Cl[0]), "+f"(Cl[1]), "+f"(Cl[2]), "+f"(Cl[3])
+                 : "r"(As_frag[0]), "r"(As_frag[1]), "r"(As_frag[2]), "r"(As_frag[3]), "r"(Bs_frag[0]), "r"(Bs_frag[1]));
   }
   for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
     for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {

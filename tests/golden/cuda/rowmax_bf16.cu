@@ -3,6 +3,7 @@
 
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
 // ---- block reductions: every thread of the block calls them ----
+// ---- grid reductions: the thread of each block that would store element o calls it ----
 
 extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
 {
@@ -344,65 +345,75 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N65536_scal
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N, float *fus_ws_s, unsigned *fus_sem_s)
 {
   float s_acc;
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 1023) / 1024; ++jr) {
-    __align__(16) __fus_bfloat x_reg[8];
-    // x_reg computed at s.tx
-    if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
-    } else {
+  for (long long jr = 0; jr < (N + 131071) / 131072; ++jr) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8]);
+      } else {
+        #pragma unroll
+        for (long long jv = 0; jv < 8; ++jv) {
+          if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv];
+          }
+        }
+      }
       #pragma unroll
-      for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
     }
-    #pragma unroll
-    for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-        s_v = __fus_bfloat2float(x_reg[jv_1]);
-        s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
-      }
-    }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 128, float>(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 256, float>(s_acc);
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+    if (__fus_grid_reduce<__fus_red_max>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x), ((long long)blockIdx.y), 16)) {
+      s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+    }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_scalar(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_scalar(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N, float *fus_ws_s, unsigned *fus_sem_s)
 {
   float s_acc;
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 1023) / 1024; ++jr) {
-    __fus_bfloat x_reg[8];
-    // x_reg computed at s.tx
+  for (long long jr = 0; jr < (N + 131071) / 131072; ++jr) {
     #pragma unroll
-    for (long long jv = 0; jv < 8; ++jv) {
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
-        x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+    for (long long u = 0; u < 4; ++u) {
+      __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 8; ++jv) {
+        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv];
+        }
       }
-    }
-    #pragma unroll
-    for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-        s_v = __fus_bfloat2float(x_reg[jv_1]);
-        s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
       }
     }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 128, float>(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 256, float>(s_acc);
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+    if (__fus_grid_reduce<__fus_red_max>(s_acc, fus_ws_s, fus_sem_s, ((long long)blockIdx.x), ((long long)blockIdx.y), 16)) {
+      s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+    }
   }
 }
 
@@ -609,10 +620,38 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    // grid reductions: the workspace of this launch (partials, counters)
+    const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)M, 16, &fus_ovf), 4, &fus_ovf);
+    if (fus_ovf)
+      return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
+    const long long fus_ws_bytes_1 = fus_mul((long long)M, 4, &fus_ovf);
+    if (fus_ovf)
+      return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
+    void *fus_ws[2] = {NULL, NULL};
+    const size_t fus_ws_bytes[2] = {(size_t)fus_ws_bytes_0, (size_t)fus_ws_bytes_1};
+    cudaError_t fus_ws_err = cudaSuccess;
+    for (int i = 0; i < 2 && fus_ws_err == cudaSuccess; i++)
+      fus_ws_err = cudaMallocAsync(&fus_ws[i], fus_ws_bytes[i] ? fus_ws_bytes[i] : 1, stream);
+    for (int i = 1; i < 2 && fus_ws_err == cudaSuccess; i += 2)
+      fus_ws_err = cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream);
+    if (fus_ws_err != cudaSuccess) {
+      for (int i = 0; i < 2; i++) // the first error is the one reported
+        if (fus_ws[i] && cudaFreeAsync(fus_ws[i], stream) != cudaSuccess)
+          break;
+      fus_fail(rowmax_bf16_error_text, "rowmax_bf16: cannot allocate the grid-reduction workspace: %s", cudaGetErrorString(fus_ws_err));
+      return fus_ws_err;
+    }
+    rowmax_bf16_kernel<<<dim3((unsigned)fus_grid_x, 16, 1), dim3(256, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
+    for (int i = 0; i < 2; i++) {
+      cudaError_t fus_free_err = cudaFreeAsync(fus_ws[i], stream);
+      if (fus_free_err != cudaSuccess && fus_err == cudaSuccess) {
+        fus_err = fus_free_err;
+        fus_fail(rowmax_bf16_error_text, "rowmax_bf16: cannot free the grid-reduction workspace: %s", cudaGetErrorString(fus_err));
+      }
+    }
     return fus_err;
   }
   const long long fus_grid_x = (long long)M;
@@ -620,10 +659,38 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
   if (fus_grid_x == 0)
     return cudaSuccess; /* nothing to do */
-  rowmax_bf16_kernel_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+  // grid reductions: the workspace of this launch (partials, counters)
+  const long long fus_ws_bytes_0 = fus_mul(fus_mul((long long)M, 16, &fus_ovf), 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
+  const long long fus_ws_bytes_1 = fus_mul((long long)M, 4, &fus_ovf);
+  if (fus_ovf)
+    return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
+  void *fus_ws[2] = {NULL, NULL};
+  const size_t fus_ws_bytes[2] = {(size_t)fus_ws_bytes_0, (size_t)fus_ws_bytes_1};
+  cudaError_t fus_ws_err = cudaSuccess;
+  for (int i = 0; i < 2 && fus_ws_err == cudaSuccess; i++)
+    fus_ws_err = cudaMallocAsync(&fus_ws[i], fus_ws_bytes[i] ? fus_ws_bytes[i] : 1, stream);
+  for (int i = 1; i < 2 && fus_ws_err == cudaSuccess; i += 2)
+    fus_ws_err = cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream);
+  if (fus_ws_err != cudaSuccess) {
+    for (int i = 0; i < 2; i++) // the first error is the one reported
+      if (fus_ws[i] && cudaFreeAsync(fus_ws[i], stream) != cudaSuccess)
+        break;
+    fus_fail(rowmax_bf16_error_text, "rowmax_bf16: cannot allocate the grid-reduction workspace: %s", cudaGetErrorString(fus_ws_err));
+    return fus_ws_err;
+  }
+  rowmax_bf16_kernel_scalar<<<dim3((unsigned)fus_grid_x, 16, 1), dim3(256, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
+  for (int i = 0; i < 2; i++) {
+    cudaError_t fus_free_err = cudaFreeAsync(fus_ws[i], stream);
+    if (fus_free_err != cudaSuccess && fus_err == cudaSuccess) {
+      fus_err = fus_free_err;
+      fus_fail(rowmax_bf16_error_text, "rowmax_bf16: cannot free the grid-reduction workspace: %s", cudaGetErrorString(fus_err));
+    }
+  }
   return fus_err;
 }
 #endif // __CUDACC_RTC__

@@ -1,0 +1,509 @@
+/* segment.c: segmentation (docs/auto_schedule.md, "Segmentation"). A fusion that no single
+ * kernel computes well is split into segments: ordinary fusions, each scheduled and lowered
+ * like any other, that the launcher runs in order, with the values one segment stores and a
+ * later one reads in a workspace it allocates (Fusion.segments, Fusion.seg_buffers).
+ *
+ * The boundaries are the reductions that a grid reduction computes well and that another
+ * tensor of the fusion reads (a grid-reduced tensor cannot be read in the kernel that reduces
+ * it: docs/reductions.md): a whole-tensor (0-d) reduction, an outer reduction (every read's
+ * last subscript is the last kept index: a column mean), and a row reduction over a size
+ * symbol marked long (SizeSym.above: rows split over blocks). Each boundary is the one output
+ * of its own segment; the fusion's other outputs go into one segment per level (the number
+ * of boundaries on the longest chain of reads before them). A segment holds the statements
+ * its outputs need, boundaries of earlier segments becoming its inputs.
+ *
+ * The segments are built as ASTs from the fusion's own (its statements, unchanged, and new
+ * signatures), so sema, the automatic scheduler with its fallback levels and size variants,
+ * and the lowering all run on them as on a fusion a user wrote. Two rewrites: a reduction
+ * that sema lifted out of an expression (Tensor.lifted_from) and is a boundary becomes a
+ * statement of its own (named as sema named it) and the expression reads it; a 0-d boundary
+ * is an input `m: f32[1]` of a later segment, read as m[0] (0-d inputs are scalars).
+ */
+#include <string.h>
+
+#include "scheduler/auto_plan.h"
+
+/* The last subscripts of e's memory reads (rank >= 1, through recomputed tensors) as a mask
+ * of the roots of the tensor being defined (map: a read tensor's root k is that tensor's
+ * root map[k], -1 for anything else); bit 31: a read of another reduction, a constant or
+ * anything else as the last subscript. */
+static unsigned last_subscripts(IrExpr *e, const int *map, int depth)
+{
+	if (!e)
+		return 0;
+	if (depth > 64 || e->kind == EX_REDUCE)
+		return 1u << 31;
+	unsigned m = 0;
+	for (int i = 0; i < e->nargs && e->kind != EX_ACCESS; i++)
+		m |= last_subscripts(e->args[i], map, depth);
+	if (e->kind != EX_ACCESS)
+		return m;
+	Tensor *x = e->tensor;
+	int pos[16];
+	for (int k = 0; k < e->nargs && k < 16; k++) {
+		IrExpr *s = e->args[k];
+		pos[k] = s->kind == EX_AXIS && s->axis->root_index >= 0 && map[s->axis->root_index] >= 0
+				 ? map[s->axis->root_index] : -1;
+	}
+	if (e->nargs > 16)
+		return 1u << 31;
+	bool recomputed = x->def && !tensor_is_reduction(x) &&
+			  (x->sched.inlined || x->kind == TK_OUTPUT || x->kind == TK_SCALAR);
+	if (recomputed)
+		return last_subscripts(x->def, pos, depth + 1);
+	if (x->ndim == 0)
+		return 0;
+	int last = pos[x->ndim - 1];
+	return last >= 0 && last < 31 ? 1u << last : 1u << 31;
+}
+
+unsigned segment_read_roots(Tensor *r)
+{
+	if (!r->def || r->def->kind != EX_REDUCE || r->nroot > 16)
+		return 1u << 31;
+	int map[16];
+	for (int k = 0; k < r->nroot; k++)
+		map[k] = k;
+	return last_subscripts(r->def->args[0], map, 0);
+}
+
+bool segment_long_row(Tensor *r)
+{
+	if (!tensor_is_reduction(r) || r->ndim < 1 || r->nroot != r->ndim + 1)
+		return false;
+	IrExpr *n = r->root[r->ndim]->extent;
+	unsigned m = segment_read_roots(r);
+	return n->kind == EX_SIZE && n->size->above > 0 && (m & 1u << r->ndim) && !(m & 1u << 31);
+}
+
+/* Is r a reduction that its own segment computes well (a grid reduction) and that another
+ * tensor reads? */
+static bool boundary(Fusion *f, Tensor *r)
+{
+	if (!tensor_is_reduction(r) || r->kind == TK_INPUT || !read_by_other(f, r))
+		return false;
+	if (r->ndim == 0 || segment_long_row(r))
+		return true;
+	return r->nroot == r->ndim + 1 && segment_read_roots(r) == 1u << (r->ndim - 1);
+}
+
+/* ---- the plan -------------------------------------------------------------------------- */
+
+static bool mentions_size(IrExpr *e, SizeSym *z)
+{
+	if (!e)
+		return false;
+	if (e->kind == EX_SIZE && e->size == z)
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (mentions_size(e->args[i], z))
+			return true;
+	return false;
+}
+
+static bool declares(Vec *params, const char *sym)
+{
+	for (int i = 0; i < params->len; i++) {
+		AstParam *p = VEC_AT(*params, AstParam, i);
+		for (int k = 0; k < p->ndims; k++)
+			if (p->dims[k].sym && strcmp(p->dims[k].sym, sym) == 0)
+				return true;
+	}
+	return false;
+}
+
+typedef struct Seg {
+	Arena *a;
+	Fusion *f;
+	AstFusion *af;
+	int arch;           /* the target sm (AutoOptions.arch) */
+	bool *bnd;          /* per tensor index: a boundary */
+	int *level;         /* per tensor index */
+	int *buf;           /* per tensor index: its workspace buffer, or -1 */
+	/* the segment being built */
+	bool *out;          /* computed by it */
+	bool *need;         /* its statements (outputs included) */
+	bool *in;           /* boundaries of earlier segments it reads */
+} Seg;
+
+static int tensor_pos(Fusion *f, Tensor *t)
+{
+	for (int i = 0; i < f->ntensors; i++)
+		if (f->tensors[i] == t)
+			return i;
+	for (int i = 0; i < f->noutputs; i++) /* an output never defined (sema failed) */
+		if (f->outputs[i] == t)
+			return -1;
+	return -1;
+}
+
+static void mark_reads(Seg *s, IrExpr *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nargs; i++)
+		mark_reads(s, e->args[i]);
+	if (e->kind != EX_ACCESS)
+		return;
+	int u = tensor_pos(s->f, e->tensor);
+	if (u < 0)
+		return;
+	if (s->bnd[u] && !s->out[u])
+		s->in[u] = true;
+	else
+		s->need[u] = true;
+}
+
+/* The largest level of a tensor read by e (a boundary counts one more). */
+static int read_level(Seg *s, IrExpr *e)
+{
+	int l = 0;
+	if (!e)
+		return 0;
+	for (int i = 0; i < e->nargs; i++) {
+		int k = read_level(s, e->args[i]);
+		l = k > l ? k : l;
+	}
+	if (e->kind == EX_ACCESS && e->tensor->kind != TK_INPUT) {
+		int u = tensor_pos(s->f, e->tensor);
+		int k = u < 0 ? 0 : s->level[u] + s->bnd[u];
+		l = k > l ? k : l;
+	}
+	return l;
+}
+
+static AstDim *dims_of(Seg *s, Tensor *t, int *n)
+{
+	*n = t->ndim ? t->ndim : 1;
+	AstDim *d = arena_alloc(s->a, sizeof(AstDim) * (size_t)*n);
+	if (!t->ndim) {
+		d[0] = *ast_dim_int(s->a, t->span, 1);
+		return d;
+	}
+	for (int k = 0; k < t->ndim; k++) {
+		IrExpr *e = t->shape[k];
+		if (e->kind == EX_SIZE)
+			d[k] = *ast_dim_sym(s->a, t->span, e->size->name);
+		else if (e->kind == EX_INT)
+			d[k] = *ast_dim_int(s->a, t->span, e->ival);
+		else
+			return NULL;
+	}
+	return d;
+}
+
+static bool same_shape(Tensor *x, Tensor *y)
+{
+	if (x->ndim != y->ndim)
+		return false;
+	for (int k = 0; k < x->ndim; k++)
+		if (!ir_equal(x->shape[k], y->shape[k]))
+			return false;
+	return true;
+}
+
+/* A declaration of workspace tensor t: an output (0-d allowed) or an input (a 0-d one as
+ * [1]). NULL when a dimension is not a size or a constant. */
+static AstParam *declare(Seg *s, Tensor *t, bool output)
+{
+	int n;
+	AstDim *d = dims_of(s, t, &n);
+	if (!d)
+		return NULL;
+	AstParam *p = NEW(s->a, AstParam);
+	p->name = (AstName){t->name, t->span};
+	p->dtype = (AstName){dtype_name(t->dtype), t->span};
+	p->dims = d;
+	p->ndims = output && !t->ndim ? 0 : n;
+	p->span = t->span;
+	return p;
+}
+
+/* The AST node of lifted reduction t in its statement's right-hand side: sema numbers the
+ * lifted reductions of a statement in the order it finishes them (post-order, the top
+ * reduction not counted), STMT_REDk. */
+static AstExpr *find_lifted(Arena *a, AstExpr *e, const char *stmt, const char *name,
+			    int *count, bool top)
+{
+	for (int i = 0; i < e->nargs; i++) {
+		AstExpr *r = find_lifted(a, e->args[i], stmt, name, count, false);
+		if (r)
+			return r;
+	}
+	if (e->kind != AE_REDUCE || top)
+		return NULL;
+	return strcmp(arena_printf(a, "%s_%s%d", stmt, e->name, (*count)++), name) == 0 ? e : NULL;
+}
+
+static AstStmt *stmt_of(AstFusion *af, const char *lhs)
+{
+	for (int i = 0; i < af->nstmts; i++)
+		if (strcmp(af->stmts[i]->lhs.name, lhs) == 0)
+			return af->stmts[i];
+	return NULL;
+}
+
+/* The lifted boundary's AST reduction, or NULL. */
+static AstExpr *lifted_node(Seg *s, Tensor *t)
+{
+	AstStmt *st = t->lifted_from ? stmt_of(s->af, t->lifted_from->name) : NULL;
+	int count = 0;
+	return st ? find_lifted(s->a, st->rhs, st->lhs.name, t->name, &count,
+				st->rhs->kind == AE_REDUCE) : NULL;
+}
+
+/* t[its kept roots], t[0] when 0-d. */
+static AstExpr *read_of(Seg *s, Tensor *t, Span at)
+{
+	Vec args = {0};
+	for (int k = 0; k < t->ndim; k++)
+		vec_push(s->a, &args, ast_name(s->a, at, t->root[k]->name));
+	if (!t->ndim)
+		vec_push(s->a, &args, ast_int(s->a, at, 0));
+	return ast_access(s->a, at, (AstName){t->name, at}, &args);
+}
+
+/* e with the segment's inputs read as inputs: a lifted boundary's reduction becomes a read
+ * of it, a 0-d boundary's name a read of element 0. */
+static AstExpr *rewrite(Seg *s, AstExpr *e)
+{
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *t = s->f->tensors[i];
+		if (!s->in[i])
+			continue;
+		if (t->lifted_from && lifted_node(s, t) == e)
+			return read_of(s, t, e->span);
+		if (!t->ndim && e->kind == AE_NAME && strcmp(e->name, t->name) == 0)
+			return read_of(s, t, e->span);
+	}
+	if (!e->nargs)
+		return e;
+	AstExpr *c = NEW(s->a, AstExpr);
+	*c = *e;
+	c->args = arena_alloc(s->a, sizeof(AstExpr *) * (size_t)e->nargs);
+	for (int i = 0; i < e->nargs; i++) {
+		c->args[i] = rewrite(s, e->args[i]);
+		if (c->args[i]->depth >= c->depth)
+			c->depth = c->args[i]->depth + 1;
+	}
+	return c;
+}
+
+static AstStmt *stmt_new(Seg *s, AstStmt *like, const char *lhs, Tensor *t, AstExpr *rhs)
+{
+	AstStmt *st = NEW(s->a, AstStmt);
+	*st = *like;
+	st->lhs = (AstName){lhs, like->lhs.span};
+	if (t) { /* a lifted reduction: its kept roots are the statement's indices */
+		st->nidx = t->ndim;
+		st->is_scalar = !t->ndim;
+		st->idx = arena_alloc(s->a, sizeof(AstName) * (size_t)(t->ndim ? t->ndim : 1));
+		for (int k = 0; k < t->ndim; k++)
+			st->idx[k] = (AstName){t->root[k]->name, like->lhs.span};
+	}
+	st->rhs = rewrite(s, rhs);
+	return st;
+}
+
+/* The segment computing the tensors marked in s->out, as a scheduled fusion; NULL when it
+ * cannot be built or scheduled (no diagnostic is kept). */
+static Segment *build_segment(Seg *s, Diag *d, int index)
+{
+	Fusion *f = s->f;
+	int n = f->ntensors;
+	memset(s->need, 0, sizeof(bool) * (size_t)n);
+	memset(s->in, 0, sizeof(bool) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		s->need[i] = s->out[i];
+	for (int i = n - 1; i >= 0; i--)
+		if (s->need[i])
+			mark_reads(s, f->tensors[i]->def);
+	Vec params = {0}, outs = {0}, stmts = {0}, args = {0}, oargs = {0};
+	SegArg *sa;
+	/* the fusion's parameters: every scalar, the inputs it reads */
+	for (int i = 0; i < s->af->nparams; i++) {
+		AstParam *p = s->af->params[i];
+		Tensor *t = p->ndims ? fusion_find_tensor(f, p->name.name) : NULL;
+		if (t && !s->need[tensor_pos(f, t)])
+			continue;
+		vec_push(s->a, &params, p);
+		sa = NEW(s->a, SegArg);
+		*sa = (SegArg){'s', i};
+		vec_push(s->a, &args, sa);
+	}
+	/* boundaries of earlier segments */
+	for (int i = 0; i < n; i++) {
+		if (!s->in[i])
+			continue;
+		Tensor *t = f->tensors[i];
+		AstParam *p = declare(s, t, false);
+		if (!p)
+			return NULL;
+		vec_push(s->a, &params, p);
+		sa = NEW(s->a, SegArg);
+		*sa = t->kind == TK_OUTPUT ? (SegArg){'s', t->param_index} : (SegArg){'w', s->buf[i]};
+		vec_push(s->a, &args, sa);
+	}
+	/* its outputs: the fusion's own in their order, then the workspace it stores */
+	for (int k = 0; k < s->af->nouts; k++) {
+		int i = tensor_pos(f, f->outputs[k]);
+		if (i < 0 || !s->out[i])
+			continue;
+		vec_push(s->a, &outs, s->af->outs[k]);
+		sa = NEW(s->a, SegArg);
+		*sa = (SegArg){'s', s->af->nparams + k};
+		vec_push(s->a, &oargs, sa);
+	}
+	for (int i = 0; i < n; i++) {
+		if (!s->out[i] || f->tensors[i]->kind == TK_OUTPUT)
+			continue;
+		AstParam *p = declare(s, f->tensors[i], true);
+		if (!p)
+			return NULL;
+		vec_push(s->a, &outs, p);
+		sa = NEW(s->a, SegArg);
+		*sa = (SegArg){'w', s->buf[i]};
+		vec_push(s->a, &oargs, sa);
+	}
+	/* a size the statements use but no declaration has comes with an input that has it (its
+	 * pointer unused): sizes are known from the signature */
+	for (int z = 0; z < f->nsizes; z++) {
+		bool used = false;
+		for (int i = 0; i < n && !used; i++)
+			used = s->need[i] && mentions_size(f->tensors[i]->def, f->sizes[z]);
+		if (!used || declares(&params, f->sizes[z]->name) || declares(&outs, f->sizes[z]->name))
+			continue;
+		for (int i = 0; i < s->af->nparams; i++) {
+			AstParam *p = s->af->params[i];
+			Vec one = {0};
+			vec_push(s->a, &one, p);
+			if (!p->ndims || !declares(&one, f->sizes[z]->name))
+				continue;
+			vec_push(s->a, &params, p);
+			sa = NEW(s->a, SegArg);
+			*sa = (SegArg){'s', i};
+			vec_push(s->a, &args, sa);
+			break;
+		}
+	}
+	for (int i = 0; i < oargs.len; i++)
+		vec_push(s->a, &args, oargs.items[i]);
+	/* the statements, in the fusion's order */
+	for (int j = 0; j < s->af->nstmts; j++) {
+		AstStmt *st = s->af->stmts[j];
+		for (int i = 0; i < n; i++) {
+			Tensor *t = f->tensors[i];
+			if (s->out[i] && t->lifted_from && strcmp(t->lifted_from->name, st->lhs.name) == 0) {
+				AstExpr *r = lifted_node(s, t);
+				if (!r)
+					return NULL;
+				vec_push(s->a, &stmts, stmt_new(s, st, t->name, t, r));
+			}
+		}
+		int i = tensor_pos(f, fusion_find_tensor(f, st->lhs.name));
+		if (i >= 0 && s->need[i] && !(f->tensors[i]->lifted_from && s->out[i]))
+			vec_push(s->a, &stmts, stmt_new(s, st, st->lhs.name, NULL, st->rhs));
+	}
+	AstName name = {arena_printf(s->a, "%s_seg%d", f->name, index), f->span};
+	AstFusion *af = ast_fusion(s->a, f->span, name, &params, &outs, &stmts);
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(s->a, d, af);
+	if (!g || g->failed || diag_error_count(d) > m.errors || g->nsig != args.len) {
+		diag_rollback(d, m);
+		return NULL;
+	}
+	g->segment_of = f;
+	Segment *seg = NEW(s->a, Segment);
+	seg->fusion = g;
+	seg->args = arena_alloc(s->a, sizeof(SegArg) * (size_t)(args.len + 1));
+	for (int i = 0; i < args.len; i++)
+		seg->args[i] = *VEC_AT(args, SegArg, i);
+	seg->sizes = arena_alloc(s->a, sizeof(int) * (size_t)(g->nsizes + 1));
+	for (int i = 0; i < g->nsizes; i++) {
+		seg->sizes[i] = -1;
+		for (int k = 0; k < f->nsizes; k++)
+			if (strcmp(f->sizes[k]->name, g->sizes[i]->name) == 0) {
+				seg->sizes[i] = k;
+				g->sizes[i]->above = f->sizes[k]->above;
+				g->sizes[i]->bound = f->sizes[k]->bound;
+			}
+		if (seg->sizes[i] < 0) {
+			diag_rollback(d, m);
+			return NULL;
+		}
+	}
+	AutoOptions o = {.arch = s->arch};
+	bool ok = auto_schedule_with(s->a, d, g, &o) && diag_error_count(d) == m.errors;
+	diag_rollback(d, m);
+	return ok ? seg : NULL;
+}
+
+bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
+{
+	if (f->segment_of || !f->ast || f->failed ||
+	    (f->ast_schedule && !f->ast_schedule->is_auto))
+		return false;
+	int n = f->ntensors, nb = 0, top = 0;
+	Seg s = {.a = a, .f = f, .af = f->ast, .arch = arch};
+	s.bnd = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	s.level = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+	s.buf = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+	s.out = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	s.need = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	s.in = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	Vec bufs = {0};
+	for (int i = 0; i < n; i++) {
+		Tensor *t = f->tensors[i];
+		s.buf[i] = -1;
+		s.bnd[i] = boundary(f, t);
+		/* a lifted reduction inside another reduction reads that one's index: not
+		 * a statement of its own */
+		for (int k = 0; s.bnd[i] && t->lifted_from && k < t->ndim; k++) {
+			AstStmt *st = stmt_of(f->ast, t->lifted_from->name);
+			bool lhs = false;
+			for (int q = 0; st && q < st->nidx; q++)
+				lhs |= strcmp(st->idx[q].name, t->root[k]->name) == 0;
+			s.bnd[i] = lhs;
+		}
+		s.level[i] = read_level(&s, t->def);
+		top = s.level[i] > top ? s.level[i] : top;
+		nb += s.bnd[i];
+		if (s.bnd[i] && t->kind != TK_OUTPUT) {
+			s.buf[i] = bufs.len;
+			vec_push(a, &bufs, t);
+		}
+	}
+	if (!nb)
+		return false;
+	/* per level: each boundary alone; the other outputs together, those of one shape in one
+	 * segment (outputs share a launch: a 0-d one beside an empty one would not be written) */
+	Vec segs = {0};
+	bool *done = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	for (int l = 0; l <= top; l++) {
+		for (int i = 0; i < n; i++) {
+			Tensor *t = f->tensors[i];
+			if (done[i] || s.level[i] != l || !(s.bnd[i] || t->kind == TK_OUTPUT))
+				continue;
+			memset(s.out, 0, sizeof(bool) * (size_t)n);
+			s.out[i] = done[i] = true;
+			for (int k = i + 1; k < n && !s.bnd[i]; k++)
+				if (!s.bnd[k] && !done[k] && s.level[k] == l &&
+				    f->tensors[k]->kind == TK_OUTPUT && same_shape(t, f->tensors[k]))
+					s.out[k] = done[k] = true;
+			Segment *g = build_segment(&s, d, segs.len);
+			if (!g)
+				return false;
+			vec_push(a, &segs, g);
+		}
+	}
+	f->segments = segs;
+	f->seg_buffers = bufs;
+	f->auto_scheduled = true;
+	/* the class: each segment's, in order (--emit=schedule prints it) */
+	f->auto_class = "segments:";
+	for (int i = 0; i < segs.len; i++) {
+		const char *c = VEC_AT(segs, Segment, i)->fusion->auto_class;
+		f->auto_class = arena_printf(a, "%s%s %s", f->auto_class, i ? ";" : "", c ? c : "?");
+	}
+	return true;
+}

@@ -1,0 +1,342 @@
+/* check_auto_matmul.c: the automatic schedule of matrix products (scheduler/auto_matmul.c,
+ * docs/auto_schedule.md "Matrix products"): which outputs the classifier takes and how
+ * (operands, transposes, batch, epilogue, tensor cores or FMA), that the tensor-core schedule
+ * puts the product on mma.sync with ldmatrix and the epilogue in the same kernel, that the
+ * chain ends with a kernel without preconditions, and the kernels against the reference in
+ * the simulator at sizes no tile divides, 0 and 1 (examples/gemm/auto_*.fus run more sizes
+ * through tests/check_examples.sh). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "scheduler/auto_plan.h"
+#include "tests/unit/testutil.h"
+
+/* What the classifier says about the one output of src, on the fusion as sema builds it. */
+typedef struct Class {
+	bool in, mma, a_trans, b_trans, epilogue;
+	int nbatch;
+	int64_t bm, bn;
+	char a[16], b[16];
+} Class;
+
+static Class classify(const char *src)
+{
+	TestCompile *tc = tc_compile(src, false);
+	ck_assert_msg(tc->prog != NULL, "%s", tc->diags);
+	Fusion *g = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[0]->ast);
+	ck_assert_ptr_nonnull(g);
+	AutoMatmul c;
+	Class r = {.in = auto_matmul_classify(g, g->outputs[0], &c)};
+	if (r.in) {
+		r.mma = c.mma;
+		r.a_trans = c.a_trans;
+		r.b_trans = c.b_trans;
+		r.epilogue = c.acc != c.out;
+		r.nbatch = c.nbatch;
+		r.bm = c.bm;
+		r.bn = c.bn;
+		snprintf(r.a, sizeof r.a, "%s", c.a->name);
+		snprintf(r.b, sizeof r.b, "%s", c.b->name);
+	}
+	tc_free(tc);
+	return r;
+}
+
+#define MM(ta, tb, tc, body) \
+	"fusion m(A: " ta ", B: " tb ") -> (C: " tc ") { " body " }"
+
+/* GEMM + bias + gelu with an f16 output (examples/gemm/auto_hgemm_bias_gelu.fus) */
+static const char epilogue_src[] =
+	"fusion e(A: f16[M, K], B: f16[K, N], bias: f16[N]) -> (C: f16[M, N]) {\n"
+	"  t[i, j] = sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(bias[j]);\n"
+	"  C[i, j] = f16(0.5 * t[i, j] * (1.0 + erf(0.7 * t[i, j])));\n}\n";
+
+START_TEST(test_classify)
+{
+	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
+	ck_assert(c.bm == 128 && c.bn == 128);
+	/* constant extents: tiles no larger than them (a split may not be), 32 at the least */
+	c = classify(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32);
+	c = classify(MM("f16[64, 64]", "f16[64, 64]", "f32[64, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 64);
+	ck_assert(!classify(MM("f16[20, 72]", "f16[72, 40]", "f32[20, 40]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	ck_assert(!classify(MM("f16[64, 16]", "f16[16, 64]", "f32[64, 64]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	c = classify(MM("f32[300, 72]", "f32[72, 600]", "f32[300, 600]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma && c.bm == 128 && c.bn == 128);
+	ck_assert(!classify(MM("f32[100, 72]", "f32[72, 600]", "f32[100, 600]",
+			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
+	ck_assert_str_eq(c.a, "A");
+	ck_assert_str_eq(c.b, "B");
+	/* bf16, the operands in the other order, casts around them */
+	c = classify(MM("bf16[K, N]", "bf16[M, K]", "f32[M, N]",
+			"C[i, j] = sum(k: f32(B[i, k]) * f32(A[k, j]));"));
+	ck_assert(c.in && c.mma);
+	ck_assert_str_eq(c.a, "B");
+	/* f32 operands: the FMA schedule */
+	c = classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma);
+	/* an f16 accumulator (C f16 without a cast): no f32 accumulation, FMA */
+	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && !c.mma);
+	/* transposed operands: in the class, on FMA units (the mma directive refuses them) */
+	c = classify(MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"));
+	ck_assert(c.in && !c.mma && c.a_trans && !c.b_trans);
+	c = classify(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
+	ck_assert(c.in && !c.mma && !c.a_trans && c.b_trans);
+	/* batched, one or two batch indices */
+	c = classify(MM("f16[Z, M, K]", "f16[Z, K, N]", "f32[Z, M, N]",
+			"C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"));
+	ck_assert(c.in && c.mma && c.nbatch == 1);
+	c = classify(MM("f32[Y, Z, K, M]", "f32[Y, Z, K, N]", "f32[Y, Z, M, N]",
+			"C[a, b, i, j] = sum(k: A[a, b, k, i] * B[a, b, k, j]);"));
+	ck_assert(c.in && !c.mma && c.nbatch == 2 && c.a_trans);
+	/* an epilogue: bias, gelu and a cast to f16 around the lifted sum */
+	c = classify(epilogue_src);
+	ck_assert(c.in && c.mma && c.epilogue);
+	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]",
+			"C[i, j] = f16(sum(k: f32(A[i, k]) * f32(B[k, j])));"));
+	ck_assert(c.in && c.mma && c.epilogue);
+
+	/* not matrix products */
+	ck_assert(!classify(MM("f32[M, K]", "f32[M, K]", "f32[M]", "C[i] = sum(k: A[i, k] * B[i, k]);")).in);
+	ck_assert(!classify(MM("f32[M, N]", "f32[M, N]", "f32[M, N]", "C[i, j] = A[i, j] * B[i, j];")).in);
+	ck_assert(!classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = max(k: A[i, k] * B[k, j]);")).in);
+	ck_assert(!classify(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] + B[k, j]);")).in);
+	/* a broadcast batch: A has no batch index */
+	ck_assert(!classify(MM("f32[M, K]", "f32[Z, K, N]", "f32[Z, M, N]",
+			       "C[b, i, j] = sum(k: A[i, k] * B[b, k, j]);")).in);
+	/* x x: one input as both operands (one cache cannot be both tiles) */
+	ck_assert(!classify("fusion s(x: f32[N, N]) -> (C: f32[N, N]) { C[i, j] = sum(k: x[i, k] * x[k, j]); }").in);
+	/* an operand the epilogue reads too (its cache would replace that read) */
+	ck_assert(!classify("fusion r(A: f32[M, N], B: f32[N, N]) -> (C: f32[M, N]) {\n"
+			    "  t[i, j] = sum(k: A[i, k] * B[k, j]);\n  C[i, j] = t[i, j] + A[i, j];\n}\n").in);
+	/* the product read transposed by the epilogue, or two products */
+	ck_assert(!classify("fusion r(A: f32[N, N], B: f32[N, N]) -> (C: f32[N, N]) {\n"
+			    "  t[i, j] = sum(k: A[i, k] * B[k, j]);\n  C[i, j] = t[j, i];\n}\n").in);
+	ck_assert(!classify("fusion r(A: f32[N, N], B: f32[N, N], D: f32[N, N]) -> (C: f32[N, N]) {\n"
+			    "  C[i, j] = sum(k: A[i, k] * B[k, j]) + sum(k: D[i, k] * D[k, j]);\n}\n").in);
+	/* two outputs share one launch: not the class */
+	ck_assert(!classify("fusion r(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N], D: f32[M, K]) {\n"
+			    "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n  D[i, k] = A[i, k] * 2.0;\n}\n").in);
+}
+END_TEST
+
+/* The generated schedule of tc's fusion i as text. */
+static char *schedule_text(TestCompile *tc, int i)
+{
+	Buf b = {0};
+	ast_print_schedule(tc->prog->fusions[i]->ast_schedule, &b);
+	return b.s;
+}
+
+/* src lowered (tc), scheduled at the tuned level; its schedule as text. */
+static char *tuned(const char *src, TestCompile **tc)
+{
+	*tc = tc_lowered(src);
+	ck_assert_ptr_null((*tc)->prog->fusions[0]->auto_fallback);
+	return schedule_text(*tc, 0);
+}
+
+/* The tensor-core schedule: mma with ldmatrix on the accumulator, fragments stored by C,
+ * 3-stage cp.async tiles; the lowered kernel has the warp-wide mma, the scalar kernel no
+ * cp.async and no precondition. */
+START_TEST(test_mma_schedule)
+{
+	TestCompile *tc;
+	char *s = tuned(MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
+	ck_assert_contains(s, "C_acc = C.cache_before(local);");
+	ck_assert_contains(s, "C_acc.mma(m16n8k16, ldmatrix);");
+	ck_assert_contains(s, "C.fragment(m16, n8);");
+	ck_assert_contains(s, "A_smem.stages(3);");
+	ck_assert_contains(s, "C.bind(bi, blockIdx.y);");
+	free(s);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+	ck_assert_contains(cu, "cp.async.cg.shared.global");
+	free(cu);
+	Kernel *k = tc->kernels[0];
+	ck_assert_int_gt(k->preconds.len, 0);
+	ck_assert_ptr_nonnull(k->fallback);
+	Kernel *last = kernel_last_variant(k);
+	ck_assert_str_eq(last->name, "m_kernel_scalar");
+	ck_assert_int_eq(last->preconds.len, 0);
+	Buf b = {0};
+	kir_print(last, &b);
+	ck_assert_not_contains(b.s, "cp.async");
+	ck_assert_contains(b.s, "mma.m16n8k16 C_acc[");
+	buf_free(&b);
+	tc_free(tc);
+}
+END_TEST
+
+/* GEMM + bias + gelu with an f16 output: the lifted sum is the mma accumulator, C applies
+ * the epilogue to the fragments in the same kernel. */
+START_TEST(test_epilogue_schedule)
+{
+	TestCompile *tc;
+	char *s = tuned(epilogue_src, &tc);
+	ck_assert_contains(s, "t_sum0.mma(m16n8k16, ldmatrix);");
+	ck_assert_contains(s, "t_sum0.compute_at(C, bj);");
+	ck_assert_contains(s, "C.fragment(m16, n8);");
+	ck_assert_not_contains(s, "cache_before");
+	free(s);
+	char *ir = tc_kernel_ir(tc, 0);
+	/* one kernel: the accumulator in registers, erf applied before the store of C */
+	ck_assert_contains(ir, "alloc local f32 t_sum0[");
+	ck_assert_contains(ir, "erf(");
+	ck_assert_not_contains(ir, "alloc global");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+/* The FMA schedule of gemm_f32.fus for f32 operands, and for transposed f16 operands. */
+START_TEST(test_fma_schedule)
+{
+	TestCompile *tc;
+	char *s = tuned(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_contains(s, "A_smem_reg.double_buffer();");
+	ck_assert_contains(s, "A_smem.stages(4);");
+	ck_assert_contains(s, "C.vectorize(jv);");
+	free(s);
+	ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->preconds.len, 0);
+	tc_free(tc);
+	s = tuned(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"), &tc);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_contains(s, "B_smem_reg.unroll(jv);");
+	free(s);
+	tc_free(tc);
+	/* f64: 4 columns would be a 32-byte vector; unrolled, still the tuned level */
+	s = tuned(MM("f64[M, K]", "f64[K, N]", "f64[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"), &tc);
+	ck_assert_contains(s, "C.unroll(jv);");
+	free(s);
+	expect_sim_picked(tc->kernels[0], "M=40,N=24,K=32");
+	tc_free(tc);
+}
+END_TEST
+
+/* Every program at sizes no tile divides, 0 and 1, and multiples of the vectors: the kernel
+ * the launcher picks and the chain's last (scalar) kernel, against the reference. */
+START_TEST(test_matmul_sim)
+{
+	static const char *srcs[] = {
+		MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("bf16[Z, M, K]", "bf16[Z, K, N]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"),
+		epilogue_src,
+		/* a scale and a residual around the product, bf16 output */
+		"fusion r(A: bf16[M, K], B: bf16[K, N], R: bf16[M, N]) -> (C: bf16[M, N]) {\n"
+		"  C[i, j] = bf16(0.125 * sum(k: f32(A[i, k]) * f32(B[k, j])) + f32(R[i, j]));\n}\n",
+		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f32[Z, K, M]", "f32[Z, N, K]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
+		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+	};
+	/* constant extents no tile divides (64 x 32 tiles), and tiles as large as the extents
+	 * (one block: the lowering's proofs fold its block index, which can only be 0) */
+	static const char *consts[] = {
+		MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f16[128, 64]", "f16[64, 256]", "f32[128, 256]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+	};
+	for (int i = 0; i < 2; i++) {
+		TestCompile *ct = tc_lowered(consts[i]);
+		ck_assert_ptr_null(ct->prog->fusions[0]->auto_fallback);
+		expect_sim_picked(ct->kernels[0], "");
+		expect_sim(kernel_last_variant(ct->kernels[0]), "");
+		tc_free(ct);
+	}
+	const char *dims[] = {"Z=2,M=70,N=33,K=45", "Z=1,M=40,N=24,K=32", "Z=1,M=1,N=1,K=1",
+			      "Z=1,M=0,N=5,K=3", "Z=1,M=8,N=3,K=0", "Z=0,M=8,N=8,K=8"};
+	for (int i = 0; i < (int)(sizeof srcs / sizeof *srcs); i++) {
+		TestCompile *tc = tc_lowered(srcs[i]);
+		ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+		Kernel *k = tc->kernels[0];
+		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
+			Kernel *run = expect_sim_picked(k, dims[s]);
+			/* multiples of 8 run a vector kernel, the others a scalar one */
+			bool vector = s == 1 || s == 5;
+			ck_assert_msg((strstr(run->name, "_scalar") == NULL) == vector, "%s at %s ran %s",
+				      srcs[i], dims[s], run->name);
+			expect_sim(kernel_last_variant(k), dims[s]);
+		}
+		tc_free(tc);
+	}
+}
+END_TEST
+
+/* A symbolic M gets size variants with 32- and 64-row tiles: the chain M32, M32_scalar, M64,
+ * M64_scalar, the kernel, its scalar one; each runs where its bound and vectors allow and
+ * matches the reference on both sides of each bound. */
+START_TEST(test_short_m_variants)
+{
+	TestCompile *tc;
+	char *s = tuned(MM("f16[M, K]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+			&tc);
+	free(s);
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_int_eq(f->variants.len, 2);
+	const char *names[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64", "m_kernel_M64_scalar",
+			       "m_kernel", "m_kernel_scalar"};
+	int n = 0;
+	for (Kernel *k = tc->kernels[0]; k; k = k->fallback, n++) {
+		ck_assert_int_lt(n, 6);
+		ck_assert_str_eq(k->name, names[n]);
+	}
+	ck_assert_int_eq(n, 6);
+	const char *dims[] = {"M=1,N=40,K=32", "M=32,N=40,K=45", "M=33,N=40,K=32", "M=64,N=40,K=45",
+			      "M=65,N=40,K=32"};
+	const char *runs[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64",
+			      "m_kernel_M64_scalar", "m_kernel"};
+	for (int i = 0; i < 5; i++)
+		ck_assert_str_eq(expect_sim_picked(tc->kernels[0], dims[i])->name, runs[i]);
+	tc_free(tc);
+}
+END_TEST
+
+/* For a target older than sm_80: the FMA schedule with plain vector copies (no mma, no
+ * cp.async), whatever the dtypes, lowered for sm_75 and right in the simulator. */
+START_TEST(test_before_sm80)
+{
+	LowerOptions o = {.arch = 75, .verify = true};
+	TestCompile *tc = tc_compile_opts(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+					     "C[i, j] = sum(k: A[i, k] * B[k, j]);"), &o);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	ck_assert_ptr_null(tc->prog->fusions[0]->auto_fallback);
+	char *s = schedule_text(tc, 0);
+	ck_assert_not_contains(s, "mma");
+	ck_assert_not_contains(s, "cp_async");
+	ck_assert_contains(s, "A_smem.stages(4);");
+	free(s);
+	ck_assert_int_lt(tc->kernels[0]->min_arch, 80);
+	expect_sim_picked(tc->kernels[0], "M=40,N=24,K=32");
+	expect_sim_picked(tc->kernels[0], "M=70,N=33,K=45");
+	tc_free(tc);
+}
+END_TEST
+
+Suite *auto_matmul_suite(void)
+{
+	Suite *s = suite_create("auto_matmul");
+	TCase *tc = tcase_create("auto_matmul");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_classify);
+	tcase_add_test(tc, test_mma_schedule);
+	tcase_add_test(tc, test_epilogue_schedule);
+	tcase_add_test(tc, test_fma_schedule);
+	tcase_add_test(tc, test_matmul_sim);
+	tcase_add_test(tc, test_before_sm80);
+	tcase_add_test(tc, test_short_m_variants);
+	suite_add_tcase(s, tc);
+	return s;
+}
