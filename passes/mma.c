@@ -130,6 +130,19 @@ static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *
 	return e;
 }
 
+/* A KS_MMA or KS_MMA_LOAD of instruction in into tensor t with n (unset) idx slots. */
+static Stmt *mma_stmt(Arena *a, StmtKind kind, Span span, Tensor *t, const MmaInstr *in, int n)
+{
+	Stmt *s = NEW(a, Stmt);
+	s->kind = kind;
+	s->span = span;
+	s->mma.tensor = t;
+	s->mma.instr = in;
+	s->mma.nidx = n;
+	s->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
+	return s;
+}
+
 static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv);
 
 /* Lowers the nest `s` (the loop over mma->mh) of accumulator t; NULL after an error. */
@@ -212,13 +225,7 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	for (int i = 0; i < 3; i++)
 		offs[i] = ir_simplify(a, m->rg, ir_rewrite(a, offs[i], split_lane, m));
 	int n = in->nc + in->na + in->nb;
-	Stmt *mm = NEW(a, Stmt);
-	mm->kind = KS_MMA;
-	mm->span = mma->span;
-	mm->mma.tensor = t;
-	mm->mma.instr = in;
-	mm->mma.nidx = n;
-	mm->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)n);
+	Stmt *mm = mma_stmt(a, KS_MMA, mma->span, t, in, n);
 	for (int i = 0; i < n; i++) {
 		char op = i < in->nc ? 'c' : i < in->nc + in->na ? 'a' : 'b';
 		int r = op == 'c' ? i : op == 'a' ? i - in->nc : i - in->nc - in->na;
@@ -564,17 +571,11 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	Tensor *f = tensor_buffer(a, name, dt, MEM_LOCAL, ir_int(a, size), mm->span);
 	f->sched.mma_frag = true;
 	/* the load, under copies of the loops it depends on */
-	Stmt *ld = NEW(a, Stmt);
-	ld->kind = KS_MMA_LOAD;
-	ld->span = mm->span;
-	ld->mma.tensor = f;
-	ld->mma.instr = in;
+	Stmt *ld = mma_stmt(a, KS_MMA_LOAD, mm->span, f, in, cnt);
 	ld->mma.op = op;
 	ld->mma.ldm = ldm;
 	ld->mma.tiles = 1;
 	ld->mma.offset = ir_simplify(a, m->rg, ix_mul(a, flin, ir_int(a, nel)));
-	ld->mma.nidx = cnt;
-	ld->mma.idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)cnt);
 	for (int r = 0; r < cnt; r++) {
 		IrExpr *e = src[r];
 		for (int i = 0; i < nd; i++)

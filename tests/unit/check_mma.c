@@ -6,7 +6,9 @@
  * A fragment swapped, the B fragment taken from another lane, two accumulator registers
  * swapped, the barrier before the mma removed, the mma run by half a warp; with ldmatrix, the
  * row addresses of other lanes, a misaligned row) and the simulator must report it: a
- * mismatch, a race, a warp that never completes the instruction, a misaligned access. A target
+ * mismatch, a race, a warp that never completes the instruction, a misaligned access; the
+ * fragment registers (loaded once per warp tile, B two tiles per ldmatrix.x4.trans) and the
+ * padded rows of hgemm_ldmatrix.fus are mutated the same way. A target
  * below sm_80 is an error at the mma directive. The tests run from the repository root.
  */
 #include <check.h>
@@ -426,6 +428,29 @@ START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
 }
 END_TEST
 
+/* hgemm_ldmatrix.fus pads As's rows of 32 halves to 40 (pad(8, 32)): the cp.async copies
+ * write the padded layout; an ldmatrix that reads the unpadded one (row address o becomes
+ * o - o / 40 * 8) is a mismatch. */
+START_TEST(test_pad_dropped_by_the_reader_mismatch)
+{
+	TestCompile *tc = compile_path("examples/gemm/hgemm_ldmatrix.fus");
+	const int64_t sizes[3] = {33, 40, 24};
+	Stmt *a = frag_load(tc, 'a');
+	ck_assert_int_eq(a->mma.idx[0]->tensor->sched.pad_every, 32);
+	SimResult r;
+	ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
+	sim_result_free(&r);
+	Arena *ar = tc->kernels[0]->arena;
+	IrExpr *e = a->mma.idx[0], *o = e->args[0];
+	IrExpr *unpadded = ix_sub(ar, o, ix_mul(ar, ix_div(ar, NULL, o, ir_int(ar, 40)), ir_int(ar, 8)));
+	a->mma.idx[0] = ir_load(ar, e->tensor, unpadded);
+	a->mma.idx[0]->dtype = e->dtype;
+	ck_assert_int_gt(simulate_at(tc, &r, sizes), 0);
+	sim_result_free(&r);
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_arch_below_sm80_is_an_error)
 {
 	char *src = read_file("tests/golden/ok/mma_one_warp.fus");
@@ -456,6 +481,7 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
 	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
 	tcase_add_test(c, test_ldmatrix_x4_trans_pairs_tiles);
+	tcase_add_test(c, test_pad_dropped_by_the_reader_mismatch);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;

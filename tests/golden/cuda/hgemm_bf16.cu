@@ -5,7 +5,7 @@
 
 extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 75776 bytes, dynamic
   // nest of C
   __align__(8) float Cl[128];
   // Cl computed at C.bj
@@ -20,12 +20,12 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
       }
     }
   }
-  __fus_bfloat *As = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 15360 elements
+  __fus_bfloat *As = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 20480 elements
   // As computed at Cl.ko
-  __fus_bfloat *Bs = reinterpret_cast<__fus_bfloat *>(fus_smem + 30720); // 13056 elements
+  __fus_bfloat *Bs = reinterpret_cast<__fus_bfloat *>(fus_smem + 40960); // 17408 elements
   // Bs computed at Cl.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
+  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
@@ -38,17 +38,17 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+    if (ko + 3 < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[(ko * 32 + 64 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 3) % 4 * 4352])), "l"(&B[(ko * 32 + 96 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 96 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
     for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 5120])) : "memory");
       }
     }
     unsigned Bs_frag[32];
@@ -65,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
     for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4352])) : "memory");
       }
     }
     #pragma unroll
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
         }
       }
     }
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -203,17 +203,17 @@ extern "C" cudaError_t hgemm_bf16(const uint16_t *A, const uint16_t *B, float *C
     fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
   if (fus_attr_err != cudaSuccess)
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-  if (56832 > (long long)fus_smem_limit)
-    return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+  if (75776 > (long long)fus_smem_limit)
+    return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: needs 75776 bytes of shared memory (dynamic 75776, static 0, required 75776) but the device allows %d per block", fus_smem_limit);
   static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
   if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-    fus_attr_err = cudaFuncSetAttribute(hgemm_bf16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+    fus_attr_err = cudaFuncSetAttribute(hgemm_bf16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 75776);
     if (fus_attr_err != cudaSuccess)
-      return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+      return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot raise the dynamic shared memory to 75776 bytes: %s", cudaGetErrorString(fus_attr_err));
     if (fus_dev < 64)
       fus_smem_raised[fus_dev] = true;
   }
-  hgemm_bf16_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 56832, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, M, K, N);
+  hgemm_bf16_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 75776, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(hgemm_bf16_error_text, "hgemm_bf16: launch failed: %s", cudaGetErrorString(fus_err));
