@@ -31,6 +31,9 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := $(BUILD)/san
+# python3 loading the ASan-built libfusrt: the ASan runtime must come first (python's own
+# allocations are not ours: no leak report)
+PY_SAN  := LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0
 endif
 $(BUILD)/backend/nvrtc.o: CFLAGS += $(if $(NVRTC_SONAME),-DFUSC_NVRTC_SONAME='"$(NVRTC_SONAME)"')
 
@@ -209,7 +212,7 @@ check-lib: $(LIBFUSRT_A) $(LIBFUSRT_SO)
 # tests/python/test_torch.py is the GPU test (make check-gpu).
 check-python: $(LIBFUSRT_SO)
 	@if command -v python3 >/dev/null; then \
-	  FUSC_LIBFUSRT=$(abspath $(LIBFUSRT_SO)) python3 tests/python/test_args.py; \
+	  $(PY_SAN) FUSC_LIBFUSRT=$(abspath $(LIBFUSRT_SO)) python3 tests/python/test_args.py; \
 	else echo "check-python: skipped: no python3"; fi
 
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.

@@ -21,7 +21,9 @@ static bool classify(const char *src, int out, AutoTranspose *c)
 	Fusion *g = sema_fusion(tc->arena, tc->diag, f->ast);
 	ck_assert_ptr_nonnull(g);
 	bool in = auto_transpose_classify(g, g->outputs[out], c);
-	/* the tensors are the arena's: keep names only */
+	/* the tensors are the arena's: keep names only (none when not in the class) */
+	if (!in)
+		c->nins = 0;
 	for (int i = 0; i < c->nins; i++)
 		c->ins[i] = (Tensor *)strdup(c->ins[i]->name);
 	tc_free(tc);
