@@ -53,9 +53,7 @@ static bool identity_reads(IrExpr *e, Tensor *x, const int *map, int depth)
 		return true;
 	}
 	Tensor *t = e->tensor;
-	bool recomputed = t->def && !tensor_is_reduction(t) &&
-			  (t->sched.inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
-	return !recomputed || identity_reads(t->def, x, pos, depth + 1);
+	return !auto_recomputed(t) || identity_reads(t->def, x, pos, depth + 1);
 }
 
 /* Does e read x (through recomputed tensors)? */

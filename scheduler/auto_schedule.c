@@ -579,9 +579,7 @@ static bool reads_through_but(IrExpr *e, Tensor *x, Tensor *opaque, int depth)
 		Tensor *t = e->tensor;
 		if (t == x)
 			return true;
-		bool recomputed = t->def && !tensor_is_reduction(t) &&
-				  (t->sched.inlined || t->kind == TK_OUTPUT || t->kind == TK_SCALAR);
-		if (recomputed && t != opaque && reads_through_but(t->def, x, opaque, depth + 1))
+		if (auto_recomputed(t) && t != opaque && reads_through_but(t->def, x, opaque, depth + 1))
 			return true;
 	}
 	for (int i = 0; i < e->nargs; i++)
