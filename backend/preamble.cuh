@@ -259,3 +259,34 @@ __device__ __forceinline__ void __fus_welford_smem(T &n, T &m, T &m2)
                           wm2[base + i * STRIDE]);
   __syncthreads();
 }
+
+// ---- online max and sum: pairs through the block reductions' helpers ----
+// (m, s): the max of a part of a row and the sum of exp(x - m) over it. The side with the
+// larger max (b when b.m > a.m or b.m is NaN) keeps its sum, the other's is scaled by
+// exp(lo - hi), 1 when the maxes are equal (no exp(-inf - -inf)): symmetric, so both sides
+// of a butterfly step get the same bits.
+template <typename T> struct __fus_online { T m, s; };
+__device__ __forceinline__ float __fus_online_exp(float x) { return expf(x); }
+__device__ __forceinline__ double __fus_online_exp(double x) { return exp(x); }
+struct __fus_red_online {
+  template <typename T>
+  __device__ static __fus_online<T> f(__fus_online<T> a, __fus_online<T> b)
+  {
+    bool take = b.m > a.m || b.m != b.m;
+    T hi = take ? b.m : a.m, lo = take ? a.m : b.m;
+    T big = take ? b.s : a.s, small = take ? a.s : b.s;
+    T e = lo == hi ? (T)1 : __fus_online_exp(lo - hi);
+    return __fus_online<T>{hi, big + small * e};
+  }
+};
+template <typename T>
+__device__ __forceinline__ __fus_online<T> __shfl_xor_sync(unsigned mask, __fus_online<T> v, int o)
+{
+  return __fus_online<T>{__shfl_xor_sync(mask, v.m, o), __shfl_xor_sync(mask, v.s, o)};
+}
+template <typename T>
+__device__ __forceinline__ void __fus_online_set(T &m, T &s, __fus_online<T> r)
+{
+  m = r.m;
+  s = r.s;
+}

@@ -309,6 +309,13 @@ Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars)
 	return s;
 }
 
+Stmt *kir_block_online(Kernel *k, Var *max, Var *sum, unsigned pars)
+{
+	Stmt *s = kir_block_reduce(k, max, RED_ONLINE, pars);
+	s->block_red.osum = sum;
+	return s;
+}
+
 static int64_t thread_dim(Kernel *k, ParType p)
 {
 	int64_t v = 1;
@@ -535,6 +542,14 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 			const char *m2 = s->block_red.wm2->name;
 			buf_printf(out, "%s, %s, %s = block_welford(%s, %s, %s over ", n, m, m2, n, m,
 				   m2);
+			print_pars(s->block_red.pars, out);
+			buf_puts(out, ");");
+			break;
+		}
+		if (s->block_red.red == RED_ONLINE) {
+			/* m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x); */
+			const char *m = s->block_red.var->name, *sum = s->block_red.osum->name;
+			buf_printf(out, "%s, %s = block_online(%s, %s over ", m, sum, m, sum);
 			print_pars(s->block_red.pars, out);
 			buf_puts(out, ");");
 			break;

@@ -45,7 +45,9 @@ typedef struct Nest {
 	Map producers;      /* Tensor * -> Vec * of the tensors placed in its loops (placement) */
 	unsigned gen;       /* changes whenever env does */
 	Map values;         /* Axis * -> Value *: axis_value's results for env generation gen */
-	Vec wsums, wm2s;    /* welford: the sums s1 built so far and their M2 locals (welford.c) */
+	Vec wsums, wm2s;    /* single-pass pairs (welford.c): the first tensors built so far (the
+			     * sum of welford(), the max of online()) and the locals the second
+			     * one stores (the M2, the sum) */
 	bool ok;
 } Nest;
 
@@ -394,6 +396,7 @@ typedef struct Frame {
 	Var *acc;    /* reduction accumulator */
 	bool in_place; /* accumulates in its own register buffer (accumulate_in_place) */
 	Var *wmean, *wm2; /* welford (t->welford_var): acc is the count; the mean and M2 */
+	Var *osum;        /* online (t->online_sum): acc is the max; the sum of exp(x - max) */
 	unsigned threads; /* thread types of the reduction axes: a block reduction */
 	Span threads_span; /* the bind directive of the first of them */
 } Frame;
@@ -545,7 +548,7 @@ static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
 
 /* s1's accumulation as (count, mean, M2): zeros, the loops with the online update, the block
  * combination when reduction axes are bound to threads, then s1 = mean * count (the sum its
- * readers expect); s2's store, in its own place, reads the M2 (welford_store). */
+ * readers expect); s2's store, in its own place, reads the M2 (pair_store). */
 static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 {
 	Arena *a = n->a;
@@ -571,13 +574,74 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 	return list;
 }
 
-/* s2 = the M2 of its sum's pass (built before it: s1 is computed at the same loop, earlier). */
-static Stmt *welford_store(Nest *n, Tensor *t)
+/* The second tensor of a pair stores what its first one's pass left (built before it: the
+ * first is computed at the same loop, earlier): welford()'s s2 the M2, online()'s s the sum. */
+static Stmt *pair_store(Nest *n, Tensor *t, Tensor *first)
 {
 	for (int i = 0; i < n->wsums.len; i++)
-		if (n->wsums.items[i] == t->sched.welford_sum)
+		if (n->wsums.items[i] == first)
 			return store(n, t, ir_var(n->a, VEC_AT(n->wm2s, Var, i)));
-	die("loop_nest: welford tensor %s before its sum %s", t->name, t->sched.welford_sum->name);
+	die("loop_nest: %s before its pair's first tensor %s", t->name, first->name);
+}
+
+/* ---- online max and sum (s.online(), scheduler/welford.c) ------------------------------- */
+
+/* The online update of m's (max, sum) with one element x, every statement marked with m (one
+ * predicate group):
+ *   v = x;  take = v > max || v != v;  lo = take ? max : v;  max = take ? v : max;
+ *   e = lo == max ? 1 : exp(lo - max);  sum = take ? sum * e + 1 : sum + e
+ * The smaller of the old max and v is rescaled to the larger: one exp per element. lo == max
+ * gives e = 1 without computing exp(-inf - -inf) (a -inf element before any finite one counts
+ * 1 until a finite max rescales it to 0); a NaN takes over the max and makes the sum NaN, as
+ * in the two passes. */
+static Stmt *online_update(Nest *n, Frame *fr, IrExpr *x)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = fr->acc->dtype;
+	Var *v = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
+	Var *take = new_local(n->k, arena_printf(a, "%s_take", t->name), DT_BOOL);
+	Var *lo = new_local(n->k, arena_printf(a, "%s_lo", t->name), dt);
+	Var *e = new_local(n->k, arena_printf(a, "%s_e", t->name), dt);
+	IrExpr *vv = ir_var(a, v), *max = ir_var(a, fr->acc), *sum = ir_var(a, fr->osum);
+	IrExpr *tk = ir_var(a, take), *one = ir_float(a, dt, 1.0);
+	IrExpr *gt = ir_op(a, OP_GT, DT_BOOL, vv, max), *nan = ir_op(a, OP_NE, DT_BOOL, vv, vv);
+	Stmt *s = tensor_let(n, t, v, x);
+	kir_append(s, tensor_let(n, t, take, ir_op(a, OP_OR, DT_BOOL, gt, nan)));
+	kir_append(s, tensor_let(n, t, lo, ir_select(a, tk, max, vv)));
+	kir_append(s, tensor_let(n, t, fr->acc, ir_select(a, tk, vv, max)));
+	IrExpr *same = ir_op(a, OP_EQ, DT_BOOL, ir_var(a, lo), max);
+	IrExpr *ex = ir_op(a, OP_EXP, dt, ir_op(a, OP_SUB, dt, ir_var(a, lo), max), NULL);
+	kir_append(s, tensor_let(n, t, e, ir_select(a, same, one, ex)));
+	IrExpr *grown = ir_op(a, OP_ADD, dt, ir_op(a, OP_MUL, dt, sum, ir_var(a, e)), one);
+	IrExpr *kept = ir_op(a, OP_ADD, dt, sum, ir_var(a, e));
+	kir_append(s, tensor_let(n, t, fr->osum, ir_select(a, tk, grown, kept)));
+	return s;
+}
+
+/* m's accumulation as (max, sum): (-inf, 0), the loops with the online update, the block
+ * combination when reduction axes are bound to threads, then m = max; s's store, in its own
+ * place, reads the sum (pair_store). */
+static Stmt *online_nest(Nest *n, Frame *fr, int pos)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = acc_dtype(t);
+	fr->acc = new_local(n->k, arena_printf(a, "%s_acc", t->name), dt);
+	fr->osum = new_local(n->k, arena_printf(a, "%s_sum", t->name), dt);
+	Stmt *list = let(n->k, fr->acc, reduce_init(a, RED_MAX, dt));
+	kir_append(list, let(n->k, fr->osum, ir_float(a, dt, 0.0)));
+	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+	if (fr->threads) {
+		Stmt *br = kir_block_online(n->k, fr->acc, fr->osum, fr->threads);
+		br->span = t->sched.online_span;
+		list = kir_append(list, br);
+	}
+	list = kir_append(list, store(n, t, ir_var(a, fr->acc)));
+	vec_push(a, &n->wsums, t);
+	vec_push(a, &n->wm2s, fr->osum);
+	fr->acc = fr->osum = NULL;
+	return list;
 }
 
 static Stmt *innermost(Nest *n, Frame *fr)
@@ -590,6 +654,9 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->wmean)
 		return with_split_cond(
 			n, welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
+	if (fr->osum)
+		return with_split_cond(
+			n, online_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
@@ -634,9 +701,13 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		return kir_append(list, open_axis(n, fr, pos));
 	}
 	if (pos == fr->rstart && t->sched.welford_sum)
-		return kir_append(list, welford_store(n, t));
+		return kir_append(list, pair_store(n, t, t->sched.welford_sum));
 	if (pos == fr->rstart && t->sched.welford_var)
 		return kir_append(list, welford_nest(n, fr, pos));
+	if (pos == fr->rstart && t->sched.online_max)
+		return kir_append(list, pair_store(n, t, t->sched.online_max));
+	if (pos == fr->rstart && t->sched.online_sum)
+		return kir_append(list, online_nest(n, fr, pos));
 	if (pos == fr->rstart && tensor_is_reduction(t)) {
 		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
 		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));

@@ -861,6 +861,19 @@ static Tensor *row_reader(Row *r, RowShape *s, Tensor *t)
 	return o;
 }
 
+/* A row that is not persistent is read from memory by each of its passes: a max and a sum
+ * of exp(X - max) computed at the same reader (softmax, logsumexp) become one pass
+ * (`s.online()`, docs/reductions.md, "Online max and sum"). */
+static void row_online(Plan *p, Row *r, RowShape *s)
+{
+	for (int i = 0; i < r->nreds; i++) {
+		Tensor *t = r->reds[i], *m = sched_online_max(p->a, t);
+		if (m && m->kind == TK_INTERMEDIATE && t->kind == TK_INTERMEDIATE &&
+		    row_reader(r, s, m) == row_reader(r, s, t))
+			d_directive(p, NULL, t->name, "online", 0, NULL, 0, NULL);
+	}
+}
+
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
@@ -943,6 +956,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 			schedule_row_reduction(p, r, &s, t, 1 + i, c);
 		}
 	}
+	if (!s.persistent)
+		row_online(p, r, &s);
 	/* Persistent inputs: the row in registers, split like their readers. */
 	for (int i = 0; i < r->nins; i++) {
 		if (!cache[i])

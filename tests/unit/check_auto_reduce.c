@@ -207,7 +207,8 @@ START_TEST(test_auto_long_rows)
 END_TEST
 
 /* Rows up to 65536 (the last bucket) are not persistent: 512 threads per row, the reductions
- * read x with coalesced scalar loads 8 at a time, the output is written in vectors. */
+ * read x with coalesced scalar loads 8 at a time (the max and the sum in one pass: online()),
+ * the output is written in vectors. */
 START_TEST(test_auto_softmax_symbolic)
 {
 	char *ir = auto_ir_rows(
@@ -231,7 +232,7 @@ START_TEST(test_auto_softmax_symbolic)
 		"    domain:\n"
 		"      i: M (root 0)\n"
 		"      j: N (root 1)\n"
-		"  tensor s: f32[M] intermediate local compute_at(y, 0)\n"
+		"  tensor s: f32[M] intermediate local compute_at(y, 0) online(m)\n"
 		"    def s[i] = sum(j: e[i, j])\n"
 		"    domain:\n"
 		"      i: M = y.i (root 0)\n"
@@ -339,9 +340,10 @@ START_TEST(test_auto_logsumexp_reads_once)
 }
 END_TEST
 
-/* The 65536 bucket: a row of f32 that no register budget holds is read by each reduction
- * and the output in turn, 512 threads, 8 loop steps unrolled at a time (8 loads in flight per
- * thread: the loop was not unrolled before, one 4-byte load per thread in flight). */
+/* The 65536 bucket: a row of f32 that no register budget holds is read by the statistics
+ * (softmax's max and sum in one pass, online()) and by the output in turn, 512 threads, 8
+ * loop steps unrolled at a time (8 loads in flight per thread: the loop was not unrolled
+ * before, one 4-byte load per thread in flight). */
 START_TEST(test_auto_long_bucket_unrolled)
 {
 	TestCompile *tc = tc_compile("fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
@@ -354,8 +356,11 @@ START_TEST(test_auto_long_bucket_unrolled)
 	ck_assert_contains(k, "kernel softmax_kernel_N65536 grid(M) block(512) {");
 	ck_assert_contains(k, "require N <= 65536;\n");
 	ck_assert_contains(k, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
-	ck_assert_contains(k, "for ju_2 in [0, 8) unroll {");
-	ck_assert_contains(k, "y[blockIdx.x * N + jq_2 * 16384 + ju_2 * 2048 + threadIdx.x * 4 : 4] =");
+	ck_assert_contains(k, "for ju_1 in [0, 8) unroll {");
+	ck_assert_contains(k, "y[blockIdx.x * N + jq_1 * 16384 + ju_1 * 2048 + threadIdx.x * 4 : 4] =");
+	/* the max and the sum in one pass (online()): no loop of s's own */
+	ck_assert_contains(k, "m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x);\n");
+	ck_assert_not_contains(k, "ju_2");
 	ck_assert_not_contains(k, "x_reg");
 	free(k);
 	tc_free(tc);

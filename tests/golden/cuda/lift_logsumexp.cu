@@ -4,6 +4,7 @@
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
 // ---- block reductions: every thread of the block calls them ----
 // ---- grid reductions: the thread of each block that would store element o calls it ----
+// ---- online max and sum: pairs through the block reductions' helpers ----
 
 extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N256(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
@@ -480,36 +481,34 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384_scalar(
 extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
+  float m_sum;
   float m_v;
-  float l_sum0_acc;
+  bool m_take;
+  float m_lo;
+  float m_e;
   // nest of l
   float m[1];
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
+  m_sum = 0.0f;
   for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
         m_v = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
-        m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
+        m_take = m_v > m_acc || m_v != m_v;
+        m_lo = m_take ? m_acc : m_v;
+        m_acc = m_take ? m_v : m_acc;
+        m_e = m_lo == m_acc ? 1.0f : expf(m_lo - m_acc);
+        m_sum = m_take ? m_sum * m_e + 1.0f : m_sum + m_e;
       }
     }
   }
-  m_acc = __fus_reduce_warps<__fus_red_max, 512, float>(m_acc);
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
-  l_sum0_acc = 0.0f;
-  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096; ++jq_1) {
-    #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < M && jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
-        l_sum0_acc = l_sum0_acc + expf(x[((long long)blockIdx.x) * N + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - m[0]);
-      }
-    }
-  }
-  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(l_sum0_acc);
-  l_sum0[0] = l_sum0_acc;
+  l_sum0[0] = m_sum;
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
     l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
   }
