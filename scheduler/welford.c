@@ -200,65 +200,66 @@ static bool is_float_sum(Tensor *t)
 	       dtype_is_float(t->dtype);
 }
 
-/* Finds s1 for s2 = sum(j: (X - s1 / C)^2), or reports why not at `at`. */
-static Tensor *match(Sched *s, Tensor *s2, Span at)
+/* Finds s1 for s2 = sum(j: (X - s1 / C)^2); else NULL and *why says what is missing (the
+ * message of the directive's error). */
+static Tensor *match(Arena *a, Tensor *s2, const char **why)
 {
 	const char *n2 = s2->name;
 	if (!is_float_sum(s2)) {
-		diag_error(s->d, at, "welford() needs '%s' to be a floating-point sum of squared deviations: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs '%s' to be a floating-point sum of squared deviations: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	Tensor *r = rfactored(s2);
 	if (r) {
-		diag_error(s->d, at, "welford() does not support rfactor: '%s' was split into '%s'", n2,
-			   r->name);
+		*why = arena_printf(a, "welford() does not support rfactor: '%s' was split into '%s'", n2,
+				    r->name);
 		return NULL;
 	}
-	IrExpr *d = squared(expand(s->a, s2->def->args[0]));
+	IrExpr *d = squared(expand(a, s2->def->args[0]));
 	if (!d) {
-		diag_error(s->d, at, "welford() needs the body of '%s' to be a square D * D (or pow(D, 2)) of the deviation D = X - s1 / N: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs the body of '%s' to be a square D * D (or pow(D, 2)) of the deviation D = X - s1 / N: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	d = uncast(d);
 	Tensor *s1 = NULL;
 	IrExpr *c = NULL;
 	if (d->kind != EX_OP || d->op != OP_SUB || !is_mean(s2, d->args[1], &s1, &c)) {
-		diag_error(s->d, at, "welford() needs the squared value in '%s' to be X - s1 / N, where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs the squared value in '%s' to be X - s1 / N, where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	if ((r = rfactored(s1))) {
-		diag_error(s->d, at, "welford() does not support rfactor: '%s' was split into '%s'",
-			   s1->name, r->name);
+		*why = arena_printf(a, "welford() does not support rfactor: '%s' was split into '%s'",
+				    s1->name, r->name);
 		return NULL;
 	}
 	if (!is_float_sum(s1) || s1->dtype != s2->dtype || s1->nroot != s2->nroot) {
-		diag_error(s->d, at, "welford() needs '%s' to be a sum of the same dtype over as many indices as '%s'",
-			   s1->name, n2);
+		*why = arena_printf(a, "welford() needs '%s' to be a sum of the same dtype over as many indices as '%s'",
+				    s1->name, n2);
 		return NULL;
 	}
 	for (int k = s1->ndim; k < s1->nroot; k++) {
 		if (!ir_equal(s1->root[k]->extent, s2->root[k]->extent)) {
-			diag_error(s->d, at, "welford() needs '%s' and '%s' to reduce over the same extents",
+			*why = arena_printf(a, "welford() needs '%s' and '%s' to reduce over the same extents",
 				   s1->name, n2);
 			return NULL;
 		}
 	}
 	if (!is_count(s1, c)) {
-		diag_error(s->d, at, "welford() needs the mean to divide '%s' by the number of elements it sums (its reduced extent)",
-			   s1->name);
+		*why = arena_printf(a, "welford() needs the mean to divide '%s' by the number of elements it sums (its reduced extent)",
+				    s1->name);
 		return NULL;
 	}
-	if (!same(expand(s->a, s1->def->args[0]), d->args[0])) {
-		diag_error(s->d, at, "welford() needs the value from which the mean is subtracted in '%s' to be the body of '%s' (the same expression X)",
-			   n2, s1->name);
+	if (!same(expand(a, s1->def->args[0]), d->args[0])) {
+		*why = arena_printf(a, "welford() needs the value from which the mean is subtracted in '%s' to be the body of '%s' (the same expression X)",
+				    n2, s1->name);
 		return NULL;
 	}
 	if (s1->sched.welford_var) {
-		diag_error(s->d, at, "welford() is already applied to '%s' with '%s'", s1->name,
-			   s1->sched.welford_var->name);
+		*why = arena_printf(a, "welford() is already applied to '%s' with '%s'", s1->name,
+				    s1->sched.welford_var->name);
 		return NULL;
 	}
 	return s1;
@@ -270,9 +271,12 @@ bool sched_welford(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, dir->span, "welford() is already applied to '%s'", t->name);
 		return false;
 	}
-	Tensor *s1 = match(s, t, dir->span);
-	if (!s1)
+	const char *why = NULL;
+	Tensor *s1 = match(s->a, t, &why);
+	if (!s1) {
+		diag_error(s->d, dir->span, "%s", why);
 		return false;
+	}
 	t->sched.welford_sum = s1;
 	t->sched.welford_span = dir->span;
 	s1->sched.welford_var = t;

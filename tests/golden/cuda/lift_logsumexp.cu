@@ -483,8 +483,11 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
   float m_acc;
   float m_sum;
   float m_v;
+  float m_w;
+  float m_c;
   bool m_take;
   float m_lo;
+  float m_q;
   float m_e;
   // nest of l
   float m[1];
@@ -494,14 +497,19 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
   for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
+      m_w = __int_as_float(0xff800000);
+      m_c = 0.0f;
       if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
         m_v = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
-        m_take = m_v > m_acc || m_v != m_v;
-        m_lo = m_take ? m_acc : m_v;
-        m_acc = m_take ? m_v : m_acc;
-        m_e = m_lo == m_acc ? 1.0f : expf(m_lo - m_acc);
-        m_sum = m_take ? m_sum * m_e + 1.0f : m_sum + m_e;
+        m_w = m_v;
+        m_c = 1.0f;
       }
+      m_take = m_w > m_acc || m_w != m_w;
+      m_lo = m_take ? m_acc : m_w;
+      m_acc = m_take ? m_w : m_acc;
+      m_q = expf(m_lo - m_acc);
+      m_e = m_lo == m_acc ? 1.0f : m_q;
+      m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
     }
   }
   __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));

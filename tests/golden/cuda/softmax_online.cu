@@ -10,8 +10,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_online_kernel(const fl
   float m_acc;
   float m_sum;
   float m_v;
+  float m_w;
+  float m_c;
   bool m_take;
   float m_lo;
+  float m_q;
   float m_e;
   // nest of y
   float m[1];
@@ -19,14 +22,19 @@ extern "C" __global__ void __launch_bounds__(128) softmax_online_kernel(const fl
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
   for (long long jr = 0; jr < (N + 127) / 128; ++jr) {
+    m_w = __int_as_float(0xff800000);
+    m_c = 0.0f;
     if (((long long)blockIdx.x) < M && jr * 128 + ((long long)threadIdx.x) < N) {
       m_v = x[((long long)blockIdx.x) * N + jr * 128 + ((long long)threadIdx.x)];
-      m_take = m_v > m_acc || m_v != m_v;
-      m_lo = m_take ? m_acc : m_v;
-      m_acc = m_take ? m_v : m_acc;
-      m_e = m_lo == m_acc ? 1.0f : expf(m_lo - m_acc);
-      m_sum = m_take ? m_sum * m_e + 1.0f : m_sum + m_e;
+      m_w = m_v;
+      m_c = 1.0f;
     }
+    m_take = m_w > m_acc || m_w != m_w;
+    m_lo = m_take ? m_acc : m_w;
+    m_acc = m_take ? m_w : m_acc;
+    m_q = expf(m_lo - m_acc);
+    m_e = m_lo == m_acc ? 1.0f : m_q;
+    m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
   }
   __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
