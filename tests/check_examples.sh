@@ -39,7 +39,8 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
-# Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
+# Welford's layernorm and the online softmax: rows shorter than a warp, not a multiple of the
+# 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread.
@@ -52,6 +53,8 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
 	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \
 	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7" \
+	    "examples/reduce/softmax_online.fus --dims M=3,N=20" \
+	    "examples/reduce/softmax_online.fus --dims M=2,N=4100 --seed 7" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=67,E=45,B=3,C=5" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=1,E=1,B=1,C=1" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=0,E=3,B=2,C=1" \
