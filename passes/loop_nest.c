@@ -546,6 +546,26 @@ static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
 	return s;
 }
 
+/* The rest of the first tensor's nest of a pair (welford(), online()) after `list`, its
+ * accumulators' identities: the loops, the block combination `br` (at the directive) when
+ * reduction axes are bound to threads, the store of `value`; `second` is the local the pair's
+ * second tensor stores (pair_store). */
+static Stmt *pair_nest(Nest *n, Frame *fr, int pos, Stmt *list, Stmt *br, Span at,
+		       IrExpr *value, Var *second)
+{
+	Tensor *t = fr->t;
+	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+	if (fr->threads) {
+		br->span = at;
+		list = kir_append(list, br);
+	}
+	list = kir_append(list, store(n, t, value));
+	vec_push(n->a, &n->wsums, t);
+	vec_push(n->a, &n->wm2s, second);
+	fr->acc = fr->wmean = fr->wm2 = fr->osum = NULL;
+	return list;
+}
+
 /* s1's accumulation as (count, mean, M2): zeros, the loops with the online update, the block
  * combination when reduction axes are bound to threads, then s1 = mean * count (the sum its
  * readers expect); s2's store, in its own place, reads the M2 (pair_store). */
@@ -560,18 +580,9 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 	Stmt *list = let(n->k, fr->acc, ir_float(a, dt, 0.0));
 	kir_append(list, let(n->k, fr->wmean, ir_float(a, dt, 0.0)));
 	kir_append(list, let(n->k, fr->wm2, ir_float(a, dt, 0.0)));
-	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
-	if (fr->threads) {
-		Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
-		br->span = t->sched.welford_span;
-		list = kir_append(list, br);
-	}
+	Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
 	IrExpr *sum = ir_op(a, OP_MUL, dt, ir_var(a, fr->wmean), ir_var(a, fr->acc));
-	list = kir_append(list, store(n, t, sum));
-	vec_push(a, &n->wsums, t);
-	vec_push(a, &n->wm2s, fr->wm2);
-	fr->acc = fr->wmean = fr->wm2 = NULL;
-	return list;
+	return pair_nest(n, fr, pos, list, br, t->sched.welford_span, sum, fr->wm2);
 }
 
 /* The second tensor of a pair stores what its first one's pass left (built before it: the
@@ -643,17 +654,8 @@ static Stmt *online_nest(Nest *n, Frame *fr, int pos)
 	fr->osum = new_local(n->k, arena_printf(a, "%s_sum", t->name), dt);
 	Stmt *list = let(n->k, fr->acc, reduce_init(a, RED_MAX, dt));
 	kir_append(list, let(n->k, fr->osum, ir_float(a, dt, 0.0)));
-	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
-	if (fr->threads) {
-		Stmt *br = kir_block_online(n->k, fr->acc, fr->osum, fr->threads);
-		br->span = t->sched.online_span;
-		list = kir_append(list, br);
-	}
-	list = kir_append(list, store(n, t, ir_var(a, fr->acc)));
-	vec_push(a, &n->wsums, t);
-	vec_push(a, &n->wm2s, fr->osum);
-	fr->acc = fr->osum = NULL;
-	return list;
+	Stmt *br = kir_block_online(n->k, fr->acc, fr->osum, fr->threads);
+	return pair_nest(n, fr, pos, list, br, t->sched.online_span, ir_var(a, fr->acc), fr->osum);
 }
 
 static Stmt *innermost(Nest *n, Frame *fr)
