@@ -43,14 +43,14 @@ extern "C" __global__ void __launch_bounds__(128) col_center_seg1_kernel(const f
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long v_1 = 0; v_1 < 4; ++v_1) {
-        y_vec[v_1] = x_vec[v_1] - s_vec[v_1] / M;
+        y_vec[v_1] = x_vec[v_1] - __fus_fdiv(s_vec[v_1], (float)M);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     } else {
       #pragma unroll
       for (long long v = 0; v < 4; ++v) {
         if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - s[rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] / M;
+          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(s[rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v], (float)M);
         }
       }
     }
@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(128) col_center_seg1_kernel_scalar(
     #pragma unroll
     for (long long v = 0; v < 4; ++v) {
       if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < N) {
-        y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - s[rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] / M;
+        y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(s[rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v], (float)M);
       }
     }
   }
