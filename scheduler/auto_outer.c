@@ -281,8 +281,8 @@ static void schedule_outer_vec(Plan *p, Tensor *o, OuterShape sh, const char *bx
 	d_reorder(p, part, inner, 3);
 	d_merge(p, part, ty, tn, th);
 	d_bind(p, part, th, "threadIdx.x");
-	const char *at[3] = {order[0], order[1], th};
-	d_compute_at(p, acc, part, th, at, n - 1);
+	const char *at[3] = {bx, by ? by : th, th};
+	d_compute_at(p, acc, part, th, at, by ? 3 : 2);
 	const char *loops[3] = {row, u ? u : jv, jv};
 	d_reorder(p, acc, loops, u ? 3 : 2);
 	if (u)
@@ -298,8 +298,9 @@ static void schedule_outer(Plan *p, Outer *a)
 	int k = o->ndim;
 	int64_t last, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, k + 1);
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
-	/* vec columns per thread, 16-byte loads, when the schedule is tuned and a constant
-	 * row count leaves every thread of a vec-row block a row */
+	/* vec columns per thread, 16-byte loads, when the schedule is tuned (a constant reduced
+	 * extent shorter than a vector keeps one column per thread: at 1, s would have no rows
+	 * left to reduce after rfactor) */
 	if (p->level == AUTO_TUNED) {
 		vec = OUTER_VECTOR_BYTES / (a->max_size > acc ? a->max_size : acc);
 		while (vec > 1 && clast && last % vec != 0)
