@@ -570,7 +570,8 @@ END_TEST
 /* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors through a
  * register copy of a step's 4 vectors (all loaded before they are added), 1024 threads, 132
  * blocks (one per H200 SM) in a grid-stride loop, a block reduction and a grid reduction over
- * blockIdx.x (a fold of 132 partials). */
+ * blockIdx.x (a fold of 132 partials); 2-byte data keeps 256 threads, 1056 blocks and one
+ * vector per step. */
 START_TEST(test_auto_total)
 {
 	char *k = auto_kernel(
@@ -581,12 +582,19 @@ START_TEST(test_auto_total)
 	ck_assert_contains(k, "block_reduce_sum(");
 	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 132");
 	free(k);
+	k = auto_kernel("fusion total(x: f32[N]) -> (s: f32) {\n"
+			"  s = sum(i: x[i]);\n"
+			"}\n");
+	ck_assert_contains(k, "alloc local f32 x_reg[16];");
+	ck_assert_contains(k, "x_reg[u * 4 : 4] = x[");
+	free(k);
+	/* 2-byte data: 256 threads, 1056 blocks, one vector per step (8 blocks per SM) */
 	k = auto_kernel("fusion total(x: f16[N]) -> (s: f32) {\n"
 			"  s = sum(i: f32(x[i]));\n"
 			"}\n");
-	ck_assert_contains(k, "alloc local f16 x_reg[32];");
-	ck_assert_contains(k, "x_reg[u * 8 : 8] = x[");
-	ck_assert_contains(k, "kernel total_kernel grid(132) block(1024) {");
+	ck_assert_contains(k, "alloc local f16 x_reg[8];");
+	ck_assert_contains(k, "x_reg[0 : 8] = x[");
+	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
 	free(k);
 	/* a small constant tensor: fewer blocks and threads */
 	k = auto_kernel("fusion total(x: f32[1000]) -> (s: f32) {\n"
