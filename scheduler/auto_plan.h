@@ -52,6 +52,7 @@ const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const ch
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
+const char *d_cache_before(Plan *p, const char *t, const char *mem);
 /* `[result =] t.verb(args) [-> (outs)];` (an argument: an integer, a dotted name, a name) */
 void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
 		 const char **args, int nouts, const char **outs);

@@ -204,6 +204,14 @@ const char *d_cache_after(Plan *p, Tensor *x, const char *mem)
 	return c;
 }
 
+/* `c = t.cache_before(mem)`, c a fresh name after t's; returns c. */
+const char *d_cache_before(Plan *p, const char *t, const char *mem)
+{
+	const char *c = fresh_name(p, arena_printf(p->a, "%s_acc", t));
+	emit(p, c, t, "cache_before", 1, &mem, 0, NULL);
+	return c;
+}
+
 /* Smallest power of two >= n (n >= 1). */
 static int64_t pow2_ceil(int64_t n)
 {
