@@ -40,6 +40,18 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __
   }
   asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
+  unsigned As_frag[32];
+  unsigned Bs_frag[32];
+  if (0 < (K + 31) / 32) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4]), "=r"(As_frag[mo_3 * 4 + 1]), "=r"(As_frag[mo_3 * 4 + 2]), "=r"(As_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4]), "=r"(Bs_frag[no_3_pair * 4 + 1]), "=r"(Bs_frag[no_3_pair * 4 + 2]), "=r"(Bs_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
     if (ko + 3 < (K + 31) / 32) {
       #pragma unroll
@@ -52,36 +64,44 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_ldmatrix_kernel(const __
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned As_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 5120])) : "memory");
-      }
-    }
-    unsigned Bs_frag[32];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4352])) : "memory");
-      }
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4 + 16]), "=r"(As_frag[mo_3 * 4 + 17]), "=r"(As_frag[mo_3 * 4 + 18]), "=r"(As_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 5120])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4 + 16]), "=r"(Bs_frag[no_3_pair * 4 + 17]), "=r"(Bs_frag[no_3_pair * 4 + 18]), "=r"(Bs_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4352])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(As_frag[ks * 16 + mo_1 * 4]), "r"(As_frag[ks * 16 + mo_1 * 4 + 1]), "r"(As_frag[ks * 16 + mo_1 * 4 + 2]), "r"(As_frag[ks * 16 + mo_1 * 4 + 3]), "r"(Bs_frag[ks * 16 + no_1 * 2]), "r"(Bs_frag[ks * 16 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4]), "r"(As_frag[mo_1 * 4 + 1]), "r"(As_frag[mo_1 * 4 + 2]), "r"(As_frag[mo_1 * 4 + 3]), "r"(Bs_frag[no_1 * 2]), "r"(Bs_frag[no_1 * 2 + 1]));
       }
     }
     asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
+    if (ko + 1 < (K + 31) / 32) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4]), "=r"(As_frag[mo_3 * 4 + 1]), "=r"(As_frag[mo_3 * 4 + 2]), "=r"(As_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 5120])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4]), "=r"(Bs_frag[no_3_pair * 4 + 1]), "=r"(Bs_frag[no_3_pair * 4 + 2]), "=r"(Bs_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 4352])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4 + 16]), "r"(As_frag[mo_1 * 4 + 17]), "r"(As_frag[mo_1 * 4 + 18]), "r"(As_frag[mo_1 * 4 + 19]), "r"(Bs_frag[no_1 * 2 + 16]), "r"(Bs_frag[no_1 * 2 + 17]));
+      }
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
