@@ -737,6 +737,11 @@ struct Stmt {
 			IrExpr *offset;
 			char op;
 			int tiles;
+			/* the loop over the instruction's k steps whose fragments the mma pass
+			 * loaded before it, for every step (the fragment arrays span it: what
+			 * passes/mma_pipeline.c moves across steps): KS_MMA, that unrolled loop
+			 * around the mma; KS_MMA_LOAD, its copy around the load. NULL: none */
+			Var *step;
 		} mma;
 	};
 };

@@ -31,6 +31,7 @@ const Pass pass_list[] = {
 	{"shared_memory", pass_shared_memory, "shared offsets, reuse, static/dynamic, limits"},
 	{"cp_wait", pass_cp_wait, "cp.async waits before reads of cp.async destinations"},
 	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
+	{"mma_pipeline", pass_mma_pipeline, "fragment loads one k step ahead of the mma"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
 	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
