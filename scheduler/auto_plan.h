@@ -35,6 +35,9 @@ typedef struct Plan {
 	 * symbolic row length, a matrix product's symbolic M, with no SizeSym.bound):
 	 * auto_schedule adds size variants for it (docs/auto_schedule.md, "Size variants"). */
 	Buckets bucket;
+	/* for_scalar: this plan schedules a fusion's scalar kernel (Fusion.scalar), lowered
+	 * without vectors; wants_scalar: the class asks for such a plan (a tuned plan only) */
+	bool for_scalar, wants_scalar;
 } Plan;
 
 /* auto_schedule.c */
@@ -131,6 +134,7 @@ typedef struct AutoMatmul {
 	int nbatch;         /* leading batch indices */
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
+	int64_t bk, stages; /* tensor cores: k per step, circular-buffer stages */
 } AutoMatmul;
 /* Whether o is in the class (c says how): a constant extent must be at least its tile
  * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */
