@@ -432,17 +432,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	}
 }
 
-/* The FMA thread tiles of t (C or its accumulator): w = {ih, ir, ty, iv, ju, jr, tx, jv},
- * the rows ii -> (ih, ir) -> (ih, ty, iv), the columns ji -> (ju, jr) -> (ju, tx, jv). */
-static void fma_tiles(Plan *p, const char *t, Tiles *x, const char **w)
-{
-	d_split(p, t, x->ii, FMA_TILE / 2, w[0], w[1]);
-	d_split(p, t, w[1], 4, w[2], w[3]);
-	d_split(p, t, x->ji, FMA_TILE / 2, w[4], w[5]);
-	d_split(p, t, w[5], 4, w[6], w[7]);
-}
-
-/* The FMA schedule (see the file comment). */
+/* The FMA schedule of examples/gemm/gemm_f32.fus (see the file comment). */
 static void schedule_fma(Plan *p, AutoMatmul *c)
 {
 	bool tuned = p->level == AUTO_TUNED;
@@ -457,46 +447,44 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 	}
 	Tiles x = block_tiles(p, c, FMA_TILE, FMA_TILE);
 	const char *t = x.t;
-	/* C: [bz, bi, bj, ih, iv, ju, ty, tx, jv]: rows 64 ih + 4 ty + iv, columns 64 ju + 4 tx
-	 * + jv: a thread's rows are two runs of 4, which a k-major As gives in two vectors */
-	const char *ih = fresh_axis(p, t, "ih"), *ir = fresh_axis(p, t, "ir");
-	const char *ty = fresh_axis(p, t, "ty"), *iv = fresh_axis(p, t, "iv");
+	/* C: [bz, bi, bj, iu, ju, ty, tx, jv]: rows ty + 16 iu, columns 64 ju + 4 tx + jv */
+	const char *iu = fresh_axis(p, t, "iu"), *ty = fresh_axis(p, t, "ty");
 	const char *ju = fresh_axis(p, t, "ju"), *jr = fresh_axis(p, t, "jr");
 	const char *tx = fresh_axis(p, t, "tx"), *jv = fresh_axis(p, t, "jv");
-	const char *tiles[] = {ih, ir, ty, iv, ju, jr, tx, jv};
-	fma_tiles(p, t, &x, tiles);
-	const char *order[] = {x.bz, x.bi, x.bj, ih, iv, ju, ty, tx, jv};
-	reorder_present(p, t, order, 9);
+	d_split(p, t, x.ii, FMA_THREADS, iu, ty);
+	d_split(p, t, x.ji, FMA_TILE / 2, ju, jr);
+	d_split(p, t, jr, 4, tx, jv);
+	const char *order[] = {x.bz, x.bi, x.bj, iu, ju, ty, tx, jv};
+	reorder_present(p, t, order, 8);
 	bind_blocks(p, &x);
 	d_bind(p, t, ty, "threadIdx.y");
 	d_bind(p, t, tx, "threadIdx.x");
-	d_verb1(p, t, "unroll", ih); /* the accumulator is indexed by constants: registers */
-	d_verb1(p, t, "unroll", iv);
+	d_verb1(p, t, "unroll", iu); /* the accumulator is indexed by constants: registers */
 	d_verb1(p, t, "unroll", ju);
 	/* 4 columns per vector: 16 bytes of f32 (f64 would be 32: unrolled instead) */
 	bool vec4 = tuned && dtype_size(c->out->dtype) <= 4;
 	d_verb1(p, t, vec4 ? "vectorize" : "unroll", jv);
 
-	/* the accumulator: [blocks | ko, ty, tx, ki, ih, iv, ju, jv] */
+	/* the accumulator: [blocks | ko, ty, tx, ki, iu, ju, jv] */
 	d_compute_at_tiles(p, acc, &x);
 	const char *ko = fresh_axis(p, acc, "ko"), *ki = fresh_axis(p, acc, "ki");
-	fma_tiles(p, acc, &x, tiles);
+	d_split(p, acc, x.ii, FMA_THREADS, iu, ty);
+	d_split(p, acc, x.ji, FMA_TILE / 2, ju, jr);
+	d_split(p, acc, jr, 4, tx, jv);
 	d_split(p, acc, k, FMA_BK, ko, ki);
-	const char *aorder[] = {ko, ty, tx, ki, ih, iv, ju, jv};
-	d_reorder(p, acc, aorder, 8);
+	const char *aorder[] = {ko, ty, tx, ki, iu, ju, jv};
+	d_reorder(p, acc, aorder, 7);
 	d_bind(p, acc, ty, "threadIdx.y");
 	d_bind(p, acc, tx, "threadIdx.x");
-	const char *unrolled[] = {ih, iv, ju, jv, ki};
-	for (int q = 0; q < 5; q++)
+	const char *unrolled[] = {iu, ju, jv, ki};
+	for (int q = 0; q < 4; q++)
 		d_verb1(p, acc, "unroll", unrolled[q]);
 	const char *at = acc;
 	const char *sh[] = {ko};
 	if (tuned) {
-		/* Al: As's column for one k, 4 consecutive rows per vector (As is k-major) */
 		const char *shk[] = {ko, ty, tx, ki};
 		d_compute_at(p, al, acc, ki, shk, 4);
-		d_verb1(p, al, "unroll", ih);
-		d_verb1(p, al, dtype_size(c->a->dtype) <= 4 ? "vectorize" : "unroll", iv);
+		d_verb1(p, al, "unroll", iu);
 		d_directive(p, NULL, al, "double_buffer", 0, NULL, 0, NULL);
 		d_compute_at(p, bl, acc, ki, shk, 4);
 		d_verb1(p, bl, "unroll", ju);
@@ -505,35 +493,19 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 		d_verb1(p, bl, bvec ? "vectorize" : "unroll", jv);
 		d_directive(p, NULL, bl, "double_buffer", 0, NULL, 0, NULL);
 	}
-	/* the operand tiles, 16 x 128 both (k-major), at the k step */
-	d_compute_at(p, as, tuned ? al : at, ko, sh, 1);
-	if (c->a_trans) {
-		/* A[k, i]: along its contiguous dimension */
-		copy_tile(p, as, ki, x.ii, 16 / dtype_size(c->a->dtype), false, true, tuned);
-	} else {
-		/* A[i, k]: element by element into [ki][ii] (rows of 128 + 4: the 16 k of a row
-		 * of A, on 16 lanes, fall in 8 bank groups), each 64-byte run of a row of A read
-		 * by 16 consecutive lanes */
-		const char *u = fresh_axis(p, as, "u"), *tya = fresh_axis(p, as, "ty");
-		const char *ka[] = {ki, x.ii};
-		d_reorder(p, as, ka, 2);
-		d_split(p, as, x.ii, FMA_THREADS, u, tya);
-		d_bind(p, as, ki, "threadIdx.x");
-		d_bind(p, as, tya, "threadIdx.y");
-		d_verb1(p, as, "unroll", u);
-		if (tuned && p->arch >= 80 && dtype_size(c->a->dtype) >= 4)
-			d_directive(p, NULL, as, "cp_async", 0, NULL, 0, NULL);
-		const char *pad[] = {"4", arena_printf(p->a, "%d", FMA_TILE)};
-		d_directive(p, NULL, as, "pad", 2, pad, 0, NULL);
-	}
-	d_compute_at(p, bs, tuned ? bl : at, ko, sh, 1);
-	if (c->b_trans)
-		copy_tile(p, bs, x.ji, ki, 16 / dtype_size(c->b->dtype), false, false, tuned);
-	else
-		copy_tile(p, bs, ki, x.ji, 16 / dtype_size(c->b->dtype), false, true, tuned);
-	if (tuned) {
-		d_verb1(p, as, "stages", arena_printf(p->a, "%d", FMA_STAGES));
-		d_verb1(p, bs, "stages", arena_printf(p->a, "%d", FMA_STAGES));
+	/* the operand tiles, 128 x 16 and 16 x 128 (a transposed one: its contiguous
+	 * dimension innermost), at the k step */
+	const char *rows[2][2] = {{x.ii, ki}, {ki, x.ji}};
+	const char *caches[2] = {as, bs}, *readers[2] = {al, bl};
+	Tensor *ops[2] = {c->a, c->b};
+	bool trans[2] = {c->a_trans, c->b_trans};
+	for (int q = 0; q < 2; q++) {
+		const char *s = caches[q];
+		d_compute_at(p, s, tuned ? readers[q] : at, ko, sh, 1);
+		const char *r = rows[q][trans[q] ? 1 : 0], *col = rows[q][trans[q] ? 0 : 1];
+		copy_tile(p, s, r, col, 16 / dtype_size(ops[q]->dtype), false, r == ki, tuned);
+		if (tuned)
+			d_verb1(p, s, "stages", arena_printf(p->a, "%d", FMA_STAGES));
 	}
 }
 

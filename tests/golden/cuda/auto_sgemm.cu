@@ -5,33 +5,30 @@
 
 extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 66560 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 65536 bytes, dynamic
   // nest of C
   __align__(16) float C_acc[64];
   // C_acc computed at C.bj
   #pragma unroll
-  for (long long ih = 0; ih < 2; ++ih) {
+  for (long long iu = 0; iu < 8; ++iu) {
     #pragma unroll
-    for (long long iv = 0; iv < 4; ++iv) {
+    for (long long ju = 0; ju < 2; ++ju) {
       #pragma unroll
-      for (long long ju = 0; ju < 2; ++ju) {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          C_acc[ih * 32 + iv * 8 + ju * 4 + jv] = 0.0f;
-        }
+      for (long long jv = 0; jv < 4; ++jv) {
+        C_acc[iu * 8 + ju * 4 + jv] = 0.0f;
       }
     }
   }
-  float *A_smem = reinterpret_cast<float *>(fus_smem + 0); // 8448 elements
+  float *A_smem = reinterpret_cast<float *>(fus_smem + 0); // 8192 elements
   // A_smem computed at A_smem_reg.ko
-  float *B_smem = reinterpret_cast<float *>(fus_smem + 33792); // 8192 elements
+  float *B_smem = reinterpret_cast<float *>(fus_smem + 32768); // 8192 elements
   // B_smem computed at B_smem_reg.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
     if (ko_pre < (K + 15) / 16) {
       #pragma unroll
-      for (long long u = 0; u < 8; ++u) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.x) * 128 + u * 16 + ((long long)threadIdx.y) + ((long long)threadIdx.x) * 4 + ko_pre * 2112])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y)) * K + ko_pre * 16 + ((long long)threadIdx.x)]), "r"(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y) < M && ko_pre * 16 + ((long long)threadIdx.x) < K ? 4u : 0u) : "memory");
+      for (long long u = 0; u < 2; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + ko_pre * 2048])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4 < K ? (unsigned)(__fus_min(K - (ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4), (long long)4) * 4) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
@@ -45,8 +42,8 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
   for (long long ko = 0; ko < (K + 15) / 16; ++ko) {
     if (ko + 3 < (K + 15) / 16) {
       #pragma unroll
-      for (long long u = 0; u < 8; ++u) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.x) * 128 + u * 16 + ((long long)threadIdx.y) + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2112])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y)) * K + ko * 16 + 48 + ((long long)threadIdx.x)]), "r"(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y) < M && ko * 16 + 48 + ((long long)threadIdx.x) < K ? 4u : 0u) : "memory");
+      for (long long u = 0; u < 2; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2048])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4 < K ? (unsigned)(__fus_min(K - (ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4), (long long)4) * 4) : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
@@ -54,21 +51,14 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    __align__(16) float A_smem_reg[16];
+    float A_smem_reg[16];
     // A_smem_reg computed at C_acc.ki
     __align__(16) float B_smem_reg[16];
     // B_smem_reg computed at C_acc.ki
     #pragma unroll
-    for (long long ih_1 = 0; ih_1 < 2; ++ih_1) {
+    for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
       if (ko * 16 < K) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&A_smem_reg[ih_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&A_smem[ih_1 * 64 + ((long long)threadIdx.y) * 4 + ko % 4 * 2112]);
-      } else {
-        #pragma unroll
-        for (long long iv_1 = 0; iv_1 < 4; ++iv_1) {
-          if (ko * 16 < K) {
-            A_smem_reg[ih_1 * 4 + iv_1] = A_smem[ih_1 * 64 + ((long long)threadIdx.y) * 4 + iv_1 + ko % 4 * 2112];
-          }
-        }
+        A_smem_reg[iu_1] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
       }
     }
     #pragma unroll
@@ -88,16 +78,9 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
     for (long long ki = 0; ki < 16; ++ki) {
       if (ki + 1 < 16) {
         #pragma unroll
-        for (long long ih_1 = 0; ih_1 < 2; ++ih_1) {
+        for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
           if (ko * 16 + ki + 1 < K) {
-            *reinterpret_cast<__fus_vec<float, 4> *>(&A_smem_reg[ih_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&A_smem[ki * 128 + 128 + ih_1 * 64 + ((long long)threadIdx.y) * 4 + ki * 4 + 4 + ko % 4 * 2112]);
-          } else {
-            #pragma unroll
-            for (long long iv_1 = 0; iv_1 < 4; ++iv_1) {
-              if (ko * 16 + ki + 1 < K) {
-                A_smem_reg[ih_1 * 4 + iv_1 + (ki + 1) % 2 * 8] = A_smem[ki * 128 + 128 + ih_1 * 64 + ((long long)threadIdx.y) * 4 + iv_1 + ki * 4 + 4 + ko % 4 * 2112];
-              }
-            }
+            A_smem_reg[iu_1 + (ki + 1) % 2 * 8] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
           }
         }
         #pragma unroll
@@ -115,16 +98,13 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
         }
       }
       #pragma unroll
-      for (long long ih_2 = 0; ih_2 < 2; ++ih_2) {
+      for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
         #pragma unroll
-        for (long long iv_2 = 0; iv_2 < 4; ++iv_2) {
+        for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
           #pragma unroll
-          for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
-            #pragma unroll
-            for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-              if (ko * 16 + ki < K) {
-                C_acc[ih_2 * 32 + iv_2 * 8 + ju_2 * 4 + jv_2] = C_acc[ih_2 * 32 + iv_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[ih_2 * 4 + iv_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
-              }
+          for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+            if (ko * 16 + ki < K) {
+              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
             }
           }
         }
@@ -135,19 +115,16 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
-  for (long long ih_3 = 0; ih_3 < 2; ++ih_3) {
+  for (long long iu_3 = 0; iu_3 < 8; ++iu_3) {
     #pragma unroll
-    for (long long iv_3 = 0; iv_3 < 4; ++iv_3) {
-      #pragma unroll
-      for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
-        if (((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3 < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
-          *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&C_acc[ih_3 * 32 + iv_3 * 8 + ju_3 * 4]);
-        } else {
-          #pragma unroll
-          for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-            if (((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3 < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
-              C[(((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = C_acc[ih_3 * 32 + iv_3 * 8 + ju_3 * 4 + jv_3];
-            }
+    for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
+      if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&C_acc[iu_3 * 8 + ju_3 * 4]);
+      } else {
+        #pragma unroll
+        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
+          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
+            C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = C_acc[iu_3 * 8 + ju_3 * 4 + jv_3];
           }
         }
       }
@@ -157,39 +134,39 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
 
 extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 66560 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 65536 bytes, dynamic
   // nest of C
   float C_acc[64];
   // C_acc computed at C.bj
   #pragma unroll
-  for (long long ih = 0; ih < 2; ++ih) {
+  for (long long iu = 0; iu < 8; ++iu) {
     #pragma unroll
-    for (long long iv = 0; iv < 4; ++iv) {
+    for (long long ju = 0; ju < 2; ++ju) {
       #pragma unroll
-      for (long long ju = 0; ju < 2; ++ju) {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          C_acc[ih * 32 + iv * 8 + ju * 4 + jv] = 0.0f;
-        }
+      for (long long jv = 0; jv < 4; ++jv) {
+        C_acc[iu * 8 + ju * 4 + jv] = 0.0f;
       }
     }
   }
-  float *A_smem = reinterpret_cast<float *>(fus_smem + 0); // 8448 elements
+  float *A_smem = reinterpret_cast<float *>(fus_smem + 0); // 8192 elements
   // A_smem computed at A_smem_reg.ko
-  float *B_smem = reinterpret_cast<float *>(fus_smem + 33792); // 8192 elements
+  float *B_smem = reinterpret_cast<float *>(fus_smem + 32768); // 8192 elements
   // B_smem computed at B_smem_reg.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
     if (ko_pre < (K + 15) / 16) {
       #pragma unroll
-      for (long long u = 0; u < 8; ++u) {
-        A_smem[((long long)threadIdx.x) * 128 + u * 16 + ((long long)threadIdx.y) + ((long long)threadIdx.x) * 4 + ko_pre * 2112] = ((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y) < M && ko_pre * 16 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y)) * K + ko_pre * 16 + ((long long)threadIdx.x)] : 0.0f;
+      for (long long u = 0; u < 2; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 4; ++v) {
+          A_smem[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + v + ko_pre * 2048] = ((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4 + v] : 0.0f;
+        }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
-        for (long long v = 0; v < 4; ++v) {
-          B_smem[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v + ko_pre * 2048] = ko_pre * 16 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v < N ? B[(ko_pre * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v] : 0.0f;
+        for (long long v_1 = 0; v_1 < 4; ++v_1) {
+          B_smem[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1 + ko_pre * 2048] = ko_pre * 16 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1 < N ? B[(ko_pre * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1] : 0.0f;
         }
       }
     }
@@ -198,14 +175,17 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
   for (long long ko = 0; ko < (K + 15) / 16; ++ko) {
     if (ko + 3 < (K + 15) / 16) {
       #pragma unroll
-      for (long long u = 0; u < 8; ++u) {
-        A_smem[((long long)threadIdx.x) * 128 + u * 16 + ((long long)threadIdx.y) + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2112] = ((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y) < M && ko * 16 + 48 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 128 + u * 16 + ((long long)threadIdx.y)) * K + ko * 16 + 48 + ((long long)threadIdx.x)] : 0.0f;
+      for (long long u = 0; u < 2; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 4; ++v) {
+          A_smem[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + v + (ko + 3) % 4 * 2048] = ((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4 + v] : 0.0f;
+        }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
-        for (long long v = 0; v < 4; ++v) {
-          B_smem[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v + (ko + 3) % 4 * 2048] = ko * 16 + 48 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v < N ? B[(ko * 16 + 48 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v] : 0.0f;
+        for (long long v_1 = 0; v_1 < 4; ++v_1) {
+          B_smem[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1 + (ko + 3) % 4 * 2048] = ko * 16 + 48 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1 < N ? B[(ko * 16 + 48 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + v_1] : 0.0f;
         }
       }
     }
@@ -214,12 +194,9 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
     float B_smem_reg[16];
     // B_smem_reg computed at C_acc.ki
     #pragma unroll
-    for (long long ih_1 = 0; ih_1 < 2; ++ih_1) {
-      #pragma unroll
-      for (long long iv_1 = 0; iv_1 < 4; ++iv_1) {
-        if (ko * 16 < K) {
-          A_smem_reg[ih_1 * 4 + iv_1] = A_smem[ih_1 * 64 + ((long long)threadIdx.y) * 4 + iv_1 + ko % 4 * 2112];
-        }
+    for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
+      if (ko * 16 < K) {
+        A_smem_reg[iu_1] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
       }
     }
     #pragma unroll
@@ -235,12 +212,9 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
     for (long long ki = 0; ki < 16; ++ki) {
       if (ki + 1 < 16) {
         #pragma unroll
-        for (long long ih_1 = 0; ih_1 < 2; ++ih_1) {
-          #pragma unroll
-          for (long long iv_1 = 0; iv_1 < 4; ++iv_1) {
-            if (ko * 16 + ki + 1 < K) {
-              A_smem_reg[ih_1 * 4 + iv_1 + (ki + 1) % 2 * 8] = A_smem[ki * 128 + 128 + ih_1 * 64 + ((long long)threadIdx.y) * 4 + iv_1 + ki * 4 + 4 + ko % 4 * 2112];
-            }
+        for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
+          if (ko * 16 + ki + 1 < K) {
+            A_smem_reg[iu_1 + (ki + 1) % 2 * 8] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
           }
         }
         #pragma unroll
@@ -254,16 +228,13 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
         }
       }
       #pragma unroll
-      for (long long ih_2 = 0; ih_2 < 2; ++ih_2) {
+      for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
         #pragma unroll
-        for (long long iv_2 = 0; iv_2 < 4; ++iv_2) {
+        for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
           #pragma unroll
-          for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
-            #pragma unroll
-            for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-              if (ko * 16 + ki < K) {
-                C_acc[ih_2 * 32 + iv_2 * 8 + ju_2 * 4 + jv_2] = C_acc[ih_2 * 32 + iv_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[ih_2 * 4 + iv_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
-              }
+          for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+            if (ko * 16 + ki < K) {
+              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
             }
           }
         }
@@ -272,16 +243,13 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
     __syncthreads();
   }
   #pragma unroll
-  for (long long ih_3 = 0; ih_3 < 2; ++ih_3) {
+  for (long long iu_3 = 0; iu_3 < 8; ++iu_3) {
     #pragma unroll
-    for (long long iv_3 = 0; iv_3 < 4; ++iv_3) {
+    for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
       #pragma unroll
-      for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3 < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
-            C[(((long long)blockIdx.y) * 128 + ih_3 * 64 + ((long long)threadIdx.y) * 4 + iv_3) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = C_acc[ih_3 * 32 + iv_3 * 8 + ju_3 * 4 + jv_3];
-          }
+      for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
+        if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N) {
+          C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = C_acc[iu_3 * 8 + ju_3 * 4 + jv_3];
         }
       }
     }
@@ -357,8 +325,8 @@ extern "C" cudaError_t auto_sgemm(const float *A, const float *B, float *C, int6
     return fus_fail(auto_sgemm_error_text, "auto_sgemm: sizes too large: the size of C in bytes does not fit in 64 bits");
   if (!C && fus_bytes_C != 0)
     return fus_fail(auto_sgemm_error_text, "auto_sgemm: C is a null pointer (%lld bytes)", fus_bytes_C);
-  // auto_sgemm_kernel when B and C are 16-byte aligned and N is a multiple of 4
-  if ((uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && N % 4 == 0) {
+  // auto_sgemm_kernel when A, B and C are 16-byte aligned, K is a multiple of 4 and N is a multiple of 4
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && K % 4 == 0 && N % 4 == 0) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_sgemm_error_text, "auto_sgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -377,17 +345,17 @@ extern "C" cudaError_t auto_sgemm(const float *A, const float *B, float *C, int6
       fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
     if (fus_attr_err != cudaSuccess)
       return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-    if (66560 > (long long)fus_smem_limit)
-      return fus_fail(auto_sgemm_error_text, "auto_sgemm: needs 66560 bytes of shared memory (dynamic 66560, static 0, required 66560) but the device allows %d per block", fus_smem_limit);
+    if (65536 > (long long)fus_smem_limit)
+      return fus_fail(auto_sgemm_error_text, "auto_sgemm: needs 65536 bytes of shared memory (dynamic 65536, static 0, required 65536) but the device allows %d per block", fus_smem_limit);
     static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
     if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-      fus_attr_err = cudaFuncSetAttribute(auto_sgemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 66560);
+      fus_attr_err = cudaFuncSetAttribute(auto_sgemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
       if (fus_attr_err != cudaSuccess)
-        return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot raise the dynamic shared memory to 66560 bytes: %s", cudaGetErrorString(fus_attr_err));
+        return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot raise the dynamic shared memory to 65536 bytes: %s", cudaGetErrorString(fus_attr_err));
       if (fus_dev < 64)
         fus_smem_raised[fus_dev] = true;
     }
-    auto_sgemm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 66560, stream>>>(A, B, C, M, K, N);
+    auto_sgemm_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 65536, stream>>>(A, B, C, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_sgemm_error_text, "auto_sgemm: launch failed: %s", cudaGetErrorString(fus_err));
@@ -411,17 +379,17 @@ extern "C" cudaError_t auto_sgemm(const float *A, const float *B, float *C, int6
     fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
   if (fus_attr_err != cudaSuccess)
     return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-  if (66560 > (long long)fus_smem_limit)
-    return fus_fail(auto_sgemm_error_text, "auto_sgemm: needs 66560 bytes of shared memory (dynamic 66560, static 0, required 66560) but the device allows %d per block", fus_smem_limit);
+  if (65536 > (long long)fus_smem_limit)
+    return fus_fail(auto_sgemm_error_text, "auto_sgemm: needs 65536 bytes of shared memory (dynamic 65536, static 0, required 65536) but the device allows %d per block", fus_smem_limit);
   static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
   if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-    fus_attr_err = cudaFuncSetAttribute(auto_sgemm_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 66560);
+    fus_attr_err = cudaFuncSetAttribute(auto_sgemm_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
     if (fus_attr_err != cudaSuccess)
-      return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot raise the dynamic shared memory to 66560 bytes: %s", cudaGetErrorString(fus_attr_err));
+      return fus_fail(auto_sgemm_error_text, "auto_sgemm: cannot raise the dynamic shared memory to 65536 bytes: %s", cudaGetErrorString(fus_attr_err));
     if (fus_dev < 64)
       fus_smem_raised[fus_dev] = true;
   }
-  auto_sgemm_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 66560, stream>>>(A, B, C, M, K, N);
+  auto_sgemm_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(16, 16, 1), 65536, stream>>>(A, B, C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(auto_sgemm_error_text, "auto_sgemm: launch failed: %s", cudaGetErrorString(fus_err));
