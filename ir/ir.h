@@ -420,12 +420,6 @@ typedef struct Fusion {
 	 * with bounds on size symbols (SizeSym.bound), each scheduled for its bounds, whose
 	 * kernels the launcher tries in order before this fusion's own. Empty for most. */
 	Vec variants;
-	/* The fusion of this fusion's scalar kernel (Kernel.fallback), when its automatic
-	 * schedule wants another one there: a copy (as a size variant is) scheduled for plain
-	 * copies (a matrix product's operand tiles: consecutive lanes on consecutive elements,
-	 * where the vector schedule gives each thread 8 of them). NULL: the fusion itself is
-	 * lowered without vectors (pipeline.c). */
-	struct Fusion *scalar;
 	/* Segmentation (scheduler/segment.c, docs/auto_schedule.md "Segmentation"): Segment*,
 	 * the kernels' fusions that the launcher runs in order instead of one kernel of this
 	 * fusion (which is then left unscheduled: the reference interpreter reads it); empty

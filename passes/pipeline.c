@@ -67,16 +67,15 @@ static void dump(Kernel *k, const char *pass, FILE *out)
 
 static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o);
 
-/* The fusion lowered again without vector accesses (or its copy scheduled for that,
- * Fusion.scalar): the kernel an auto-scheduled fusion's launcher runs when a vectorization
- * precondition fails (the user did not ask for vectors). */
+/* The fusion lowered again without vector accesses: the kernel an auto-scheduled fusion's
+ * launcher runs when a vectorization precondition fails (the user did not ask for vectors). */
 static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	LowerOptions so = *o;
 	so.no_vectorize = true;
 	so.dump_after = NULL;
 	so.time_passes = false;
-	Kernel *k = lower_once(a, d, f->scalar ? f->scalar : f, &so);
+	Kernel *k = lower_once(a, d, f, &so);
 	if (k)
 		k->name = arena_printf(a, "%s_scalar", k->name);
 	return k;

@@ -283,24 +283,6 @@ static void copy_tile(Plan *p, const char *s, const char *row, const char *col, 
 	const char *cc = fresh_axis(p, s, "kc"), *v = fresh_axis(p, s, "v");
 	const char *u = fresh_axis(p, s, "u"), *tx = fresh_axis(p, s, "tx");
 	const char *ty = row;
-	if (warps && p->for_scalar) {
-		/* the scalar kernel's copy: element e (row-major) to thread e % 128, so a warp
-		 * reads 32 consecutive elements (one 64-byte run of f16) and writes 32
-		 * consecutive halves of shared memory; lane by lane, the vector mapping's
-		 * thread reads 8 consecutive elements, a warp's 32 loads spread over 512 bytes */
-		const char *e = fresh_axis(p, s, "e"), *tl = fresh_axis(p, s, "tl");
-		const char *tw = fresh_axis(p, s, "tw"), *tz = fresh_axis(p, s, "tz");
-		ty = fresh_axis(p, s, "ty");
-		d_merge(p, s, row, col, e);
-		d_split(p, s, e, COPY_THREADS, u, tl);
-		d_split(p, s, tl, 32, tw, tx);
-		d_split(p, s, tw, 2, tz, ty);
-		d_bind(p, s, tz, "threadIdx.z");
-		d_bind(p, s, ty, "threadIdx.y");
-		d_bind(p, s, tx, "threadIdx.x");
-		d_verb1(p, s, "unroll", u);
-		return;
-	}
 	d_split(p, s, col, vec, cc, v);
 	if (krows) {
 		d_split(p, s, cc, FMA_THREADS, u, tx);
@@ -368,8 +350,6 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *k;
 	const char *acc = accumulator(p, c, &k);
 	const char *as = d_cache_after(p, c->a, "shared"), *bs = d_cache_after(p, c->b, "shared");
-	/* the scalar kernel (sizes the 16-byte copies refuse) gets its own copy schedule */
-	p->wants_scalar = tuned;
 	/* a symbolic M: size variants with 32- and 64-row tiles for M <= 32 and M <= 64 (fewer
 	 * instructions on zero-filled rows) */
 	IrExpr *m = c->out->shape[c->nbatch];

@@ -35,9 +35,6 @@ typedef struct Plan {
 	 * symbolic row length, a matrix product's symbolic M, with no SizeSym.bound):
 	 * auto_schedule adds size variants for it (docs/auto_schedule.md, "Size variants"). */
 	Buckets bucket;
-	/* for_scalar: this plan schedules a fusion's scalar kernel (Fusion.scalar), lowered
-	 * without vectors; wants_scalar: the class asks for such a plan (a tuned plan only) */
-	bool for_scalar, wants_scalar;
 } Plan;
 
 /* auto_schedule.c */

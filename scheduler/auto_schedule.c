@@ -1359,11 +1359,9 @@ const char *auto_level_name(AutoLevel level)
 }
 
 /* Schedules f (as sema built it) at one level; false after errors. *bucket (when not NULL):
- * the size variants the plan asks for (Plan.bucket); *scalar (when not NULL): whether it
- * asks for a scalar kernel of its own (Plan.wants_scalar). for_scalar: the plan is that
- * kernel's (Plan.for_scalar). */
+ * the size variants the plan asks for (Plan.bucket). */
 static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int arch,
-			   Buckets *bucket, bool for_scalar, bool *scalar)
+			   Buckets *bucket)
 {
 	if (!auto_split_nests(a, f, level >= AUTO_PLAIN ? AUTO_COPY_READER : AUTO_COPY_NEST)) {
 		diag_error(d, f->span, "fusion '%s' would need more copies of its reductions than the automatic scheduler makes; write a schedule block",
@@ -1372,7 +1370,6 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int ar
 	}
 	Plan p;
 	plan_init(&p, a, d, f, level, arch);
-	p.for_scalar = for_scalar;
 	if (level <= AUTO_SCALAR)
 		schedule_tuned(&p);
 	else
@@ -1385,8 +1382,6 @@ static bool schedule_level(Arena *a, Diag *d, Fusion *f, AutoLevel level, int ar
 	f->ast_schedule->generated = true;
 	if (bucket)
 		*bucket = p.bucket;
-	if (scalar)
-		*scalar = p.wants_scalar && level == AUTO_TUNED;
 	return sched_finish(&p.s, p.ok);
 }
 
@@ -1400,29 +1395,6 @@ static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 	bool ok = lower_fusion(a, d, f, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
 	return ok;
-}
-
-/* The fusion of f's scalar kernel (Fusion.scalar): f again from its AST, with f's size
- * bounds, scheduled at the tuned level for the scalar kernel (Plan.for_scalar), when that is
- * accepted and lowers without vectors; NULL otherwise (no diagnostic: the scalar kernel is
- * then f's own schedule without vectors). */
-static Fusion *scalar_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int arch)
-{
-	DiagMark m = diag_mark(d);
-	Fusion *g = sema_fusion(a, d, f->ast);
-	diag_rollback(d, m);
-	if (!g)
-		return NULL;
-	g->ast_schedule = block;
-	g->auto_scheduled = true;
-	for (int i = 0; i < f->nsizes && i < g->nsizes; i++)
-		g->sizes[i]->bound = f->sizes[i]->bound;
-	LowerOptions o = {.arch = arch, .no_vectorize = true};
-	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL, true, NULL) &&
-		  diag_error_count(d) == m.errors && lower_fusion(a, d, g, &o) &&
-		  diag_error_count(d) == m.errors;
-	diag_rollback(d, m);
-	return ok ? g : NULL;
 }
 
 /* f (as sema builds it from its AST) scheduled at the tuned level with size symbol `index`
@@ -1439,14 +1411,10 @@ static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, in
 	g->ast_schedule = block;
 	g->auto_scheduled = true;
 	g->sizes[index]->bound = planned ? bound : 0;
-	bool scalar = false;
-	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL, false, &scalar) &&
-		  diag_error_count(d) == m.errors;
+	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
 	g->sizes[index]->bound = bound;
 	ok = ok && lowers(a, d, g, arch);
 	diag_rollback(d, m);
-	if (ok && scalar)
-		g->scalar = scalar_copy(a, d, g, block, arch);
 	return ok ? g : NULL;
 }
 
@@ -1484,8 +1452,7 @@ static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int 
 	g->sizes[index]->above = long_rows;
 	bool ok = segment_fusion(a, d, g, arch);
 	if (!ok && g->noutputs == 1 && segment_long_row(g->outputs[0]))
-		ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL, false, NULL) &&
-		     diag_error_count(d) == m.errors;
+		ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
 	ok = ok && lowers(a, d, g, arch);
 	diag_rollback(d, m);
 	if (!ok)
@@ -1528,16 +1495,13 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		f->auto_scheduled = true;
 		f->auto_fallback = level ? level_names[level] : NULL;
 		Buckets bucket = {0};
-		bool scalar = false;
-		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket, false, &scalar) &&
+		bool ok = schedule_level(a, d, f, (AutoLevel)level, arch, &bucket) &&
 			  diag_error_count(d) == m.errors && lowers(a, d, f, arch);
 		if (ok && o && (o->refuse >> level & 1)) {
 			diag_error(d, f->span, "the %s schedule of '%s' is refused (AutoOptions.refuse)",
 				   level_names[level], f->name);
 			ok = false;
 		}
-		if (ok && scalar && f->ast)
-			f->scalar = scalar_copy(a, d, f, block, arch);
 		if (ok && bucket.sym && f->ast)
 			add_variants(a, d, f, block, &bucket, arch);
 		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)

@@ -1145,16 +1145,16 @@ static bool whole_range(Axis *x, int *lo, int *hi)
 }
 
 /* Consecutive values of x are consecutive elements of t: x is the innermost root axis (or a
- * row-major merge ending with it), or an inner split of such an axis. A register tensor
- * computed at another (a register accumulator, docs/reductions.md, or a register cache such
- * as the column of a k-major shared tile) is stored in a buffer over its own axes, in domain
- * order (passes/indexing.c): its innermost non-reduction axis is contiguous there, whichever
- * root it comes from (the vectorize pass checks every access it rewrites). */
+ * row-major merge ending with it), or an inner split of such an axis. A register accumulator
+ * (a local reduction computed at its reader, accumulating in place over its own
+ * non-reduction axes, docs/reductions.md) is stored in a buffer over those axes, in domain
+ * order: its innermost non-reduction axis is contiguous there, whichever root it comes from
+ * (the vectorize pass checks every access it rewrites). */
 static bool axis_contiguous(Tensor *t, Axis *x)
 {
 	int lo, hi;
 	if (t->kind == TK_INTERMEDIATE && t->sched.mem == MEM_LOCAL && t->sched.ca_tensor &&
-	    !x->reduction && x == t->domain[t->ndomain - 1])
+	    tensor_is_reduction(t) && !x->reduction && x == t->domain[t->ndomain - 1])
 		return true;
 	if (x->kind == AX_SPLIT_INNER)
 		return axis_contiguous(t, x->from[0]);

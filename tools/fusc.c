@@ -532,26 +532,19 @@ static void emit_schedules(Program *p, Buf *b)
 		}
 		if (!f->segments.len)
 			ast_print_schedule(f->ast_schedule, b);
-		/* size variants and scalar kernels: a schedule block has one schedule for every
-		 * size, so each is shown for reading, commented out */
-		for (int v = -1; v < f->variants.len; v++) {
-			Fusion *g = v < 0 ? f : VEC_AT(f->variants, Fusion, v);
-			if (g != f) {
-				buf_puts(b, "// size variant for");
-				for (int k = 0; k < g->nsizes; k++)
-					if (g->sizes[k]->bound > 0)
-						buf_printf(b, " %s <= %lld", g->sizes[k]->name,
-							   (long long)g->sizes[k]->bound);
-				buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
-				if (g->segments.len)
-					emit_segments(g, b);
-				else
-					put_commented(b, g->ast_schedule);
-			}
-			if (g->scalar) {
-				buf_printf(b, "// its scalar kernel (sizes its vector accesses refuse):\n");
-				put_commented(b, g->scalar->ast_schedule);
-			}
+		/* size variants: a schedule block has one schedule for every size, so each is shown
+		 * for reading, commented out */
+		for (int v = 0; v < f->variants.len; v++) {
+			Fusion *g = VEC_AT(f->variants, Fusion, v);
+			buf_puts(b, "// size variant for");
+			for (int k = 0; k < g->nsizes; k++)
+				if (g->sizes[k]->bound > 0)
+					buf_printf(b, " %s <= %lld", g->sizes[k]->name, (long long)g->sizes[k]->bound);
+			buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
+			if (g->segments.len)
+				emit_segments(g, b);
+			else
+				put_commented(b, g->ast_schedule);
 		}
 	}
 }

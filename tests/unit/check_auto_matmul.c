@@ -180,17 +180,6 @@ START_TEST(test_mma_schedule)
 	ck_assert_not_contains(b.s, "cp.async");
 	ck_assert_contains(b.s, "mma.m16n8k16 C_acc[");
 	buf_free(&b);
-	/* the scalar kernel has a schedule of its own (Fusion.scalar): element e of a tile to
-	 * thread e % 128, consecutive lanes on consecutive elements, no vectors */
-	Fusion *g = tc->prog->fusions[0]->scalar;
-	ck_assert_ptr_nonnull(g);
-	ck_assert_ptr_eq(last->fusion, g);
-	ast_print_schedule(g->ast_schedule, &b);
-	ck_assert_contains(b.s, "A_smem.merge(ii, kr) -> e;");
-	ck_assert_contains(b.s, "B_smem.merge(kr, ji) -> e;");
-	ck_assert_not_contains(b.s, "cp_async");
-	ck_assert_not_contains(b.s, "A_smem.vectorize");
-	buf_free(&b);
 	tc_free(tc);
 }
 END_TEST

@@ -123,12 +123,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
   for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 16; ++u) {
-        A_smem[((long long)blockIdx.y) * 2048 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + ((long long)blockIdx.y) * 256 + u * 16 + ((long long)threadIdx.z) * 8 + ko_pre * 2304] = ((long long)blockIdx.y) * 32 + u * 2 + ((long long)threadIdx.z) < M && ko_pre * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 32 + u * 2 + ((long long)threadIdx.z)) * K + ko_pre * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 2; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 16; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N ? B[(ko_pre * 64 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
   }
@@ -136,12 +142,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 16; ++u) {
-        A_smem[((long long)blockIdx.y) * 2048 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + ((long long)blockIdx.y) * 256 + u * 16 + ((long long)threadIdx.z) * 8 + (ko + 3) % 4 * 2304] = ((long long)blockIdx.y) * 32 + u * 2 + ((long long)threadIdx.z) < M && ko * 64 + 192 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 32 + u * 2 + ((long long)threadIdx.z)) * K + ko * 64 + 192 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 2; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 16; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N ? B[(ko * 64 + 192 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
     unsigned A_smem_frag[16];
@@ -316,12 +328,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
   for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 32; ++u) {
-        A_smem[((long long)blockIdx.y) * 4096 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + ((long long)blockIdx.y) * 512 + u * 16 + ((long long)threadIdx.z) * 8 + ko_pre * 4608] = ((long long)blockIdx.y) * 64 + u * 2 + ((long long)threadIdx.z) < M && ko_pre * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 64 + u * 2 + ((long long)threadIdx.z)) * K + ko_pre * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 4; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 16; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N ? B[(ko_pre * 64 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
   }
@@ -329,12 +347,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 32; ++u) {
-        A_smem[((long long)blockIdx.y) * 4096 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + ((long long)blockIdx.y) * 512 + u * 16 + ((long long)threadIdx.z) * 8 + (ko + 3) % 4 * 4608] = ((long long)blockIdx.y) * 64 + u * 2 + ((long long)threadIdx.z) < M && ko * 64 + 192 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 64 + u * 2 + ((long long)threadIdx.z)) * K + ko * 64 + 192 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 4; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 16; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N ? B[(ko * 64 + 192 + u_1 * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
     unsigned A_smem_frag[32];
@@ -518,12 +542,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
-      for (long long u = 0; u < 32; ++u) {
-        A_smem[u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ko_pre * 5120] = ((long long)blockIdx.y) * 128 + u * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < M && ko_pre * 32 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 128 + u * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * K + ko_pre * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 4; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 32; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 8 + ko_pre * 4352] = ko_pre * 32 + u_1 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < N ? B[(ko_pre * 32 + u_1) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
   }
@@ -531,12 +561,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
-      for (long long u = 0; u < 32; ++u) {
-        A_smem[u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 5120] = ((long long)blockIdx.y) * 128 + u * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y) < M && ko * 32 + 64 + ((long long)threadIdx.x) < K ? A[(((long long)blockIdx.y) * 128 + u * 4 + ((long long)threadIdx.z) * 2 + ((long long)threadIdx.y)) * K + ko * 32 + 64 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u = 0; u < 4; ++u) {
+        #pragma unroll
+        for (long long v = 0; v < 8; ++v) {
+          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+        }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 32; ++u_1) {
-        B_smem[u_1 * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) + u_1 * 8 + (ko + 2) % 3 * 4352] = ko * 32 + 64 + u_1 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) < N ? B[(ko * 32 + 64 + u_1) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x)] : __fus_float2half(0.0f);
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+        #pragma unroll
+        for (long long v_1 = 0; v_1 < 8; ++v_1) {
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+        }
       }
     }
     unsigned A_smem_frag[32];
