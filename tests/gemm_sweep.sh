@@ -40,15 +40,7 @@ trap 'rm -rf "$tmp"' EXIT
 export FUSRT_CACHE_DIR="$tmp/cache" FUSC
 . tests/gpu_lib.sh
 
-if [ "$MODE" = run ]; then
-	printf 'fusion p(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n' >"$tmp/probe.fus"
-	"$FUSC" run "$tmp/probe.fus" --dims N=1 >"$tmp/probe.out" 2>&1
-	if grep -q 'no CUDA device' "$tmp/probe.out"; then
-		cat "$tmp/probe.out"
-		echo "gemm_sweep: skipped: no CUDA device"
-		exit 77
-	fi
-fi
+[ "$MODE" = run ] && require_device gemm_sweep "$tmp"
 
 # with SET SYM VALUE: SET (SYM=V,...) with SYM's value replaced
 with() {

@@ -93,14 +93,7 @@ files() {
 	done | awk -v shard="${SHARD:-0/1}" 'BEGIN { split(shard, s, "/") } (NR - 1) % s[2] == s[1]'
 }
 
-# ---- is there a device? ----
-printf 'fusion p(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n' >"$tmp/probe.fus"
-"$FUSC" run "$tmp/probe.fus" --dims N=1 >"$tmp/probe.out" 2>&1
-if grep -q 'no CUDA device' "$tmp/probe.out"; then
-	cat "$tmp/probe.out"
-	echo "gpu: skipped: no CUDA device"
-	exit 77
-fi
+require_device gpu "$tmp"
 
 for part in $PARTS; do
 	case $part in

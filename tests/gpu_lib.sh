@@ -50,3 +50,14 @@ dims() {
 		if (ns) print "--dims " out
 	}'
 }
+
+# require_device NAME DIR: exits 77 (skipped) when `fusc run` finds no CUDA device (DIR: scratch)
+require_device() {
+	printf 'fusion p(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n' >"$2/probe.fus"
+	"$FUSC" run "$2/probe.fus" --dims N=1 >"$2/probe.out" 2>&1
+	if grep -q 'no CUDA device' "$2/probe.out"; then
+		cat "$2/probe.out"
+		echo "$1: skipped: no CUDA device"
+		exit 77
+	fi
+}
