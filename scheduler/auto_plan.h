@@ -135,6 +135,7 @@ typedef struct AutoMatmul {
 	int nbatch;         /* leading batch indices */
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
+	int64_t bk, stages; /* tensor cores: k per step, circular-buffer stages */
 } AutoMatmul;
 /* Whether o is in the class (c says how): a constant extent must be at least its tile
  * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */
