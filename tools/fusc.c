@@ -431,8 +431,11 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
+	double t0 = now_seconds();
 	Program *p = compile_program_for(a, d, file, o->lower.arch);
 	*prog_out = p;
+	if (o->lower.time_passes)
+		fprintf(stderr, "front end and scheduling: %.0f us\n", (now_seconds() - t0) * 1e6);
 	if (!p)
 		return NULL;
 	Kernel **ks = arena_alloc(a, sizeof(Kernel *) * (p->nfusions + 1));
@@ -446,6 +449,8 @@ static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_
 		ks[i] = lower_fusion(a, d, p->fusions[i], &o->lower);
 		ok = ok && ks[i];
 	}
+	if (o->lower.time_passes)
+		fprintf(stderr, "lowering: %.0f us\n", (now_seconds() - t0) * 1e6);
 	return ok ? ks : NULL;
 }
 
