@@ -346,10 +346,11 @@ static void ev(Ldm *l, IrExpr *e, int64_t out[32])
 		return;
 	case EX_VAR:
 	case EX_PAR:
-		for (int i = 0; e->kind == EX_PAR && e->par == PT_TIDX && i < 32; i++)
-			out[i] = i;
-		if (e->kind == EX_PAR && e->par == PT_TIDX)
+		if (e->kind == EX_PAR && e->par == PT_TIDX) {
+			for (int i = 0; i < 32; i++)
+				out[i] = i;
 			return;
+		}
 		for (int a = 0; a < l->n; a++) {
 			if (!atom_eq(l->atom[a], e))
 				continue;
@@ -366,22 +367,26 @@ static void ev(Ldm *l, IrExpr *e, int64_t out[32])
 			y[i] = 0;
 		if (e->nargs > 1)
 			ev(l, e->args[1], y);
-		for (int i = 0; i < 32; i++) {
-			int64_t x = out[i];
-			switch (e->op) {
-			case OP_ADD: out[i] = x + y[i]; continue;
-			case OP_SUB: out[i] = x - y[i]; continue;
-			case OP_MUL: out[i] = x * y[i]; continue;
-			case OP_DIV: if (y[i] > 0 && x >= 0) { out[i] = x / y[i]; continue; } break;
-			case OP_MOD: if (y[i] > 0 && x >= 0) { out[i] = x % y[i]; continue; } break;
-			case OP_MIN: out[i] = x < y[i] ? x : y[i]; continue;
-			case OP_MAX: out[i] = x > y[i] ? x : y[i]; continue;
-			default: break;
+		switch (e->op) {
+		case OP_ADD: for (int i = 0; i < 32; i++) out[i] += y[i]; return;
+		case OP_SUB: for (int i = 0; i < 32; i++) out[i] -= y[i]; return;
+		case OP_MUL: for (int i = 0; i < 32; i++) out[i] *= y[i]; return;
+		case OP_MIN: for (int i = 0; i < 32; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return;
+		case OP_MAX: for (int i = 0; i < 32; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return;
+		case OP_DIV:
+		case OP_MOD:
+			for (int i = 0; i < 32; i++) {
+				if (y[i] <= 0 || out[i] < 0)
+					break;
+				out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
+				if (i == 31)
+					return;
 			}
-			l->ok = false;
-			return;
+			break;
+		default:
+			break;
 		}
-		return;
+		break;
 	default:
 		break;
 	}
