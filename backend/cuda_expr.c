@@ -40,7 +40,7 @@ static bool is_reserved(const char *s)
 	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
 		return true;
 	for (int i = 0; i < countof(reserved_names); i++)
-		if (strcmp(s, reserved_names[i]) == 0)
+		if (reserved_names[i][0] == s[0] && strcmp(s, reserved_names[i]) == 0)
 			return true;
 	return false;
 }

@@ -396,6 +396,19 @@ struct Tensor {
 	TensorSched sched;
 };
 
+/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
+ * Kernel (Kernel.options), never from anywhere else. */
+typedef struct LowerOptions {
+	int arch;            /* target sm version, e.g. 80 */
+	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
+	bool verify;         /* run ir_verify between passes */
+	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
+	FILE *dump_out;
+	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
+	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
+			      * lower_fusion sets it to lower Kernel.fallback */
+} LowerOptions;
+
 typedef struct Fusion {
 	const char *name;
 	Span span;
@@ -439,6 +452,14 @@ typedef struct Fusion {
 	Vec seg_buffers;
 	/* This fusion is a segment of segment_of (it is not segmented again). */
 	struct Fusion *segment_of;
+	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
+	 * alone with options lowered_with, when the lowering reported nothing: the automatic
+	 * scheduler lowers every schedule it keeps to see that it compiles, and the real
+	 * lowering takes that kernel instead of running the passes again. lowerings counts
+	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel). */
+	struct Kernel *lowered;
+	LowerOptions lowered_with;
+	int lowerings;
 } Fusion;
 
 /* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
@@ -804,19 +825,6 @@ void precond_condition(const Precond *p, Buf *out);
 /* The position of tensor t in its fusion's signature (-1: none). */
 int fusion_sig_pos(Fusion *f, Tensor *t);
 
-/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
- * Kernel (Kernel.options), never from anywhere else. */
-typedef struct LowerOptions {
-	int arch;            /* target sm version, e.g. 80 */
-	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
-	bool verify;         /* run ir_verify between passes */
-	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
-	FILE *dump_out;
-	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
-	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
-			      * lower_fusion sets it to lower Kernel.fallback */
-} LowerOptions;
-
 typedef struct Kernel {
 	Fusion *fusion;
 	const LowerOptions *options; /* the lowering's options (kir_new: the defaults, sm_80) */
@@ -862,6 +870,8 @@ typedef struct Kernel {
 
 /* ir/kir.c */
 Kernel *kir_new(Arena *a, Fusion *f);
+/* FUSION_kernel, and a size variant's bounds: softmax_kernel_N4096 */
+const char *kir_name(Arena *a, Fusion *f);
 Var *kir_new_var(Kernel *k, const char *base, DType t); /* unique name base_N */
 Stmt *kir_for(Kernel *k, Var *v, Stmt *body);
 Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);

@@ -20,17 +20,22 @@
 
 static const LowerOptions default_options = {.arch = 80};
 
+const char *kir_name(Arena *a, Fusion *f)
+{
+	const char *name = arena_printf(a, "%s_kernel", f->name);
+	for (int i = 0; i < f->nsizes; i++)
+		if (f->sizes[i]->bound > 0)
+			name = arena_printf(a, "%s_%s%lld", name, f->sizes[i]->name,
+					    (long long)f->sizes[i]->bound);
+	return name;
+}
+
 Kernel *kir_new(Arena *a, Fusion *f)
 {
 	Kernel *k = NEW(a, Kernel);
 	k->fusion = f;
 	k->options = &default_options;
-	k->name = arena_printf(a, "%s_kernel", f->name);
-	/* a size variant's kernel is named after its bounds: softmax_kernel_N4096 */
-	for (int i = 0; i < f->nsizes; i++)
-		if (f->sizes[i]->bound > 0)
-			k->name = arena_printf(a, "%s_%s%lld", k->name, f->sizes[i]->name,
-					       (long long)f->sizes[i]->bound);
+	k->name = kir_name(a, f);
 	k->arena = a;
 	return k;
 }

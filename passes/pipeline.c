@@ -93,13 +93,48 @@ static bool has_vector_preconds(Kernel *k)
 	return false;
 }
 
+static bool same_options(const LowerOptions *x, const LowerOptions *y)
+{
+	return x->arch == y->arch && x->no_arch_check == y->no_arch_check &&
+	       x->verify == y->verify && x->no_vectorize == y->no_vectorize;
+}
+
+/* f's kernels as an earlier lowering with the same options made them (Fusion.lowered; the
+ * automatic scheduler's trial), or NULL: fresh Kernel headers over the same bodies, so the
+ * chain lower_fusion links is this one's, named after f's current name (a prefix renames a
+ * fusion after scheduling). A dump or the pass times run the passes again. */
+static Kernel *reuse(Arena *a, Fusion *f, const LowerOptions *o)
+{
+	if (!f->lowered || o->dump_after || o->time_passes || !same_options(&f->lowered_with, o))
+		return NULL;
+	Kernel *head = NULL, **tail = &head;
+	for (Kernel *c = f->lowered; c && c->fusion == f; c = c->fallback) {
+		Kernel *k = NEW(a, Kernel);
+		*k = *c;
+		k->options = o;
+		k->name = head ? arena_printf(a, "%s_scalar", head->name) : kir_name(a, f);
+		k->fallback = NULL;
+		*tail = k;
+		tail = &k->fallback;
+	}
+	return head;
+}
+
 /* f's kernel, followed by its scalar kernel when it has vector preconditions. */
 static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
-	Kernel *k = lower_once(a, d, f, o);
+	Kernel *k = reuse(a, f, o);
+	if (k)
+		return k;
+	DiagMark m = diag_mark(d);
+	k = lower_once(a, d, f, o);
 	if (k && f->auto_scheduled && has_vector_preconds(k) && !o->no_vectorize &&
 	    !(k->fallback = lower_fallback(a, d, f, o)))
 		return NULL;
+	if (k && diag_mark(d).nentries == m.nentries) {
+		f->lowered = k;
+		f->lowered_with = *o;
+	}
 	return k;
 }
 
@@ -175,6 +210,7 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	Kernel *k = kir_new(a, f);
 	bool ok = true;
 	k->options = o;
+	f->lowerings++;
 	for (int i = 0; i < pass_count && ok; i++) {
 		const Pass *p = &pass_list[i];
 		double t0 = now_seconds();
