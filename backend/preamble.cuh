@@ -50,16 +50,35 @@ __device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)
   return __uint_as_float((unsigned int)b.bits << 16);
 }
 
-// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.
+// Round to nearest even: one cvt on sm_80 and later, integer arithmetic before (the same
+// value; NaN stays NaN).
 __device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)
 {
-  unsigned int u = __float_as_uint(f);
   __fus_bfloat b;
+#if __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.bits) : "f"(f));
+#else
+  unsigned int u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u)
     b.bits = (unsigned short)(u >> 16 | 0x40u);
   else
     b.bits = (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+#endif
   return b;
+}
+
+// f32 a / b within 2 ulp of the rounded quotient over the whole range (docs/language.md,
+// "Float accuracy"): (a * s) * rcp(b * s), with s a power of 2 that brings |b| into
+// [2^-126, 2^126] (so the reciprocal is a normal number) and a * s exact where the quotient
+// is representable. Everything but the two products depends on b alone, so a division of
+// many values by one (a row's sum) costs one reciprocal and two multiplies per element.
+__device__ __forceinline__ float __fus_fdiv(float a, float b)
+{
+  float m = fabsf(b);
+  float s = m > __int_as_float(0x7e800000) ? 0.25f       // 2^126
+            : m < __int_as_float(0x00800000) ? 16777216.0f // 2^-126, 2^24
+            : 1.0f;
+  return a * s * __frcp_rn(b * s);
 }
 
 __device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -474,6 +474,95 @@ void ast_print(AstFile *f, Buf *out)
 	}
 }
 
+/* ---- .fus text of a fusion (--emit=schedule prints a segment's fusion) ---- */
+
+/* e in .fus syntax; an operator below the top is parenthesized (the text parses back to the
+ * same tree). */
+static void put_fus_expr(Buf *b, const AstExpr *e, bool nested)
+{
+	bool paren = nested && (e->kind == AE_UNARY || e->kind == AE_BINARY || e->kind == AE_TERNARY);
+	buf_puts(b, paren ? "(" : "");
+	switch (e->kind) {
+	case AE_INT:
+		buf_printf(b, "%lld", (long long)e->ival);
+		break;
+	case AE_FLOAT:
+	case AE_NAME:
+		buf_puts(b, e->name);
+		break;
+	case AE_ACCESS:
+	case AE_CALL:
+		buf_printf(b, "%s%s", e->name, e->kind == AE_ACCESS ? "[" : "(");
+		for (int i = 0; i < e->nargs; i++) {
+			buf_puts(b, i ? ", " : "");
+			put_fus_expr(b, e->args[i], false);
+		}
+		buf_puts(b, e->kind == AE_ACCESS ? "]" : ")");
+		break;
+	case AE_UNARY:
+		buf_printf(b, "%c", (char)e->op);
+		put_fus_expr(b, e->args[0], true);
+		break;
+	case AE_BINARY:
+		put_fus_expr(b, e->args[0], true);
+		buf_printf(b, " %s ", op_text[e->op]);
+		put_fus_expr(b, e->args[1], true);
+		break;
+	case AE_TERNARY:
+		put_fus_expr(b, e->args[0], true);
+		buf_puts(b, " ? ");
+		put_fus_expr(b, e->args[1], true);
+		buf_puts(b, " : ");
+		put_fus_expr(b, e->args[2], true);
+		break;
+	case AE_REDUCE:
+		buf_printf(b, "%s(", e->name);
+		for (int i = 0; i < e->nidx; i++)
+			buf_printf(b, "%s%s", i ? ", " : "", e->idx[i].name);
+		buf_puts(b, ": ");
+		put_fus_expr(b, e->args[0], false);
+		buf_puts(b, ")");
+		break;
+	}
+	buf_puts(b, paren ? ")" : "");
+}
+
+static void put_fus_params(Buf *b, AstParam **ps, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const AstParam *p = ps[i];
+		buf_printf(b, "%s%s: %s", i ? ", " : "", p->name.name, p->dtype.name);
+		for (int k = 0; k < p->ndims; k++) {
+			buf_puts(b, k ? ", " : "[");
+			if (p->dims[k].sym)
+				buf_puts(b, p->dims[k].sym);
+			else
+				buf_printf(b, "%lld", (long long)p->dims[k].value);
+		}
+		buf_puts(b, p->ndims ? "]" : "");
+	}
+}
+
+void ast_print_fusion(const AstFusion *f, Buf *out)
+{
+	buf_printf(out, "fusion %s(", f->name.name);
+	put_fus_params(out, f->params, f->nparams);
+	buf_puts(out, ") -> (");
+	put_fus_params(out, f->outs, f->nouts);
+	buf_puts(out, ") {\n");
+	for (int i = 0; i < f->nstmts; i++) {
+		const AstStmt *s = f->stmts[i];
+		buf_indent(out, 1);
+		buf_puts(out, s->lhs.name);
+		for (int k = 0; k < s->nidx; k++)
+			buf_printf(out, "%s%s", k ? ", " : "[", s->idx[k].name);
+		buf_puts(out, s->nidx ? "] = " : " = ");
+		put_fus_expr(out, s->rhs, false);
+		buf_puts(out, ";\n");
+	}
+	buf_puts(out, "}\n");
+}
+
 /* `[result =] t.verb(args) [-> (outs)];` in .fus syntax */
 static void print_fus_directive(Buf *b, const AstDirective *d)
 {

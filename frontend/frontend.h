@@ -165,6 +165,8 @@ void ast_file_add_schedule(Arena *a, AstFile *f, AstSchedule *s);
 void ast_print(AstFile *f, Buf *out);
 /* Prints a schedule block in .fus syntax, one directive per line (`fusc --emit=schedule`). */
 void ast_print_schedule(const AstSchedule *s, Buf *out);
+/* A fusion in .fus syntax (what the parser reads back to the same tree). */
+void ast_print_fusion(const AstFusion *f, Buf *out);
 
 /* grammar/fus.y + grammar/fus.l: parses one source file (already registered in d as `file`).
  * Syntax errors go to d; returns the (possibly partial) AST, never NULL. */

@@ -257,6 +257,9 @@ typedef struct SizeSym {
 	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
 	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
 	int64_t bound;
+	/* > 0 in a size variant: its kernels run only for values >= least (a PC_AT_LEAST
+	 * precondition: enough rows for a kernel of one block per row); 0: no lower bound */
+	int64_t least;
 	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
 	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
 	int64_t above;
@@ -393,6 +396,19 @@ struct Tensor {
 	TensorSched sched;
 };
 
+/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
+ * Kernel (Kernel.options), never from anywhere else. */
+typedef struct LowerOptions {
+	int arch;            /* target sm version, e.g. 80 */
+	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
+	bool verify;         /* run ir_verify between passes */
+	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
+	FILE *dump_out;
+	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
+	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
+			      * lower_fusion sets it to lower Kernel.fallback */
+} LowerOptions;
+
 typedef struct Fusion {
 	const char *name;
 	Span span;
@@ -436,6 +452,14 @@ typedef struct Fusion {
 	Vec seg_buffers;
 	/* This fusion is a segment of segment_of (it is not segmented again). */
 	struct Fusion *segment_of;
+	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
+	 * alone with options lowered_with, when the lowering reported nothing: the automatic
+	 * scheduler lowers every schedule it keeps to see that it compiles, and the real
+	 * lowering takes that kernel instead of running the passes again. lowerings counts
+	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel). */
+	struct Kernel *lowered;
+	LowerOptions lowered_with;
+	int lowerings;
 } Fusion;
 
 /* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
@@ -734,6 +758,11 @@ struct Stmt {
 			IrExpr *offset;
 			char op;
 			int tiles;
+			/* the loop over the instruction's k steps whose fragments the mma pass
+			 * loaded before it, for every step (the fragment arrays span it: what
+			 * passes/mma_pipeline.c moves across steps): KS_MMA, that unrolled loop
+			 * around the mma; KS_MMA_LOAD, its copy around the load. NULL: none */
+			Var *step;
 		} mma;
 	};
 };
@@ -751,6 +780,7 @@ typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
 	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
+	PC_AT_LEAST,  /* size symbol is at least `value` (a size variant's lower bound) */
 } PrecondKind;
 typedef struct Precond {
 	PrecondKind kind;
@@ -759,7 +789,7 @@ typedef struct Precond {
 	int64_t value;
 	Span span;    /* the directive that needs it */
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
-	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
+	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST, PC_AT_LEAST: "size variant") */
 } Precond;
 
 /* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by
@@ -794,19 +824,6 @@ PrecondText precond_failure(Arena *a, const Precond *p);
 void precond_condition(const Precond *p, Buf *out);
 /* The position of tensor t in its fusion's signature (-1: none). */
 int fusion_sig_pos(Fusion *f, Tensor *t);
-
-/* The options of one lowering (passes/pipeline.c, lower_fusion); every pass reads them from its
- * Kernel (Kernel.options), never from anywhere else. */
-typedef struct LowerOptions {
-	int arch;            /* target sm version, e.g. 80 */
-	bool no_arch_check;  /* lower anyway when the target is too old (with a warning) */
-	bool verify;         /* run ir_verify between passes */
-	const char *dump_after; /* NULL, a pass name or "all": print the IR after it */
-	FILE *dump_out;
-	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
-	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
-			      * lower_fusion sets it to lower Kernel.fallback */
-} LowerOptions;
 
 typedef struct Kernel {
 	Fusion *fusion;
@@ -853,6 +870,8 @@ typedef struct Kernel {
 
 /* ir/kir.c */
 Kernel *kir_new(Arena *a, Fusion *f);
+/* FUSION_kernel, and a size variant's bounds: softmax_kernel_N4096 */
+const char *kir_name(Arena *a, Fusion *f);
 Var *kir_new_var(Kernel *k, const char *base, DType t); /* unique name base_N */
 Stmt *kir_for(Kernel *k, Var *v, Stmt *body);
 Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);

@@ -19,6 +19,8 @@
  * zero-filled (Tensor.sched.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
  * on neither stay around the instruction (the same in every lane of the warp).
  */
+#include <string.h>
+
 #include "passes/passes.h"
 
 typedef struct Mm {
@@ -292,7 +294,6 @@ typedef struct Ldm {
 	IrExpr *atom[LDM_ATOMS];
 	int64_t ext[LDM_ATOMS], val[LDM_ATOMS];
 	int n;
-	int64_t lane;
 	bool ok;
 } Ldm;
 
@@ -330,39 +331,68 @@ static bool add_atom(IrExpr *e, void *ctx)
 	return false;
 }
 
-static int64_t ev(Ldm *l, IrExpr *e)
+/* e's value on every lane (threadIdx.x = 0..31) at the variables' values l->val; clears
+ * l->ok where e is not an integer function of them. */
+static void ev(Ldm *l, IrExpr *e, int64_t out[32])
 {
-	int64_t x, y;
+	int64_t y[32];
 	switch (e->kind) {
-	case EX_INT: return e->ival;
-	case EX_CAST: return ev(l, e->args[0]);
+	case EX_INT:
+		for (int i = 0; i < 32; i++)
+			out[i] = e->ival;
+		return;
+	case EX_CAST:
+		ev(l, e->args[0], out);
+		return;
 	case EX_VAR:
 	case EX_PAR:
-		if (e->kind == EX_PAR && e->par == PT_TIDX)
-			return l->lane;
-		for (int i = 0; i < l->n; i++)
-			if (atom_eq(l->atom[i], e))
-				return l->val[i];
+		if (e->kind == EX_PAR && e->par == PT_TIDX) {
+			for (int i = 0; i < 32; i++)
+				out[i] = i;
+			return;
+		}
+		for (int a = 0; a < l->n; a++) {
+			if (!atom_eq(l->atom[a], e))
+				continue;
+			for (int i = 0; i < 32; i++)
+				out[i] = l->val[a];
+			return;
+		}
 		break;
 	case EX_OP:
-		x = ev(l, e->args[0]);
-		y = e->nargs > 1 ? ev(l, e->args[1]) : 0;
+		if (e->nargs > 2)
+			break;
+		ev(l, e->args[0], out);
+		for (int i = 0; i < 32; i++)
+			y[i] = 0;
+		if (e->nargs > 1)
+			ev(l, e->args[1], y);
 		switch (e->op) {
-		case OP_ADD: return x + y;
-		case OP_SUB: return x - y;
-		case OP_MUL: return x * y;
-		case OP_DIV: if (y > 0 && x >= 0) return x / y; break;
-		case OP_MOD: if (y > 0 && x >= 0) return x % y; break;
-		case OP_MIN: return x < y ? x : y;
-		case OP_MAX: return x > y ? x : y;
-		default: break;
+		case OP_ADD: for (int i = 0; i < 32; i++) out[i] += y[i]; return;
+		case OP_SUB: for (int i = 0; i < 32; i++) out[i] -= y[i]; return;
+		case OP_MUL: for (int i = 0; i < 32; i++) out[i] *= y[i]; return;
+		case OP_MIN: for (int i = 0; i < 32; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return;
+		case OP_MAX: for (int i = 0; i < 32; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return;
+		case OP_DIV:
+		case OP_MOD:
+			for (int i = 0; i < 32; i++) {
+				if (y[i] <= 0 || out[i] < 0)
+					break;
+				out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
+				if (i == 31)
+					return;
+			}
+			break;
+		default:
+			break;
 		}
 		break;
 	default:
 		break;
 	}
 	l->ok = false;
-	return 0;
+	for (int i = 0; i < 32; i++)
+		out[i] = 0;
 }
 
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
@@ -401,19 +431,18 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	if (!points)
 		return false;
 	for (int64_t p = 0; l.ok && p < points; p++) {
-		int64_t rows[32];
+		int64_t rows[32], got[32];
 		ldm_at(&l, p);
-		for (l.lane = 0; l.lane < 32; l.lane++) {
-			rows[l.lane] = ev(&l, row);
-			if (rows[l.lane] % 8)
+		ev(&l, row, rows);
+		for (int L = 0; L < 32; L++)
+			if (rows[L] % 8)
 				return false;
-		}
-		for (l.lane = 0; l.ok && l.lane < 32; l.lane++) {
-			for (int r = 0; r < n; r++) {
-				int64_t L = l.lane, i = r / 2, h = r % 2;
+		for (int r = 0; l.ok && r < n; r++) {
+			ev(&l, loads[r]->args[0], got);
+			for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
 				int64_t want = trans ? rows[8 * i + 2 * (L % 4) + h] + L / 4
 						     : rows[8 * i + L / 4] + 2 * (L % 4) + h;
-				if (ev(&l, loads[r]->args[0]) != want)
+				if (got[L] != want)
 					return false;
 			}
 		}
@@ -438,10 +467,12 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 	if (!points)
 		return false;
 	for (int64_t p = 0; l.ok && p < points; p++) {
+		int64_t vx[32], vy[32];
 		ldm_at(&l, p);
-		for (l.lane = 0; l.ok && l.lane < 32; l.lane++)
-			if (ev(&l, x) != ev(&l, y))
-				return false;
+		ev(&l, x, vx);
+		ev(&l, y, vy);
+		if (memcmp(vx, vy, sizeof vx) != 0)
+			return false;
 	}
 	return l.ok;
 }
@@ -536,7 +567,7 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
  * L[0..n) (outer to inner) are those around mm inside *at. */
 static Var *pair_tiles(Mm *m, Stmt *ld, Var *v);
 
-static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
+static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 {
 	Arena *a = m->a;
 	const MmaInstr *in = mm->mma.instr;
@@ -582,8 +613,10 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 			e = ir_subst(a, e, L[dep[i]]->loop.var, ir_var(a, fresh[i]));
 		ld->mma.idx[r] = ir_simplify(a, m->rg, e);
 	}
+	Var *step = nd && dep[0] == 0 ? fresh[0] : NULL;
 	if (nd && ldm == MMA_LDM_B)
 		fresh[nd - 1] = pair_tiles(m, ld, fresh[nd - 1]);
+	ld->mma.step = fresh[0] == step ? step : NULL; /* not when the pairing took that loop */
 	Stmt *nest = ld;
 	for (int i = nd - 1; i >= 0; i--) {
 		nest = kir_for(m->k, fresh[i], nest);
@@ -611,6 +644,7 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	mm->mma.idx = idx;
 	mm->mma.nidx = total;
 	mm->mma.ldm &= ~ldm;
+	return ld;
 }
 
 /* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
@@ -687,8 +721,15 @@ static void fragments(Mm *m, Stmt **p)
 				 frag_size(mm, 'b', L, n, j) > FRAG_MAX))
 			j++;
 		Stmt **at = j < n ? (j ? &L[j - 1]->loop.body : p) : n ? &L[n - 1]->loop.body : p;
-		hoist_operand(m, mm, 'b', L + j, n - j, at);
-		hoist_operand(m, mm, 'a', L + j, n - j, at);
+		Stmt *lb = hoist_operand(m, mm, 'b', L + j, n - j, at);
+		Stmt *la = hoist_operand(m, mm, 'a', L + j, n - j, at);
+		/* both operands loaded for every step of the outermost loop hoisted over, which
+		 * the accumulators do not depend on: the k steps mma_pipeline may overlap */
+		bool acc_k = false;
+		for (int i = 0; j < n && i < mm->mma.instr->nc; i++)
+			acc_k |= mentions(mm->mma.idx[i], L[j]->loop.var);
+		if (la->mma.step && lb->mma.step && !acc_k)
+			mm->mma.step = L[j]->loop.var;
 		/* past the statements inserted before the chain, if any */
 		for (Stmt *orig = n ? L[0] : mm; *p != orig;)
 			p = &(*p)->next;

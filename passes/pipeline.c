@@ -31,6 +31,7 @@ const Pass pass_list[] = {
 	{"shared_memory", pass_shared_memory, "shared offsets, reuse, static/dynamic, limits"},
 	{"cp_wait", pass_cp_wait, "cp.async waits before reads of cp.async destinations"},
 	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
+	{"mma_pipeline", pass_mma_pipeline, "fragment loads one k step ahead of the mma"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
 	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
@@ -84,19 +85,56 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 /* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
 static bool has_vector_preconds(Kernel *k)
 {
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind != PC_AT_MOST)
+	for (int i = 0; i < k->preconds.len; i++) {
+		PrecondKind c = VEC_AT(k->preconds, Precond, i)->kind;
+		if (c != PC_AT_MOST && c != PC_AT_LEAST)
 			return true;
+	}
 	return false;
+}
+
+static bool same_options(const LowerOptions *x, const LowerOptions *y)
+{
+	return x->arch == y->arch && x->no_arch_check == y->no_arch_check &&
+	       x->verify == y->verify && x->no_vectorize == y->no_vectorize;
+}
+
+/* f's kernels as an earlier lowering with the same options made them (Fusion.lowered; the
+ * automatic scheduler's trial), or NULL: fresh Kernel headers over the same bodies, so the
+ * chain lower_fusion links is this one's, named after f's current name (a prefix renames a
+ * fusion after scheduling). A dump or the pass times run the passes again. */
+static Kernel *reuse(Arena *a, Fusion *f, const LowerOptions *o)
+{
+	if (!f->lowered || o->dump_after || o->time_passes || !same_options(&f->lowered_with, o))
+		return NULL;
+	Kernel *head = NULL, **tail = &head;
+	for (Kernel *c = f->lowered; c && c->fusion == f; c = c->fallback) {
+		Kernel *k = NEW(a, Kernel);
+		*k = *c;
+		k->options = o;
+		k->name = head ? arena_printf(a, "%s_scalar", head->name) : kir_name(a, f);
+		k->fallback = NULL;
+		*tail = k;
+		tail = &k->fallback;
+	}
+	return head;
 }
 
 /* f's kernel, followed by its scalar kernel when it has vector preconditions. */
 static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
-	Kernel *k = lower_once(a, d, f, o);
+	Kernel *k = reuse(a, f, o);
+	if (k)
+		return k;
+	DiagMark m = diag_mark(d);
+	k = lower_once(a, d, f, o);
 	if (k && f->auto_scheduled && has_vector_preconds(k) && !o->no_vectorize &&
 	    !(k->fallback = lower_fallback(a, d, f, o)))
 		return NULL;
+	if (k && diag_mark(d).nentries == m.nentries) {
+		f->lowered = k;
+		f->lowered_with = *o;
+	}
 	return k;
 }
 
@@ -140,18 +178,21 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	return head;
 }
 
-/* A size variant's bounds, as the first preconditions of each of its kernels. */
+/* A size variant's bounds, as the first preconditions of each of its kernels: the upper
+ * bounds, then the lower ones. */
 static void add_bounds(Kernel *k)
 {
 	Fusion *f = k->fusion;
 	Vec v = {0};
-	for (int i = 0; i < f->nsizes; i++) {
-		if (f->sizes[i]->bound <= 0)
+	for (int i = 0; i < 2 * f->nsizes; i++) {
+		SizeSym *z = f->sizes[i % f->nsizes];
+		int64_t value = i < f->nsizes ? z->bound : z->least;
+		if (value <= 0)
 			continue;
 		Precond *p = NEW(k->arena, Precond);
-		p->kind = PC_AT_MOST;
-		p->size = f->sizes[i];
-		p->value = f->sizes[i]->bound;
+		p->kind = i < f->nsizes ? PC_AT_MOST : PC_AT_LEAST;
+		p->size = z;
+		p->value = value;
 		p->span = f->span;
 		vec_push(k->arena, &v, p);
 	}
@@ -169,6 +210,7 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	Kernel *k = kir_new(a, f);
 	bool ok = true;
 	k->options = o;
+	f->lowerings++;
 	for (int i = 0; i < pass_count && ok; i++) {
 		const Pass *p = &pass_list[i];
 		double t0 = now_seconds();

@@ -75,6 +75,15 @@ void *arena_alloc(Arena *a, size_t n)
 	return p;
 }
 
+size_t arena_bytes(const Arena *a)
+{
+	size_t n = 0;
+
+	for (const Chunk *c = a->head; c; c = c->next)
+		n += c->used;
+	return n;
+}
+
 char *arena_strndup(Arena *a, const char *s, size_t n)
 {
 	char *p = arena_alloc(a, n + 1);

@@ -74,6 +74,7 @@ typedef struct Arena Arena;
 Arena *arena_new(void);
 void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t n); /* zeroed, 16-byte aligned */
+size_t arena_bytes(const Arena *a); /* bytes handed out so far (--time-passes) */
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...) PRINTF(2, 3);

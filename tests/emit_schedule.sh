@@ -5,8 +5,9 @@
 # kernels as the automatic schedule (the scalar fallback and the size variants, which only an
 # automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so,
 # and so must one that the automatic scheduler split into segments (several kernels: a schedule
-# block schedules one; docs/auto_schedule.md, "Segmentation"), whose segments' schedules it
-# prints as comments.
+# block schedules one; docs/auto_schedule.md, "Segmentation"), whose segments it prints as
+# commented fusions with their schedules: uncommented, in a file of their own, they compile to
+# the segments' kernels.
 set -u
 FUSC=${FUSC:-build/fusc}
 T=${TMPDIR:-/tmp}/fusc-emit-schedule.$$
@@ -18,6 +19,12 @@ pass=0 fail=0 copies=0 segmented=0
 kernels() {
 	awk '/^extern "C" __global__/ { on = ($0 ~ /_kernel\(/) } on { print } /^}/ { on = 0 }' "$1"
 }
+# the segments' fusions and schedules of a segmented fusion's comment, uncommented
+segments() {
+	awk '/: the automatic scheduler split it into [0-9]* segments/ { on = 1; next }
+	     on && /^\/\/   / { sub(/^\/\/   /, ""); print; seen = 1; next }
+	     on && seen { on = 0; seen = 0 }' "$1"
+}
 for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	grep -q '^schedule' "$f" && continue
 	"$FUSC" "$f" --emit=cuda -o "$T/auto.cu" 2>/dev/null || continue # an error example
@@ -27,6 +34,18 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	fi
 	if grep -q '^// .*: the automatic scheduler split it into [0-9]* segments' "$T/$b.sched" &&
 	   grep -q '^//   schedule .*_seg0 {' "$T/$b.sched" && ! grep -q '^schedule ' "$T/$b.sched"; then
+		# each segment, uncommented as a fusion of its own, compiles to its segment's kernel
+		segments "$T/$b.sched" > "$T/$b.segs.fus"
+		if ! "$FUSC" "$T/$b.segs.fus" --emit=cuda -o "$T/segs.cu" 2> "$T/err"; then
+			echo "FAIL $f: the printed segments do not compile:"; head -5 "$T/err"
+			fail=$((fail + 1)); continue
+		fi
+		kernels "$T/auto.cu" | awk '/^extern "C" __global__/ { on = ($0 ~ /_seg[0-9]+_kernel\(/) } on' > "$T/a.k"
+		kernels "$T/segs.cu" > "$T/p.k"
+		if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
+			echo "FAIL $f: the printed segments give other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
+			fail=$((fail + 1)); continue
+		fi
 		segmented=$((segmented + 1)); continue
 	fi
 	if ! grep -q '^schedule ' "$T/$b.sched"; then
@@ -54,5 +73,5 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus 
 	fi
 	pass=$((pass + 1))
 done
-echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable), $segmented segmented (not pasteable)"
+echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable), $segmented segmented (their segments round trip as fusions of their own)"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

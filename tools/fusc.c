@@ -431,8 +431,11 @@ static void no_fusion(Diag *d, int file)
 /* Front end + lowering of every fusion. Returns the kernels, or NULL after diagnostics. */
 static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_out)
 {
+	double t0 = now_seconds();
 	Program *p = compile_program_for(a, d, file, o->lower.arch);
 	*prog_out = p;
+	if (o->lower.time_passes)
+		fprintf(stderr, "front end and scheduling: %.0f us\n", (now_seconds() - t0) * 1e6);
 	if (!p)
 		return NULL;
 	Kernel **ks = arena_alloc(a, sizeof(Kernel *) * (p->nfusions + 1));
@@ -446,6 +449,8 @@ static Kernel **compile(Arena *a, Diag *d, int file, Options *o, Program **prog_
 		ks[i] = lower_fusion(a, d, p->fusions[i], &o->lower);
 		ok = ok && ks[i];
 	}
+	if (o->lower.time_passes)
+		fprintf(stderr, "lowering: %.0f us\n", (now_seconds() - t0) * 1e6);
 	return ok ? ks : NULL;
 }
 
@@ -472,33 +477,43 @@ static int emit_nvrtc(Kernel **ks, int nk, Options *o, const char *stem)
 	return rc;
 }
 
-/* A schedule block as comment lines (`//   `). */
-static void put_commented(Buf *b, AstSchedule *s)
+/* text as comment lines (`//   `) */
+static void put_commented(Buf *b, const char *text)
 {
-	Buf vb = {0};
-	ast_print_schedule(s, &vb);
-	for (const char *l = vb.s; l && *l;) {
+	for (const char *l = text; l && *l;) {
 		const char *nl = strchr(l, '\n');
 		int n = nl ? (int)(nl - l) : (int)strlen(l);
 		buf_printf(b, "//   %.*s\n", n, l);
 		l += n + (nl != NULL);
 	}
+}
+
+static void put_commented_schedule(Buf *b, AstSchedule *s)
+{
+	Buf vb = {0};
+	ast_print_schedule(s, &vb);
+	put_commented(b, vb.s);
 	buf_free(&vb);
 }
 
-/* A segmented fusion: each segment's fusion and schedule, for reading (commented out: the
- * file has no such fusions, and a schedule block schedules one kernel). */
+/* A segmented fusion: no schedule block can say it (a block schedules one kernel, the launcher
+ * runs several), so each segment is printed as a fusion of its own with its schedule,
+ * commented out: uncommented in a file without f (whose segments' kernels have these names),
+ * they compile to the segments' kernels, to launch in order by hand (tests/emit_schedule.sh). */
 static void emit_segments(Fusion *f, Buf *b)
 {
-	buf_printf(b, "// %s: the automatic scheduler split it into %d segments (kernels run in order;\n"
-		      "// a schedule block schedules one kernel, so these are shown for reading):\n",
-		   f->name, f->segments.len);
+	buf_printf(b, "// %s: the automatic scheduler split it into %d segments, kernels its launcher runs in\n"
+		      "// order (a schedule block schedules one kernel, so none can say this). Each segment is\n"
+		      "// a fusion of its own: uncommented, in a file without %s, these compile to the same\n"
+		      "// kernels, to launch in order (a 0-d value passes as a 1-element tensor):\n",
+		   f->name, f->segments.len, f->name);
 	for (int i = 0; i < f->segments.len; i++) {
 		Fusion *g = VEC_AT(f->segments, Segment, i)->fusion;
-		buf_puts(b, "//   ");
-		ir_print_signature(g, b);
-		buf_puts(b, "\n");
-		put_commented(b, g->ast_schedule);
+		Buf fb = {0};
+		ast_print_fusion(g->ast, &fb);
+		put_commented(b, fb.s);
+		buf_free(&fb);
+		put_commented_schedule(b, g->ast_schedule);
 	}
 }
 
@@ -544,7 +559,7 @@ static void emit_schedules(Program *p, Buf *b)
 			if (g->segments.len)
 				emit_segments(g, b);
 			else
-				put_commented(b, g->ast_schedule);
+				put_commented_schedule(b, g->ast_schedule);
 		}
 	}
 }

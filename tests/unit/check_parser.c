@@ -586,6 +586,31 @@ START_TEST(nul_byte_is_an_error)
 }
 END_TEST
 
+/* ast_print_fusion (--emit=schedule prints a segment's fusion with it) writes .fus text that
+ * parses back to the same tree: every expression form, nested operators, 0-d and scalar
+ * parameters, constant and symbolic dimensions. */
+START_TEST(print_fusion_round_trip)
+{
+	const char *src =
+		"fusion f(a: f32, x: f16[M, 4], y: f32[M]) -> (z: f32[M, 4], t: f32) {\n"
+		"  s = a * 2.5e-3;\n"
+		"  m[i] = max(j: f32(x[i, j]));\n"
+		"  z[i, j] = -(x[i, j] - m[i]) / (y[i] + s) > 0.0 && !(i < 3) ? exp(x[i, 0]) : pow(y[i], 2.0);\n"
+		"  t = sum(i, j: z[i, j] * (a - -1.0)) + min(a, 1.0) / M;\n"
+		"}\n";
+	Parsed p = parse(src);
+	ck_assert_msg(p.errors == 0, "%s", p.diags);
+	Buf b = {0};
+	ast_print_fusion(p.file->fusions[0], &b);
+	Parsed q = parse(b.s);
+	ck_assert_msg(q.errors == 0, "%s\n%s", b.s, q.diags);
+	ck_assert_str_eq(q.ast, p.ast);
+	buf_free(&b);
+	done(&p);
+	done(&q);
+}
+END_TEST
+
 Suite *parser_suite(void)
 {
 	Suite *s = suite_create("parser");
@@ -601,6 +626,7 @@ Suite *parser_suite(void)
 	tcase_add_test(ok, directive_forms);
 	tcase_add_test(ok, directive_fields);
 	tcase_add_test(ok, file_order_and_comments);
+	tcase_add_test(ok, print_fusion_round_trip);
 	suite_add_tcase(s, ok);
 	TCase *syn = tcase_create("syntax_errors");
 	tcase_add_test(syn, three_errors_reported);

@@ -11,7 +11,7 @@ extern "C" __global__ void __launch_bounds__(32) col_sum_grid_kernel(const float
   // nest of s
   s_acc = 0.0f;
   for (long long ir = 0; ir < 64; ++ir) {
-    if (((long long)blockIdx.y) < (M + 63) / 64 && ((long long)blockIdx.y) * 64 + ir < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
+    if (((long long)blockIdx.y) * 64 + ir < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
       s_acc = s_acc + x[(((long long)blockIdx.y) * 64 + ir) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
     }
   }

@@ -41,14 +41,14 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
         __align__(16) float r_vec_2[4];
         #pragma unroll
         for (long long hv_1_1 = 0; hv_1_1 < 4; ++hv_1_1) {
-          r_vec_2[hv_1_1] = r_vec_1[hv_1_1] + (rr * 4 + u < (T + 15) / 16 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (T + 7) / 8 && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x_vec[hv_1_1] : 0.0f);
+          r_vec_2[hv_1_1] = r_vec_1[hv_1_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x_vec[hv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&r[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r_vec_2[0]);
       } else {
         #pragma unroll
         for (long long hv_1 = 0; hv_1 < 4; ++hv_1) {
           if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
-            r[hv_1] = r[hv_1] + (rr * 4 + u < (T + 15) / 16 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (T + 7) / 8 && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
+            r[hv_1] = r[hv_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
           }
         }
       }

@@ -11,7 +11,7 @@ extern "C" __global__ void __launch_bounds__(128) row_sum_grid_kernel(const floa
   // nest of s
   s_acc = 0.0f;
   for (long long js = 0; js < 8; ++js) {
-    if (((long long)blockIdx.y) < (N + 1023) / 1024 && ((long long)blockIdx.x) < M && ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x) < N) {
+    if (((long long)blockIdx.x) < M && ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x) < N) {
       s_acc = s_acc + x[((long long)blockIdx.x) * N + ((long long)blockIdx.y) * 1024 + js * 128 + ((long long)threadIdx.x)];
     }
   }

@@ -6,11 +6,11 @@
 extern "C" __global__ void __launch_bounds__(128) two_kernel(const float *__restrict__ x, const float *__restrict__ y, float *__restrict__ a, float *__restrict__ b, long long M, long long N)
 {
   // nest of a
-  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M && ((long long)blockIdx.x) < (M + 127) / 128) {
+  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M) {
     a[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = x[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] * 2.0f;
   }
   // nest of b
-  if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) < N && ((long long)blockIdx.x) < (N + 63) / 64 && ((long long)threadIdx.x) < 64) {
+  if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) < N && ((long long)threadIdx.x) < 64) {
     b[((long long)blockIdx.x) * 64 + ((long long)threadIdx.x)] = y[((long long)blockIdx.x) * 64 + ((long long)threadIdx.x)] + 1.0f;
   }
 }
