@@ -20,7 +20,7 @@ extern "C" {
  * col_center_seg0_kernel_N1024, col_center_seg0_kernel_N1024_scalar,
  * col_center_seg0_kernel_N4096, col_center_seg0_kernel_N4096_scalar,
  * col_center_seg0_kernel_N16384, col_center_seg0_kernel_N16384_scalar,
- * col_center_seg0_kernel_N65536, col_center_seg0_kernel_N65536_scalar, col_center_seg0_kernel,
+ * col_center_seg0_kernel_N32768, col_center_seg0_kernel_N32768_scalar, col_center_seg0_kernel,
  * col_center_seg0_kernel_scalar), then col_center_seg1 (kernels col_center_seg1_kernel,
  * col_center_seg1_kernel_scalar); each call allocates their workspace (s: f32[N]) on `stream`
  * (cudaMallocAsync) and frees it after them.
