@@ -186,7 +186,8 @@ check-embed: all
 # compute-sanitizer. Rebuilds nothing (that machine has no bison): run `make all
 # build/check_unit` here first and carry build/.
 check-gpu:
-	FUSC=$(FUSC) CHECK_UNIT=$(BUILD)/check_unit sh tests/gpu.sh
+	@rc=0; FUSC=$(FUSC) CHECK_UNIT=$(BUILD)/check_unit sh tests/gpu.sh || rc=1; \
+	 FUSC=$(FUSC) MODE=run sh tests/gemm_sweep.sh || rc=1; exit $$rc
 
 # libfusrt defines only the fusrt_* functions, shared and static (nm), and a program with its
 # own xmalloc, die and buf_printf links against both and is never called by the library
@@ -216,8 +217,10 @@ check-python: $(LIBFUSRT_SO)
 	else echo "check-python: skipped: no python3"; fi
 
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
+# tests/gemm_sweep.sh: the matrix products at the sizes around their tile edges.
 check-sim: deps $(FUSC)
-	FUSC=$(FUSC) sh tests/check_examples.sh
+	@rc=0; FUSC=$(FUSC) sh tests/check_examples.sh || rc=1; \
+	 FUSC=$(FUSC) MODE=check JOBS=2 sh tests/gemm_sweep.sh || rc=1; exit $$rc
 
 # ---- fuzzing (docs/fuzzing.md) ----------------------------------------------------------
 FUZZ_SRC := $(filter-out tests/fuzz/frontend_fuzz.c,$(wildcard tests/fuzz/*.c))

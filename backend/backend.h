@@ -15,7 +15,7 @@ void cuda_emit(Kernel **ks, int nk, const char *source_name, Buf *out);
 /* backend/cuda_kernel.c: only the device part (what NVRTC compiles): preamble + kernels. */
 void cuda_emit_device(Kernel **ks, int nk, Buf *out);
 /* The sections of backend/preamble.cuh, bits of the mask cuda_put_preamble takes. */
-enum { PRE_BASE, PRE_REDUCE, PRE_GRID, PRE_WELFORD, PRE_COUNT };
+enum { PRE_BASE, PRE_REDUCE, PRE_GRID, PRE_WELFORD, PRE_ONLINE, PRE_COUNT };
 /* Appends the preamble sections in `sections` (1u << PRE_*), in file order. */
 void cuda_put_preamble(Buf *out, unsigned sections);
 /* Threads per block when every thread dimension is a constant; 0 otherwise. */

@@ -23,6 +23,7 @@ static const char *const pre_banner[PRE_COUNT] = {
 	[PRE_REDUCE] = "// ---- block reductions",
 	[PRE_GRID] = "// ---- grid reductions",
 	[PRE_WELFORD] = "// ---- Welford block combinations",
+	[PRE_ONLINE] = "// ---- online max and sum",
 };
 
 /* Section i's text: from its banner (from the blank line before it, after the first) to the
@@ -51,15 +52,15 @@ void cuda_put_preamble(Buf *out, unsigned sections)
 			put_section(out, i);
 }
 
-static bool is_welford(Stmt *s, void *ctx)
+/* ctx: the ReduceOp of the block reduction looked for */
+static bool is_block_red(Stmt *s, void *ctx)
 {
-	(void)ctx;
-	return s->kind == KS_BLOCK_REDUCE && s->block_red.red == RED_WELFORD;
+	return s->kind == KS_BLOCK_REDUCE && s->block_red.red == *(ReduceOp *)ctx;
 }
 
-static bool has_welford(Stmt *s)
+static bool has_block_red(Stmt *s, ReduceOp r)
 {
-	return ir_stmts_any(s, is_welford, NULL);
+	return ir_stmts_any(s, is_block_red, &r);
 }
 
 static bool has_grid_reduce(Kernel *k)
@@ -163,8 +164,10 @@ void cuda_emit_device(Kernel **ks, int nk, Buf *out)
 		Kernel *k = VEC_AT(all, Kernel, i);
 		if (grid || has_block_reduce(k->body))
 			sections |= 1u << PRE_REDUCE;
-		if (has_welford(k->body))
+		if (has_block_red(k->body, RED_WELFORD))
 			sections |= 1u << PRE_WELFORD;
+		if (has_block_red(k->body, RED_ONLINE))
+			sections |= 1u << PRE_ONLINE;
 	}
 	if (grid)
 		sections |= 1u << PRE_GRID;

@@ -258,12 +258,29 @@ static void emit_block_reduce(Em *em, Stmt *s)
 		emit_block_welford(em, s, &sh);
 		return;
 	}
+	/* an online pair travels as one __fus_online<T> value:
+	 * __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128,
+	 *                  __fus_online<float>>(__fus_online<float>{m_acc, m_sum})); */
+	bool online = s->block_red.red == RED_ONLINE;
 	const char *op = red_name(s->block_red.red);
 	bool is_bool = s->block_red.var->dtype == DT_BOOL;
 	const char *ct = is_bool ? "int" : dtype_ctype(s->block_red.var->dtype);
+	char pair[64];
+	if (online) {
+		snprintf(pair, sizeof pair, "__fus_online<%s>", ct);
+		ct = pair;
+	}
 	line_start(em);
-	cuda_name(em->out, s->block_red.var->name);
-	buf_printf(em->out, " = %s", is_bool ? "(bool)" : "");
+	if (online) {
+		buf_puts(em->out, "__fus_online_set(");
+		cuda_name(em->out, s->block_red.var->name);
+		buf_puts(em->out, ", ");
+		cuda_name(em->out, s->block_red.osum->name);
+		buf_puts(em->out, ", ");
+	} else {
+		cuda_name(em->out, s->block_red.var->name);
+		buf_printf(em->out, " = %s", is_bool ? "(bool)" : "");
+	}
 	switch (sh.kind) {
 	case BR_WARP:
 		buf_printf(em->out, "__fus_reduce_warp<__fus_red_%s, %lld, %lld, %s>(", op,
@@ -277,6 +294,14 @@ static void emit_block_reduce(Em *em, Stmt *s)
 		buf_printf(em->out, "__fus_reduce_smem<__fus_red_%s, %lld, %lld, %lld, %s>(", op,
 			   (long long)sh.count, (long long)sh.stride, (long long)sh.nthreads, ct);
 		break;
+	}
+	if (online) {
+		buf_printf(em->out, "%s{", ct);
+		cuda_name(em->out, s->block_red.var->name);
+		buf_puts(em->out, ", ");
+		cuda_name(em->out, s->block_red.osum->name);
+		buf_puts(em->out, "}));\n");
+		return;
 	}
 	buf_puts(em->out, is_bool ? "(int)" : "");
 	cuda_name(em->out, s->block_red.var->name);

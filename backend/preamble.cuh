@@ -50,16 +50,35 @@ __device__ __forceinline__ float __fus_bfloat2float(__fus_bfloat b)
   return __uint_as_float((unsigned int)b.bits << 16);
 }
 
-// Round to nearest even in integer arithmetic (works on every arch); NaN stays NaN.
+// Round to nearest even: one cvt on sm_80 and later, integer arithmetic before (the same
+// value; NaN stays NaN).
 __device__ __forceinline__ __fus_bfloat __fus_float2bfloat(float f)
 {
-  unsigned int u = __float_as_uint(f);
   __fus_bfloat b;
+#if __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.bits) : "f"(f));
+#else
+  unsigned int u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u)
     b.bits = (unsigned short)(u >> 16 | 0x40u);
   else
     b.bits = (unsigned short)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+#endif
   return b;
+}
+
+// f32 a / b within 2 ulp of the rounded quotient over the whole range (docs/language.md,
+// "Float accuracy"): (a * s) * rcp(b * s), with s a power of 2 that brings |b| into
+// [2^-126, 2^126] (so the reciprocal is a normal number) and a * s exact where the quotient
+// is representable. Everything but the two products depends on b alone, so a division of
+// many values by one (a row's sum) costs one reciprocal and two multiplies per element.
+__device__ __forceinline__ float __fus_fdiv(float a, float b)
+{
+  float m = fabsf(b);
+  float s = m > __int_as_float(0x7e800000) ? 0.25f       // 2^126
+            : m < __int_as_float(0x00800000) ? 16777216.0f // 2^-126, 2^24
+            : 1.0f;
+  return a * s * __frcp_rn(b * s);
 }
 
 __device__ __forceinline__ float __fus_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -258,4 +277,35 @@ __device__ __forceinline__ void __fus_welford_smem(T &n, T &m, T &m2)
     __fus_welford_combine(n, m, m2, wn[base + i * STRIDE], wm[base + i * STRIDE],
                           wm2[base + i * STRIDE]);
   __syncthreads();
+}
+
+// ---- online max and sum: pairs through the block reductions' helpers ----
+// (m, s): the max of a part of a row and the sum of exp(x - m) over it. The side with the
+// larger max (b when b.m > a.m or b.m is NaN) keeps its sum, the other's is scaled by
+// exp(lo - hi), 1 when the maxes are equal (no exp(-inf - -inf)): symmetric, so both sides
+// of a butterfly step get the same bits.
+template <typename T> struct __fus_online { T m, s; };
+__device__ __forceinline__ float __fus_online_exp(float x) { return expf(x); }
+__device__ __forceinline__ double __fus_online_exp(double x) { return exp(x); }
+struct __fus_red_online {
+  template <typename T>
+  __device__ static __fus_online<T> f(__fus_online<T> a, __fus_online<T> b)
+  {
+    bool take = b.m > a.m || b.m != b.m;
+    T hi = take ? b.m : a.m, lo = take ? a.m : b.m;
+    T big = take ? b.s : a.s, small = take ? a.s : b.s;
+    T e = lo == hi ? (T)1 : __fus_online_exp(lo - hi);
+    return __fus_online<T>{hi, big + small * e};
+  }
+};
+template <typename T>
+__device__ __forceinline__ __fus_online<T> __shfl_xor_sync(unsigned mask, __fus_online<T> v, int o)
+{
+  return __fus_online<T>{__shfl_xor_sync(mask, v.m, o), __shfl_xor_sync(mask, v.s, o)};
+}
+template <typename T>
+__device__ __forceinline__ void __fus_online_set(T &m, T &s, __fus_online<T> r)
+{
+  m = r.m;
+  s = r.s;
 }

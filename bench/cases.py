@@ -70,6 +70,10 @@ def col_sum(x):
     return x.sum(dim=0)
 
 
+def col_sum_f32(x):
+    return x.sum(dim=0, dtype=torch.float32)
+
+
 def mid_sum(x):
     return x.sum(dim=1)
 
@@ -332,9 +336,22 @@ def tpose_cases():
 def outer_cases():
     """The outer, middle-axis and whole-tensor reductions of bench/auto alone (the cases of
     scheduler/auto_outer.c), for a short device run while tuning it."""
-    return [Case("outer", c.label, c.fus, c.dims, c.ref, c.fusion, c.scalars, c.triton, c.flops,
-                 c.tol)
-            for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
+    a, o = "bench/auto/", "bench/outer/"
+    cs = [Case("outer", c.label, c.fus, c.dims, c.ref, c.fusion, c.scalars, c.triton, c.flops,
+               c.tol)
+          for c in auto_cases() if c.label.startswith(("column sum", "middle-axis", "whole"))]
+    # the shapes a user would write besides the bench/auto ones: the class, not the example
+    return cs + [
+        Case("outer", "column sum f32 4096x16384", a + "col_sum.fus", {"M": 4096, "N": 16384},
+             col_sum),
+        Case("outer", "column sum f32 1024x65536", a + "col_sum.fus", {"M": 1024, "N": 65536},
+             col_sum),
+        Case("outer", "column sum bf16 16384x8192 -> f32", o + "col_sum_bf16.fus",
+             {"M": 16384, "N": 8192}, col_sum_f32),
+        Case("outer", "middle-axis sum f32 8x4096x512", a + "mid_sum.fus",
+             {"B": 8, "T": 4096, "H": 512}, mid_sum),
+        Case("outer", "whole sum f32 2^26", o + "total_f32.fus", {"N": 1 << 26}, total, tol=1e-3),
+    ]
 
 
 def otry_cases():

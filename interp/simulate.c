@@ -997,26 +997,44 @@ static SVal *wf_at(Wf *w, int q)
 	return q == 0 ? &w->n : q == 1 ? &w->m : &w->m2;
 }
 
-/* a op b for the block reduction s: Welford's combine, or red_combine on the values. */
+/* Online (max, sum) pairs in .n and .m, in __fus_red_online's order of operations: the side
+ * with the larger max (b when b.max > a.max or is NaN) keeps its sum, the other's is scaled by
+ * e = exp(lo - hi) (1 when they are equal: no exp(-inf - -inf)); sum = big + small * e. */
+static Wf online_combine(DType t, Wf a, Wf b)
+{
+	bool take = isnan(b.n.f) || b.n.f > a.n.f;
+	SVal hi = take ? b.n : a.n, lo = take ? a.n : b.n;
+	SVal big = take ? b.m : a.m, small = take ? a.m : b.m, e = vf(1.0);
+	if (lo.f != hi.f)
+		e = vf(rnd(t, interp_fmath(OP_EXP, interp_arith(OP_SUB, t, lo, hi).f, 0)));
+	return (Wf){.n = hi, .m = interp_arith(OP_ADD, t, big, interp_arith(OP_MUL, t, small, e))};
+}
+
+/* a op b for the block reduction s: Welford's or the online combine, or red_combine on the
+ * values. */
 static Wf block_combine(Stmt *s, DType t, Wf a, Wf b)
 {
 	if (s->block_red.red == RED_WELFORD)
 		return wf_combine(t, a, b);
+	if (s->block_red.red == RED_ONLINE)
+		return online_combine(t, a, b);
 	return (Wf){.n = red_combine(s->block_red.red, t, a.n, b.n)};
 }
 
-/* KS_BLOCK_REDUCE at its release: every thread's var (and, for RED_WELFORD, its mean and M2)
- * gets its group's result, combined in the order of kir_block_reduce_shape (the CUDA helpers'
- * order, so the bits agree). In a butterfly step a plain reduction combines its own value
- * first (v = op(v, shfl_xor(v))); Welford's the lower-numbered thread's triple first (as
- * __fus_welford_warp), so every thread of a group gets the same bits. */
+/* KS_BLOCK_REDUCE at its release: every thread's var (and, for RED_WELFORD, its mean and M2;
+ * for RED_ONLINE, its sum) gets its group's result, combined in the order of
+ * kir_block_reduce_shape (the CUDA helpers' order, so the bits agree). In a butterfly step a
+ * plain reduction combines its own value first (v = op(v, shfl_xor(v))); Welford's the
+ * lower-numbered thread's triple first (as __fus_welford_warp), so every thread of a group
+ * gets the same bits (the online combination is symmetric). */
 static void block_reduce(Sim *S, SimThread *ts, Stmt *s)
 {
 	BlockReduceShape sh;
-	bool welford = s->block_red.red == RED_WELFORD;
-	int nv = welford ? 3 : 1;
+	bool welford = s->block_red.red == RED_WELFORD, online = s->block_red.red == RED_ONLINE;
+	int nv = welford ? 3 : online ? 2 : 1;
 	int64_t n = S->nthreads, ids[3] = {s->block_red.var->id,
-					   welford ? s->block_red.wmean->id : 0,
+					   welford ? s->block_red.wmean->id
+						   : online ? s->block_red.osum->id : 0,
 					   welford ? s->block_red.wm2->id : 0};
 	DType t = s->block_red.var->dtype;
 

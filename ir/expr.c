@@ -612,6 +612,7 @@ const char *red_name(ReduceOp r)
 	case RED_MAX: return "max";
 	case RED_MIN: return "min";
 	case RED_WELFORD: return "welford";
+	case RED_ONLINE: return "online";
 	case RED_NONE: break;
 	}
 	return "reduce";

@@ -336,6 +336,8 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_printf(out, " pad(%d)", t->sched.pad);
 	if (t->sched.welford_sum)
 		buf_printf(out, " welford(%s)", t->sched.welford_sum->name);
+	if (t->sched.online_max)
+		buf_printf(out, " online(%s)", t->sched.online_max->name);
 	if (t->sched.mma)
 		buf_printf(out, " mma(%s: %s, %s)", t->sched.mma->instr->name, t->sched.mma->a->name,
 			   t->sched.mma->b->name);

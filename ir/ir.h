@@ -117,9 +117,11 @@ typedef enum MemType { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } MemType;
 const char *mem_name(MemType m);
 
 /* RED_WELFORD exists only in the kernel IR: a KS_BLOCK_REDUCE of Welford triples (count, mean,
- * M2) made by `s2.welford()` (docs/reductions.md, "Welford's single pass"). */
-typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_WELFORD } ReduceOp;
-/* "sum", "max", "min", "welford" (ir/expr.c): IR text and the CUDA helpers' names. */
+ * M2) made by `s2.welford()` (docs/reductions.md, "Welford's single pass"); RED_ONLINE too: a
+ * KS_BLOCK_REDUCE of (max, sum of exp(x - max)) pairs made by `s.online()` ("Online max and
+ * sum"). */
+typedef enum ReduceOp { RED_NONE, RED_SUM, RED_MAX, RED_MIN, RED_WELFORD, RED_ONLINE } ReduceOp;
+/* "sum", "max", "min", "welford", "online" (ir/expr.c): IR text and the CUDA helpers' names. */
 const char *red_name(ReduceOp r);
 /* The one accumulation dtype rule (docs/reductions.md, "Accumulation dtype"): a reduction
  * `red` of operands of dtype `body` whose result is stored as `out` accumulates in the
@@ -260,6 +262,9 @@ typedef struct SizeSym {
 	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
 	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
 	int64_t bound;
+	/* > 0 in a size variant: its kernels run only for values >= least (a PC_AT_LEAST
+	 * precondition: enough rows for a kernel of one block per row); 0: no lower bound */
+	int64_t least;
 	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
 	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
 	int64_t above;
@@ -341,6 +346,11 @@ typedef struct TensorSched {
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */
 	Tensor *welford_sum, *welford_var;
 	Span welford_span;  /* the welford directive */
+	/* `s.online()` (scheduler/welford.c): s (online_max set) is sum(exp(X - m)) with m =
+	 * online_max = max(X), and m->online_sum = s. m's loop nest computes the max and the sum
+	 * in one pass (the sum rescaled when the max grows); s has no loops of its own. */
+	Tensor *online_max, *online_sum;
+	Span online_span;   /* the online directive */
 	/* `t.rfactor(...) -> r` (scheduler/rfactor.c): on r, the reduction t it was split from. */
 	Tensor *rfactor_of;
 	/* Tensor cores (docs/tensor_cores.md): `t.mma(m16n8k16)` on the accumulator (NULL: none);
@@ -721,6 +731,9 @@ struct Stmt {
 			 * thread's partial (all of the accumulation dtype); Chan et al.'s
 			 * combination */
 			Var *wmean, *wm2;
+			/* red RED_ONLINE: var is the running max, osum the sum of exp(x - max)
+			 * (both of the accumulation dtype) */
+			Var *osum;
 			unsigned pars;      /* the reduced thread types, 1u << PT_TIDX, ... */
 		} block_red;
 		struct {
@@ -750,6 +763,11 @@ struct Stmt {
 			IrExpr *offset;
 			char op;
 			int tiles;
+			/* the loop over the instruction's k steps whose fragments the mma pass
+			 * loaded before it, for every step (the fragment arrays span it: what
+			 * passes/mma_pipeline.c moves across steps): KS_MMA, that unrolled loop
+			 * around the mma; KS_MMA_LOAD, its copy around the load. NULL: none */
+			Var *step;
 		} mma;
 	};
 };
@@ -767,6 +785,7 @@ typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
 	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
+	PC_AT_LEAST,  /* size symbol is at least `value` (a size variant's lower bound) */
 } PrecondKind;
 typedef struct Precond {
 	PrecondKind kind;
@@ -775,7 +794,7 @@ typedef struct Precond {
 	int64_t value;
 	Span span;    /* the directive that needs it */
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
-	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
+	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST, PC_AT_LEAST: "size variant") */
 } Precond;
 
 /* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by
@@ -873,6 +892,9 @@ Stmt *kir_block_reduce(Kernel *k, Var *v, ReduceOp r, unsigned pars);
 /* (n, mean, m2) = the Welford combination of the triples over the thread types in pars
  * (KS_BLOCK_REDUCE with RED_WELFORD). */
 Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars);
+/* (max, sum) = the online combination of the pairs over the thread types in pars
+ * (KS_BLOCK_REDUCE with RED_ONLINE). */
+Stmt *kir_block_online(Kernel *k, Var *max, Var *sum, unsigned pars);
 /* How a block reduction's groups lie in the block (k's constant launch dims): the group of the
  * thread with linear index tid = x + X * (y + Y * z) is base + r * stride, r in [0, count),
  * base = tid / (count * stride) * (count * stride) + tid % stride; nthreads = X * Y * Z. The

@@ -61,6 +61,8 @@ bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint
 		return sizes[p->size->index] % p->value == 0;
 	case PC_AT_MOST:
 		return sizes[p->size->index] <= p->value;
+	case PC_AT_LEAST:
+		return sizes[p->size->index] >= p->value;
 	}
 	unreachable();
 }
@@ -121,7 +123,8 @@ Kernel *kernel_last_variant(Kernel *k)
 PrecondText precond_failure(Arena *a, const Precond *p)
 {
 	const char *reason = p->reason ? p->reason
-			     : p->kind == PC_AT_MOST ? "size variant" : "vectorized access";
+			     : p->kind == PC_AT_MOST || p->kind == PC_AT_LEAST ? "size variant"
+			     : "vectorized access";
 	const char *why = p->where ? arena_printf(a, " (%s, %s)", reason, p->where)
 			  : arena_printf(a, " (%s)", reason);
 	long long v = (long long)p->value;
@@ -135,6 +138,9 @@ PrecondText precond_failure(Arena *a, const Precond *p)
 	case PC_AT_MOST:
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is more than %lld%s", v, why), true};
+	case PC_AT_LEAST:
+		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
+				     arena_printf(a, " is less than %lld%s", v, why), true};
 	}
 	unreachable();
 }
@@ -150,6 +156,9 @@ void precond_condition(const Precond *p, Buf *out)
 		return;
 	case PC_AT_MOST:
 		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
+		return;
+	case PC_AT_LEAST:
+		buf_printf(out, "%s >= %lld", p->size->name, (long long)p->value);
 		return;
 	}
 }
@@ -311,6 +320,13 @@ Stmt *kir_block_welford(Kernel *k, Var *n, Var *mean, Var *m2, unsigned pars)
 	Stmt *s = kir_block_reduce(k, n, RED_WELFORD, pars);
 	s->block_red.wmean = mean;
 	s->block_red.wm2 = m2;
+	return s;
+}
+
+Stmt *kir_block_online(Kernel *k, Var *max, Var *sum, unsigned pars)
+{
+	Stmt *s = kir_block_reduce(k, max, RED_ONLINE, pars);
+	s->block_red.osum = sum;
 	return s;
 }
 
@@ -544,6 +560,14 @@ static void print_stmt(Stmt *s, int level, Buf *out)
 			buf_puts(out, ");");
 			break;
 		}
+		if (s->block_red.red == RED_ONLINE) {
+			/* m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x); */
+			const char *m = s->block_red.var->name, *sum = s->block_red.osum->name;
+			buf_printf(out, "%s, %s = block_online(%s, %s over ", m, sum, m, sum);
+			print_pars(s->block_red.pars, out);
+			buf_puts(out, ");");
+			break;
+		}
 		buf_printf(out, "%s = block_reduce_%s(", s->block_red.var->name,
 			   red_name(s->block_red.red));
 		ir_print_expr(s->block_red.value, out);
@@ -626,8 +650,8 @@ static void print_precond(Precond *p, Buf *out)
 		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);
 	else
-		buf_printf(out, "require %s <= %lld;\n", p->size ? p->size->name : "?",
-			   (long long)p->value);
+		buf_printf(out, "require %s %s %lld;\n", p->size ? p->size->name : "?",
+			   p->kind == PC_AT_LEAST ? ">=" : "<=", (long long)p->value);
 }
 
 void kir_print_stmt_line(Stmt *s, Buf *out)

@@ -189,6 +189,11 @@ static void check_stmt(Verifier *v, Stmt *s)
 		    (!var_visible(v, s->block_red.wmean) || !var_visible(v, s->block_red.wm2)))
 			fail(v, "Welford block reduction into an undeclared local",
 			     s->block_red.var->name);
+		if ((s->block_red.red == RED_ONLINE) != (s->block_red.osum != NULL))
+			fail(v, "online block reduction without its sum (or another one with it) into",
+			     s->block_red.var->name);
+		if (s->block_red.osum && !var_visible(v, s->block_red.osum))
+			fail(v, "online block reduction into an undeclared local", s->block_red.var->name);
 		check_expr(v, s->block_red.value);
 		break;
 	case KS_GRID_REDUCE:

@@ -45,7 +45,9 @@ typedef struct Nest {
 	Map producers;      /* Tensor * -> Vec * of the tensors placed in its loops (placement) */
 	unsigned gen;       /* changes whenever env does */
 	Map values;         /* Axis * -> Value *: axis_value's results for env generation gen */
-	Vec wsums, wm2s;    /* welford: the sums s1 built so far and their M2 locals (welford.c) */
+	Vec wsums, wm2s;    /* single-pass pairs (welford.c): the first tensors built so far (the
+			     * sum of welford(), the max of online()) and the locals the second
+			     * one stores (the M2, the sum) */
 	bool ok;
 } Nest;
 
@@ -394,6 +396,7 @@ typedef struct Frame {
 	Var *acc;    /* reduction accumulator */
 	bool in_place; /* accumulates in its own register buffer (accumulate_in_place) */
 	Var *wmean, *wm2; /* welford (t->welford_var): acc is the count; the mean and M2 */
+	Var *osum;        /* online (t->online_sum): acc is the max; the sum of exp(x - max) */
 	unsigned threads; /* thread types of the reduction axes: a block reduction */
 	Span threads_span; /* the bind directive of the first of them */
 } Frame;
@@ -543,9 +546,29 @@ static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
 	return s;
 }
 
+/* The rest of the first tensor's nest of a pair (welford(), online()) after `list`, its
+ * accumulators' identities: the loops, the block combination `br` (at the directive) when
+ * reduction axes are bound to threads, the store of `value`; `second` is the local the pair's
+ * second tensor stores (pair_store). */
+static Stmt *pair_nest(Nest *n, Frame *fr, int pos, Stmt *list, Stmt *br, Span at,
+		       IrExpr *value, Var *second)
+{
+	Tensor *t = fr->t;
+	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+	if (fr->threads) {
+		br->span = at;
+		list = kir_append(list, br);
+	}
+	list = kir_append(list, store(n, t, value));
+	vec_push(n->a, &n->wsums, t);
+	vec_push(n->a, &n->wm2s, second);
+	fr->acc = fr->wmean = fr->wm2 = fr->osum = NULL;
+	return list;
+}
+
 /* s1's accumulation as (count, mean, M2): zeros, the loops with the online update, the block
  * combination when reduction axes are bound to threads, then s1 = mean * count (the sum its
- * readers expect); s2's store, in its own place, reads the M2 (welford_store). */
+ * readers expect); s2's store, in its own place, reads the M2 (pair_store). */
 static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 {
 	Arena *a = n->a;
@@ -557,27 +580,82 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 	Stmt *list = let(n->k, fr->acc, ir_float(a, dt, 0.0));
 	kir_append(list, let(n->k, fr->wmean, ir_float(a, dt, 0.0)));
 	kir_append(list, let(n->k, fr->wm2, ir_float(a, dt, 0.0)));
-	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
-	if (fr->threads) {
-		Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
-		br->span = t->sched.welford_span;
-		list = kir_append(list, br);
-	}
+	Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
 	IrExpr *sum = ir_op(a, OP_MUL, dt, ir_var(a, fr->wmean), ir_var(a, fr->acc));
-	list = kir_append(list, store(n, t, sum));
-	vec_push(a, &n->wsums, t);
-	vec_push(a, &n->wm2s, fr->wm2);
-	fr->acc = fr->wmean = fr->wm2 = NULL;
-	return list;
+	return pair_nest(n, fr, pos, list, br, t->sched.welford_span, sum, fr->wm2);
 }
 
-/* s2 = the M2 of its sum's pass (built before it: s1 is computed at the same loop, earlier). */
-static Stmt *welford_store(Nest *n, Tensor *t)
+/* The second tensor of a pair stores what its first one's pass left (built before it: the
+ * first is computed at the same loop, earlier): welford()'s s2 the M2, online()'s s the sum. */
+static Stmt *pair_store(Nest *n, Tensor *t, Tensor *first)
 {
 	for (int i = 0; i < n->wsums.len; i++)
-		if (n->wsums.items[i] == t->sched.welford_sum)
+		if (n->wsums.items[i] == first)
 			return store(n, t, ir_var(n->a, VEC_AT(n->wm2s, Var, i)));
-	die("loop_nest: welford tensor %s before its sum %s", t->name, t->sched.welford_sum->name);
+	die("loop_nest: %s before its pair's first tensor %s", t->name, first->name);
+}
+
+/* ---- online max and sum (s.online(), scheduler/welford.c) ------------------------------- */
+
+/* The online update of m's (max, sum) with one element x. Only the read is predicated: a lane
+ * out of bounds combines the identity (-inf, 0) instead, so the update is straight-line code
+ * and the compiler issues the unrolled loop's loads together (with the update inside each
+ * element's `if`, nvcc branched around every element and each load waited for the one
+ * before: logsumexp at 1872 GB/s reading the row once, slower than two passes):
+ *   w = -inf; c = 0;  if (in bounds) { v = x; w = v; c = 1; }   (v, w, c: one predicate group)
+ *   take = w > max || w != w;  lo = take ? max : w;  max = take ? w : max;
+ *   q = exp(lo - max);  e = lo == max ? 1 : q;  sum = take ? sum * e + c : sum + c * e
+ * The smaller of the old max and w is rescaled to the larger: one exp per element. lo == max
+ * gives e = 1 instead of exp(-inf - -inf) (a -inf element before any finite one counts 1
+ * until a finite max rescales it to 0); a NaN takes over the max and makes the sum NaN, as
+ * in the two passes. */
+static Stmt *online_update(Nest *n, Frame *fr, IrExpr *x)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = fr->acc->dtype;
+	Var *v = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
+	Var *w = new_local(n->k, arena_printf(a, "%s_w", t->name), dt);
+	Var *c = new_local(n->k, arena_printf(a, "%s_c", t->name), dt);
+	Var *take = new_local(n->k, arena_printf(a, "%s_take", t->name), DT_BOOL);
+	Var *lo = new_local(n->k, arena_printf(a, "%s_lo", t->name), dt);
+	Var *q = new_local(n->k, arena_printf(a, "%s_q", t->name), dt);
+	Var *e = new_local(n->k, arena_printf(a, "%s_e", t->name), dt);
+	IrExpr *wv = ir_var(a, w), *cv = ir_var(a, c), *max = ir_var(a, fr->acc);
+	IrExpr *sum = ir_var(a, fr->osum), *tk = ir_var(a, take), *one = ir_float(a, dt, 1.0);
+	Stmt *s = let(n->k, w, ir_float(a, dt, -INFINITY));
+	kir_append(s, let(n->k, c, ir_float(a, dt, 0.0)));
+	kir_append(s, with_split_cond(n, tensor_let(n, t, v, x), t, true));
+	kir_append(s, tensor_let(n, t, w, ir_var(a, v)));
+	kir_append(s, tensor_let(n, t, c, one));
+	IrExpr *gt = ir_op(a, OP_GT, DT_BOOL, wv, max), *nan = ir_op(a, OP_NE, DT_BOOL, wv, wv);
+	kir_append(s, let(n->k, take, ir_op(a, OP_OR, DT_BOOL, gt, nan)));
+	kir_append(s, let(n->k, lo, ir_select(a, tk, max, wv)));
+	kir_append(s, let(n->k, fr->acc, ir_select(a, tk, wv, max)));
+	kir_append(s, let(n->k, q, ir_op(a, OP_EXP, dt, ir_op(a, OP_SUB, dt, ir_var(a, lo), max), NULL)));
+	IrExpr *same = ir_op(a, OP_EQ, DT_BOOL, ir_var(a, lo), max);
+	kir_append(s, let(n->k, e, ir_select(a, same, one, ir_var(a, q))));
+	IrExpr *ev = ir_var(a, e);
+	IrExpr *grown = ir_op(a, OP_ADD, dt, ir_op(a, OP_MUL, dt, sum, ev), cv);
+	IrExpr *kept = ir_op(a, OP_ADD, dt, sum, ir_op(a, OP_MUL, dt, cv, ev));
+	kir_append(s, let(n->k, fr->osum, ir_select(a, tk, grown, kept)));
+	return s;
+}
+
+/* m's accumulation as (max, sum): (-inf, 0), the loops with the online update, the block
+ * combination when reduction axes are bound to threads, then m = max; s's store, in its own
+ * place, reads the sum (pair_store). */
+static Stmt *online_nest(Nest *n, Frame *fr, int pos)
+{
+	Arena *a = n->a;
+	Tensor *t = fr->t;
+	DType dt = acc_dtype(t);
+	fr->acc = new_local(n->k, arena_printf(a, "%s_acc", t->name), dt);
+	fr->osum = new_local(n->k, arena_printf(a, "%s_sum", t->name), dt);
+	Stmt *list = let(n->k, fr->acc, reduce_init(a, RED_MAX, dt));
+	kir_append(list, let(n->k, fr->osum, ir_float(a, dt, 0.0)));
+	Stmt *br = kir_block_online(n->k, fr->acc, fr->osum, fr->threads);
+	return pair_nest(n, fr, pos, list, br, t->sched.online_span, ir_var(a, fr->acc), fr->osum);
 }
 
 static Stmt *innermost(Nest *n, Frame *fr)
@@ -590,6 +668,8 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->wmean)
 		return with_split_cond(
 			n, welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
+	if (fr->osum) /* its read carries the split conditions */
+		return online_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->acc) {
 		Stmt *s = accumulate(n, t, fr->acc, translate(n, t->def->args[0], map, t->nroot));
 		/* the predicate pass keeps threads beyond t's bound extents out of the sum */
@@ -634,9 +714,13 @@ static Stmt *build(Nest *n, Frame *fr, int pos)
 		return kir_append(list, open_axis(n, fr, pos));
 	}
 	if (pos == fr->rstart && t->sched.welford_sum)
-		return kir_append(list, welford_store(n, t));
+		return kir_append(list, pair_store(n, t, t->sched.welford_sum));
 	if (pos == fr->rstart && t->sched.welford_var)
 		return kir_append(list, welford_nest(n, fr, pos));
+	if (pos == fr->rstart && t->sched.online_max)
+		return kir_append(list, pair_store(n, t, t->sched.online_max));
+	if (pos == fr->rstart && t->sched.online_sum)
+		return kir_append(list, online_nest(n, fr, pos));
 	if (pos == fr->rstart && tensor_is_reduction(t)) {
 		Var *acc = new_local(n->k, arena_printf(n->a, "%s_acc", t->name), acc_dtype(t));
 		list = kir_append(list, let(n->k, acc, reduce_init(n->a, t->def->red, acc->dtype)));

@@ -567,7 +567,7 @@ static bool lower_list(Mm *m, Stmt **p, bool lane_if)
  * L[0..n) (outer to inner) are those around mm inside *at. */
 static Var *pair_tiles(Mm *m, Stmt *ld, Var *v);
 
-static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
+static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 {
 	Arena *a = m->a;
 	const MmaInstr *in = mm->mma.instr;
@@ -613,8 +613,10 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 			e = ir_subst(a, e, L[dep[i]]->loop.var, ir_var(a, fresh[i]));
 		ld->mma.idx[r] = ir_simplify(a, m->rg, e);
 	}
+	Var *step = nd && dep[0] == 0 ? fresh[0] : NULL;
 	if (nd && ldm == MMA_LDM_B)
 		fresh[nd - 1] = pair_tiles(m, ld, fresh[nd - 1]);
+	ld->mma.step = fresh[0] == step ? step : NULL; /* not when the pairing took that loop */
 	Stmt *nest = ld;
 	for (int i = nd - 1; i >= 0; i--) {
 		nest = kir_for(m->k, fresh[i], nest);
@@ -642,6 +644,7 @@ static void hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	mm->mma.idx = idx;
 	mm->mma.nidx = total;
 	mm->mma.ldm &= ~ldm;
+	return ld;
 }
 
 /* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
@@ -718,8 +721,15 @@ static void fragments(Mm *m, Stmt **p)
 				 frag_size(mm, 'b', L, n, j) > FRAG_MAX))
 			j++;
 		Stmt **at = j < n ? (j ? &L[j - 1]->loop.body : p) : n ? &L[n - 1]->loop.body : p;
-		hoist_operand(m, mm, 'b', L + j, n - j, at);
-		hoist_operand(m, mm, 'a', L + j, n - j, at);
+		Stmt *lb = hoist_operand(m, mm, 'b', L + j, n - j, at);
+		Stmt *la = hoist_operand(m, mm, 'a', L + j, n - j, at);
+		/* both operands loaded for every step of the outermost loop hoisted over, which
+		 * the accumulators do not depend on: the k steps mma_pipeline may overlap */
+		bool acc_k = false;
+		for (int i = 0; j < n && i < mm->mma.instr->nc; i++)
+			acc_k |= mentions(mm->mma.idx[i], L[j]->loop.var);
+		if (la->mma.step && lb->mma.step && !acc_k)
+			mm->mma.step = L[j]->loop.var;
 		/* past the statements inserted before the chain, if any */
 		for (Stmt *orig = n ? L[0] : mm; *p != orig;)
 			p = &(*p)->next;

@@ -96,6 +96,9 @@ bool pass_shared_memory(Kernel *k, Diag *d);
 bool pass_cp_wait(Kernel *k, Diag *d);
 /* passes/sync.c: __syncthreads() for cross-thread RAW/WAR/WAW hazards on shared memory. */
 bool pass_sync(Kernel *k, Diag *d);
+/* passes/mma_pipeline.c: in a circular-buffered mma mainloop, the fragment loads of the next
+ * k step before the mma of this one (docs/tensor_cores.md). */
+bool pass_mma_pipeline(Kernel *k, Diag *d);
 /* Whether a thread may read (or write) in `readers` an element of t that another thread
  * wrote (or read) in `writers` (offsets after indexing; used by circular_buffer.c). */
 bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers);

@@ -31,6 +31,7 @@ const Pass pass_list[] = {
 	{"shared_memory", pass_shared_memory, "shared offsets, reuse, static/dynamic, limits"},
 	{"cp_wait", pass_cp_wait, "cp.async waits before reads of cp.async destinations"},
 	{"sync", pass_sync, "__syncthreads for cross-thread shared-memory hazards"},
+	{"mma_pipeline", pass_mma_pipeline, "fragment loads one k step ahead of the mma"},
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
 	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
@@ -84,9 +85,11 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 /* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
 static bool has_vector_preconds(Kernel *k)
 {
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind != PC_AT_MOST)
+	for (int i = 0; i < k->preconds.len; i++) {
+		PrecondKind c = VEC_AT(k->preconds, Precond, i)->kind;
+		if (c != PC_AT_MOST && c != PC_AT_LEAST)
 			return true;
+	}
 	return false;
 }
 
@@ -175,18 +178,21 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	return head;
 }
 
-/* A size variant's bounds, as the first preconditions of each of its kernels. */
+/* A size variant's bounds, as the first preconditions of each of its kernels: the upper
+ * bounds, then the lower ones. */
 static void add_bounds(Kernel *k)
 {
 	Fusion *f = k->fusion;
 	Vec v = {0};
-	for (int i = 0; i < f->nsizes; i++) {
-		if (f->sizes[i]->bound <= 0)
+	for (int i = 0; i < 2 * f->nsizes; i++) {
+		SizeSym *z = f->sizes[i % f->nsizes];
+		int64_t value = i < f->nsizes ? z->bound : z->least;
+		if (value <= 0)
 			continue;
 		Precond *p = NEW(k->arena, Precond);
-		p->kind = PC_AT_MOST;
-		p->size = f->sizes[i];
-		p->value = f->sizes[i]->bound;
+		p->kind = i < f->nsizes ? PC_AT_MOST : PC_AT_LEAST;
+		p->size = z;
+		p->value = value;
 		p->span = f->span;
 		vec_push(k->arena, &v, p);
 	}

@@ -139,8 +139,8 @@ typedef struct Helpers {
 } Helpers;
 
 /* Bytes one block reduction's helper declares: none for shuffles in a warp, 32 partials for
- * warps through shared memory, one per thread otherwise; Welford keeps three. A bool travels
- * as int. */
+ * warps through shared memory, one per thread otherwise; Welford keeps three, online two. A
+ * bool travels as int. */
 static int64_t helper_bytes(Stmt *s, BlockReduceShape *sh)
 {
 	DType dt = s->block_red.var->dtype;
@@ -148,6 +148,8 @@ static int64_t helper_bytes(Stmt *s, BlockReduceShape *sh)
 	int64_t n = sh->kind == BR_WARP ? 0 : sh->kind == BR_WARPS ? 32 : sh->nthreads;
 	if (s->block_red.red == RED_WELFORD)
 		n *= 3;
+	if (s->block_red.red == RED_ONLINE)
+		n *= 2;
 	return (n * el + 15) / 16 * 16;
 }
 

@@ -37,6 +37,10 @@ enum {
 	MAX_BATCH = 8,
 	MMA_BK = 32,   /* k per step of the tensor-core schedule */
 	MMA_STAGES = 3,
+	/* a short M (at most 64 rows: a size variant or a constant): narrower, deeper tiles */
+	SHORT_BN = 32,
+	SHORT_BK = 64,
+	SHORT_STAGES = 4,
 	FMA_TILE = 128, /* block tile of the FMA schedule, each way */
 	FMA_BK = 16,
 	FMA_THREADS = 16, /* threads each way */
@@ -186,6 +190,16 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 	c->bn = tile_for(n, 128, 32); /* B's 32 x BN tile: at least one vector per thread */
 	c->mma = half(c->a->dtype) && c->a->dtype == c->b->dtype && r->dtype == DT_F32 &&
 		 !c->a_trans && !c->b_trans && c->bm && c->bn && tile_for(k, MMA_BK, MMA_BK);
+	c->bk = MMA_BK;
+	c->stages = MMA_STAGES;
+	if (c->mma && c->bm <= 64) {
+		/* 64 x 128 tiles of a 64 x 4096 product are 32 blocks on 132 SMs: narrower
+		 * tiles make more blocks, and longer, deeper k steps keep each one's loads in
+		 * flight */
+		c->bn = tile_for(n, SHORT_BN, 32);
+		c->bk = tile_for(k, SHORT_BK, MMA_BK);
+		c->stages = SHORT_STAGES;
+	}
 	if (!c->mma) {
 		c->bm = c->bn = FMA_TILE;
 		if (!tile_for(m, FMA_TILE, FMA_TILE) || !tile_for(n, FMA_TILE, FMA_TILE) ||
@@ -340,7 +354,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	 * instructions on zero-filled rows) */
 	IrExpr *m = c->out->shape[c->nbatch];
 	if (tuned && m->kind == EX_SIZE && m->size->bound == 0 && !p->bucket.sym)
-		p->bucket = (Buckets){m->size, short_m, countof(short_m)};
+		p->bucket = (Buckets){m->size, short_m, countof(short_m), NULL};
 	Tiles x = block_tiles(p, c, c->bm, c->bn);
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");
@@ -368,7 +382,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *ko = fresh_axis(p, acc, "ko"), *kr = fresh_axis(p, acc, "kr");
 	const char *ks = fresh_axis(p, acc, "ks"), *k16 = fresh_axis(p, acc, "k16");
 	warp_tiles(p, acc, &x, w);
-	d_split(p, acc, k, MMA_BK, ko, kr);
+	d_split(p, acc, k, c->bk, ko, kr);
 	d_split(p, acc, kr, 16, ks, k16);
 	const char *aorder[] = {ko, wy, wx, ks, mo, no, m16, n8, k16};
 	reorder_present(p, acc, aorder, 9);
@@ -380,18 +394,18 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	verb_present(p, acc, "unroll", mo);
 	d_verb1(p, acc, "unroll", no);
 
-	/* the operand tiles, BM x 32 and 32 x BN, at the k step */
+	/* the operand tiles, BM x BK and BK x BN, at the k step */
 	const char *sh[] = {ko};
 	d_compute_at(p, as, acc, ko, sh, 1);
 	copy_tile(p, as, x.ii, kr, 8, true, false, tuned);
 	d_compute_at(p, bs, acc, ko, sh, 1);
 	copy_tile(p, bs, kr, x.ji, 8, true, false, tuned);
 	if (tuned) {
-		const char *st = arena_printf(p->a, "%d", MMA_STAGES);
+		const char *st = arena_printf(p->a, "%lld", (long long)c->stages);
 		d_verb1(p, as, "stages", st);
 		d_verb1(p, bs, "stages", st);
 		/* rows padded by 16 bytes: ldmatrix's 8 row addresses fall in 8 bank groups */
-		const char *apad[] = {"8", arena_printf(p->a, "%d", MMA_BK)};
+		const char *apad[] = {"8", arena_printf(p->a, "%lld", (long long)c->bk)};
 		const char *bpad[] = {"8", arena_printf(p->a, "%lld", (long long)c->bn)};
 		d_directive(p, NULL, as, "pad", 2, apad, 0, NULL);
 		d_directive(p, NULL, bs, "pad", 2, bpad, 0, NULL);

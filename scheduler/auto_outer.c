@@ -4,23 +4,27 @@
  *   - an outer reduction: every read has the output's last index as its last subscript, so
  *     consecutive output elements are consecutive addresses and the reduced index walks rows
  *     (a column sum s[j] = sum(i: x[i, j]), a middle-axis sum s[b, h] = sum(t: x[b, t, h])).
- *     tx threads take consecutive columns (a warp reads 128 contiguous bytes of a row), ty
- *     threads and gy blocks on blockIdx.y take interleaved rows (a grid-stride loop), each
- *     thread adds its strip serially, 32 bytes of rows per step loaded into a register copy
- *     before they are added (8 f32 loads in flight), then a block reduction over threadIdx.y
- *     and a grid reduction over blockIdx.y (none for a batched symbolic middle-axis sum: the
- *     batch gives the blocks). The other kept indices and the column blocks are merged onto
- *     blockIdx.x.
+ *     16 threads of 4 columns (16-byte loads) by 16 rows per block, gy blocks on blockIdx.y
+ *     take interleaved rows (a grid-stride loop), each thread sums its rows into 4 register
+ *     partials (rfactor, cache_before), the block's partials go to shared memory, and s takes
+ *     one column per thread: its 16 partials, then one grid step over blockIdx.y. The other
+ *     kept indices and the column blocks are merged onto blockIdx.x. gy fills the GPU when the
+ *     blocks on x are known; symbolic sizes get size variants by the column count (a column
+ *     sum) or the reduced extent (a middle-axis sum). A column count no vector divides keeps
+ *     one column per thread (32 x 8 threads, a block reduction over threadIdx.y).
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
- *     split into vectors (16 bytes, through a register copy of a step's 4 vectors when every
- *     read is the identity over the reduced indices), 256 threads, at most 1056 blocks (8 per
- *     H200 SM) in a grid-stride loop, a block reduction and a grid reduction over blockIdx.x.
+ *     split into vectors (16 bytes, through a register copy of a step's 4 vectors, all loaded
+ *     before they are added, when every read is the identity over the reduced indices), 1024
+ *     threads, at most 132 blocks (one per H200 SM) in a grid-stride loop, a block reduction
+ *     and a grid reduction over blockIdx.x; 2-byte data: 256 threads, 1056 blocks, one vector
+ *     per step.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
  * would be run by every block of the split). Both are grid reductions, which need the
  * output to be read by nothing in the fusion
  * (docs/reductions.md, "Grid reductions"); auto_nests.c leaves no output read. Block counts
- * come from the sizes when they are constants, else from the defaults below.
+ * come from the sizes when they are constants (or a size variant's bounds), else from the
+ * defaults below.
  */
 #include <string.h>
 
@@ -34,10 +38,13 @@ enum {
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
 	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
 	OUTER_BLOCKS = 1056,    /* blocks to aim for: 8 of 256 threads per SM, 132 SMs (H200) */
-	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic, */
+	OUTER_GRID_Y = 64,      /* blockIdx.y split when the kept extent is symbolic (untuned), */
 	OUTER_GRID_Y_BATCH = 1, /*   and when more kept indices multiply the blocks on x */
-	WHOLE_THREADS = 256,
-	WHOLE_BLOCKS = 1056,    /* 8 blocks of 256 per SM (H200); also the length of the final fold */
+	OUTER_MID_ROWS = 32,    /* rows per thread of a batched middle-axis sum of unknown batch */
+	WHOLE_THREADS = 1024,
+	WHOLE_BLOCKS = 132,     /* one block of 1024 per SM (H200); also the length of the final fold */
+	WHOLE_NARROW_THREADS = 256, /* 2-byte data: 8 blocks of 256 per SM, */
+	WHOLE_NARROW_BLOCKS = 1056, /*   one vector per step */
 	WHOLE_UNROLL = 4,
 	WHOLE_VECTOR_BYTES = 16,
 };
@@ -166,27 +173,56 @@ typedef struct OuterShape {
 	int64_t vec, tx, ty, gy, unroll;
 } OuterShape;
 
-static OuterShape outer_shape(Tensor *o, int64_t vec, int64_t size)
+/* The size variants of an outer reduction with symbolic sizes (docs/auto_schedule.md, "Size
+ * variants"): buckets of the column count of a column sum (the blocks over the columns
+ * decide how many the rows may take), or of the reduced extent of a middle-axis sum (whose
+ * batch is unknown: the rows per thread decide). */
+static const int64_t col_buckets[] = {1024, 4096, 16384, 65536};
+static const int64_t mid_buckets[] = {512, 2048, 8192, 32768};
+
+/* The extent e when it is a constant, or at most its size symbol's bound (a size
+ * variant's); -1 when unknown. */
+static int64_t extent_at_most(IrExpr *e)
+{
+	int64_t v;
+	if (ir_is_const(e, &v))
+		return v;
+	return e->kind == EX_SIZE && e->size->bound > 0 ? e->size->bound : -1;
+}
+
+static OuterShape outer_shape(Plan *p, Tensor *o, int64_t vec, int64_t size)
 {
 	int k = o->ndim;
-	int64_t r = const_extent(o, k, k + 1), last, kept = const_extent(o, 0, k - 1);
-	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
+	int64_t r = extent_at_most(o->root[k]->extent), last = extent_at_most(o->root[k - 1]->extent);
+	int64_t kept = const_extent(o, 0, k - 1);
+	bool clast = last >= 0;
 	OuterShape sh = {.vec = vec, .unroll = OUTER_UNROLL};
-	/* a warp over consecutive columns: 32 vectors, or 128 bytes of scalars */
+	/* a warp over consecutive columns: 16 vectors (256 bytes of 2 rows), or 128 bytes of
+	 * scalars; fewer for a narrow constant row */
 	sh.tx = vec > 1 ? OUTER_VEC_LANES : OUTER_WARP_BYTES / size;
 	if (sh.tx < 1)
 		sh.tx = 1;
 	if (clast)
-		while (sh.tx > 32 && sh.tx / 2 >= ceil_div(last, vec))
+		while (sh.tx > (vec > 1 ? 1 : 32) && sh.tx / 2 * vec >= last)
 			sh.tx /= 2;
 	sh.ty = OUTER_THREADS / sh.tx;
 	if (r >= 0)
 		while (sh.ty > 1 && sh.ty / 2 >= r)
 			sh.ty /= 2;
-	/* blocks over the kept indices, when known; then rows over blockIdx.y */
-	sh.gy = k > 1 ? OUTER_GRID_Y_BATCH : OUTER_GRID_Y;
+	/* blocks over the kept indices, when known (at most a bucket's bound), the rows over
+	 * blockIdx.y to fill the GPU: on the H200 a column sum ran at 3818 GB/s with 1024
+	 * blocks (16384x4096 on 64 x 16) against 3366 with 4096 (64 x 64), and 65536x1024 at
+	 * 3698 on 16 x 64 against 1899 on 16 x 16 */
+	bool tuned = p->level == AUTO_TUNED;
 	if (kept >= 0 && clast)
-		sh.gy = ceil_div(OUTER_BLOCKS, kept * ceil_div(last, sh.tx * vec));
+		sh.gy = ceil_div(OUTER_BLOCKS * OUTER_THREADS / (sh.tx * sh.ty),
+				 kept * ceil_div(last, sh.tx * vec));
+	else if (k > 1 && r >= 0 && tuned) /* an unknown batch: rows per thread */
+		sh.gy = ceil_div(r, sh.ty * OUTER_MID_ROWS);
+	else if (k > 1) /* tuned: more rows than the largest bucket */
+		sh.gy = tuned ? OUTER_GRID_Y : OUTER_GRID_Y_BATCH;
+	else /* more columns than the largest bucket: they fill the GPU */
+		sh.gy = tuned ? 1 : OUTER_GRID_Y;
 	if (r >= 0 && sh.gy > ceil_div(r, sh.ty * OUTER_MIN_ROWS))
 		sh.gy = ceil_div(r, sh.ty * OUTER_MIN_ROWS);
 	if (sh.gy < 1)
@@ -212,32 +248,77 @@ static void bind_grid(Plan *p, const char *t, const char *bx, const char *tn, co
 		d_bind(p, t, ty, "threadIdx.y");
 }
 
+/* vec columns per thread (docs/auto_schedule.md, "Outer, middle-axis and whole-tensor
+ * reductions"): the serial rows rr, u go to the partial part = rfactor(rr, u), which a
+ * register accumulator acc (its cache_before) sums with one vector load per row, its row
+ * loops outside its vec columns (docs/reductions.md, "Reduction loops outside the tensor's
+ * own axes"); the ty x tx threads of a block store their partials into part, a shared
+ * array of ty rows of tx * vec columns; then s takes one column per thread (tx * vec =
+ * tx * ty threads), adds its ty partials and makes its one grid step (a thread's vec
+ * columns in a row of grid steps would each wait for an atomic and a fold: on the H200,
+ * 86 us against 64 for the partials alone at 16384x4096). */
+static void schedule_outer_vec(Plan *p, Tensor *o, OuterShape sh, const char *bx,
+			       const char *c, const char *row)
+{
+	const char *t = o->name;
+	const char *ty = split_off(p, t, &row, sh.ty, "ro", "ty");
+	const char *by = split_off(p, t, &row, sh.gy, "rq", "by");
+	const char *u = split_off(p, t, &row, sh.unroll, "rr", "u");
+	const char *serial[2] = {row, u}, *order[4];
+	const char *part = d_rfactor(p, t, serial, u ? 2 : 1, arena_printf(p->a, "%s_part", t));
+	const char *acc = d_cache_before(p, part, "local");
+	int n = 0;
+	order[n++] = bx;
+	if (by)
+		order[n++] = by;
+	order[n++] = c;
+	order[n++] = ty;
+	d_reorder(p, t, order, n);
+	bind_grid(p, t, bx, c, by, NULL);
+	d_compute_at(p, part, t, order[n - 3], order, n);
+	d_verb1(p, part, "memory", "shared");
+	const char *tn = fresh_axis(p, part, "tn"), *jv = fresh_axis(p, part, "jv");
+	const char *th = fresh_axis(p, part, "th");
+	d_split(p, part, c, sh.vec, tn, jv);
+	const char *inner[3] = {ty, tn, jv};
+	d_reorder(p, part, inner, 3);
+	d_merge(p, part, ty, tn, th);
+	d_bind(p, part, th, "threadIdx.x");
+	const char *at[3] = {bx, by ? by : th, th};
+	d_compute_at(p, acc, part, th, at, by ? 3 : 2);
+	const char *loops[3] = {row, u ? u : jv, jv};
+	d_reorder(p, acc, loops, u ? 3 : 2);
+	if (u)
+		d_verb1(p, acc, "unroll", u);
+	d_verb1(p, acc, "vectorize", jv);
+}
+
 /* s[kept...] = red(r: ...) with the last kept index contiguous in every read. */
 static void schedule_outer(Plan *p, Outer *a)
 {
 	Tensor *o = a->out;
 	const char *t = o->name;
 	int k = o->ndim;
-	int64_t last, acc = dtype_size(o->def->dtype), vec = 1;
+	int64_t last, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, k + 1);
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
-	/* A middle-axis reduction takes vec columns per thread (a register accumulator, below):
-	 * on the H200, 64x512x1024 ran at 2518 GB/s so against 1337 with one column per thread
-	 * (a warp then reads 128 bytes of each row). A column sum keeps one column per thread
-	 * (3010 GB/s at 16384x4096 against 3062, and 3203 at 65536x1024 against 1822). */
-	if (p->level == AUTO_TUNED && k > 1) {
+	/* vec columns per thread, 16-byte loads, when the schedule is tuned (a constant reduced
+	 * extent shorter than a vector keeps one column per thread: at 1, s would have no rows
+	 * left to reduce after rfactor) */
+	if (p->level == AUTO_TUNED) {
 		vec = OUTER_VECTOR_BYTES / (a->max_size > acc ? a->max_size : acc);
 		while (vec > 1 && clast && last % vec != 0)
 			vec /= 2;
+		if (r >= 0 && r < vec)
+			vec = 1;
 	}
-	OuterShape sh = outer_shape(o, vec, a->max_size);
-	if (vec > 1 && sh.ty == 1 && sh.gy == 1) /* nothing left for s to reduce after rfactor */
-		sh = outer_shape(o, vec = 1, a->max_size);
-
-	const char *col = o->root[k - 1]->name, *jv = NULL;
-	if (vec > 1)
-		jv = split_off(p, t, &col, vec, "jo", "jv");
+	IrExpr *sz = o->root[k == 1 ? 0 : k]->extent; /* the size the blocks on y depend on */
+	if (p->level == AUTO_TUNED && !p->bucket.sym && sz->kind == EX_SIZE && sz->size->bound == 0 &&
+	    (k == 1 || const_extent(o, 0, k - 1) < 0))
+		p->bucket = k == 1 ? (Buckets){sz->size, col_buckets, countof(col_buckets)}
+				   : (Buckets){sz->size, mid_buckets, countof(mid_buckets)};
+	OuterShape sh = outer_shape(p, o, vec, a->max_size);
 	const char *hx = fresh_axis(p, t, "hx"), *tn = fresh_axis(p, t, "tx");
-	d_split(p, t, col, sh.tx, hx, tn);
+	d_split(p, t, o->root[k - 1]->name, sh.tx * vec, hx, tn);
 	const char *bx = hx;
 	if (k > 1) {
 		const char *x = o->root[0]->name;
@@ -249,39 +330,17 @@ static void schedule_outer(Plan *p, Outer *a)
 		bx = fresh_axis(p, t, "bx");
 		d_merge(p, t, x, hx, bx);
 	}
-	const char *row = o->root[k]->name, *tyn = NULL, *by = NULL, *u = NULL;
-	tyn = split_off(p, t, &row, sh.ty, "ro", "ty");
-	by = split_off(p, t, &row, sh.gy, "rq", "by");
-	u = split_off(p, t, &row, sh.unroll, "rr", "u");
-	if (!jv) {
-		bind_grid(p, t, bx, tn, by, tyn);
-		if (u)
-			d_verb1(p, t, "unroll", u);
+	const char *row = o->root[k]->name;
+	if (vec > 1) {
+		schedule_outer_vec(p, o, sh, bx, tn, row);
 		return;
 	}
-	/* vec columns per thread: the serial rows go to a register accumulator of vec partials
-	 * (rfactor), whose row loops run outside its columns (docs/reductions.md, "Reduction
-	 * loops outside the tensor's own axes"), so that each row is one vector load; s then
-	 * reduces the partials over threadIdx.y (and blockIdx.y), one column after another. */
-	const char *serial[2] = {row, u}, *order[5], *at = tyn ? tyn : tn;
-	const char *rf = d_rfactor(p, t, serial, u ? 2 : 1, arena_printf(p->a, "%s_part", t));
-	int n = 0;
-	order[n++] = bx;
-	if (by)
-		order[n++] = by;
-	order[n++] = tn;
-	if (tyn)
-		order[n++] = tyn;
-	order[n++] = jv;
-	d_reorder(p, t, order, n);
+	const char *tyn = split_off(p, t, &row, sh.ty, "ro", "ty");
+	const char *by = split_off(p, t, &row, sh.gy, "rq", "by");
+	const char *u = split_off(p, t, &row, sh.unroll, "rr", "u");
 	bind_grid(p, t, bx, tn, by, tyn);
-	d_verb1(p, t, "unroll", jv);
-	d_compute_at(p, rf, t, at, order, n - 1);
-	const char *inner[3] = {row, u ? u : jv, jv};
-	d_reorder(p, rf, inner, u ? 3 : 2);
 	if (u)
-		d_verb1(p, rf, "unroll", u);
-	d_verb1(p, rf, "vectorize", jv);
+		d_verb1(p, t, "unroll", u);
 }
 
 /* s = red(i, j, ...: ...): one flat index over vectors, threads and blocks. */
@@ -307,11 +366,17 @@ static void schedule_whole(Plan *p, Outer *a)
 		d_split(p, t, x, vec, ro, rv);
 		x = ro;
 	}
-	int64_t threads = WHOLE_THREADS;
+	/* 2-byte data (8 lanes a vector, each checked against the bound in 64-bit arithmetic):
+	 * 256 threads and 1056 blocks, one vector per step (31 registers: 8 blocks per SM); with
+	 * a step's 4 vectors on 1024 threads (59 registers, one block per SM) the H200 ran the
+	 * f16 2^28 sum at 3171 GB/s against 3436 (bench.py), while f32 2^26 gained (3949 GB/s
+	 * against 3086 with 1056 blocks of 256, fusc run --bench) */
+	bool narrow = vec > WHOLE_VECTOR_BYTES / 4;
+	int64_t threads = narrow ? WHOLE_NARROW_THREADS : WHOLE_THREADS;
 	if (n >= 0)
 		while (threads > 32 && threads / 2 >= ceil_div(n, vec))
 			threads /= 2;
-	int64_t blocks = WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
+	int64_t blocks = narrow ? WHOLE_NARROW_BLOCKS : WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
 	if (n >= 0) {
 		int64_t per = ceil_div(n, vec * threads); /* vectors per thread on one block */
 		if (blocks > ceil_div(per, 4 * unroll))
@@ -326,6 +391,23 @@ static void schedule_whole(Plan *p, Outer *a)
 	x = rq;
 	bx = split_off(p, t, &x, blocks, "rb", "bx");
 	u = split_off(p, t, &x, unroll, "rr", "u");
+	/* the unrolled steps inside the thread, a step's loads all before its adds (narrow:
+	 * outside, [rr, u, bx, tx, rv]) */
+	const char *order[5];
+	int no = 0, ns;
+	order[no++] = x;
+	if (u && narrow)
+		order[no++] = u;
+	if (bx)
+		order[no++] = bx;
+	order[no++] = tx;
+	ns = no;
+	if (u && !narrow)
+		order[no++] = u;
+	if (rv)
+		order[no++] = rv;
+	if (u && !narrow)
+		d_reorder(p, t, order, no);
 	if (bx)
 		d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tx, "threadIdx.x");
@@ -334,17 +416,13 @@ static void schedule_whole(Plan *p, Outer *a)
 	if (!rv)
 		return;
 	d_verb1(p, t, "unroll", rv);
-	/* one vector of each input per step, in registers: a reduction axis is not vectorized */
-	const char *shared[8];
-	int ns = 0;
-	for (int i = 0; i < o->ndomain && ns < 8; i++) {
-		shared[ns++] = o->domain[i]->name;
-		if (strcmp(o->domain[i]->name, tx) == 0)
-			break;
-	}
+	/* a step's vectors of each input in registers, loaded before they are added (a
+	 * reduction axis is not vectorized) */
 	for (int i = 0; i < a->nins; i++) {
 		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, tx, shared, ns);
+		d_compute_at(p, c, t, tx, order, ns);
+		if (u && !narrow)
+			d_verb1(p, c, "unroll", u);
 		d_verb1(p, c, "vectorize", rv);
 	}
 }

@@ -10,11 +10,14 @@
 
 /* The size variants a plan asks for: copies of the fusion with size symbol `sym` bounded by
  * each of `bounds` in turn, scheduled at the tuned level (docs/auto_schedule.md, "Size
- * variants"); sym NULL: none. */
+ * variants"); sym NULL: none. A row group whose rows are one size symbol names it in
+ * `rows` (NULL otherwise): with few rows, long ones are split over blocks instead
+ * (auto_schedule.c, add_long_rows). */
 typedef struct Buckets {
 	SizeSym *sym;
 	const int64_t *bounds;
 	int n;
+	SizeSym *rows;
 } Buckets;
 
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each
@@ -49,6 +52,7 @@ const char *d_rfactor(Plan *p, const char *t, const char **axes, int n, const ch
 void d_compute_at(Plan *p, const char *t, const char *u, const char *ax, const char **shared,
 		  int nshared);
 const char *d_cache_after(Plan *p, Tensor *x, const char *mem);
+const char *d_cache_before(Plan *p, const char *t, const char *mem);
 /* `[result =] t.verb(args) [-> (outs)];` (an argument: an integer, a dotted name, a name) */
 void d_directive(Plan *p, const char *result, const char *t, const char *verb, int nargs,
 		 const char **args, int nouts, const char **outs);
@@ -131,6 +135,7 @@ typedef struct AutoMatmul {
 	int nbatch;         /* leading batch indices */
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
+	int64_t bk, stages; /* tensor cores: k per step, circular-buffer stages */
 } AutoMatmul;
 /* Whether o is in the class (c says how): a constant extent must be at least its tile
  * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */

@@ -67,7 +67,7 @@ enum {
 /* The row-length buckets of the size variants (docs/auto_schedule.md, "Size variants"):
  * short rows (several per block), then rows persistent in registers as a constant row of
  * the bound's length would be; longer rows take the fusion's own (unbounded) schedule. */
-static const int64_t row_buckets[] = {256, 1024, 4096, 16384, 65536};
+static const int64_t row_buckets[] = {128, 256, 1024, 4096, 16384, 65536};
 
 /* base, base2, base3, ...: the first that nothing in the fusion uses. */
 static const char *fresh_name(Plan *p, const char *base)
@@ -201,6 +201,14 @@ const char *d_cache_after(Plan *p, Tensor *x, const char *mem)
 	const char *c = fresh_name(p, arena_printf(p->a, "%s_%s", x->name,
 						   strcmp(mem, "local") == 0 ? "reg" : "smem"));
 	emit(p, c, x->name, "cache_after", 1, &mem, 0, NULL);
+	return c;
+}
+
+/* `c = t.cache_before(mem)`, c a fresh name after t's; returns c. */
+const char *d_cache_before(Plan *p, const char *t, const char *mem)
+{
+	const char *c = fresh_name(p, arena_printf(p->a, "%s_acc", t));
+	emit(p, c, t, "cache_before", 1, &mem, 0, NULL);
 	return c;
 }
 
@@ -861,13 +869,27 @@ static Tensor *row_reader(Row *r, RowShape *s, Tensor *t)
 	return o;
 }
 
+/* A row that is not persistent is read from memory by each of its passes: a max and a sum
+ * of exp(X - max) computed at the same reader (softmax, logsumexp) become one pass
+ * (`s.online()`, docs/reductions.md, "Online max and sum"). */
+static void row_online(Plan *p, Row *r, RowShape *s)
+{
+	for (int i = 0; i < r->nreds; i++) {
+		Tensor *t = r->reds[i], *m = sched_online_max(p->a, t);
+		if (m && m->kind == TK_INTERMEDIATE && t->kind == TK_INTERMEDIATE &&
+		    row_reader(r, s, m) == row_reader(r, s, t))
+			d_directive(p, NULL, t->name, "online", 0, NULL, 0, NULL);
+	}
+}
+
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
 	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
 	    r->n->size->bound == 0)
-		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
+		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets),
+				      r->k == 1 && r->rows[0]->kind == EX_SIZE ? r->rows[0]->size : NULL};
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -943,6 +965,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 			schedule_row_reduction(p, r, &s, t, 1 + i, c);
 		}
 	}
+	if (!s.persistent)
+		row_online(p, r, &s);
 	/* Persistent inputs: the row in registers, split like their readers. */
 	for (int i = 0; i < r->nins; i++) {
 		if (!cache[i])
@@ -1434,14 +1458,25 @@ static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const
 /* Rows longer than this are split over blocks (docs/auto_schedule.md, "Segmentation"). */
 static const int64_t long_rows = 65536;
 
+/* The fewest rows for which the size variant of rows up to `bound` runs (one block per
+ * row); with fewer, the rows are split over blocks as long ones are (0: any number). A
+ * kernel of one block per row fills the GPU only with enough rows: on the H200, softmax over
+ * 64 rows of 65536 ran at 333 GB/s in one block per row and 1092 split
+ * (docs/auto_schedule.md, "Few rows"). */
+static int64_t few_rows(int64_t bound)
+{
+	return bound >= 65536 ? 32 : 0;
+}
+
 /* Long rows: f's own schedule becomes the size variant for rows up to long_rows (scheduled
  * as it was, unbounded), and f is
  * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
  * that others read are grid reductions, or a row reduction output split over blocks
  * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
-static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
 			  int arch)
 {
+	int index = b->sym->index;
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, f->ast);
 	diag_rollback(d, m);
@@ -1464,6 +1499,11 @@ static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int 
 		if (!own)
 			return;
 		vec_push(a, &f->variants, own);
+	}
+	/* few rows: the variants of long rows give way to the split rows (a variant's least) */
+	for (int i = 0; b->rows && i < f->variants.len; i++) {
+		Fusion *v = VEC_AT(f->variants, Fusion, i);
+		v->sizes[b->rows->index]->least = few_rows(v->sizes[index]->bound);
 	}
 	Vec variants = f->variants;
 	const char *cls = f->auto_class; /* long rows are rows */
@@ -1505,7 +1545,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		if (ok && bucket.sym && f->ast)
 			add_variants(a, d, f, block, &bucket, arch);
 		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)
-			add_long_rows(a, d, f, block, bucket.sym->index, arch);
+			add_long_rows(a, d, f, block, &bucket, arch);
 		if (ok)
 			return true;
 	}

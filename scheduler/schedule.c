@@ -38,6 +38,7 @@
 	X(PAD, "pad", "i?i", "pad(n) or pad(n, every)")                                   \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
+	X(ONLINE, "online", "", "online()")                                                \
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
 	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")
 
@@ -1113,6 +1114,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_PAD: return sched_pad(s, t, dir);
 	case V_RFACTOR: return sched_rfactor(s, t, dir);
 	case V_WELFORD: return sched_welford(s, t, dir);
+	case V_ONLINE: return sched_online(s, t, dir);
 	case V_MMA: return sched_mma(s, t, dir);
 	case V_FRAGMENT: return sched_fragment(s, t, dir);
 	default: unreachable();

@@ -92,9 +92,13 @@ bool sched_cache_after(Sched *s, Tensor *t, AstDirective *dir);
 bool sched_cache_before(Sched *s, Tensor *t, AstDirective *dir);
 bool sched_cp_async(Sched *s, Tensor *c, AstDirective *dir);
 bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir);
-/* scheduler/welford.c: `s2.welford()` (the pattern, at the directive) and the final
- * schedule's checks of every welford pair (placement, loops, no grid reduction, no rfactor). */
+/* scheduler/welford.c: `s2.welford()` and `s.online()` (the patterns, at the directive) and
+ * the final schedule's checks of every such pair (placement, loops, no grid reduction, no
+ * rfactor). sched_online_max: the max m that s.online() would pair s with, or NULL (no
+ * diagnostic: the automatic scheduler asks). */
 bool sched_welford(Sched *s, Tensor *t, AstDirective *dir);
+bool sched_online(Sched *s, Tensor *t, AstDirective *dir);
+Tensor *sched_online_max(Arena *a, Tensor *s);
 bool sched_check_welford(Sched *s);
 bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer);
 enum { PAD_MAX = 32 }; /* the largest pad(n) */

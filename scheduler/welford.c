@@ -1,5 +1,6 @@
-/* welford.c: `s2.welford();`, Welford's single-pass variance (docs/reductions.md, "Welford's
- * single pass").
+/* welford.c: the single-pass pairs of reductions: `s2.welford();`, Welford's single-pass
+ * variance (docs/reductions.md, "Welford's single pass"), and `s.online();`, the online max
+ * and sum of exponentials of softmax and logsumexp ("Online max and sum").
  *
  * Legal when s2 is the sum of squared deviations from the mean of another sum over the same
  * reduction indices:
@@ -11,8 +12,17 @@
  * `s1 * (1 / C)` and `pow(D, 2)` are accepted too) and X the same expression in both sums.
  * The directive records the pair (s2->welford_sum = s1, s1->welford_var = s2); the loop-nest
  * pass then computes (count, mean, M2) in s1's loops and s2 gets no loops of its own.
- * sched_check_welford runs on the final schedule: s1 and s2 must be computed at the same loop
- * with the same loops of their own, no grid reduction, no rfactor.
+ *
+ * online() is legal when s is the sum of exponentials of the distances to the row's max:
+ *
+ *   m[i] = max(j: X);   s[i] = sum(j: exp(X - m[i]))
+ *
+ * (pointwise intermediates looked through the same way, m a float max of s's dtype that is
+ * not rounded when stored). It records s->online_max = m, m->online_sum = s; the loop-nest
+ * pass computes (max, sum) in m's loops, rescaling the sum when the max grows.
+ *
+ * sched_check_welford runs on the final schedule: both tensors of each pair must be computed
+ * at the same loop with the same loops of their own, no grid reduction, no rfactor.
  */
 #include <math.h>
 
@@ -190,65 +200,66 @@ static bool is_float_sum(Tensor *t)
 	       dtype_is_float(t->dtype);
 }
 
-/* Finds s1 for s2 = sum(j: (X - s1 / C)^2), or reports why not at `at`. */
-static Tensor *match(Sched *s, Tensor *s2, Span at)
+/* Finds s1 for s2 = sum(j: (X - s1 / C)^2); else NULL and *why says what is missing (the
+ * message of the directive's error). */
+static Tensor *match(Arena *a, Tensor *s2, const char **why)
 {
 	const char *n2 = s2->name;
 	if (!is_float_sum(s2)) {
-		diag_error(s->d, at, "welford() needs '%s' to be a floating-point sum of squared deviations: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs '%s' to be a floating-point sum of squared deviations: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	Tensor *r = rfactored(s2);
 	if (r) {
-		diag_error(s->d, at, "welford() does not support rfactor: '%s' was split into '%s'", n2,
-			   r->name);
+		*why = arena_printf(a, "welford() does not support rfactor: '%s' was split into '%s'", n2,
+				    r->name);
 		return NULL;
 	}
-	IrExpr *d = squared(expand(s->a, s2->def->args[0]));
+	IrExpr *d = squared(expand(a, s2->def->args[0]));
 	if (!d) {
-		diag_error(s->d, at, "welford() needs the body of '%s' to be a square D * D (or pow(D, 2)) of the deviation D = X - s1 / N: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs the body of '%s' to be a square D * D (or pow(D, 2)) of the deviation D = X - s1 / N: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	d = uncast(d);
 	Tensor *s1 = NULL;
 	IrExpr *c = NULL;
 	if (d->kind != EX_OP || d->op != OP_SUB || !is_mean(s2, d->args[1], &s1, &c)) {
-		diag_error(s->d, at, "welford() needs the squared value in '%s' to be X - s1 / N, where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM,
-			   n2);
+		*why = arena_printf(a, "welford() needs the squared value in '%s' to be X - s1 / N, where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM,
+				    n2);
 		return NULL;
 	}
 	if ((r = rfactored(s1))) {
-		diag_error(s->d, at, "welford() does not support rfactor: '%s' was split into '%s'",
-			   s1->name, r->name);
+		*why = arena_printf(a, "welford() does not support rfactor: '%s' was split into '%s'",
+				    s1->name, r->name);
 		return NULL;
 	}
 	if (!is_float_sum(s1) || s1->dtype != s2->dtype || s1->nroot != s2->nroot) {
-		diag_error(s->d, at, "welford() needs '%s' to be a sum of the same dtype over as many indices as '%s'",
-			   s1->name, n2);
+		*why = arena_printf(a, "welford() needs '%s' to be a sum of the same dtype over as many indices as '%s'",
+				    s1->name, n2);
 		return NULL;
 	}
 	for (int k = s1->ndim; k < s1->nroot; k++) {
 		if (!ir_equal(s1->root[k]->extent, s2->root[k]->extent)) {
-			diag_error(s->d, at, "welford() needs '%s' and '%s' to reduce over the same extents",
+			*why = arena_printf(a, "welford() needs '%s' and '%s' to reduce over the same extents",
 				   s1->name, n2);
 			return NULL;
 		}
 	}
 	if (!is_count(s1, c)) {
-		diag_error(s->d, at, "welford() needs the mean to divide '%s' by the number of elements it sums (its reduced extent)",
-			   s1->name);
+		*why = arena_printf(a, "welford() needs the mean to divide '%s' by the number of elements it sums (its reduced extent)",
+				    s1->name);
 		return NULL;
 	}
-	if (!same(expand(s->a, s1->def->args[0]), d->args[0])) {
-		diag_error(s->d, at, "welford() needs the value from which the mean is subtracted in '%s' to be the body of '%s' (the same expression X)",
-			   n2, s1->name);
+	if (!same(expand(a, s1->def->args[0]), d->args[0])) {
+		*why = arena_printf(a, "welford() needs the value from which the mean is subtracted in '%s' to be the body of '%s' (the same expression X)",
+				    n2, s1->name);
 		return NULL;
 	}
 	if (s1->sched.welford_var) {
-		diag_error(s->d, at, "welford() is already applied to '%s' with '%s'", s1->name,
-			   s1->sched.welford_var->name);
+		*why = arena_printf(a, "welford() is already applied to '%s' with '%s'", s1->name,
+				    s1->sched.welford_var->name);
 		return NULL;
 	}
 	return s1;
@@ -260,13 +271,101 @@ bool sched_welford(Sched *s, Tensor *t, AstDirective *dir)
 		diag_error(s->d, dir->span, "welford() is already applied to '%s'", t->name);
 		return false;
 	}
-	Tensor *s1 = match(s, t, dir->span);
-	if (!s1)
+	const char *why = NULL;
+	Tensor *s1 = match(s->a, t, &why);
+	if (!s1) {
+		diag_error(s->d, dir->span, "%s", why);
 		return false;
+	}
 	t->sched.welford_sum = s1;
 	t->sched.welford_span = dir->span;
 	s1->sched.welford_var = t;
 	s1->sched.welford_span = dir->span;
+	return true;
+}
+
+/* ---- online(): m = max(j: X); s = sum(j: exp(X - m)) ---------------------------------- */
+
+#define ONLINE_FORM "m = max(j: X); s = sum(j: exp(X - m))"
+
+static bool is_float_max(Tensor *t)
+{
+	return t->def && t->def->kind == EX_REDUCE && t->def->red == RED_MAX &&
+	       dtype_is_float(t->dtype);
+}
+
+/* Finds m for s = sum(j: exp(X - m[rows])), m = max(j: X); else NULL and *why says what is
+ * missing (the message of the directive's error). */
+static Tensor *online_match(Arena *a, Tensor *s, const char **why)
+{
+	const char *n = s->name;
+	Tensor *m = NULL, *r;
+	if (!is_float_sum(s)) {
+		*why = arena_printf(a, "online() needs '%s' to be a floating-point sum of exponentials: " ONLINE_FORM, n);
+		return NULL;
+	}
+	if ((r = rfactored(s))) {
+		*why = arena_printf(a, "online() does not support rfactor: '%s' was split into '%s'", n, r->name);
+		return NULL;
+	}
+	IrExpr *e = uncast(expand(a, s->def->args[0]));
+	IrExpr *d = e->kind == EX_OP && e->op == OP_EXP ? uncast(e->args[0]) : NULL;
+	if (!d) {
+		*why = arena_printf(a, "online() needs the body of '%s' to be exp(X - m), with m the max of X over the same row: " ONLINE_FORM, n);
+		return NULL;
+	}
+	if (d->kind != EX_OP || d->op != OP_SUB || !reads_row(s, d->args[1], &m) || !is_float_max(m)) {
+		*why = arena_printf(a, "online() needs the exponent in '%s' to be X - m, where m is a max read at the same row: " ONLINE_FORM, n);
+		return NULL;
+	}
+	if ((r = rfactored(m))) {
+		*why = arena_printf(a, "online() does not support rfactor: '%s' was split into '%s'", m->name, r->name);
+		return NULL;
+	}
+	if (m->dtype != s->dtype || m->dtype != m->def->dtype || m->nroot != s->nroot) {
+		*why = arena_printf(a, "online() needs '%s' to be a max of the dtype of '%s' (%s), kept unrounded, over as many indices",
+				    m->name, n, dtype_name(s->dtype));
+		return NULL;
+	}
+	for (int k = m->ndim; k < m->nroot; k++) {
+		if (!ir_equal(m->root[k]->extent, s->root[k]->extent)) {
+			*why = arena_printf(a, "online() needs '%s' and '%s' to reduce over the same extents", m->name, n);
+			return NULL;
+		}
+	}
+	if (!same(expand(a, m->def->args[0]), d->args[0])) {
+		*why = arena_printf(a, "online() needs the value from which the max is subtracted in '%s' to be the body of '%s' (the same expression X)", n, m->name);
+		return NULL;
+	}
+	if (m->sched.online_sum) {
+		*why = arena_printf(a, "online() is already applied to '%s' with '%s'", m->name, m->sched.online_sum->name);
+		return NULL;
+	}
+	return m;
+}
+
+Tensor *sched_online_max(Arena *a, Tensor *s)
+{
+	const char *why;
+	return s->sched.online_max ? NULL : online_match(a, s, &why);
+}
+
+bool sched_online(Sched *s, Tensor *t, AstDirective *dir)
+{
+	const char *why = NULL;
+	if (t->sched.online_max) {
+		diag_error(s->d, dir->span, "online() is already applied to '%s'", t->name);
+		return false;
+	}
+	Tensor *m = online_match(s->a, t, &why);
+	if (!m) {
+		diag_error(s->d, dir->span, "%s", why);
+		return false;
+	}
+	t->sched.online_max = m;
+	t->sched.online_span = dir->span;
+	m->sched.online_sum = t;
+	m->sched.online_span = dir->span;
 	return true;
 }
 
@@ -307,15 +406,15 @@ static const char *loops_text(Arena *a, Tensor *t)
 
 /* The axes after the compute-at position must be reduction axes or bound ones (no serial
  * loop of the tensor's own outside its reduction), and match between s1 and s2. */
-static bool check_loops(Sched *s, Tensor *s1, Tensor *s2, Span at)
+static bool check_loops(Sched *s, Tensor *s1, Tensor *s2, Span at, const char *verb)
 {
 	for (int k = 0; k < 2; k++) {
 		Tensor *t = k ? s2 : s1;
 		for (int i = 0; i < t->ndomain; i++) {
 			Axis *ax = t->domain[i];
 			if (!ax->ca_alias && !ax->reduction && ax->par == PT_SERIAL) {
-				diag_error(s->d, at, "welford() needs '%s' to have no serial loop of its own outside its reduction, but '%s' is one",
-					   t->name, ax->name);
+				diag_error(s->d, at, "%s needs '%s' to have no serial loop of its own outside its reduction, but '%s' is one",
+					   verb, t->name, ax->name);
 				return false;
 			}
 		}
@@ -327,52 +426,57 @@ static bool check_loops(Sched *s, Tensor *s1, Tensor *s2, Span at)
 		     ir_equal(x->extent, y->extent);
 	}
 	if (!ok)
-		diag_error(s->d, at, "welford() needs '%s' and '%s' to have the same loops (the same splits, in the same order, and bindings of their reduction axes): '%s' has %s, '%s' has %s",
-			   s1->name, s2->name, s1->name, loops_text(s->a, s1), s2->name,
+		diag_error(s->d, at, "%s needs '%s' and '%s' to have the same loops (the same splits, in the same order, and bindings of their reduction axes): '%s' has %s, '%s' has %s",
+			   verb, s1->name, s2->name, s1->name, loops_text(s->a, s1), s2->name,
 			   loops_text(s->a, s2));
 	return ok;
 }
 
-static bool check_pair(Sched *s, Tensor *s2)
+/* The pair (s1, s2) of `verb` (welford(): s1 the sum, s2 the squares; online(): s1 the max,
+ * s2 the sum), at its directive. */
+static bool check_pair(Sched *s, Tensor *s1, Tensor *s2, Span at, const char *verb)
 {
-	Tensor *s1 = s2->sched.welford_sum, *r;
-	Span at = s2->sched.welford_span;
+	Tensor *r;
 	for (int k = 0; k < 2; k++) {
 		Tensor *t = k ? s2 : s1;
 		if ((r = rfactored(t))) {
-			diag_error(s->d, at, "welford() does not support rfactor: '%s' was split into '%s'",
-				   t->name, r->name);
+			diag_error(s->d, at, "%s does not support rfactor: '%s' was split into '%s'",
+				   verb, t->name, r->name);
 			return false;
 		}
 		Axis *g = grid_axis(t);
 		if (g) {
-			diag_error(s->d, at, "welford() does not support grid reductions: reduction axis '%s' of '%s' is bound to %s; bind it to threadIdx.* or leave it serial",
-				   g->name, t->name, par_name(g->par));
+			diag_error(s->d, at, "%s does not support grid reductions: reduction axis '%s' of '%s' is bound to %s; bind it to threadIdx.* or leave it serial",
+				   verb, g->name, t->name, par_name(g->par));
 			return false;
 		}
 	}
 	if (s1->kind != TK_INTERMEDIATE || s2->kind != TK_INTERMEDIATE || !s1->sched.ca_tensor ||
 	    s1->sched.ca_tensor != s2->sched.ca_tensor || s1->sched.ca_pos != s2->sched.ca_pos) {
-		diag_error(s->d, at, "welford() needs '%s' and '%s' to be intermediates computed at the same loop of the same tensor (compute_at)",
-			   s1->name, s2->name);
+		diag_error(s->d, at, "%s needs '%s' and '%s' to be intermediates computed at the same loop of the same tensor (compute_at)",
+			   verb, s1->name, s2->name);
 		return false;
 	}
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *u = s->f->tensors[i];
 		if (u->sched.ca_tensor == s2) {
-			diag_error(s->d, at, "welford() removes the loops of '%s', but '%s' is computed at one of them",
-				   s2->name, u->name);
+			diag_error(s->d, at, "%s removes the loops of '%s', but '%s' is computed at one of them",
+				   verb, s2->name, u->name);
 			return false;
 		}
 	}
-	return check_loops(s, s1, s2, at);
+	return check_loops(s, s1, s2, at, verb);
 }
 
 bool sched_check_welford(Sched *s)
 {
 	bool ok = true;
-	for (int i = 0; i < s->f->ntensors; i++)
-		if (s->f->tensors[i]->sched.welford_sum)
-			ok &= check_pair(s, s->f->tensors[i]);
+	for (int i = 0; i < s->f->ntensors; i++) {
+		Tensor *t = s->f->tensors[i];
+		if (t->sched.welford_sum)
+			ok &= check_pair(s, t->sched.welford_sum, t, t->sched.welford_span, "welford()");
+		if (t->sched.online_max)
+			ok &= check_pair(s, t->sched.online_max, t, t->sched.online_span, "online()");
+	}
 	return ok;
 }

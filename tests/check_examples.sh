@@ -39,7 +39,8 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
-# Welford's layernorm: rows shorter than a warp, not a multiple of the 128 threads.
+# Welford's layernorm and the online softmax: rows shorter than a warp, not a multiple of the
+# 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread.
@@ -52,6 +53,8 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
 	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \
 	    "examples/reduce/layernorm_welford.fus --dims M=2,N=4100 --seed 7" \
+	    "examples/reduce/softmax_online.fus --dims M=3,N=20" \
+	    "examples/reduce/softmax_online.fus --dims M=2,N=4100 --seed 7" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=67,E=45,B=3,C=5" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=1,E=1,B=1,C=1" \
 	    "tests/golden/sim/auto_transpose.fus --dims A=0,E=3,B=2,C=1" \
@@ -100,32 +103,38 @@ done
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
 # the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs. Rows
 # longer than 65536 run as segments (docs/auto_schedule.md, "Segmentation"), each row split
-# over blocks.
-for n in 0 1 255 256 257 260 1023 1024 1025 1028 4095 4096 4097 4100 16384 16385 16388 65536 \
-	 65537 65540; do
+# over blocks, and so do rows longer than 16384 when there are fewer than 32 of them ("Few
+# rows"): M = 3 and 31 run the segments there, M = 32 and 33 the variants.
+for dims in M=3,N=0 M=3,N=1 M=3,N=127 M=3,N=128 M=3,N=129 M=3,N=132 M=3,N=255 M=3,N=256 \
+	    M=3,N=257 M=3,N=260 M=3,N=1023 M=3,N=1024 M=3,N=1025 M=3,N=1028 M=3,N=4095 \
+	    M=3,N=4096 M=3,N=4097 M=3,N=4100 M=3,N=16384 M=3,N=16385 M=3,N=16388 M=3,N=65536 \
+	    M=3,N=65537 M=3,N=65540 M=0,N=65536 M=1,N=16388 M=31,N=16385 M=32,N=16385 \
+	    M=33,N=16388 M=32,N=65536; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
 		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
 		 bench/auto/layernorm_bf16.fus bench/auto/logsumexp_f16.fus bench/auto/row_sum_bf16.fus; do
-		if "$FUSC" check "$f" --dims "M=3,N=$n" --max-blocks 2 >"$out" 2>&1; then
+		if "$FUSC" check "$f" --dims "$dims" --max-blocks 2 >"$out" 2>&1; then
 			pass=$((pass + 1))
 		else
 			fail=$((fail + 1))
-			echo "FAIL: $FUSC check $f --dims M=3,N=$n --max-blocks 2"
+			echo "FAIL: $FUSC check $f --dims $dims --max-blocks 2"
 			sed 's/^/  | /' "$out" | head -40
 		fi
 	done
 done
-for want in 0:N256 1:N256_scalar 256:N256 257:N1024_scalar 260:N1024 1024:N1024 1028:N4096 \
-	    4096:N4096 4097:N16384_scalar 4100:N16384 16384:N16384 16385:N65536_scalar \
-	    16388:N65536 65536:N65536 65537:segments 65540:segments; do
-	n=${want%%:*} k="kernel softmax_f32_kernel_${want#*:}"
-	[ "${want#*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
-	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=3,N=$n" --max-blocks 1 >"$out" 2>&1 &&
+for want in 3:0:N128 3:1:N128_scalar 3:128:N128 3:129:N256_scalar 3:132:N256 3:256:N256 \
+	    3:257:N1024_scalar 3:260:N1024 3:1024:N1024 3:1028:N4096 3:4096:N4096 \
+	    3:4097:N16384_scalar 3:4100:N16384 3:16384:N16384 31:16384:N16384 \
+	    32:16385:N65536_scalar 32:16388:N65536 33:65536:N65536 31:16388:segments \
+	    1:65536:segments 3:65537:segments 3:65540:segments; do
+	m=${want%%:*} n=${want#*:} n=${n%%:*} k="kernel softmax_f32_kernel_${want##*:}"
+	[ "${want##*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
+	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=$m,N=$n" --max-blocks 1 >"$out" 2>&1 &&
 	   grep -q "; $k[;,]" "$out"; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
-		echo "FAIL: softmax_f32 at N=$n does not run $k"
+		echo "FAIL: softmax_f32 at M=$m,N=$n does not run $k"
 		sed 's/^/  | /' "$out" | head -5
 	fi
 done

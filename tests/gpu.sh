@@ -18,8 +18,10 @@
 #   python     tests/python/test_torch.py: python/fusc (ctypes over build/libfusrt.so) with
 #              PyTorch tensors against PyTorch's own results (it must find torch and the GPU).
 #   sanitizer  compute-sanitizer over `fusc run` of each fusion at one small size no block
-#              divides: memcheck for every fusion, racecheck and synccheck for the files that
-#              use shared memory (the JIT-loaded modules are instrumented when they load).
+#              divides: memcheck for every fusion, racecheck and synccheck for the files whose
+#              generated code uses shared memory (automatic schedules included; the JIT-loaded
+#              modules are instrumented when they load). tests/gemm_sweep.sh runs the GEMM
+#              examples at more sizes.
 # Prints "N passed, N failed"; exits 1 on any failure and 77 when there is no CUDA device.
 # Environment: FUSC, CHECK_UNIT, SANITIZER (compute-sanitizer), PARTS ("run unit fallback sanitizer"), NVCC, FILES, SHARD,
 # LOG (a folder: every command's output is kept there).
@@ -58,56 +60,7 @@ t() {
 	return $t_rc
 }
 
-# fusions FILE: one line per fusion, "NAME SYM... ;SYM=K ...;[fixed]" (size symbols in launcher
-# order, the multiples the launcher requires, "fixed" when a tensor also has a constant
-# dimension), from the generated C header.
-fusions() {
-	"$FUSC" "$1" --emit=header -o - 2>/dev/null | awk '
-		/^\/\*/ { req = ""; fixed = "" }
-		/^ \* fusion / && /[[,] *[0-9]+ *[],]/ { fixed = "fixed" }
-		/Requires:/ {
-			s = $0
-			while (match(s, /[A-Za-z_][A-Za-z0-9_]* a multiple of [0-9]+/)) {
-				m = substr(s, RSTART, RLENGTH); split(m, w, " ")
-				req = req " " w[1] "=" w[5]
-				s = substr(s, RSTART + RLENGTH)
-			}
-		}
-		/^cudaError_t / {
-			name = $2; sub(/\(.*/, "", name)
-			syms = ""; s = $0
-			while (match(s, /int64_t [A-Za-z_][A-Za-z0-9_]*/)) {
-				syms = syms " " substr(s, RSTART + 8, RLENGTH - 8)
-				s = substr(s, RSTART + RLENGTH)
-			}
-			print name syms " ;" req ";" fixed
-		}'
-}
-
-# dims "SYM..." "REQ" "V1,V2,...": "--dims A=V1,B=V2" (values reused cyclically, rounded up
-# to the required multiples), or nothing without size symbols.
-dims() {
-	echo "$1" "|" "$2" "|" "$3" | awk '{
-		ns = 0; i = 1
-		while ($i != "|") syms[++ns] = $(i++)
-		i++
-		while ($i != "|") {
-			# a symbol may be required to be a multiple of several K: keep their lcm
-			split($(i++), kv, "="); m = mult[kv[1]] + 0; k = kv[2] + 0
-			if (m > 0) { a = m; b = k; while (b) { t = a % b; a = b; b = t }; k = m / a * k }
-			mult[kv[1]] = k
-		}
-		nv = split($(i + 1), vals, ",")
-		out = ""
-		for (k = 1; k <= ns; k++) {
-			v = vals[(k - 1) % nv + 1]
-			m = mult[syms[k]]
-			if (m > 1 && v % m) v += m - v % m
-			out = out (k > 1 ? "," : "") syms[k] "=" v
-		}
-		if (ns) print "--dims " out
-	}'
-}
+. tests/gpu_lib.sh
 
 # The size sets, by number of size symbols ("fixed": the tensors have constant dimensions
 # too, so the large sizes are smaller: M x 128 must stay a sane amount of memory).
@@ -140,14 +93,7 @@ files() {
 	done | awk -v shard="${SHARD:-0/1}" 'BEGIN { split(shard, s, "/") } (NR - 1) % s[2] == s[1]'
 }
 
-# ---- is there a device? ----
-printf 'fusion p(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i];\n}\n' >"$tmp/probe.fus"
-"$FUSC" run "$tmp/probe.fus" --dims N=1 >"$tmp/probe.out" 2>&1
-if grep -q 'no CUDA device' "$tmp/probe.out"; then
-	cat "$tmp/probe.out"
-	echo "gpu: skipped: no CUDA device"
-	exit 77
-fi
+require_device gpu "$tmp"
 
 for part in $PARTS; do
 	case $part in
@@ -201,7 +147,9 @@ for part in $PARTS; do
 		fi
 		for f in $(files); do
 			tools=memcheck
-			grep -Eq 'shared|cp_async|double_buffer|stages' "$f" && tools="memcheck racecheck synccheck"
+			# by the generated code: an automatic schedule uses shared memory too
+			"$FUSC" "$f" --emit=cuda -o - 2>/dev/null | grep -q '__shared__' &&
+				tools="memcheck racecheck synccheck"
 			fusions "$f" >"$tmp/fusions"
 			while read -r name rest; do
 				syms=${rest%%;*} req=${rest#*;}

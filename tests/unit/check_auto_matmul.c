@@ -17,7 +17,7 @@
 typedef struct Class {
 	bool in, mma, a_trans, b_trans, epilogue;
 	int nbatch;
-	int64_t bm, bn;
+	int64_t bm, bn, bk, stages;
 	char a[16], b[16];
 } Class;
 
@@ -37,6 +37,8 @@ static Class classify(const char *src)
 		r.nbatch = c.nbatch;
 		r.bm = c.bm;
 		r.bn = c.bn;
+		r.bk = c.bk;
+		r.stages = c.stages;
 		snprintf(r.a, sizeof r.a, "%s", c.a->name);
 		snprintf(r.b, sizeof r.b, "%s", c.b->name);
 	}
@@ -58,12 +60,16 @@ START_TEST(test_classify)
 	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
-	ck_assert(c.bm == 128 && c.bn == 128);
-	/* constant extents: tiles no larger than them (a split may not be), 32 at the least */
+	ck_assert(c.bm == 128 && c.bn == 128 && c.bk == 32 && c.stages == 3);
+	/* constant extents: tiles no larger than them (a split may not be), 32 at the least; a
+	 * short M (64 rows or fewer) takes 32 columns and k steps of 64 (32 for a K below 64),
+	 * 4 stages */
 	c = classify(MM("f16[100, 72]", "f16[72, 40]", "f32[100, 40]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32);
-	c = classify(MM("f16[64, 64]", "f16[64, 64]", "f32[64, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 64);
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32 && c.bk == 64 && c.stages == 4);
+	c = classify(MM("f16[64, 40]", "f16[40, 64]", "f32[64, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 64 && c.bn == 32 && c.bk == 32);
+	c = classify(MM("f16[128, 64]", "f16[64, 64]", "f32[128, 64]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.in && c.mma && c.bm == 128 && c.bn == 64 && c.bk == 32 && c.stages == 3);
 	ck_assert(!classify(MM("f16[20, 72]", "f16[72, 40]", "f32[20, 40]",
 			       "C[i, j] = sum(k: A[i, k] * B[k, j]);")).in);
 	ck_assert(!classify(MM("f16[64, 16]", "f16[16, 64]", "f32[64, 64]",

@@ -207,7 +207,8 @@ START_TEST(test_auto_long_rows)
 END_TEST
 
 /* Rows up to 65536 (the last bucket) are not persistent: 512 threads per row, the reductions
- * read x with coalesced scalar loads 8 at a time, the output is written in vectors. */
+ * read x with coalesced scalar loads 8 at a time (the max and the sum in one pass: online()),
+ * the output is written in vectors. */
 START_TEST(test_auto_softmax_symbolic)
 {
 	char *ir = auto_ir_rows(
@@ -231,7 +232,7 @@ START_TEST(test_auto_softmax_symbolic)
 		"    domain:\n"
 		"      i: M (root 0)\n"
 		"      j: N (root 1)\n"
-		"  tensor s: f32[M] intermediate local compute_at(y, 0)\n"
+		"  tensor s: f32[M] intermediate local compute_at(y, 0) online(m)\n"
 		"    def s[i] = sum(j: e[i, j])\n"
 		"    domain:\n"
 		"      i: M = y.i (root 0)\n"
@@ -339,9 +340,10 @@ START_TEST(test_auto_logsumexp_reads_once)
 }
 END_TEST
 
-/* The 65536 bucket: a row of f32 that no register budget holds is read by each reduction
- * and the output in turn, 512 threads, 8 loop steps unrolled at a time (8 loads in flight per
- * thread: the loop was not unrolled before, one 4-byte load per thread in flight). */
+/* The 65536 bucket: a row of f32 that no register budget holds is read by the statistics
+ * (softmax's max and sum in one pass, online()) and by the output in turn, 512 threads, 8
+ * loop steps unrolled at a time (8 loads in flight per thread: the loop was not unrolled
+ * before, one 4-byte load per thread in flight). */
 START_TEST(test_auto_long_bucket_unrolled)
 {
 	TestCompile *tc = tc_compile("fusion softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n"
@@ -354,8 +356,11 @@ START_TEST(test_auto_long_bucket_unrolled)
 	ck_assert_contains(k, "kernel softmax_kernel_N65536 grid(M) block(512) {");
 	ck_assert_contains(k, "require N <= 65536;\n");
 	ck_assert_contains(k, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
-	ck_assert_contains(k, "for ju_2 in [0, 8) unroll {");
-	ck_assert_contains(k, "y[blockIdx.x * N + jq_2 * 16384 + ju_2 * 2048 + threadIdx.x * 4 : 4] =");
+	ck_assert_contains(k, "for ju_1 in [0, 8) unroll {");
+	ck_assert_contains(k, "y[blockIdx.x * N + jq_1 * 16384 + ju_1 * 2048 + threadIdx.x * 4 : 4] =");
+	/* the max and the sum in one pass (online()): no loop of s's own */
+	ck_assert_contains(k, "m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x);\n");
+	ck_assert_not_contains(k, "ju_2");
 	ck_assert_not_contains(k, "x_reg");
 	free(k);
 	tc_free(tc);
@@ -415,99 +420,126 @@ START_TEST(test_auto_row_sum_bf16_vectors)
 }
 END_TEST
 
-/* A constant column count: 32 blocks of 32 columns on blockIdx.x, and enough blocks on
- * blockIdx.y to fill the GPU (1056 blocks in all: 33 of them). */
+/* A constant column count: 4 columns per thread (16-byte loads) on 16 x 16 threads, 64
+ * columns per block (16 blocks on blockIdx.x), and enough blocks on blockIdx.y to fill the
+ * GPU (1056 blocks in all: 66 of them). The rows go to a register accumulator of 4 partials
+ * per thread, the block's partials to shared memory, and s takes one column per thread: one
+ * grid step per thread (a thread's 4 columns in a row of grid steps each waited for its
+ * atomic and its fold). */
 START_TEST(test_auto_col_sum_grid)
 {
 	static const char src[] = "fusion c(x: f32[M, 1000]) -> (s: f32[1000]) {\n"
 				  "  s[j] = sum(i: x[i, j]);\n"
 				  "}\n";
-	char *ir = auto_ir(src);
-	ck_assert_contains(ir, "      hx: 32 blockIdx.x (split of j by 32, outer)\n"
-			       "      tx: 32 threadIdx.x (split of j by 32, inner)\n"
-			       "      rr: ceildiv(M, 1056) reduction (split of rq by 4, outer)\n"
-			       "      u: 4 reduction unroll (split of rq by 4, inner)\n"
-			       "      by: 33 reduction blockIdx.y (split of ro by 33, inner)\n"
-			       "      ty: 8 reduction threadIdx.y (split of i by 8, inner)\n");
-	free(ir);
 	char *k = auto_kernel(src);
-	ck_assert_contains(k, "kernel c_kernel grid(32, 33) block(32, 8) {");
-	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.y);");
-	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
+	ck_assert_contains(k, "kernel c_kernel grid(16, 66) block(256) smem(4096) {");
+	ck_assert_contains(k, "alloc shared f32 s_part[1024];");
+	ck_assert_contains(k, "alloc local f32 s_part_acc[4];");
+	ck_assert_contains(k, "x_vec[0 : 4] = x[");
+	ck_assert_contains(k, "s_acc = s_acc + s_part[ty * 64 + threadIdx.x];");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x * 64 + threadIdx.x, part blockIdx.y of 66");
+	ck_assert_not_contains(k, "block_reduce");
 	free(k);
+	/* few rows: no blocks on blockIdx.y (16 rows per thread at least) */
 	k = auto_kernel("fusion c(x: f32[200, 1000]) -> (s: f32[1000]) {\n"
 			"  s[j] = sum(i: x[i, j]);\n"
 			"}\n");
-	ck_assert_contains(k, "kernel c_kernel grid(32, 2) block(32, 8) {");
+	ck_assert_contains(k, "kernel c_kernel grid(16) block(256) smem(4096) {");
+	ck_assert_not_contains(k, "grid_reduce");
 	free(k);
-	/* f16 columns: 64 threads over them (128 bytes per warp and row), 4 rows per block */
-	k = auto_kernel("fusion c(x: f16[M, N]) -> (s: f32[N]) {\n"
-			"  s[j] = sum(i: f32(x[i, j]));\n"
-			"}\n");
-	ck_assert_contains(k, "kernel c_kernel grid(ceildiv(N, 64), 64) block(64, 4) {");
-	free(k);
-	check_simulated("fusion c(x: f32[M, 40]) -> (s: f32[40]) {\n"
+	/* an odd column count: one column per thread, 32 x 8 threads, a block reduction */
+	k = auto_kernel("fusion c(x: f32[M, 1001]) -> (s: f32[1001]) {\n"
 			"  s[j] = sum(i: x[i, j]);\n"
-			"}\n", "M=3001");
+			"}\n");
+	ck_assert_contains(k, "kernel c_kernel grid(32, 33) block(32, 8) {");
+	ck_assert_contains(k, "s_acc = block_reduce_sum(s_acc over threadIdx.y);");
+	free(k);
+	check_simulated("fusion c(x: f32[3001, 40]) -> (s: f32[40]) {\n"
+			"  s[j] = sum(i: x[i, j]);\n"
+			"}\n", "");
 }
 END_TEST
 
-/* Symbolic sizes: 64 blocks on blockIdx.y (the column count is unknown). */
+/* Symbolic sizes: size variants by the column count (the blocks over the columns decide
+ * how many blocks the rows take: 1056 in all), the fusion's own kernel for more columns
+ * than the last bucket, which fill the GPU without a grid split. */
 START_TEST(test_auto_col_sum)
 {
 	static const char src[] = "fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
 				  "  s[j] = sum(i: x[i, j]);\n"
 				  "}\n";
-	char *ir = auto_ir(src);
-	ck_assert_str_eq(ir,
-		"  tensor x: f32[M, N] input global\n"
-		"  tensor s: f32[N] output global\n"
-		"    def s[j] = sum(i: x[i, j])\n"
-		"    domain:\n"
-		"      hx: ceildiv(N, 32) blockIdx.x (split of j by 32, outer)\n"
-		"      tx: 32 threadIdx.x (split of j by 32, inner)\n"
-		"      rr: ceildiv(M, 2048) reduction (split of rq by 4, outer)\n"
-		"      u: 4 reduction unroll (split of rq by 4, inner)\n"
-		"      by: 64 reduction blockIdx.y (split of ro by 64, inner)\n"
-		"      ty: 8 reduction threadIdx.y (split of i by 8, inner)\n");
-	free(ir);
+	static const char *const variants[][2] = {
+		{"col_sum_kernel_N1024", "kernel col_sum_kernel_N1024 grid(ceildiv(N, 64), 66) block(256)"},
+		{"col_sum_kernel_N4096", "kernel col_sum_kernel_N4096 grid(ceildiv(N, 64), 17) block(256)"},
+		{"col_sum_kernel_N16384", "kernel col_sum_kernel_N16384 grid(ceildiv(N, 64), 5) block(256)"},
+		{"col_sum_kernel_N65536", "kernel col_sum_kernel_N65536 grid(ceildiv(N, 64), 2) block(256)"},
+	};
+	TestCompile *tc = tc_compile(src, true);
+	for (int i = 0; i < 4; i++) {
+		char *k = tc_variant_ir(tc, variants[i][0]);
+		ck_assert_contains(k, variants[i][1]);
+		ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
+		free(k);
+	}
+	tc_free(tc);
+	char *k = auto_kernel(src);
+	ck_assert_contains(k, "kernel col_sum_kernel grid(ceildiv(N, 64)) block(256) smem(4096) {");
+	ck_assert_contains(k, "require N % 4 == 0;");
+	ck_assert_not_contains(k, "grid_reduce");
+	free(k);
+	/* f16 columns into f32: 4 columns per thread (the f32 partials) */
+	k = auto_kernel("fusion c(x: f16[M, N]) -> (s: f32[N]) {\n"
+			"  s[j] = sum(i: f32(x[i, j]));\n"
+			"}\n");
+	ck_assert_contains(k, "kernel c_kernel grid(ceildiv(N, 64)) block(256) smem(4096) {");
+	ck_assert_contains(k, "x_vec[0 : 4] = x[");
+	free(k);
 	check_simulated(src, "M=0,N=3");
 	check_simulated(src, "M=1,N=1");
-	check_simulated(src, "M=4100,N=12");
-	check_simulated(src, "M=37,N=261");
+	check_simulated(src, "M=300,N=12");
+	check_simulated(src, "M=37,N=69");
 }
 END_TEST
 
-/* A middle-axis reduction: 4 columns per thread in a register accumulator ms_part (rfactor
- * of the serial rows, which loop outside its columns: one 16-byte load per row), 16 x 16
- * threads (a warp reads 256 bytes of 2 rows), the batch index and the column blocks merged on
- * blockIdx.x, no split on blockIdx.y when the sizes are symbolic (the batch gives the blocks;
- * on the H200, 64x512x1024 ran at 1038 GB/s with 8 blocks on y and one column per thread,
- * 2583 with 32 x 8 threads, 2953 with 16 x 16). The vector precondition is H % 4 (the row
- * stride), not T % 4; H = 35 runs the scalar fallback. */
+/* A middle-axis reduction: 4 columns per thread in a register accumulator (the rows loop
+ * outside its columns: one 16-byte load per row), 16 x 16 threads, the block's partials
+ * through shared memory to one column per thread (64 of them), the batch index and the
+ * column blocks merged on blockIdx.x. The batch is unknown, so the size variants go by the
+ * reduced extent: up to 512 rows no blocks on blockIdx.y (the batch gives the blocks; on the
+ * H200, 64x512x1024 ran at 3793 GB/s), then rows over blockIdx.y so that a thread adds 32
+ * rows at most (8x4096x512 ran at 531 GB/s on the 64 blocks of its batch). The vector
+ * precondition is H % 4 (the row stride), not T % 4; H = 35 runs the scalar fallback. */
 START_TEST(test_auto_middle_sum)
 {
 	static const char src[] = "fusion ms(x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
 				  "  s[b, h] = max(t: x[b, t, h]);\n"
 				  "}\n";
-	char *k = auto_kernel(src);
-	ck_assert_contains(k, "kernel ms_kernel grid(B * ceildiv(H, 64)) block(16, 16) {");
+	TestCompile *tc = tc_compile(src, true);
+	char *k = tc_variant_ir(tc, "ms_kernel_T512");
+	ck_assert_contains(k, "kernel ms_kernel_T512 grid(B * ceildiv(H, 64)) block(256) smem(4096) {");
 	ck_assert_contains(k, "require H % 4 == 0;");
-	ck_assert_not_contains(k, "require T");
-	ck_assert_contains(k, "alloc local f32 s_part[4];");
+	ck_assert_not_contains(k, "require T %");
+	ck_assert_contains(k, "alloc local f32 s_part_acc[4];");
 	ck_assert_contains(k, "x_vec[0 : 4] = x[");
-	ck_assert_contains(k, "s_acc = block_reduce_max(s_acc over threadIdx.y);");
 	ck_assert_not_contains(k, "grid_reduce");
+	free(k);
+	k = tc_variant_ir(tc, "ms_kernel_T2048");
+	ck_assert_contains(k, "kernel ms_kernel_T2048 grid(B * ceildiv(H, 64), 4) block(256)");
+	ck_assert_contains(k, "grid_reduce_max(s_acc over blockIdx.y");
+	free(k);
+	tc_free(tc);
+	k = auto_kernel(src);
+	ck_assert_contains(k, "kernel ms_kernel grid(B * ceildiv(H, 64), 64) block(256) smem(4096) {");
 	free(k);
 	check_simulated(src, "B=3,T=137,H=35");
 	check_simulated(src, "B=2,T=137,H=36");
 	check_simulated(src, "B=1,T=1,H=1");
-	/* a constant batch and columns: blocks on blockIdx.y again (a grid reduction), up to
-	 * 1056 blocks */
+	check_simulated(src, "B=2,T=1000,H=68");
+	/* a constant batch and columns: blocks on blockIdx.y to fill the GPU, up to 1056 */
 	k = auto_kernel("fusion ms(x: f32[2, T, 64]) -> (s: f32[2, 64]) {\n"
 			"  s[b, h] = sum(t: x[b, t, h]);\n"
 			"}\n");
-	ck_assert_contains(k, "kernel ms_kernel grid(2, 528) block(16, 16) {");
+	ck_assert_contains(k, "kernel ms_kernel grid(2, 528) block(256) smem(4096) {");
 	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
 	free(k);
 }
@@ -532,28 +564,40 @@ START_TEST(test_auto_general_colnorm)
 	free(ir);
 	char *k = tc_kernel_ir(tc, 0);
 	ck_assert_contains(k, "plan colnorm_segments {\n  run colnorm_seg0\n  run colnorm_seg1\n}\n");
-	ck_assert_contains(k, "grid_reduce_sum(c_acc over blockIdx.y");
+	/* the column sums' schedule (test_auto_col_sum: its size variants split the rows over
+	 * blockIdx.y, a grid reduction) */
+	ck_assert_contains(k, "c_acc = c_acc + c_part[ty * 64 + threadIdx.x];");
 	free(k);
 	tc_free(tc);
 }
 END_TEST
 
 /* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors through a
- * one-vector register copy, 256 threads, 1056 blocks (8 per H200 SM) in a grid-stride loop (4
- * vectors per thread unrolled), a block reduction and a grid reduction over blockIdx.x. */
+ * register copy of a step's 4 vectors (all loaded before they are added), 1024 threads, 132
+ * blocks (one per H200 SM) in a grid-stride loop, a block reduction and a grid reduction over
+ * blockIdx.x (a fold of 132 partials); 2-byte data keeps 256 threads, 1056 blocks and one
+ * vector per step. */
 START_TEST(test_auto_total)
 {
 	char *k = auto_kernel(
 		"fusion total(x: f32[M, N]) -> (s: f32) {\n"
 		"  s = sum(i, j: x[i, j]);\n"
 		"}\n");
-	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
+	ck_assert_contains(k, "kernel total_kernel grid(132) block(1024) {");
 	ck_assert_contains(k, "block_reduce_sum(");
-	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 1056");
+	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 132");
 	free(k);
+	k = auto_kernel("fusion total(x: f32[N]) -> (s: f32) {\n"
+			"  s = sum(i: x[i]);\n"
+			"}\n");
+	ck_assert_contains(k, "alloc local f32 x_reg[16];");
+	ck_assert_contains(k, "x_reg[u * 4 : 4] = x[");
+	free(k);
+	/* 2-byte data: 256 threads, 1056 blocks, one vector per step (8 blocks per SM) */
 	k = auto_kernel("fusion total(x: f16[N]) -> (s: f32) {\n"
 			"  s = sum(i: f32(x[i]));\n"
 			"}\n");
+	ck_assert_contains(k, "alloc local f16 x_reg[8];");
 	ck_assert_contains(k, "x_reg[0 : 8] = x[");
 	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
 	free(k);
@@ -563,6 +607,10 @@ START_TEST(test_auto_total)
 			"}\n");
 	ck_assert_contains(k, "kernel total_kernel block(256) {");
 	free(k);
+	/* 5 blocks of 1024 threads (and a grid reduction), a partial last vector */
+	check_simulated("fusion total(x: f32[300003]) -> (s: f32) {\n"
+			"  s = sum(i: x[i]);\n"
+			"}\n", "");
 }
 END_TEST
 

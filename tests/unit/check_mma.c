@@ -8,7 +8,9 @@
  * row addresses of other lanes, a misaligned row) and the simulator must report it: a
  * mismatch, a race, a warp that never completes the instruction, a misaligned access; the
  * fragment registers (loaded once per warp tile, B two tiles per ldmatrix.x4.trans) and the
- * padded rows of hgemm_ldmatrix.fus are mutated the same way. A target
+ * padded rows of hgemm_ldmatrix.fus are mutated the same way, and so is its mainloop with
+ * the fragment loads one k step ahead (mma_pipeline: the barrier moved, the wait dropped,
+ * the next iteration's loads from the wrong slot). A target
  * below sm_80 is an error at the mma directive. The tests run from the repository root.
  */
 #include <check.h>
@@ -428,26 +430,150 @@ START_TEST(test_ldmatrix_x4_trans_pairs_tiles)
 }
 END_TEST
 
-/* hgemm_ldmatrix.fus pads As's rows of 32 halves to 40 (pad(8, 32)): the cp.async copies
+/* hgemm_ldmatrix.fus pads As's rows of 64 halves to 72 (pad(8, 64)): the cp.async copies
  * write the padded layout; an ldmatrix that reads the unpadded one (row address o becomes
- * o - o / 40 * 8) is a mismatch. */
+ * o - o / 72 * 8) is a mismatch. */
 START_TEST(test_pad_dropped_by_the_reader_mismatch)
 {
 	TestCompile *tc = compile_path("examples/gemm/hgemm_ldmatrix.fus");
 	const int64_t sizes[3] = {33, 40, 24};
 	Stmt *a = frag_load(tc, 'a');
-	ck_assert_int_eq(a->mma.idx[0]->tensor->sched.pad_every, 32);
+	ck_assert_int_eq(a->mma.idx[0]->tensor->sched.pad_every, 64);
 	SimResult r;
 	ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
 	sim_result_free(&r);
 	Arena *ar = tc->kernels[0]->arena;
 	IrExpr *e = a->mma.idx[0], *o = e->args[0];
-	IrExpr *unpadded = ix_sub(ar, o, ix_mul(ar, ix_div(ar, NULL, o, ir_int(ar, 40)), ir_int(ar, 8)));
+	IrExpr *unpadded = ix_sub(ar, o, ix_mul(ar, ix_div(ar, NULL, o, ir_int(ar, 72)), ir_int(ar, 8)));
 	a->mma.idx[0] = ir_load(ar, e->tensor, unpadded);
 	a->mma.idx[0]->dtype = e->dtype;
 	ck_assert_int_gt(simulate_at(tc, &r, sizes), 0);
 	sim_result_free(&r);
 	tc_free(tc);
+}
+END_TEST
+
+/* ---- mma_pipeline: fragments one k step ahead (hgemm_ldmatrix.fus, 2 steps per ko) ---- */
+
+static bool is_kind(Stmt *s, void *kind)
+{
+	return s->kind == *(StmtKind *)kind;
+}
+
+/* The link to the first statement of list whose subtree holds a statement of kind. */
+static Stmt **link_holding(Stmt **link, StmtKind kind)
+{
+	for (; *link; link = &(*link)->next) {
+		Stmt *next = (*link)->next;
+		(*link)->next = NULL;
+		bool has = ir_stmts_any(*link, is_kind, &kind);
+		(*link)->next = next;
+		if (has)
+			return link;
+	}
+	return NULL;
+}
+
+/* The mainloop over ko: the loop whose body holds the mma and a barrier at its top level. */
+static Stmt *mainloop(Stmt *list)
+{
+	for (Stmt *s = list; s; s = s->next) {
+		if (s->kind == KS_FOR && find_link(&s->loop.body, KS_MMA) &&
+		    link_holding(&s->loop.body, KS_SYNC) && (*link_holding(&s->loop.body, KS_SYNC))->kind == KS_SYNC)
+			return s;
+		Stmt **lists[3], *r = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !r; i++)
+			r = mainloop(*lists[i]);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* The parts of hgemm_ldmatrix's pipelined mainloop: its body is [prefetch, commit, loads of
+ * step 1 (*ld1), mma of step 0 (*mm0), loads of step 2, ..., mma of the last step but one,
+ * wait (*wait), barrier, if (ko + 1 < E) loads of step 0 (next), mma of the last step]. */
+typedef struct Pipe {
+	TestCompile *tc;
+	Stmt *L, **ld1, **mm0, **wait, *sync, *next;
+} Pipe;
+
+static Pipe pipe_compile(void)
+{
+	Pipe p = {.tc = compile_path("examples/gemm/hgemm_ldmatrix.fus")};
+	p.L = mainloop(p.tc->kernels[0]->body);
+	ck_assert_msg(p.L, "no mainloop");
+	p.ld1 = link_holding(&p.L->loop.body, KS_MMA_LOAD);
+	p.mm0 = link_holding(&p.L->loop.body, KS_MMA);
+	p.wait = link_holding(&p.L->loop.body, KS_CP_WAIT);
+	ck_assert(p.ld1 && p.mm0 && p.wait);
+	ck_assert_int_eq((*p.wait)->kind, KS_CP_WAIT);
+	p.sync = (*p.wait)->next;
+	ck_assert_int_eq(p.sync->kind, KS_SYNC);
+	p.next = p.sync->next;
+	ck_assert_int_eq(p.next->kind, KS_IF);
+	return p;
+}
+
+static IrExpr *ko_minus_1(Arena *a, IrExpr *e, void *ko)
+{
+	return e->kind == EX_VAR && e->var == ko ? ix_sub(a, e, ir_int(a, 1)) : e;
+}
+
+/* The loads of step 1 come before the mma of step 0, the wait and the barrier before the
+ * guarded loads of the next iteration's step 0, which come before the mma of step 1; the
+ * results match at K = 200 (4 iterations of 3 stages) and 40 (fewer than the stages) with no
+ * report. Each on a fresh compile: the barrier after the next iteration's loads is a race; the
+ * wait dropped, a read of a cp.async destination before its wait; the next iteration's loads
+ * from this iteration's slot (ko instead of ko + 1), a mismatch. */
+START_TEST(test_pipelined_fragments)
+{
+	const int64_t sizes[2][3] = {{33, 200, 24}, {33, 40, 24}};
+	Pipe p = pipe_compile();
+	ck_assert_ptr_ne(*p.ld1, *p.mm0);
+	ck_assert_int_eq((*p.ld1)->kind, KS_FOR); /* loads of step 1: the loop over mo */
+	int mmas = 0, loads = 0; /* 4 k steps: 3 of each before the wait */
+	for (Stmt *s = *p.ld1; s != *p.wait; s = s->next) {
+		Stmt *save = s->next;
+		s->next = NULL;
+		mmas += find_link(&s, KS_MMA) != NULL;
+		loads += find_link(&s, KS_MMA_LOAD) != NULL;
+		s->next = save;
+	}
+	ck_assert_int_eq(mmas, 3);
+	ck_assert_int_eq(loads, 6); /* A and B */
+	ck_assert(ir_mentions(p.next->branch.cond, p.L->loop.var));
+	ck_assert(find_link(&p.next->branch.then, KS_MMA_LOAD) && !find_link(&p.next->branch.then, KS_MMA));
+	ck_assert(find_link(&p.next->next, KS_MMA));
+	SimResult r;
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(simulate_at(p.tc, &r, sizes[i]), 0);
+		tc_assert_no_reports(p.tc, &r);
+	}
+	tc_free(p.tc);
+
+	p = pipe_compile(); /* wait, loads, barrier */
+	Stmt *last = p.next->next;
+	(*p.wait)->next = p.next;
+	p.next->next = p.sync;
+	p.sync->next = last;
+	simulate_at(p.tc, &r, sizes[0]);
+	ck_assert_int_gt(count_kind(&r, SF_RACE), 0);
+	sim_result_free(&r);
+	tc_free(p.tc);
+
+	p = pipe_compile(); /* no wait */
+	*p.wait = p.sync;
+	simulate_at(p.tc, &r, sizes[0]);
+	ck_assert_int_gt(count_kind(&r, SF_ASYNC_READ), 0);
+	sim_result_free(&r);
+	tc_free(p.tc);
+
+	p = pipe_compile(); /* this iteration's slot */
+	ir_stmts_rewrite(p.tc->kernels[0]->arena, p.next->branch.then, ko_minus_1, p.L->loop.var);
+	ck_assert_int_gt(simulate_at(p.tc, &r, sizes[0]), 0);
+	sim_result_free(&r);
+	tc_free(p.tc);
 }
 END_TEST
 
@@ -482,6 +608,7 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
 	tcase_add_test(c, test_ldmatrix_x4_trans_pairs_tiles);
 	tcase_add_test(c, test_pad_dropped_by_the_reader_mismatch);
+	tcase_add_test(c, test_pipelined_fragments);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
 	return s;

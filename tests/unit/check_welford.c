@@ -1,5 +1,6 @@
-/* check_welford.c: `s2.welford()`, Welford's single-pass variance (scheduler/welford.c,
- * passes/loop_nest.c, docs/reductions.md "Welford's single pass").
+/* check_welford.c: `s2.welford()`, Welford's single-pass variance, and `s.online()`, the
+ * online max and sum of exponentials (scheduler/welford.c, passes/loop_nest.c,
+ * docs/reductions.md "Welford's single pass" and "Online max and sum").
  *
  * Structure: layernorm reads x in one loop for both statistics (three without welford: the
  * sum, the squared deviations, the output), the update is one predicated group, one
@@ -9,6 +10,13 @@
  * combination layout (warp shuffles, warps through shared memory, a group of 48 threads,
  * several rows per block, serial only) and rows shorter than a warp (threads with count 0).
  * The schedule errors, with their exact text.
+ *
+ * online(): softmax reads x twice instead of three times and logsumexp once instead of
+ * twice, one block_online and no other block reduction, the CUDA call and NVRTC; the
+ * simulator against the reference for every combination layout at sizes no split divides, 0
+ * and 1; infinities (no NaN from exp(-inf - -inf)) and NaN against values computed here; a
+ * mutated kernel that forgets to rescale the sum when the max grows is caught by the same
+ * comparison; the errors; the automatic scheduler's use of it in the N <= 65536 bucket only.
  */
 #include <check.h>
 #include <math.h>
@@ -415,6 +423,377 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- online(): softmax and logsumexp ------------------------------------------------------ */
+
+#define SOFTMAX_FUSION                                      \
+	"fusion sm(x: f32[M, N]) -> (y: f32[M, N]) {\n"     \
+	"  m[i]    = max(j: x[i, j]);\n"                    \
+	"  e[i, j] = exp(x[i, j] - m[i]);\n"                \
+	"  s[i]    = sum(j: e[i, j]);\n"                    \
+	"  y[i, j] = e[i, j] / s[i];\n"                     \
+	"}\n"
+#define LSE_FUSION                                                  \
+	"fusion lse(x: f32[M, N]) -> (l: f32[M]) {\n"               \
+	"  m[i] = max(j: x[i, j]);\n"                               \
+	"  l[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])));\n"       \
+	"}\n"
+
+/* Schedules of softmax (anchor y) for each combination layout; %s is the sum's name. */
+static const char *const online_schedules[] = {
+	/* 128 threads: warp shuffles, then 4 warps through shared memory (BR_WARPS) */
+	"  Y.bind(i, blockIdx.x);\n"
+	"  m.compute_at(Y, i); m.split(j, 128) -> (jr, tx); m.bind(tx, threadIdx.x);\n"
+	"  S.compute_at(Y, i); S.split(j, 128) -> (jr, tx); S.bind(tx, threadIdx.x);\n",
+	/* one warp: shuffles only (BR_WARP) */
+	"  Y.bind(i, blockIdx.x);\n"
+	"  m.compute_at(Y, i); m.split(j, 32) -> (jr, tx); m.bind(tx, threadIdx.x);\n"
+	"  S.compute_at(Y, i); S.split(j, 32) -> (jr, tx); S.bind(tx, threadIdx.x);\n",
+	/* 48 threads: every pair through shared memory (BR_SMEM) */
+	"  Y.bind(i, blockIdx.x);\n"
+	"  m.compute_at(Y, i); m.split(j, 48) -> (jr, tx); m.bind(tx, threadIdx.x);\n"
+	"  S.compute_at(Y, i); S.split(j, 48) -> (jr, tx); S.bind(tx, threadIdx.x);\n",
+	/* one thread per row: the serial update only */
+	"  Y.split(i, 64) -> (bx, tx); Y.bind(bx, blockIdx.x); Y.bind(tx, threadIdx.x);\n"
+	"  m.compute_at(Y, tx);\n"
+	"  S.compute_at(Y, tx);\n",
+};
+
+static const BlockReduceKind online_kinds[] = {BR_WARPS, BR_WARP, BR_SMEM, BR_WARP};
+
+/* fusion + schedule `sched` with Y the anchor and S the sum, online() or not. */
+static char *online_src(const char *fusion, const char *anchor, const char *sum, int sched,
+			bool online)
+{
+	Buf b = {0};
+	buf_printf(&b, "%sschedule %s {\n", fusion, strncmp(fusion, "fusion sm", 9) ? "lse" : "sm");
+	for (const char *p = online_schedules[sched]; *p; p++) {
+		if (*p == 'Y')
+			buf_puts(&b, anchor);
+		else if (*p == 'S')
+			buf_puts(&b, sum);
+		else
+			buf_printf(&b, "%c", *p);
+	}
+	if (online)
+		buf_printf(&b, "  %s.online();\n", sum);
+	buf_puts(&b, "}\n");
+	return b.s;
+}
+
+START_TEST(test_softmax_online_passes)
+{
+	char *src1 = online_src(SOFTMAX_FUSION, "y", "s", 0, true);
+	char *src3 = online_src(SOFTMAX_FUSION, "y", "s", 0, false);
+	char *lse1 = online_src(LSE_FUSION, "l", "l_sum0", 0, true);
+	char *lse2 = online_src(LSE_FUSION, "l", "l_sum0", 0, false);
+	TestCompile *one = tc_lowered(src1), *three = tc_lowered(src3);
+	TestCompile *l1 = tc_lowered(lse1), *l2 = tc_lowered(lse2);
+	Kernel *k = one->kernels[0];
+	/* softmax: x read by the statistics and the output; logsumexp: once */
+	ck_assert_int_eq(passes_over(three->kernels[0]->body, three->prog->fusions[0]->inputs[0]), 3);
+	ck_assert_int_eq(passes_over(k->body, one->prog->fusions[0]->inputs[0]), 2);
+	ck_assert_int_eq(passes_over(l2->kernels[0]->body, l2->prog->fusions[0]->inputs[0]), 2);
+	ck_assert_int_eq(passes_over(l1->kernels[0]->body, l1->prog->fusions[0]->inputs[0]), 1);
+	ck_assert_int_eq(count_block_reduces(k->body, RED_ONLINE), 1);
+	ck_assert_int_eq(count_block_reduces(k->body, RED_MAX), 0);
+	ck_assert_int_eq(count_block_reduces(k->body, RED_SUM), 0);
+	ck_assert_int_eq(count_block_reduces(l1->kernels[0]->body, RED_ONLINE), 1);
+
+	char *fir = tc_fusion_ir(one, 0);
+	ck_assert_contains(fir, "tensor s: f32[M] intermediate local compute_at(y, 0) online(m)\n");
+	free(fir);
+	char *ir = tc_kernel_ir(one, 0);
+	ck_assert_contains(ir,
+		"  m_acc = -inf;\n"
+		"  m_sum = 0.0;\n"
+		"  for jr in [0, ceildiv(N, 128)) {\n"
+		"    m_w = -inf;\n"
+		"    m_c = 0.0;\n"
+		"    if (blockIdx.x < M && jr * 128 + threadIdx.x < N) {\n"
+		"      m_v = x[blockIdx.x * N + jr * 128 + threadIdx.x];\n"
+		"      m_w = m_v;\n"
+		"      m_c = 1.0;\n"
+		"    }\n"
+		"    m_take = m_w > m_acc || m_w != m_w;\n"
+		"    m_lo = m_take ? m_acc : m_w;\n"
+		"    m_acc = m_take ? m_w : m_acc;\n"
+		"    m_q = exp(m_lo - m_acc);\n"
+		"    m_e = m_lo == m_acc ? 1.0 : m_q;\n"
+		"    m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;\n"
+		"  }\n"
+		"  m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x);\n");
+	ck_assert_contains(ir, "  // s computed at y.i\n  s[0] = m_sum;\n");
+	ck_assert_int_eq(count_str(ir, "s_acc"), 0);
+	free(ir);
+	char *cu = tc_cuda(one);
+	ck_assert_contains(cu, "struct __fus_red_online {");
+	ck_assert_contains(cu, "  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, "
+			       "128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));\n");
+	free(cu);
+	cu = tc_cuda(three);
+	ck_assert_not_contains(cu, "__fus_online");
+	free(cu);
+	tc_assert_nvrtc(one);
+	tc_assert_nvrtc(l1);
+	tc_free(one);
+	tc_free(three);
+	tc_free(l1);
+	tc_free(l2);
+	free(src1);
+	free(src3);
+	free(lse1);
+	free(lse2);
+}
+END_TEST
+
+static Stmt *find_block_red(Stmt *s, ReduceOp red)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_BLOCK_REDUCE && s->block_red.red == red)
+			return s;
+		Stmt **lists[3], *f = NULL;
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl && !f; i++)
+			f = find_block_red(*lists[i], red);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+/* Every layout against the reference: rows no split divides, shorter than a warp, one
+ * element, empty rows (the identity: logsumexp of nothing is -inf) and no rows. */
+START_TEST(test_online_layouts)
+{
+	static const char *const dims[] = {"M=3,N=1000", "M=9,N=67", "M=2,N=5",
+					   "M=2,N=1",    "M=2,N=0",  "M=0,N=5"};
+	for (int f = 0; f < 2; f++) {
+		char *src = f ? online_src(LSE_FUSION, "l", "l_sum0", _i, true)
+			      : online_src(SOFTMAX_FUSION, "y", "s", _i, true);
+		TestCompile *tc = tc_lowered(src);
+		Stmt *b = find_block_red(tc->kernels[0]->body, RED_ONLINE);
+		if (_i < 3) {
+			BlockReduceShape sh;
+			ck_assert_ptr_nonnull(b);
+			ck_assert(kir_block_reduce_shape(tc->kernels[0], b->block_red.pars, &sh));
+			ck_assert_int_eq(sh.kind, online_kinds[_i]);
+			tc_assert_nvrtc(tc);
+		} else {
+			ck_assert_ptr_null(b);
+		}
+		for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+			expect_sim(tc->kernels[0], dims[d]);
+		tc_free(tc);
+		free(src);
+	}
+}
+END_TEST
+
+/* logsumexp of rows that grow at every element (a rescale per step), start with -inf, are
+ * all -inf (-inf, not the NaN of exp(-inf - -inf)), or hold a NaN. */
+START_TEST(test_online_infinities)
+{
+	char *src = online_src(LSE_FUSION, "l", "l_sum0", _i, true);
+	TestCompile *tc = tc_lowered(src);
+	enum { M = 4, N = 300 };
+	float *x = malloc(sizeof(float) * M * N), l[M];
+	for (int j = 0; j < N; j++) {
+		x[0 * N + j] = 0.05f * (float)j;
+		x[1 * N + j] = j < N / 2 ? -INFINITY : (float)((j * 37) % 11) * 0.25f;
+		x[2 * N + j] = -INFINITY;
+		x[3 * N + j] = j == 100 ? NAN : 1.0f;
+	}
+	int64_t sizes[2] = {M, N};
+	void *in[1] = {x}, *out[1] = {l};
+	SimOptions o = {.seed = 1};
+	SimResult r;
+	ck_assert_msg(sim_run(tc->kernels[0], sizes, NULL, in, out, &o, &r), "%s",
+		      r.error ? r.error : "");
+	ck_assert_int_eq(r.nreports, 0);
+	sim_result_free(&r);
+	for (int i = 0; i < 2; i++) {
+		double m = -INFINITY, q = 0;
+		for (int j = 0; j < N; j++)
+			m = x[i * N + j] > m ? x[i * N + j] : m;
+		for (int j = 0; j < N; j++)
+			q += exp((double)x[i * N + j] - m);
+		double want = m + log(q);
+		ck_assert_msg(fabs(l[i] - want) <= 1e-5 * fabs(want), "row %d: %.9g, want %.9g", i,
+			      l[i], want);
+	}
+	ck_assert_msg(isinf(l[2]) && l[2] < 0, "an all -inf row: %g", l[2]);
+	ck_assert_msg(isnan(l[3]), "a row with a NaN: %g", l[3]);
+	free(x);
+	tc_free(tc);
+	free(src);
+}
+END_TEST
+
+/* The comparison that `fusc check` makes catches an online update that forgets to rescale
+ * the sum when the max grows (sum = sum + c instead of sum * exp(old - new) + c). */
+static bool unscale(Stmt *s)
+{
+	for (; s; s = s->next) {
+		if (s->kind == KS_LET && strcmp(s->let.var->name, "m_sum") == 0 &&
+		    s->let.value->kind == EX_SELECT) {
+			IrExpr *grown = s->let.value->args[1];   /* sum * e + c */
+			ck_assert_int_eq(grown->args[0]->op, OP_MUL);
+			grown->args[0] = grown->args[0]->args[0]; /* sum + c */
+			return true;
+		}
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			if (unscale(*lists[i]))
+				return true;
+	}
+	return false;
+}
+
+START_TEST(test_online_mutation_caught)
+{
+	char *src = online_src(SOFTMAX_FUSION, "y", "s", 0, true);
+	TestCompile *tc = tc_lowered(src);
+	ck_assert(sim_agrees(tc->kernels[0], "M=3,N=1000"));
+	ck_assert(unscale(tc->kernels[0]->body));
+	ck_assert(!sim_agrees(tc->kernels[0], "M=3,N=1000"));
+	tc_free(tc);
+	free(src);
+}
+END_TEST
+
+#define ONLINE_FORM "m = max(j: X); s = sum(j: exp(X - m))"
+
+START_TEST(test_online_errors)
+{
+	/* no exp */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  m[i] = max(j: x[i, j]);\n"
+			 "  s[i] = sum(j: x[i, j] - m[i]);\n"
+			 "  y[i] = s[i];\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:7:3: error: online() needs the body of 's' to be exp(X - m), with m the "
+			 "max of X over the same row: " ONLINE_FORM "\n");
+	/* a min, not a max */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  m[i] = min(j: x[i, j]);\n"
+			 "  s[i] = sum(j: exp(x[i, j] - m[i]));\n"
+			 "  y[i] = s[i];\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:7:3: error: online() needs the exponent in 's' to be X - m, where m is a "
+			 "max read at the same row: " ONLINE_FORM "\n");
+	/* the max of another value */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  m[i] = max(j: x[i, j]);\n"
+			 "  s[i] = sum(j: exp(2.0 * x[i, j] - m[i]));\n"
+			 "  y[i] = s[i];\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:7:3: error: online() needs the value from which the max is subtracted in "
+			 "'s' to be the body of 'm' (the same expression X)\n");
+	/* a max rounded to f16 when stored */
+	tf_expect_errors("fusion f(x: f16[M, N]) -> (m: f16[M], y: f32[M]) {\n"
+			 "  m[i] = max(j: x[i, j]);\n"
+			 "  y[i] = log(sum(j: exp(x[i, j] - m[i])));\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  y_sum0.online();\n"
+			 "}\n",
+			 "t.fus:6:3: error: online() needs 'm' to be a max of the dtype of 'y_sum0' "
+			 "(f32), kept unrounded, over as many indices\n");
+	/* one max, two sums */
+	tf_expect_errors("fusion f(x: f32[M, N]) -> (y: f32[M]) {\n"
+			 "  m[i] = max(j: x[i, j]);\n"
+			 "  s[i] = sum(j: exp(x[i, j] - m[i]));\n"
+			 "  t[i] = sum(j: exp(x[i, j] - m[i]));\n"
+			 "  y[i] = s[i] * t[i];\n"
+			 "}\n"
+			 "schedule f {\n"
+			 "  s.online();\n"
+			 "  t.online();\n"
+			 "}\n",
+			 "t.fus:9:3: error: online() is already applied to 'm' with 's'\n");
+	/* twice */
+	tf_expect_errors(SOFTMAX_FUSION
+			 "schedule sm {\n"
+			 "  s.online();\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:9:3: error: online() is already applied to 's'\n");
+	/* rfactor */
+	tf_expect_errors(SOFTMAX_FUSION
+			 "schedule sm {\n"
+			 "  s.split(j, 128) -> (jr, tx);\n"
+			 "  s.rfactor(jr) -> r;\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:10:3: error: online() does not support rfactor: 's' was split into 'r'\n");
+	/* different loops */
+	tf_expect_errors(SOFTMAX_FUSION
+			 "schedule sm {\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  m.compute_at(y, i);\n"
+			 "  m.split(j, 128) -> (jr, tx);\n"
+			 "  m.bind(tx, threadIdx.x);\n"
+			 "  s.compute_at(y, i);\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:13:3: error: online() needs 'm' and 's' to have the same loops (the same "
+			 "splits, in the same order, and bindings of their reduction axes): 'm' has "
+			 "[i = y.i, jr: ceildiv(N, 128), tx: 128 threadIdx.x], 's' has [i = y.i, j: N]\n");
+	/* a grid reduction */
+	tf_expect_errors(SOFTMAX_FUSION
+			 "schedule sm {\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  m.compute_at(y, i);\n"
+			 "  m.split(j, 128) -> (jr, tx);\n"
+			 "  m.bind(jr, blockIdx.y);\n"
+			 "  s.compute_at(y, i);\n"
+			 "  s.split(j, 128) -> (jr, tx);\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:14:3: error: online() does not support grid reductions: reduction axis "
+			 "'jr' of 'm' is bound to blockIdx.y; bind it to threadIdx.* or leave it serial\n");
+	/* not at the same loop */
+	tf_expect_errors(SOFTMAX_FUSION
+			 "schedule sm {\n"
+			 "  y.split(j, 128) -> (jr, tx);\n"
+			 "  y.bind(i, blockIdx.x);\n"
+			 "  y.bind(tx, threadIdx.x);\n"
+			 "  s.compute_at(y, jr);\n"
+			 "  s.online();\n"
+			 "}\n",
+			 "t.fus:12:3: error: online() needs 'm' and 's' to be intermediates computed at "
+			 "the same loop of the same tensor (compute_at)\n");
+}
+END_TEST
+
+/* The automatic scheduler: online() where the row is read from memory by each pass (the N <=
+ * 65536 bucket), not where it is kept in registers (N <= 16384), never for layernorm. */
+START_TEST(test_auto_online)
+{
+	static const char *const srcs[] = {SOFTMAX_FUSION, LSE_FUSION, LAYERNORM_FUSION};
+	static const char *const names[] = {"sm", "lse", "ln"};
+	for (int f = 0; f < 3; f++) {
+		TestCompile *tc = tc_compile(srcs[f], true);
+		ck_assert_ptr_nonnull(tc->kernels);
+		char *big = tc_variant_ir(tc, arena_printf(tc->arena, "%s_kernel_N65536", names[f]));
+		char *reg = tc_variant_ir(tc, arena_printf(tc->arena, "%s_kernel_N16384", names[f]));
+		ck_assert_int_eq(count_str(big, "block_online"), f < 2);
+		ck_assert_int_eq(count_str(reg, "block_online"), 0);
+		free(big);
+		free(reg);
+		tc_free(tc);
+	}
+}
+END_TEST
+
 Suite *welford_suite(void)
 {
 	Suite *s = suite_create("welford");
@@ -426,5 +805,16 @@ Suite *welford_suite(void)
 	tcase_add_test(tc, test_same_as_two_pass);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
+	TCase *on = tcase_create("online");
+	tcase_set_timeout(on, 60);
+	tcase_add_test(on, test_softmax_online_passes);
+	tcase_add_loop_test(on, test_online_layouts, 0,
+			    (int)(sizeof online_schedules / sizeof online_schedules[0]));
+	tcase_add_loop_test(on, test_online_infinities, 0,
+			    (int)(sizeof online_schedules / sizeof online_schedules[0]));
+	tcase_add_test(on, test_online_mutation_caught);
+	tcase_add_test(on, test_online_errors);
+	tcase_add_test(on, test_auto_online);
+	suite_add_tcase(s, on);
 	return s;
 }

@@ -60,6 +60,9 @@ void tf_expect_errors(const char *text, const char *want);
 TestCompile *expect_auto(const char *src, const char **dims, int ndims);
 /* Kernel k (one of a chain) matches the reference in the simulator at dims, with no report. */
 void expect_sim(Kernel *k, const char *dims);
+/* The same comparison, returned (a report still fails the test): a mutated kernel must not
+ * agree. */
+bool sim_agrees(Kernel *k, const char *dims);
 /* The kernel of chain k that the launcher runs at dims (kernel_pick, aligned pointers) passes
  * expect_sim; returns it. */
 Kernel *expect_sim_picked(Kernel *k, const char *dims);

@@ -5,86 +5,86 @@
 
 extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[33792];
+  __shared__ __align__(16) unsigned char fus_smem[38912];
   // nest of C
-  __align__(8) float C_acc[32];
+  __align__(8) float C_acc[8];
   // C_acc computed at C.bj
   #pragma unroll
-  for (long long no = 0; no < 8; ++no) {
+  for (long long no = 0; no < 2; ++no) {
     for (long long mw_h = 0; mw_h < 2; ++mw_h) {
       for (long long n8_c = 0; n8_c < 2; ++n8_c) {
         C_acc[no * 4 + mw_h * 2 + n8_c] = 0.0f;
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 3840 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 9216 elements
   // A_smem computed at C_acc.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 7680); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 18432); // 10240 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 1; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 1280])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u = 0; u < 2; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 1; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 1280])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u = 0; u < 2; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned A_smem_frag[8];
+    unsigned A_smem_frag[16];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 1280])) : "memory");
+    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
     }
-    unsigned B_smem_frag[32];
+    unsigned B_smem_frag[16];
     #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
       #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
       }
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long ks = 0; ks < 4; ++ks) {
       #pragma unroll
-      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                      : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
+                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
       }
     }
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
-  for (long long no_2 = 0; no_2 < 8; ++no_2) {
+  for (long long no_2 = 0; no_2 < 2; ++no_2) {
     for (long long mw_h_2 = 0; mw_h_2 < 2; ++mw_h_2) {
-      if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-        *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[no_2 * 4 + mw_h_2 * 2]);
+      if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
+        *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[no_2 * 4 + mw_h_2 * 2]);
       } else {
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-            C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[no_2 * 4 + mw_h_2 * 2 + n8_c_2];
+          if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
+            C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[no_2 * 4 + mw_h_2 * 2 + n8_c_2];
           }
         }
       }
@@ -94,90 +94,90 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32(const __
 
 extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32_scalar(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[33792];
+  __shared__ __align__(16) unsigned char fus_smem[38912];
   // nest of C
-  float C_acc[32];
+  float C_acc[8];
   // C_acc computed at C.bj
   #pragma unroll
-  for (long long no = 0; no < 8; ++no) {
+  for (long long no = 0; no < 2; ++no) {
     for (long long mw_h = 0; mw_h < 2; ++mw_h) {
       for (long long n8_c = 0; n8_c < 2; ++n8_c) {
         C_acc[no * 4 + mw_h * 2 + n8_c] = 0.0f;
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 3840 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 9216 elements
   // A_smem computed at C_acc.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 7680); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 18432); // 10240 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 1; ++u) {
+      for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 1280] = ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
   }
   __syncthreads();
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 1; ++u) {
+      for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 1024 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 1280] = ((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
-    unsigned A_smem_frag[8];
+    unsigned A_smem_frag[16];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 1280])) : "memory");
+    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
     }
-    unsigned B_smem_frag[32];
+    unsigned B_smem_frag[16];
     #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
       #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
       }
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long ks = 0; ks < 4; ++ks) {
       #pragma unroll
-      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                      : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
+                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
       }
     }
     __syncthreads();
   }
   #pragma unroll
-  for (long long no_2 = 0; no_2 < 8; ++no_2) {
+  for (long long no_2 = 0; no_2 < 2; ++no_2) {
     for (long long mw_h_2 = 0; mw_h_2 < 2; ++mw_h_2) {
       #pragma unroll
       for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-        if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-          C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[no_2 * 4 + mw_h_2 * 2 + n8_c_2];
+        if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
+          C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[no_2 * 4 + mw_h_2 * 2 + n8_c_2];
         }
       }
     }
@@ -186,97 +186,97 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32_scalar(c
 
 extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[41472];
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 57344 bytes, dynamic
   // nest of C
-  __align__(8) float C_acc[64];
+  __align__(8) float C_acc[16];
   // C_acc computed at C.bj
   #pragma unroll
   for (long long mo = 0; mo < 2; ++mo) {
     #pragma unroll
-    for (long long no = 0; no < 8; ++no) {
+    for (long long no = 0; no < 2; ++no) {
       for (long long m16_h = 0; m16_h < 2; ++m16_h) {
         for (long long n8_c = 0; n8_c < 2; ++n8_c) {
-          C_acc[mo * 32 + no * 4 + m16_h * 2 + n8_c] = 0.0f;
+          C_acc[mo * 8 + no * 4 + m16_h * 2 + n8_c] = 0.0f;
         }
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 7680 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 18432 elements
   // A_smem computed at C_acc.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 15360); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 36864); // 10240 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u = 0; u < 4; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 2560])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u = 0; u < 4; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned A_smem_frag[16];
+    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 2560])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
       }
     }
-    unsigned B_smem_frag[32];
+    unsigned B_smem_frag[16];
     #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
       #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
       }
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long ks = 0; ks < 4; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
         #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        for (long long no_1 = 0; no_1 < 2; ++no_1) {
           asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
+                       : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
         }
       }
     }
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
   for (long long mo_2 = 0; mo_2 < 2; ++mo_2) {
     #pragma unroll
-    for (long long no_2 = 0; no_2 < 8; ++no_2) {
+    for (long long no_2 = 0; no_2 < 2; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
-        if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
+        if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
+          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+            if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
+              C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
             }
           }
         }
@@ -287,87 +287,87 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64(const __
 
 extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64_scalar(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  __shared__ __align__(16) unsigned char fus_smem[41472];
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 57344 bytes, dynamic
   // nest of C
-  float C_acc[64];
+  float C_acc[16];
   // C_acc computed at C.bj
   #pragma unroll
   for (long long mo = 0; mo < 2; ++mo) {
     #pragma unroll
-    for (long long no = 0; no < 8; ++no) {
+    for (long long no = 0; no < 2; ++no) {
       for (long long m16_h = 0; m16_h < 2; ++m16_h) {
         for (long long n8_c = 0; n8_c < 2; ++n8_c) {
-          C_acc[mo * 32 + no * 4 + m16_h * 2 + n8_c] = 0.0f;
+          C_acc[mo * 8 + no * 4 + m16_h * 2 + n8_c] = 0.0f;
         }
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 7680 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 18432 elements
   // A_smem computed at C_acc.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 15360); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 36864); // 10240 elements
   // B_smem computed at C_acc.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 2; ++u) {
+      for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
   }
   __syncthreads();
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 2; ++u) {
+      for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 2560] = ((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
-    unsigned A_smem_frag[16];
+    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 2560])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
       }
     }
-    unsigned B_smem_frag[32];
+    unsigned B_smem_frag[16];
     #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
+    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
       #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
       }
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long ks = 0; ks < 4; ++ks) {
       #pragma unroll
       for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
         #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        for (long long no_1 = 0; no_1 < 2; ++no_1) {
           asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
+                       : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
         }
       }
     }
@@ -376,12 +376,12 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64_scalar(c
   #pragma unroll
   for (long long mo_2 = 0; mo_2 < 2; ++mo_2) {
     #pragma unroll
-    for (long long no_2 = 0; no_2 < 8; ++no_2) {
+    for (long long no_2 = 0; no_2 < 2; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-            C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+          if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
+            C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
           }
         }
       }
@@ -665,7 +665,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_fail(auto_hgemm_error_text, "auto_hgemm: C is a null pointer (%lld bytes)", fus_bytes_C);
   // auto_hgemm_kernel_M32 when M <= 32, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2
   if (M <= 32 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -685,7 +685,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
   }
   // auto_hgemm_kernel_M32_scalar when M <= 32
   if (M <= 32) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -705,7 +705,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
   }
   // auto_hgemm_kernel_M64 when M <= 64, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2
   if (M <= 64 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -717,7 +717,23 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
     if (fus_grid_x == 0 || fus_grid_y == 0)
       return cudaSuccess; /* nothing to do */
-    auto_hgemm_kernel_M64<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 0, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
+    int fus_dev = 0, fus_smem_limit = 0;
+    cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);
+    if (fus_attr_err == cudaSuccess)
+      fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
+    if (fus_attr_err != cudaSuccess)
+      return fus_fail(auto_hgemm_error_text, "auto_hgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
+    if (57344 > (long long)fus_smem_limit)
+      return fus_fail(auto_hgemm_error_text, "auto_hgemm: needs 57344 bytes of shared memory (dynamic 57344, static 0, required 57344) but the device allows %d per block", fus_smem_limit);
+    static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
+    if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
+      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_kernel_M64, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
+      if (fus_attr_err != cudaSuccess)
+        return fus_fail(auto_hgemm_error_text, "auto_hgemm: cannot raise the dynamic shared memory to 57344 bytes: %s", cudaGetErrorString(fus_attr_err));
+      if (fus_dev < 64)
+        fus_smem_raised[fus_dev] = true;
+    }
+    auto_hgemm_kernel_M64<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 57344, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_hgemm_error_text, "auto_hgemm: launch failed: %s", cudaGetErrorString(fus_err));
@@ -725,7 +741,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
   }
   // auto_hgemm_kernel_M64_scalar when M <= 64
   if (M <= 64) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -737,7 +753,23 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: grid dimension y = %lld exceeds the CUDA limit 65535", fus_grid_y);
     if (fus_grid_x == 0 || fus_grid_y == 0)
       return cudaSuccess; /* nothing to do */
-    auto_hgemm_kernel_M64_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 0, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
+    int fus_dev = 0, fus_smem_limit = 0;
+    cudaError_t fus_attr_err = cudaGetDevice(&fus_dev);
+    if (fus_attr_err == cudaSuccess)
+      fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
+    if (fus_attr_err != cudaSuccess)
+      return fus_fail(auto_hgemm_error_text, "auto_hgemm: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
+    if (57344 > (long long)fus_smem_limit)
+      return fus_fail(auto_hgemm_error_text, "auto_hgemm: needs 57344 bytes of shared memory (dynamic 57344, static 0, required 57344) but the device allows %d per block", fus_smem_limit);
+    static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
+    if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
+      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_kernel_M64_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 57344);
+      if (fus_attr_err != cudaSuccess)
+        return fus_fail(auto_hgemm_error_text, "auto_hgemm: cannot raise the dynamic shared memory to 57344 bytes: %s", cudaGetErrorString(fus_attr_err));
+      if (fus_dev < 64)
+        fus_smem_raised[fus_dev] = true;
+    }
+    auto_hgemm_kernel_M64_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 57344, stream>>>((const __fus_half *)A, (const __fus_half *)B, C, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_hgemm_error_text, "auto_hgemm: launch failed: %s", cudaGetErrorString(fus_err));

@@ -16,10 +16,14 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and col_center_last_error()
  * says why.
- * col_center_segments runs segments in order: col_center_seg0 (kernel col_center_seg0_kernel),
- * then col_center_seg1 (kernels col_center_seg1_kernel, col_center_seg1_kernel_scalar); each
- * call allocates their workspace (s: f32[N]) on `stream` (cudaMallocAsync) and frees it after
- * them.
+ * col_center_segments runs segments in order: col_center_seg0 (kernels
+ * col_center_seg0_kernel_N1024, col_center_seg0_kernel_N1024_scalar,
+ * col_center_seg0_kernel_N4096, col_center_seg0_kernel_N4096_scalar,
+ * col_center_seg0_kernel_N16384, col_center_seg0_kernel_N16384_scalar,
+ * col_center_seg0_kernel_N65536, col_center_seg0_kernel_N65536_scalar, col_center_seg0_kernel,
+ * col_center_seg0_kernel_scalar), then col_center_seg1 (kernels col_center_seg1_kernel,
+ * col_center_seg1_kernel_scalar); each call allocates their workspace (s: f32[N]) on `stream`
+ * (cudaMallocAsync) and frees it after them.
  */
 cudaError_t col_center(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *col_center_last_error(void);

@@ -3,9 +3,9 @@
 
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
 
-extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
+extern "C" __global__ void __launch_bounds__(256) hgemm_bf16_kernel(const __fus_bfloat *__restrict__ A, const __fus_bfloat *__restrict__ B, float *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 75776 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 156672 bytes, dynamic
   // nest of C
   __align__(8) float Cl[128];
   // Cl computed at C.bj
@@ -20,68 +20,122 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
       }
     }
   }
-  __fus_bfloat *As = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 20480 elements
+  __fus_bfloat *As = reinterpret_cast<__fus_bfloat *>(fus_smem + 0); // 27648 elements
   // As computed at Cl.ko
-  __fus_bfloat *Bs = reinterpret_cast<__fus_bfloat *>(fus_smem + 40960); // 17408 elements
+  __fus_bfloat *Bs = reinterpret_cast<__fus_bfloat *>(fus_smem + 55296); // 50688 elements
   // Bs computed at Cl.ko
   #pragma unroll
-  for (long long ko_pre = 0; ko_pre < 3; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+  for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 9216])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[(ko_pre * 32 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u3_1 = 0; u3_1 < 8; ++u3_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + ko_pre * 16896])), "l"(&B[(ko_pre * 64 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko_pre * 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   __syncthreads();
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 3 < (K + 31) / 32) {
+  unsigned As_frag[64];
+  unsigned Bs_frag[64];
+  if (0 < (K + 63) / 64) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4]), "=r"(As_frag[mo_3 * 4 + 1]), "=r"(As_frag[mo_3 * 4 + 2]), "=r"(As_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4]), "=r"(Bs_frag[no_3_pair * 4 + 1]), "=r"(Bs_frag[no_3_pair * 4 + 2]), "=r"(Bs_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 2 < (K + 63) / 64) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 96 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 9216])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 3) % 4 * 4352])), "l"(&B[(ko * 32 + 96 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 96 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u3_1 = 0; u3_1 < 8; ++u3_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u3_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 16896])), "l"(&B[(ko * 64 + 128 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko * 64 + 128 + u3_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8), (long long)8) * 2) : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned As_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4 + 16]), "=r"(As_frag[mo_3 * 4 + 17]), "=r"(As_frag[mo_3 * 4 + 18]), "=r"(As_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4 + 16]), "=r"(Bs_frag[no_3_pair * 4 + 17]), "=r"(Bs_frag[no_3_pair * 4 + 18]), "=r"(Bs_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 256 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4]), "r"(As_frag[mo_1 * 4 + 1]), "r"(As_frag[mo_1 * 4 + 2]), "r"(As_frag[mo_1 * 4 + 3]), "r"(Bs_frag[no_1 * 2]), "r"(Bs_frag[no_1 * 2 + 1]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4 + 32]), "=r"(As_frag[mo_3 * 4 + 33]), "=r"(As_frag[mo_3 * 4 + 34]), "=r"(As_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4 + 32]), "=r"(Bs_frag[no_3_pair * 4 + 33]), "=r"(Bs_frag[no_3_pair * 4 + 34]), "=r"(Bs_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 256 + 8192 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4 + 16]), "r"(As_frag[mo_1 * 4 + 17]), "r"(As_frag[mo_1 * 4 + 18]), "r"(As_frag[mo_1 * 4 + 19]), "r"(Bs_frag[no_1 * 2 + 16]), "r"(Bs_frag[no_1 * 2 + 17]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4 + 48]), "=r"(As_frag[mo_3 * 4 + 49]), "=r"(As_frag[mo_3 * 4 + 50]), "=r"(As_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4 + 48]), "=r"(Bs_frag[no_3_pair * 4 + 49]), "=r"(Bs_frag[no_3_pair * 4 + 50]), "=r"(Bs_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 256 + 12288 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4 + 32]), "r"(As_frag[mo_1 * 4 + 33]), "r"(As_frag[mo_1 * 4 + 34]), "r"(As_frag[mo_1 * 4 + 35]), "r"(Bs_frag[no_1 * 2 + 32]), "r"(Bs_frag[no_1 * 2 + 33]));
+      }
+    }
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[ks_2 * 16 + mo_3 * 4]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(As_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 5120])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(As_frag[mo_3 * 4]), "=r"(As_frag[mo_3 * 4 + 1]), "=r"(As_frag[mo_3 * 4 + 2]), "=r"(As_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 9216])) : "memory");
       }
-    }
-    unsigned Bs_frag[32];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(Bs_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4352])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(Bs_frag[no_3_pair * 4]), "=r"(Bs_frag[no_3_pair * 4 + 1]), "=r"(Bs_frag[no_3_pair * 4 + 2]), "=r"(Bs_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 16896])) : "memory");
       }
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(As_frag[ks * 16 + mo_1 * 4]), "r"(As_frag[ks * 16 + mo_1 * 4 + 1]), "r"(As_frag[ks * 16 + mo_1 * 4 + 2]), "r"(As_frag[ks * 16 + mo_1 * 4 + 3]), "r"(Bs_frag[ks * 16 + no_1 * 2]), "r"(Bs_frag[ks * 16 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4 + 48]), "r"(As_frag[mo_1 * 4 + 49]), "r"(As_frag[mo_1 * 4 + 50]), "r"(As_frag[mo_1 * 4 + 51]), "r"(Bs_frag[no_1 * 2 + 48]), "r"(Bs_frag[no_1 * 2 + 49]));
       }
     }
-    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
-    __syncthreads();
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
@@ -89,13 +143,13 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_bf16_kernel(const __fus_
     #pragma unroll
     for (long long no_2 = 0; no_2 < 8; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
-        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
+        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
             }
           }
         }
@@ -185,7 +239,7 @@ extern "C" cudaError_t hgemm_bf16(const uint16_t *A, const uint16_t *B, float *C
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: N = %lld is not a multiple of 8 (cp.async, hgemm_bf16.fus:73:3)", (long long)N);
   if (N % 2 != 0)
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: N = %lld is not a multiple of 2 (vectorized access, hgemm_bf16.fus:29:3)", (long long)N);
-  const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+  const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
   if (fus_ovf)
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
@@ -203,17 +257,17 @@ extern "C" cudaError_t hgemm_bf16(const uint16_t *A, const uint16_t *B, float *C
     fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
   if (fus_attr_err != cudaSuccess)
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-  if (75776 > (long long)fus_smem_limit)
-    return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: needs 75776 bytes of shared memory (dynamic 75776, static 0, required 75776) but the device allows %d per block", fus_smem_limit);
+  if (156672 > (long long)fus_smem_limit)
+    return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: needs 156672 bytes of shared memory (dynamic 156672, static 0, required 156672) but the device allows %d per block", fus_smem_limit);
   static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
   if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-    fus_attr_err = cudaFuncSetAttribute(hgemm_bf16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 75776);
+    fus_attr_err = cudaFuncSetAttribute(hgemm_bf16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 156672);
     if (fus_attr_err != cudaSuccess)
-      return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot raise the dynamic shared memory to 75776 bytes: %s", cudaGetErrorString(fus_attr_err));
+      return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: cannot raise the dynamic shared memory to 156672 bytes: %s", cudaGetErrorString(fus_attr_err));
     if (fus_dev < 64)
       fus_smem_raised[fus_dev] = true;
   }
-  hgemm_bf16_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 75776, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, M, K, N);
+  hgemm_bf16_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 4, 2), 156672, stream>>>((const __fus_bfloat *)A, (const __fus_bfloat *)B, C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(hgemm_bf16_error_text, "hgemm_bf16: launch failed: %s", cudaGetErrorString(fus_err));

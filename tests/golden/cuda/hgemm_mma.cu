@@ -40,6 +40,22 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
   }
   asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   __syncthreads();
+  unsigned As_frag[32];
+  unsigned Bs_frag[32];
+  if (0 < (K + 31) / 32) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      As_frag[mo_3 * 4] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 1]).bits << 16;
+      As_frag[mo_3 * 4 + 1] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 1]).bits << 16;
+      As_frag[mo_3 * 4 + 2] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 8]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 9]).bits << 16;
+      As_frag[mo_3 * 4 + 3] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 8]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 9]).bits << 16;
+    }
+    #pragma unroll
+    for (long long no_3 = 0; no_3 < 8; ++no_3) {
+      Bs_frag[no_3 * 2] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 128 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4]).bits << 16;
+      Bs_frag[no_3 * 2 + 1] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 1024 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 1152 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4]).bits << 16;
+    }
+  }
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
@@ -52,40 +68,52 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned As_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        As_frag[ks_2 * 16 + mo_3 * 4] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_3 * 4 + 1] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_3 * 4 + 2] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
-        As_frag[ks_2 * 16 + mo_3 * 4 + 3] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ks_2 * 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
-      }
-    }
-    unsigned Bs_frag[32];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
-      #pragma unroll
-      for (long long no_3 = 0; no_3 < 8; ++no_3) {
-        Bs_frag[ks_1 * 16 + no_3 * 2] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 128 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
-        Bs_frag[ks_1 * 16 + no_3 * 2 + 1] = (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1024 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[ks_1 * 2048 + ((long long)threadIdx.x) % 4 * 256 + 1152 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
-      }
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      As_frag[mo_3 * 4 + 16] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
+      As_frag[mo_3 * 4 + 17] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 1 + ko % 3 * 4096]).bits << 16;
+      As_frag[mo_3 * 4 + 18] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
+      As_frag[mo_3 * 4 + 19] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 8 + ko % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + 16 + ((long long)threadIdx.x) % 4 * 2 + 9 + ko % 3 * 4096]).bits << 16;
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long no_3 = 0; no_3 < 8; ++no_3) {
+      Bs_frag[no_3 * 2 + 16] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 2048 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 2176 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
+      Bs_frag[no_3 * 2 + 17] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 3072 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 3200 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + ko % 3 * 4096]).bits << 16;
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(As_frag[ks * 16 + mo_1 * 4]), "r"(As_frag[ks * 16 + mo_1 * 4 + 1]), "r"(As_frag[ks * 16 + mo_1 * 4 + 2]), "r"(As_frag[ks * 16 + mo_1 * 4 + 3]), "r"(Bs_frag[ks * 16 + no_1 * 2]), "r"(Bs_frag[ks * 16 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4]), "r"(As_frag[mo_1 * 4 + 1]), "r"(As_frag[mo_1 * 4 + 2]), "r"(As_frag[mo_1 * 4 + 3]), "r"(Bs_frag[no_1 * 2]), "r"(Bs_frag[no_1 * 2 + 1]));
       }
     }
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
     __syncthreads();
+    if (ko + 1 < (K + 31) / 32) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        As_frag[mo_3 * 4] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + (ko + 1) % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 1 + (ko + 1) % 3 * 4096]).bits << 16;
+        As_frag[mo_3 * 4 + 1] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + (ko + 1) % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 1 + (ko + 1) % 3 * 4096]).bits << 16;
+        As_frag[mo_3 * 4 + 2] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 8 + (ko + 1) % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 9 + (ko + 1) % 3 * 4096]).bits << 16;
+        As_frag[mo_3 * 4 + 3] = (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 8 + (ko + 1) % 3 * 4096]).bits | (unsigned)(As[((long long)threadIdx.z) * 2048 + mo_3 * 512 + 256 + ((long long)threadIdx.x) / 4 * 32 + ((long long)threadIdx.x) % 4 * 2 + 9 + (ko + 1) % 3 * 4096]).bits << 16;
+      }
+      #pragma unroll
+      for (long long no_3 = 0; no_3 < 8; ++no_3) {
+        Bs_frag[no_3 * 2] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + (ko + 1) % 3 * 4096]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 128 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + (ko + 1) % 3 * 4096]).bits << 16;
+        Bs_frag[no_3 * 2 + 1] = (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 1024 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + (ko + 1) % 3 * 4096]).bits | (unsigned)(Bs[((long long)threadIdx.x) % 4 * 256 + 1152 + ((long long)threadIdx.y) * 64 + no_3 * 8 + ((long long)threadIdx.x) / 4 + (ko + 1) % 3 * 4096]).bits << 16;
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(Cl[mo_1 * 32 + no_1 * 4]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 1]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 2]), "+f"(Cl[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(As_frag[mo_1 * 4 + 16]), "r"(As_frag[mo_1 * 4 + 17]), "r"(As_frag[mo_1 * 4 + 18]), "r"(As_frag[mo_1 * 4 + 19]), "r"(Bs_frag[no_1 * 2 + 16]), "r"(Bs_frag[no_1 * 2 + 17]));
+      }
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll

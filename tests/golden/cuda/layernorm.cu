@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_kernel(const float *
   s2_acc = 0.0f;
   for (long long jr_1 = 0; jr_1 < (N + 127) / 128; ++jr_1) {
     if (((long long)blockIdx.x) < M && jr_1 * 128 + ((long long)threadIdx.x) < N) {
-      s2_acc = s2_acc + (x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)] - s1[0] / N) * (x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)] - s1[0] / N);
+      s2_acc = s2_acc + (x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)] - __fus_fdiv(s1[0], (float)N)) * (x[((long long)blockIdx.x) * N + jr_1 * 128 + ((long long)threadIdx.x)] - __fus_fdiv(s1[0], (float)N));
     }
   }
   s2_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(s2_acc);
@@ -40,14 +40,14 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_kernel(const float *
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        y_vec[jv_1] = (x_vec[jv_1] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
+        y_vec[jv_1] = (x_vec[jv_1] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv];
+          y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
     }

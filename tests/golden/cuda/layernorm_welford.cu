@@ -23,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
       s1_v = x[((long long)blockIdx.x) * N + jr * 128 + ((long long)threadIdx.x)];
       s1_n = s1_n + 1.0f;
       s1_d = s1_v - s1_mean;
-      s1_mean = s1_mean + s1_d / s1_n;
+      s1_mean = s1_mean + __fus_fdiv(s1_d, s1_n);
       s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);
     }
   }
@@ -43,14 +43,14 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        y_vec[jv_1] = (x_vec[jv_1] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
+        y_vec[jv_1] = (x_vec[jv_1] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
+          y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
     }

@@ -41,7 +41,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel(
         s1_v = xl[jr_1 * 4 + jv_1];
         s1_n = s1_n + 1.0f;
         s1_d = s1_v - s1_mean;
-        s1_mean = s1_mean + s1_d / s1_n;
+        s1_mean = s1_mean + __fus_fdiv(s1_d, s1_n);
         s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);
       }
     }
@@ -63,14 +63,14 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel(
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long jv_2_1 = 0; jv_2_1 < 4; ++jv_2_1) {
-        y_vec[jv_2_1] = (xl_vec[jv_2_1] - s1[0] / 1024.0f) * rsqrtf(s2[0] / 1024.0f + eps) * gamma_vec[jv_2_1] + beta_vec[jv_2_1];
+        y_vec[jv_2_1] = (xl_vec[jv_2_1] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma_vec[jv_2_1] + beta_vec[jv_2_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * 1024 + jr_2 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     } else {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
         if (((long long)blockIdx.x) < M) {
-          y[((long long)blockIdx.x) * 1024 + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] = (xl[jr_2 * 4 + jv_2] - s1[0] / 1024.0f) * rsqrtf(s2[0] / 1024.0f + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2];
+          y[((long long)blockIdx.x) * 1024 + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] = (xl[jr_2 * 4 + jv_2] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2];
         }
       }
     }

@@ -16,16 +16,17 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and bcast_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): bcast_auto_kernel_N256 when
- * N <= 256, x and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N256_scalar
- * when N <= 256; bcast_auto_kernel_N1024 when N <= 1024, x and y are 16-byte aligned and N is a
- * multiple of 4; bcast_auto_kernel_N1024_scalar when N <= 1024; bcast_auto_kernel_N4096 when
- * N <= 4096, x and y are 16-byte aligned and N is a multiple of 4;
- * bcast_auto_kernel_N4096_scalar when N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x
- * and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N16384_scalar when
- * N <= 16384; bcast_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a
- * multiple of 4; bcast_auto_kernel_N65536_scalar when N <= 65536; bcast_auto_segments
- * otherwise.
+ * Variants (the launcher runs the first whose conditions hold): bcast_auto_kernel_N128 when
+ * N <= 128, x and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N128_scalar
+ * when N <= 128; bcast_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a
+ * multiple of 4; bcast_auto_kernel_N256_scalar when N <= 256; bcast_auto_kernel_N1024 when
+ * N <= 1024, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N1024_scalar when N <= 1024; bcast_auto_kernel_N4096 when N <= 4096, x and
+ * y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N4096_scalar when
+ * N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a
+ * multiple of 4; bcast_auto_kernel_N16384_scalar when N <= 16384; bcast_auto_kernel_N65536 when
+ * N <= 65536, M >= 32, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N65536_scalar when N <= 65536 and M >= 32; bcast_auto_segments otherwise.
  * bcast_auto_segments runs segments in order: bcast_auto_seg0 (kernels bcast_auto_seg0_kernel,
  * bcast_auto_seg0_kernel_scalar), then bcast_auto_seg1 (kernels bcast_auto_seg1_kernel,
  * bcast_auto_seg1_kernel_scalar); each call allocates their workspace (y_sum0: f32[M]) on

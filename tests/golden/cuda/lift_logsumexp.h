@@ -16,14 +16,15 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N256 when
- * N <= 256, x is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N256_scalar when
- * N <= 256; lse_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
- * 4; lse_auto_kernel_N1024_scalar when N <= 1024; lse_auto_kernel_N4096 when N <= 4096, x is
- * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N4096_scalar when N <= 4096;
- * lse_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
- * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel_N65536 when N <= 65536;
- * lse_auto_segments otherwise.
+ * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N128 when
+ * N <= 128, x is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N128_scalar when
+ * N <= 128; lse_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
+ * lse_auto_kernel_N256_scalar when N <= 256; lse_auto_kernel_N1024 when N <= 1024, x is 16-byte
+ * aligned and N is a multiple of 4; lse_auto_kernel_N1024_scalar when N <= 1024;
+ * lse_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
+ * lse_auto_kernel_N4096_scalar when N <= 4096; lse_auto_kernel_N16384 when N <= 16384, x is
+ * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N16384_scalar when N <= 16384;
+ * lse_auto_kernel_N65536 when N <= 65536 and M >= 32; lse_auto_segments otherwise.
  * lse_auto_segments runs segments in order: lse_auto_seg0 (kernels lse_auto_seg0_kernel,
  * lse_auto_seg0_kernel_scalar), then lse_auto_seg1 (kernels lse_auto_seg1_kernel,
  * lse_auto_seg1_kernel_scalar), then lse_auto_seg2 (kernels lse_auto_seg2_kernel,

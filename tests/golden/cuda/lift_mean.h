@@ -16,15 +16,16 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mean_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel_N256 when
- * N <= 256, x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N256_scalar when
- * N <= 256; mean_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
- * 4; mean_auto_kernel_N1024_scalar when N <= 1024; mean_auto_kernel_N4096 when N <= 4096, x is
- * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N4096_scalar when N <= 4096;
- * mean_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
- * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel_N65536 when N <= 65536, x is
- * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N65536_scalar when N <= 65536;
- * mean_auto_segments otherwise.
+ * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel_N128 when
+ * N <= 128, x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N128_scalar when
+ * N <= 128; mean_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
+ * mean_auto_kernel_N256_scalar when N <= 256; mean_auto_kernel_N1024 when N <= 1024, x is
+ * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N1024_scalar when N <= 1024;
+ * mean_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
+ * mean_auto_kernel_N4096_scalar when N <= 4096; mean_auto_kernel_N16384 when N <= 16384, x is
+ * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N16384_scalar when N <= 16384;
+ * mean_auto_kernel_N65536 when N <= 65536, M >= 32, x is 16-byte aligned and N is a multiple of
+ * 4; mean_auto_kernel_N65536_scalar when N <= 65536 and M >= 32; mean_auto_segments otherwise.
  * mean_auto_segments runs segments in order: mean_auto_seg0 (kernels mean_auto_seg0_kernel,
  * mean_auto_seg0_kernel_scalar), then mean_auto_seg1 (kernels mean_auto_seg1_kernel,
  * mean_auto_seg1_kernel_scalar); each call allocates their workspace (mean_sum0: f32[M]) on

@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) nested_auto_kernel(const float
   }
   y_sum1[0] = y_sum1_acc;
   if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < B) {
-    y[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = y_sum1[0] / M;
+    y[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = __fus_fdiv(y_sum1[0], (float)M);
   }
 }
 
@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(32) nested_block_kernel(const float
   y_sum1_acc = __fus_reduce_warp<__fus_red_sum, 32, 32, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
   if (((long long)blockIdx.x) < B && ((long long)threadIdx.x) == 0) {
-    y[((long long)blockIdx.x)] = y_sum1[0] / M;
+    y[((long long)blockIdx.x)] = __fus_fdiv(y_sum1[0], (float)M);
   }
 }
 

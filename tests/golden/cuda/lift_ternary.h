@@ -16,15 +16,17 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tern_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): tern_auto_kernel_N256 when
- * N <= 256, x and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N256_scalar
- * when N <= 256; tern_auto_kernel_N1024 when N <= 1024, x and y are 16-byte aligned and N is a
- * multiple of 4; tern_auto_kernel_N1024_scalar when N <= 1024; tern_auto_kernel_N4096 when
- * N <= 4096, x and y are 16-byte aligned and N is a multiple of 4;
- * tern_auto_kernel_N4096_scalar when N <= 4096; tern_auto_kernel_N16384 when N <= 16384, x and
- * y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N16384_scalar when
- * N <= 16384; tern_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a
- * multiple of 4; tern_auto_kernel_N65536_scalar when N <= 65536; tern_auto_segments otherwise.
+ * Variants (the launcher runs the first whose conditions hold): tern_auto_kernel_N128 when
+ * N <= 128, x and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N128_scalar
+ * when N <= 128; tern_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a
+ * multiple of 4; tern_auto_kernel_N256_scalar when N <= 256; tern_auto_kernel_N1024 when
+ * N <= 1024, x and y are 16-byte aligned and N is a multiple of 4;
+ * tern_auto_kernel_N1024_scalar when N <= 1024; tern_auto_kernel_N4096 when N <= 4096, x and y
+ * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N4096_scalar when N <= 4096;
+ * tern_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a multiple of
+ * 4; tern_auto_kernel_N16384_scalar when N <= 16384; tern_auto_kernel_N65536 when N <= 65536, M
+ * >= 32, x and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N65536_scalar
+ * when N <= 65536 and M >= 32; tern_auto_segments otherwise.
  * tern_auto_segments runs segments in order: tern_auto_seg0 (kernels tern_auto_seg0_kernel,
  * tern_auto_seg0_kernel_scalar), then tern_auto_seg1 (kernels tern_auto_seg1_kernel,
  * tern_auto_seg1_kernel_scalar), then tern_auto_seg2 (kernels tern_auto_seg2_kernel,
@@ -50,14 +52,15 @@ const char *tern_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and two_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): two_auto_kernel_N256 when
- * N <= 256, x is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N256_scalar when
- * N <= 256; two_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of
- * 4; two_auto_kernel_N1024_scalar when N <= 1024; two_auto_kernel_N4096 when N <= 4096, x is
- * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N4096_scalar when N <= 4096;
- * two_auto_kernel_N16384 when N <= 16384, x is 16-byte aligned and N is a multiple of 4;
- * two_auto_kernel_N16384_scalar when N <= 16384; two_auto_kernel_N65536 when N <= 65536;
- * two_auto_segments otherwise.
+ * Variants (the launcher runs the first whose conditions hold): two_auto_kernel_N128 when
+ * N <= 128, x is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N128_scalar when
+ * N <= 128; two_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
+ * two_auto_kernel_N256_scalar when N <= 256; two_auto_kernel_N1024 when N <= 1024, x is 16-byte
+ * aligned and N is a multiple of 4; two_auto_kernel_N1024_scalar when N <= 1024;
+ * two_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
+ * two_auto_kernel_N4096_scalar when N <= 4096; two_auto_kernel_N16384 when N <= 16384, x is
+ * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N16384_scalar when N <= 16384;
+ * two_auto_kernel_N65536 when N <= 65536 and M >= 32; two_auto_segments otherwise.
  * two_auto_segments runs segments in order: two_auto_seg0 (kernels two_auto_seg0_kernel,
  * two_auto_seg0_kernel_scalar), then two_auto_seg1 (kernels two_auto_seg1_kernel,
  * two_auto_seg1_kernel_scalar), then two_auto_seg2 (kernels two_auto_seg2_kernel,

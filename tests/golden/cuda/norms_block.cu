@@ -24,14 +24,14 @@ extern "C" __global__ void __launch_bounds__(64) layernorm_block_kernel(const fl
   s2_acc = 0.0f;
   for (long long jo_1 = 0; jo_1 < (N + 63) / 64; ++jo_1) {
     if (((long long)blockIdx.x) < M && jo_1 * 64 + ((long long)threadIdx.x) < N) {
-      s2_acc = s2_acc + (x[((long long)blockIdx.x) * N + jo_1 * 64 + ((long long)threadIdx.x)] - s1[0] / N) * (x[((long long)blockIdx.x) * N + jo_1 * 64 + ((long long)threadIdx.x)] - s1[0] / N);
+      s2_acc = s2_acc + (x[((long long)blockIdx.x) * N + jo_1 * 64 + ((long long)threadIdx.x)] - __fus_fdiv(s1[0], (float)N)) * (x[((long long)blockIdx.x) * N + jo_1 * 64 + ((long long)threadIdx.x)] - __fus_fdiv(s1[0], (float)N));
     }
   }
   s2_acc = __fus_reduce_warps<__fus_red_sum, 64, float>(s2_acc);
   s2[0] = s2_acc;
   for (long long jo_2 = 0; jo_2 < (N + 63) / 64; ++jo_2) {
     if (((long long)blockIdx.x) < M && jo_2 * 64 + ((long long)threadIdx.x) < N) {
-      y[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] = (x[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] - s1[0] / N) * rsqrtf(s2[0] / N + eps) * gamma[jo_2 * 64 + ((long long)threadIdx.x)] + beta[jo_2 * 64 + ((long long)threadIdx.x)];
+      y[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] = (x[((long long)blockIdx.x) * N + jo_2 * 64 + ((long long)threadIdx.x)] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jo_2 * 64 + ((long long)threadIdx.x)] + beta[jo_2 * 64 + ((long long)threadIdx.x)];
     }
   }
 }
@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_block_kernel(const flo
   ss[0] = ss_acc;
   for (long long jo_1 = 0; jo_1 < (N + 31) / 32; ++jo_1) {
     if (((long long)blockIdx.x) * 4 + ((long long)threadIdx.y) < M && jo_1 * 32 + ((long long)threadIdx.x) < N) {
-      y[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] = x[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] * rsqrtf(ss[0] / N + eps) * w[jo_1 * 32 + ((long long)threadIdx.x)];
+      y[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] = x[(((long long)blockIdx.x) * 4 + ((long long)threadIdx.y)) * N + jo_1 * 32 + ((long long)threadIdx.x)] * rsqrtf(__fus_fdiv(ss[0], (float)N) + eps) * w[jo_1 * 32 + ((long long)threadIdx.x)];
     }
   }
 }
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(64) rmsnorm_persistent_kernel(const
   ss[0] = ss_acc;
   for (long long jo_2 = 0; jo_2 < 13; ++jo_2) {
     if (((long long)blockIdx.x) < M && jo_2 * 64 + ((long long)threadIdx.x) < 777) {
-      y[((long long)blockIdx.x) * 777 + jo_2 * 64 + ((long long)threadIdx.x)] = __fus_float2half(__fus_half2float(xl[jo_2]) * rsqrtf(ss[0] / 777.0f + eps) * __fus_half2float(w[jo_2 * 64 + ((long long)threadIdx.x)]));
+      y[((long long)blockIdx.x) * 777 + jo_2 * 64 + ((long long)threadIdx.x)] = __fus_float2half(__fus_half2float(xl[jo_2]) * rsqrtf(__fus_fdiv(ss[0], 777.0f) + eps) * __fus_half2float(w[jo_2 * 64 + ((long long)threadIdx.x)]));
     }
   }
 }

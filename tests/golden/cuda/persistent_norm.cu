@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   for (long long jr_4 = 0; jr_4 < 16; ++jr_4) {
     #pragma unroll
     for (long long jv_4 = 0; jv_4 < 4; ++jv_4) {
-      v1_acc = v1_acc + (sxl[jr_4 * 4 + jv_4] - (a1[0] + a2[0]) / 16384.0f) * (sxl[jr_4 * 4 + jv_4] - (a1[0] + a2[0]) / 16384.0f);
+      v1_acc = v1_acc + (sxl[jr_4 * 4 + jv_4] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * (sxl[jr_4 * 4 + jv_4] - __fus_fdiv(a1[0] + a2[0], 16384.0f));
     }
   }
   v1_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(v1_acc);
@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   v2_acc = 0.0f;
   for (long long jr_5 = 0; jr_5 < 16; ++jr_5) {
     for (long long jv_5 = 0; jv_5 < 4; ++jv_5) {
-      v2_acc = v2_acc + (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - (a1[0] + a2[0]) / 16384.0f) * (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - (a1[0] + a2[0]) / 16384.0f);
+      v2_acc = v2_acc + (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f));
     }
   }
   v2_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(v2_acc);
@@ -83,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long jv_6_1 = 0; jv_6_1 < 4; ++jv_6_1) {
-        y_vec[jv_6_1] = (h == 0 ? sxl_vec[jv_6_1] - (a1[0] + a2[0]) / 16384.0f : dxs_vec[jv_6_1] - (a1[0] + a2[0]) / 16384.0f) * rsqrtf((v1[0] + v2[0]) / 16384.0f + eps) * gamma_vec[jv_6_1] + beta_vec[jv_6_1];
+        y_vec[jv_6_1] = (h == 0 ? sxl_vec[jv_6_1] - __fus_fdiv(a1[0] + a2[0], 16384.0f) : dxs_vec[jv_6_1] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * rsqrtf(__fus_fdiv(v1[0] + v2[0], 16384.0f) + eps) * gamma_vec[jv_6_1] + beta_vec[jv_6_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * 16384 + h * 8192 + jr_6 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     }

@@ -27,14 +27,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_kernel(const float *__
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        y_vec[jv_1] = x_vec[jv_1] * rsqrtf(ss[0] / N + eps) * w_vec[jv_1];
+        y_vec[jv_1] = x_vec[jv_1] * rsqrtf(__fus_fdiv(ss[0], (float)N) + eps) * w_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] * rsqrtf(ss[0] / N + eps) * w[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
+          y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] * rsqrtf(__fus_fdiv(ss[0], (float)N) + eps) * w[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
     }

@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_block_kernel(const flo
   s[0] = s_acc;
   for (long long jo_2 = 0; jo_2 < (N + 127) / 128; ++jo_2) {
     if (((long long)blockIdx.x) < M && jo_2 * 128 + ((long long)threadIdx.x) < N) {
-      y[((long long)blockIdx.x) * N + jo_2 * 128 + ((long long)threadIdx.x)] = expf(x[((long long)blockIdx.x) * N + jo_2 * 128 + ((long long)threadIdx.x)] - m[0]) / s[0];
+      y[((long long)blockIdx.x) * N + jo_2 * 128 + ((long long)threadIdx.x)] = __fus_fdiv(expf(x[((long long)blockIdx.x) * N + jo_2 * 128 + ((long long)threadIdx.x)] - m[0]), s[0]);
     }
   }
 }
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(32) softmax_persistent_kernel(const
   s[0] = s_acc;
   for (long long jo_3 = 0; jo_3 < 32; ++jo_3) {
     if (((long long)blockIdx.x) < M && jo_3 * 32 + ((long long)threadIdx.x) < 1000) {
-      y[((long long)blockIdx.x) * 1000 + jo_3 * 32 + ((long long)threadIdx.x)] = expf(xl[jo_3] - m[0]) / s[0];
+      y[((long long)blockIdx.x) * 1000 + jo_3 * 32 + ((long long)threadIdx.x)] = __fus_fdiv(expf(xl[jo_3] - m[0]), s[0]);
     }
   }
 }

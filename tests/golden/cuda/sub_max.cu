@@ -5,73 +5,79 @@
 // ---- block reductions: every thread of the block calls them ----
 // ---- grid reductions: the thread of each block that would store element o calls it ----
 
-extern "C" __global__ void __launch_bounds__(256) sub_max_seg0_kernel(const float *__restrict__ x, float *__restrict__ m, long long M, long long N, float *fus_ws_m, unsigned *fus_sem_m)
+extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel(const float *__restrict__ x, float *__restrict__ m, long long M, long long N, float *fus_ws_m, unsigned *fus_sem_m)
 {
   float m_acc;
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long rr = 0; rr < (M * N + 4325375) / 4325376; ++rr) {
+  for (long long rr = 0; rr < (M * N + 2162687) / 2162688; ++rr) {
+    __align__(16) float x_reg[16];
+    // x_reg computed at m.tx
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      __align__(16) float x_reg[4];
-      // x_reg computed at m.tx
-      if ((rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4) / N < M && (rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + 3) / N < M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4]);
+      if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4) / N < M && (rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + 3) / N < M) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[u * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4]);
       } else {
         #pragma unroll
         for (long long rv = 0; rv < 4; ++rv) {
-          if ((rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
-            x_reg[rv] = x[rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv];
+          if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
+            x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv];
           }
         }
       }
+    }
+    #pragma unroll
+    for (long long u_1 = 0; u_1 < 4; ++u_1) {
       #pragma unroll
       for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
-          m_v = x_reg[rv_1];
+        if ((rr * 2162688 + u_1 * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+          m_v = x_reg[u_1 * 4 + rv_1];
           m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
         }
       }
     }
   }
-  m_acc = __fus_reduce_warps<__fus_red_max, 256, float>(m_acc);
+  m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((long long)threadIdx.x) == 0) {
-    if (__fus_grid_reduce<__fus_red_max>(m_acc, fus_ws_m, fus_sem_m, 0, ((long long)blockIdx.x), 1056)) {
+    if (__fus_grid_reduce<__fus_red_max>(m_acc, fus_ws_m, fus_sem_m, 0, ((long long)blockIdx.x), 132)) {
       m[0] = m_acc;
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) sub_max_seg0_kernel_scalar(const float *__restrict__ x, float *__restrict__ m, long long M, long long N, float *fus_ws_m, unsigned *fus_sem_m)
+extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_scalar(const float *__restrict__ x, float *__restrict__ m, long long M, long long N, float *fus_ws_m, unsigned *fus_sem_m)
 {
   float m_acc;
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long rr = 0; rr < (M * N + 4325375) / 4325376; ++rr) {
+  for (long long rr = 0; rr < (M * N + 2162687) / 2162688; ++rr) {
+    float x_reg[16];
+    // x_reg computed at m.tx
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      float x_reg[4];
-      // x_reg computed at m.tx
       #pragma unroll
       for (long long rv = 0; rv < 4; ++rv) {
-        if ((rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
-          x_reg[rv] = x[rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv];
+        if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
+          x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv];
         }
       }
+    }
+    #pragma unroll
+    for (long long u_1 = 0; u_1 < 4; ++u_1) {
       #pragma unroll
       for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((rr * 4325376 + u * 1081344 + ((long long)blockIdx.x) * 1024 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
-          m_v = x_reg[rv_1];
+        if ((rr * 2162688 + u_1 * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+          m_v = x_reg[u_1 * 4 + rv_1];
           m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
         }
       }
     }
   }
-  m_acc = __fus_reduce_warps<__fus_red_max, 256, float>(m_acc);
+  m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((long long)threadIdx.x) == 0) {
-    if (__fus_grid_reduce<__fus_red_max>(m_acc, fus_ws_m, fus_sem_m, 0, ((long long)blockIdx.x), 1056)) {
+    if (__fus_grid_reduce<__fus_red_max>(m_acc, fus_ws_m, fus_sem_m, 0, ((long long)blockIdx.x), 132)) {
       m[0] = m_acc;
     }
   }
@@ -186,7 +192,7 @@ static cudaError_t sub_max_seg0(const float *x, float *m, int64_t M, int64_t N, 
   // sub_max_seg0_kernel when x is 16-byte aligned
   if ((uintptr_t)x % 16 == 0) {
     // grid reductions: the workspace of this launch (partials, counters)
-    const long long fus_ws_bytes_0 = fus_mul(1056, 4, &fus_ovf);
+    const long long fus_ws_bytes_0 = fus_mul(132, 4, &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg0_error_text, "sub_max_seg0: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
     const long long fus_ws_bytes_1 = fus_mul(1, 4, &fus_ovf);
@@ -206,7 +212,7 @@ static cudaError_t sub_max_seg0(const float *x, float *m, int64_t M, int64_t N, 
       fus_fail(sub_max_seg0_error_text, "sub_max_seg0: cannot allocate the grid-reduction workspace: %s", cudaGetErrorString(fus_ws_err));
       return fus_ws_err;
     }
-    sub_max_seg0_kernel<<<dim3(1056, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, m, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
+    sub_max_seg0_kernel<<<dim3(132, 1, 1), dim3(1024, 1, 1), 0, stream>>>(x, m, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(sub_max_seg0_error_text, "sub_max_seg0: launch failed: %s", cudaGetErrorString(fus_err));
@@ -220,7 +226,7 @@ static cudaError_t sub_max_seg0(const float *x, float *m, int64_t M, int64_t N, 
     return fus_err;
   }
   // grid reductions: the workspace of this launch (partials, counters)
-  const long long fus_ws_bytes_0 = fus_mul(1056, 4, &fus_ovf);
+  const long long fus_ws_bytes_0 = fus_mul(132, 4, &fus_ovf);
   if (fus_ovf)
     return fus_fail(sub_max_seg0_error_text, "sub_max_seg0: sizes too large: the size of the grid-reduction workspace does not fit in 64 bits");
   const long long fus_ws_bytes_1 = fus_mul(1, 4, &fus_ovf);
@@ -240,7 +246,7 @@ static cudaError_t sub_max_seg0(const float *x, float *m, int64_t M, int64_t N, 
     fus_fail(sub_max_seg0_error_text, "sub_max_seg0: cannot allocate the grid-reduction workspace: %s", cudaGetErrorString(fus_ws_err));
     return fus_ws_err;
   }
-  sub_max_seg0_kernel_scalar<<<dim3(1056, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, m, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
+  sub_max_seg0_kernel_scalar<<<dim3(132, 1, 1), dim3(1024, 1, 1), 0, stream>>>(x, m, M, N, (float *)fus_ws[0], (unsigned *)fus_ws[1]);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(sub_max_seg0_error_text, "sub_max_seg0: launch failed: %s", cudaGetErrorString(fus_err));
