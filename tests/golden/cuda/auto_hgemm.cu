@@ -37,6 +37,15 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32(const __
   }
   asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
+  unsigned A_smem_frag[16];
+  unsigned B_smem_frag[16];
+  if (0 < (K + 63) / 64) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[0]), "=r"(A_smem_frag[1]), "=r"(A_smem_frag[2]), "=r"(A_smem_frag[3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
@@ -49,30 +58,54 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32(const __
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned A_smem_frag[16];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[4]), "=r"(A_smem_frag[5]), "=r"(A_smem_frag[6]), "=r"(A_smem_frag[7]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
-    }
-    unsigned B_smem_frag[16];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
-      }
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 4]), "=r"(B_smem_frag[no_3_pair * 4 + 5]), "=r"(B_smem_frag[no_3_pair * 4 + 6]), "=r"(B_smem_frag[no_3_pair * 4 + 7]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 512 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 4; ++ks) {
-      #pragma unroll
-      for (long long no_1 = 0; no_1 < 2; ++no_1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
-      }
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[0]), "r"(A_smem_frag[1]), "r"(A_smem_frag[2]), "r"(A_smem_frag[3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
+    }
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[8]), "=r"(A_smem_frag[9]), "=r"(A_smem_frag[10]), "=r"(A_smem_frag[11]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 8]), "=r"(B_smem_frag[no_3_pair * 4 + 9]), "=r"(B_smem_frag[no_3_pair * 4 + 10]), "=r"(B_smem_frag[no_3_pair * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1024 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[4]), "r"(A_smem_frag[5]), "r"(A_smem_frag[6]), "r"(A_smem_frag[7]), "r"(B_smem_frag[no_1 * 2 + 4]), "r"(B_smem_frag[no_1 * 2 + 5]));
+    }
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[12]), "=r"(A_smem_frag[13]), "=r"(A_smem_frag[14]), "=r"(A_smem_frag[15]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 12]), "=r"(B_smem_frag[no_3_pair * 4 + 13]), "=r"(B_smem_frag[no_3_pair * 4 + 14]), "=r"(B_smem_frag[no_3_pair * 4 + 15]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1536 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[8]), "r"(A_smem_frag[9]), "r"(A_smem_frag[10]), "r"(A_smem_frag[11]), "r"(B_smem_frag[no_1 * 2 + 8]), "r"(B_smem_frag[no_1 * 2 + 9]));
     }
     asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[0]), "=r"(A_smem_frag[1]), "=r"(A_smem_frag[2]), "=r"(A_smem_frag[3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2304])) : "memory");
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2560])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[12]), "r"(A_smem_frag[13]), "r"(A_smem_frag[14]), "r"(A_smem_frag[15]), "r"(B_smem_frag[no_1 * 2 + 12]), "r"(B_smem_frag[no_1 * 2 + 13]));
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
@@ -130,6 +163,15 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32_scalar(c
     }
   }
   __syncthreads();
+  unsigned A_smem_frag[16];
+  unsigned B_smem_frag[16];
+  if (0 < (K + 63) / 64) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[0]), "=r"(A_smem_frag[1]), "=r"(A_smem_frag[2]), "=r"(A_smem_frag[3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
@@ -147,29 +189,53 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M32_scalar(c
         }
       }
     }
-    unsigned A_smem_frag[16];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[4]), "=r"(A_smem_frag[5]), "=r"(A_smem_frag[6]), "=r"(A_smem_frag[7]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 4]), "=r"(A_smem_frag[ks_2 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
-    }
-    unsigned B_smem_frag[16];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
-      }
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 4]), "=r"(B_smem_frag[no_3_pair * 4 + 5]), "=r"(B_smem_frag[no_3_pair * 4 + 6]), "=r"(B_smem_frag[no_3_pair * 4 + 7]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 512 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 4; ++ks) {
-      #pragma unroll
-      for (long long no_1 = 0; no_1 < 2; ++no_1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
-                     : "r"(A_smem_frag[ks * 4]), "r"(A_smem_frag[ks * 4 + 1]), "r"(A_smem_frag[ks * 4 + 2]), "r"(A_smem_frag[ks * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
-      }
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[0]), "r"(A_smem_frag[1]), "r"(A_smem_frag[2]), "r"(A_smem_frag[3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
+    }
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[8]), "=r"(A_smem_frag[9]), "=r"(A_smem_frag[10]), "=r"(A_smem_frag[11]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 8]), "=r"(B_smem_frag[no_3_pair * 4 + 9]), "=r"(B_smem_frag[no_3_pair * 4 + 10]), "=r"(B_smem_frag[no_3_pair * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1024 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[4]), "r"(A_smem_frag[5]), "r"(A_smem_frag[6]), "r"(A_smem_frag[7]), "r"(B_smem_frag[no_1 * 2 + 4]), "r"(B_smem_frag[no_1 * 2 + 5]));
+    }
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[12]), "=r"(A_smem_frag[13]), "=r"(A_smem_frag[14]), "=r"(A_smem_frag[15]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2304])) : "memory");
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 12]), "=r"(B_smem_frag[no_3_pair * 4 + 13]), "=r"(B_smem_frag[no_3_pair * 4 + 14]), "=r"(B_smem_frag[no_3_pair * 4 + 15]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1536 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[8]), "r"(A_smem_frag[9]), "r"(A_smem_frag[10]), "r"(A_smem_frag[11]), "r"(B_smem_frag[no_1 * 2 + 8]), "r"(B_smem_frag[no_1 * 2 + 9]));
     }
     __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[0]), "=r"(A_smem_frag[1]), "=r"(A_smem_frag[2]), "=r"(A_smem_frag[3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2304])) : "memory");
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2560])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long no_1 = 0; no_1 < 2; ++no_1) {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(C_acc[no_1 * 4]), "+f"(C_acc[no_1 * 4 + 1]), "+f"(C_acc[no_1 * 4 + 2]), "+f"(C_acc[no_1 * 4 + 3])
+                   : "r"(A_smem_frag[12]), "r"(A_smem_frag[13]), "r"(A_smem_frag[14]), "r"(A_smem_frag[15]), "r"(B_smem_frag[no_1 * 2 + 12]), "r"(B_smem_frag[no_1 * 2 + 13]));
+    }
   }
   #pragma unroll
   for (long long no_2 = 0; no_2 < 2; ++no_2) {
@@ -221,6 +287,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64(const __
   }
   asm volatile("cp.async.wait_group 2;\n" ::: "memory");
   __syncthreads();
+  unsigned A_smem_frag[32];
+  unsigned B_smem_frag[16];
+  if (0 < (K + 63) / 64) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
@@ -233,36 +311,78 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64(const __
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
-      }
-    }
-    unsigned B_smem_frag[16];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
-      }
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 8]), "=r"(A_smem_frag[mo_3 * 4 + 9]), "=r"(A_smem_frag[mo_3 * 4 + 10]), "=r"(A_smem_frag[mo_3 * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 4; ++ks) {
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 4]), "=r"(B_smem_frag[no_3_pair * 4 + 5]), "=r"(B_smem_frag[no_3_pair * 4 + 6]), "=r"(B_smem_frag[no_3_pair * 4 + 7]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 512 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 2; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 8]), "=r"(B_smem_frag[no_3_pair * 4 + 9]), "=r"(B_smem_frag[no_3_pair * 4 + 10]), "=r"(B_smem_frag[no_3_pair * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1024 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 8]), "r"(A_smem_frag[mo_1 * 4 + 9]), "r"(A_smem_frag[mo_1 * 4 + 10]), "r"(A_smem_frag[mo_1 * 4 + 11]), "r"(B_smem_frag[no_1 * 2 + 4]), "r"(B_smem_frag[no_1 * 2 + 5]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 24]), "=r"(A_smem_frag[mo_3 * 4 + 25]), "=r"(A_smem_frag[mo_3 * 4 + 26]), "=r"(A_smem_frag[mo_3 * 4 + 27]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 12]), "=r"(B_smem_frag[no_3_pair * 4 + 13]), "=r"(B_smem_frag[no_3_pair * 4 + 14]), "=r"(B_smem_frag[no_3_pair * 4 + 15]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1536 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 8]), "r"(B_smem_frag[no_1 * 2 + 9]));
       }
     }
     asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 4608])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2560])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 24]), "r"(A_smem_frag[mo_1 * 4 + 25]), "r"(A_smem_frag[mo_1 * 4 + 26]), "r"(A_smem_frag[mo_1 * 4 + 27]), "r"(B_smem_frag[no_1 * 2 + 12]), "r"(B_smem_frag[no_1 * 2 + 13]));
+      }
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
@@ -326,6 +446,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64_scalar(c
     }
   }
   __syncthreads();
+  unsigned A_smem_frag[32];
+  unsigned B_smem_frag[16];
+  if (0 < (K + 63) / 64) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
@@ -343,35 +475,77 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_M64_scalar(c
         }
       }
     }
-    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 4; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 8 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
-      }
-    }
-    unsigned B_smem_frag[16];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 4; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 4 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
-      }
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 8]), "=r"(A_smem_frag[mo_3 * 4 + 9]), "=r"(A_smem_frag[mo_3 * 4 + 10]), "=r"(A_smem_frag[mo_3 * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 4; ++ks) {
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 4]), "=r"(B_smem_frag[no_3_pair * 4 + 5]), "=r"(B_smem_frag[no_3_pair * 4 + 6]), "=r"(B_smem_frag[no_3_pair * 4 + 7]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 512 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 2; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 8 + mo_1 * 4]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 8 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 4 + no_1 * 2]), "r"(B_smem_frag[ks * 4 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 8]), "=r"(B_smem_frag[no_3_pair * 4 + 9]), "=r"(B_smem_frag[no_3_pair * 4 + 10]), "=r"(B_smem_frag[no_3_pair * 4 + 11]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1024 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 8]), "r"(A_smem_frag[mo_1 * 4 + 9]), "r"(A_smem_frag[mo_1 * 4 + 10]), "r"(A_smem_frag[mo_1 * 4 + 11]), "r"(B_smem_frag[no_1 * 2 + 4]), "r"(B_smem_frag[no_1 * 2 + 5]));
+      }
+    }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 24]), "=r"(A_smem_frag[mo_3 * 4 + 25]), "=r"(A_smem_frag[mo_3 * 4 + 26]), "=r"(A_smem_frag[mo_3 * 4 + 27]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 4608])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 12]), "=r"(B_smem_frag[no_3_pair * 4 + 13]), "=r"(B_smem_frag[no_3_pair * 4 + 14]), "=r"(B_smem_frag[no_3_pair * 4 + 15]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + 1536 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 4 * 2560])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 8]), "r"(B_smem_frag[no_1 * 2 + 9]));
       }
     }
     __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 2; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + ((long long)threadIdx.z) * 2048 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)blockIdx.y) * 512 + ((long long)threadIdx.z) * 256 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 4608])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 1; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[0]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.y) * 16 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 4 * 2560])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 2; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 2; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 8 + no_1 * 4]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 8 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 24]), "r"(A_smem_frag[mo_1 * 4 + 25]), "r"(A_smem_frag[mo_1 * 4 + 26]), "r"(A_smem_frag[mo_1 * 4 + 27]), "r"(B_smem_frag[no_1 * 2 + 12]), "r"(B_smem_frag[no_1 * 2 + 13]));
+      }
+    }
   }
   #pragma unroll
   for (long long mo_2 = 0; mo_2 < 2; ++mo_2) {
@@ -426,6 +600,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel(const __fus_
   }
   asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   __syncthreads();
+  unsigned A_smem_frag[32];
+  unsigned B_smem_frag[32];
+  if (0 < (K + 31) / 32) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
@@ -438,36 +624,44 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel(const __fus_
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
-      }
-    }
-    unsigned B_smem_frag[32];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
-      }
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 16 + mo_1 * 4]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
       }
     }
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
     __syncthreads();
+    if (ko + 1 < (K + 31) / 32) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 5120])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 4352])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 16]), "r"(B_smem_frag[no_1 * 2 + 17]));
+      }
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
@@ -531,6 +725,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_scalar(const
     }
   }
   __syncthreads();
+  unsigned A_smem_frag[32];
+  unsigned B_smem_frag[32];
+  if (0 < (K + 31) / 32) {
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+    }
+  }
   for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
@@ -548,35 +754,43 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_kernel_scalar(const
         }
       }
     }
-    unsigned A_smem_frag[32];
     #pragma unroll
-    for (long long ks_2 = 0; ks_2 < 2; ++ks_2) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 1]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 2]), "=r"(A_smem_frag[ks_2 * 16 + mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ks_2 * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
-      }
-    }
-    unsigned B_smem_frag[32];
-    #pragma unroll
-    for (long long ks_1 = 0; ks_1 < 2; ++ks_1) {
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 1]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 2]), "=r"(B_smem_frag[ks_1 * 16 + no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[ks_1 * 2048 + ((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ks_1 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
-      }
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
     }
     #pragma unroll
-    for (long long ks = 0; ks < 2; ++ks) {
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
       #pragma unroll
-      for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
-        #pragma unroll
-        for (long long no_1 = 0; no_1 < 8; ++no_1) {
-          asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                       : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
-                       : "r"(A_smem_frag[ks * 16 + mo_1 * 4]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 1]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 2]), "r"(A_smem_frag[ks * 16 + mo_1 * 4 + 3]), "r"(B_smem_frag[ks * 16 + no_1 * 2]), "r"(B_smem_frag[ks * 16 + no_1 * 2 + 1]));
-        }
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
       }
     }
     __syncthreads();
+    if (ko + 1 < (K + 31) / 32) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 5120])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 4352])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(C_acc[mo_1 * 32 + no_1 * 4]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 1]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 2]), "+f"(C_acc[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 16]), "r"(B_smem_frag[no_1 * 2 + 17]));
+      }
+    }
   }
   #pragma unroll
   for (long long mo_2 = 0; mo_2 < 4; ++mo_2) {

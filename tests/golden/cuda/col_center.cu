@@ -40,14 +40,14 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024(c
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024_s
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -150,14 +150,14 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096(c
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 271) / 272 && rr * 68 + u * 17 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 271) / 272 && rr * 68 + u * 17 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096_s
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 271) / 272 && rr * 68 + u * 17 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1088 + u * 272 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -260,14 +260,14 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384(
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 79) / 80 && rr * 20 + u * 5 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 79) / 80 && rr * 20 + u * 5 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -312,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384_
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 79) / 80 && rr * 20 + u * 5 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 320 + u * 80 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -370,14 +370,14 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N65536(
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 31) / 32 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 31) / 32 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -422,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N65536_
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 31) / 32 && rr * 8 + u * 2 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -480,14 +480,14 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel(const f
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 15) / 16 && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 15) / 16 && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -530,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_scalar(
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 15) / 16 && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }

@@ -40,14 +40,14 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_scalar(con
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4 + u < (M + 1055) / 1056 && rr * 264 + u * 66 + ((long long)blockIdx.y) < (M + 15) / 16 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
