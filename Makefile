@@ -72,7 +72,7 @@ CHECK_PC     := $(shell pkg-config --libs check 2>/dev/null)
 CHECK_LIBS   := -Wl,-Bstatic $(filter -lcheck% -lsubunit,$(CHECK_PC)) -Wl,-Bdynamic \
                 $(filter-out -lcheck% -lsubunit,$(CHECK_PC))
 
-.PHONY: all deps demo check check-unit check-golden check-lib check-python check-sim check-embed check-gpu check-bench bench install uninstall clean FORCE
+.PHONY: all deps demo check check-unit check-golden check-lib check-python check-sim check-embed check-gpu check-bench bench bench-compile install uninstall clean FORCE
 all: deps $(FUSC) $(LIBFUSC) $(LIBFUSRT_A) $(LIBFUSRT_SO) $(BUILD)/fusrt.pc
 
 # Installs flex, bison, check and pkg-config when they are missing (root only).
@@ -355,6 +355,11 @@ bench:
 	@test -x $(FUSC) || { echo "bench: build $(FUSC) first (make all)"; exit 2; }
 	FUSC=$(FUSC) NVCC=$(NVCC) python3 bench/bench.py $(if $(SUITE),--suite $(SUITE)) \
 	  --build $(BUILD)/bench $(BENCH_FLAGS)
+
+# Compile time of fusc on the benchmarked programs (opt-in: a time depends on the machine's
+# load; make check counts pass pipelines instead, tests/unit/check_scale.c).
+bench-compile: $(FUSC)
+	FUSC=$(FUSC) sh bench/compile_time.sh
 
 # The harness without a GPU: its unit tests, and a dry run that generates every benchmarked
 # fusion with fusc and checks each case against its launcher's prototype.

@@ -155,24 +155,29 @@ typedef enum ExprKind {
 	EX_REDUCE,  /* red over red_axes of args[0] (fusion IR only) */
 } ExprKind;
 
+/* The member of the union is the one the kind names (ExprKind); reading another reads the
+ * same bytes as something else, so every reader tests the kind first. The union keeps a node
+ * at 48 bytes: the passes make tens of thousands (docs/design.md, "Compile time"). */
 struct IrExpr {
 	ExprKind kind;
 	DType dtype;  /* result dtype */
 	Span span;    /* the .fus text this came from, when any */
-	int64_t ival;
-	double fval;
-	IrOp op;
-	IrExpr **args;
 	int nargs;
-	struct Param *param;
-	struct SizeSym *size;
-	Axis *axis;
-	Var *var;
-	ParType par;
-	Tensor *tensor;
-	ReduceOp red;
-	Axis **red_axes;
-	int nred;
+	IrExpr **args;
+	union {
+		int64_t ival;
+		double fval;
+		IrOp op;
+		struct Param *param;
+		struct SizeSym *size;
+		Axis *axis;
+		Var *var;
+		ParType par;
+		Tensor *tensor;
+		Axis **red_axes;
+	};
+	ReduceOp red; /* EX_REDUCE (RED_NONE otherwise) */
+	int nred;     /* EX_REDUCE: red_axes[0..nred) (0 otherwise) */
 };
 
 /* C precedence levels (higher binds tighter), shared by the IR printer and the backend, and

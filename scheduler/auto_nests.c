@@ -418,10 +418,18 @@ static bool same_def(IrExpr *a, IrExpr *b, Tensor *c, Tensor *x, Tensor **same, 
 {
 	if (!a || !b)
 		return a == b;
-	if (a->kind != b->kind || a->dtype != b->dtype || a->nargs != b->nargs || a->op != b->op ||
-	    a->ival != b->ival || a->fval != b->fval || a->param != b->param ||
-	    a->size != b->size || a->par != b->par || a->red != b->red || a->nred != b->nred)
+	if (a->kind != b->kind || a->dtype != b->dtype || a->nargs != b->nargs || a->red != b->red ||
+	    a->nred != b->nred)
 		return false;
+	switch (a->kind) {
+	case EX_INT: if (a->ival != b->ival) return false; break;
+	case EX_FLOAT: if (a->fval != b->fval) return false; break;
+	case EX_OP: if (a->op != b->op) return false; break;
+	case EX_PARAM: if (a->param != b->param) return false; break;
+	case EX_SIZE: if (a->size != b->size) return false; break;
+	case EX_PAR: if (a->par != b->par) return false; break;
+	default: break;
+	}
 	if (a->kind == EX_AXIS && !(a->axis->owner == c && b->axis->owner == x
 				    ? a->axis->root_index == b->axis->root_index
 				    : a->axis == b->axis))
