@@ -318,7 +318,6 @@ static const char *precond_c(Arena *a, Precond *p, bool holds)
 	const char *eq = holds ? "==" : "!=";
 	const char *c = p->kind == PC_ALIGNED ? arena_printf(a, "(uintptr_t)%s %% %lld %s 0", n.s, v, eq)
 			: p->kind == PC_MULTIPLE ? arena_printf(a, "%s %% %lld %s 0", n.s, v, eq)
-			: p->kind == PC_AT_LEAST ? arena_printf(a, "%s %s %lld", n.s, holds ? ">=" : "<", v)
 			: arena_printf(a, "%s %s %lld", n.s, holds ? "<=" : ">", v);
 	buf_free(&n);
 	return c;

@@ -104,8 +104,7 @@ static void put_preconds(Buf *out, Kernel *k)
 		else if (p->kind == PC_MULTIPLE)
 			buf_printf(out, " %s a multiple of %lld", p->size->name, (long long)p->value);
 		else
-			buf_printf(out, " %s %s %lld", p->size->name,
-				   p->kind == PC_AT_LEAST ? ">=" : "<=", (long long)p->value);
+			buf_printf(out, " %s <= %lld", p->size->name, (long long)p->value);
 	}
 	buf_puts(out, ".\n");
 }

@@ -262,9 +262,6 @@ typedef struct SizeSym {
 	/* > 0 in a size variant (Fusion.variants): this copy's kernels run only for values
 	 * <= bound (a PC_AT_MOST precondition), and ir_range uses it; 0: unbounded */
 	int64_t bound;
-	/* > 0 in a size variant: its kernels run only for values >= least (a PC_AT_LEAST
-	 * precondition: enough rows for a kernel of one block per row); 0: no lower bound */
-	int64_t least;
 	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
 	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
 	int64_t above;
@@ -785,7 +782,6 @@ typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
 	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
-	PC_AT_LEAST,  /* size symbol is at least `value` (a size variant's lower bound) */
 } PrecondKind;
 typedef struct Precond {
 	PrecondKind kind;
@@ -794,7 +790,7 @@ typedef struct Precond {
 	int64_t value;
 	Span span;    /* the directive that needs it */
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
-	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST, PC_AT_LEAST: "size variant") */
+	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
 } Precond;
 
 /* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by

@@ -61,8 +61,6 @@ bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint
 		return sizes[p->size->index] % p->value == 0;
 	case PC_AT_MOST:
 		return sizes[p->size->index] <= p->value;
-	case PC_AT_LEAST:
-		return sizes[p->size->index] >= p->value;
 	}
 	unreachable();
 }
@@ -123,8 +121,7 @@ Kernel *kernel_last_variant(Kernel *k)
 PrecondText precond_failure(Arena *a, const Precond *p)
 {
 	const char *reason = p->reason ? p->reason
-			     : p->kind == PC_AT_MOST || p->kind == PC_AT_LEAST ? "size variant"
-			     : "vectorized access";
+			     : p->kind == PC_AT_MOST ? "size variant" : "vectorized access";
 	const char *why = p->where ? arena_printf(a, " (%s, %s)", reason, p->where)
 			  : arena_printf(a, " (%s)", reason);
 	long long v = (long long)p->value;
@@ -138,9 +135,6 @@ PrecondText precond_failure(Arena *a, const Precond *p)
 	case PC_AT_MOST:
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is more than %lld%s", v, why), true};
-	case PC_AT_LEAST:
-		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
-				     arena_printf(a, " is less than %lld%s", v, why), true};
 	}
 	unreachable();
 }
@@ -156,9 +150,6 @@ void precond_condition(const Precond *p, Buf *out)
 		return;
 	case PC_AT_MOST:
 		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
-		return;
-	case PC_AT_LEAST:
-		buf_printf(out, "%s >= %lld", p->size->name, (long long)p->value);
 		return;
 	}
 }
@@ -650,8 +641,8 @@ static void print_precond(Precond *p, Buf *out)
 		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);
 	else
-		buf_printf(out, "require %s %s %lld;\n", p->size ? p->size->name : "?",
-			   p->kind == PC_AT_LEAST ? ">=" : "<=", (long long)p->value);
+		buf_printf(out, "require %s <= %lld;\n", p->size ? p->size->name : "?",
+			   (long long)p->value);
 }
 
 void kir_print_stmt_line(Stmt *s, Buf *out)

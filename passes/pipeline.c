@@ -85,11 +85,9 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 /* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
 static bool has_vector_preconds(Kernel *k)
 {
-	for (int i = 0; i < k->preconds.len; i++) {
-		PrecondKind c = VEC_AT(k->preconds, Precond, i)->kind;
-		if (c != PC_AT_MOST && c != PC_AT_LEAST)
+	for (int i = 0; i < k->preconds.len; i++)
+		if (VEC_AT(k->preconds, Precond, i)->kind != PC_AT_MOST)
 			return true;
-	}
 	return false;
 }
 
@@ -178,21 +176,18 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	return head;
 }
 
-/* A size variant's bounds, as the first preconditions of each of its kernels: the upper
- * bounds, then the lower ones. */
+/* A size variant's bounds, as the first preconditions of each of its kernels. */
 static void add_bounds(Kernel *k)
 {
 	Fusion *f = k->fusion;
 	Vec v = {0};
-	for (int i = 0; i < 2 * f->nsizes; i++) {
-		SizeSym *z = f->sizes[i % f->nsizes];
-		int64_t value = i < f->nsizes ? z->bound : z->least;
-		if (value <= 0)
+	for (int i = 0; i < f->nsizes; i++) {
+		if (f->sizes[i]->bound <= 0)
 			continue;
 		Precond *p = NEW(k->arena, Precond);
-		p->kind = i < f->nsizes ? PC_AT_MOST : PC_AT_LEAST;
-		p->size = z;
-		p->value = value;
+		p->kind = PC_AT_MOST;
+		p->size = f->sizes[i];
+		p->value = f->sizes[i]->bound;
 		p->span = f->span;
 		vec_push(k->arena, &v, p);
 	}

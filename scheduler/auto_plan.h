@@ -10,14 +10,11 @@
 
 /* The size variants a plan asks for: copies of the fusion with size symbol `sym` bounded by
  * each of `bounds` in turn, scheduled at the tuned level (docs/auto_schedule.md, "Size
- * variants"); sym NULL: none. A row group whose rows are one size symbol names it in
- * `rows` (NULL otherwise): with few rows, long ones are split over blocks instead
- * (auto_schedule.c, add_long_rows). */
+ * variants"); sym NULL: none. */
 typedef struct Buckets {
 	SizeSym *sym;
 	const int64_t *bounds;
 	int n;
-	SizeSym *rows;
 } Buckets;
 
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each

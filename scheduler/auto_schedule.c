@@ -717,7 +717,10 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 	/* persistent when every input read by two or more stored tensors fits */
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
-		if (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i]))
+		/* a row reduction output's sole input too: its loads all issued before the sum
+		 * (one vector at a time, each add waited for its load) */
+		bool sole = tensor_is_reduction(r->anchor) && r->readers[i] == 1 && r->stored[i] == 1;
+		if (!sole && (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i])))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -888,8 +891,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
 	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
 	    r->n->size->bound == 0)
-		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets),
-				      r->k == 1 && r->rows[0]->kind == EX_SIZE ? r->rows[0]->size : NULL};
+		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
 	bool red = tensor_is_reduction(o);
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
@@ -1458,25 +1460,14 @@ static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const
 /* Rows longer than this are split over blocks (docs/auto_schedule.md, "Segmentation"). */
 static const int64_t long_rows = 65536;
 
-/* The fewest rows for which the size variant of rows up to `bound` runs (one block per
- * row); with fewer, the rows are split over blocks as long ones are (0: any number). A
- * kernel of one block per row fills the GPU only with enough rows: on the H200, softmax over
- * 64 rows of 65536 ran at 333 GB/s in one block per row and 1092 split
- * (docs/auto_schedule.md, "Few rows"). */
-static int64_t few_rows(int64_t bound)
-{
-	return bound >= 65536 ? 32 : 0;
-}
-
 /* Long rows: f's own schedule becomes the size variant for rows up to long_rows (scheduled
  * as it was, unbounded), and f is
  * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
  * that others read are grid reductions, or a row reduction output split over blocks
  * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
-static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
 			  int arch)
 {
-	int index = b->sym->index;
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, f->ast);
 	diag_rollback(d, m);
@@ -1499,11 +1490,6 @@ static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, cons
 		if (!own)
 			return;
 		vec_push(a, &f->variants, own);
-	}
-	/* few rows: the variants of long rows give way to the split rows (a variant's least) */
-	for (int i = 0; b->rows && i < f->variants.len; i++) {
-		Fusion *v = VEC_AT(f->variants, Fusion, i);
-		v->sizes[b->rows->index]->least = few_rows(v->sizes[index]->bound);
 	}
 	Vec variants = f->variants;
 	const char *cls = f->auto_class; /* long rows are rows */
@@ -1545,7 +1531,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		if (ok && bucket.sym && f->ast)
 			add_variants(a, d, f, block, &bucket, arch);
 		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)
-			add_long_rows(a, d, f, block, &bucket, arch);
+			add_long_rows(a, d, f, block, bucket.sym->index, arch);
 		if (ok)
 			return true;
 	}

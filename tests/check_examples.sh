@@ -103,13 +103,11 @@ done
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
 # the bound + 1 and + 4), runs in the simulator; softmax also checks which kernel runs. Rows
 # longer than 65536 run as segments (docs/auto_schedule.md, "Segmentation"), each row split
-# over blocks, and so do rows longer than 16384 when there are fewer than 32 of them ("Few
-# rows"): M = 3 and 31 run the segments there, M = 32 and 33 the variants.
+# over blocks.
 for dims in M=3,N=0 M=3,N=1 M=3,N=127 M=3,N=128 M=3,N=129 M=3,N=132 M=3,N=255 M=3,N=256 \
 	    M=3,N=257 M=3,N=260 M=3,N=1023 M=3,N=1024 M=3,N=1025 M=3,N=1028 M=3,N=4095 \
 	    M=3,N=4096 M=3,N=4097 M=3,N=4100 M=3,N=16384 M=3,N=16385 M=3,N=16388 M=3,N=65536 \
-	    M=3,N=65537 M=3,N=65540 M=0,N=65536 M=1,N=16388 M=31,N=16385 M=32,N=16385 \
-	    M=33,N=16388 M=32,N=65536; do
+	    M=3,N=65537 M=3,N=65540 M=0,N=65536 M=1,N=16388 M=33,N=16385; do
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
 		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
 		 bench/auto/layernorm_bf16.fus bench/auto/logsumexp_f16.fus bench/auto/row_sum_bf16.fus; do
@@ -124,9 +122,8 @@ for dims in M=3,N=0 M=3,N=1 M=3,N=127 M=3,N=128 M=3,N=129 M=3,N=132 M=3,N=255 M=
 done
 for want in 3:0:N128 3:1:N128_scalar 3:128:N128 3:129:N256_scalar 3:132:N256 3:256:N256 \
 	    3:257:N1024_scalar 3:260:N1024 3:1024:N1024 3:1028:N4096 3:4096:N4096 \
-	    3:4097:N16384_scalar 3:4100:N16384 3:16384:N16384 31:16384:N16384 \
-	    32:16385:N65536_scalar 32:16388:N65536 33:65536:N65536 31:16388:segments \
-	    1:65536:segments 3:65537:segments 3:65540:segments; do
+	    3:4097:N16384_scalar 3:4100:N16384 3:16384:N16384 3:16385:N65536_scalar \
+	    3:16388:N65536 1:65536:N65536 3:65537:segments 3:65540:segments; do
 	m=${want%%:*} n=${want#*:} n=${n%%:*} k="kernel softmax_f32_kernel_${want##*:}"
 	[ "${want##*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
 	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=$m,N=$n" --max-blocks 1 >"$out" 2>&1 &&

@@ -402,14 +402,15 @@ START_TEST(test_auto_row_values_once)
 END_TEST
 
 /* 2-byte rows reduced into f32: the vector is 16 bytes of the row (8 bf16), whatever the
- * width of the one value per row that is written. */
+ * width of the one value per row that is written; a row sum's thread loads its whole part of
+ * the row (4 vectors) into registers before it adds. */
 START_TEST(test_auto_row_sum_bf16_vectors)
 {
 	char *k = auto_kernel("fusion rs(x: bf16[M, 4096]) -> (s: f32[M]) {\n"
 			      "  s[i] = sum(j: x[i, j]);\n"
 			      "}\n");
-	ck_assert_contains(k, "alloc local bf16 x_reg[8];");
-	ck_assert_contains(k, "x_reg[0 : 8] = x[");
+	ck_assert_contains(k, "alloc local bf16 x_reg[32];");
+	ck_assert_contains(k, "x_reg[jr * 8 : 8] = x[blockIdx.x * 4096 + jr * 1024 + threadIdx.x * 8 : 8];");
 	free(k);
 	k = auto_kernel("fusion lse(x: f16[M, 4096]) -> (l: f32[M]) {\n"
 			"  m[i] = max(j: x[i, j]);\n"

@@ -203,18 +203,12 @@ static const char softmax_src[] =
 	"}\n";
 
 /* The name of the variant kernel_pick chooses at (M, N), pointers aligned or not. */
-static const char *picked_at(Kernel *k, int64_t m, int64_t n, bool aligned)
+static const char *picked(Kernel *k, int64_t n, bool aligned)
 {
-	int64_t sizes[2] = {m, n};
+	int64_t sizes[2] = {3, n};
 	uint64_t ptrs[2] = {0x1000, aligned ? 0x2000 : 0x2004};
 	Kernel *v = kernel_pick(k, sizes, ptrs);
 	return v ? v->name : "(none)";
-}
-
-/* The same with enough rows for every variant (few rows: test_size_variants_few_rows). */
-static const char *picked(Kernel *k, int64_t n, bool aligned)
-{
-	return picked_at(k, 4096, n, aligned);
 }
 
 /* A symbolic row length: one kernel per row-length bucket (and its scalar kernel), then the
@@ -243,16 +237,8 @@ START_TEST(test_size_variants_pick)
 			ck_assert_int_eq(p->kind, PC_AT_MOST);
 			ck_assert_str_eq(p->size->name, "N");
 		}
-		/* the 65536 bucket also needs enough rows (PC_AT_LEAST on M, after the bound) */
-		bool few = strstr(v->name, "_N65536") != NULL;
-		if (few) {
-			Precond *p = VEC_AT(v->preconds, Precond, 1);
-			ck_assert_int_eq(p->kind, PC_AT_LEAST);
-			ck_assert_str_eq(p->size->name, "M");
-			ck_assert_int_eq(p->value, 32);
-		}
 		if (strstr(v->name, "scalar"))
-			ck_assert_int_eq(v->preconds.len, bounded ? 1 + few : 0);
+			ck_assert_int_eq(v->preconds.len, bounded ? 1 : 0);
 	}
 	ck_assert_int_eq(n, countof(chain));
 	ck_assert_ptr_eq(kernel_own(k)->fusion, tc->prog->fusions[0]);
@@ -280,60 +266,15 @@ START_TEST(test_size_variants_pick)
 	fusrt_arg args[2] = {fusrt_ptr(0x1000), fusrt_ptr(0x2000)};
 	int64_t sizes[2] = {3, 4100};
 	ck_assert_str_eq(rt_pick_kernel(k, args, sizes)->name, "softmax_kernel_N16384");
-	sizes[1] = 65536;
-	ck_assert_ptr_eq(rt_pick_kernel(k, args, sizes), kernel_last_variant(k));
-	sizes[0] = 32;
-	ck_assert_str_eq(rt_pick_kernel(k, args, sizes)->name, "softmax_kernel_N65536");
 	/* the launcher tests the same conditions in the same order */
 	char *cu = tc_cuda(tc);
 	ck_assert_contains(cu, "  // softmax_kernel_N256 when N <= 256, x and y are 16-byte aligned "
 			   "and N is a multiple of 4\n  if (N <= 256 && (uintptr_t)x % 16 == 0 && "
 			   "(uintptr_t)y % 16 == 0 && N % 4 == 0) {\n");
 	ck_assert_contains(cu, "  // softmax_kernel_N256_scalar when N <= 256\n  if (N <= 256) {\n");
-	ck_assert_contains(cu, "  // softmax_kernel_N65536_scalar when N <= 65536 and M >= 32\n"
-			   "  if (N <= 65536 && M >= 32) {\n");
 	ck_assert_contains(cu, "  softmax_kernel_N65536_scalar<<<");
 	ck_assert_contains(cu, "(fus_err = softmax_seg0(x, (float *)fus_seg[0], M, N, stream))");
 	free(cu);
-	tc_free(tc);
-}
-END_TEST
-
-/* Few rows: rows of 16385 to 65536 elements run split over blocks (the segmented plan) when
- * there are fewer than 32 of them, on both sides of every boundary; shorter rows keep their
- * variants whatever the number of rows. */
-START_TEST(test_size_variants_few_rows)
-{
-	TestCompile *tc = tc_compile(softmax_src, true);
-	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
-	Kernel *k = tc->kernels[0];
-	for (int64_t m = 0; m <= 33; m += m == 1 ? 30 : 1) {
-		const char *want = m < 32 ? "softmax_segments" : "softmax_kernel_N65536";
-		ck_assert_str_eq(picked_at(k, m, 65536, true), want);
-		ck_assert_str_eq(picked_at(k, m, 16388, true), want);
-		ck_assert_str_eq(picked_at(k, m, 16385, true),
-				 m < 32 ? want : "softmax_kernel_N65536_scalar");
-		ck_assert_str_eq(picked_at(k, m, 16384, true), "softmax_kernel_N16384");
-		ck_assert_str_eq(picked_at(k, m, 128, true), "softmax_kernel_N128");
-		ck_assert_str_eq(picked_at(k, m, 65540, true), "softmax_segments");
-	}
-	/* the failure of the lower bound, worded for libfusrt and the launcher */
-	Kernel *v = k;
-	while (strcmp(v->name, "softmax_kernel_N65536") != 0)
-		v = v->fallback;
-	PrecondText t = precond_failure(tc->arena, VEC_AT(v->preconds, Precond, 1));
-	ck_assert_str_eq(t.pre, "M = ");
-	ck_assert_str_eq(t.post, " is less than 32 (size variant)");
-	tc_free(tc);
-	/* rows over two size symbols: no lower bound (the rows are not one size) */
-	tc = tc_compile("fusion softmax3(x: f32[B, T, N]) -> (y: f32[B, T, N]) {\n"
-			"  m[b, t] = max(j: x[b, t, j]);\n"
-			"  y[b, t, j] = exp(x[b, t, j] - m[b, t]);\n"
-			"}\n", true);
-	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
-	for (Kernel *w = tc->kernels[0]; w; w = w->fallback)
-		for (int i = 0; i < w->preconds.len; i++)
-			ck_assert_int_ne(VEC_AT(w->preconds, Precond, i)->kind, PC_AT_LEAST);
 	tc_free(tc);
 }
 END_TEST
@@ -394,7 +335,6 @@ Suite *fallback_suite(void)
 	tcase_add_test(tc, test_runtime_pick);
 	tcase_add_test(tc, test_fallback_simulates);
 	tcase_add_test(tc, test_size_variants_pick);
-	tcase_add_test(tc, test_size_variants_few_rows);
 	tcase_add_test(tc, test_size_bound_range);
 	tcase_add_test(tc, test_size_variant_registers);
 	suite_add_tcase(s, tc);

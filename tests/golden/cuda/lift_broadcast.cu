@@ -1149,8 +1149,8 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
       fus_fail(bcast_auto_error_text, "bcast_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // bcast_auto_kernel_N65536 when N <= 65536, M >= 32, x and y are 16-byte aligned and N is a multiple of 4
-  if (N <= 65536 && M >= 32 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
+  // bcast_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a multiple of 4
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1162,8 +1162,8 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
       fus_fail(bcast_auto_error_text, "bcast_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // bcast_auto_kernel_N65536_scalar when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // bcast_auto_kernel_N65536_scalar when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

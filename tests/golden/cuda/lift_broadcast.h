@@ -25,8 +25,8 @@ extern "C" {
  * y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N4096_scalar when
  * N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a
  * multiple of 4; bcast_auto_kernel_N16384_scalar when N <= 16384; bcast_auto_kernel_N65536 when
- * N <= 65536, M >= 32, x and y are 16-byte aligned and N is a multiple of 4;
- * bcast_auto_kernel_N65536_scalar when N <= 65536 and M >= 32; bcast_auto_segments otherwise.
+ * N <= 65536, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N65536_scalar when N <= 65536; bcast_auto_segments otherwise.
  * bcast_auto_segments runs segments in order: bcast_auto_seg0 (kernels bcast_auto_seg0_kernel,
  * bcast_auto_seg0_kernel_scalar), then bcast_auto_seg1 (kernels bcast_auto_seg1_kernel,
  * bcast_auto_seg1_kernel_scalar); each call allocates their workspace (y_sum0: f32[M]) on

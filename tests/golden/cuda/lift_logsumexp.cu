@@ -1474,8 +1474,8 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // lse_auto_kernel_N65536 when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // lse_auto_kernel_N65536 when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

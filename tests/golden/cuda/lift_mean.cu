@@ -918,8 +918,8 @@ extern "C" cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t
       fus_fail(mean_auto_error_text, "mean_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // mean_auto_kernel_N65536 when N <= 65536, M >= 32, x is 16-byte aligned and N is a multiple of 4
-  if (N <= 65536 && M >= 32 && (uintptr_t)x % 16 == 0 && N % 4 == 0) {
+  // mean_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 4
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(mean_auto_error_text, "mean_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -931,8 +931,8 @@ extern "C" cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t
       fus_fail(mean_auto_error_text, "mean_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // mean_auto_kernel_N65536_scalar when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // mean_auto_kernel_N65536_scalar when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(mean_auto_error_text, "mean_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -24,8 +24,8 @@ extern "C" {
  * mean_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
  * mean_auto_kernel_N4096_scalar when N <= 4096; mean_auto_kernel_N16384 when N <= 16384, x is
  * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N16384_scalar when N <= 16384;
- * mean_auto_kernel_N65536 when N <= 65536, M >= 32, x is 16-byte aligned and N is a multiple of
- * 4; mean_auto_kernel_N65536_scalar when N <= 65536 and M >= 32; mean_auto_segments otherwise.
+ * mean_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 4;
+ * mean_auto_kernel_N65536_scalar when N <= 65536; mean_auto_segments otherwise.
  * mean_auto_segments runs segments in order: mean_auto_seg0 (kernels mean_auto_seg0_kernel,
  * mean_auto_seg0_kernel_scalar), then mean_auto_seg1 (kernels mean_auto_seg1_kernel,
  * mean_auto_seg1_kernel_scalar); each call allocates their workspace (mean_sum0: f32[M]) on

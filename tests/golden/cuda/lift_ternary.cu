@@ -2681,8 +2681,8 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
       fus_fail(tern_auto_error_text, "tern_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // tern_auto_kernel_N65536 when N <= 65536, M >= 32, x and y are 16-byte aligned and N is a multiple of 4
-  if (N <= 65536 && M >= 32 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
+  // tern_auto_kernel_N65536 when N <= 65536, x and y are 16-byte aligned and N is a multiple of 4
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2694,8 +2694,8 @@ extern "C" cudaError_t tern_auto(const float *x, const bool *c, float *y, int64_
       fus_fail(tern_auto_error_text, "tern_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // tern_auto_kernel_N65536_scalar when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // tern_auto_kernel_N65536_scalar when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_error_text, "tern_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -3340,8 +3340,8 @@ extern "C" cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, 
       fus_fail(two_auto_error_text, "two_auto: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // two_auto_kernel_N65536 when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // two_auto_kernel_N65536 when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_error_text, "two_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

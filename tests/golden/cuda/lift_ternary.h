@@ -24,9 +24,9 @@ extern "C" {
  * tern_auto_kernel_N1024_scalar when N <= 1024; tern_auto_kernel_N4096 when N <= 4096, x and y
  * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N4096_scalar when N <= 4096;
  * tern_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a multiple of
- * 4; tern_auto_kernel_N16384_scalar when N <= 16384; tern_auto_kernel_N65536 when N <= 65536, M
- * >= 32, x and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N65536_scalar
- * when N <= 65536 and M >= 32; tern_auto_segments otherwise.
+ * 4; tern_auto_kernel_N16384_scalar when N <= 16384; tern_auto_kernel_N65536 when N <= 65536, x
+ * and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N65536_scalar when
+ * N <= 65536; tern_auto_segments otherwise.
  * tern_auto_segments runs segments in order: tern_auto_seg0 (kernels tern_auto_seg0_kernel,
  * tern_auto_seg0_kernel_scalar), then tern_auto_seg1 (kernels tern_auto_seg1_kernel,
  * tern_auto_seg1_kernel_scalar), then tern_auto_seg2 (kernels tern_auto_seg2_kernel,
@@ -60,7 +60,7 @@ const char *tern_block_last_error(void);
  * two_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
  * two_auto_kernel_N4096_scalar when N <= 4096; two_auto_kernel_N16384 when N <= 16384, x is
  * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N16384_scalar when N <= 16384;
- * two_auto_kernel_N65536 when N <= 65536 and M >= 32; two_auto_segments otherwise.
+ * two_auto_kernel_N65536 when N <= 65536; two_auto_segments otherwise.
  * two_auto_segments runs segments in order: two_auto_seg0 (kernels two_auto_seg0_kernel,
  * two_auto_seg0_kernel_scalar), then two_auto_seg1 (kernels two_auto_seg1_kernel,
  * two_auto_seg1_kernel_scalar), then two_auto_seg2 (kernels two_auto_seg2_kernel,

@@ -11,25 +11,30 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N128(const 
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __align__(16) __fus_bfloat x_reg[32];
+  // x_reg computed at s.ty
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 31) / 32) {
-      __align__(16) __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 < N) {
-        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8]);
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
           if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8 + jv];
+            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 31) / 32) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr_1 * 32 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -47,21 +52,26 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N128_scalar
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __fus_bfloat x_reg[32];
+  // x_reg computed at s.ty
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 31) / 32) {
-      __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
         if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 + jv < N) {
-          x_reg[jv] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8 + jv];
+          x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 31) / 32) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr_1 * 32 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -79,25 +89,30 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256(const 
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __align__(16) __fus_bfloat x_reg[32];
+  // x_reg computed at s.ty
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 63) / 64) {
-      __align__(16) __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
-        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8]);
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
           if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
+            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -115,21 +130,26 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256_scalar
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __fus_bfloat x_reg[32];
+  // x_reg computed at s.ty
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 63) / 64) {
-      __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
         if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 + jv < N) {
-          x_reg[jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
+          x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr_1 * 64 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -147,33 +167,38 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N1024(const
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __align__(16) __fus_bfloat x_reg[16];
+  // x_reg computed at s.ty
   #pragma unroll
-  for (long long jr = 0; jr < 1; ++jr) {
-    if (jr < (N + 1023) / 1024) {
-      __align__(16) __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
+  for (long long jr = 0; jr < 2; ++jr) {
+    if (jr < (N + 511) / 512) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 512 + ((long long)threadIdx.x) * 8 < N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 512 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 512 + ((long long)threadIdx.x) * 8 < N) {
+            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 512 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 2; ++jr_1) {
+    if (jr_1 < (N + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 512 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
     }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 128, float>(s_acc);
-  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 64, float>(s_acc);
+  if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && ((long long)threadIdx.x) == 0) {
+    s[((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)] = __fus_float2bfloat(s_acc);
   }
 }
 
@@ -183,29 +208,34 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N1024_scala
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __fus_bfloat x_reg[16];
+  // x_reg computed at s.ty
   #pragma unroll
-  for (long long jr = 0; jr < 1; ++jr) {
-    if (jr < (N + 1023) / 1024) {
-      __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
+  for (long long jr = 0; jr < 2; ++jr) {
+    if (jr < (N + 511) / 512) {
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 512 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 512 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 2; ++jr_1) {
+    if (jr_1 < (N + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_1 * 512 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
     }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 128, float>(s_acc);
-  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 64, float>(s_acc);
+  if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && ((long long)threadIdx.x) == 0) {
+    s[((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)] = __fus_float2bfloat(s_acc);
   }
 }
 
@@ -215,25 +245,30 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096(const
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __align__(16) __fus_bfloat x_reg[32];
+  // x_reg computed at s.i
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 1023) / 1024) {
-      __align__(16) __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
           if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+            x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 1023) / 1024) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) < M && jr_1 * 1024 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -251,21 +286,26 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096_scala
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __fus_bfloat x_reg[32];
+  // x_reg computed at s.i
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N + 1023) / 1024) {
-      __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
         if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
+          x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 1023) / 1024) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) < M && jr_1 * 1024 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
@@ -277,69 +317,79 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096_scala
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_N16384(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N16384(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
 {
   float s_acc;
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __align__(16) __fus_bfloat x_reg[32];
+  // x_reg computed at s.i
   #pragma unroll
-  for (long long jr = 0; jr < 8; ++jr) {
-    if (jr < (N + 2047) / 2048) {
-      __align__(16) __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
-        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 8]);
+  for (long long jr = 0; jr < 4; ++jr) {
+    if (jr < (N + 4095) / 4096) {
+      if (((long long)blockIdx.x) < M && jr * 4096 + ((long long)threadIdx.x) * 8 < N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 4096 + ((long long)threadIdx.x) * 8]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 8 + jv];
+          if (((long long)blockIdx.x) < M && jr * 4096 + ((long long)threadIdx.x) * 8 < N) {
+            x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 4096 + ((long long)threadIdx.x) * 8 + jv];
           }
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 4095) / 4096) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) < M && jr_1 * 4096 + ((long long)threadIdx.x) * 8 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
     }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 256, float>(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 512, float>(s_acc);
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
     s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_N16384_scalar(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N16384_scalar(const __fus_bfloat *__restrict__ x, __fus_bfloat *__restrict__ s, long long M, long long N)
 {
   float s_acc;
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
+  __fus_bfloat x_reg[32];
+  // x_reg computed at s.i
   #pragma unroll
-  for (long long jr = 0; jr < 8; ++jr) {
-    if (jr < (N + 2047) / 2048) {
-      __fus_bfloat x_reg[8];
-      // x_reg computed at s.tx
+  for (long long jr = 0; jr < 4; ++jr) {
+    if (jr < (N + 4095) / 4096) {
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 8 + jv];
+        if (((long long)blockIdx.x) < M && jr * 4096 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 4096 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (long long jr_1 = 0; jr_1 < 4; ++jr_1) {
+    if (jr_1 < (N + 4095) / 4096) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
-          s_v = __fus_bfloat2float(x_reg[jv_1]);
+        if (((long long)blockIdx.x) < M && jr_1 * 4096 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+          s_v = __fus_bfloat2float(x_reg[jr_1 * 8 + jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
       }
     }
   }
-  s_acc = __fus_reduce_warps<__fus_red_max, 256, float>(s_acc);
+  s_acc = __fus_reduce_warps<__fus_red_max, 512, float>(s_acc);
   if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
     s[((long long)blockIdx.x)] = __fus_float2bfloat(s_acc);
   }
@@ -609,12 +659,14 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
   }
   // rowmax_bf16_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of 8
   if (N <= 1024 && (uintptr_t)x % 16 == 0 && N % 8 == 0) {
-    const long long fus_grid_x = (long long)M;
+    const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
+    if (fus_ovf)
+      return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel_N1024<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    rowmax_bf16_kernel_N1024<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(64, 2, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
@@ -622,12 +674,14 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
   }
   // rowmax_bf16_kernel_N1024_scalar when N <= 1024
   if (N <= 1024) {
-    const long long fus_grid_x = (long long)M;
+    const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
+    if (fus_ovf)
+      return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel_N1024_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    rowmax_bf16_kernel_N1024_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(64, 2, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
@@ -666,7 +720,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    rowmax_bf16_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
@@ -679,14 +733,14 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    rowmax_bf16_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
+    rowmax_bf16_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>((const __fus_bfloat *)x, (__fus_bfloat *)s, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // rowmax_bf16_kernel_N65536 when N <= 65536, M >= 32, x is 16-byte aligned and N is a multiple of 8
-  if (N <= 65536 && M >= 32 && (uintptr_t)x % 16 == 0 && N % 8 == 0) {
+  // rowmax_bf16_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 8
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && N % 8 == 0) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -698,8 +752,8 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
       fus_fail(rowmax_bf16_error_text, "rowmax_bf16: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // rowmax_bf16_kernel_N65536_scalar when N <= 65536 and M >= 32
-  if (N <= 65536 && M >= 32) {
+  // rowmax_bf16_kernel_N65536_scalar when N <= 65536
+  if (N <= 65536) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -24,10 +24,9 @@ extern "C" {
  * rowmax_bf16_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 8;
  * rowmax_bf16_kernel_N4096_scalar when N <= 4096; rowmax_bf16_kernel_N16384 when N <= 16384, x
  * is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N16384_scalar when
- * N <= 16384; rowmax_bf16_kernel_N65536 when N <= 65536, M >= 32, x is 16-byte aligned and N is
- * a multiple of 8; rowmax_bf16_kernel_N65536_scalar when N <= 65536 and M >= 32;
- * rowmax_bf16_kernel when x is 16-byte aligned and N is a multiple of 8;
- * rowmax_bf16_kernel_scalar otherwise.
+ * N <= 16384; rowmax_bf16_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a
+ * multiple of 8; rowmax_bf16_kernel_N65536_scalar when N <= 65536; rowmax_bf16_kernel when x is
+ * 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_scalar otherwise.
  */
 cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *rowmax_bf16_last_error(void);
