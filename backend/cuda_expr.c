@@ -339,7 +339,7 @@ static Val val_arith(IrExpr *e)
 	case OP_MOD:
 		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(NULL, x[1]))
 			return val_divmod31(x[0], x[1], e->op == OP_MOD);
-		if (e->op == OP_DIV && ct == DT_F32) /* approximate: docs/numerics.md */
+		if (e->op == OP_DIV && ct == DT_F32) /* within 2 ulp: docs/language.md, "Float accuracy on the GPU" */
 			return val_callv("__fus_fdiv", x, 2, ct);
 		if (e->op == OP_DIV)
 			return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
