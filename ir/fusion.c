@@ -434,7 +434,8 @@ void fusion_rename(Arena *a, Fusion *f, const char *name)
 {
 	f->name = name;
 	for (int i = 0; i < f->segments.len; i++)
-		VEC_AT(f->segments, Segment, i)->fusion->name = arena_printf(a, "%s_seg%d", name, i);
+		fusion_rename(a, VEC_AT(f->segments, Segment, i)->fusion,
+			      arena_printf(a, "%s_seg%d", name, i)); /* with its own variants */
 	for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
 		fusion_rename(a, VEC_AT(f->variants, Fusion, v), name);
 }
