@@ -19,8 +19,9 @@
 #              the scalar kernel past the variants (67 x 75 x 133); sizes a launcher requires to
 #              be multiples are rounded up (tests/gpu_lib.sh).
 # Commands run JOBS at a time (each `fusc run` is one process; the binary cache is filled
-# first by one run per file). Prints "gemm_sweep: N passed, N failed"; exits 1 on a failure
-# and 77 when MODE=run finds no CUDA device.
+# first by one run per file). Prints each failure as it happens and a line per 200 runs (so a
+# run cut off by a timeout still says how far it got), then "gemm_sweep: N passed, N failed";
+# exits 1 on a failure and 77 when MODE=run finds no CUDA device.
 FUSC=${FUSC:-build/fusc}
 MODE=${MODE:-run}
 JOBS=${JOBS:-8}
@@ -124,7 +125,9 @@ while read -r line; do
 	sh "$tmp/one.sh" $line
 done <"$tmp/first" >"$tmp/results"
 awk 'FNR == NR { w[$1]; next } !(FNR in w) { print FNR, $0 }' "$tmp/first" "$tmp/all" |
-	xargs -r -P "$JOBS" -L 1 sh "$tmp/one.sh" >>"$tmp/results"
+	xargs -r -P "$JOBS" -L 1 sh "$tmp/one.sh" | tee -a "$tmp/results" |
+	awk -v total="$(wc -l <"$tmp/all")" '/^FAIL/ { print "gemm_sweep: " $0; fflush() }
+		NR % 200 == 0 { print "gemm_sweep: " NR " of " total " runs finished"; fflush() }'
 pass=$(grep -c '^PASS' "$tmp/results")
 fail=$(grep -c '^FAIL' "$tmp/results")
 total=$(wc -l <"$tmp/all")
