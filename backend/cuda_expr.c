@@ -239,12 +239,12 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	Val b = val_conv(r, ct, l->dtype == ct && !is_literal(l));
 	val_paren(&a, lmin);
 	val_paren(&b, rmin);
-	Val v = val_new(prec, result);
-	/* buf_puts, not "%s": an operand holds its whole subtree's text */
-	buf_puts(&v.b, a.b.s);
-	buf_printf(&v.b, " %s ", op);
+	/* a's text extended: left-leaning chains (sums of index terms) are not copied per level */
+	Val v = {a.b, prec, result};
+	buf_puts(&v.b, " ");
+	buf_puts(&v.b, op);
+	buf_puts(&v.b, " ");
 	buf_puts(&v.b, b.b.s);
-	buf_free(&a.b);
 	buf_free(&b.b);
 	return v;
 }

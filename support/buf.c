@@ -17,24 +17,6 @@ static void buf_reserve(Buf *b, size_t extra)
 	b->cap = cap;
 }
 
-/* The conversions fast_format writes itself: %s, %c, %d, %u, %ld, %lld, %zu, %% (no flags,
- * width or precision); anything else goes to vsnprintf. */
-static bool fast_format(const char *fmt)
-{
-	for (const char *p = fmt; (p = strchr(p, '%'));) {
-		p++;
-		if (strncmp(p, "lld", 3) == 0)
-			p += 3;
-		else if (strncmp(p, "ld", 2) == 0 || strncmp(p, "zu", 2) == 0)
-			p += 2;
-		else if (*p && strchr("scdu%", *p))
-			p++;
-		else
-			return false;
-	}
-	return true;
-}
-
 static void put_unsigned(Buf *b, unsigned long long v, bool neg)
 {
 	char s[24], *p = s + sizeof s;
@@ -52,10 +34,12 @@ static void put_signed(Buf *b, long long v)
 	put_unsigned(b, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0);
 }
 
-/* fmt (fast_format) written directly: vsnprintf costs ~700 instructions a call, and the CUDA
- * emitter makes thousands of calls per kernel. */
-static void fast_printf(Buf *b, const char *fmt, va_list ap)
+/* fmt written directly when its conversions are only %s %c %d %u %ld %lld %zu %% (no flags,
+ * width or precision): vsnprintf costs ~700 instructions a call, and the CUDA emitter makes
+ * thousands of calls per kernel. False, with b as it was, at any other conversion. */
+static bool fast_printf(Buf *b, const char *fmt, va_list ap)
 {
+	size_t start = b->len;
 	for (const char *p = fmt;;) {
 		const char *q = strchr(p, '%');
 		size_t n = q ? (size_t)(q - p) : strlen(p);
@@ -64,31 +48,36 @@ static void fast_printf(Buf *b, const char *fmt, va_list ap)
 		b->len += n;
 		b->s[b->len] = '\0';
 		if (!q)
-			return;
+			return true;
 		p = q + 1;
-		switch (*p++) {
-		case 's': {
+		if (*p == 's') {
 			const char *s = va_arg(ap, const char *);
 			buf_puts(b, s ? s : "(null)"); /* as glibc */
-			break;
-		}
-		case 'c': /* a NUL too, as vsnprintf: it is counted in len */
+		} else if (*p == 'c') { /* a NUL too, as vsnprintf: it is counted in len */
 			buf_reserve(b, 1);
 			b->s[b->len++] = (char)va_arg(ap, int);
 			b->s[b->len] = '\0';
-			break;
-		case 'd': put_signed(b, va_arg(ap, int)); break;
-		case 'u': put_unsigned(b, va_arg(ap, unsigned), false); break;
-		case '%': buf_puts(b, "%"); break;
-		case 'z': p++; put_unsigned(b, va_arg(ap, size_t), false); break;
-		case 'l':
-			if (*p == 'l')
-				p += 2, put_signed(b, va_arg(ap, long long));
-			else
-				p++, put_signed(b, va_arg(ap, long));
-			break;
-		default: die("buf_printf: fast_format let '%s' through", fmt);
+		} else if (*p == 'd') {
+			put_signed(b, va_arg(ap, int));
+		} else if (*p == 'u') {
+			put_unsigned(b, va_arg(ap, unsigned), false);
+		} else if (*p == '%') {
+			buf_puts(b, "%");
+		} else if (p[0] == 'z' && p[1] == 'u') {
+			put_unsigned(b, va_arg(ap, size_t), false);
+			p++;
+		} else if (p[0] == 'l' && p[1] == 'd') {
+			put_signed(b, va_arg(ap, long));
+			p++;
+		} else if (p[0] == 'l' && p[1] == 'l' && p[2] == 'd') {
+			put_signed(b, va_arg(ap, long long));
+			p += 2;
+		} else {
+			b->len = start;
+			b->s[start] = '\0';
+			return false;
 		}
+		p++;
 	}
 }
 
@@ -96,12 +85,11 @@ void buf_vprintf(Buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
 
-	if (fast_format(fmt)) {
-		va_copy(ap2, ap);
-		fast_printf(b, fmt, ap2);
-		va_end(ap2);
+	va_copy(ap2, ap);
+	bool fast = fast_printf(b, fmt, ap2);
+	va_end(ap2);
+	if (fast)
 		return;
-	}
 	/* one pass when the text fits in the room left, a second one after growing */
 	buf_reserve(b, 63);
 	va_copy(ap2, ap);

@@ -119,7 +119,7 @@ START_TEST(buf_text)
 }
 END_TEST
 
-/* buf_printf writes %s %c %d %u %ld %lld %zu %% itself (support/buf.c, fast_format) and the
+/* buf_printf writes %s %c %d %u %ld %lld %zu %% itself (support/buf.c, fast_printf) and the
  * rest through vsnprintf: the same text as snprintf either way, extremes included. */
 START_TEST(buf_printf_as_snprintf)
 {
