@@ -289,12 +289,19 @@ static bool loops_over(Stmt *s, void *ax)
  * extent and threadIdx.y/z (constant launch); at most LDM_ATOMS, at most LDM_POINTS values. */
 #define LDM_ATOMS 12
 #define LDM_POINTS 65536
+#define LDM_MEMO 64
 typedef struct Ldm {
 	Kernel *k;
 	IrExpr *atom[LDM_ATOMS];
 	int64_t ext[LDM_ATOMS], val[LDM_ATOMS];
 	int n;
 	bool ok;
+	/* values of subexpressions that depend on the lane only (ev): at most LDM_MEMO / 2 */
+	struct {
+		IrExpr *e;
+		int64_t v[32];
+	} memo[LDM_MEMO];
+	int nmemo;
 } Ldm;
 
 static bool atom_eq(IrExpr *a, IrExpr *b)
@@ -331,68 +338,148 @@ static bool add_atom(IrExpr *e, void *ctx)
 	return false;
 }
 
-/* e's value on every lane (threadIdx.x = 0..31) at the variables' values l->val; clears
- * l->ok where e is not an integer function of them. */
-static void ev(Ldm *l, IrExpr *e, int64_t out[32])
+/* What a value of ev depends on: the lane (else only out[0] is set: the same on every lane),
+ * the variables (else it is the same at every point: a lane-dependent one is kept in
+ * Ldm.memo and computed once). */
+enum { EV_LANES = 1, EV_ATOMS = 2 };
+
+static int64_t *memo_slot(Ldm *l, IrExpr *e, bool add)
+{
+	for (unsigned h = (unsigned)((uintptr_t)e >> 4) % LDM_MEMO, n = 0; n < LDM_MEMO;
+	     h = (h + 1) % LDM_MEMO, n++) {
+		if (l->memo[h].e == e)
+			return l->memo[h].v;
+		if (!l->memo[h].e) {
+			if (!add || l->nmemo >= LDM_MEMO / 2)
+				return NULL;
+			l->nmemo++;
+			l->memo[h].e = e;
+			return l->memo[h].v;
+		}
+	}
+	return NULL;
+}
+
+/* e's value on every lane (threadIdx.x = 0..31) at the variables' values l->val, and what it
+ * depends on (EV_*); clears l->ok where e is not an integer function of them. Most of an
+ * offset does not depend on the lane, and a sum's lane-independent terms are added once
+ * (ev_sum), not per lane. Arithmetic wraps (uint64_t), so a sum's terms may be added in any
+ * order. */
+static int ev(Ldm *l, IrExpr *e, int64_t out[32]);
+
+static int ev_sum(Ldm *l, IrExpr *e, bool neg, uint64_t *uni, uint64_t lanes[32], bool *varies)
+{
+	if (e->kind == EX_OP && (e->op == OP_ADD || e->op == OP_SUB))
+		return ev_sum(l, e->args[0], neg, uni, lanes, varies) |
+		       ev_sum(l, e->args[1], e->op == OP_SUB ? !neg : neg, uni, lanes, varies);
+	int64_t v[32];
+	int dep = ev(l, e, v);
+	if (!(dep & EV_LANES)) {
+		*uni = neg ? *uni - (uint64_t)v[0] : *uni + (uint64_t)v[0];
+		return dep;
+	}
+	for (int i = 0; i < 32; i++) {
+		uint64_t x = *varies ? lanes[i] : 0;
+		lanes[i] = neg ? x - (uint64_t)v[i] : x + (uint64_t)v[i];
+	}
+	*varies = true;
+	return dep;
+}
+
+static int ev_op(Ldm *l, IrExpr *e, int64_t out[32])
 {
 	int64_t y[32];
+	if (e->op == OP_ADD || e->op == OP_SUB) {
+		uint64_t uni = 0, lanes[32];
+		bool varies = false;
+		int dep = ev_sum(l, e, false, &uni, lanes, &varies);
+		if (!varies) {
+			out[0] = (int64_t)uni;
+			return dep;
+		}
+		for (int i = 0; i < 32; i++)
+			out[i] = (int64_t)(lanes[i] + uni);
+		return dep;
+	}
+	int dx = ev(l, e->args[0], out), dy = ev(l, e->args[1], y), dep = dx | dy;
+	int n = dep & EV_LANES ? 32 : 1;
+	if (n == 32 && !(dx & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			out[i] = out[0];
+	if (n == 32 && !(dy & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			y[i] = y[0];
+	switch (e->op) {
+	case OP_MUL:
+		for (int i = 0; i < n; i++)
+			out[i] = (int64_t)((uint64_t)out[i] * (uint64_t)y[i]);
+		return dep;
+	case OP_MIN: for (int i = 0; i < n; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return dep;
+	case OP_MAX: for (int i = 0; i < n; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return dep;
+	case OP_DIV:
+	case OP_MOD:
+		for (int i = 0; i < n; i++) {
+			if (y[i] <= 0 || out[i] < 0)
+				return -1;
+			out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
+		}
+		return dep;
+	default:
+		return -1;
+	}
+}
+
+static int ev(Ldm *l, IrExpr *e, int64_t out[32])
+{
 	switch (e->kind) {
 	case EX_INT:
-		for (int i = 0; i < 32; i++)
-			out[i] = e->ival;
-		return;
+		out[0] = e->ival;
+		return 0;
 	case EX_CAST:
-		ev(l, e->args[0], out);
-		return;
+		return ev(l, e->args[0], out);
 	case EX_VAR:
 	case EX_PAR:
 		if (e->kind == EX_PAR && e->par == PT_TIDX) {
 			for (int i = 0; i < 32; i++)
 				out[i] = i;
-			return;
+			return EV_LANES;
 		}
 		for (int a = 0; a < l->n; a++) {
 			if (!atom_eq(l->atom[a], e))
 				continue;
-			for (int i = 0; i < 32; i++)
-				out[i] = l->val[a];
-			return;
+			out[0] = l->val[a];
+			return EV_ATOMS;
 		}
 		break;
-	case EX_OP:
-		if (e->nargs > 2)
+	case EX_OP: {
+		if (e->nargs != 2)
 			break;
-		ev(l, e->args[0], out);
-		for (int i = 0; i < 32; i++)
-			y[i] = 0;
-		if (e->nargs > 1)
-			ev(l, e->args[1], y);
-		switch (e->op) {
-		case OP_ADD: for (int i = 0; i < 32; i++) out[i] += y[i]; return;
-		case OP_SUB: for (int i = 0; i < 32; i++) out[i] -= y[i]; return;
-		case OP_MUL: for (int i = 0; i < 32; i++) out[i] *= y[i]; return;
-		case OP_MIN: for (int i = 0; i < 32; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return;
-		case OP_MAX: for (int i = 0; i < 32; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return;
-		case OP_DIV:
-		case OP_MOD:
-			for (int i = 0; i < 32; i++) {
-				if (y[i] <= 0 || out[i] < 0)
-					break;
-				out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
-				if (i == 31)
-					return;
-			}
-			break;
-		default:
-			break;
+		int64_t *m = memo_slot(l, e, false);
+		if (m) {
+			memcpy(out, m, sizeof(int64_t) * 32);
+			return EV_LANES;
 		}
-		break;
+		int dep = ev_op(l, e, out);
+		if (dep < 0)
+			break;
+		if (dep == EV_LANES && l->ok && (m = memo_slot(l, e, true)))
+			memcpy(m, out, sizeof(int64_t) * 32);
+		return dep;
+	}
 	default:
 		break;
 	}
 	l->ok = false;
-	for (int i = 0; i < 32; i++)
-		out[i] = 0;
+	out[0] = 0;
+	return 0;
+}
+
+/* ev on every lane: out[0..32) set when the value is the same on all */
+static void ev_lanes(Ldm *l, IrExpr *e, int64_t out[32])
+{
+	if (!(ev(l, e, out) & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			out[i] = out[0];
 }
 
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
@@ -433,12 +520,12 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	for (int64_t p = 0; l.ok && p < points; p++) {
 		int64_t rows[32], got[32];
 		ldm_at(&l, p);
-		ev(&l, row, rows);
+		ev_lanes(&l, row, rows);
 		for (int L = 0; L < 32; L++)
 			if (rows[L] % 8)
 				return false;
 		for (int r = 0; l.ok && r < n; r++) {
-			ev(&l, loads[r]->args[0], got);
+			ev_lanes(&l, loads[r]->args[0], got);
 			for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
 				int64_t want = trans ? rows[8 * i + 2 * (L % 4) + h] + L / 4
 						     : rows[8 * i + L / 4] + 2 * (L % 4) + h;
@@ -469,8 +556,8 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 	for (int64_t p = 0; l.ok && p < points; p++) {
 		int64_t vx[32], vy[32];
 		ldm_at(&l, p);
-		ev(&l, x, vx);
-		ev(&l, y, vy);
+		ev_lanes(&l, x, vx);
+		ev_lanes(&l, y, vy);
 		if (memcmp(vx, vy, sizeof vx) != 0)
 			return false;
 	}
