@@ -219,6 +219,10 @@ IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 /* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
  * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
 IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
+/* e (an i64 +, -, *, /, %, ceildiv) built again by its ix_ helper from its operands: e itself,
+ * not a copy, when the helper would build the same node (ir_simplify of a simplified
+ * expression allocates nothing). */
+IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
