@@ -105,17 +105,16 @@ char *arena_strdup(Arena *a, const char *s)
 
 char *arena_printf(Arena *a, const char *fmt, ...)
 {
-	va_list ap, ap2;
+	Buf b = {0};
+	va_list ap;
 
+	/* through buf_vprintf: its own conversions of %s, %d, ... are far cheaper than two
+	 * vsnprintf calls (names of variables and kernels are printed thousands of times) */
 	va_start(ap, fmt);
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		die("arena_printf: bad format '%s'", fmt);
-	char *p = arena_alloc(a, (size_t)n + 1);
-	vsnprintf(p, (size_t)n + 1, fmt, ap2);
-	va_end(ap2);
+	char *p = arena_strndup(a, b.s, b.len);
+	buf_free(&b);
 	return p;
 }
 
