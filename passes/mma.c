@@ -19,6 +19,7 @@
  * zero-filled (Tensor.sched.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
  * on neither stay around the instruction (the same in every lane of the warp).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -482,6 +483,80 @@ static void ev_lanes(Ldm *l, IrExpr *e, int64_t out[32])
 			out[i] = out[0];
 }
 
+/* An offset prepared for the points: the terms of its top sum that mention no variable (the
+ * lane's own part, constants) added up once, the others evaluated at each point; a sum of
+ * more than LDM_TERMS other terms is evaluated whole (ev_lanes). */
+#define LDM_TERMS 48
+typedef struct LdmSum {
+	IrExpr *whole;
+	int n;
+	IrExpr *term[LDM_TERMS];
+	bool neg[LDM_TERMS];
+	uint64_t lanes[32];
+} LdmSum;
+
+static bool is_atom(IrExpr *e, void *ctx)
+{
+	return e->kind == EX_VAR || (e->kind == EX_PAR && e->par != PT_TIDX);
+}
+
+static void ldm_prepare_terms(Ldm *l, LdmSum *s, IrExpr *e, bool neg)
+{
+	while (e->kind == EX_CAST)
+		e = e->args[0];
+	if (e->kind == EX_OP && (e->op == OP_ADD || e->op == OP_SUB) && e->nargs == 2) {
+		ldm_prepare_terms(l, s, e->args[0], neg);
+		ldm_prepare_terms(l, s, e->args[1], e->op == OP_SUB ? !neg : neg);
+		return;
+	}
+	if (ir_expr_any(e, is_atom, NULL)) {
+		if (s->n == LDM_TERMS) {
+			s->whole = e; /* marks the overflow; ldm_prepare takes the whole offset */
+			return;
+		}
+		s->term[s->n] = e;
+		s->neg[s->n++] = neg;
+		return;
+	}
+	int64_t v[32];
+	ev_lanes(l, e, v);
+	for (int i = 0; i < 32; i++)
+		s->lanes[i] = neg ? s->lanes[i] - (uint64_t)v[i] : s->lanes[i] + (uint64_t)v[i];
+}
+
+static void ldm_prepare(Ldm *l, LdmSum *s, IrExpr *e)
+{
+	s->whole = NULL;
+	s->n = 0;
+	memset(s->lanes, 0, sizeof s->lanes);
+	ldm_prepare_terms(l, s, e, false);
+	if (s->whole)
+		s->whole = e;
+}
+
+/* ev_lanes of the prepared offset at the current point */
+static void ldm_eval(Ldm *l, const LdmSum *s, int64_t out[32])
+{
+	if (s->whole) {
+		ev_lanes(l, s->whole, out);
+		return;
+	}
+	uint64_t uni = 0, lanes[32];
+	memcpy(lanes, s->lanes, sizeof lanes);
+	for (int t = 0; t < s->n; t++) {
+		int64_t v[32];
+		bool neg = s->neg[t];
+		if (!(ev(l, s->term[t], v) & EV_LANES)) {
+			uni = neg ? uni - (uint64_t)v[0] : uni + (uint64_t)v[0];
+			continue;
+		}
+		for (int i = 0; i < 32; i++)
+			lanes[i] = neg ? lanes[i] - (uint64_t)v[i] : lanes[i] + (uint64_t)v[i];
+	}
+	for (int i = 0; i < 32; i++)
+		out[i] = (int64_t)(lanes[i] + uni);
+}
+
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
  * ldmatrix.x4 (A): register i, half h of lane L is element 2 * (L % 4) + h of the row whose
  * address lane 8i + L / 4 gives; .x2.trans (B): element L / 4 of the row of lane
@@ -508,6 +583,8 @@ static void ldm_at(Ldm *l, int64_t p)
 	}
 }
 
+static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
+
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
 	Ldm l = {.k = k, .ok = true};
@@ -517,15 +594,26 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	int64_t points = ldm_points(&l);
 	if (!points)
 		return false;
-	for (int64_t p = 0; l.ok && p < points; p++) {
+	LdmSum *sums = xmalloc(sizeof *sums * (size_t)(n + 1));
+	ldm_prepare(&l, &sums[n], row);
+	for (int i = 0; i < n; i++)
+		ldm_prepare(&l, &sums[i], loads[i]->args[0]);
+	bool proved = ldm_points_proved(&l, sums, n, points, trans);
+	free(sums);
+	return proved;
+}
+
+static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
+{
+	for (int64_t p = 0; l->ok && p < points; p++) {
 		int64_t rows[32], got[32];
-		ldm_at(&l, p);
-		ev_lanes(&l, row, rows);
+		ldm_at(l, p);
+		ldm_eval(l, &sums[n], rows);
 		for (int L = 0; L < 32; L++)
 			if (rows[L] % 8)
 				return false;
-		for (int r = 0; l.ok && r < n; r++) {
-			ev_lanes(&l, loads[r]->args[0], got);
+		for (int r = 0; l->ok && r < n; r++) {
+			ldm_eval(l, &sums[r], got);
 			for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
 				int64_t want = trans ? rows[8 * i + 2 * (L % 4) + h] + L / 4
 						     : rows[8 * i + L / 4] + 2 * (L % 4) + h;
@@ -534,7 +622,7 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 			}
 		}
 	}
-	return l.ok;
+	return l->ok;
 }
 
 /* threadIdx.x % 16 for threadIdx.x */
@@ -553,11 +641,14 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 	int64_t points = ldm_points(&l);
 	if (!points)
 		return false;
+	LdmSum sx, sy;
+	ldm_prepare(&l, &sx, x);
+	ldm_prepare(&l, &sy, y);
 	for (int64_t p = 0; l.ok && p < points; p++) {
 		int64_t vx[32], vy[32];
 		ldm_at(&l, p);
-		ev_lanes(&l, x, vx);
-		ev_lanes(&l, y, vy);
+		ldm_eval(&l, &sx, vx);
+		ldm_eval(&l, &sy, vy);
 		if (memcmp(vx, vy, sizeof vx) != 0)
 			return false;
 	}
