@@ -37,7 +37,9 @@ static const char *const reserved_names[] = {
 
 static int compare_name(const void *key, const void *entry)
 {
-	return strcmp(key, *(const char *const *)entry);
+	const char *x = key, *y = *(const char *const *)entry;
+	/* the first letters decide most steps of the search: no strcmp call for them */
+	return *x != *y ? (unsigned char)*x - (unsigned char)*y : strcmp(x, y);
 }
 
 static bool is_reserved(const char *s)
