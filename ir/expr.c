@@ -251,7 +251,10 @@ static IrExpr *merged_back(Arena *a, IrExpr *m, IrExpr *r)
 	if (ir_equal(m->args[1], r->args[1]))
 		x = merged_back(a, m->args[0], r->args[0]);
 	else if (ir_is_const(m->args[1], &cm) && ir_is_const(r->args[1], &cr) && cr > 0 &&
-		 cm > cr && cm % cr == 0) /* y / 3 * 15 + y % 3 * 5: (y / 3 * 3 + y % 3) * 5 */
+		 cm > cr && cm % cr == 0 && r->args[0]->kind == EX_OP &&
+		 (r->args[0]->op == OP_MOD || r->args[0]->op == OP_MUL))
+		/* y / 3 * 15 + y % 3 * 5: (y / 3 * 3 + y % 3) * 5 (the product is built only
+		 * when r's factor can be merged back at all: most sums of terms cannot) */
 		x = merged_back(a, ix_mul(a, m->args[0], ir_int(a, cm / cr)), r->args[0]);
 	return x ? ix_mul(a, x, r->args[1]) : NULL;
 }
