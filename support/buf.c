@@ -41,13 +41,15 @@ static bool fast_printf(Buf *b, const char *fmt, va_list ap)
 {
 	size_t start = b->len;
 	for (const char *p = fmt;;) {
-		const char *q = strchr(p, '%');
-		size_t n = q ? (size_t)(q - p) : strlen(p);
+		const char *q = p; /* the literal runs are short: no strchr call */
+		while (*q && *q != '%')
+			q++;
+		size_t n = (size_t)(q - p);
 		buf_reserve(b, n);
 		memcpy(b->s + b->len, p, n);
 		b->len += n;
 		b->s[b->len] = '\0';
-		if (!q)
+		if (!*q)
 			return true;
 		p = q + 1;
 		if (*p == 's') {
