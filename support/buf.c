@@ -10,7 +10,7 @@ static void buf_reserve(Buf *b, size_t extra)
 
 	if (need <= b->cap)
 		return;
-	size_t cap = b->cap ? b->cap : 64;
+	size_t cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap *= 2;
 	b->s = xrealloc(b->s, cap);
