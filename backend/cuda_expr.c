@@ -14,35 +14,40 @@
 /* ---- names ---------------------------------------------------------------------------- */
 
 /* C++ keywords, CUDA built-ins, math functions the generated code calls, and names the
- * launcher uses. A .fus name equal to one of these gets a trailing '_'. */
+ * launcher uses. A .fus name equal to one of these gets a trailing '_'. Sorted by strcmp
+ * (is_reserved searches it by halves; tests/unit/check_backend.c checks the order). */
 static const char *const reserved_names[] = {
-	"alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-	"case", "catch", "char", "char16_t", "char32_t", "char8_t", "class", "compl", "concept",
-	"const", "const_cast", "consteval", "constexpr", "constinit", "continue", "co_await",
-	"co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-	"else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
-	"if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-	"nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-	"reinterpret_cast", "requires", "restrict", "return", "short", "signed", "sizeof",
-	"static", "static_assert", "static_cast", "struct", "switch", "template", "this",
-	"thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
-	"unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-	"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "main",
-	"expf", "exp", "logf", "log", "sqrtf", "sqrt", "rsqrtf", "rsqrt", "tanhf", "tanh", "erff",
-	"erf", "fabsf", "fabs", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
-	"powf", "pow", "fmodf", "fmod", "fmaxf", "fminf", "fmax", "fmin", "abs", "min", "max",
-	"stream", "uint16_t", "int32_t", "int64_t", "uintptr_t", "cudaError_t", "cudaStream_t",
-	"snprintf", "va_list", "NULL",
+	"NULL", "abs", "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+	"blockDim", "blockIdx", "bool", "break", "case", "catch", "ceil", "ceilf", "char", "char16_t",
+	"char32_t", "char8_t", "class", "co_await", "co_return", "co_yield", "compl", "concept",
+	"const", "const_cast", "consteval", "constexpr", "constinit", "continue", "cos", "cosf",
+	"cudaError_t", "cudaStream_t", "decltype", "default", "delete", "dim3", "do", "double",
+	"dynamic_cast", "else", "enum", "erf", "erff", "exp", "expf", "explicit", "export", "extern",
+	"fabs", "fabsf", "false", "float", "floor", "floorf", "fmax", "fmaxf", "fmin", "fminf",
+	"fmod", "fmodf", "for", "friend", "goto", "gridDim", "if", "inline", "int", "int32_t",
+	"int64_t", "log", "logf", "long", "main", "max", "min", "mutable", "namespace", "new",
+	"noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "pow", "powf", "private",
+	"protected", "public", "register", "reinterpret_cast", "requires", "restrict", "return",
+	"rsqrt", "rsqrtf", "short", "signed", "sin", "sinf", "sizeof", "snprintf", "sqrt", "sqrtf",
+	"static", "static_assert", "static_cast", "stream", "struct", "switch", "tanh", "tanhf",
+	"template", "this", "threadIdx", "thread_local", "throw", "true", "try", "typedef", "typeid",
+	"typename", "uint16_t", "uintptr_t", "union", "unsigned", "using", "va_list", "virtual",
+	"void", "volatile", "warpSize", "wchar_t", "while", "xor", "xor_eq",
 };
+
+static int compare_name(const void *key, const void *entry)
+{
+	const char *x = key, *y = *(const char *const *)entry;
+	/* the first letters decide most steps of the search: no strcmp call for them */
+	return *x != *y ? (unsigned char)*x - (unsigned char)*y : strcmp(x, y);
+}
 
 static bool is_reserved(const char *s)
 {
 	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
 		return true;
-	for (int i = 0; i < countof(reserved_names); i++)
-		if (reserved_names[i][0] == s[0] && strcmp(s, reserved_names[i]) == 0)
-			return true;
-	return false;
+	return bsearch(s, reserved_names, countof(reserved_names), sizeof reserved_names[0],
+		       compare_name) != NULL;
 }
 
 void cuda_name(Buf *out, const char *name)
@@ -236,12 +241,12 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	Val b = val_conv(r, ct, l->dtype == ct && !is_literal(l));
 	val_paren(&a, lmin);
 	val_paren(&b, rmin);
-	Val v = val_new(prec, result);
-	/* buf_puts, not "%s": an operand holds its whole subtree's text */
-	buf_puts(&v.b, a.b.s);
-	buf_printf(&v.b, " %s ", op);
+	/* a's text extended: left-leaning chains (sums of index terms) are not copied per level */
+	Val v = {a.b, prec, result};
+	buf_puts(&v.b, " ");
+	buf_puts(&v.b, op);
+	buf_puts(&v.b, " ");
 	buf_puts(&v.b, b.b.s);
-	buf_free(&a.b);
 	buf_free(&b.b);
 	return v;
 }

@@ -222,6 +222,16 @@ static IrExpr *div_times_of(IrExpr *m, IrExpr *d)
 	return same_factors(got, want, nw) && same_factors(div, want, nw) ? q->args[0] : NULL;
 }
 
+/* The i64 node op(l, r): `same` itself when it is that node already (ix_rebuild: an
+ * expression simplified again is not copied, nor are the expressions above it, ir_rewrite). */
+static IrExpr *op_node(Arena *a, IrOp op, IrExpr *l, IrExpr *r, IrExpr *same)
+{
+	if (same && same->kind == EX_OP && same->op == op && same->dtype == DT_I64 &&
+	    same->nargs == 2 && same->args[0] == l && same->args[1] == r && !same->span.file)
+		return same;
+	return ir_op(a, op, DT_I64, l, r);
+}
+
 /* The x of m + r when that sum is a merge of axes read back in order: m = (x / d) * d and
  * r = x % d, or both scaled by one stride, m = m' * c and r = r' * c with m' + r' such a sum
  * (the flattened offset of three or more merged axes: x / C / B * B * C + x / C % B * C is
@@ -241,12 +251,15 @@ static IrExpr *merged_back(Arena *a, IrExpr *m, IrExpr *r)
 	if (ir_equal(m->args[1], r->args[1]))
 		x = merged_back(a, m->args[0], r->args[0]);
 	else if (ir_is_const(m->args[1], &cm) && ir_is_const(r->args[1], &cr) && cr > 0 &&
-		 cm > cr && cm % cr == 0) /* y / 3 * 15 + y % 3 * 5: (y / 3 * 3 + y % 3) * 5 */
+		 cm > cr && cm % cr == 0 && r->args[0]->kind == EX_OP &&
+		 (r->args[0]->op == OP_MOD || r->args[0]->op == OP_MUL))
+		/* y / 3 * 15 + y % 3 * 5: (y / 3 * 3 + y % 3) * 5 (the product is built only
+		 * when r's factor can be merged back at all: most sums of terms cannot) */
 		x = merged_back(a, ix_mul(a, m->args[0], ir_int(a, cm / cr)), r->args[0]);
 	return x ? ix_mul(a, x, r->args[1]) : NULL;
 }
 
-IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
+static IrExpr *add_as(Arena *a, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_add_overflow(x, y, &v))
@@ -272,10 +285,15 @@ IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
 	/* left-associated sums print without parentheses: l + (b + c) -> (l + b) + c */
 	if (r->kind == EX_OP && r->op == OP_ADD && r->dtype == DT_I64)
 		return ix_add(a, ix_add(a, l, r->args[0]), r->args[1]);
-	return ir_op(a, OP_ADD, DT_I64, l, r);
+	return op_node(a, OP_ADD, l, r, same);
 }
 
-IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r)
+IrExpr *ix_add(Arena *a, IrExpr *l, IrExpr *r)
+{
+	return add_as(a, l, r, NULL);
+}
+
+static IrExpr *sub_as(Arena *a, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_sub_overflow(x, y, &v))
@@ -288,10 +306,15 @@ IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r)
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD &&
 	    ir_is_const(l->args[1], &x) && !__builtin_sub_overflow(x, y, &v))
 		return ix_add(a, l->args[0], ir_int(a, v));
-	return ir_op(a, OP_SUB, DT_I64, l, r);
+	return op_node(a, OP_SUB, l, r, same);
 }
 
-IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
+IrExpr *ix_sub(Arena *a, IrExpr *l, IrExpr *r)
+{
+	return sub_as(a, l, r, NULL);
+}
+
+static IrExpr *mul_as(Arena *a, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && !__builtin_mul_overflow(x, y, &v))
@@ -311,39 +334,64 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
 	/* (p + q) * c -> p * c + q * c: flat sums of scaled terms, which divide cleanly */
 	if (ir_is_const(r, &y) && l->kind == EX_OP && l->op == OP_ADD && l->dtype == DT_I64)
 		return ix_add(a, ix_mul(a, l->args[0], r), ix_mul(a, l->args[1], r));
-	return ir_op(a, OP_MUL, DT_I64, l, r);
+	return op_node(a, OP_MUL, l, r, same);
 }
 
-/* Splits a sum into q*F + rem: the terms `x * c` (c a multiple of F) and constant multiples
- * of F go to q (divided by F), every other term to rem. Returns false when no term divides;
- * *q and *rem are set either way (0 and e), so a sum of which one side divides and the other,
- * itself a sum, does not, is split too (`(a + b) + c * F`). */
-static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **rem)
+IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r)
+{
+	return mul_as(a, l, r, NULL);
+}
+
+/* x + y as ix_add builds it, with NULL for a 0 of split_terms (no node for it) */
+static IrExpr *add0(Arena *a, IrExpr *x, IrExpr *y)
+{
+	int64_t v;
+	if (x && y)
+		return ix_add(a, x, y);
+	IrExpr *z = x ? x : y;
+	return z && ir_is_const(z, &v) ? ir_int(a, v) : z;
+}
+
+/* split_multiple with NULL for 0: the terms that do not divide cost no node */
+static bool split_terms(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **rem)
 {
 	int64_t c;
 	if (e->kind == EX_OP && e->op == OP_ADD && e->dtype == DT_I64) {
 		IrExpr *q0, *r0, *q1, *r1;
-		bool d0 = split_multiple(a, e->args[0], f, &q0, &r0);
-		bool d1 = split_multiple(a, e->args[1], f, &q1, &r1);
+		bool d0 = split_terms(a, e->args[0], f, &q0, &r0);
+		bool d1 = split_terms(a, e->args[1], f, &q1, &r1);
 		if (d0 || d1) {
-			*q = ix_add(a, q0, q1);
-			*rem = ix_add(a, r0, r1);
+			*q = add0(a, q0, q1);
+			*rem = add0(a, r0, r1);
 			return true;
 		}
 	}
 	if (e->kind == EX_OP && e->op == OP_MUL && ir_is_const(e->args[1], &c) && c % f == 0) {
 		*q = ix_mul(a, e->args[0], ir_int(a, c / f));
-		*rem = ir_int(a, 0);
+		*rem = NULL;
 		return true;
 	}
 	if (ir_is_const(e, &c) && c % f == 0) {
 		*q = ir_int(a, c / f);
-		*rem = ir_int(a, 0);
+		*rem = NULL;
 		return true;
 	}
-	*q = ir_int(a, 0);
+	*q = NULL;
 	*rem = e;
 	return false;
+}
+
+/* Splits a sum into q*F + rem: the terms `x * c` (c a multiple of F) and constant multiples
+ * of F go to q (divided by F), every other term to rem. Returns false when no term divides
+ * (*q and *rem are then not to be read); a sum of which one side divides and the other,
+ * itself a sum, does not, is split too (`(a + b) + c * F`). */
+static bool split_multiple(Arena *a, IrExpr *e, int64_t f, IrExpr **q, IrExpr **rem)
+{
+	if (!split_terms(a, e, f, q, rem))
+		return false;
+	*q = *q ? *q : ir_int(a, 0);
+	*rem = *rem ? *rem : ir_int(a, 0);
+	return true;
 }
 
 /* 0 <= e < f, provably */
@@ -353,7 +401,7 @@ static bool in_range(const IrRange *rg, IrExpr *e, int64_t f)
 	return ir_range(rg, e, &lo, &hi) && lo >= 0 && hi < f;
 }
 
-IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+static IrExpr *div_as(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cdiv(x, y, &v))
@@ -373,7 +421,12 @@ IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 				return ix_add(a, q, ix_div(a, rg, rem, r));
 		}
 	}
-	return ir_op(a, OP_DIV, DT_I64, l, r);
+	return op_node(a, OP_DIV, l, r, same);
+}
+
+IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+{
+	return div_as(a, rg, l, r, NULL);
 }
 
 IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f)
@@ -393,7 +446,7 @@ IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f)
 	return e;
 }
 
-IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+static IrExpr *mod_as(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	if (ir_is_const(l, &x) && ir_is_const(r, &y) && cmod(x, y, &v))
@@ -411,10 +464,15 @@ IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 				return ix_mod(a, rg, rem, r);
 		}
 	}
-	return ir_op(a, OP_MOD, DT_I64, l, r);
+	return op_node(a, OP_MOD, l, r, same);
 }
 
-IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+{
+	return mod_as(a, rg, l, r, NULL);
+}
+
+static IrExpr *ceildiv_as(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r, IrExpr *same)
 {
 	int64_t x, y, v;
 	/* (x + y - 1) / y could overflow: x / y rounded up instead */
@@ -427,7 +485,26 @@ IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 	    ir_is_const(l->args[1], &x) && x > 0 && ir_nonneg(rg, l->args[0]) &&
 	    !__builtin_mul_overflow(x, y, &v))
 		return ix_ceildiv(a, rg, l->args[0], ir_int(a, v));
-	return ir_op(a, OP_CEILDIV, DT_I64, l, r);
+	return op_node(a, OP_CEILDIV, l, r, same);
+}
+
+IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
+{
+	return ceildiv_as(a, rg, l, r, NULL);
+}
+
+IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e)
+{
+	IrExpr *l = e->args[0], *r = e->args[1];
+	switch (e->op) {
+	case OP_ADD: return add_as(a, l, r, e);
+	case OP_SUB: return sub_as(a, l, r, e);
+	case OP_MUL: return mul_as(a, l, r, e);
+	case OP_DIV: return div_as(a, rg, l, r, e);
+	case OP_MOD: return mod_as(a, rg, l, r, e);
+	case OP_CEILDIV: return ceildiv_as(a, rg, l, r, e);
+	default: die("ix_rebuild: %s", op_name(e->op));
+	}
 }
 
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r)

@@ -219,6 +219,10 @@ IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 /* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
  * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
 IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
+/* e (an i64 +, -, *, /, %, ceildiv) built again by its ix_ helper from its operands: e itself,
+ * not a copy, when the helper would build the same node (ir_simplify of a simplified
+ * expression allocates nothing). */
+IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
 bool ir_is_const(IrExpr *e, int64_t *v);
@@ -458,10 +462,12 @@ typedef struct Fusion {
 	 * alone with options lowered_with, when the lowering reported nothing: the automatic
 	 * scheduler lowers every schedule it keeps to see that it compiles, and the real
 	 * lowering takes that kernel instead of running the passes again. lowerings counts
-	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel). */
+	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel),
+	 * resumed those of them that were a scalar kernel's, run from a copy of its vector
+	 * kernel before the first pass that tells them apart (passes/pipeline.c). */
 	struct Kernel *lowered;
 	LowerOptions lowered_with;
-	int lowerings;
+	int lowerings, resumed;
 } Fusion;
 
 /* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
@@ -874,6 +880,10 @@ Kernel *kir_new(Arena *a, Fusion *f);
 /* FUSION_kernel, and a size variant's bounds: softmax_kernel_N4096 */
 const char *kir_name(Arena *a, Fusion *f);
 Var *kir_new_var(Kernel *k, const char *base, DType t); /* unique name base_N */
+/* A copy of k that passes can go on lowering without changing k: its own statements and
+ * variables (their names and the names still free are k's), expressions shared where they
+ * mention no variable (passes never change an expression in place); fallback NULL. */
+Kernel *kir_copy(Arena *a, Kernel *k);
 Stmt *kir_for(Kernel *k, Var *v, Stmt *body);
 Stmt *kir_if(Kernel *k, IrExpr *cond, Stmt *then, Stmt *els);
 Stmt *kir_store(Kernel *k, Tensor *t, IrExpr **idx, int nidx, IrExpr *value);

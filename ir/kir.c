@@ -214,6 +214,132 @@ Var *kir_new_var(Kernel *k, const char *base, DType t)
 	return v;
 }
 
+/* ---- copies of a kernel ---------------------------------------------------------------- */
+
+/* Old Var -> its copy: every variable reachable from the kernel is copied (its extent too),
+ * so that a pass changing one in place (simplify's loop extents) changes one kernel only. */
+typedef struct KCopy {
+	Arena *a;
+	Map vars;
+} KCopy;
+
+static Var *copy_var(KCopy *c, Var *v);
+
+static IrExpr *copy_var_use(Arena *a, IrExpr *e, void *ctx)
+{
+	if (e->kind != EX_VAR)
+		return e;
+	IrExpr *n = NEW(a, IrExpr);
+	*n = *e;
+	n->var = copy_var(ctx, e->var);
+	return n;
+}
+
+/* e with its variables replaced by their copies (the nodes without a variable are shared:
+ * expressions are never changed in place) */
+static IrExpr *copy_expr(KCopy *c, IrExpr *e)
+{
+	return ir_rewrite(c->a, e, copy_var_use, c);
+}
+
+static Var *copy_var(KCopy *c, Var *v)
+{
+	if (!v)
+		return NULL;
+	Var *n = map_lookup(&c->vars, v);
+	if (n)
+		return n;
+	n = NEW(c->a, Var);
+	*n = *v;
+	map_insert(c->a, &c->vars, v, n);
+	n->extent = copy_expr(c, v->extent);
+	return n;
+}
+
+static bool copy_slot(IrExpr **slot, void *ctx)
+{
+	*slot = copy_expr(ctx, *slot);
+	return false;
+}
+
+static Stmt *copy_list(KCopy *c, Stmt *list)
+{
+	Stmt *head = NULL, **tail = &head;
+	for (Stmt *s = list; s; s = s->next) {
+		Stmt *n = ir_stmt_clone(c->a, s);
+		ir_stmt_exprs(n, copy_slot, c);
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(n, lists); i < nl; i++)
+			*lists[i] = copy_list(c, *lists[i]);
+		switch (n->kind) {
+		case KS_FOR: n->loop.var = copy_var(c, n->loop.var); break;
+		case KS_LET: n->let.var = copy_var(c, n->let.var); break;
+		case KS_BLOCK_REDUCE:
+			n->block_red.var = copy_var(c, n->block_red.var);
+			n->block_red.wmean = copy_var(c, n->block_red.wmean);
+			n->block_red.wm2 = copy_var(c, n->block_red.wm2);
+			n->block_red.osum = copy_var(c, n->block_red.osum);
+			break;
+		case KS_GRID_REDUCE: n->grid_red.var = copy_var(c, n->grid_red.var); break;
+		case KS_MMA:
+		case KS_MMA_LOAD: n->mma.step = copy_var(c, n->mma.step); break;
+		default: break;
+		}
+		*tail = n;
+		tail = &n->next;
+	}
+	return head;
+}
+
+static Vec copy_vec(Arena *a, Vec v)
+{
+	Vec n = {0};
+	for (int i = 0; i < v.len; i++)
+		vec_push(a, &n, v.items[i]);
+	return n;
+}
+
+static Map copy_map(Arena *a, Map m, size_t val_bytes)
+{
+	Map n = m;
+	if (!m.cap)
+		return n;
+	n.keys = arena_alloc(a, sizeof(void *) * (size_t)m.cap);
+	n.vals = arena_alloc(a, sizeof(void *) * (size_t)m.cap);
+	memcpy(n.keys, m.keys, sizeof(void *) * (size_t)m.cap);
+	for (int i = 0; i < m.cap; i++) {
+		n.vals[i] = m.vals[i];
+		if (val_bytes && m.vals[i]) {
+			n.vals[i] = arena_alloc(a, val_bytes);
+			memcpy(n.vals[i], m.vals[i], val_bytes);
+		}
+	}
+	return n;
+}
+
+Kernel *kir_copy(Arena *a, Kernel *k)
+{
+	KCopy c = {a, {0}};
+	Kernel *n = NEW(a, Kernel);
+	*n = *k;
+	n->body = copy_list(&c, k->body);
+	for (int i = 0; i < PT_COUNT; i++)
+		n->launch[i] = copy_expr(&c, k->launch[i]);
+	n->preconds = copy_vec(a, k->preconds);
+	n->grid_ws = copy_vec(a, k->grid_ws);
+	n->segments = copy_vec(a, k->segments);
+	n->locals = copy_vec(a, k->locals);
+	n->vars = copy_vec(a, k->vars);
+	for (int i = 0; i < n->locals.len; i++)
+		n->locals.items[i] = copy_var(&c, n->locals.items[i]);
+	for (int i = 0; i < n->vars.len; i++)
+		n->vars.items[i] = copy_var(&c, n->vars.items[i]);
+	n->names = copy_map(a, k->names, 0);
+	n->name_next = copy_map(a, k->name_next, sizeof(int));
+	n->fallback = NULL;
+	return n;
+}
+
 static Stmt *stmt(Kernel *k, StmtKind kind)
 {
 	Stmt *s = NEW(k->arena, Stmt);

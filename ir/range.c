@@ -446,12 +446,13 @@ static IrExpr *simplify_index(Arena *a, const IrRange *rg, IrExpr *e)
 {
 	IrExpr *l = e->args[0], *r = e->nargs > 1 ? e->args[1] : NULL;
 	switch (e->op) {
-	case OP_ADD: return ix_add(a, l, r);
-	case OP_SUB: return ix_sub(a, l, r);
-	case OP_MUL: return ix_mul(a, l, r);
-	case OP_DIV: return ix_div(a, rg, l, r);
-	case OP_MOD: return ix_mod(a, rg, l, r);
-	case OP_CEILDIV: return ix_ceildiv(a, rg, l, r);
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_DIV:
+	case OP_MOD:
+	case OP_CEILDIV:
+		return ix_rebuild(a, rg, e);
 	case OP_MAX:
 	case OP_MIN: {
 		/* decided by ranges: max(a, b) == b when a <= b */

@@ -198,10 +198,17 @@ static void walk(Cw *c, Stmt **link, Pending *p)
 	}
 }
 
+static bool is_cp_async(Stmt *s, void *ctx)
+{
+	return s->kind == KS_CP_ASYNC;
+}
+
 bool pass_cp_wait(Kernel *k, Diag *d)
 {
 	Cw c = {.k = k, .a = k->arena};
 	Pending p = {0};
-	walk(&c, &k->body, &p);
+	/* nothing is ever pending without a cp.async: no walk (it reads every expression) */
+	if (ir_stmts_any(k->body, is_cp_async, NULL))
+		walk(&c, &k->body, &p);
 	return true;
 }

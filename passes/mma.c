@@ -19,6 +19,7 @@
  * zero-filled (Tensor.sched.zero_fill, passes/predicate.c), so padded k adds A * 0 = 0. Conditions
  * on neither stay around the instruction (the same in every lane of the warp).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -289,12 +290,19 @@ static bool loops_over(Stmt *s, void *ax)
  * extent and threadIdx.y/z (constant launch); at most LDM_ATOMS, at most LDM_POINTS values. */
 #define LDM_ATOMS 12
 #define LDM_POINTS 65536
+#define LDM_MEMO 64
 typedef struct Ldm {
 	Kernel *k;
 	IrExpr *atom[LDM_ATOMS];
 	int64_t ext[LDM_ATOMS], val[LDM_ATOMS];
 	int n;
 	bool ok;
+	/* values of subexpressions that depend on the lane only (ev): at most LDM_MEMO / 2 */
+	struct {
+		IrExpr *e;
+		int64_t v[32];
+	} memo[LDM_MEMO];
+	int nmemo;
 } Ldm;
 
 static bool atom_eq(IrExpr *a, IrExpr *b)
@@ -331,68 +339,222 @@ static bool add_atom(IrExpr *e, void *ctx)
 	return false;
 }
 
-/* e's value on every lane (threadIdx.x = 0..31) at the variables' values l->val; clears
- * l->ok where e is not an integer function of them. */
-static void ev(Ldm *l, IrExpr *e, int64_t out[32])
+/* What a value of ev depends on: the lane (else only out[0] is set: the same on every lane),
+ * the variables (else it is the same at every point: a lane-dependent one is kept in
+ * Ldm.memo and computed once). */
+enum { EV_LANES = 1, EV_ATOMS = 2 };
+
+static int64_t *memo_slot(Ldm *l, IrExpr *e, bool add)
+{
+	for (unsigned h = (unsigned)((uintptr_t)e >> 4) % LDM_MEMO, n = 0; n < LDM_MEMO;
+	     h = (h + 1) % LDM_MEMO, n++) {
+		if (l->memo[h].e == e)
+			return l->memo[h].v;
+		if (!l->memo[h].e) {
+			if (!add || l->nmemo >= LDM_MEMO / 2)
+				return NULL;
+			l->nmemo++;
+			l->memo[h].e = e;
+			return l->memo[h].v;
+		}
+	}
+	return NULL;
+}
+
+/* e's value on every lane (threadIdx.x = 0..31) at the variables' values l->val, and what it
+ * depends on (EV_*); clears l->ok where e is not an integer function of them. Most of an
+ * offset does not depend on the lane, and a sum's lane-independent terms are added once
+ * (ev_sum), not per lane. Arithmetic wraps (uint64_t), so a sum's terms may be added in any
+ * order. */
+static int ev(Ldm *l, IrExpr *e, int64_t out[32]);
+
+static int ev_sum(Ldm *l, IrExpr *e, bool neg, uint64_t *uni, uint64_t lanes[32], bool *varies)
+{
+	if (e->kind == EX_OP && (e->op == OP_ADD || e->op == OP_SUB))
+		return ev_sum(l, e->args[0], neg, uni, lanes, varies) |
+		       ev_sum(l, e->args[1], e->op == OP_SUB ? !neg : neg, uni, lanes, varies);
+	int64_t v[32];
+	int dep = ev(l, e, v);
+	if (!(dep & EV_LANES)) {
+		*uni = neg ? *uni - (uint64_t)v[0] : *uni + (uint64_t)v[0];
+		return dep;
+	}
+	for (int i = 0; i < 32; i++) {
+		uint64_t x = *varies ? lanes[i] : 0;
+		lanes[i] = neg ? x - (uint64_t)v[i] : x + (uint64_t)v[i];
+	}
+	*varies = true;
+	return dep;
+}
+
+static int ev_op(Ldm *l, IrExpr *e, int64_t out[32])
 {
 	int64_t y[32];
+	if (e->op == OP_ADD || e->op == OP_SUB) {
+		uint64_t uni = 0, lanes[32];
+		bool varies = false;
+		int dep = ev_sum(l, e, false, &uni, lanes, &varies);
+		if (!varies) {
+			out[0] = (int64_t)uni;
+			return dep;
+		}
+		for (int i = 0; i < 32; i++)
+			out[i] = (int64_t)(lanes[i] + uni);
+		return dep;
+	}
+	int dx = ev(l, e->args[0], out), dy = ev(l, e->args[1], y), dep = dx | dy;
+	int n = dep & EV_LANES ? 32 : 1;
+	if (n == 32 && !(dx & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			out[i] = out[0];
+	if (n == 32 && !(dy & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			y[i] = y[0];
+	switch (e->op) {
+	case OP_MUL:
+		for (int i = 0; i < n; i++)
+			out[i] = (int64_t)((uint64_t)out[i] * (uint64_t)y[i]);
+		return dep;
+	case OP_MIN: for (int i = 0; i < n; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return dep;
+	case OP_MAX: for (int i = 0; i < n; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return dep;
+	case OP_DIV:
+	case OP_MOD:
+		for (int i = 0; i < n; i++) {
+			if (y[i] <= 0 || out[i] < 0)
+				return -1;
+			out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
+		}
+		return dep;
+	default:
+		return -1;
+	}
+}
+
+static int ev(Ldm *l, IrExpr *e, int64_t out[32])
+{
 	switch (e->kind) {
 	case EX_INT:
-		for (int i = 0; i < 32; i++)
-			out[i] = e->ival;
-		return;
+		out[0] = e->ival;
+		return 0;
 	case EX_CAST:
-		ev(l, e->args[0], out);
-		return;
+		return ev(l, e->args[0], out);
 	case EX_VAR:
 	case EX_PAR:
 		if (e->kind == EX_PAR && e->par == PT_TIDX) {
 			for (int i = 0; i < 32; i++)
 				out[i] = i;
-			return;
+			return EV_LANES;
 		}
 		for (int a = 0; a < l->n; a++) {
 			if (!atom_eq(l->atom[a], e))
 				continue;
-			for (int i = 0; i < 32; i++)
-				out[i] = l->val[a];
-			return;
+			out[0] = l->val[a];
+			return EV_ATOMS;
 		}
 		break;
-	case EX_OP:
-		if (e->nargs > 2)
+	case EX_OP: {
+		if (e->nargs != 2)
 			break;
-		ev(l, e->args[0], out);
-		for (int i = 0; i < 32; i++)
-			y[i] = 0;
-		if (e->nargs > 1)
-			ev(l, e->args[1], y);
-		switch (e->op) {
-		case OP_ADD: for (int i = 0; i < 32; i++) out[i] += y[i]; return;
-		case OP_SUB: for (int i = 0; i < 32; i++) out[i] -= y[i]; return;
-		case OP_MUL: for (int i = 0; i < 32; i++) out[i] *= y[i]; return;
-		case OP_MIN: for (int i = 0; i < 32; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return;
-		case OP_MAX: for (int i = 0; i < 32; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return;
-		case OP_DIV:
-		case OP_MOD:
-			for (int i = 0; i < 32; i++) {
-				if (y[i] <= 0 || out[i] < 0)
-					break;
-				out[i] = e->op == OP_DIV ? out[i] / y[i] : out[i] % y[i];
-				if (i == 31)
-					return;
-			}
-			break;
-		default:
-			break;
+		int64_t *m = memo_slot(l, e, false);
+		if (m) {
+			memcpy(out, m, sizeof(int64_t) * 32);
+			return EV_LANES;
 		}
-		break;
+		int dep = ev_op(l, e, out);
+		if (dep < 0)
+			break;
+		if (dep == EV_LANES && l->ok && (m = memo_slot(l, e, true)))
+			memcpy(m, out, sizeof(int64_t) * 32);
+		return dep;
+	}
 	default:
 		break;
 	}
 	l->ok = false;
+	out[0] = 0;
+	return 0;
+}
+
+/* ev on every lane: out[0..32) set when the value is the same on all */
+static void ev_lanes(Ldm *l, IrExpr *e, int64_t out[32])
+{
+	if (!(ev(l, e, out) & EV_LANES))
+		for (int i = 1; i < 32; i++)
+			out[i] = out[0];
+}
+
+/* An offset prepared for the points: the terms of its top sum that mention no variable (the
+ * lane's own part, constants) added up once, the others evaluated at each point; a sum of
+ * more than LDM_TERMS other terms is evaluated whole (ev_lanes). */
+#define LDM_TERMS 48
+typedef struct LdmSum {
+	IrExpr *whole;
+	int n;
+	IrExpr *term[LDM_TERMS];
+	bool neg[LDM_TERMS];
+	uint64_t lanes[32];
+} LdmSum;
+
+static bool is_atom(IrExpr *e, void *ctx)
+{
+	return e->kind == EX_VAR || (e->kind == EX_PAR && e->par != PT_TIDX);
+}
+
+static void ldm_prepare_terms(Ldm *l, LdmSum *s, IrExpr *e, bool neg)
+{
+	while (e->kind == EX_CAST)
+		e = e->args[0];
+	if (e->kind == EX_OP && (e->op == OP_ADD || e->op == OP_SUB) && e->nargs == 2) {
+		ldm_prepare_terms(l, s, e->args[0], neg);
+		ldm_prepare_terms(l, s, e->args[1], e->op == OP_SUB ? !neg : neg);
+		return;
+	}
+	if (ir_expr_any(e, is_atom, NULL)) {
+		if (s->n == LDM_TERMS) {
+			s->whole = e; /* marks the overflow; ldm_prepare takes the whole offset */
+			return;
+		}
+		s->term[s->n] = e;
+		s->neg[s->n++] = neg;
+		return;
+	}
+	int64_t v[32];
+	ev_lanes(l, e, v);
 	for (int i = 0; i < 32; i++)
-		out[i] = 0;
+		s->lanes[i] = neg ? s->lanes[i] - (uint64_t)v[i] : s->lanes[i] + (uint64_t)v[i];
+}
+
+static void ldm_prepare(Ldm *l, LdmSum *s, IrExpr *e)
+{
+	s->whole = NULL;
+	s->n = 0;
+	memset(s->lanes, 0, sizeof s->lanes);
+	ldm_prepare_terms(l, s, e, false);
+	if (s->whole)
+		s->whole = e;
+}
+
+/* ev_lanes of the prepared offset at the current point */
+static void ldm_eval(Ldm *l, const LdmSum *s, int64_t out[32])
+{
+	if (s->whole) {
+		ev_lanes(l, s->whole, out);
+		return;
+	}
+	uint64_t uni = 0, lanes[32];
+	memcpy(lanes, s->lanes, sizeof lanes);
+	for (int t = 0; t < s->n; t++) {
+		int64_t v[32];
+		bool neg = s->neg[t];
+		if (!(ev(l, s->term[t], v) & EV_LANES)) {
+			uni = neg ? uni - (uint64_t)v[0] : uni + (uint64_t)v[0];
+			continue;
+		}
+		for (int i = 0; i < 32; i++)
+			lanes[i] = neg ? lanes[i] - (uint64_t)v[i] : lanes[i] + (uint64_t)v[i];
+	}
+	for (int i = 0; i < 32; i++)
+		out[i] = (int64_t)(lanes[i] + uni);
 }
 
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
@@ -421,6 +583,8 @@ static void ldm_at(Ldm *l, int64_t p)
 	}
 }
 
+static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
+
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
 	Ldm l = {.k = k, .ok = true};
@@ -430,15 +594,26 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	int64_t points = ldm_points(&l);
 	if (!points)
 		return false;
-	for (int64_t p = 0; l.ok && p < points; p++) {
+	LdmSum *sums = xmalloc(sizeof *sums * (size_t)(n + 1));
+	ldm_prepare(&l, &sums[n], row);
+	for (int i = 0; i < n; i++)
+		ldm_prepare(&l, &sums[i], loads[i]->args[0]);
+	bool proved = ldm_points_proved(&l, sums, n, points, trans);
+	free(sums);
+	return proved;
+}
+
+static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
+{
+	for (int64_t p = 0; l->ok && p < points; p++) {
 		int64_t rows[32], got[32];
-		ldm_at(&l, p);
-		ev(&l, row, rows);
+		ldm_at(l, p);
+		ldm_eval(l, &sums[n], rows);
 		for (int L = 0; L < 32; L++)
 			if (rows[L] % 8)
 				return false;
-		for (int r = 0; l.ok && r < n; r++) {
-			ev(&l, loads[r]->args[0], got);
+		for (int r = 0; l->ok && r < n; r++) {
+			ldm_eval(l, &sums[r], got);
 			for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
 				int64_t want = trans ? rows[8 * i + 2 * (L % 4) + h] + L / 4
 						     : rows[8 * i + L / 4] + 2 * (L % 4) + h;
@@ -447,7 +622,7 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 			}
 		}
 	}
-	return l.ok;
+	return l->ok;
 }
 
 /* threadIdx.x % 16 for threadIdx.x */
@@ -466,11 +641,14 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 	int64_t points = ldm_points(&l);
 	if (!points)
 		return false;
+	LdmSum sx, sy;
+	ldm_prepare(&l, &sx, x);
+	ldm_prepare(&l, &sy, y);
 	for (int64_t p = 0; l.ok && p < points; p++) {
 		int64_t vx[32], vy[32];
 		ldm_at(&l, p);
-		ev(&l, x, vx);
-		ev(&l, y, vy);
+		ldm_eval(&l, &sx, vx);
+		ldm_eval(&l, &sy, vy);
 		if (memcmp(vx, vy, sizeof vx) != 0)
 			return false;
 	}

@@ -66,17 +66,41 @@ static void dump(Kernel *k, const char *pass, FILE *out)
 	buf_free(&b);
 }
 
-static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o);
+static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o, Kernel **snap);
+static Kernel *run_passes(Diag *d, Kernel *k, int from, Kernel **snap);
+
+/* The passes before this one never read LowerOptions.no_vectorize: a kernel and its scalar
+ * kernel are the same up to there, so the scalar kernel goes on from a copy of the kernel
+ * (lower_once's snapshot) instead of running them again. */
+#define SCALAR_FROM "cp_async"
+
+static int scalar_from(void)
+{
+	for (int i = 0; i < pass_count; i++)
+		if (strcmp(pass_list[i].name, SCALAR_FROM) == 0)
+			return i;
+	die("no pass %s", SCALAR_FROM);
+}
 
 /* The fusion lowered again without vector accesses: the kernel an auto-scheduled fusion's
- * launcher runs when a vectorization precondition fails (the user did not ask for vectors). */
-static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+ * launcher runs when a vectorization precondition fails (the user did not ask for vectors);
+ * from snap (the kernel before SCALAR_FROM) when there is one. */
+static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o, Kernel *snap)
 {
-	LowerOptions so = *o;
-	so.no_vectorize = true;
-	so.dump_after = NULL;
-	so.time_passes = false;
-	Kernel *k = lower_once(a, d, f, &so);
+	LowerOptions *so = NEW(a, LowerOptions);
+	*so = *o;
+	so->no_vectorize = true;
+	so->dump_after = NULL;
+	so->time_passes = false;
+	Kernel *k;
+	if (snap) {
+		snap->options = so;
+		f->lowerings++;
+		f->resumed++;
+		k = run_passes(d, snap, scalar_from(), NULL);
+	} else {
+		k = lower_once(a, d, f, so, NULL);
+	}
 	if (k)
 		k->name = arena_printf(a, "%s_scalar", k->name);
 	return k;
@@ -125,9 +149,10 @@ static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOpti
 	if (k)
 		return k;
 	DiagMark m = diag_mark(d);
-	k = lower_once(a, d, f, o);
-	if (k && f->auto_scheduled && has_vector_preconds(k) && !o->no_vectorize &&
-	    !(k->fallback = lower_fallback(a, d, f, o)))
+	Kernel *snap = NULL;
+	bool scalar = f->auto_scheduled && !o->no_vectorize;
+	k = lower_once(a, d, f, o, scalar ? &snap : NULL);
+	if (k && scalar && has_vector_preconds(k) && !(k->fallback = lower_fallback(a, d, f, o, snap)))
 		return NULL;
 	if (k && diag_mark(d).nentries == m.nentries) {
 		f->lowered = k;
@@ -198,16 +223,25 @@ static void add_bounds(Kernel *k)
 	k->preconds = v;
 }
 
-static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
+static bool vector_loop(Stmt *s, void *ctx)
 {
+	return s->kind == KS_FOR && s->loop.vectorize;
+}
+
+/* The passes from `from` on over k; with snap, *snap is a copy of k before SCALAR_FROM when k
+ * has a vectorized loop (a scalar kernel may follow). */
+static Kernel *run_passes(Diag *d, Kernel *k, int from, Kernel **snap)
+{
+	const LowerOptions *o = k->options;
 	FILE *out = o->dump_out ? o->dump_out : stdout;
 	FILE *tout = o->dump_out ? o->dump_out : stderr;
-	Kernel *k = kir_new(a, f);
+	Fusion *f = k->fusion;
 	bool ok = true;
-	k->options = o;
-	f->lowerings++;
-	for (int i = 0; i < pass_count && ok; i++) {
+	int resume = snap ? scalar_from() : -1;
+	for (int i = from; i < pass_count && ok; i++) {
 		const Pass *p = &pass_list[i];
+		if (i == resume && ir_stmts_any(k->body, vector_loop, NULL))
+			*snap = kir_copy(k->arena, k);
 		double t0 = now_seconds();
 		int errors = diag_error_count(d);
 		ok = p->run(k, d) && diag_error_count(d) == errors;
@@ -227,4 +261,12 @@ static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	if (ok)
 		add_bounds(k);
 	return ok ? k : NULL;
+}
+
+static Kernel *lower_once(Arena *a, Diag *d, Fusion *f, const LowerOptions *o, Kernel **snap)
+{
+	Kernel *k = kir_new(a, f);
+	k->options = o;
+	f->lowerings++;
+	return run_passes(d, k, 0, snap);
 }

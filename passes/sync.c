@@ -718,11 +718,21 @@ bool sync_cross_thread(Kernel *k, Tensor *t, Stmt *writers, Stmt *readers)
 	return false;
 }
 
+static bool shared_alloc(Stmt *s, void *ctx)
+{
+	return s->kind == KS_ALLOC && (s->alloc.mem == MEM_SHARED ||
+				       s->alloc.tensor->sched.mem == MEM_SHARED);
+}
+
 bool pass_sync(Kernel *k, Diag *d)
 {
 	Sy y;
 	Set pending = {0};
 
+	/* every shared buffer has its KS_ALLOC (the allocation pass): without one there is no
+	 * shared access, so no hazard, and no walk (it reads every expression) */
+	if (!ir_stmts_any(k->body, shared_alloc, NULL))
+		return true;
 	sy_init(&y, k);
 	find_regions(&y, k->body);
 	walk(&y, &k->body, &pending);

@@ -157,6 +157,34 @@ START_TEST(expr_precedence)
 }
 END_TEST
 
+/* Reserved names get a trailing '_' (backend/cuda_expr.c searches its sorted table by
+ * halves): names from both ends and the middle of the table, with upper case, digits and
+ * underscores, and near misses that stay as they are. */
+START_TEST(reserved_names)
+{
+	static const char *const reserved[] = {
+		"NULL", "abs", "alignas", "blockIdx", "char8_t", "co_await", "cudaStream_t", "int64_t",
+		"main", "threadIdx", "thread_local", "uintptr_t", "va_list", "xor", "xor_eq", "__x",
+		"fus_t",
+	};
+	static const char *const plain[] = {
+		"Null", "ab", "absx", "blockidx", "int64", "mo_1", "ks", "x", "xor_", "zzz", "A", "_x",
+	};
+	for (int r = 0; r < 2; r++) {
+		int n = r ? countof(plain) : countof(reserved);
+		for (int i = 0; i < n; i++) {
+			const char *name = r ? plain[i] : reserved[i];
+			Buf b = {0};
+			cuda_name(&b, name);
+			size_t len = strlen(name);
+			ck_assert_msg(strncmp(b.s, name, len) == 0 && strcmp(b.s + len, r ? "" : "_") == 0,
+				      "%s -> %s", name, b.s);
+			buf_free(&b);
+		}
+	}
+}
+END_TEST
+
 START_TEST(expr_dtypes)
 {
 	Mini m = mini_new();
@@ -559,6 +587,7 @@ Suite *backend_suite(void)
 	TCase *tc = tcase_create("emit");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, expr_precedence);
+	tcase_add_test(tc, reserved_names);
 	tcase_add_test(tc, expr_dtypes);
 	tcase_add_test(tc, kernel_statements);
 	tcase_add_test(tc, launcher_and_header);

@@ -115,7 +115,9 @@ END_TEST
  * kernels) to see that it compiles; the real lowering takes those kernels (Fusion.lowered)
  * instead of running the passes again, so each fusion runs the pass pipeline once per kernel
  * it has in the output (twice per kernel before: 44 ms for auto_hgemm, 19 ms for softmax on a
- * loaded machine). Counted, not timed. With a dump or the verifier asked for, the passes run
+ * loaded machine), and a scalar kernel only from cp_async on, from a copy of its vector
+ * kernel (the passes before, mma's ldmatrix proofs among them, were half of auto_hgemm's
+ * lowering). Counted, not timed. With a dump or the verifier asked for, the passes run
  * again (the trial ran neither). */
 static void assert_lowered_once(const char *src, int min_kernels)
 {
@@ -125,6 +127,7 @@ static void assert_lowered_once(const char *src, int min_kernels)
 	Vec all = {0};
 	kernel_flatten(tc->arena, tc->kernels[0], &all);
 	ck_assert_int_ge(all.len, min_kernels);
+	int nscalar = 0;
 	for (int i = 0; i < all.len; i++) {
 		Kernel *k = VEC_AT(all, Kernel, i);
 		int mine = 0;
@@ -132,7 +135,20 @@ static void assert_lowered_once(const char *src, int min_kernels)
 			mine += VEC_AT(all, Kernel, j)->fusion == k->fusion;
 		ck_assert_msg(k->fusion->lowerings == mine, "%s: the passes ran %d times for %d kernels",
 			      k->name, k->fusion->lowerings, mine);
+		/* each scalar kernel went on from a copy of its vector kernel: the passes before
+		 * cp_async ran once for both */
+		int scalar = 0;
+		for (int j = 0; j < all.len; j++) {
+			Kernel *x = VEC_AT(all, Kernel, j);
+			const char *tail = strstr(x->name, "_scalar");
+			scalar += x->fusion == k->fusion && tail && !tail[7];
+		}
+		ck_assert_msg(k->fusion->resumed == scalar && scalar * 2 <= mine,
+			      "%s: %d of %d scalar kernels resumed from their vector kernel's copy",
+			      k->name, k->fusion->resumed, scalar);
+		nscalar += strstr(k->name, "_scalar") != NULL;
 	}
+	ck_assert_msg(2 * nscalar == all.len, "%d scalar kernels of %d", nscalar, all.len);
 	tc_free(tc);
 }
 

@@ -1,5 +1,7 @@
 /* check_support.c: arena, Vec, Buf, hashing and diagnostics (positions and exact rendering). */
 #include <check.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +116,35 @@ START_TEST(buf_text)
 	buf_free(&b);
 	ck_assert_ptr_null(b.s);
 	ck_assert_uint_eq(b.len, 0);
+}
+END_TEST
+
+/* buf_printf writes %s %c %d %u %ld %lld %zu %% itself (support/buf.c, fast_printf) and the
+ * rest through vsnprintf: the same text as snprintf either way, extremes included. */
+START_TEST(buf_printf_as_snprintf)
+{
+	char want[256];
+	Buf b = {0};
+#define SAME(...)                                                          \
+	do {                                                                   \
+		b.len = 0;                                                     \
+		buf_printf(&b, __VA_ARGS__);                                   \
+		snprintf(want, sizeof want, __VA_ARGS__);                      \
+		ck_assert_str_eq(b.s, want);                                   \
+		ck_assert_uint_eq(b.len, strlen(want));                        \
+	} while (0)
+	SAME("%d|%d|%d|%d", 0, -1, INT_MAX, INT_MIN);
+	SAME("%lld %lld %lld", (long long)LLONG_MAX, (long long)LLONG_MIN, -10LL);
+	SAME("x%ldy%zuz%u", -123456789L, (size_t)SIZE_MAX, UINT_MAX);
+	SAME("%s%s%c%% 100%%", "ab", "", 'q');
+	SAME("%lldLL [%s]", 4096LL, "off");
+	SAME("no conversions");
+	const char *volatile null = NULL; /* volatile: no warning; glibc prints "(null)" */
+	SAME("%s", null);
+	SAME("%5d|%-4s|%.3s|%03o|%lu|%x", 7, "a", "abcdef", 8, 9UL, 255); /* vsnprintf */
+	SAME("%d %.*s %s", 1, 2, "xyz", "tail");
+#undef SAME
+	buf_free(&b);
 }
 END_TEST
 
@@ -435,6 +466,7 @@ Suite *support_suite(void)
 	tcase_add_test(tc, arena_strings);
 	tcase_add_test(tc, vec_grows);
 	tcase_add_test(tc, buf_text);
+	tcase_add_test(tc, buf_printf_as_snprintf);
 	tcase_add_test(tc, hash_known_values);
 	tcase_add_test(tc, sha256_vectors);
 	tcase_add_test(tc, clock_monotonic);
