@@ -184,14 +184,17 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	if (!o)
 		o = &default_options;
-	LowerOptions vo = *o;
-	vo.dump_after = NULL;
-	vo.time_passes = false;
+	/* the variants' options (no dumps, no timings), in the arena: their kernels keep a
+	 * pointer to them (Kernel.options) */
+	LowerOptions *vo = NEW(a, LowerOptions);
+	*vo = *o;
+	vo->dump_after = NULL;
+	vo->time_passes = false;
 	Kernel *head = NULL, **tail = &head;
 	for (int i = 0; i <= f->variants.len; i++) {
 		Fusion *g = i < f->variants.len ? VEC_AT(f->variants, Fusion, i) : f;
-		Kernel *k = g->segments.len ? lower_plan(a, d, g, g == f ? o : &vo)
-					    : lower_with_fallback(a, d, g, g == f ? o : &vo);
+		Kernel *k = g->segments.len ? lower_plan(a, d, g, g == f ? o : vo)
+					    : lower_with_fallback(a, d, g, g == f ? o : vo);
 		if (!k)
 			return NULL;
 		*tail = k;
