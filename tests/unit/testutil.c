@@ -39,10 +39,18 @@ TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 	return tc;
 }
 
+/* Without the 32-bit index variants (passes/index32.c), so that kernels[i] is the fusion's
+ * kernel as the passes made it; check_index32.c tests the variants. */
 TestCompile *tc_compile(const char *text, bool lower)
 {
-	LowerOptions o = {.arch = 80, .verify = true};
+	static const LowerOptions o = {.arch = 80, .verify = true, .no_index32 = true};
 	return tc_compile_opts(text, lower ? &o : NULL);
+}
+
+TestCompile *tc_compile_i32(const char *text)
+{
+	static const LowerOptions o = {.arch = 80, .verify = true};
+	return tc_compile_opts(text, &o);
 }
 
 void tc_free(TestCompile *tc)

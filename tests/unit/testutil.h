@@ -19,8 +19,11 @@ typedef struct TestCompile {
 } TestCompile;
 
 /* Parses, checks, schedules and (when lower is true) lowers `text` named "t.fus" for sm_80
- * with the verifier on. */
+ * with the verifier on, without the 32-bit index variants (passes/index32.c): kernels[i] is
+ * the fusion's kernel as the passes made it. */
 TestCompile *tc_compile(const char *text, bool lower);
+/* tc_compile lowering as fusc and libfusrt do: with the 32-bit index variants. */
+TestCompile *tc_compile_i32(const char *text);
 /* Like tc_compile with explicit lowering options (arch, no_arch_check); automatic schedules
  * are made for o->arch. */
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
