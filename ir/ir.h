@@ -795,8 +795,8 @@ typedef struct Precond {
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
 	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
 	/* PC_INDEX32: element counts over the sizes, each a product (OP_MUL nodes) of factors
-	 * that ir_eval_i64 evaluates: every global tensor's and the grid's threads; a product
-	 * past the value (or past 64 bits) fails */
+	 * that ir_eval_i64 evaluates (each tensor's root domain, each grid-reduction workspace);
+	 * a product past the value (or past 64 bits) fails */
 	IrExpr **counts;
 	int ncounts;
 } Precond;

@@ -159,7 +159,7 @@ PrecondText precond_failure(Arena *a, const Precond *p)
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is more than %lld%s", v, why), true};
 	case PC_INDEX32:
-		return (PrecondText){arena_printf(a, "a tensor or the grid has more than %lld "
+		return (PrecondText){arena_printf(a, "a tensor or loop nest has more than %lld "
 						  "elements%s", v, why), "", false};
 	}
 	unreachable();
@@ -178,7 +178,7 @@ void precond_condition(const Precond *p, Buf *out)
 		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
 		return;
 	case PC_INDEX32:
-		buf_printf(out, "every tensor and the grid have at most %lld elements",
+		buf_printf(out, "every tensor and loop nest has at most %lld elements",
 			   (long long)p->value);
 		return;
 	}

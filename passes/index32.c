@@ -14,13 +14,14 @@
  * copies, mma operand offsets) every subexpression of sizes, parallel indices, literals and
  * such variables. Values (a store's, an accumulation's) keep their dtype: an index variable
  * read as a value is widened back to i64 there (EX_CAST, printed explicitly by the backend),
- * so `out[i] = i * j` still multiplies in 64 bits.
+ * so `out[i] = i * j` still multiplies in 64 bits; only a comparison of affine index arithmetic
+ * in a value (the bounds test of a masked load) is 32-bit there.
  *
- * The precondition bounds the element counts of the domains the loops run over (each tensor's
- * root domain, and the grid's threads), with a margin of PC_INDEX32_MARGIN for the padding of
- * non-divisible splits: an index the kernel compares against a bound is at most such a count
- * plus that padding; an offset it uses is below a tensor's element count, and an offset it
- * computes but does not use (a predicated-off lane's) is never compared.
+ * The precondition bounds the element counts of the domains the loops and the parallel
+ * indices run over (each tensor's root domain), with a margin below 2^31 for the padding of
+ * non-divisible splits (PC_INDEX32_LIMIT): an index the kernel compares against a bound is at
+ * most such a count plus that padding; an offset it uses is below a tensor's element count,
+ * and an offset it computes but does not use (a predicated-off lane's) is never compared.
  */
 #include <string.h>
 
@@ -75,6 +76,21 @@ static bool is_index(Ix *x, IrExpr *e)
 	}
 }
 
+/* e is index arithmetic without a product of two variable terms (a bounds test's `rr * 4224 +
+ * threadIdx.x / 16`): its value stays within the counts when its terms do. */
+static bool is_affine(Ix *x, IrExpr *e)
+{
+	if (!is_index(x, e))
+		return false;
+	if (e->kind == EX_OP && e->op == OP_MUL && !ir_is_const(e->args[0], NULL) &&
+	    !ir_is_const(e->args[1], NULL))
+		return false;
+	for (int i = 0; i < e->nargs; i++)
+		if (e->kind != EX_SELECT && !is_affine(x, e->args[i]))
+			return false;
+	return true;
+}
+
 static IrExpr *retyped(Arena *a, IrExpr *e, DType t)
 {
 	IrExpr *c = NEW(a, IrExpr);
@@ -100,8 +116,11 @@ static IrExpr *rw(Ix *x, IrExpr *e, bool index)
 		return index ? n : ir_cast(a, e->dtype, n);
 	}
 	IrExpr **args = e->args;
+	/* in a value, a bounds test of affine index arithmetic (a masked load's) is 32-bit too */
+	bool test = e->kind == EX_OP && op_kind(e->op) == 'c' && is_affine(x, e->args[0]) &&
+		    is_affine(x, e->args[1]);
 	for (int i = 0; i < e->nargs; i++) {
-		bool sub = e->kind == EX_LOAD ? true : index;
+		bool sub = e->kind == EX_LOAD || test ? true : index;
 		IrExpr *n = rw(x, e->args[i], sub);
 		if (n == e->args[i])
 			continue;
@@ -291,9 +310,12 @@ static bool add_count(Arena *a, Vec *counts, IrExpr **ext, int n)
 	return true;
 }
 
-/* The counts of k's index domains: every tensor's root domain (shape and reduction extents),
- * every grid-reduction workspace, the grid's threads. False when a constant one is too large
- * (then there is no 32-bit variant). */
+/* The counts of k's index domains: every tensor's root domain (shape and reduction extents)
+ * and every grid-reduction workspace. False when a constant one is too large (then there is
+ * no 32-bit variant). The grid's threads are not counted: a parallel index is a position
+ * along a tensor's (split or merged) root axes, within its count plus the padding of the
+ * splits (blockIdx.x * 128 + threadIdx.x < M * N + 127), and a grid of many small blocks
+ * (short rows: M * 128 threads for M rows) indexes no further than its tensors. */
 static bool index_counts(Kernel *k, Vec *counts)
 {
 	Arena *a = k->arena;
@@ -316,7 +338,7 @@ static bool index_counts(Kernel *k, Vec *counts)
 	for (int i = 0; i < k->grid_ws.len; i++)
 		if (!add_count(a, counts, &VEC_AT(k->grid_ws, Tensor, i)->shape[0], 1))
 			return false;
-	return add_count(a, counts, &k->launch[PT_BIDX], PT_TIDZ - PT_BIDX + 1);
+	return true;
 }
 
 /* `X_kernel_i32`, `X_kernel_i32_scalar`: the suffix before the scalar kernel's. */
