@@ -350,6 +350,14 @@ static const char *i32_name(Arena *a, const char *name)
 	return arena_printf(a, "%s_i32", name);
 }
 
+Precond *kernel_index32(Kernel *k)
+{
+	for (int i = 0; i < k->preconds.len; i++)
+		if (VEC_AT(k->preconds, Precond, i)->kind == PC_INDEX32)
+			return VEC_AT(k->preconds, Precond, i);
+	return NULL;
+}
+
 /* k's 32-bit copy: with the precondition and the name `..._i32`, or when every count is a
  * constant that fits, with k's name and preconditions (k's replacement). */
 Kernel *index32_variant(Kernel *k)

@@ -117,6 +117,8 @@ bool pass_hoist(Kernel *k, Diag *d);
  * element count does not fit. lower_fusion puts it in front of k in the launch chain. When
  * every count is a constant that fits, the copy has k's name and preconditions: it replaces k. */
 Kernel *index32_variant(Kernel *k);
+/* k's PC_INDEX32 precondition (a 32-bit index variant in front of a 64-bit kernel), or NULL. */
+Precond *kernel_index32(Kernel *k);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
 

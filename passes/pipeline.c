@@ -140,14 +140,6 @@ static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOpti
 
 static void add_bounds(Kernel *k);
 
-static bool kernel_has_index32(Kernel *k)
-{
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind == PC_INDEX32)
-			return true;
-	return false;
-}
-
 /* Chain k with the 32-bit index variant of each kernel in front of it (passes/index32.c):
  * `X_kernel_i32, X_kernel, X_kernel_i32_scalar, X_kernel_scalar`, over fresh headers of k's
  * kernels (Fusion.lowered keeps its own chain for reuse); a kernel whose counts are all
@@ -160,14 +152,11 @@ static Kernel *with_index32(Arena *a, Kernel *k, const LowerOptions *o)
 	for (; k; k = k->fallback) {
 		Kernel *v = index32_variant(k), *c = NEW(a, Kernel);
 		*c = *k;
-		if (v && !kernel_has_index32(v)) { /* constant sizes: v replaces k */
-			*tail = v;
-			tail = &v->fallback;
-			continue;
-		}
 		if (v) {
 			*tail = v;
 			tail = &v->fallback;
+			if (!kernel_index32(v)) /* constant sizes: v replaces k */
+				continue;
 		}
 		*tail = c;
 		tail = &c->fallback;

@@ -25,14 +25,6 @@ static const char *picked(Kernel *k, int64_t m, int64_t n)
 	return v ? v->name : "(none)";
 }
 
-static Precond *index32_of(Kernel *k)
-{
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind == PC_INDEX32)
-			return VEC_AT(k->preconds, Precond, i);
-	return NULL;
-}
-
 START_TEST(test_chain_and_pick)
 {
 	TestCompile *tc = tc_compile_i32(bias_src);
@@ -45,7 +37,7 @@ START_TEST(test_chain_and_pick)
 		ck_assert_int_lt(n, countof(chain));
 		ck_assert_str_eq(v->name, chain[n]);
 		/* the 64-bit kernels keep their own preconditions: no index bound */
-		ck_assert((index32_of(v) != NULL) == (strstr(v->name, "_i32") != NULL));
+		ck_assert((kernel_index32(v) != NULL) == (strstr(v->name, "_i32") != NULL));
 	}
 	ck_assert_int_eq(n, countof(chain));
 	/* small sizes: 32-bit; N odd fails the vector preconditions: the scalar ones */
@@ -61,7 +53,7 @@ START_TEST(test_chain_and_pick)
 	ck_assert_str_eq(picked(k, (1LL << 32) + 1, (1LL << 32)), "bias_gelu_kernel");
 	/* the bound itself: at most value elements (short rows: M * 128 threads, more than the
 	 * bound, index no further than the tensors) */
-	Precond *p = index32_of(k);
+	Precond *p = kernel_index32(k);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_lt(p->value, INT32_MAX);
 	ck_assert_int_gt(p->value, INT32_MAX / 2);
@@ -77,7 +69,7 @@ START_TEST(test_wording)
 {
 	TestCompile *tc = tc_compile_i32(bias_src);
 	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
-	Precond *p = index32_of(tc->kernels[0]);
+	Precond *p = kernel_index32(tc->kernels[0]);
 	Arena *a = arena_new();
 	Buf b = {0};
 	precond_condition(p, &b);
@@ -183,12 +175,12 @@ START_TEST(test_reuse_keeps_preconditions)
 		ck_assert_ptr_nonnull(k);
 		ck_assert_str_eq(k->name, "bias_gelu_kernel_i32");
 		ck_assert_str_eq(k->fallback->name, "bias_gelu_kernel");
-		ck_assert_ptr_null(index32_of(k->fallback));
+		ck_assert_ptr_null(kernel_index32(k->fallback));
 		ck_assert_str_eq(k->fallback->fallback->name, "bias_gelu_kernel_i32_scalar");
-		ck_assert_ptr_nonnull(index32_of(k->fallback->fallback));
+		ck_assert_ptr_nonnull(kernel_index32(k->fallback->fallback));
 	}
 	for (Kernel *c = f->lowered; c; c = c->fallback)
-		ck_assert_ptr_null(index32_of(c));
+		ck_assert_ptr_null(kernel_index32(c));
 	o.no_index32 = true;
 	Kernel *k = lower_fusion(tc->arena, tc->diag, f, &o);
 	ck_assert_str_eq(k->name, "bias_gelu_kernel");
@@ -252,7 +244,7 @@ START_TEST(test_variants_and_segments)
 	for (int i = 0; i < plan->segments.len; i++) {
 		Kernel *s = VEC_AT(plan->segments, Kernel, i);
 		ck_assert_ptr_nonnull(strstr(s->name, "_i32"));
-		ck_assert_ptr_nonnull(index32_of(s));
+		ck_assert_ptr_nonnull(kernel_index32(s));
 	}
 	ck_assert_str_eq(picked(k, 4, 100), "softmax_kernel_N128_i32");
 	ck_assert_str_eq(picked(k, 1LL << 26, 100), "softmax_kernel_N128");

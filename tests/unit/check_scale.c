@@ -117,14 +117,6 @@ END_TEST
  * it has in the output (twice per kernel before: 44 ms for auto_hgemm, 19 ms for softmax on a
  * loaded machine). Counted, not timed. With a dump or the verifier asked for, the passes run
  * again (the trial ran neither). */
-static bool is_index32(Kernel *k)
-{
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind == PC_INDEX32)
-			return true;
-	return false;
-}
-
 static void assert_lowered_once(const char *src, int min_kernels)
 {
 	LowerOptions o = {.arch = 80};
@@ -139,7 +131,7 @@ static void assert_lowered_once(const char *src, int min_kernels)
 		/* a 32-bit index variant is a copy of the kernel after it (passes/index32.c) */
 		for (int j = 0; j < all.len; j++)
 			mine += VEC_AT(all, Kernel, j)->fusion == k->fusion &&
-				!is_index32(VEC_AT(all, Kernel, j));
+				!kernel_index32(VEC_AT(all, Kernel, j));
 		ck_assert_msg(k->fusion->lowerings == mine, "%s: the passes ran %d times for %d kernels",
 			      k->name, k->fusion->lowerings, mine);
 	}
