@@ -18,7 +18,7 @@
  * in a value (the bounds test of a masked load) is 32-bit there.
  *
  * The precondition bounds the element counts of the domains the loops and the parallel
- * indices run over (each tensor's root domain), with a margin below 2^31 for the padding of
+ * indices run over (each tensor's shape, each merged axis), with a margin below 2^31 for the padding of
  * non-divisible splits (PC_INDEX32_LIMIT): an index the kernel compares against a bound is at
  * most such a count plus that padding; an offset it uses is below a tensor's element count,
  * and an offset it computes but does not use (a predicated-off lane's) is never compared.
@@ -310,30 +310,30 @@ static bool add_count(Arena *a, Vec *counts, IrExpr **ext, int n)
 	return true;
 }
 
-/* The counts of k's index domains: every tensor's root domain (shape and reduction extents)
- * and every grid-reduction workspace. False when a constant one is too large (then there is
- * no 32-bit variant). The grid's threads are not counted: a parallel index is a position
- * along a tensor's (split or merged) root axes, within its count plus the padding of the
- * splits (blockIdx.x * 128 + threadIdx.x < M * N + 127), and a grid of many small blocks
- * (short rows: M * 128 threads for M rows) indexes no further than its tensors. */
+/* The counts of k's index domains: every tensor's shape, every merged axis of a schedule (the
+ * extent of a loop or parallel index over several root axes) and every grid-reduction
+ * workspace. False when a constant one is too large (then there is no 32-bit variant). A
+ * reduction's extent is a dimension of a tensor it reads; a reduction tensor's whole root
+ * domain is not counted (M * N * K for a matrix product: no index runs over it). The grid's
+ * threads are not counted either: a parallel index is a position along a tensor's (split or
+ * merged) root axes, within a count plus the padding of the splits (blockIdx.x * 128 +
+ * threadIdx.x < M * N + 127), and a grid of many small blocks (short rows: M * 128 threads for
+ * M rows) indexes no further than its tensors. */
 static bool index_counts(Kernel *k, Vec *counts)
 {
 	Arena *a = k->arena;
 	Fusion *f = k->fusion;
 	for (int i = 0; i < f->ntensors; i++) {
 		Tensor *t = f->tensors[i];
-		IrExpr *ext[IR_MAX_DIMS * 2 + 2];
-		int n = 0;
 		if (t->kind == TK_SCALAR)
 			continue;
-		if (t->nroot && t->nroot <= countof(ext))
-			for (int r = 0; r < t->nroot; r++)
-				ext[n++] = t->root[r]->extent;
-		else
-			for (int d = 0; d < t->ndim && n < countof(ext); d++)
-				ext[n++] = t->shape[d];
-		if (!add_count(a, counts, ext, n))
+		if (!add_count(a, counts, t->shape, t->ndim))
 			return false;
+		for (int h = 0; h < t->history.len; h++) {
+			Axis *ax = VEC_AT(t->history, Axis, h);
+			if (ax->kind == AX_MERGE && !add_count(a, counts, &ax->extent, 1))
+				return false;
+		}
 	}
 	for (int i = 0; i < k->grid_ws.len; i++)
 		if (!add_count(a, counts, &VEC_AT(k->grid_ws, Tensor, i)->shape[0], 1))

@@ -231,6 +231,24 @@ START_TEST(test_variants_and_segments)
 }
 END_TEST
 
+/* A matrix product's counts are its tensors', not its loop nest's M * N * K: 4096^3 (and
+ * the scalar kernel at odd sizes) runs 32-bit, a 65536 x 32768 output does not. */
+START_TEST(test_matmul_counts)
+{
+	TestCompile *tc = tc_compile_i32("fusion mm(A: f16[M, K], B: f16[K, N]) -> (C: f32[M, N]) {\n"
+					 "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+					 "}\n");
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *k = tc->kernels[0];
+	int64_t big[3] = {4096, 4096, 4096}, odd[3] = {4096, 4095, 4095};
+	int64_t over[3] = {65536, 16, 32768};
+	ck_assert_str_eq(kernel_pick(k, big, NULL)->name, "mm_kernel_i32");
+	ck_assert_str_eq(kernel_pick(k, odd, NULL)->name, "mm_kernel_i32_scalar");
+	ck_assert_str_eq(kernel_pick(k, over, NULL)->name, "mm_kernel");
+	tc_free(tc);
+}
+END_TEST
+
 Suite *index32_suite(void)
 {
 	Suite *s = suite_create("index32");
@@ -243,6 +261,7 @@ Suite *index32_suite(void)
 	tcase_add_test(tc, test_reuse_keeps_preconditions);
 	tcase_add_test(tc, test_simulates);
 	tcase_add_test(tc, test_variants_and_segments);
+	tcase_add_test(tc, test_matmul_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }

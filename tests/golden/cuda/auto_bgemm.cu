@@ -1691,7 +1691,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
   if (!C && fus_bytes_C != 0)
     return fus_fail(auto_bgemm_error_text, "auto_bgemm: C is a null pointer (%lld bytes)", fus_bytes_C);
   // auto_bgemm_kernel_M32_i32 when M <= 32, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 32 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if (M <= 32 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1737,7 +1737,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_bgemm_kernel_M32_i32_scalar when M <= 32 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 32 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if (M <= 32 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1783,7 +1783,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_bgemm_kernel_M64_i32 when M <= 64, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 64 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if (M <= 64 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1861,7 +1861,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_bgemm_kernel_M64_i32_scalar when M <= 64 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 64 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if (M <= 64 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1939,7 +1939,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_bgemm_kernel_i32 when A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2017,7 +2017,7 @@ extern "C" cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_bgemm_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
+  if (fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)K) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)K), (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)Z, (long long)M), (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_bgemm_error_text, "auto_bgemm: sizes too large: grid dimension x does not fit in 64 bits");

@@ -1689,7 +1689,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
   if (!C && fus_bytes_C != 0)
     return fus_fail(auto_hgemm_error_text, "auto_hgemm: C is a null pointer (%lld bytes)", fus_bytes_C);
   // auto_hgemm_kernel_M32_i32 when M <= 32, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 32 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (M <= 32 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1729,7 +1729,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_hgemm_kernel_M32_i32_scalar when M <= 32 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 32 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (M <= 32 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1769,7 +1769,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_hgemm_kernel_M64_i32 when M <= 64, A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 64 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (M <= 64 && (uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1841,7 +1841,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_hgemm_kernel_M64_i32_scalar when M <= 64 and every tensor and loop nest has at most 2130706431 elements
-  if (M <= 64 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (M <= 64 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1913,7 +1913,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_hgemm_kernel_i32 when A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1985,7 +1985,7 @@ extern "C" cudaError_t auto_hgemm(const uint16_t *A, const uint16_t *B, float *C
     return fus_err;
   }
   // auto_hgemm_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_error_text, "auto_hgemm: sizes too large: grid dimension x does not fit in 64 bits");

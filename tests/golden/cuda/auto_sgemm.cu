@@ -585,7 +585,7 @@ extern "C" cudaError_t auto_sgemm(const float *A, const float *B, float *C, int6
   if (!C && fus_bytes_C != 0)
     return fus_fail(auto_sgemm_error_text, "auto_sgemm: C is a null pointer (%lld bytes)", fus_bytes_C);
   // auto_sgemm_kernel_i32 when A, B and C are 16-byte aligned, K is a multiple of 4, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && K % 4 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && K % 4 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_sgemm_error_text, "auto_sgemm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -657,7 +657,7 @@ extern "C" cudaError_t auto_sgemm(const float *A, const float *B, float *C, int6
     return fus_err;
   }
   // auto_sgemm_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_sgemm_error_text, "auto_sgemm: sizes too large: grid dimension x does not fit in 64 bits");

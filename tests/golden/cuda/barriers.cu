@@ -454,7 +454,7 @@ extern "C" cudaError_t mm(const float *A, const float *B, float *C, int64_t M, i
   if (!C && fus_bytes_C != 0)
     return fus_fail(mm_error_text, "mm: C is a null pointer (%lld bytes)", fus_bytes_C);
   // mm_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, 100) <= 2130706431LL && fus_mul31(100, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), 100) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, 100) <= 2130706431LL && fus_mul31(100, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(mm_error_text, "mm: sizes too large: grid dimension x does not fit in 64 bits");
@@ -568,7 +568,7 @@ extern "C" cudaError_t inner(const float *x, float *s, int64_t M, int64_t N, cud
   if (!s && fus_bytes_s != 0)
     return fus_fail(inner_error_text, "inner: s is a null pointer (%lld bytes)", fus_bytes_s);
   // inner_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(inner_error_text, "inner: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -676,7 +676,7 @@ extern "C" cudaError_t tiles(const float *A, const float *B, float *C, int64_t M
   if (!C && fus_bytes_C != 0)
     return fus_fail(tiles_error_text, "tiles: C is a null pointer (%lld bytes)", fus_bytes_C);
   // tiles_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, 100) <= 2130706431LL && fus_mul31(100, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), 100) <= 2130706431LL) {
+  if (fus_mul31((long long)M, 100) <= 2130706431LL && fus_mul31(100, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 16, &fus_ovf);
     if (fus_ovf)
       return fus_fail(tiles_error_text, "tiles: sizes too large: grid dimension x does not fit in 64 bits");

@@ -1264,7 +1264,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
   if (!s && fus_bytes_s != 0)
     return fus_fail(col_center_seg0_error_text, "col_center_seg0: s is a null pointer (%lld bytes)", fus_bytes_s);
   // col_center_seg0_kernel_N1024_i32 when N <= 1024, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 66), 16), fus_cdiv((long long)M, 4224, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 66), 16) <= 2130706431LL && fus_mul31((long long)N, 66) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 1024 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 66), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 66) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1350,7 +1350,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 66), 16), fus_cdiv((long long)M, 4224, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 66), 16) <= 2130706431LL && fus_mul31((long long)N, 66) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 66), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 66) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1436,7 +1436,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N4096_i32 when N <= 4096, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 16), 16), fus_cdiv((long long)M, 1024, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 16), 16) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 4096 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 16), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1522,7 +1522,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 16), 16), fus_cdiv((long long)M, 1024, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 16), 16) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 16), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1608,7 +1608,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N16384_i32 when N <= 16384, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 4), 16), fus_cdiv((long long)M, 256, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 4), 16) <= 2130706431LL && fus_mul31((long long)N, 4) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 16384 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 4), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 4) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1694,7 +1694,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N16384_i32_scalar when N <= 16384 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 4), 16), fus_cdiv((long long)M, 256, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 4), 16) <= 2130706431LL && fus_mul31((long long)N, 4) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 4), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 4) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1780,7 +1780,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N32768_i32 when N <= 32768, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 32768 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 2), 16), fus_cdiv((long long)M, 128, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 2), 16) <= 2130706431LL && fus_mul31((long long)N, 2) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 32768 && (uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 2), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 2) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1866,7 +1866,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_N32768_i32_scalar when N <= 32768 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 32768 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)N, 2), 16), fus_cdiv((long long)M, 128, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 2), 16) <= 2130706431LL && fus_mul31((long long)N, 2) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 32768 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)N, 2), 16) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, 2) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1952,7 +1952,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)N, 16), fus_cdiv((long long)M, 64, &fus_ovf)), 4) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL && (long long)N <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1982,7 +1982,7 @@ static cudaError_t col_center_seg0(const float *x, float *s, int64_t M, int64_t 
     return fus_err;
   }
   // col_center_seg0_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)N, 16), fus_cdiv((long long)M, 64, &fus_ovf)), 4) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, 16) <= 2130706431LL && (long long)N <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg0_error_text, "col_center_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2042,7 +2042,7 @@ static cudaError_t col_center_seg1(const float *x, const float *s, float *y, int
   if (!y && fus_bytes_y != 0)
     return fus_fail(col_center_seg1_error_text, "col_center_seg1: y is a null pointer (%lld bytes)", fus_bytes_y);
   // col_center_seg1_kernel_i32 when x, s and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)s % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)s % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg1_error_text, "col_center_seg1: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2072,7 +2072,7 @@ static cudaError_t col_center_seg1(const float *x, const float *s, float *y, int
     return fus_err;
   }
   // col_center_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_center_seg1_error_text, "col_center_seg1: sizes too large: grid dimension x does not fit in 64 bits");

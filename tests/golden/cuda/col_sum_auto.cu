@@ -254,12 +254,6 @@ static long long fus_mul(long long a, long long b, bool *ovf)
     return *ovf = true, 0;
   return a * b;
 }
-static long long fus_cdiv(long long a, long long b, bool *ovf)
-{
-  if (b <= 0)
-    return *ovf = true, 0;
-  return a / b + (a % b > 0);
-}
 static long long fus_mul31(long long a, long long b)
 {
   if (a == 0 || b == 0)
@@ -289,7 +283,7 @@ extern "C" cudaError_t col_sum_auto(const float *x, float *s, int64_t M, cudaStr
   if (!s)
     return fus_fail(col_sum_auto_error_text, "col_sum_auto: s is a null pointer");
   // col_sum_auto_kernel_i32 when x is 16-byte aligned and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && fus_mul31((long long)M, 1000) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31(1000, 66), 16), fus_cdiv((long long)M, 4224, &fus_ovf)), 4) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && fus_mul31((long long)M, 1000) <= 2130706431LL) {
     // grid reductions: the workspace of this launch (partials, counters)
     const long long fus_ws_bytes_0 = fus_mul(66000, 4, &fus_ovf);
     if (fus_ovf)
@@ -361,7 +355,7 @@ extern "C" cudaError_t col_sum_auto(const float *x, float *s, int64_t M, cudaStr
     return fus_err;
   }
   // col_sum_auto_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, 1000) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31(1000, 66), 16), fus_cdiv((long long)M, 4224, &fus_ovf)), 4) <= 2130706431LL) {
+  if (fus_mul31((long long)M, 1000) <= 2130706431LL) {
     // grid reductions: the workspace of this launch (partials, counters)
     const long long fus_ws_bytes_0 = fus_mul(66000, 4, &fus_ovf);
     if (fus_ovf)

@@ -112,7 +112,7 @@ extern "C" cudaError_t col_sum_grid(const float *x, float *s, int64_t M, int64_t
   if (!s && fus_bytes_s != 0)
     return fus_fail(col_sum_grid_error_text, "col_sum_grid: s is a null pointer (%lld bytes)", fus_bytes_s);
   // col_sum_grid_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, (long long)M) <= 2130706431LL && fus_mul31((long long)N, fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1)) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)N, fus_max(fus_cdiv((long long)M, 64, &fus_ovf), 1)) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_sum_grid_error_text, "col_sum_grid: sizes too large: grid dimension x does not fit in 64 bits");

@@ -337,7 +337,7 @@ extern "C" cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_
   if (!C && fus_bytes_C != 0)
     return fus_fail(gemm_f32_error_text, "gemm_f32: C is a null pointer (%lld bytes)", fus_bytes_C);
   // gemm_f32_kernel_i32 when A, B and C are 16-byte aligned, K is a multiple of 4, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && K % 4 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 16 == 0 && K % 4 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: grid dimension x does not fit in 64 bits");

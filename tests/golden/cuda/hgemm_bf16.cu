@@ -389,7 +389,7 @@ extern "C" cudaError_t hgemm_bf16(const uint16_t *A, const uint16_t *B, float *C
   if (!C && fus_bytes_C != 0)
     return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: C is a null pointer (%lld bytes)", fus_bytes_C);
   // hgemm_bf16_kernel_i32 when A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)C % 8 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0 && fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
     if (fus_ovf)
       return fus_fail(hgemm_bf16_error_text, "hgemm_bf16: sizes too large: grid dimension x does not fit in 64 bits");

@@ -1605,7 +1605,7 @@ static cudaError_t bcast_auto_seg0(const float *x, const float *w, float *y_sum0
   if (!y_sum0 && fus_bytes_y_sum0 != 0)
     return fus_fail(bcast_auto_seg0_error_text, "bcast_auto_seg0: y_sum0 is a null pointer (%lld bytes)", fus_bytes_y_sum0);
   // bcast_auto_seg0_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_seg0_error_text, "bcast_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1687,7 +1687,7 @@ static cudaError_t bcast_auto_seg0(const float *x, const float *w, float *y_sum0
     return fus_err;
   }
   // bcast_auto_seg0_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_seg0_error_text, "bcast_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1799,7 +1799,7 @@ static cudaError_t bcast_auto_seg1(const float *x, const float *y_sum0, float *y
   if (!y && fus_bytes_y != 0)
     return fus_fail(bcast_auto_seg1_error_text, "bcast_auto_seg1: y is a null pointer (%lld bytes)", fus_bytes_y);
   // bcast_auto_seg1_kernel_i32 when x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_seg1_error_text, "bcast_auto_seg1: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1829,7 +1829,7 @@ static cudaError_t bcast_auto_seg1(const float *x, const float *y_sum0, float *y
     return fus_err;
   }
   // bcast_auto_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_seg1_error_text, "bcast_auto_seg1: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1889,7 +1889,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
   if (!y && fus_bytes_y != 0)
     return fus_fail(bcast_auto_error_text, "bcast_auto: y is a null pointer (%lld bytes)", fus_bytes_y);
   // bcast_auto_kernel_N128_i32 when N <= 128, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 128 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 128 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 16, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1919,7 +1919,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N128_i32_scalar when N <= 128 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 128 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 128 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 16, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1949,7 +1949,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N256_i32 when N <= 256, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 256 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 256 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 8, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1979,7 +1979,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N256_i32_scalar when N <= 256 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 256 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 256 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 8, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2009,7 +2009,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N1024_i32 when N <= 1024, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 1024 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2039,7 +2039,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
     if (fus_ovf)
       return fus_fail(bcast_auto_error_text, "bcast_auto: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2069,7 +2069,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N4096_i32 when N <= 4096, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 4096 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2095,7 +2095,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2121,7 +2121,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N16384_i32 when N <= 16384, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 16384 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2147,7 +2147,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N16384_i32_scalar when N <= 16384 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2173,7 +2173,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N65536_i32 when N <= 65536, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 65536 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2199,7 +2199,7 @@ extern "C" cudaError_t bcast_auto(const float *x, const float *w, float *y, int6
     return fus_err;
   }
   // bcast_auto_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 65536 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (N <= 65536 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_auto_error_text, "bcast_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -2282,7 +2282,7 @@ extern "C" cudaError_t bcast_block(const float *x, const float *w, float *y, int
   if (!y && fus_bytes_y != 0)
     return fus_fail(bcast_block_error_text, "bcast_block: y is a null pointer (%lld bytes)", fus_bytes_y);
   // bcast_block_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(bcast_block_error_text, "bcast_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

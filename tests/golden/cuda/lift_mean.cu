@@ -1166,7 +1166,7 @@ static cudaError_t mean_auto_seg0(const float *x, float *mean_sum0, int64_t M, i
   if (!mean_sum0 && fus_bytes_mean_sum0 != 0)
     return fus_fail(mean_auto_seg0_error_text, "mean_auto_seg0: mean_sum0 is a null pointer (%lld bytes)", fus_bytes_mean_sum0);
   // mean_auto_seg0_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(mean_auto_seg0_error_text, "mean_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1248,7 +1248,7 @@ static cudaError_t mean_auto_seg0(const float *x, float *mean_sum0, int64_t M, i
     return fus_err;
   }
   // mean_auto_seg0_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(mean_auto_seg0_error_text, "mean_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

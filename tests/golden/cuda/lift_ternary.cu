@@ -4440,7 +4440,7 @@ static cudaError_t tern_auto_seg0(const float *x, float *y_max0, int64_t M, int6
   if (!y_max0 && fus_bytes_y_max0 != 0)
     return fus_fail(tern_auto_seg0_error_text, "tern_auto_seg0: y_max0 is a null pointer (%lld bytes)", fus_bytes_y_max0);
   // tern_auto_seg0_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_seg0_error_text, "tern_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -4522,7 +4522,7 @@ static cudaError_t tern_auto_seg0(const float *x, float *y_max0, int64_t M, int6
     return fus_err;
   }
   // tern_auto_seg0_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_seg0_error_text, "tern_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -4629,7 +4629,7 @@ static cudaError_t tern_auto_seg1(const float *x, float *y_sum1, int64_t M, int6
   if (!y_sum1 && fus_bytes_y_sum1 != 0)
     return fus_fail(tern_auto_seg1_error_text, "tern_auto_seg1: y_sum1 is a null pointer (%lld bytes)", fus_bytes_y_sum1);
   // tern_auto_seg1_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_seg1_error_text, "tern_auto_seg1: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -4711,7 +4711,7 @@ static cudaError_t tern_auto_seg1(const float *x, float *y_sum1, int64_t M, int6
     return fus_err;
   }
   // tern_auto_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(tern_auto_seg1_error_text, "tern_auto_seg1: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -4833,7 +4833,7 @@ static cudaError_t tern_auto_seg2(const float *x, const bool *c, const float *y_
   if (!y && fus_bytes_y != 0)
     return fus_fail(tern_auto_seg2_error_text, "tern_auto_seg2: y is a null pointer (%lld bytes)", fus_bytes_y);
   // tern_auto_seg2_kernel_i32 when x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(tern_auto_seg2_error_text, "tern_auto_seg2: sizes too large: grid dimension x does not fit in 64 bits");
@@ -4863,7 +4863,7 @@ static cudaError_t tern_auto_seg2(const float *x, const bool *c, const float *y_
     return fus_err;
   }
   // tern_auto_seg2_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(tern_auto_seg2_error_text, "tern_auto_seg2: sizes too large: grid dimension x does not fit in 64 bits");
@@ -5372,7 +5372,7 @@ static cudaError_t two_auto_seg0(const float *x, float *z_sum0, int64_t M, int64
   if (!z_sum0 && fus_bytes_z_sum0 != 0)
     return fus_fail(two_auto_seg0_error_text, "two_auto_seg0: z_sum0 is a null pointer (%lld bytes)", fus_bytes_z_sum0);
   // two_auto_seg0_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg0_error_text, "two_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -5454,7 +5454,7 @@ static cudaError_t two_auto_seg0(const float *x, float *z_sum0, int64_t M, int64
     return fus_err;
   }
   // two_auto_seg0_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg0_error_text, "two_auto_seg0: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -5561,7 +5561,7 @@ static cudaError_t two_auto_seg1(const float *x, float *z_max1, int64_t M, int64
   if (!z_max1 && fus_bytes_z_max1 != 0)
     return fus_fail(two_auto_seg1_error_text, "two_auto_seg1: z_max1 is a null pointer (%lld bytes)", fus_bytes_z_max1);
   // two_auto_seg1_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg1_error_text, "two_auto_seg1: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -5643,7 +5643,7 @@ static cudaError_t two_auto_seg1(const float *x, float *z_max1, int64_t M, int64
     return fus_err;
   }
   // two_auto_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg1_error_text, "two_auto_seg1: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -5750,7 +5750,7 @@ static cudaError_t two_auto_seg2(const float *x, float *z_min2, int64_t M, int64
   if (!z_min2 && fus_bytes_z_min2 != 0)
     return fus_fail(two_auto_seg2_error_text, "two_auto_seg2: z_min2 is a null pointer (%lld bytes)", fus_bytes_z_min2);
   // two_auto_seg2_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg2_error_text, "two_auto_seg2: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -5832,7 +5832,7 @@ static cudaError_t two_auto_seg2(const float *x, float *z_min2, int64_t M, int64
     return fus_err;
   }
   // two_auto_seg2_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(two_auto_seg2_error_text, "two_auto_seg2: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

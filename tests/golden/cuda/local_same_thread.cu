@@ -307,7 +307,7 @@ extern "C" cudaError_t rowsum(const float *x, float *s, int64_t M, cudaStream_t 
   if (!s && fus_bytes_s != 0)
     return fus_fail(rowsum_error_text, "rowsum: s is a null pointer (%lld bytes)", fus_bytes_s);
   // rowsum_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, 128) <= 2130706431LL) {
+  if (fus_mul31((long long)M, 128) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowsum_error_text, "rowsum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

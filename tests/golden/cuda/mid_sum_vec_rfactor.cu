@@ -204,7 +204,7 @@ extern "C" cudaError_t mid_sum_vec(const float *x, float *s, int64_t B, int64_t 
   if (!s && fus_bytes_s != 0)
     return fus_fail(mid_sum_vec_error_text, "mid_sum_vec: s is a null pointer (%lld bytes)", fus_bytes_s);
   // mid_sum_vec_kernel_i32 when x is 16-byte aligned, H is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && H % 4 == 0 && fus_mul31(fus_mul31((long long)B, (long long)T), (long long)H) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)H), 2), 8), fus_cdiv((long long)T, 64, &fus_ovf)), 4) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)H), 2), 8) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, (long long)H), 2) <= 2130706431LL && fus_mul31((long long)B, (long long)H) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && H % 4 == 0 && fus_mul31(fus_mul31((long long)B, (long long)T), (long long)H) <= 2130706431LL && fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)H), 2), 8) <= 2130706431LL && fus_mul31((long long)B, fus_cdiv((long long)H, 128, &fus_ovf)) <= 2130706431LL && fus_mul31((long long)B, (long long)H) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, (long long)H), 2) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)B, fus_cdiv((long long)H, 128, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(mid_sum_vec_error_text, "mid_sum_vec: sizes too large: grid dimension x does not fit in 64 bits");

@@ -161,7 +161,7 @@ extern "C" cudaError_t mma_one_warp_ldmatrix(const uint16_t *A, const uint16_t *
   if (!C && fus_bytes_C != 0)
     return fus_fail(mma_one_warp_ldmatrix_error_text, "mma_one_warp_ldmatrix: C is a null pointer (%lld bytes)", fus_bytes_C);
   // mma_one_warp_ldmatrix_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, (long long)N), (long long)K) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)K) <= 2130706431LL && fus_mul31((long long)K, (long long)N) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 8, &fus_ovf);
     if (fus_ovf)
       return fus_fail(mma_one_warp_ldmatrix_error_text, "mma_one_warp_ldmatrix: sizes too large: grid dimension x does not fit in 64 bits");

@@ -411,7 +411,7 @@ extern "C" cudaError_t row_sum(const float *x, float *s, int64_t M, int64_t N, c
   if (!s && fus_bytes_s != 0)
     return fus_fail(row_sum_error_text, "row_sum: s is a null pointer (%lld bytes)", fus_bytes_s);
   // row_sum_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_sum_error_text, "row_sum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -462,7 +462,7 @@ extern "C" cudaError_t row_max(const float *x, float *m, int64_t M, int64_t N, c
   if (!m && fus_bytes_m != 0)
     return fus_fail(row_max_error_text, "row_max: m is a null pointer (%lld bytes)", fus_bytes_m);
   // row_max_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_max_error_text, "row_max: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -513,7 +513,7 @@ extern "C" cudaError_t row_min16(const float *x, float *m, int64_t M, int64_t N,
   if (!m && fus_bytes_m != 0)
     return fus_fail(row_min16_error_text, "row_min16: m is a null pointer (%lld bytes)", fus_bytes_m);
   // row_min16_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 8, &fus_ovf);
     if (fus_ovf)
       return fus_fail(row_min16_error_text, "row_min16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -568,7 +568,7 @@ extern "C" cudaError_t row_sum48(const float *x, float *s, int64_t M, int64_t N,
   if (!s && fus_bytes_s != 0)
     return fus_fail(row_sum48_error_text, "row_sum48: s is a null pointer (%lld bytes)", fus_bytes_s);
   // row_sum48_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_sum48_error_text, "row_sum48: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -619,7 +619,7 @@ extern "C" cudaError_t col_sum(const float *x, float *s, int64_t M, int64_t N, c
   if (!s && fus_bytes_s != 0)
     return fus_fail(col_sum_error_text, "col_sum: s is a null pointer (%lld bytes)", fus_bytes_s);
   // col_sum_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, (long long)M) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 64, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_sum_error_text, "col_sum: sizes too large: grid dimension x does not fit in 64 bits");
@@ -674,7 +674,7 @@ extern "C" cudaError_t col_sum_y(const float *x, float *s, int64_t M, int64_t N,
   if (!s && fus_bytes_s != 0)
     return fus_fail(col_sum_y_error_text, "col_sum_y: s is a null pointer (%lld bytes)", fus_bytes_s);
   // col_sum_y_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, (long long)M) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)N <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)N, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(col_sum_y_error_text, "col_sum_y: sizes too large: grid dimension x does not fit in 64 bits");
@@ -727,7 +727,7 @@ extern "C" cudaError_t sum2(const float *x, float *s, int64_t B, cudaStream_t st
   if (!s && fus_bytes_s != 0)
     return fus_fail(sum2_error_text, "sum2: s is a null pointer (%lld bytes)", fus_bytes_s);
   // sum2_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31(fus_mul31((long long)B, 12), 40) <= 2130706431LL) {
+  if (fus_mul31(fus_mul31((long long)B, 12), 40) <= 2130706431LL && (long long)B <= 2130706431LL) {
     const long long fus_grid_x = (long long)B;
     if (fus_grid_x > 2147483647)
       return fus_fail(sum2_error_text, "sum2: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -778,7 +778,7 @@ extern "C" cudaError_t row_sum_rf(const float *x, float *s, int64_t M, int64_t N
   if (!s && fus_bytes_s != 0)
     return fus_fail(row_sum_rf_error_text, "row_sum_rf: s is a null pointer (%lld bytes)", fus_bytes_s);
   // row_sum_rf_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, 64), fus_cdiv((long long)N, 64, &fus_ovf)) <= 2130706431LL && fus_mul31((long long)M, 64) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 64) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_sum_rf_error_text, "row_sum_rf: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -829,7 +829,7 @@ extern "C" cudaError_t row_max_rf(const uint16_t *x, uint16_t *m, int64_t M, int
   if (!m && fus_bytes_m != 0)
     return fus_fail(row_max_rf_error_text, "row_max_rf: m is a null pointer (%lld bytes)", fus_bytes_m);
   // row_max_rf_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_mul31((long long)M, fus_cdiv((long long)N, 32, &fus_ovf)), 32) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 32, &fus_ovf)) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 32, &fus_ovf)) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_max_rf_error_text, "row_max_rf: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -127,7 +127,7 @@ extern "C" cudaError_t row_sum(const float *x, float *s, int64_t M, int64_t N, c
   if (!s && fus_bytes_s != 0)
     return fus_fail(row_sum_error_text, "row_sum: s is a null pointer (%lld bytes)", fus_bytes_s);
   // row_sum_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_sum_error_text, "row_sum: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

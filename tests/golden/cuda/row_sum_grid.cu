@@ -114,7 +114,7 @@ extern "C" cudaError_t row_sum_grid(const float *x, float *s, int64_t M, int64_t
   if (!s && fus_bytes_s != 0)
     return fus_fail(row_sum_grid_error_text, "row_sum_grid: s is a null pointer (%lld bytes)", fus_bytes_s);
   // row_sum_grid_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_max(fus_cdiv((long long)N, 1024, &fus_ovf), 1)) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, fus_max(fus_cdiv((long long)N, 1024, &fus_ovf), 1)) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(row_sum_grid_error_text, "row_sum_grid: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -1134,7 +1134,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
   if (!s && fus_bytes_s != 0)
     return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: s is a null pointer (%lld bytes)", fus_bytes_s);
   // rowmax_bf16_kernel_N128_i32 when N <= 128, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 128 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 128 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1164,7 +1164,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N128_i32_scalar when N <= 128 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 128 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 128 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 32, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1194,7 +1194,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N256_i32 when N <= 256, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 256 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 256 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 16, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1224,7 +1224,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N256_i32_scalar when N <= 256 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 256 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 256 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 16, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1254,7 +1254,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N1024_i32 when N <= 1024, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 1024 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1284,7 +1284,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 1024 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = fus_cdiv((long long)M, 2, &fus_ovf);
     if (fus_ovf)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1314,7 +1314,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N4096_i32 when N <= 4096, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 4096 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1340,7 +1340,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 4096 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1366,7 +1366,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N16384_i32 when N <= 16384, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 16384 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1392,7 +1392,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N16384_i32_scalar when N <= 16384 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 16384 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1418,7 +1418,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N65536_i32 when N <= 65536, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 65536 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 65536 && (uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1444,7 +1444,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop nest has at most 2130706431 elements
-  if (N <= 65536 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (N <= 65536 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1470,7 +1470,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_i32 when x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && N % 8 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -1552,7 +1552,7 @@ extern "C" cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, in
     return fus_err;
   }
   // rowmax_bf16_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL && (long long)M <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL && fus_mul31((long long)M, 16) <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(rowmax_bf16_error_text, "rowmax_bf16: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -217,7 +217,7 @@ extern "C" cudaError_t softmax_block(const float *x, float *y, int64_t M, int64_
   if (!y && fus_bytes_y != 0)
     return fus_fail(softmax_block_error_text, "softmax_block: y is a null pointer (%lld bytes)", fus_bytes_y);
   // softmax_block_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(softmax_block_error_text, "softmax_block: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
@@ -266,7 +266,7 @@ extern "C" cudaError_t softmax_persistent(const float *x, float *y, int64_t M, c
   if (!y && fus_bytes_y != 0)
     return fus_fail(softmax_persistent_error_text, "softmax_persistent: y is a null pointer (%lld bytes)", fus_bytes_y);
   // softmax_persistent_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, 1000) <= 2130706431LL) {
+  if (fus_mul31((long long)M, 1000) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(softmax_persistent_error_text, "softmax_persistent: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

@@ -182,7 +182,7 @@ extern "C" cudaError_t softmax_online(const float *x, float *y, int64_t M, int64
   if (!y && fus_bytes_y != 0)
     return fus_fail(softmax_online_error_text, "softmax_online: y is a null pointer (%lld bytes)", fus_bytes_y);
   // softmax_online_kernel_i32 when x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && (long long)M <= 2130706431LL) {
     const long long fus_grid_x = (long long)M;
     if (fus_grid_x > 2147483647)
       return fus_fail(softmax_online_error_text, "softmax_online: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);

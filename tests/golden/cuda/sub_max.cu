@@ -492,7 +492,7 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
   if (!y && fus_bytes_y != 0)
     return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: y is a null pointer (%lld bytes)", fus_bytes_y);
   // sub_max_seg1_kernel_i32 when x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");
@@ -522,7 +522,7 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
     return fus_err;
   }
   // sub_max_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");

@@ -120,7 +120,7 @@ extern "C" cudaError_t transpose(const float *x, float *y, int64_t M, int64_t N,
   if (!y && fus_bytes_y != 0)
     return fus_fail(transpose_error_text, "transpose: y is a null pointer (%lld bytes)", fus_bytes_y);
   // transpose_kernel_i32 when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)N, (long long)M) <= 2130706431LL) {
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31(fus_cdiv((long long)N, 32, &fus_ovf), fus_cdiv((long long)M, 64, &fus_ovf)) <= 2130706431LL && fus_mul31((long long)N, (long long)M) <= 2130706431LL) {
     const long long fus_grid_x = fus_mul(fus_cdiv((long long)N, 32, &fus_ovf), fus_cdiv((long long)M, 64, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(transpose_error_text, "transpose: sizes too large: grid dimension x does not fit in 64 bits");
