@@ -282,13 +282,14 @@ static Val val_prefix(const char *op, Val a, DType dt)
 	return v;
 }
 
-/* (a + b - 1) / b, for non-negative index arithmetic. */
-static Val val_ceildiv(IrExpr *l, IrExpr *r)
+/* (a + b - 1) / b, for non-negative index arithmetic in ct (i64, or i32 in a 32-bit index
+ * variant). */
+static Val val_ceildiv(IrExpr *l, IrExpr *r, DType ct)
 {
 	int64_t c;
-	Val a = val_conv(l, DT_I64, true);
-	Val b = val_conv(r, DT_I64, true);
-	Val v = val_new(PREC_MUL, DT_I64);
+	Val a = val_conv(l, ct, true);
+	Val b = val_conv(r, ct, true);
+	Val v = val_new(PREC_MUL, ct);
 
 	val_paren(&a, PREC_ADD);
 	val_paren(&b, PREC_MUL + 1);
@@ -331,6 +332,23 @@ static Val val_divmod31(IrExpr *l, IrExpr *r, bool mod)
 	return v;
 }
 
+/* x / d or x % d of 32-bit index values that are both >= 0 (a 32-bit index variant,
+ * passes/index32.c) by a variable d, as unsigned arithmetic: no sign correction around the
+ * division (a constant d divides signed as in the 64-bit kernel). */
+static Val val_divmod_u32(IrExpr *l, IrExpr *r, bool mod)
+{
+	Val a = val_conv(l, DT_I32, true);
+	Val b = val_conv(r, DT_I32, true);
+	Val v = val_new(PREC_UNARY, DT_I32);
+
+	val_paren(&a, PREC_UNARY);
+	val_paren(&b, PREC_UNARY);
+	buf_printf(&v.b, "(int)((unsigned)%s %s (unsigned)%s)", a.b.s, mod ? "%" : "/", b.b.s);
+	buf_free(&a.b);
+	buf_free(&b.b);
+	return v;
+}
+
 static Val val_arith(IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype);
@@ -344,6 +362,9 @@ static Val val_arith(IrExpr *e)
 	case OP_MOD:
 		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(NULL, x[1]))
 			return val_divmod31(x[0], x[1], e->op == OP_MOD);
+		if (ct == DT_I32 && !ir_is_const(x[1], NULL) && ir_nonneg(NULL, x[0]) &&
+		    ir_nonneg(NULL, x[1]))
+			return val_divmod_u32(x[0], x[1], e->op == OP_MOD);
 		if (e->op == OP_DIV && ct == DT_F32) /* within 2 ulp: docs/language.md, "Float accuracy on the GPU" */
 			return val_callv("__fus_fdiv", x, 2, ct);
 		if (e->op == OP_DIV)
@@ -352,7 +373,7 @@ static Val val_arith(IrExpr *e)
 			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
 		return val_infix(x[0], x[1], ct, "%", ir_op_prec(e->op), ct);
 	case OP_NEG: return val_prefix("-", val_conv(x[0], ct, true), ct);
-	case OP_CEILDIV: return val_ceildiv(x[0], x[1]);
+	case OP_CEILDIV: return val_ceildiv(x[0], x[1], ct);
 	default: die("not an arithmetic op: %s", op_name(e->op));
 	}
 }
@@ -486,8 +507,9 @@ static Val val_expr(IrExpr *e)
 		return val_literal(e, e->dtype);
 	case EX_PARAM:
 		return val_name(e->param->name, e->dtype);
-	case EX_SIZE:
-		return val_name(e->size->name, e->dtype);
+	case EX_SIZE: /* a kernel parameter: long long; (int) in a 32-bit index variant */
+		v = val_name(e->size->name, DT_I64);
+		return e->dtype == DT_I64 ? v : val_to(v, e->dtype, false);
 	case EX_VAR:
 		return val_name(e->var->name, e->dtype);
 	case EX_PAR:
@@ -506,6 +528,16 @@ static Val val_expr(IrExpr *e)
 	case EX_SELECT:
 		return val_select(e);
 	case EX_CAST:
+		/* a 32-bit index widened for 64-bit arithmetic (passes/index32.c): explicitly, so
+		 * that an operation of two of them is not computed in int */
+		if (e->dtype == DT_I64 && e->args[0]->dtype == DT_I32 && !is_literal(e->args[0])) {
+			Val w = val_expr(e->args[0]);
+			val_paren(&w, PREC_UNARY);
+			v = val_new(PREC_UNARY, DT_I64);
+			buf_printf(&v.b, "(long long)%s", w.b.s);
+			buf_free(&w.b);
+			return v;
+		}
 		return val_conv(e->args[0], e->dtype, false);
 	case EX_AXIS:
 	case EX_ACCESS:

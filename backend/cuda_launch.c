@@ -107,7 +107,11 @@ static void emit_fail(Buf *out, Fusion *f, Fail m)
 	  "  if (b <= 0)\n    return *ovf = true, 0;\n  return a / b + (a % b > 0);\n")     \
 	X(NEG, "fus_neg", true, "  if (a == LLONG_MIN)\n    return *ovf = true, 0;\n  return -a;\n") \
 	X(MAX, "fus_max", false, "  return a > b ? a : b;\n")                               \
-	X(MIN, "fus_min", false, "  return a < b ? a : b;\n")
+	X(MIN, "fus_min", false, "  return a < b ? a : b;\n")                               \
+	/* a PC_INDEX32 count's product, saturated past 2^31 - 1 (called by name: OP_COUNT) */ \
+	X(COUNT, "fus_mul31", false,                                                        \
+	  "  if (a == 0 || b == 0)\n    return 0;\n"                                        \
+	  "  return a < 0 || b < 0 || a > 2147483647LL / b ? 2147483648LL : a * b;\n")
 
 static const struct {
 	IrOp op;
@@ -308,11 +312,38 @@ static void emit_size_checks(Arena *a, Buf *out, Fusion *f)
 	}
 }
 
+/* A PC_INDEX32 count as host C: its OP_MUL nodes by fus_mul31, its factors by put_size. */
+static void put_count(Buf *out, IrExpr *e, unsigned *used)
+{
+	if (!(e->kind == EX_OP && e->op == OP_MUL)) {
+		put_size(out, e, used);
+		return;
+	}
+	for (int i = 0; i < countof(size_helpers); i++)
+		if (size_helpers[i].op == OP_COUNT)
+			*used |= 1u << i;
+	buf_puts(out, "fus_mul31(");
+	put_count(out, e->args[0], used);
+	buf_puts(out, ", ");
+	put_count(out, e->args[1], used);
+	buf_puts(out, ")");
+}
+
 /* The C condition under which precondition p holds (or, holds false, fails). */
-static const char *precond_c(Arena *a, Precond *p, bool holds)
+static const char *precond_c(Arena *a, Precond *p, bool holds, unsigned *used)
 {
 	Buf n = {0};
 
+	if (p->kind == PC_INDEX32) {
+		for (int i = 0; i < p->ncounts; i++) {
+			buf_puts(&n, i ? holds ? " && " : " || " : "");
+			put_count(&n, p->counts[i], used);
+			buf_printf(&n, " %s %lldLL", holds ? "<=" : ">", (long long)p->value);
+		}
+		const char *c = arena_strdup(a, p->ncounts ? n.s : holds ? "true" : "false");
+		buf_free(&n);
+		return c;
+	}
 	cuda_name(&n, p->kind == PC_ALIGNED ? p->tensor->name : p->size->name);
 	long long v = (long long)p->value;
 	const char *eq = holds ? "==" : "!=";
@@ -325,7 +356,7 @@ static const char *precond_c(Arena *a, Precond *p, bool holds)
 
 /* The refusals of the last variant's preconditions, worded by precond_failure (as libfusrt
  * words them). */
-static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
+static void emit_precond_checks(Arena *a, Buf *out, Kernel *k, unsigned *used)
 {
 	Fusion *f = k->fusion;
 
@@ -333,9 +364,10 @@ static void emit_precond_checks(Arena *a, Buf *out, Kernel *k)
 		Precond *p = VEC_AT(k->preconds, Precond, i);
 		PrecondText t = precond_failure(a, p);
 		Buf n = {0};
-		cuda_name(&n, p->kind == PC_ALIGNED ? p->tensor->name : p->size->name);
+		if (t.sized)
+			cuda_name(&n, p->size->name);
 		emit_fail(out, f, (Fail){
-			.cond = precond_c(a, p, false),
+			.cond = precond_c(a, p, false, used),
 			.pre = arena_printf(a, "%s: %s", f->name, t.pre),
 			.spec = t.sized ? "%lld" : NULL,
 			.post = t.post,
@@ -590,7 +622,7 @@ static void emit_launcher(Arena *a, Kernel *k, Buf *out, unsigned *helpers, bool
 	emit_tensor_checks(a, &body, f, err.s, &used);
 	for (; k->fallback; k = k->fallback)
 		emit_variant(a, &body, k, err.s, &used);
-	emit_precond_checks(a, &body, k);
+	emit_precond_checks(a, &body, k, &used);
 	emit_launch(a, &body, k, err.s, &used);
 	if (checked_helpers(used))
 		buf_puts(out, "  bool fus_ovf = false; // set by size arithmetic past 64 bits\n");
@@ -749,7 +781,7 @@ static void emit_variant(Arena *a, Buf *out, Kernel *k, const char *err, unsigne
 	buf_puts(out, "\n  if (");
 	for (int i = 0; i < k->preconds.len; i++)
 		buf_printf(out, "%s%s", i ? " && " : "",
-			   precond_c(a, VEC_AT(k->preconds, Precond, i), true));
+			   precond_c(a, VEC_AT(k->preconds, Precond, i), true, used));
 	buf_puts(out, k->preconds.len ? ") {\n" : "true) {\n");
 	emit_launch(a, &body, k, err, used);
 	for (const char *s = body.s; *s; ) { /* one level deeper */

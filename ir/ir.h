@@ -413,6 +413,7 @@ typedef struct LowerOptions {
 	bool time_passes;    /* print per-pass times to dump_out (or stderr) */
 	bool no_vectorize;   /* vectorized loops become unrolled scalar loops (no preconditions);
 			      * lower_fusion sets it to lower Kernel.fallback */
+	bool no_index32;     /* no 32-bit index variants (passes/index32.c) in front of the kernels */
 } LowerOptions;
 
 typedef struct Fusion {
@@ -788,6 +789,8 @@ typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
 	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
+	PC_INDEX32,   /* each of counts[0..ncounts) is at most `value` (2^31 - 1): the kernel's
+		       * index arithmetic is 32-bit (passes/index32.c) */
 } PrecondKind;
 typedef struct Precond {
 	PrecondKind kind;
@@ -797,6 +800,11 @@ typedef struct Precond {
 	Span span;    /* the directive that needs it */
 	const char *where;  /* "file.fus:LINE:COL" of span for launcher messages, or NULL */
 	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
+	/* PC_INDEX32: element counts over the sizes, each a product (OP_MUL nodes) of factors
+	 * that ir_eval_i64 evaluates (each tensor's root domain, each grid-reduction workspace);
+	 * a product past the value (or past 64 bits) fails */
+	IrExpr **counts;
+	int ncounts;
 } Precond;
 
 /* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by

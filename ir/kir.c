@@ -50,9 +50,31 @@ int fusion_sig_pos(Fusion *f, Tensor *t)
 	return -1;
 }
 
+/* A PC_INDEX32 count: its product with every partial product at most `limit` (else limit +
+ * 1: the count fails), a factor that cannot be evaluated or is negative failing too. */
+static int64_t count_at_most(IrExpr *e, const int64_t *sizes, int64_t limit)
+{
+	int64_t v, w;
+	if (e->kind == EX_OP && e->op == OP_MUL) {
+		v = count_at_most(e->args[0], sizes, limit);
+		w = count_at_most(e->args[1], sizes, limit);
+		if (v == 0 || w == 0)
+			return 0;
+		return v > limit || w > limit || v > limit / w ? limit + 1 : v * w;
+	}
+	if (!ir_eval_i64(e, sizes, &v) || v < 0 || v > limit)
+		return limit + 1;
+	return v;
+}
+
 bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint64_t *ptrs)
 {
 	switch (p->kind) {
+	case PC_INDEX32:
+		for (int i = 0; i < p->ncounts; i++)
+			if (count_at_most(p->counts[i], sizes, p->value) > p->value)
+				return false;
+		return true;
 	case PC_ALIGNED: {
 		int pos = fusion_sig_pos(f, p->tensor);
 		return !ptrs || pos < 0 || ptrs[pos] % (uint64_t)p->value == 0;
@@ -121,7 +143,8 @@ Kernel *kernel_last_variant(Kernel *k)
 PrecondText precond_failure(Arena *a, const Precond *p)
 {
 	const char *reason = p->reason ? p->reason
-			     : p->kind == PC_AT_MOST ? "size variant" : "vectorized access";
+			     : p->kind == PC_AT_MOST ? "size variant"
+			     : p->kind == PC_INDEX32 ? "32-bit indices" : "vectorized access";
 	const char *why = p->where ? arena_printf(a, " (%s, %s)", reason, p->where)
 			  : arena_printf(a, " (%s)", reason);
 	long long v = (long long)p->value;
@@ -135,6 +158,9 @@ PrecondText precond_failure(Arena *a, const Precond *p)
 	case PC_AT_MOST:
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is more than %lld%s", v, why), true};
+	case PC_INDEX32:
+		return (PrecondText){arena_printf(a, "a tensor or loop nest has more than %lld "
+						  "elements%s", v, why), "", false};
 	}
 	unreachable();
 }
@@ -150,6 +176,10 @@ void precond_condition(const Precond *p, Buf *out)
 		return;
 	case PC_AT_MOST:
 		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
+		return;
+	case PC_INDEX32:
+		buf_printf(out, "every tensor and loop nest has at most %lld elements",
+			   (long long)p->value);
 		return;
 	}
 }
@@ -766,6 +796,8 @@ static void print_precond(Precond *p, Buf *out)
 	else if (p->kind == PC_MULTIPLE)
 		buf_printf(out, "require %s %% %lld == 0;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);
+	else if (p->kind == PC_INDEX32)
+		buf_printf(out, "require index32(%lld);\n", (long long)p->value);
 	else
 		buf_printf(out, "require %s <= %lld;\n", p->size ? p->size->name : "?",
 			   (long long)p->value);

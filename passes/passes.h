@@ -112,6 +112,13 @@ bool pass_simplify(Kernel *k, Diag *d);
 /* passes/hoist.c: divisions of thread and block indices by sizes, computed once per thread
  * into kernel-scope locals at the top of the kernel. */
 bool pass_hoist(Kernel *k, Diag *d);
+/* passes/index32.c: a copy of lowered kernel k (its own name `..._i32`, its own preconditions:
+ * k's and PC_INDEX32) whose index arithmetic is 32-bit; NULL when k has no body or a constant
+ * element count does not fit. lower_fusion puts it in front of k in the launch chain. When
+ * every count is a constant that fits, the copy has k's name and preconditions: it replaces k. */
+Kernel *index32_variant(Kernel *k);
+/* k's PC_INDEX32 precondition (a 32-bit index variant in front of a 64-bit kernel), or NULL. */
+Precond *kernel_index32(Kernel *k);
 
 /* The options of the lowering in progress (set by lower_fusion for the passes). */
 

@@ -109,9 +109,11 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 /* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
 static bool has_vector_preconds(Kernel *k)
 {
-	for (int i = 0; i < k->preconds.len; i++)
-		if (VEC_AT(k->preconds, Precond, i)->kind != PC_AT_MOST)
+	for (int i = 0; i < k->preconds.len; i++) {
+		PrecondKind c = VEC_AT(k->preconds, Precond, i)->kind;
+		if (c != PC_AT_MOST && c != PC_INDEX32)
 			return true;
+	}
 	return false;
 }
 
@@ -163,6 +165,31 @@ static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOpti
 
 static void add_bounds(Kernel *k);
 
+/* Chain k with the 32-bit index variant of each kernel in front of it (passes/index32.c):
+ * `X_kernel_i32, X_kernel, X_kernel_i32_scalar, X_kernel_scalar`, over fresh headers of k's
+ * kernels (Fusion.lowered keeps its own chain for reuse); a kernel whose counts are all
+ * constants that fit is replaced by its 32-bit copy. */
+static Kernel *with_index32(Arena *a, Kernel *k, const LowerOptions *o)
+{
+	if (!k || o->no_index32)
+		return k;
+	Kernel *head = NULL, **tail = &head;
+	for (; k; k = k->fallback) {
+		Kernel *v = index32_variant(k), *c = NEW(a, Kernel);
+		*c = *k;
+		if (v) {
+			*tail = v;
+			tail = &v->fallback;
+			if (!kernel_index32(v)) /* constant sizes: v replaces k */
+				continue;
+		}
+		*tail = c;
+		tail = &c->fallback;
+	}
+	*tail = NULL;
+	return head;
+}
+
 /* A segmented fusion's plan: each segment's fusion lowered as any fusion is (its variants,
  * its scalar kernels), in order; the plan has the fusion's variant bounds only. */
 static Kernel *lower_plan(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
@@ -194,7 +221,7 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	for (int i = 0; i <= f->variants.len; i++) {
 		Fusion *g = i < f->variants.len ? VEC_AT(f->variants, Fusion, i) : f;
 		Kernel *k = g->segments.len ? lower_plan(a, d, g, g == f ? o : vo)
-					    : lower_with_fallback(a, d, g, g == f ? o : vo);
+					    : with_index32(a, lower_with_fallback(a, d, g, g == f ? o : vo), o);
 		if (!k)
 			return NULL;
 		*tail = k;

@@ -124,8 +124,10 @@ for want in 3:0:N128 3:1:N128_scalar 3:128:N128 3:129:N256_scalar 3:132:N256 3:2
 	    3:257:N1024_scalar 3:260:N1024 3:1024:N1024 3:1028:N4096 3:4096:N4096 \
 	    3:4097:N16384_scalar 3:4100:N16384 3:16384:N16384 3:16385:N65536_scalar \
 	    3:16388:N65536 1:65536:N65536 3:65537:segments 3:65540:segments; do
-	m=${want%%:*} n=${want#*:} n=${n%%:*} k="kernel softmax_f32_kernel_${want##*:}"
-	[ "${want##*:}" = segments ] && k="kernels softmax_f32_seg0_kernel$([ "$n" = 65537 ] && echo _scalar)"
+	# at these sizes the 32-bit index variant of each (passes/index32.c): _i32, _i32_scalar
+	v=${want##*:} v=${v%_scalar}_i32${v#"${v%_scalar}"}
+	m=${want%%:*} n=${want#*:} n=${n%%:*} k="kernel softmax_f32_kernel_$v"
+	[ "${want##*:}" = segments ] && k="kernels softmax_f32_seg0_kernel_i32$([ "$n" = 65537 ] && echo _scalar)"
 	if "$FUSC" check bench/auto/softmax_f32.fus --dims "M=$m,N=$n" --max-blocks 1 >"$out" 2>&1 &&
 	   grep -q "; $k[;,]" "$out"; then
 		pass=$((pass + 1))

@@ -149,43 +149,13 @@ START_TEST(test_runtime_pick)
 }
 END_TEST
 
-/* Simulates k at M=3, N=1002; returns the number of wrong or unwritten elements of y. */
-static int64_t simulate_bad(Kernel *k, int *nreports)
-{
-	int64_t sizes[2] = {3, 1002}, M = 3, N = 1002;
-	float *x = malloc(sizeof(float) * M * N), *b = malloc(sizeof(float) * N);
-	float *y = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
-	for (int64_t e = 0; e < M * N; e++)
-		x[e] = (float)((e * 37) % 101 - 50) / 8.0f;
-	for (int64_t e = 0; e < N; e++)
-		b[e] = (float)((e * 13) % 17 - 8) / 4.0f;
-	void *ins[2] = {x, b}, *outs[1] = {y}, *refs[1] = {ref};
-	char *err = NULL;
-	ck_assert_msg(interp_run(k->fusion, sizes, NULL, ins, refs, &err), "%s", err);
-	for (int64_t e = 0; e < M * N; e++)
-		y[e] = NAN;
-	SimResult r;
-	SimOptions so = {.seed = 1};
-	ck_assert(sim_run(k, sizes, NULL, ins, outs, &so, &r));
-	int64_t bad = 0;
-	for (int64_t e = 0; e < M * N; e++)
-		bad += !r.written[0][e] || !(fabsf(y[e] - ref[e]) <= 1e-5f + 1e-5f * fabsf(ref[e]));
-	*nreports = r.nreports;
-	sim_result_free(&r);
-	free(x);
-	free(b);
-	free(y);
-	free(ref);
-	return bad;
-}
-
 START_TEST(test_fallback_simulates)
 {
 	TestCompile *tc = tc_compile(auto_src, true);
 	int nreports = -1;
 
 	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
-	ck_assert_int_eq(simulate_bad(tc->kernels[0]->fallback, &nreports), 0);
+	ck_assert_int_eq(tc_simulate_bias_gelu(tc->kernels[0]->fallback, 3, 1002, &nreports), 0);
 	ck_assert_int_eq(nreports, 0);
 	tc_free(tc);
 }

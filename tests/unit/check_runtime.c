@@ -700,7 +700,7 @@ START_TEST(test_compile_offline)
 	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "saxpy", 4, 0, &extent), -2);
 	ck_assert_int_eq(fusrt_fusion_arg_dim(m, "nope", 1, 0, &extent), -2);
 	/* the entry is the one an sm_80 device finds: lowered for 80, a cubin */
-	TestCompile *tc = tc_compile(saxpy_src, true);
+	TestCompile *tc = tc_compile_i32(saxpy_src);
 	Buf cu = {0};
 	cuda_emit_device(tc->kernels, 1, &cu);
 	char *path = rt_cache_path(dir, rt_cache_key(cu.s, "cubin", 80));
@@ -748,7 +748,7 @@ START_TEST(test_dump)
 	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 4, &n, 1, NULL), FUSRT_ERR_NO_DRIVER);
 	ck_assert_int_eq(fusrt_launch(m, "saxpy", args, 3, &n, 1, NULL), FUSRT_ERR_INVALID);
 	fusrt_module_free(m);
-	TestCompile *tc = tc_compile(saxpy_src, true);
+	TestCompile *tc = tc_compile_i32(saxpy_src);
 	cuda_emit_device(tc->kernels, 1, &cu);
 	tc_free(tc);
 	sha256_hex(rt_cache_key(cu.s, "cubin", 80).b, hex);
@@ -773,9 +773,10 @@ START_TEST(test_dump)
 	text = read_all(p.s, NULL);
 	ck_assert_contains(text, "// src/my saxpy.fus for sm_80");
 	ck_assert_contains(text, "fusion saxpy(a: f32, x: f32[N], y: f32[N]) -> (z: f32[N])\n"
-			   "  sizes: N\n  kernel saxpy_kernel: grid (ceildiv(N, ");
-	/* z is misaligned: the scalar fallback runs; the refused launch wrote nothing */
-	ck_assert_contains(text, "\nlaunch saxpy_kernel_scalar: N=4099 grid (");
+			   "  sizes: N\n  kernel saxpy_kernel_i32: grid (ceildiv(N, ");
+	/* z is misaligned: the scalar fallback runs (32-bit: N is small); the refused launch
+	 * wrote nothing */
+	ck_assert_contains(text, "\nlaunch saxpy_kernel_i32_scalar: N=4099 grid (");
 	ck_assert_ptr_null(strstr(strstr(text, "\nlaunch") + 1, "\nlaunch"));
 	free(text);
 	buf_free(&base);

@@ -1,9 +1,11 @@
 /* testutil.c: see testutil.h. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp/interp.h"
 #include "tests/unit/testutil.h"
 
 const char test_saxpy_src[] =
@@ -39,10 +41,18 @@ TestCompile *tc_compile_opts(const char *text, const LowerOptions *o)
 	return tc;
 }
 
+/* Without the 32-bit index variants (passes/index32.c), so that kernels[i] is the fusion's
+ * kernel as the passes made it; check_index32.c tests the variants. */
 TestCompile *tc_compile(const char *text, bool lower)
 {
-	LowerOptions o = {.arch = 80, .verify = true};
+	static const LowerOptions o = {.arch = 80, .verify = true, .no_index32 = true};
 	return tc_compile_opts(text, lower ? &o : NULL);
+}
+
+TestCompile *tc_compile_i32(const char *text)
+{
+	static const LowerOptions o = {.arch = 80, .verify = true};
+	return tc_compile_opts(text, &o);
 }
 
 void tc_free(TestCompile *tc)
@@ -178,4 +188,33 @@ void tc_assert_no_reports(TestCompile *tc, SimResult *r)
 		ck_abort_msg("simulator report:\n%s", s);
 	}
 	sim_result_free(r);
+}
+
+int64_t tc_simulate_bias_gelu(Kernel *k, int64_t M, int64_t N, int *nreports)
+{
+	int64_t sizes[2] = {M, N};
+	float *x = malloc(sizeof(float) * M * N), *b = malloc(sizeof(float) * N);
+	float *y = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
+	for (int64_t e = 0; e < M * N; e++)
+		x[e] = (float)((e * 37) % 101 - 50) / 8.0f;
+	for (int64_t e = 0; e < N; e++)
+		b[e] = (float)((e * 13) % 17 - 8) / 4.0f;
+	void *ins[2] = {x, b}, *outs[1] = {y}, *refs[1] = {ref};
+	char *err = NULL;
+	ck_assert_msg(interp_run(k->fusion, sizes, NULL, ins, refs, &err), "%s", err);
+	for (int64_t e = 0; e < M * N; e++)
+		y[e] = NAN;
+	SimResult r;
+	SimOptions so = {.seed = 1};
+	ck_assert(sim_run(k, sizes, NULL, ins, outs, &so, &r));
+	int64_t bad = 0;
+	for (int64_t e = 0; e < M * N; e++)
+		bad += !r.written[0][e] || !(fabsf(y[e] - ref[e]) <= 1e-5f + 1e-5f * fabsf(ref[e]));
+	*nreports = r.nreports;
+	sim_result_free(&r);
+	free(x);
+	free(b);
+	free(y);
+	free(ref);
+	return bad;
 }

@@ -19,12 +19,19 @@ typedef struct TestCompile {
 } TestCompile;
 
 /* Parses, checks, schedules and (when lower is true) lowers `text` named "t.fus" for sm_80
- * with the verifier on. */
+ * with the verifier on, without the 32-bit index variants (passes/index32.c): kernels[i] is
+ * the fusion's kernel as the passes made it. */
 TestCompile *tc_compile(const char *text, bool lower);
+/* tc_compile lowering as fusc and libfusrt do: with the 32-bit index variants. */
+TestCompile *tc_compile_i32(const char *text);
 /* Like tc_compile with explicit lowering options (arch, no_arch_check); automatic schedules
  * are made for o->arch. */
 TestCompile *tc_compile_opts(const char *text, const LowerOptions *o);
 void tc_free(TestCompile *tc);
+/* Simulates kernel k of a fusion bias_gelu(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) at M, N
+ * against the reference interpreter; returns the number of wrong or unwritten elements of y
+ * and the simulator's reports in *nreports. */
+int64_t tc_simulate_bias_gelu(Kernel *k, int64_t M, int64_t N, int *nreports);
 /* tc_compile with lowering that must succeed (a Check failure with the diagnostics if not). */
 TestCompile *tc_lowered(const char *text);
 /* The CUDA source of tc compiles with NVRTC for sm_80 and sm_90 (a Check failure if not). */

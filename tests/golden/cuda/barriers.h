@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mm_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): mm_kernel_i32 when every tensor
+ * and loop nest has at most 2130706431 elements; mm_kernel otherwise.
  */
 cudaError_t mm(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream);
 const char *mm_last_error(void);
@@ -26,6 +28,8 @@ const char *mm_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and own_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): own_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; own_kernel otherwise.
  */
 cudaError_t own(const float *x, float *out, int64_t M, cudaStream_t stream);
 const char *own_last_error(void);
@@ -36,6 +40,8 @@ const char *own_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and inner_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): inner_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; inner_kernel otherwise.
  */
 cudaError_t inner(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *inner_last_error(void);
@@ -68,6 +74,8 @@ const char *three_rows_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tiles_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): tiles_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; tiles_kernel otherwise.
  */
 cudaError_t tiles(const float *A, const float *B, float *C, int64_t M, int64_t N, cudaStream_t stream);
 const char *tiles_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and buf_gmem_local_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): buf_gmem_local_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; buf_gmem_local_kernel otherwise.
  */
 cudaError_t buf_gmem_local(const float *x, float *out, int64_t N, cudaStream_t stream);
 const char *buf_gmem_local_last_error(void);

@@ -16,7 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and buf_vec_local_last_error()
  * says why.
- * Requires: x 16-byte aligned; out 16-byte aligned.
+ * Variants (the launcher runs the first whose conditions hold): buf_vec_local_kernel_i32 when x
+ * and out are 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * buf_vec_local_kernel otherwise, which requires x and out are 16-byte aligned.
  */
 cudaError_t buf_vec_local(const float *x, float *out, int64_t N, cudaStream_t stream);
 const char *buf_vec_local_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and shared_row_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): shared_row_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; shared_row_kernel otherwise.
  */
 cudaError_t shared_row(const float *x, float *y, int64_t M, cudaStream_t stream);
 const char *shared_row_last_error(void);
@@ -26,6 +28,8 @@ const char *shared_row_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and local_row_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): local_row_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; local_row_kernel otherwise.
  */
 cudaError_t local_row(const float *x, float *y, int64_t M, cudaStream_t stream);
 const char *local_row_last_error(void);
@@ -36,6 +40,8 @@ const char *local_row_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and async_row_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): async_row_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; async_row_kernel otherwise.
  */
 cudaError_t async_row(const float *x, float *y, int64_t M, cudaStream_t stream);
 const char *async_row_last_error(void);
@@ -46,6 +52,8 @@ const char *async_row_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and two_readers_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): two_readers_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; two_readers_kernel otherwise.
  */
 cudaError_t two_readers(const float *x, float *y, int64_t M, cudaStream_t stream);
 const char *two_readers_last_error(void);
@@ -56,6 +64,8 @@ const char *two_readers_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and first_dim_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): first_dim_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; first_dim_kernel otherwise.
  */
 cudaError_t first_dim(const float *x, float *y, int64_t N, cudaStream_t stream);
 const char *first_dim_last_error(void);

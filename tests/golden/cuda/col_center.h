@@ -17,13 +17,19 @@ extern "C" {
  * it returns cudaErrorInvalidValue without launching, and col_center_last_error()
  * says why.
  * col_center_segments runs segments in order: col_center_seg0 (kernels
- * col_center_seg0_kernel_N1024, col_center_seg0_kernel_N1024_scalar,
- * col_center_seg0_kernel_N4096, col_center_seg0_kernel_N4096_scalar,
- * col_center_seg0_kernel_N16384, col_center_seg0_kernel_N16384_scalar,
- * col_center_seg0_kernel_N32768, col_center_seg0_kernel_N32768_scalar, col_center_seg0_kernel,
- * col_center_seg0_kernel_scalar), then col_center_seg1 (kernels col_center_seg1_kernel,
- * col_center_seg1_kernel_scalar); each call allocates their workspace (s: f32[N]) on `stream`
- * (cudaMallocAsync) and frees it after them.
+ * col_center_seg0_kernel_N1024_i32, col_center_seg0_kernel_N1024,
+ * col_center_seg0_kernel_N1024_i32_scalar, col_center_seg0_kernel_N1024_scalar,
+ * col_center_seg0_kernel_N4096_i32, col_center_seg0_kernel_N4096,
+ * col_center_seg0_kernel_N4096_i32_scalar, col_center_seg0_kernel_N4096_scalar,
+ * col_center_seg0_kernel_N16384_i32, col_center_seg0_kernel_N16384,
+ * col_center_seg0_kernel_N16384_i32_scalar, col_center_seg0_kernel_N16384_scalar,
+ * col_center_seg0_kernel_N32768_i32, col_center_seg0_kernel_N32768,
+ * col_center_seg0_kernel_N32768_i32_scalar, col_center_seg0_kernel_N32768_scalar,
+ * col_center_seg0_kernel_i32, col_center_seg0_kernel, col_center_seg0_kernel_i32_scalar,
+ * col_center_seg0_kernel_scalar), then col_center_seg1 (kernels col_center_seg1_kernel_i32,
+ * col_center_seg1_kernel, col_center_seg1_kernel_i32_scalar, col_center_seg1_kernel_scalar);
+ * each call allocates their workspace (s: f32[N]) on `stream` (cudaMallocAsync) and frees it
+ * after them.
  */
 cudaError_t col_center(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *col_center_last_error(void);

@@ -16,8 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and col_sum_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): col_sum_auto_kernel when x is
- * 16-byte aligned; col_sum_auto_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): col_sum_auto_kernel_i32 when x
+ * is 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * col_sum_auto_kernel when x is 16-byte aligned; col_sum_auto_kernel_i32_scalar when every
+ * tensor and loop nest has at most 2130706431 elements; col_sum_auto_kernel_scalar otherwise.
  * A grid reduction: each call allocates its workspace on `stream`
  * (cudaMallocAsync) and frees it after the launch (cudaFreeAsync).
  */

@@ -16,7 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and cp_async_cg_last_error()
  * says why.
- * Requires: A 16-byte aligned.
+ * Variants (the launcher runs the first whose conditions hold): cp_async_cg_kernel_i32 when A
+ * is 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * cp_async_cg_kernel otherwise, which requires A is 16-byte aligned.
  */
 cudaError_t cp_async_cg(const float *A, const float *B, float *out, int64_t M, cudaStream_t stream);
 const char *cp_async_cg_last_error(void);

@@ -8,17 +8,17 @@ extern "C" __global__ void __launch_bounds__(12) cp_async_db1_stages2_kernel(con
   // nest of out
   __shared__ __align__(16) float As[96];
   // As computed at out.i
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4])), "l"(&A[((long long)threadIdx.x) * 4]) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4])), "l"(&A[((int)threadIdx.x) * 4]) : "memory");
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     if (i + 1 < 33) {
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4 + (i + 1) % 2 * 48])), "l"(&A[i * 48 + 48 + ((long long)threadIdx.x) * 4]) : "memory");
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4 + (i + 1) % 2 * 48])), "l"(&A[i * 48 + 48 + ((int)threadIdx.x) * 4]) : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    for (long long jo = 0; jo < 4; ++jo) {
-      out[i * 48 + jo * 12 + ((long long)threadIdx.x)] = As[jo * 12 + ((long long)threadIdx.x) + i % 2 * 48] + B[i * 48 + jo * 12 + ((long long)threadIdx.x)];
+    for (int jo = 0; jo < 4; ++jo) {
+      out[i * 48 + jo * 12 + ((int)threadIdx.x)] = As[jo * 12 + ((int)threadIdx.x) + i % 2 * 48] + B[i * 48 + jo * 12 + ((int)threadIdx.x)];
     }
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     __syncthreads();

@@ -9,19 +9,19 @@ extern "C" __global__ void __launch_bounds__(12) cp_async_db1_stages9_kernel(con
   __shared__ __align__(16) float As[432];
   // As computed at out.i
   #pragma unroll
-  for (long long i_pre = 0; i_pre < 8; ++i_pre) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4 + i_pre * 48])), "l"(&A[i_pre * 48 + ((long long)threadIdx.x) * 4]) : "memory");
+  for (int i_pre = 0; i_pre < 8; ++i_pre) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4 + i_pre * 48])), "l"(&A[i_pre * 48 + ((int)threadIdx.x) * 4]) : "memory");
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
   asm volatile("cp.async.wait_group 7;\n" ::: "memory");
   __syncthreads();
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     if (i + 8 < 33) {
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4 + (i + 8) % 9 * 48])), "l"(&A[i * 48 + 384 + ((long long)threadIdx.x) * 4]) : "memory");
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4 + (i + 8) % 9 * 48])), "l"(&A[i * 48 + 384 + ((int)threadIdx.x) * 4]) : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    for (long long jo = 0; jo < 4; ++jo) {
-      out[i * 48 + jo * 12 + ((long long)threadIdx.x)] = As[jo * 12 + ((long long)threadIdx.x) + i % 9 * 48] + B[i * 48 + jo * 12 + ((long long)threadIdx.x)];
+    for (int jo = 0; jo < 4; ++jo) {
+      out[i * 48 + jo * 12 + ((int)threadIdx.x)] = As[jo * 12 + ((int)threadIdx.x) + i % 9 * 48] + B[i * 48 + jo * 12 + ((int)threadIdx.x)];
     }
     asm volatile("cp.async.wait_group 7;\n" ::: "memory");
     __syncthreads();

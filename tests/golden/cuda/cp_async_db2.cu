@@ -8,20 +8,20 @@ extern "C" __global__ void __launch_bounds__(12) cp_async_db2_kernel(const float
   // nest of out
   __shared__ __align__(16) float As[96];
   // As computed at out.i
-  for (long long jv = 0; jv < 4; ++jv) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4 + jv])), "l"(&A[((long long)threadIdx.x) * 4 + jv]) : "memory");
+  for (int jv = 0; jv < 4; ++jv) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4 + jv])), "l"(&A[((int)threadIdx.x) * 4 + jv]) : "memory");
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     if (i + 1 < 33) {
-      for (long long jv = 0; jv < 4; ++jv) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4 + jv + (i + 1) % 2 * 48])), "l"(&A[i * 48 + 48 + ((long long)threadIdx.x) * 4 + jv]) : "memory");
+      for (int jv = 0; jv < 4; ++jv) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4 + jv + (i + 1) % 2 * 48])), "l"(&A[i * 48 + 48 + ((int)threadIdx.x) * 4 + jv]) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-      out[i * 48 + ((long long)threadIdx.x) * 4 + jv_1] = As[((long long)threadIdx.x) * 4 + jv_1 + i % 2 * 48] + B[i * 48 + ((long long)threadIdx.x) * 4 + jv_1];
+    for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+      out[i * 48 + ((int)threadIdx.x) * 4 + jv_1] = As[((int)threadIdx.x) * 4 + jv_1 + i % 2 * 48] + B[i * 48 + ((int)threadIdx.x) * 4 + jv_1];
     }
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   }

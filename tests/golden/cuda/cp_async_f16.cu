@@ -8,20 +8,20 @@ extern "C" __global__ void __launch_bounds__(256) cp_async_f16_kernel(const __fu
   // nest of out
   __shared__ __align__(16) __fus_half As[512];
   // As computed at out.i
-  if (((long long)threadIdx.x) < 32) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 8])), "l"(&A[((long long)threadIdx.x) * 8]), "r"(((long long)threadIdx.x) * 8 < 256 ? 16u : 0u) : "memory");
+  if (((int)threadIdx.x) < 32) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 8])), "l"(&A[((int)threadIdx.x) * 8]), "r"(((int)threadIdx.x) * 8 < 256 ? 16u : 0u) : "memory");
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
-  for (long long i = 0; i < 64; ++i) {
+  for (int i = 0; i < 64; ++i) {
     if (i + 1 < 64) {
-      if (((long long)threadIdx.x) < 32) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 8 + (i + 1) % 2 * 256])), "l"(&A[i * 256 + 256 + ((long long)threadIdx.x) * 8]), "r"(((long long)threadIdx.x) * 8 < 256 ? 16u : 0u) : "memory");
+      if (((int)threadIdx.x) < 32) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 8 + (i + 1) % 2 * 256])), "l"(&A[i * 256 + 256 + ((int)threadIdx.x) * 8]), "r"(((int)threadIdx.x) * 8 < 256 ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    out[i * 256 + ((long long)threadIdx.x)] = __fus_float2half(__fus_half2float(As[((long long)threadIdx.x) + i % 2 * 256]) * 2.0f);
+    out[i * 256 + ((int)threadIdx.x)] = __fus_float2half(__fus_half2float(As[((int)threadIdx.x) + i % 2 * 256]) * 2.0f);
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     __syncthreads();
   }

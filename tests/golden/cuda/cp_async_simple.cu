@@ -6,13 +6,13 @@
 extern "C" __global__ void __launch_bounds__(31) cp_async_simple_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ out)
 {
   // nest of out
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     __shared__ __align__(16) float As[31];
     // As computed at out.i
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x)])), "l"(&A[i * 31 + ((long long)threadIdx.x)]) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x)])), "l"(&A[i * 31 + ((int)threadIdx.x)]) : "memory");
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-    out[i * 31 + ((long long)threadIdx.x)] = As[((long long)threadIdx.x)] + B[i * 31 + ((long long)threadIdx.x)];
+    out[i * 31 + ((int)threadIdx.x)] = As[((int)threadIdx.x)] + B[i * 31 + ((int)threadIdx.x)];
   }
 }
 

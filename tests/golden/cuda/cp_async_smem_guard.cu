@@ -6,17 +6,17 @@
 extern "C" __global__ void __launch_bounds__(48) cp_async_smem_guard_kernel(const float *__restrict__ A, float *__restrict__ out)
 {
   // nest of out
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     __shared__ __align__(16) float As[48];
     // As computed at out.i
     __syncthreads();
-    if (((long long)threadIdx.x) < 12) {
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((long long)threadIdx.x) * 4])), "l"(&A[i * 48 + ((long long)threadIdx.x) * 4]), "r"(((long long)threadIdx.x) * 4 < 48 ? 16u : 0u) : "memory");
+    if (((int)threadIdx.x) < 12) {
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[((int)threadIdx.x) * 4])), "l"(&A[i * 48 + ((int)threadIdx.x) * 4]), "r"(((int)threadIdx.x) * 4 < 48 ? 16u : 0u) : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     __syncthreads();
-    out[i * 48 + ((long long)threadIdx.x)] = As[((long long)threadIdx.x)];
+    out[i * 48 + ((int)threadIdx.x)] = As[((int)threadIdx.x)];
   }
 }
 

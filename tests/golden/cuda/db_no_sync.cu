@@ -8,17 +8,17 @@ extern "C" __global__ void __launch_bounds__(12) db_no_sync_kernel(const float *
   // nest of out
   __shared__ __align__(16) float As[96];
   // As computed at out.i
-  for (long long jv = 0; jv < 4; ++jv) {
-    As[((long long)threadIdx.x) * 4 + jv] = A[((long long)threadIdx.x) * 4 + jv];
+  for (int jv = 0; jv < 4; ++jv) {
+    As[((int)threadIdx.x) * 4 + jv] = A[((int)threadIdx.x) * 4 + jv];
   }
-  for (long long i = 0; i < 33; ++i) {
+  for (int i = 0; i < 33; ++i) {
     if (i + 1 < 33) {
-      for (long long jv = 0; jv < 4; ++jv) {
-        As[((long long)threadIdx.x) * 4 + jv + (i + 1) % 2 * 48] = A[i * 48 + 48 + ((long long)threadIdx.x) * 4 + jv];
+      for (int jv = 0; jv < 4; ++jv) {
+        As[((int)threadIdx.x) * 4 + jv + (i + 1) % 2 * 48] = A[i * 48 + 48 + ((int)threadIdx.x) * 4 + jv];
       }
     }
-    for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-      out[i * 48 + ((long long)threadIdx.x) * 4 + jv_1] = As[((long long)threadIdx.x) * 4 + jv_1 + i % 2 * 48] + B[i * 48 + ((long long)threadIdx.x) * 4 + jv_1];
+    for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+      out[i * 48 + ((int)threadIdx.x) * 4 + jv_1] = As[((int)threadIdx.x) * 4 + jv_1 + i % 2 * 48] + B[i * 48 + ((int)threadIdx.x) * 4 + jv_1];
     }
   }
 }

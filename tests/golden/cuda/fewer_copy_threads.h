@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and repro_last_error()
  * says why.
- * Requires: a 16-byte aligned; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): repro_kernel_i32 when a is
+ * 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431
+ * elements; repro_kernel otherwise, which requires a is 16-byte aligned and N is a multiple of
+ * 4.
  */
 cudaError_t repro(const float *a, const float *s, float *out, int64_t M, int64_t N, cudaStream_t stream);
 const char *repro_last_error(void);
@@ -27,6 +30,8 @@ const char *repro_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and scalar_async_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): scalar_async_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; scalar_async_kernel otherwise.
  */
 cudaError_t scalar_async(const float *a, const float *s, float *out, int64_t M, int64_t N, cudaStream_t stream);
 const char *scalar_async_last_error(void);
@@ -37,7 +42,10 @@ const char *scalar_async_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and vec_copy_last_error()
  * says why.
- * Requires: a 16-byte aligned; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): vec_copy_kernel_i32 when a is
+ * 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431
+ * elements; vec_copy_kernel otherwise, which requires a is 16-byte aligned and N is a multiple
+ * of 4.
  */
 cudaError_t vec_copy(const float *a, const float *s, float *out, int64_t M, int64_t N, cudaStream_t stream);
 const char *vec_copy_last_error(void);
@@ -48,6 +56,8 @@ const char *vec_copy_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and uneven_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): uneven_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; uneven_kernel otherwise.
  */
 cudaError_t uneven(const float *a, const float *s, float *out, int64_t M, int64_t N, cudaStream_t stream);
 const char *uneven_last_error(void);
@@ -58,6 +68,8 @@ const char *uneven_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rows_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): rows_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; rows_kernel otherwise.
  */
 cudaError_t rows(const float *a, float *out, int64_t M, int64_t N, cudaStream_t stream);
 const char *rows_last_error(void);

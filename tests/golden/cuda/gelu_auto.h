@@ -16,8 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and gelu_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): gelu_kernel when x and y are
- * 16-byte aligned; gelu_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): gelu_kernel_i32 when x and y
+ * are 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * gelu_kernel when x and y are 16-byte aligned; gelu_kernel_i32_scalar when every tensor and
+ * loop nest has at most 2130706431 elements; gelu_kernel_scalar otherwise.
  */
 cudaError_t gelu(const float *x, float *y, int64_t N, cudaStream_t stream);
 const char *gelu_last_error(void);

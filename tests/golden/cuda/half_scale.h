@@ -16,7 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and half_scale_last_error()
  * says why.
- * Requires: x 16-byte aligned; y 16-byte aligned; z 16-byte aligned.
+ * Variants (the launcher runs the first whose conditions hold): half_scale_kernel_i32 when x, y
+ * and z are 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * half_scale_kernel otherwise, which requires x, y and z are 16-byte aligned.
  */
 cudaError_t half_scale(float alpha, const uint16_t *x, const uint16_t *y, uint16_t *z, int64_t N, cudaStream_t stream);
 const char *half_scale_last_error(void);

@@ -16,7 +16,11 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and hgemm_mma_last_error()
  * says why.
- * Requires: A 16-byte aligned; B 16-byte aligned; C 8-byte aligned; K a multiple of 8; N a multiple of 8; N a multiple of 2.
+ * Variants (the launcher runs the first whose conditions hold): hgemm_mma_kernel_i32 when A and
+ * B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 8, N is
+ * a multiple of 2 and every tensor and loop nest has at most 2130706431 elements;
+ * hgemm_mma_kernel otherwise, which requires A and B are 16-byte aligned, C is 8-byte aligned,
+ * K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2.
  */
 cudaError_t hgemm_mma(const uint16_t *A, const uint16_t *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *hgemm_mma_last_error(void);

@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and layernorm_welford_last_error()
  * says why.
- * Requires: x 16-byte aligned; gamma 16-byte aligned; beta 16-byte aligned; y 16-byte aligned; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): layernorm_welford_kernel_i32
+ * when x, gamma, beta and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop
+ * nest has at most 2130706431 elements; layernorm_welford_kernel otherwise, which requires x,
+ * gamma, beta and y are 16-byte aligned and N is a multiple of 4.
  */
 cudaError_t layernorm_welford(const float *x, const float *gamma, const float *beta, float eps, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *layernorm_welford_last_error(void);

@@ -16,21 +16,42 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and bcast_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): bcast_auto_kernel_N128 when
- * N <= 128, x and y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N128_scalar
- * when N <= 128; bcast_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a
- * multiple of 4; bcast_auto_kernel_N256_scalar when N <= 256; bcast_auto_kernel_N1024 when
- * N <= 1024, x and y are 16-byte aligned and N is a multiple of 4;
- * bcast_auto_kernel_N1024_scalar when N <= 1024; bcast_auto_kernel_N4096 when N <= 4096, x and
- * y are 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N4096_scalar when
- * N <= 4096; bcast_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a
- * multiple of 4; bcast_auto_kernel_N16384_scalar when N <= 16384; bcast_auto_kernel_N65536 when
- * N <= 65536, x and y are 16-byte aligned and N is a multiple of 4;
- * bcast_auto_kernel_N65536_scalar when N <= 65536; bcast_auto_segments otherwise.
- * bcast_auto_segments runs segments in order: bcast_auto_seg0 (kernels bcast_auto_seg0_kernel,
- * bcast_auto_seg0_kernel_scalar), then bcast_auto_seg1 (kernels bcast_auto_seg1_kernel,
- * bcast_auto_seg1_kernel_scalar); each call allocates their workspace (y_sum0: f32[M]) on
- * `stream` (cudaMallocAsync) and frees it after them.
+ * Variants (the launcher runs the first whose conditions hold): bcast_auto_kernel_N128_i32 when
+ * N <= 128, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; bcast_auto_kernel_N128 when N <= 128, x and y are 16-byte
+ * aligned and N is a multiple of 4; bcast_auto_kernel_N128_i32_scalar when N <= 128 and every
+ * tensor and loop nest has at most 2130706431 elements; bcast_auto_kernel_N128_scalar when
+ * N <= 128; bcast_auto_kernel_N256_i32 when N <= 256, x and y are 16-byte aligned, N is a
+ * multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * bcast_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N256_i32_scalar when N <= 256 and every tensor and loop nest has at most
+ * 2130706431 elements; bcast_auto_kernel_N256_scalar when N <= 256; bcast_auto_kernel_N1024_i32
+ * when N <= 1024, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop
+ * nest has at most 2130706431 elements; bcast_auto_kernel_N1024 when N <= 1024, x and y are
+ * 16-byte aligned and N is a multiple of 4; bcast_auto_kernel_N1024_i32_scalar when N <= 1024
+ * and every tensor and loop nest has at most 2130706431 elements;
+ * bcast_auto_kernel_N1024_scalar when N <= 1024; bcast_auto_kernel_N4096_i32 when N <= 4096, x
+ * and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most
+ * 2130706431 elements; bcast_auto_kernel_N4096 when N <= 4096, x and y are 16-byte aligned and
+ * N is a multiple of 4; bcast_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and
+ * loop nest has at most 2130706431 elements; bcast_auto_kernel_N4096_scalar when N <= 4096;
+ * bcast_auto_kernel_N16384_i32 when N <= 16384, x and y are 16-byte aligned, N is a multiple of
+ * 4 and every tensor and loop nest has at most 2130706431 elements; bcast_auto_kernel_N16384
+ * when N <= 16384, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N16384_i32_scalar when N <= 16384 and every tensor and loop nest has at
+ * most 2130706431 elements; bcast_auto_kernel_N16384_scalar when N <= 16384;
+ * bcast_auto_kernel_N65536_i32 when N <= 65536, x and y are 16-byte aligned, N is a multiple of
+ * 4 and every tensor and loop nest has at most 2130706431 elements; bcast_auto_kernel_N65536
+ * when N <= 65536, x and y are 16-byte aligned and N is a multiple of 4;
+ * bcast_auto_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop nest has at
+ * most 2130706431 elements; bcast_auto_kernel_N65536_scalar when N <= 65536;
+ * bcast_auto_segments otherwise.
+ * bcast_auto_segments runs segments in order: bcast_auto_seg0 (kernels
+ * bcast_auto_seg0_kernel_i32, bcast_auto_seg0_kernel, bcast_auto_seg0_kernel_i32_scalar,
+ * bcast_auto_seg0_kernel_scalar), then bcast_auto_seg1 (kernels bcast_auto_seg1_kernel_i32,
+ * bcast_auto_seg1_kernel, bcast_auto_seg1_kernel_i32_scalar, bcast_auto_seg1_kernel_scalar);
+ * each call allocates their workspace (y_sum0: f32[M]) on `stream` (cudaMallocAsync) and frees
+ * it after them.
  */
 cudaError_t bcast_auto(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *bcast_auto_last_error(void);
@@ -41,6 +62,8 @@ const char *bcast_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and bcast_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): bcast_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; bcast_block_kernel otherwise.
  */
 cudaError_t bcast_block(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *bcast_block_last_error(void);
@@ -51,6 +74,8 @@ const char *bcast_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and whole_sched_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): whole_sched_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; whole_sched_kernel otherwise.
  */
 cudaError_t whole_sched(const float *x, const float *w, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *whole_sched_last_error(void);

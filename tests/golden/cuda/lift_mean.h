@@ -16,20 +16,39 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mean_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel_N128 when
- * N <= 128, x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N128_scalar when
- * N <= 128; mean_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
- * mean_auto_kernel_N256_scalar when N <= 256; mean_auto_kernel_N1024 when N <= 1024, x is
- * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N1024_scalar when N <= 1024;
- * mean_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
- * mean_auto_kernel_N4096_scalar when N <= 4096; mean_auto_kernel_N16384 when N <= 16384, x is
- * 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N16384_scalar when N <= 16384;
- * mean_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 4;
- * mean_auto_kernel_N65536_scalar when N <= 65536; mean_auto_segments otherwise.
- * mean_auto_segments runs segments in order: mean_auto_seg0 (kernels mean_auto_seg0_kernel,
- * mean_auto_seg0_kernel_scalar), then mean_auto_seg1 (kernels mean_auto_seg1_kernel,
- * mean_auto_seg1_kernel_scalar); each call allocates their workspace (mean_sum0: f32[M]) on
- * `stream` (cudaMallocAsync) and frees it after them.
+ * Variants (the launcher runs the first whose conditions hold): mean_auto_kernel_N128_i32 when
+ * N <= 128, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at
+ * most 2130706431 elements; mean_auto_kernel_N128 when N <= 128, x is 16-byte aligned and N is
+ * a multiple of 4; mean_auto_kernel_N128_i32_scalar when N <= 128 and every tensor and loop
+ * nest has at most 2130706431 elements; mean_auto_kernel_N128_scalar when N <= 128;
+ * mean_auto_kernel_N256_i32 when N <= 256, x is 16-byte aligned, N is a multiple of 4 and every
+ * tensor and loop nest has at most 2130706431 elements; mean_auto_kernel_N256 when N <= 256, x
+ * is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N256_i32_scalar when N <= 256
+ * and every tensor and loop nest has at most 2130706431 elements; mean_auto_kernel_N256_scalar
+ * when N <= 256; mean_auto_kernel_N1024_i32 when N <= 1024, x is 16-byte aligned, N is a
+ * multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * mean_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of 4;
+ * mean_auto_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most
+ * 2130706431 elements; mean_auto_kernel_N1024_scalar when N <= 1024; mean_auto_kernel_N4096_i32
+ * when N <= 4096, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has
+ * at most 2130706431 elements; mean_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and
+ * N is a multiple of 4; mean_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and
+ * loop nest has at most 2130706431 elements; mean_auto_kernel_N4096_scalar when N <= 4096;
+ * mean_auto_kernel_N16384_i32 when N <= 16384, x is 16-byte aligned, N is a multiple of 4 and
+ * every tensor and loop nest has at most 2130706431 elements; mean_auto_kernel_N16384 when
+ * N <= 16384, x is 16-byte aligned and N is a multiple of 4; mean_auto_kernel_N16384_i32_scalar
+ * when N <= 16384 and every tensor and loop nest has at most 2130706431 elements;
+ * mean_auto_kernel_N16384_scalar when N <= 16384; mean_auto_kernel_N65536_i32 when N <= 65536,
+ * x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most
+ * 2130706431 elements; mean_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a
+ * multiple of 4; mean_auto_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop
+ * nest has at most 2130706431 elements; mean_auto_kernel_N65536_scalar when N <= 65536;
+ * mean_auto_segments otherwise.
+ * mean_auto_segments runs segments in order: mean_auto_seg0 (kernels mean_auto_seg0_kernel_i32,
+ * mean_auto_seg0_kernel, mean_auto_seg0_kernel_i32_scalar, mean_auto_seg0_kernel_scalar), then
+ * mean_auto_seg1 (kernels mean_auto_seg1_kernel_i32, mean_auto_seg1_kernel,
+ * mean_auto_seg1_kernel_i32_scalar, mean_auto_seg1_kernel_scalar); each call allocates their
+ * workspace (mean_sum0: f32[M]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t mean_auto(const float *x, float *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_auto_last_error(void);
@@ -40,6 +59,8 @@ const char *mean_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mean_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): mean_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; mean_block_kernel otherwise.
  */
 cudaError_t mean_block(const uint16_t *x, uint16_t *mean, int64_t M, int64_t N, cudaStream_t stream);
 const char *mean_block_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and nested_auto_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): nested_auto_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; nested_auto_kernel otherwise.
  */
 cudaError_t nested_auto(const float *x, float *y, int64_t B, int64_t M, cudaStream_t stream);
 const char *nested_auto_last_error(void);
@@ -26,6 +28,8 @@ const char *nested_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and nested_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): nested_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; nested_block_kernel otherwise.
  */
 cudaError_t nested_block(const float *x, float *y, int64_t B, int64_t M, cudaStream_t stream);
 const char *nested_block_last_error(void);

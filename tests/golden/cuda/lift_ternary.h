@@ -16,20 +16,41 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tern_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): tern_auto_kernel_N128 when
- * N <= 128, x and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N128_scalar
- * when N <= 128; tern_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a
- * multiple of 4; tern_auto_kernel_N256_scalar when N <= 256; tern_auto_kernel_N1024 when
- * N <= 1024, x and y are 16-byte aligned and N is a multiple of 4;
- * tern_auto_kernel_N1024_scalar when N <= 1024; tern_auto_kernel_N4096 when N <= 4096, x and y
- * are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N4096_scalar when N <= 4096;
- * tern_auto_kernel_N16384 when N <= 16384, x and y are 16-byte aligned and N is a multiple of
- * 4; tern_auto_kernel_N16384_scalar when N <= 16384; tern_auto_kernel_N65536 when N <= 65536, x
- * and y are 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N65536_scalar when
- * N <= 65536; tern_auto_segments otherwise.
- * tern_auto_segments runs segments in order: tern_auto_seg0 (kernels tern_auto_seg0_kernel,
- * tern_auto_seg0_kernel_scalar), then tern_auto_seg1 (kernels tern_auto_seg1_kernel,
- * tern_auto_seg1_kernel_scalar), then tern_auto_seg2 (kernels tern_auto_seg2_kernel,
+ * Variants (the launcher runs the first whose conditions hold): tern_auto_kernel_N128_i32 when
+ * N <= 128, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; tern_auto_kernel_N128 when N <= 128, x and y are 16-byte
+ * aligned and N is a multiple of 4; tern_auto_kernel_N128_i32_scalar when N <= 128 and every
+ * tensor and loop nest has at most 2130706431 elements; tern_auto_kernel_N128_scalar when
+ * N <= 128; tern_auto_kernel_N256_i32 when N <= 256, x and y are 16-byte aligned, N is a
+ * multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * tern_auto_kernel_N256 when N <= 256, x and y are 16-byte aligned and N is a multiple of 4;
+ * tern_auto_kernel_N256_i32_scalar when N <= 256 and every tensor and loop nest has at most
+ * 2130706431 elements; tern_auto_kernel_N256_scalar when N <= 256; tern_auto_kernel_N1024_i32
+ * when N <= 1024, x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop
+ * nest has at most 2130706431 elements; tern_auto_kernel_N1024 when N <= 1024, x and y are
+ * 16-byte aligned and N is a multiple of 4; tern_auto_kernel_N1024_i32_scalar when N <= 1024
+ * and every tensor and loop nest has at most 2130706431 elements; tern_auto_kernel_N1024_scalar
+ * when N <= 1024; tern_auto_kernel_N4096_i32 when N <= 4096, x and y are 16-byte aligned, N is
+ * a multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * tern_auto_kernel_N4096 when N <= 4096, x and y are 16-byte aligned and N is a multiple of 4;
+ * tern_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop nest has at most
+ * 2130706431 elements; tern_auto_kernel_N4096_scalar when N <= 4096;
+ * tern_auto_kernel_N16384_i32 when N <= 16384, x and y are 16-byte aligned, N is a multiple of
+ * 4 and every tensor and loop nest has at most 2130706431 elements; tern_auto_kernel_N16384
+ * when N <= 16384, x and y are 16-byte aligned and N is a multiple of 4;
+ * tern_auto_kernel_N16384_i32_scalar when N <= 16384 and every tensor and loop nest has at most
+ * 2130706431 elements; tern_auto_kernel_N16384_scalar when N <= 16384;
+ * tern_auto_kernel_N65536_i32 when N <= 65536, x and y are 16-byte aligned, N is a multiple of
+ * 4 and every tensor and loop nest has at most 2130706431 elements; tern_auto_kernel_N65536
+ * when N <= 65536, x and y are 16-byte aligned and N is a multiple of 4;
+ * tern_auto_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop nest has at most
+ * 2130706431 elements; tern_auto_kernel_N65536_scalar when N <= 65536; tern_auto_segments
+ * otherwise.
+ * tern_auto_segments runs segments in order: tern_auto_seg0 (kernels tern_auto_seg0_kernel_i32,
+ * tern_auto_seg0_kernel, tern_auto_seg0_kernel_i32_scalar, tern_auto_seg0_kernel_scalar), then
+ * tern_auto_seg1 (kernels tern_auto_seg1_kernel_i32, tern_auto_seg1_kernel,
+ * tern_auto_seg1_kernel_i32_scalar, tern_auto_seg1_kernel_scalar), then tern_auto_seg2 (kernels
+ * tern_auto_seg2_kernel_i32, tern_auto_seg2_kernel, tern_auto_seg2_kernel_i32_scalar,
  * tern_auto_seg2_kernel_scalar); each call allocates their workspace (y_max0: f32[M], y_sum1:
  * f32[M]) on `stream` (cudaMallocAsync) and frees it after them.
  */
@@ -42,6 +63,8 @@ const char *tern_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and tern_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): tern_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; tern_block_kernel otherwise.
  */
 cudaError_t tern_block(const float *x, const bool *c, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *tern_block_last_error(void);
@@ -52,21 +75,40 @@ const char *tern_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and two_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): two_auto_kernel_N128 when
- * N <= 128, x is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N128_scalar when
- * N <= 128; two_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
- * two_auto_kernel_N256_scalar when N <= 256; two_auto_kernel_N1024 when N <= 1024, x is 16-byte
- * aligned and N is a multiple of 4; two_auto_kernel_N1024_scalar when N <= 1024;
- * two_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
- * two_auto_kernel_N4096_scalar when N <= 4096; two_auto_kernel_N16384 when N <= 16384, x is
- * 16-byte aligned and N is a multiple of 4; two_auto_kernel_N16384_scalar when N <= 16384;
- * two_auto_kernel_N65536 when N <= 65536; two_auto_segments otherwise.
- * two_auto_segments runs segments in order: two_auto_seg0 (kernels two_auto_seg0_kernel,
- * two_auto_seg0_kernel_scalar), then two_auto_seg1 (kernels two_auto_seg1_kernel,
- * two_auto_seg1_kernel_scalar), then two_auto_seg2 (kernels two_auto_seg2_kernel,
- * two_auto_seg2_kernel_scalar), then two_auto_seg3 (kernels two_auto_seg3_kernel,
- * two_auto_seg3_kernel_scalar); each call allocates their workspace (z_sum0: f32[M], z_max1:
- * f32[M], z_min2: f32[M]) on `stream` (cudaMallocAsync) and frees it after them.
+ * Variants (the launcher runs the first whose conditions hold): two_auto_kernel_N128_i32 when
+ * N <= 128, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at
+ * most 2130706431 elements; two_auto_kernel_N128 when N <= 128, x is 16-byte aligned and N is a
+ * multiple of 4; two_auto_kernel_N128_i32_scalar when N <= 128 and every tensor and loop nest
+ * has at most 2130706431 elements; two_auto_kernel_N128_scalar when N <= 128;
+ * two_auto_kernel_N256_i32 when N <= 256, x is 16-byte aligned, N is a multiple of 4 and every
+ * tensor and loop nest has at most 2130706431 elements; two_auto_kernel_N256 when N <= 256, x
+ * is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N256_i32_scalar when N <= 256
+ * and every tensor and loop nest has at most 2130706431 elements; two_auto_kernel_N256_scalar
+ * when N <= 256; two_auto_kernel_N1024_i32 when N <= 1024, x is 16-byte aligned, N is a
+ * multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * two_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of 4;
+ * two_auto_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most
+ * 2130706431 elements; two_auto_kernel_N1024_scalar when N <= 1024; two_auto_kernel_N4096_i32
+ * when N <= 4096, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has
+ * at most 2130706431 elements; two_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N
+ * is a multiple of 4; two_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop
+ * nest has at most 2130706431 elements; two_auto_kernel_N4096_scalar when N <= 4096;
+ * two_auto_kernel_N16384_i32 when N <= 16384, x is 16-byte aligned, N is a multiple of 4 and
+ * every tensor and loop nest has at most 2130706431 elements; two_auto_kernel_N16384 when
+ * N <= 16384, x is 16-byte aligned and N is a multiple of 4; two_auto_kernel_N16384_i32_scalar
+ * when N <= 16384 and every tensor and loop nest has at most 2130706431 elements;
+ * two_auto_kernel_N16384_scalar when N <= 16384; two_auto_kernel_N65536_i32 when N <= 65536 and
+ * every tensor and loop nest has at most 2130706431 elements; two_auto_kernel_N65536 when
+ * N <= 65536; two_auto_segments otherwise.
+ * two_auto_segments runs segments in order: two_auto_seg0 (kernels two_auto_seg0_kernel_i32,
+ * two_auto_seg0_kernel, two_auto_seg0_kernel_i32_scalar, two_auto_seg0_kernel_scalar), then
+ * two_auto_seg1 (kernels two_auto_seg1_kernel_i32, two_auto_seg1_kernel,
+ * two_auto_seg1_kernel_i32_scalar, two_auto_seg1_kernel_scalar), then two_auto_seg2 (kernels
+ * two_auto_seg2_kernel_i32, two_auto_seg2_kernel, two_auto_seg2_kernel_i32_scalar,
+ * two_auto_seg2_kernel_scalar), then two_auto_seg3 (kernels two_auto_seg3_kernel_i32,
+ * two_auto_seg3_kernel, two_auto_seg3_kernel_i32_scalar, two_auto_seg3_kernel_scalar); each
+ * call allocates their workspace (z_sum0: f32[M], z_max1: f32[M], z_min2: f32[M]) on `stream`
+ * (cudaMallocAsync) and frees it after them.
  */
 cudaError_t two_auto(const float *x, float *z, int64_t M, int64_t N, cudaStream_t stream);
 const char *two_auto_last_error(void);
@@ -77,6 +119,8 @@ const char *two_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and two_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): two_block_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; two_block_kernel otherwise.
  */
 cudaError_t two_block(const float *x, float *z, int64_t M, int64_t N, cudaStream_t stream);
 const char *two_block_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and wide_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): wide_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; wide_kernel otherwise.
  */
 cudaError_t wide(const float *x, const float *w, float *y, float *z, int64_t M, cudaStream_t stream);
 const char *wide_last_error(void);
@@ -26,6 +28,8 @@ const char *wide_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and halves_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): halves_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; halves_kernel otherwise.
  */
 cudaError_t halves(const float *x, const float *b, float *y, int64_t M, cudaStream_t stream);
 const char *halves_last_error(void);
@@ -36,6 +40,8 @@ const char *halves_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rowsum_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): rowsum_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; rowsum_kernel otherwise.
  */
 cudaError_t rowsum(const float *x, float *s, int64_t M, cudaStream_t stream);
 const char *rowsum_last_error(void);

@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mid_sum_vec_last_error()
  * says why.
- * Requires: x 16-byte aligned; H a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): mid_sum_vec_kernel_i32 when x
+ * is 16-byte aligned, H is a multiple of 4 and every tensor and loop nest has at most
+ * 2130706431 elements; mid_sum_vec_kernel otherwise, which requires x is 16-byte aligned and H
+ * is a multiple of 4.
  * A grid reduction: each call allocates its workspace on `stream`
  * (cudaMallocAsync) and frees it after the launch (cudaFreeAsync).
  */

@@ -16,6 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and mma_one_warp_ldmatrix_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold):
+ * mma_one_warp_ldmatrix_kernel_i32 when every tensor and loop nest has at most 2130706431
+ * elements; mma_one_warp_ldmatrix_kernel otherwise.
  */
 cudaError_t mma_one_warp_ldmatrix(const uint16_t *A, const uint16_t *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *mma_one_warp_ldmatrix_last_error(void);

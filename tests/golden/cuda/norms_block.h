@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and layernorm_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): layernorm_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; layernorm_block_kernel otherwise.
  */
 cudaError_t layernorm_block(const float *x, const float *gamma, const float *beta, float eps, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *layernorm_block_last_error(void);
@@ -26,6 +28,8 @@ const char *layernorm_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rmsnorm_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): rmsnorm_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; rmsnorm_block_kernel otherwise.
  */
 cudaError_t rmsnorm_block(const float *x, const float *w, float eps, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *rmsnorm_block_last_error(void);
@@ -36,6 +40,9 @@ const char *rmsnorm_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rmsnorm_persistent_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): rmsnorm_persistent_kernel_i32
+ * when every tensor and loop nest has at most 2130706431 elements; rmsnorm_persistent_kernel
+ * otherwise.
  */
 cudaError_t rmsnorm_persistent(const uint16_t *x, const uint16_t *w, float eps, uint16_t *y, int64_t M, cudaStream_t stream);
 const char *rmsnorm_persistent_last_error(void);

@@ -14,16 +14,16 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   __align__(16) float sxl[64];
   // sxl computed at y.i
   #pragma unroll
-  for (long long jr = 0; jr < 16; ++jr) {
-    *reinterpret_cast<__fus_vec<float, 4> *>(&sxl[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&sx[((long long)blockIdx.x) * 8192 + jr * 512 + ((long long)threadIdx.x) * 4]);
+  for (int jr = 0; jr < 16; ++jr) {
+    *reinterpret_cast<__fus_vec<float, 4> *>(&sxl[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&sx[((int)blockIdx.x) * 8192 + jr * 512 + ((int)threadIdx.x) * 4]);
   }
   float a1[1];
   // a1 computed at y.i
   a1_acc = 0.0f;
   #pragma unroll
-  for (long long jr_1 = 0; jr_1 < 16; ++jr_1) {
+  for (int jr_1 = 0; jr_1 < 16; ++jr_1) {
     #pragma unroll
-    for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+    for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
       a1_acc = a1_acc + sxl[jr_1 * 4 + jv_1];
     }
   }
@@ -31,17 +31,17 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   a1[0] = a1_acc;
   __shared__ __align__(16) float dxs[8192];
   // dxs computed at y.i
-  for (long long jr_2 = 0; jr_2 < 16; ++jr_2) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&dxs[jr_2 * 512 + ((long long)threadIdx.x) * 4])), "l"(&dx[((long long)blockIdx.x) * 8192 + jr_2 * 512 + ((long long)threadIdx.x) * 4]) : "memory");
+  for (int jr_2 = 0; jr_2 < 16; ++jr_2) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&dxs[jr_2 * 512 + ((int)threadIdx.x) * 4])), "l"(&dx[((int)blockIdx.x) * 8192 + jr_2 * 512 + ((int)threadIdx.x) * 4]) : "memory");
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
   float a2[1];
   // a2 computed at y.i
   a2_acc = 0.0f;
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-  for (long long jr_3 = 0; jr_3 < 16; ++jr_3) {
-    for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-      a2_acc = a2_acc + dxs[jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3];
+  for (int jr_3 = 0; jr_3 < 16; ++jr_3) {
+    for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
+      a2_acc = a2_acc + dxs[jr_3 * 512 + ((int)threadIdx.x) * 4 + jv_3];
     }
   }
   a2_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(a2_acc);
@@ -50,9 +50,9 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   // v1 computed at y.i
   v1_acc = 0.0f;
   #pragma unroll
-  for (long long jr_4 = 0; jr_4 < 16; ++jr_4) {
+  for (int jr_4 = 0; jr_4 < 16; ++jr_4) {
     #pragma unroll
-    for (long long jv_4 = 0; jv_4 < 4; ++jv_4) {
+    for (int jv_4 = 0; jv_4 < 4; ++jv_4) {
       v1_acc = v1_acc + (sxl[jr_4 * 4 + jv_4] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * (sxl[jr_4 * 4 + jv_4] - __fus_fdiv(a1[0] + a2[0], 16384.0f));
     }
   }
@@ -61,31 +61,31 @@ extern "C" __global__ void __launch_bounds__(128) persistent_norm_kernel(const f
   float v2[1];
   // v2 computed at y.i
   v2_acc = 0.0f;
-  for (long long jr_5 = 0; jr_5 < 16; ++jr_5) {
-    for (long long jv_5 = 0; jv_5 < 4; ++jv_5) {
-      v2_acc = v2_acc + (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * (dxs[jr_5 * 512 + ((long long)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f));
+  for (int jr_5 = 0; jr_5 < 16; ++jr_5) {
+    for (int jv_5 = 0; jv_5 < 4; ++jv_5) {
+      v2_acc = v2_acc + (dxs[jr_5 * 512 + ((int)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * (dxs[jr_5 * 512 + ((int)threadIdx.x) * 4 + jv_5] - __fus_fdiv(a1[0] + a2[0], 16384.0f));
     }
   }
   v2_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(v2_acc);
   v2[0] = v2_acc;
   #pragma unroll
-  for (long long h = 0; h < 2; ++h) {
+  for (int h = 0; h < 2; ++h) {
     #pragma unroll
-    for (long long jr_6 = 0; jr_6 < 16; ++jr_6) {
+    for (int jr_6 = 0; jr_6 < 16; ++jr_6) {
       __align__(16) float sxl_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&sxl_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&sxl[jr_6 * 4]);
       __align__(16) float dxs_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&dxs_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&dxs[jr_6 * 512 + ((long long)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&dxs_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&dxs[jr_6 * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float gamma_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&gamma_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&gamma[h * 8192 + jr_6 * 512 + ((long long)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&gamma_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&gamma[h * 8192 + jr_6 * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float beta_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&beta_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&beta[h * 8192 + jr_6 * 512 + ((long long)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&beta_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&beta[h * 8192 + jr_6 * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
       #pragma unroll
-      for (long long jv_6_1 = 0; jv_6_1 < 4; ++jv_6_1) {
+      for (int jv_6_1 = 0; jv_6_1 < 4; ++jv_6_1) {
         y_vec[jv_6_1] = (h == 0 ? sxl_vec[jv_6_1] - __fus_fdiv(a1[0] + a2[0], 16384.0f) : dxs_vec[jv_6_1] - __fus_fdiv(a1[0] + a2[0], 16384.0f)) * rsqrtf(__fus_fdiv(v1[0] + v2[0], 16384.0f) + eps) * gamma_vec[jv_6_1] + beta_vec[jv_6_1];
       }
-      *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * 16384 + h * 8192 + jr_6 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * 16384 + h * 8192 + jr_6 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     }
   }
 }

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_sum_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_sum_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; row_sum_kernel otherwise.
  */
 cudaError_t row_sum(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_sum_last_error(void);
@@ -26,6 +28,8 @@ const char *row_sum_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_max_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_max_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; row_max_kernel otherwise.
  */
 cudaError_t row_max(const float *x, float *m, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_max_last_error(void);
@@ -36,6 +40,8 @@ const char *row_max_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_min16_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_min16_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; row_min16_kernel otherwise.
  */
 cudaError_t row_min16(const float *x, float *m, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_min16_last_error(void);
@@ -46,6 +52,8 @@ const char *row_min16_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_sum48_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_sum48_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; row_sum48_kernel otherwise.
  */
 cudaError_t row_sum48(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_sum48_last_error(void);
@@ -56,6 +64,8 @@ const char *row_sum48_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and col_sum_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): col_sum_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; col_sum_kernel otherwise.
  */
 cudaError_t col_sum(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *col_sum_last_error(void);
@@ -66,6 +76,8 @@ const char *col_sum_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and col_sum_y_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): col_sum_y_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; col_sum_y_kernel otherwise.
  */
 cudaError_t col_sum_y(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *col_sum_y_last_error(void);
@@ -76,6 +88,8 @@ const char *col_sum_y_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and sum2_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): sum2_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; sum2_kernel otherwise.
  */
 cudaError_t sum2(const float *x, float *s, int64_t B, cudaStream_t stream);
 const char *sum2_last_error(void);
@@ -86,6 +100,8 @@ const char *sum2_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_sum_rf_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_sum_rf_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; row_sum_rf_kernel otherwise.
  */
 cudaError_t row_sum_rf(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_sum_rf_last_error(void);
@@ -96,6 +112,8 @@ const char *row_sum_rf_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_max_rf_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_max_rf_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; row_max_rf_kernel otherwise.
  */
 cudaError_t row_max_rf(const uint16_t *x, uint16_t *m, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_max_rf_last_error(void);

@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_sum_last_error()
  * says why.
- * Requires: x 16-byte aligned; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): row_sum_kernel_i32 when x is
+ * 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431
+ * elements; row_sum_kernel otherwise, which requires x is 16-byte aligned and N is a multiple
+ * of 4.
  */
 cudaError_t row_sum(const float *x, float *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *row_sum_last_error(void);

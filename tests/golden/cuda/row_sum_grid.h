@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and row_sum_grid_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): row_sum_grid_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; row_sum_grid_kernel otherwise.
  * A grid reduction: each call allocates its workspace on `stream`
  * (cudaMallocAsync) and frees it after the launch (cudaFreeAsync).
  */

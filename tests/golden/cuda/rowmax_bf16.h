@@ -16,17 +16,38 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and rowmax_bf16_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): rowmax_bf16_kernel_N128 when
- * N <= 128, x is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N128_scalar when
- * N <= 128; rowmax_bf16_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of
- * 8; rowmax_bf16_kernel_N256_scalar when N <= 256; rowmax_bf16_kernel_N1024 when N <= 1024, x
- * is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N1024_scalar when N <= 1024;
- * rowmax_bf16_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 8;
- * rowmax_bf16_kernel_N4096_scalar when N <= 4096; rowmax_bf16_kernel_N16384 when N <= 16384, x
- * is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N16384_scalar when
- * N <= 16384; rowmax_bf16_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a
- * multiple of 8; rowmax_bf16_kernel_N65536_scalar when N <= 65536; rowmax_bf16_kernel when x is
- * 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): rowmax_bf16_kernel_N128_i32
+ * when N <= 128, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has
+ * at most 2130706431 elements; rowmax_bf16_kernel_N128 when N <= 128, x is 16-byte aligned and
+ * N is a multiple of 8; rowmax_bf16_kernel_N128_i32_scalar when N <= 128 and every tensor and
+ * loop nest has at most 2130706431 elements; rowmax_bf16_kernel_N128_scalar when N <= 128;
+ * rowmax_bf16_kernel_N256_i32 when N <= 256, x is 16-byte aligned, N is a multiple of 8 and
+ * every tensor and loop nest has at most 2130706431 elements; rowmax_bf16_kernel_N256 when
+ * N <= 256, x is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N256_i32_scalar
+ * when N <= 256 and every tensor and loop nest has at most 2130706431 elements;
+ * rowmax_bf16_kernel_N256_scalar when N <= 256; rowmax_bf16_kernel_N1024_i32 when N <= 1024, x
+ * is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at most
+ * 2130706431 elements; rowmax_bf16_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a
+ * multiple of 8; rowmax_bf16_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop
+ * nest has at most 2130706431 elements; rowmax_bf16_kernel_N1024_scalar when N <= 1024;
+ * rowmax_bf16_kernel_N4096_i32 when N <= 4096, x is 16-byte aligned, N is a multiple of 8 and
+ * every tensor and loop nest has at most 2130706431 elements; rowmax_bf16_kernel_N4096 when
+ * N <= 4096, x is 16-byte aligned and N is a multiple of 8; rowmax_bf16_kernel_N4096_i32_scalar
+ * when N <= 4096 and every tensor and loop nest has at most 2130706431 elements;
+ * rowmax_bf16_kernel_N4096_scalar when N <= 4096; rowmax_bf16_kernel_N16384_i32 when
+ * N <= 16384, x is 16-byte aligned, N is a multiple of 8 and every tensor and loop nest has at
+ * most 2130706431 elements; rowmax_bf16_kernel_N16384 when N <= 16384, x is 16-byte aligned and
+ * N is a multiple of 8; rowmax_bf16_kernel_N16384_i32_scalar when N <= 16384 and every tensor
+ * and loop nest has at most 2130706431 elements; rowmax_bf16_kernel_N16384_scalar when
+ * N <= 16384; rowmax_bf16_kernel_N65536_i32 when N <= 65536, x is 16-byte aligned, N is a
+ * multiple of 8 and every tensor and loop nest has at most 2130706431 elements;
+ * rowmax_bf16_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 8;
+ * rowmax_bf16_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop nest has at
+ * most 2130706431 elements; rowmax_bf16_kernel_N65536_scalar when N <= 65536;
+ * rowmax_bf16_kernel_i32 when x is 16-byte aligned, N is a multiple of 8 and every tensor and
+ * loop nest has at most 2130706431 elements; rowmax_bf16_kernel when x is 16-byte aligned and N
+ * is a multiple of 8; rowmax_bf16_kernel_i32_scalar when every tensor and loop nest has at most
+ * 2130706431 elements; rowmax_bf16_kernel_scalar otherwise.
  */
 cudaError_t rowmax_bf16(const uint16_t *x, uint16_t *s, int64_t M, int64_t N, cudaStream_t stream);
 const char *rowmax_bf16_last_error(void);

@@ -16,7 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and saxpy_last_error()
  * says why.
- * Requires: x 16-byte aligned; y 16-byte aligned; z 16-byte aligned.
+ * Variants (the launcher runs the first whose conditions hold): saxpy_kernel_i32 when x, y and
+ * z are 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * saxpy_kernel otherwise, which requires x, y and z are 16-byte aligned.
  */
 cudaError_t saxpy(float a, const float *x, const float *y, float *z, int64_t N, cudaStream_t stream);
 const char *saxpy_last_error(void);

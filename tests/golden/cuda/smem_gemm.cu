@@ -9,9 +9,9 @@ extern "C" __global__ void __launch_bounds__(64) smem_gemm_kernel(const float *_
   // nest of C
   float Cl[16];
   // Cl computed at C.bj
-  for (long long iu = 0; iu < 4; ++iu) {
-    for (long long ju = 0; ju < 4; ++ju) {
-      if (((long long)blockIdx.y) * 32 + iu * 8 + ((long long)threadIdx.y) < 154 && ((long long)blockIdx.x) * 32 + ju * 8 + ((long long)threadIdx.x) < 1524) {
+  for (int iu = 0; iu < 4; ++iu) {
+    for (int ju = 0; ju < 4; ++ju) {
+      if (((int)blockIdx.y) * 32 + iu * 8 + ((int)threadIdx.y) < 154 && ((int)blockIdx.x) * 32 + ju * 8 + ((int)threadIdx.x) < 1524) {
         Cl[iu * 4 + ju] = 0.0f;
       }
     }
@@ -20,34 +20,34 @@ extern "C" __global__ void __launch_bounds__(64) smem_gemm_kernel(const float *_
   // As computed at Al.ko
   float *Bs = reinterpret_cast<float *>(fus_smem + 8192); // 2048 elements
   // Bs computed at Bl.ko
-  for (long long iio = 0; iio < 4; ++iio) {
-    for (long long kio = 0; kio < 4; ++kio) {
-      if (((long long)blockIdx.y) * 32 + iio * 8 + ((long long)threadIdx.y) < 154) {
-        As[iio * 256 + kio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = A[((long long)blockIdx.y) * 1440 + iio * 360 + ((long long)threadIdx.y) * 45 + kio * 8 + ((long long)threadIdx.x)];
+  for (int iio = 0; iio < 4; ++iio) {
+    for (int kio = 0; kio < 4; ++kio) {
+      if (((int)blockIdx.y) * 32 + iio * 8 + ((int)threadIdx.y) < 154) {
+        As[iio * 256 + kio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x)] = A[((int)blockIdx.y) * 1440 + iio * 360 + ((int)threadIdx.y) * 45 + kio * 8 + ((int)threadIdx.x)];
       }
     }
   }
-  for (long long kio_1 = 0; kio_1 < 4; ++kio_1) {
-    for (long long jio = 0; jio < 4; ++jio) {
-      if (((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x) < 1524) {
-        Bs[kio_1 * 256 + jio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = B[kio_1 * 12192 + ((long long)threadIdx.y) * 1524 + ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x)];
+  for (int kio_1 = 0; kio_1 < 4; ++kio_1) {
+    for (int jio = 0; jio < 4; ++jio) {
+      if (((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x) < 1524) {
+        Bs[kio_1 * 256 + jio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x)] = B[kio_1 * 12192 + ((int)threadIdx.y) * 1524 + ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x)];
       }
     }
   }
   __syncthreads();
-  for (long long ko = 0; ko < 2; ++ko) {
+  for (int ko = 0; ko < 2; ++ko) {
     if (ko + 1 < 2) {
-      for (long long iio = 0; iio < 4; ++iio) {
-        for (long long kio = 0; kio < 4; ++kio) {
-          if (((long long)blockIdx.y) * 32 + iio * 8 + ((long long)threadIdx.y) < 154 && ko * 32 + 32 + kio * 8 + ((long long)threadIdx.x) < 45) {
-            As[iio * 256 + kio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) + (ko + 1) % 2 * 1024] = A[((long long)blockIdx.y) * 1440 + iio * 360 + ((long long)threadIdx.y) * 45 + ko * 32 + 32 + kio * 8 + ((long long)threadIdx.x)];
+      for (int iio = 0; iio < 4; ++iio) {
+        for (int kio = 0; kio < 4; ++kio) {
+          if (((int)blockIdx.y) * 32 + iio * 8 + ((int)threadIdx.y) < 154 && ko * 32 + 32 + kio * 8 + ((int)threadIdx.x) < 45) {
+            As[iio * 256 + kio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x) + (ko + 1) % 2 * 1024] = A[((int)blockIdx.y) * 1440 + iio * 360 + ((int)threadIdx.y) * 45 + ko * 32 + 32 + kio * 8 + ((int)threadIdx.x)];
           }
         }
       }
-      for (long long kio_1 = 0; kio_1 < 4; ++kio_1) {
-        for (long long jio = 0; jio < 4; ++jio) {
-          if (ko * 32 + 32 + kio_1 * 8 + ((long long)threadIdx.y) < 45 && ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x) < 1524) {
-            Bs[kio_1 * 256 + jio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) + (ko + 1) % 2 * 1024] = B[ko * 48768 + 48768 + kio_1 * 12192 + ((long long)threadIdx.y) * 1524 + ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x)];
+      for (int kio_1 = 0; kio_1 < 4; ++kio_1) {
+        for (int jio = 0; jio < 4; ++jio) {
+          if (ko * 32 + 32 + kio_1 * 8 + ((int)threadIdx.y) < 45 && ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x) < 1524) {
+            Bs[kio_1 * 256 + jio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x) + (ko + 1) % 2 * 1024] = B[ko * 48768 + 48768 + kio_1 * 12192 + ((int)threadIdx.y) * 1524 + ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x)];
           }
         }
       }
@@ -56,32 +56,32 @@ extern "C" __global__ void __launch_bounds__(64) smem_gemm_kernel(const float *_
     // Al computed at Cl.ki
     float Bl[8];
     // Bl computed at Cl.ki
-    for (long long iu_1 = 0; iu_1 < 4; ++iu_1) {
-      if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < 154) {
-        Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) * 8 + ko * 1024];
+    for (int iu_1 = 0; iu_1 < 4; ++iu_1) {
+      if (((int)blockIdx.y) * 32 + iu_1 * 8 + ((int)threadIdx.y) < 154) {
+        Al[iu_1] = As[iu_1 * 256 + ((int)threadIdx.y) * 8 + ko * 1024];
       }
     }
-    for (long long ju_1 = 0; ju_1 < 4; ++ju_1) {
-      if (((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < 1524) {
-        Bl[ju_1] = Bs[ju_1 * 64 + ((long long)threadIdx.x) + ko * 1024];
+    for (int ju_1 = 0; ju_1 < 4; ++ju_1) {
+      if (((int)blockIdx.x) * 32 + ju_1 * 8 + ((int)threadIdx.x) < 1524) {
+        Bl[ju_1] = Bs[ju_1 * 64 + ((int)threadIdx.x) + ko * 1024];
       }
     }
-    for (long long ki = 0; ki < 32; ++ki) {
+    for (int ki = 0; ki < 32; ++ki) {
       if (ki + 1 < 32) {
-        for (long long iu_1 = 0; iu_1 < 4; ++iu_1) {
-          if (((long long)blockIdx.y) * 32 + iu_1 * 8 + ((long long)threadIdx.y) < 154 && ko * 32 + ki + 1 < 45) {
-            Al[iu_1 + (ki + 1) % 2 * 4] = As[iu_1 * 256 + (ki + 1) / 8 * 64 + ((long long)threadIdx.y) * 8 + (ki + 1) % 8 + ko * 1024];
+        for (int iu_1 = 0; iu_1 < 4; ++iu_1) {
+          if (((int)blockIdx.y) * 32 + iu_1 * 8 + ((int)threadIdx.y) < 154 && ko * 32 + ki + 1 < 45) {
+            Al[iu_1 + (ki + 1) % 2 * 4] = As[iu_1 * 256 + (ki + 1) / 8 * 64 + ((int)threadIdx.y) * 8 + (ki + 1) % 8 + ko * 1024];
           }
         }
-        for (long long ju_1 = 0; ju_1 < 4; ++ju_1) {
-          if (ko * 32 + ki + 1 < 45 && ((long long)blockIdx.x) * 32 + ju_1 * 8 + ((long long)threadIdx.x) < 1524) {
-            Bl[ju_1 + (ki + 1) % 2 * 4] = Bs[(ki + 1) / 8 * 256 + ju_1 * 64 + (ki + 1) % 8 * 8 + ((long long)threadIdx.x) + ko * 1024];
+        for (int ju_1 = 0; ju_1 < 4; ++ju_1) {
+          if (ko * 32 + ki + 1 < 45 && ((int)blockIdx.x) * 32 + ju_1 * 8 + ((int)threadIdx.x) < 1524) {
+            Bl[ju_1 + (ki + 1) % 2 * 4] = Bs[(ki + 1) / 8 * 256 + ju_1 * 64 + (ki + 1) % 8 * 8 + ((int)threadIdx.x) + ko * 1024];
           }
         }
       }
-      for (long long iu_2 = 0; iu_2 < 4; ++iu_2) {
-        for (long long ju_2 = 0; ju_2 < 4; ++ju_2) {
-          if (((long long)blockIdx.y) * 32 + iu_2 * 8 + ((long long)threadIdx.y) < 154 && ((long long)blockIdx.x) * 32 + ju_2 * 8 + ((long long)threadIdx.x) < 1524 && ko * 32 + ki < 45) {
+      for (int iu_2 = 0; iu_2 < 4; ++iu_2) {
+        for (int ju_2 = 0; ju_2 < 4; ++ju_2) {
+          if (((int)blockIdx.y) * 32 + iu_2 * 8 + ((int)threadIdx.y) < 154 && ((int)blockIdx.x) * 32 + ju_2 * 8 + ((int)threadIdx.x) < 1524 && ko * 32 + ki < 45) {
             Cl[iu_2 * 4 + ju_2] = Cl[iu_2 * 4 + ju_2] + Al[iu_2 + ki % 2 * 4] * Bl[ju_2 + ki % 2 * 4];
           }
         }
@@ -89,10 +89,10 @@ extern "C" __global__ void __launch_bounds__(64) smem_gemm_kernel(const float *_
     }
     __syncthreads();
   }
-  for (long long iu_3 = 0; iu_3 < 4; ++iu_3) {
-    for (long long ju_3 = 0; ju_3 < 4; ++ju_3) {
-      if (((long long)blockIdx.y) * 32 + iu_3 * 8 + ((long long)threadIdx.y) < 154 && ((long long)blockIdx.x) * 32 + ju_3 * 8 + ((long long)threadIdx.x) < 1524) {
-        C[((long long)blockIdx.y) * 48768 + iu_3 * 12192 + ((long long)threadIdx.y) * 1524 + ((long long)blockIdx.x) * 32 + ju_3 * 8 + ((long long)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
+  for (int iu_3 = 0; iu_3 < 4; ++iu_3) {
+    for (int ju_3 = 0; ju_3 < 4; ++ju_3) {
+      if (((int)blockIdx.y) * 32 + iu_3 * 8 + ((int)threadIdx.y) < 154 && ((int)blockIdx.x) * 32 + ju_3 * 8 + ((int)threadIdx.x) < 1524) {
+        C[((int)blockIdx.y) * 48768 + iu_3 * 12192 + ((int)threadIdx.y) * 1524 + ((int)blockIdx.x) * 32 + ju_3 * 8 + ((int)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
       }
     }
   }

@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and softmax_last_error()
  * says why.
- * Requires: x 16-byte aligned; y 16-byte aligned; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): softmax_kernel_i32 when x and y
+ * are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most
+ * 2130706431 elements; softmax_kernel otherwise, which requires x and y are 16-byte aligned and
+ * N is a multiple of 4.
  */
 cudaError_t softmax(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *softmax_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and softmax_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): softmax_block_kernel_i32 when
+ * every tensor and loop nest has at most 2130706431 elements; softmax_block_kernel otherwise.
  */
 cudaError_t softmax_block(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *softmax_block_last_error(void);
@@ -26,6 +28,9 @@ const char *softmax_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and softmax_persistent_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): softmax_persistent_kernel_i32
+ * when every tensor and loop nest has at most 2130706431 elements; softmax_persistent_kernel
+ * otherwise.
  */
 cudaError_t softmax_persistent(const float *x, float *y, int64_t M, cudaStream_t stream);
 const char *softmax_persistent_last_error(void);

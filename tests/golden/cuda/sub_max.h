@@ -16,10 +16,11 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and sub_max_last_error()
  * says why.
- * sub_max_segments runs segments in order: sub_max_seg0 (kernels sub_max_seg0_kernel,
- * sub_max_seg0_kernel_scalar), then sub_max_seg1 (kernels sub_max_seg1_kernel,
- * sub_max_seg1_kernel_scalar); each call allocates their workspace (m: f32[1]) on `stream`
- * (cudaMallocAsync) and frees it after them.
+ * sub_max_segments runs segments in order: sub_max_seg0 (kernels sub_max_seg0_kernel_i32,
+ * sub_max_seg0_kernel, sub_max_seg0_kernel_i32_scalar, sub_max_seg0_kernel_scalar), then
+ * sub_max_seg1 (kernels sub_max_seg1_kernel_i32, sub_max_seg1_kernel,
+ * sub_max_seg1_kernel_i32_scalar, sub_max_seg1_kernel_scalar); each call allocates their
+ * workspace (m: f32[1]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t sub_max(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *sub_max_last_error(void);

@@ -16,6 +16,8 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and transpose_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): transpose_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; transpose_kernel otherwise.
  */
 cudaError_t transpose(const float *x, float *y, int64_t M, int64_t N, cudaStream_t stream);
 const char *transpose_last_error(void);
