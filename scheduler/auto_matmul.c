@@ -21,8 +21,9 @@
  *     it), two adjacent columns per store;
  *   - FMA units (examples/gemm/gemm_f32.fus) otherwise: 128 x 128 block tiles, 16 x 16
  *     threads of 8 x 8 outputs, k in steps of 16, As, Bs shared (cp.async, 4 stages), their
- *     register copies Al, Bl double-buffered; a transposed operand is copied along its own
- *     contiguous dimension.
+ *     register copies Al, Bl double-buffered; for a row-major f32 A (the SGEMM,
+ *     examples/gemm/sgemm_tuned.fus) Al holds 8 rows x 4 k, loaded as 16-byte vectors every
+ *     4 k; a transposed operand is copied along its own contiguous dimension.
  * The batch indices are merged onto blockIdx.z. For a target older than sm_80 (Plan.arch):
  * the FMA schedule, with plain vector copies instead of cp.async. The 16-byte copies need K
  * and N (a transposed operand: M or K) to be multiples of the vector: launcher
