@@ -148,7 +148,9 @@ static IrExpr *conjunction(Conds *cs)
 typedef struct Elim {
 	Vec stores;   /* every KS_STORE of the kernel */
 	Vec total;    /* the register tensors found total */
+	Vec zero;     /* the register tensors found zero-padded (see find_zero) */
 	Arena *a;
+	const IrRange *rg; /* the kernel's range facts */
 } Elim;
 
 static bool in_vec(Vec *v, void *p)
@@ -208,6 +210,106 @@ static void find_total(Elim *e, Kernel *k)
 				changed = true;
 			}
 		}
+	}
+}
+
+/* Zero-padded: a total tensor whose buffer holds 0 at every element past the tensor's shape.
+ * A cp.async cache or an mma operand copy zero-fills those lanes; a register tensor is
+ * zero-padded when each of its stores copies a zero-padded tensor (casts allowed: a cast of 0
+ * is 0) with no split condition, since such a copy keeps no condition on reduction loops
+ * either (elim_conds): its padded lanes copy the source's zeros. A fixpoint like find_total. */
+static bool is_zero(Elim *e, Tensor *t)
+{
+	return t->sched.cp_async || t->sched.zero_fill || in_vec(&e->zero, t);
+}
+
+static IrExpr *strip_casts(IrExpr *x)
+{
+	while (x && x->kind == EX_CAST)
+		x = x->args[0];
+	return x;
+}
+
+/* s copies a zero-padded tensor (a cast of one element of it), with no split condition
+ * left once those the kernel's ranges prove are dropped */
+static bool zero_copy(Elim *e, Stmt *s)
+{
+	IrExpr *v = strip_casts(s->store.value);
+	if (!v || v->kind != EX_ACCESS || !is_zero(e, v->tensor))
+		return false;
+	Conds sc = {.a = e->a, .rg = e->rg};
+	split_conds(&sc, s->store.split_cond);
+	return sc.n == 0;
+}
+
+static void find_zero(Elim *e)
+{
+	for (int i = 0; i < e->total.len; i++)
+		vec_push(e->a, &e->zero, e->total.items[i]);
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < e->stores.len; i++) {
+			Stmt *s = VEC_AT(e->stores, Stmt, i);
+			if (in_vec(&e->zero, s->store.tensor) && !zero_copy(e, s)) {
+				for (int j = 0; j < e->zero.len; j++)
+					if (e->zero.items[j] == s->store.tensor)
+						e->zero.items[j] = e->zero.items[--e->zero.len];
+				changed = true;
+			}
+		}
+	}
+}
+
+/* A product of zero-padded reads (casts allowed): 0 wherever one of its subscripts is past
+ * its tensor's shape, since every factor is then read from padding (0 * 0; a single padded
+ * factor would not do: 0 * inf is NaN). */
+static bool zero_product(Elim *e, IrExpr *x)
+{
+	x = strip_casts(x);
+	if (x->kind == EX_OP && x->op == OP_MUL)
+		return zero_product(e, x->args[0]) && zero_product(e, x->args[1]);
+	return x->kind == EX_ACCESS && is_zero(e, x->tensor);
+}
+
+/* s accumulates a product of zero-padded reads into a sum, `t[idx] = t[idx] + p`: the read
+ * of t, or NULL when s is not of that form. A padded reduction lane then adds +0, which
+ * changes no sum that started from the identity +0 (x + 0 = x for every x but -0, and a sum
+ * of round-to-nearest additions that starts at +0 is never -0). */
+static IrExpr *zero_term_sum(Elim *e, Stmt *s)
+{
+	IrExpr *v = s->store.value;
+	if (v->kind != EX_OP || v->op != OP_ADD || !dtype_is_float(v->dtype))
+		return NULL;
+	for (int q = 0; q < 2; q++) {
+		IrExpr *acc = v->args[q];
+		if (acc->kind != EX_ACCESS || acc->tensor != s->store.tensor ||
+		    acc->nargs != s->store.nidx || !zero_product(e, v->args[1 - q]))
+			continue;
+		bool same = true;
+		for (int d = 0; d < acc->nargs && same; d++)
+			same = ir_equal(acc->args[d], s->store.idx[d]);
+		if (same)
+			return acc;
+	}
+	return NULL;
+}
+
+/* The split conditions of a sum of a product of zero-padded reads but those that are bounds
+ * of the product's reads: a reduction root's `k < K` (loop_nest.c) holds the padded lanes
+ * out, and they add 0. The conditions `inner < F` stay (a lane past a non-divisible split
+ * would add an element of the next outer iteration again). */
+static void split_conds_but_padding(Conds *cs, Elim *e, Stmt *s)
+{
+	Conds sc = {.a = e->a, .rg = e->rg}, pad = {.a = e->a, .rg = e->rg};
+	IrExpr *v = s->store.value, *acc = zero_term_sum(e, s);
+	split_conds(&sc, s->store.split_cond);
+	access_conds(&pad, v->args[v->args[0] == acc ? 1 : 0]);
+	for (int i = 0; i < sc.n; i++) {
+		bool padding = false;
+		for (int j = 0; j < pad.n && !padding; j++)
+			padding = ir_equal(sc.c[i], pad.c[j]);
+		if (!padding)
+			add_cond(cs, sc.c[i]);
 	}
 }
 
@@ -276,11 +378,17 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
 
 /* The conditions of an eliminated store: its parallel conditions, the bounds conditions on
  * reduction loops, and those of reads that may leave their tensor's buffer. */
-static void elim_conds(Conds *cs, Kernel *k, Stmt *s)
+static void elim_conds(Conds *cs, Kernel *k, Elim *e, Stmt *s)
 {
 	Conds all = {.a = k->arena, .rg = cs->rg};
-	bounds(&all, s->store.tensor, s->store.idx, s->store.nidx);
-	access_conds(&all, s->store.value);
+	/* A copy of a zero-padded tensor keeps none (its padded lanes copy zeros); a sum of a
+	 * product of zero-padded reads keeps those of its target and of its own read only (its
+	 * padded lanes add 0). */
+	if (!zero_copy(e, s)) {
+		IrExpr *acc = zero_term_sum(e, s);
+		bounds(&all, s->store.tensor, s->store.idx, s->store.nidx);
+		access_conds(&all, acc ? acc : s->store.value);
+	}
 	for (int i = 0; i < all.n; i++)
 		if (on_reduction(all.c[i], s->store.tensor))
 			add_cond(cs, all.c[i]);
@@ -333,7 +441,7 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 	if (s->kind == KS_STORE && (s->store.tensor->sched.cp_async || s->store.tensor->sched.zero_fill))
 		return guard_cp_async(k, s);
 	if (s->kind == KS_STORE && is_total(e, s->store.tensor)) {
-		elim_conds(&cs, k, s);
+		elim_conds(&cs, k, e, s);
 	} else {
 		if (s->kind == KS_STORE) {
 			bounds(&cs, s->store.tensor, s->store.idx, s->store.nidx);
@@ -345,7 +453,10 @@ static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 			par_conds(&cs, k, s->let.tensor, false);
 		access_conds(&cs, store ? s->store.value : s->let.value);
 	}
-	split_conds(&cs, store ? s->store.split_cond : s->let.split_cond);
+	if (store && is_total(e, s->store.tensor) && zero_term_sum(e, s))
+		split_conds_but_padding(&cs, e, s);
+	else
+		split_conds(&cs, store ? s->store.split_cond : s->let.split_cond);
 	/* An unconditional assignment (an accumulator's identity) opens no group: the guarded
 	 * accumulation after it reads its variable, but the identity must hold in every thread
 	 * (the lanes beyond the extent give it to the block reduction). */
@@ -397,8 +508,10 @@ static Stmt *predicate_list(Kernel *k, Elim *e, Stmt *s)
 
 bool pass_predicate(Kernel *k, Diag *d)
 {
-	Elim e = {.a = k->arena};
+	IrRange rg = ir_range_in(k);
+	Elim e = {.a = k->arena, .rg = &rg};
 	find_total(&e, k);
+	find_zero(&e);
 	k->body = predicate_list(k, &e, k->body);
 	return true;
 }

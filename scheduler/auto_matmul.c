@@ -21,8 +21,9 @@
  *     it), two adjacent columns per store;
  *   - FMA units (examples/gemm/gemm_f32.fus) otherwise: 128 x 128 block tiles, 16 x 16
  *     threads of 8 x 8 outputs, k in steps of 16, As, Bs shared (cp.async, 4 stages), their
- *     register copies Al, Bl double-buffered; a transposed operand is copied along its own
- *     contiguous dimension.
+ *     register copies Al, Bl double-buffered; for a row-major f32 A (the SGEMM,
+ *     examples/gemm/sgemm_tuned.fus) Al holds 8 rows x 4 k, loaded as 16-byte vectors every
+ *     4 k; a transposed operand is copied along its own contiguous dimension.
  * The batch indices are merged onto blockIdx.z. For a target older than sm_80 (Plan.arch):
  * the FMA schedule, with plain vector copies instead of cp.async. The 16-byte copies need K
  * and N (a transposed operand: M or K) to be multiples of the vector: launcher
@@ -45,6 +46,7 @@ enum {
 	FMA_BK = 16,
 	FMA_THREADS = 16, /* threads each way */
 	FMA_STAGES = 4,
+	FMA_AK = 4, /* k per vector of A's register fragment (a row-major f32 A) */
 	COPY_THREADS = 128, /* 4 warps (the tensor-core schedule) */
 };
 
@@ -445,28 +447,43 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 	bool vec4 = tuned && dtype_size(c->out->dtype) <= 4;
 	d_verb1(p, t, vec4 ? "vectorize" : "unroll", jv);
 
-	/* the accumulator: [blocks | ko, ty, tx, ki, iu, ju, jv] */
+	/* the accumulator: [blocks | ko, ty, tx, ki, iu, ju, jv], or with A's fragment read along
+	 * k (examples/gemm/sgemm_tuned.fus: a row-major f32 A) [blocks | ko, ty, tx, kq, kv, iu,
+	 * ju, jv], ki = 4 kq + kv */
+	bool ak = tuned && !c->a_trans && dtype_size(c->a->dtype) == 4;
 	d_compute_at_tiles(p, acc, &x);
 	const char *ko = fresh_axis(p, acc, "ko"), *ki = fresh_axis(p, acc, "ki");
+	const char *kq = ak ? fresh_axis(p, acc, "kq") : NULL, *kv = ki;
 	d_split(p, acc, x.ii, FMA_THREADS, iu, ty);
 	d_split(p, acc, x.ji, FMA_TILE / 2, ju, jr);
 	d_split(p, acc, jr, 4, tx, jv);
 	d_split(p, acc, k, FMA_BK, ko, ki);
-	const char *aorder[] = {ko, ty, tx, ki, iu, ju, jv};
-	d_reorder(p, acc, aorder, 7);
+	if (ak) {
+		kv = fresh_axis(p, acc, "kv");
+		d_split(p, acc, ki, FMA_AK, kq, kv);
+	}
+	const char *aorder[] = {ko, ty, tx, kq, kv, iu, ju, jv};
+	reorder_present(p, acc, aorder, 8);
 	d_bind(p, acc, ty, "threadIdx.y");
 	d_bind(p, acc, tx, "threadIdx.x");
-	const char *unrolled[] = {iu, ju, jv, ki};
-	for (int q = 0; q < 4; q++)
-		d_verb1(p, acc, "unroll", unrolled[q]);
+	const char *unrolled[] = {iu, ju, jv, kv, kq};
+	for (int q = 0; q < 5; q++)
+		verb_present(p, acc, "unroll", unrolled[q]);
 	const char *at = acc;
 	const char *sh[] = {ko};
 	if (tuned) {
-		const char *shk[] = {ko, ty, tx, ki};
-		d_compute_at(p, al, acc, ki, shk, 4);
-		d_verb1(p, al, "unroll", iu);
-		d_directive(p, NULL, al, "double_buffer", 0, NULL, 0, NULL);
-		d_compute_at(p, bl, acc, ki, shk, 4);
+		const char *shk[] = {ko, ty, tx, kq ? kq : ki, kv};
+		if (ak) {
+			/* A's 8 rows x FMA_AK k as 8 16-byte vectors at each kq */
+			d_compute_at(p, al, acc, kq, shk, 4);
+			d_verb1(p, al, "unroll", iu);
+			d_verb1(p, al, "vectorize", kv);
+		} else {
+			d_compute_at(p, al, acc, ki, shk, 4);
+			d_verb1(p, al, "unroll", iu);
+			d_directive(p, NULL, al, "double_buffer", 0, NULL, 0, NULL);
+		}
+		d_compute_at(p, bl, acc, kv, shk, ak ? 5 : 4);
 		d_verb1(p, bl, "unroll", ju);
 		/* B[j, k]: the register copy of Bs keeps B's layout, jv is not contiguous in it */
 		bool bvec = !c->b_trans && dtype_size(c->b->dtype) <= 4;

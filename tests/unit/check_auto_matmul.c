@@ -212,7 +212,12 @@ START_TEST(test_fma_schedule)
 	char *s = tuned(MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 			&tc);
 	ck_assert_not_contains(s, "mma");
-	ck_assert_contains(s, "A_smem_reg.double_buffer();");
+	/* A row-major f32 A: its register fragment read along k (sgemm_tuned.fus) */
+	ck_assert_contains(s, "C_acc.split(ki, 4) -> (kq, kv);");
+	ck_assert_contains(s, "A_smem_reg.compute_at(C_acc, kq);");
+	ck_assert_contains(s, "A_smem_reg.vectorize(kv);");
+	ck_assert_not_contains(s, "A_smem_reg.double_buffer();");
+	ck_assert_contains(s, "B_smem_reg.double_buffer();");
 	ck_assert_contains(s, "A_smem.stages(4);");
 	ck_assert_contains(s, "C.vectorize(jv);");
 	free(s);
@@ -221,6 +226,8 @@ START_TEST(test_fma_schedule)
 	s = tuned(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"), &tc);
 	ck_assert_not_contains(s, "mma");
 	ck_assert_contains(s, "B_smem_reg.unroll(jv);");
+	/* A f16: its fragment one k at a time, double-buffered */
+	ck_assert_contains(s, "A_smem_reg.double_buffer();");
 	free(s);
 	tc_free(tc);
 	/* f64: 4 columns would be a 32-byte vector; unrolled, still the tuned level */

@@ -180,60 +180,35 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    float A_smem_reg[16];
-    // A_smem_reg computed at C_acc.ki
-    __align__(16) float B_smem_reg[16];
-    // B_smem_reg computed at C_acc.ki
     #pragma unroll
-    for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-      if (ko * 16 < K) {
-        A_smem_reg[iu_1] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
+    for (long long kq = 0; kq < 4; ++kq) {
+      __align__(16) float A_smem_reg[32];
+      // A_smem_reg computed at C_acc.kq
+      #pragma unroll
+      for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&A_smem_reg[iu_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + kq * 4 + ko % 4 * 2048]);
       }
-    }
-    #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
-      if (ko * 16 < K) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-      } else {
-        #pragma unroll
-        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (ko * 16 < K) {
-            B_smem_reg[ju_1 * 4 + jv_1] = B_smem[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-          }
-        }
-      }
-    }
-    #pragma unroll
-    for (long long ki = 0; ki < 16; ++ki) {
-      if (ki + 1 < 16) {
-        #pragma unroll
-        for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-          if (ko * 16 + ki + 1 < K) {
-            A_smem_reg[iu_1 + (ki + 1) % 2 * 8] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
-          }
-        }
-        #pragma unroll
-        for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
-          if (ko * 16 + ki + 1 < K) {
-            *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-          } else {
-            #pragma unroll
-            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-              if (ko * 16 + ki + 1 < K) {
-                B_smem_reg[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = B_smem[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-              }
-            }
-          }
-        }
+      __align__(16) float B_smem_reg[16];
+      // B_smem_reg computed at C_acc.kv
+      #pragma unroll
+      for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[kq * 512 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
       }
       #pragma unroll
-      for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
-        #pragma unroll
-        for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
+      for (long long kv_1 = 0; kv_1 < 4; ++kv_1) {
+        if (kv_1 + 1 < 4) {
           #pragma unroll
-          for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-            if (ko * 16 + ki < K) {
-              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
+          for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
+            *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4 + (kv_1 + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[kq * 512 + kv_1 * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
+          }
+        }
+        #pragma unroll
+        for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
+          #pragma unroll
+          for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
+            #pragma unroll
+            for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 * 4 + kv_1] * B_smem_reg[ju_2 * 4 + jv_2 + kv_1 % 2 * 8];
             }
           }
         }
@@ -442,52 +417,44 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel_scalar(const
         }
       }
     }
-    float A_smem_reg[16];
-    // A_smem_reg computed at C_acc.ki
-    float B_smem_reg[16];
-    // B_smem_reg computed at C_acc.ki
     #pragma unroll
-    for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-      if (ko * 16 < K) {
-        A_smem_reg[iu_1] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
-      }
-    }
-    #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
+    for (long long kq = 0; kq < 4; ++kq) {
+      float A_smem_reg[32];
+      // A_smem_reg computed at C_acc.kq
       #pragma unroll
-      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (ko * 16 < K) {
-          B_smem_reg[ju_1 * 4 + jv_1] = B_smem[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+      for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
+        #pragma unroll
+        for (long long kv = 0; kv < 4; ++kv) {
+          A_smem_reg[iu_1 * 4 + kv] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + kq * 4 + kv + ko % 4 * 2048];
         }
       }
-    }
-    #pragma unroll
-    for (long long ki = 0; ki < 16; ++ki) {
-      if (ki + 1 < 16) {
+      float B_smem_reg[16];
+      // B_smem_reg computed at C_acc.kv
+      #pragma unroll
+      for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
         #pragma unroll
-        for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-          if (ko * 16 + ki + 1 < K) {
-            A_smem_reg[iu_1 + (ki + 1) % 2 * 8] = A_smem[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
-          }
+        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+          B_smem_reg[ju_1 * 4 + jv_1] = B_smem[kq * 512 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
         }
-        #pragma unroll
-        for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
+      }
+      #pragma unroll
+      for (long long kv_1 = 0; kv_1 < 4; ++kv_1) {
+        if (kv_1 + 1 < 4) {
           #pragma unroll
-          for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-            if (ko * 16 + ki + 1 < K) {
-              B_smem_reg[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = B_smem[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+          for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
+            #pragma unroll
+            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+              B_smem_reg[ju_1 * 4 + jv_1 + (kv_1 + 1) % 2 * 8] = B_smem[kq * 512 + kv_1 * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
             }
           }
         }
-      }
-      #pragma unroll
-      for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
         #pragma unroll
-        for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
+        for (long long iu_2 = 0; iu_2 < 8; ++iu_2) {
           #pragma unroll
-          for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-            if (ko * 16 + ki < K) {
-              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 + ki % 2 * 8] * B_smem_reg[ju_2 * 4 + jv_2 + ki % 2 * 8];
+          for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
+            #pragma unroll
+            for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+              C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] = C_acc[iu_2 * 8 + ju_2 * 4 + jv_2] + A_smem_reg[iu_2 * 4 + kv_1] * B_smem_reg[ju_2 * 4 + jv_2 + kv_1 % 2 * 8];
             }
           }
         }

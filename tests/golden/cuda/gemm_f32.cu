@@ -186,44 +186,22 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     // Bl computed at Cl.ki
     #pragma unroll
     for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-      if (ko * 16 < K) {
-        Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
-      }
+      Al[iu_1] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ko % 4 * 2048];
     }
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
-      if (ko * 16 < K) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-      } else {
-        #pragma unroll
-        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (ko * 16 < K) {
-            Bl[ju_1 * 4 + jv_1] = Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-          }
-        }
-      }
+      *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
     }
     #pragma unroll
     for (long long ki = 0; ki < 16; ++ki) {
       if (ki + 1 < 16) {
         #pragma unroll
         for (long long iu_1 = 0; iu_1 < 8; ++iu_1) {
-          if (ko * 16 + ki + 1 < K) {
-            Al[iu_1 + (ki + 1) % 2 * 8] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
-          }
+          Al[iu_1 + (ki + 1) % 2 * 8] = As[iu_1 * 256 + ((long long)threadIdx.y) * 16 + ki + 1 + ko % 4 * 2048];
         }
         #pragma unroll
         for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
-          if (ko * 16 + ki + 1 < K) {
-            *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-          } else {
-            #pragma unroll
-            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-              if (ko * 16 + ki + 1 < K) {
-                Bl[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-              }
-            }
-          }
+          *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
         }
       }
       #pragma unroll
@@ -232,9 +210,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
         for (long long ju_2 = 0; ju_2 < 2; ++ju_2) {
           #pragma unroll
           for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-            if (ko * 16 + ki < K) {
-              Cl[iu_2 * 8 + ju_2 * 4 + jv_2] = Cl[iu_2 * 8 + ju_2 * 4 + jv_2] + Al[iu_2 + ki % 2 * 8] * Bl[ju_2 * 4 + jv_2 + ki % 2 * 8];
-            }
+            Cl[iu_2 * 8 + ju_2 * 4 + jv_2] = Cl[iu_2 * 8 + ju_2 * 4 + jv_2] + Al[iu_2 + ki % 2 * 8] * Bl[ju_2 * 4 + jv_2 + ki % 2 * 8];
           }
         }
       }
@@ -373,15 +349,15 @@ extern "C" cudaError_t gemm_f32(const float *A, const float *B, float *C, int64_
     return fus_err;
   }
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: A is not 16-byte aligned (cp.async, gemm_f32.fus:71:3)");
+    return fus_fail(gemm_f32_error_text, "gemm_f32: A is not 16-byte aligned (cp.async, gemm_f32.fus:74:3)");
   if ((uintptr_t)B % 16 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: B is not 16-byte aligned (cp.async, gemm_f32.fus:82:3)");
+    return fus_fail(gemm_f32_error_text, "gemm_f32: B is not 16-byte aligned (cp.async, gemm_f32.fus:85:3)");
   if ((uintptr_t)C % 16 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: C is not 16-byte aligned (vectorized access, gemm_f32.fus:40:3)");
+    return fus_fail(gemm_f32_error_text, "gemm_f32: C is not 16-byte aligned (vectorized access, gemm_f32.fus:43:3)");
   if (K % 4 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: K = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:71:3)", (long long)K);
+    return fus_fail(gemm_f32_error_text, "gemm_f32: K = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:74:3)", (long long)K);
   if (N % 4 != 0)
-    return fus_fail(gemm_f32_error_text, "gemm_f32: N = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:82:3)", (long long)N);
+    return fus_fail(gemm_f32_error_text, "gemm_f32: N = %lld is not a multiple of 4 (cp.async, gemm_f32.fus:85:3)", (long long)N);
   const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(gemm_f32_error_text, "gemm_f32: sizes too large: grid dimension x does not fit in 64 bits");
