@@ -523,26 +523,38 @@ static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
 	return s;
 }
 
-/* The online update of s1's (count, mean, M2) with one element x:
- *   v = x; n = n + 1; d = v - mean; mean = mean + d / n; m2 = m2 + d * (v - mean)
- * every statement marked with s1, so the predicate pass guards them together (a lane out of
- * bounds leaves the count as it is). */
+/* The online update of s1's (count, mean, M2) with one element x. Only the read is
+ * predicated (as online_update's): a lane out of bounds has the weight w = 0 and leaves the
+ * triple as it is, so the update is straight-line code and the unrolled loop's loads are
+ * issued together (with the update inside each element's `if`, nvcc branched around every
+ * element: layernorm over 65536 f32 ran slower in one pass than in two):
+ *   v = 0; w = 0;  if (in bounds) { v = x; w = 1; }   (v, w: one predicate group)
+ *   n = n + w; d = v - mean; mean = mean + d * (w / max(n, 1)); m2 = m2 + w * (d * (v - mean))
+ * In bounds this is Welford's update (w / max(n, 1) = 1 / n); out of bounds d is multiplied
+ * by 0 (n may still be 0 there, hence the max). */
 static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
 {
 	Arena *a = n->a;
 	Tensor *t = fr->t;
 	DType dt = fr->acc->dtype;
 	Var *v = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
+	Var *w = new_local(n->k, arena_printf(a, "%s_w", t->name), dt);
 	Var *d = new_local(n->k, arena_printf(a, "%s_d", t->name), dt);
 	IrExpr *cnt = ir_var(a, fr->acc), *mean = ir_var(a, fr->wmean), *m2 = ir_var(a, fr->wm2);
-	Stmt *s = tensor_let(n, t, v, x);
-	kir_append(s, tensor_let(n, t, fr->acc, ir_op(a, OP_ADD, dt, cnt, ir_float(a, dt, 1.0))));
-	kir_append(s, tensor_let(n, t, d, ir_op(a, OP_SUB, dt, ir_var(a, v), mean)));
-	kir_append(s, tensor_let(n, t, fr->wmean,
-				 ir_op(a, OP_ADD, dt, mean, ir_op(a, OP_DIV, dt, ir_var(a, d), cnt))));
+	IrExpr *wv = ir_var(a, w), *one = ir_float(a, dt, 1.0);
+	Stmt *s = let(n->k, v, ir_float(a, dt, 0.0));
+	kir_append(s, let(n->k, w, ir_float(a, dt, 0.0)));
+	kir_append(s, with_split_cond(n, tensor_let(n, t, v, x), t, true));
+	kir_append(s, tensor_let(n, t, w, one));
+	kir_append(s, let(n->k, fr->acc, ir_op(a, OP_ADD, dt, cnt, wv)));
+	kir_append(s, let(n->k, d, ir_op(a, OP_SUB, dt, ir_var(a, v), mean)));
+	IrExpr *r = ir_op(a, OP_DIV, dt, wv, ir_op(a, OP_MAX, dt, cnt, one));
+	kir_append(s, let(n->k, fr->wmean,
+			  ir_op(a, OP_ADD, dt, mean, ir_op(a, OP_MUL, dt, ir_var(a, d), r))));
 	IrExpr *dev = ir_op(a, OP_SUB, dt, ir_var(a, v), ir_var(a, fr->wmean));
-	kir_append(s, tensor_let(n, t, fr->wm2,
-				 ir_op(a, OP_ADD, dt, m2, ir_op(a, OP_MUL, dt, ir_var(a, d), dev))));
+	kir_append(s, let(n->k, fr->wm2,
+			  ir_op(a, OP_ADD, dt, m2,
+				ir_op(a, OP_MUL, dt, wv, ir_op(a, OP_MUL, dt, ir_var(a, d), dev)))));
 	return s;
 }
 
@@ -665,9 +677,8 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->in_place)
 		return accumulate_in_place(n, t, map);
 	/* the first statement of a group carries its split conditions (guard() takes the group) */
-	if (fr->wmean)
-		return with_split_cond(
-			n, welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
+	if (fr->wmean) /* as online's: its read carries the split conditions */
+		return welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->osum) /* its read carries the split conditions */
 		return online_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->acc) {
