@@ -784,15 +784,6 @@ START_TEST(test_online_errors)
 }
 END_TEST
 
-static Kernel *variant(TestCompile *tc, const char *name)
-{
-	Kernel *v = tc->kernels[0];
-	while (v && strcmp(v->name, name) != 0)
-		v = v->fallback;
-	ck_assert_msg(v != NULL, "no variant %s", name);
-	return v;
-}
-
 /* The automatic scheduler: online() where the row is read from memory by each pass (the N <=
  * 65536 bucket), not where it is kept in registers (N <= 16384); for layernorm welford()
  * there instead: the row is read twice (statistics, output), not three times. */
@@ -809,7 +800,7 @@ START_TEST(test_auto_online)
 		ck_assert_int_eq(count_str(reg, "block_online"), 0);
 		ck_assert_int_eq(count_str(big, "block_welford"), f == 2);
 		ck_assert_int_eq(count_str(reg, "block_welford"), 0);
-		Kernel *k = variant(tc, arena_printf(tc->arena, "%s_kernel_N65536", names[f]));
+		Kernel *k = tc_variant(tc, arena_printf(tc->arena, "%s_kernel_N65536", names[f]));
 		ck_assert_int_eq(passes_over(k->body, k->fusion->inputs[0]), f == 0 ? 2 : f);
 		free(big);
 		free(reg);
