@@ -395,7 +395,9 @@ typedef struct Frame {
 	int rstart;  /* where the accumulator starts (ndomain for a non-reduction) */
 	Var *acc;    /* reduction accumulator */
 	bool in_place; /* accumulates in its own register buffer (accumulate_in_place) */
-	Var *wmean, *wm2; /* welford (t->welford_var): acc is the count; the mean and M2 */
+	Var *wmean, *wm2; /* welford (t->welford_var): acc is the count; the mean and M2 (in
+			   * the loops: the sums of the deviations from wshift and of their squares) */
+	Var *wshift;
 	Var *osum;        /* online (t->online_sum): acc is the max; the sum of exp(x - max) */
 	unsigned threads; /* thread types of the reduction axes: a block reduction */
 	Span threads_span; /* the bind directive of the first of them */
@@ -523,26 +525,56 @@ static Stmt *tensor_let(Nest *n, Tensor *t, Var *v, IrExpr *value)
 	return s;
 }
 
-/* The online update of s1's (count, mean, M2) with one element x:
- *   v = x; n = n + 1; d = v - mean; mean = mean + d / n; m2 = m2 + d * (v - mean)
- * every statement marked with s1, so the predicate pass guards them together (a lane out of
- * bounds leaves the count as it is). */
+/* The update of s1's per-thread statistics with one element x: the count n, the shift k
+ * (the thread's first element), and the sums s and q of the deviations e = x - k and of their
+ * squares (the shifted-data algorithm: no division per element; welford_finish turns them
+ * into the thread's mean and M2 for the block combination). Only the read is predicated (as
+ * online_update's): a lane out of bounds reads k itself and has the weight w = 0, so the
+ * update is straight-line code with no branch and the unrolled loop's loads are issued
+ * together (Welford's own update, `mean += d / n` with the bounds `if` around it, ran
+ * layernorm over 65536 f32 in one pass no faster than in two; nvcc's correctly rounded
+ * division and NaN-propagating max are branches):
+ *   v = k; w = 0;  if (in bounds) { v = x; w = 1; }   (v, w: one predicate group)
+ *   k = n == 0 ? v : k;  n = n + w;  e = v - k;  s = s + e;  q = q + e * e
+ * Numerically this is as safe as the shift is close to the thread's mean: a row of 1e4 plus
+ * noise shifts by about 1e4 and keeps the noise's digits (check_welford.c); a first element
+ * far from the rest (by many standard deviations) loses digits of that thread's M2. */
 static Stmt *welford_update(Nest *n, Frame *fr, IrExpr *x)
 {
 	Arena *a = n->a;
 	Tensor *t = fr->t;
 	DType dt = fr->acc->dtype;
 	Var *v = new_local(n->k, arena_printf(a, "%s_v", t->name), dt);
-	Var *d = new_local(n->k, arena_printf(a, "%s_d", t->name), dt);
-	IrExpr *cnt = ir_var(a, fr->acc), *mean = ir_var(a, fr->wmean), *m2 = ir_var(a, fr->wm2);
-	Stmt *s = tensor_let(n, t, v, x);
-	kir_append(s, tensor_let(n, t, fr->acc, ir_op(a, OP_ADD, dt, cnt, ir_float(a, dt, 1.0))));
-	kir_append(s, tensor_let(n, t, d, ir_op(a, OP_SUB, dt, ir_var(a, v), mean)));
-	kir_append(s, tensor_let(n, t, fr->wmean,
-				 ir_op(a, OP_ADD, dt, mean, ir_op(a, OP_DIV, dt, ir_var(a, d), cnt))));
-	IrExpr *dev = ir_op(a, OP_SUB, dt, ir_var(a, v), ir_var(a, fr->wmean));
-	kir_append(s, tensor_let(n, t, fr->wm2,
-				 ir_op(a, OP_ADD, dt, m2, ir_op(a, OP_MUL, dt, ir_var(a, d), dev))));
+	Var *w = new_local(n->k, arena_printf(a, "%s_w", t->name), dt);
+	Var *e = new_local(n->k, arena_printf(a, "%s_e", t->name), dt);
+	IrExpr *cnt = ir_var(a, fr->acc), *k = ir_var(a, fr->wshift), *ev = ir_var(a, e);
+	Stmt *s = let(n->k, v, k);
+	kir_append(s, let(n->k, w, ir_float(a, dt, 0.0)));
+	kir_append(s, with_split_cond(n, tensor_let(n, t, v, x), t, true));
+	kir_append(s, tensor_let(n, t, w, ir_float(a, dt, 1.0)));
+	IrExpr *first = ir_op(a, OP_EQ, DT_BOOL, cnt, ir_float(a, dt, 0.0));
+	kir_append(s, let(n->k, fr->wshift, ir_select(a, first, ir_var(a, v), k)));
+	kir_append(s, let(n->k, fr->acc, ir_op(a, OP_ADD, dt, cnt, ir_var(a, w))));
+	kir_append(s, let(n->k, e, ir_op(a, OP_SUB, dt, ir_var(a, v), ir_var(a, fr->wshift))));
+	kir_append(s, let(n->k, fr->wmean, ir_op(a, OP_ADD, dt, ir_var(a, fr->wmean), ev)));
+	kir_append(s, let(n->k, fr->wm2,
+			  ir_op(a, OP_ADD, dt, ir_var(a, fr->wm2), ir_op(a, OP_MUL, dt, ev, ev))));
+	return s;
+}
+
+/* After the loops: the thread's mean k + s / n and M2 q - s * s / n (at least 0: rounding
+ * can leave a tiny negative), the triple Chan's combination expects (n = 0: mean 0, M2 0). */
+static Stmt *welford_finish(Nest *n, Frame *fr)
+{
+	Arena *a = n->a;
+	DType dt = fr->acc->dtype;
+	Var *r = new_local(n->k, arena_printf(a, "%s_r", fr->t->name), dt);
+	IrExpr *sum = ir_var(a, fr->wmean), *zero = ir_float(a, dt, 0.0);
+	IrExpr *cnt = ir_op(a, OP_MAX, dt, ir_var(a, fr->acc), ir_float(a, dt, 1.0));
+	Stmt *s = let(n->k, r, ir_op(a, OP_DIV, dt, sum, cnt));
+	IrExpr *dev = ir_op(a, OP_SUB, dt, ir_var(a, fr->wm2), ir_op(a, OP_MUL, dt, sum, ir_var(a, r)));
+	kir_append(s, let(n->k, fr->wm2, ir_op(a, OP_MAX, dt, dev, zero)));
+	kir_append(s, let(n->k, fr->wmean, ir_op(a, OP_ADD, dt, ir_var(a, fr->wshift), ir_var(a, r))));
 	return s;
 }
 
@@ -555,6 +587,8 @@ static Stmt *pair_nest(Nest *n, Frame *fr, int pos, Stmt *list, Stmt *br, Span a
 {
 	Tensor *t = fr->t;
 	list = kir_append(list, pos == t->ndomain ? innermost(n, fr) : open_axis(n, fr, pos));
+	if (fr->wshift)
+		list = kir_append(list, welford_finish(n, fr));
 	if (fr->threads) {
 		br->span = at;
 		list = kir_append(list, br);
@@ -562,11 +596,12 @@ static Stmt *pair_nest(Nest *n, Frame *fr, int pos, Stmt *list, Stmt *br, Span a
 	list = kir_append(list, store(n, t, value));
 	vec_push(n->a, &n->wsums, t);
 	vec_push(n->a, &n->wm2s, second);
-	fr->acc = fr->wmean = fr->wm2 = fr->osum = NULL;
+	fr->acc = fr->wmean = fr->wm2 = fr->osum = fr->wshift = NULL;
 	return list;
 }
 
-/* s1's accumulation as (count, mean, M2): zeros, the loops with the online update, the block
+/* s1's accumulation as (count, mean, M2): zeros, the loops with the shifted sums
+ * (welford_update), the thread's mean and M2 from them (welford_finish), the block
  * combination when reduction axes are bound to threads, then s1 = mean * count (the sum its
  * readers expect); s2's store, in its own place, reads the M2 (pair_store). */
 static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
@@ -577,7 +612,9 @@ static Stmt *welford_nest(Nest *n, Frame *fr, int pos)
 	fr->acc = new_local(n->k, arena_printf(a, "%s_n", t->name), dt);
 	fr->wmean = new_local(n->k, arena_printf(a, "%s_mean", t->name), dt);
 	fr->wm2 = new_local(n->k, arena_printf(a, "%s_m2", t->name), dt);
+	fr->wshift = new_local(n->k, arena_printf(a, "%s_k", t->name), dt);
 	Stmt *list = let(n->k, fr->acc, ir_float(a, dt, 0.0));
+	kir_append(list, let(n->k, fr->wshift, ir_float(a, dt, 0.0)));
 	kir_append(list, let(n->k, fr->wmean, ir_float(a, dt, 0.0)));
 	kir_append(list, let(n->k, fr->wm2, ir_float(a, dt, 0.0)));
 	Stmt *br = kir_block_welford(n->k, fr->acc, fr->wmean, fr->wm2, fr->threads);
@@ -665,9 +702,8 @@ static Stmt *innermost(Nest *n, Frame *fr)
 	if (fr->in_place)
 		return accumulate_in_place(n, t, map);
 	/* the first statement of a group carries its split conditions (guard() takes the group) */
-	if (fr->wmean)
-		return with_split_cond(
-			n, welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot)), t, true);
+	if (fr->wmean) /* as online's: its read carries the split conditions */
+		return welford_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->osum) /* its read carries the split conditions */
 		return online_update(n, fr, translate(n, t->def->args[0], map, t->nroot));
 	if (fr->acc) {

@@ -885,6 +885,49 @@ static void row_online(Plan *p, Row *r, RowShape *s)
 	}
 }
 
+/* A row that is not persistent and a sum of squared deviations from the mean of another sum
+ * of the group (layernorm's s1 and s2: `s2.welford()`, docs/reductions.md, "Welford's single
+ * pass"): both computed at the anchor's row with the same split, before the per-row values
+ * that read them are (compute_at looks through them while they are inlined), so one pass
+ * over the row computes both and the row is read twice, not three times. Marks the pair in
+ * `paired` (1 the sum, 2 the squares; the reductions' loop below skips them). */
+static void row_welford(Plan *p, Row *r, RowShape *s, IrExpr *odef, const char *at,
+			const char **shared, int nshared, char *paired)
+{
+	Tensor *o = r->anchor;
+	for (int i = 0; i < r->nreds; i++) {
+		Tensor *t = r->reds[i], *s1 = sched_welford_sum(p->a, t);
+		int k = 0;
+		while (s1 && k < r->nreds && r->reds[k] != s1)
+			k++;
+		if (!s1 || k == r->nreds || paired[i] || paired[k] || t->kind != TK_INTERMEDIATE ||
+		    s1->kind != TK_INTERMEDIATE || !reads_through(odef, t, 0) ||
+		    !reads_through(odef, s1, 0))
+			continue;
+		int pair[2] = {k, i};
+		for (int q = 0; q < 2; q++) {
+			Tensor *u = r->reds[pair[q]];
+			d_compute_at(p, u->name, o->name, at, shared, nshared);
+			const char *c = own_name(u->root[r->k]->name, shared, nshared, p->a);
+			schedule_row_reduction(p, r, s, u, 1 + pair[q], c);
+			paired[pair[q]] = 1 + q;
+		}
+		d_directive(p, NULL, t->name, "welford", 0, NULL, 0, NULL);
+	}
+}
+
+/* Does the per-row value v read the squares of a Welford pair? It stays inlined then: the
+ * final schedule's checks map the pair's loops through the values the anchor reads it by
+ * only while those are inlined (rstd = rsqrt(s2 / N + eps) is recomputed per element; the
+ * mean, which s2's definition reads, stays in a register). */
+static bool reads_paired(Row *r, Tensor *v, const char *paired)
+{
+	for (int i = 0; i < r->nreds; i++)
+		if (paired[i] == 2 && reads_through(v->def, r->reds[i], 0))
+			return true;
+	return false;
+}
+
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
@@ -931,14 +974,17 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (s.persistent && !x.ju)
 			d_verb1(p, o->name, "unroll", x.jr);
 	}
+	IrExpr *odef = red ? o->def->args[0] : o->def;
+	char paired[MAX_GROUP] = {0};
+	if (!s.persistent && p->level == AUTO_TUNED && col)
+		row_welford(p, r, &s, odef, at, shared, nshared, paired);
 	/* Per-row values that the output reads (layernorm's mean = s1 / N, rstd = rsqrt(s2 / N +
 	 * eps)): in registers, computed once per row rather than in every element (a division
 	 * by a symbolic N and a rsqrt per element, which nvcc does not hoist out of the guarded
 	 * vectors). */
-	IrExpr *odef = red ? o->def->args[0] : o->def;
 	for (int i = 0; i < r->nvals && p->level == AUTO_TUNED && col; i++) {
 		Tensor *v = r->vals[i];
-		if (!reads_through(odef, v, 0))
+		if (!reads_through(odef, v, 0) || reads_paired(r, v, paired))
 			continue;
 		d_verb1(p, v->name, "memory", "local");
 		d_compute_at(p, v->name, o->name, at, shared, nshared);
@@ -960,7 +1006,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		for (int q = 0; q < r->nreds; q++) {
 			int i = pass ? r->nreds - 1 - q : q;
 			Tensor *t = r->reds[i], *u = row_reader(r, &s, t);
-			if (t == o || (u != o && u != s.mid) != (pass == 1))
+			if (t == o || paired[i] || (u != o && u != s.mid) != (pass == 1))
 				continue;
 			d_compute_at(p, t->name, u->name, at, shared, nshared);
 			const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);

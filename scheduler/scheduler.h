@@ -95,10 +95,12 @@ bool sched_rfactor(Sched *s, Tensor *t, AstDirective *dir);
 /* scheduler/welford.c: `s2.welford()` and `s.online()` (the patterns, at the directive) and
  * the final schedule's checks of every such pair (placement, loops, no grid reduction, no
  * rfactor). sched_online_max: the max m that s.online() would pair s with, or NULL (no
- * diagnostic: the automatic scheduler asks). */
+ * diagnostic: the automatic scheduler asks); sched_welford_sum: the sum s1 that s2.welford()
+ * would pair s2 with, or NULL. */
 bool sched_welford(Sched *s, Tensor *t, AstDirective *dir);
 bool sched_online(Sched *s, Tensor *t, AstDirective *dir);
 Tensor *sched_online_max(Arena *a, Tensor *s);
+Tensor *sched_welford_sum(Arena *a, Tensor *s2);
 bool sched_check_welford(Sched *s);
 bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer);
 enum { PAD_MAX = 32 }; /* the largest pad(n) */

@@ -265,6 +265,12 @@ static Tensor *match(Arena *a, Tensor *s2, const char **why)
 	return s1;
 }
 
+Tensor *sched_welford_sum(Arena *a, Tensor *s2)
+{
+	const char *why;
+	return s2->sched.welford_sum ? NULL : match(a, s2, &why);
+}
+
 bool sched_welford(Sched *s, Tensor *t, AstDirective *dir)
 {
 	if (t->sched.welford_sum) {

@@ -135,20 +135,30 @@ START_TEST(test_layernorm_one_pass)
 	ck_assert_contains(fir, "tensor s2: f32[M] intermediate local compute_at(y, 0) welford(s1)\n");
 	free(fir);
 	char *ir = tc_kernel_ir(one, 0);
-	/* the update: one group under the bounds predicate; s2 has no loop of its own */
+	/* the update: shifted sums (no division), only the read, its weight and the shift under
+	 * the bounds predicate; the thread's mean and M2 after the loop; s2 has no loop of its
+	 * own */
 	ck_assert_contains(ir,
 		"  s1_n = 0.0;\n"
+		"  s1_k = 0.0;\n"
 		"  s1_mean = 0.0;\n"
 		"  s1_m2 = 0.0;\n"
 		"  for jr in [0, ceildiv(N, 128)) {\n"
+		"    s1_v = s1_k;\n"
+		"    s1_w = 0.0;\n"
 		"    if (blockIdx.x < M && jr * 128 + threadIdx.x < N) {\n"
 		"      s1_v = x[blockIdx.x * N + jr * 128 + threadIdx.x];\n"
-		"      s1_n = s1_n + 1.0;\n"
-		"      s1_d = s1_v - s1_mean;\n"
-		"      s1_mean = s1_mean + s1_d / s1_n;\n"
-		"      s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);\n"
+		"      s1_w = 1.0;\n"
+		"      s1_k = s1_n == 0.0 ? s1_v : s1_k;\n"
 		"    }\n"
+		"    s1_n = s1_n + s1_w;\n"
+		"    s1_e = s1_v - s1_k;\n"
+		"    s1_mean = s1_mean + s1_e;\n"
+		"    s1_m2 = s1_m2 + s1_e * s1_e;\n"
 		"  }\n"
+		"  s1_r = s1_mean / max(s1_n, 1.0);\n"
+		"  s1_m2 = max(s1_m2 - s1_mean * s1_r, 0.0);\n"
+		"  s1_mean = s1_k + s1_r;\n"
 		"  s1_n, s1_mean, s1_m2 = block_welford(s1_n, s1_mean, s1_m2 over threadIdx.x);\n"
 		"  s1[0] = s1_mean * s1_n;\n"
 		"  alloc local f32 s2[1];\n"
@@ -775,7 +785,8 @@ START_TEST(test_online_errors)
 END_TEST
 
 /* The automatic scheduler: online() where the row is read from memory by each pass (the N <=
- * 65536 bucket), not where it is kept in registers (N <= 16384), never for layernorm. */
+ * 65536 bucket), not where it is kept in registers (N <= 16384); for layernorm welford()
+ * there instead: the row is read twice (statistics, output), not three times. */
 START_TEST(test_auto_online)
 {
 	static const char *const srcs[] = {SOFTMAX_FUSION, LSE_FUSION, LAYERNORM_FUSION};
@@ -787,6 +798,10 @@ START_TEST(test_auto_online)
 		char *reg = tc_variant_ir(tc, arena_printf(tc->arena, "%s_kernel_N16384", names[f]));
 		ck_assert_int_eq(count_str(big, "block_online"), f < 2);
 		ck_assert_int_eq(count_str(reg, "block_online"), 0);
+		ck_assert_int_eq(count_str(big, "block_welford"), f == 2);
+		ck_assert_int_eq(count_str(reg, "block_welford"), 0);
+		Kernel *k = tc_variant(tc, arena_printf(tc->arena, "%s_kernel_N65536", names[f]));
+		ck_assert_int_eq(passes_over(k->body, k->fusion->inputs[0]), f == 0 ? 2 : f);
 		free(big);
 		free(reg);
 		tc_free(tc);

@@ -72,15 +72,20 @@ char *tc_kernel_ir(TestCompile *tc, int i)
 	return b.s;
 }
 
-char *tc_variant_ir(TestCompile *tc, const char *name)
+Kernel *tc_variant(TestCompile *tc, const char *name)
 {
 	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
 	Kernel *v = tc->kernels[0];
 	while (v && strcmp(v->name, name) != 0)
 		v = v->fallback;
 	ck_assert_msg(v != NULL, "no variant %s", name);
+	return v;
+}
+
+char *tc_variant_ir(TestCompile *tc, const char *name)
+{
 	Buf b = {0};
-	kir_print(v, &b);
+	kir_print(tc_variant(tc, name), &b);
 	return b.s;
 }
 

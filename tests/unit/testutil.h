@@ -41,7 +41,8 @@ void tc_assert_nvrtc(TestCompile *tc);
 void tc_assert_no_reports(TestCompile *tc, SimResult *r);
 /* Text of stages (malloc'd; caller frees). */
 char *tc_kernel_ir(TestCompile *tc, int i);
-/* The kernel IR of the variant of kernel 0 named `name` (a Check failure if there is none). */
+/* The variant of kernel 0 named `name` (a Check failure if there is none), and its kernel IR. */
+Kernel *tc_variant(TestCompile *tc, const char *name);
 char *tc_variant_ir(TestCompile *tc, const char *name);
 char *tc_fusion_ir(TestCompile *tc, int i);
 char *tc_cuda(TestCompile *tc);

@@ -62,23 +62,34 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
   float s1_n;
   float s1_mean;
   float s1_m2;
+  float s1_k;
   float s1_v;
-  float s1_d;
+  float s1_w;
+  float s1_e;
+  float s1_r;
   // nest of y
   float s1[1];
   // s1 computed at y.i
   s1_n = 0.0f;
+  s1_k = 0.0f;
   s1_mean = 0.0f;
   s1_m2 = 0.0f;
   for (long long jr = 0; jr < (N + 127) / 128; ++jr) {
+    s1_v = s1_k;
+    s1_w = 0.0f;
     if (((long long)blockIdx.x) < M && jr * 128 + ((long long)threadIdx.x) < N) {
       s1_v = x[((long long)blockIdx.x) * N + jr * 128 + ((long long)threadIdx.x)];
-      s1_n = s1_n + 1.0f;
-      s1_d = s1_v - s1_mean;
-      s1_mean = s1_mean + __fus_fdiv(s1_d, s1_n);
-      s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);
+      s1_w = 1.0f;
+      s1_k = s1_n == 0.0f ? s1_v : s1_k;
     }
+    s1_n = s1_n + s1_w;
+    s1_e = s1_v - s1_k;
+    s1_mean = s1_mean + s1_e;
+    s1_m2 = s1_m2 + s1_e * s1_e;
   }
+  s1_r = __fus_fdiv(s1_mean, __fus_max(s1_n, 1.0f));
+  s1_m2 = __fus_max(s1_m2 - s1_mean * s1_r, 0.0f);
+  s1_mean = s1_k + s1_r;
   __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2);
   s1[0] = s1_mean * s1_n;
   float s2[1];
