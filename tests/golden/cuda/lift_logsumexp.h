@@ -24,7 +24,8 @@ extern "C" {
  * lse_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
  * lse_auto_kernel_N4096_scalar when N <= 4096; lse_auto_kernel_N16384 when N <= 16384, x is
  * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N16384_scalar when N <= 16384;
- * lse_auto_kernel_N65536 when N <= 65536; lse_auto_segments otherwise.
+ * lse_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 4;
+ * lse_auto_kernel_N65536_scalar when N <= 65536; lse_auto_segments otherwise.
  * lse_auto_segments runs segments in order: lse_auto_seg0 (kernels lse_auto_seg0_kernel,
  * lse_auto_seg0_kernel_scalar), then lse_auto_seg1 (kernels lse_auto_seg1_kernel,
  * lse_auto_seg1_kernel_scalar), then lse_auto_seg2 (kernels lse_auto_seg2_kernel,
