@@ -404,7 +404,8 @@ static Val val_logical(IrExpr *e)
 
 /* Float built-ins: the CUDA math function for f32 and for f64. */
 static const struct { IrOp op; const char *f32, *f64; } float_fns[] = {
-	{OP_EXP, "expf", "exp"},       {OP_LOG, "logf", "log"},
+	{OP_EXP, "expf", "exp"},       {OP_EXP_LOWP, "expf", "exp"},
+	{OP_LOG, "logf", "log"},
 	{OP_SQRT, "sqrtf", "sqrt"},    {OP_RSQRT, "rsqrtf", "rsqrt"},
 	{OP_TANH, "tanhf", "tanh"},    {OP_SIGMOID, "__fus_sigmoid", "__fus_sigmoid"},
 	{OP_ERF, "erff", "erf"},       {OP_SIN, "sinf", "sin"},
@@ -415,6 +416,17 @@ static const struct { IrOp op; const char *f32, *f64; } float_fns[] = {
 static Val val_func(IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
+
+	/* an exp only f16/bf16 results see (frontend/lowp_exp.c): exp2f is ex2.approx.f32 */
+	if (e->op == OP_EXP_LOWP && ct == DT_F32) {
+		Val x = val_conv(e->args[0], ct, false);
+		val_paren(&x, PREC_MUL);
+		Val v = val_new(PREC_PRIMARY, ct);
+		buf_puts(&v.b, "exp2f(");
+		val_put(&v.b, &x);
+		buf_puts(&v.b, " * 1.44269504f)");
+		return val_to(v, e->dtype, false);
+	}
 
 	for (int i = 0; i < countof(float_fns); i++) {
 		if (float_fns[i].op != e->op)

@@ -179,6 +179,11 @@ Program *sema_program(Arena *a, Diag *d, AstFile *f);
  * block is not attached. auto_schedule rebuilds a fusion this way to try another schedule. */
 Fusion *sema_fusion(Arena *a, Diag *d, AstFusion *af);
 
+/* frontend/lowp_exp.c: the f32 exponentials of f whose value reaches only f16/bf16 outputs
+ * through products, quotients and sums of exponentials become OP_EXP_LOWP (computed with
+ * ex2.approx; docs/language.md, "Float accuracy on the GPU"). sema_fusion calls it. */
+void sema_lowp_exp(Arena *a, Fusion *f);
+
 /* frontend/cnames.c: why a fusion cannot be named `name` ("a C keyword", "a C standard library
  * name (<stdlib.h>)", ...: its launcher is a global C function of that name), or NULL. */
 const char *sema_c_name_clash(const char *name);

@@ -1201,6 +1201,8 @@ Fusion *sema_fusion(Arena *a, Diag *d, AstFusion *af)
 	int errors = diag_error_count(d);
 	Fusion *f = check_fusion(a, d, af);
 	f->failed = diag_error_count(d) > errors;
+	if (!f->failed)
+		sema_lowp_exp(a, f);
 	return f;
 }
 

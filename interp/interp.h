@@ -63,6 +63,9 @@ InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b);
 bool interp_div_by_zero(IrOp op, DType t, InterpVal b);
 /* The math built-ins (exp ... pow) in double. */
 double interp_fmath(IrOp op, double x, double y);
+/* OP_EXP_LOWP as the GPU computes it in f32, but for ex2's own error (2 ulp): 2^t with
+ * t = x * log2(e) rounded to f32 (frontend/lowp_exp.c); the simulator's model. */
+double interp_exp_lowp(double x);
 
 /* The number of terms summed into an element of t: the product of the extents of the sum
  * reductions of t and, transitively, of the tensors its definition reads (1 without any; max

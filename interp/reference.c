@@ -217,10 +217,16 @@ static Val eval_compare(IrOp op, Val a, DType ta, Val b, DType tb)
 	return vi(r);
 }
 
+double interp_exp_lowp(double x)
+{
+	return exp2((double)((float)x * 1.44269504f));
+}
+
 double interp_fmath(IrOp op, double x, double y)
 {
 	switch (op) {
 	case OP_EXP: return exp(x);
+	case OP_EXP_LOWP: return exp(x);
 	case OP_LOG: return log(x);
 	case OP_SQRT: return sqrt(x);
 	case OP_RSQRT: return 1.0 / sqrt(x);

@@ -477,7 +477,9 @@ static SVal eval_op(Sim *S, SimThread *T, IrExpr *e)
 	case 'f': {
 		ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
 		double x = asf(cv(a, l->dtype, ct), ct), y = r ? asf(cv(b, r->dtype, ct), ct) : 0;
-		return cv(vf(rnd(ct, interp_fmath(e->op, x, y))), ct, e->dtype);
+		double v = e->op == OP_EXP_LOWP && ct == DT_F32 ? interp_exp_lowp(x)
+								: interp_fmath(e->op, x, y);
+		return cv(vf(rnd(ct, v)), ct, e->dtype);
 	}
 	default:
 		unreachable();

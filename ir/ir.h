@@ -45,7 +45,9 @@ DType dtype_promote(DType a, DType b);
 
 /* Operators and built-ins. X(enum suffix, name in .fus / dumps, arity, kind)
  * kind: 'a' arithmetic, 'c' comparison (result bool), 'l' logical (bool operands),
- *       'f' float function (computed in f32/f64), 'm' min/max-like (any numeric). */
+ *       'f' float function (computed in f32/f64), 'm' min/max-like (any numeric).
+ * EXP_LOWP is exp where only f16/bf16 results see it (frontend/lowp_exp.c), computed with
+ * ex2.approx; it has no .fus name ('.' is not in an identifier). */
 #define IR_OPS(X)                  \
 	X(ADD, "+", 2, 'a')        \
 	X(SUB, "-", 2, 'a')        \
@@ -63,6 +65,7 @@ DType dtype_promote(DType a, DType b);
 	X(NEG, "neg", 1, 'a')      \
 	X(NOT, "!", 1, 'l')        \
 	X(EXP, "exp", 1, 'f')      \
+	X(EXP_LOWP, "exp.lowp", 1, 'f') \
 	X(LOG, "log", 1, 'f')      \
 	X(SQRT, "sqrt", 1, 'f')    \
 	X(RSQRT, "rsqrt", 1, 'f')  \

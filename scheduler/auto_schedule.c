@@ -813,10 +813,42 @@ static const char *own_name(const char *name, const char **shared, int nshared, 
 	}
 }
 
-/* Is the stored tensor `me` (a reader bit) the only reader of input i in the whole fusion? */
+/* Are the stored tensors `me` (reader bits: one tensor, or an online pair) the only readers
+ * of input i in the whole fusion? */
 static bool sole_reader(Row *r, int i, uint64_t me)
 {
-	return r->readers[i] == me && r->stored[i] == 1;
+	return r->readers[i] == me && r->stored[i] == popcount64(me);
+}
+
+static Tensor *row_reader(Row *r, RowShape *s, Tensor *t);
+
+/* The max that the row reduction t becomes an online pair with (row_online), or NULL: a
+ * max and a sum of exp(X - max) computed at the same reader of a row that is not persistent. */
+static Tensor *online_max_of(Plan *p, Row *r, RowShape *s, Tensor *t)
+{
+	if (s->persistent)
+		return NULL;
+	Tensor *m = sched_online_max(p->a, t);
+	if (m && m->kind == TK_INTERMEDIATE && t->kind == TK_INTERMEDIATE &&
+	    row_reader(r, s, m) == row_reader(r, s, t))
+		return m;
+	return NULL;
+}
+
+/* The online pair's reader bits when t is one of its two tensors (0 otherwise); *is_max: t is
+ * the pair's max, whose nest reads the row for both (loop_nest.c, online_nest). */
+static uint64_t online_bits(Plan *p, Row *r, RowShape *s, Tensor *t, bool *is_max)
+{
+	for (int i = 0; i < r->nreds; i++) {
+		Tensor *m = online_max_of(p, r, s, r->reds[i]);
+		for (int j = 0; m && j < r->nreds; j++) {
+			if (r->reds[j] != m || (t != m && t != r->reds[i]))
+				continue;
+			*is_max = t == m;
+			return 1ull << (1 + i) | 1ull << (1 + j);
+		}
+	}
+	return 0;
 }
 
 /* A stored reduction t of the group (reader bit `bit`): its row split, and in the
@@ -826,6 +858,12 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 				   const char *col)
 {
 	uint64_t me = 1ull << bit;
+	/* an online pair reads its inputs once, in the max's nest: the max caches one vector of
+	 * each input only the pair reads, and the sum gets the same loops (welford.c checks) */
+	bool is_max = false;
+	uint64_t pair = online_bits(p, r, s, t, &is_max);
+	if (pair)
+		me = pair;
 	bool excl = false;
 	for (int i = 0; i < r->nins; i++)
 		excl |= sole_reader(r, i, me);
@@ -838,7 +876,7 @@ static void schedule_row_reduction(Plan *p, Row *r, RowShape *s, Tensor *t, int 
 		d_verb1(p, t->name, "unroll", x.jr);
 	if (x.jv)
 		d_verb1(p, t->name, "unroll", x.jv);
-	if (!excl)
+	if (!excl || (pair && !is_max))
 		return;
 	for (int i = 0; i < r->nins; i++) {
 		if (!sole_reader(r, i, me))
@@ -877,12 +915,9 @@ static Tensor *row_reader(Row *r, RowShape *s, Tensor *t)
  * (`s.online()`, docs/reductions.md, "Online max and sum"). */
 static void row_online(Plan *p, Row *r, RowShape *s)
 {
-	for (int i = 0; i < r->nreds; i++) {
-		Tensor *t = r->reds[i], *m = sched_online_max(p->a, t);
-		if (m && m->kind == TK_INTERMEDIATE && t->kind == TK_INTERMEDIATE &&
-		    row_reader(r, s, m) == row_reader(r, s, t))
-			d_directive(p, NULL, t->name, "online", 0, NULL, 0, NULL);
-	}
+	for (int i = 0; i < r->nreds; i++)
+		if (online_max_of(p, r, s, r->reds[i]))
+			d_directive(p, NULL, r->reds[i]->name, "online", 0, NULL, 0, NULL);
 }
 
 /* A row that is not persistent and a sum of squared deviations from the mean of another sum

@@ -843,6 +843,10 @@ static bool check_scope(Sched *s, Tensor *p)
 		    (u->kind == TK_INTERMEDIATE && !u->sched.ca_tensor && !tensor_is_reduction(u)) ||
 		    !reads_recomputed(u->def, p))
 			continue;
+		/* the sum of an online pair reads nothing: its max's nest reads the elements for
+		 * both (passes/loop_nest.c, online_nest) */
+		if (u->sched.online_max)
+			continue;
 		if (runs_inside(u, p, o, at, &meet)) {
 			if (at < 0 || !reads_outside_buffer(s, u, p))
 				continue;

@@ -315,7 +315,7 @@ static Tensor *online_match(Arena *a, Tensor *s, const char **why)
 		return NULL;
 	}
 	IrExpr *e = uncast(expand(a, s->def->args[0]));
-	IrExpr *d = e->kind == EX_OP && e->op == OP_EXP ? uncast(e->args[0]) : NULL;
+	IrExpr *d = e->kind == EX_OP && (e->op == OP_EXP || e->op == OP_EXP_LOWP) ? uncast(e->args[0]) : NULL;
 	if (!d) {
 		*why = arena_printf(a, "online() needs the body of '%s' to be exp(X - m), with m the max of X over the same row: " ONLINE_FORM, n);
 		return NULL;

@@ -13,6 +13,8 @@
 #   unit       build/check_unit with the "gpu" tagged tests (it must find the device).
 #   fallback   tests/gpu/fallback.cu: an auto-scheduled launcher built with nvcc runs its scalar
 #              kernel when N is not a multiple of 4 or a pointer is misaligned (checked on the CPU).
+#   exp_lowp   tests/gpu/exp_lowp.cu: the approximate exp of f16/bf16 results (exp2f(x * log2 e))
+#              within 2^-22 + |x| * 2^-23 of exp for every 64th f32 in [-104, 104].
 #   aot        tests/aot/main.c, a C program built with cc against two `fusc --emit=obj`
 #              objects and libfusrt (no nvcc), runs saxpy and an f16 fusion on the GPU.
 #   python     tests/python/test_torch.py: python/fusc (ctypes over build/libfusrt.so) with
@@ -29,7 +31,7 @@ FUSC=${FUSC:-build/fusc}
 CHECK_UNIT=${CHECK_UNIT:-build/check_unit}
 CUDA=${CUDA:-/usr/local/cuda}
 SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo "$CUDA/bin/compute-sanitizer")}
-PARTS=${PARTS:-"run unit fallback aot python sanitizer"}
+PARTS=${PARTS:-"run unit fallback exp_lowp aot python sanitizer"}
 NVCC=${NVCC:-$CUDA/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -123,6 +125,11 @@ for part in $PARTS; do
 		t "nvcc tests/gpu/fallback.cu" "$NVCC" -O2 -arch=native -I"$tmp" -o "$tmp/fallback" \
 			tests/gpu/fallback.cu "$tmp/bias_gelu.cu" &&
 		t "fallback: scalar kernel for odd N and misaligned x" "$tmp/fallback"
+		;;
+	exp_lowp)
+		t "nvcc tests/gpu/exp_lowp.cu" "$NVCC" -O2 -arch=native -o "$tmp/exp_lowp" \
+			tests/gpu/exp_lowp.cu &&
+		t "exp_lowp: 2^-22 + |x| * 2^-23" "$tmp/exp_lowp"
 		;;
 	aot)
 		lib=$(cd "$(dirname "$FUSC")" && pwd)

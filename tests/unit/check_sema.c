@@ -614,11 +614,74 @@ START_TEST(test_lift_auto_same_as_written)
 }
 END_TEST
 
+/* The fusion IR of src (no schedule) has `want` (a def line) in it. */
+static void expect_def(const char *src, const char *want)
+{
+	TestFrontend r = tf_compile(src, false);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_contains(r.ir, want);
+	tf_free(&r);
+}
+
+/* frontend/lowp_exp.c: an f32 exp becomes exp.lowp only when its value reaches f16/bf16
+ * outputs through products, quotients and sums of exponentials (docs/language.md, "Float
+ * accuracy on the GPU"). */
+START_TEST(test_lowp_exp)
+{
+	const char *softmax =
+		"fusion sm(x: DT[M, N]) -> (y: OUT[M, N]) {\n"
+		"  m[i] = max(j: x[i, j]);\n"
+		"  e[i, j] = exp(x[i, j] - m[i]);\n"
+		"  s[i] = sum(j: e[i, j]);\n"
+		"  y[i, j] = e[i, j] / s[i];\n"
+		"}\n";
+	static const struct { const char *in, *out, *def; } cases[] = {
+		{"f16", "f16", "def e[i, j] = exp.lowp(x[i, j] - m[i])"},
+		{"f32", "bf16", "def e[i, j] = exp.lowp(x[i, j] - m[i])"},
+		/* an f32 or f64 result keeps the accurate exp */
+		{"f16", "f32", "def e[i, j] = exp(x[i, j] - m[i])"},
+		{"f64", "f16", "def e[i, j] = exp(x[i, j] - m[i])"},
+	};
+	for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
+		char *a = replace_all(softmax, "DT", cases[i].in);
+		char *b = replace_all(a, "OUT", cases[i].out);
+		expect_def(b, cases[i].def);
+		free(a);
+		free(b);
+	}
+	/* the sum of exp(x) * w can cancel; a difference, a log: exp stays */
+	expect_def("fusion f(x: f16[M, N], w: f16[N]) -> (y: f16[M]) {\n"
+		   "  y[i] = sum(j: exp(x[i, j]) * w[j]);\n"
+		   "}\n",
+		   "exp(x[i, j]) * w[j]");
+	expect_def("fusion f(x: f16[N]) -> (y: f16[N]) {\n"
+		   "  y[i] = exp(x[i]) - 1.0;\n"
+		   "}\n",
+		   "def y[i] = exp(x[i]) - 1.0");
+	expect_def("fusion f(x: f16[M, N]) -> (l: f16[M]) {\n"
+		   "  l[i] = log(sum(j: exp(x[i, j])));\n"
+		   "}\n",
+		   "def l_sum0[i] = sum(j: exp(x[i, j]))");
+	/* an f16 output also read by an f32 one: the f32 one decides */
+	expect_def("fusion f(x: f16[N]) -> (y: f16[N], z: f32[N]) {\n"
+		   "  y[i] = exp(x[i]) * 2.0;\n"
+		   "  z[i] = y[i] + 1.0;\n"
+		   "}\n",
+		   "def y[i] = exp(x[i]) * 2.0");
+	/* products, quotients, negations: allowed */
+	expect_def("fusion f(x: f16[N], w: f16[N]) -> (y: f16[N]) {\n"
+		   "  y[i] = -(w[i] * exp(x[i])) / exp(w[i]);\n"
+		   "}\n",
+		   "exp.lowp(x[i])) / exp.lowp(w[i])");
+}
+END_TEST
+
 Suite *sema_suite(void)
 {
 	Suite *s = suite_create("sema");
 	TCase *tc = tcase_create("sema");
 	tcase_add_test(tc, test_saxpy_ir);
+	tcase_add_test(tc, test_lowp_exp);
 	tcase_add_test(tc, test_err_unknown_function_suggestion);
 	tcase_add_test(tc, test_err_fusion_c_names);
 	tcase_add_test(tc, test_softmax_ir);
