@@ -372,7 +372,9 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_bind(p, t, wx, "threadIdx.y");
 	const char *frag[] = {m16, n8};
 	d_directive(p, NULL, t, "fragment", 2, frag, 0, NULL);
-	if (tuned) /* each lane's two adjacent columns: one store */
+	/* each lane's two adjacent columns: one store (not when the rows of C may be odd: the
+	 * product of padded operands, which runs for any N) */
+	if (tuned && !p->f->padded_operands)
 		d_verb1(p, t, "vectorize", arena_printf(p->a, "%s_c", n8));
 	verb_present(p, t, "unroll", mo);
 	d_verb1(p, t, "unroll", no);
