@@ -1438,6 +1438,7 @@ static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, in
 	g->auto_scheduled = true;
 	g->padded_operands = f->padded_operands;
 	g->pad_plan = f->pad_plan;
+	g->segment_of = f->segment_of;
 	g->sizes[index]->bound = planned ? bound : 0;
 	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
 	g->sizes[index]->bound = bound;
