@@ -458,7 +458,8 @@ typedef struct Fusion {
 	 * segment.c, segment_pad_matmul): a copy of this fusion segmented into copies of the
 	 * operands with rows padded to a multiple of 8 elements, then the product on them, which
 	 * the launcher tries after the tensor-core kernels (instead of their scalar kernels).
-	 * padded_operands: this fusion is that product (its output's rows stay unpadded). */
+	 * padded_operands: this fusion is a segment of such a plan (a copy, whose reads under
+	 * `k < K ?` leave the source tensor, or the product, whose C rows may be odd). */
 	struct Fusion *pad_plan;
 	bool padded_operands;
 	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
