@@ -678,7 +678,12 @@ static void emit_plan(Arena *a, Buf *out, Kernel *k, const char *err, unsigned *
 			buf_puts(out, ", ");
 		}
 		for (int i = 0; i < g->nsizes; i++) {
+			int m = sg->multiple ? sg->multiple[i] : 0;
+			if (m) /* rounded up (checked with the workspace it sizes) */
+				buf_puts(out, "(");
 			cuda_name(out, f->sizes[sg->sizes[i]]->name);
+			if (m)
+				buf_printf(out, " + %d) / %d * %d", m - 1, m, m);
 			buf_puts(out, ", ");
 		}
 		buf_puts(out, "stream)) != cudaSuccess)\n");

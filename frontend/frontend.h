@@ -50,6 +50,11 @@ struct AstExpr {
 	AstName *idx;     /* AE_REDUCE: reduction indices */
 	int nidx;
 	int depth;        /* levels of nesting: 1 for a leaf, 1 + the deepest argument else */
+	/* AE_ACCESS made by the segment builder, never by the parser (scheduler/segment.c,
+	 * padded operands): bit d set, subscript d's index keeps the range it has (the read
+	 * covers part of dimension d, or more of it under `where` on its bound); without one
+	 * yet it takes dimension d's, which a later subscript of another extent replaces */
+	unsigned lenient;
 };
 
 /* The deepest expression fusc accepts, in levels of operators, calls and reductions: one

@@ -43,6 +43,7 @@ typedef struct Index {
 	Span range_span;    /* the text that fixed the range */
 	const char *range_what; /* "dimension 0 of 'x'" */
 	bool lhs;
+	bool weak;          /* the range is a lenient subscript's (AstExpr.lenient): replaceable */
 } Index;
 
 /* A reduction inside an expression, lifted into its own tensor (docs/language.md, "Reductions
@@ -321,7 +322,8 @@ static bool dim_equal(IrExpr *x, IrExpr *y)
 /* Index x subscripts a dimension of extent `range`: infer or check its range. */
 static void use_range(Sema *s, Index *x, IrExpr *range, Span at, const char *what)
 {
-	if (!x->range) {
+	if (!x->range || (x->weak && !dim_equal(x->range, range))) {
+		x->weak = false;
 		x->range = range;
 		x->range_span = at;
 		x->range_what = what;
@@ -674,8 +676,12 @@ static IrExpr *check_access(Sema *s, AstExpr *e)
 			ok = false;
 			continue;
 		}
-		use_range(s, x, dim, sub->span,
-			  arena_printf(s->a, "dimension %d of '%s'", k, t->name));
+		bool lenient = k < 32 && (e->lenient >> k & 1);
+		if (!lenient || !x->range) {
+			use_range(s, x, dim, sub->span,
+				  arena_printf(s->a, "dimension %d of '%s'", k, t->name));
+			x->weak = lenient;
+		}
 		idx[k] = ir_axis(s->a, x->axis);
 		idx[k]->span = sub->span;
 	}

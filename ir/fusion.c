@@ -438,4 +438,6 @@ void fusion_rename(Arena *a, Fusion *f, const char *name)
 			      arena_printf(a, "%s_seg%d", name, i)); /* with its own variants */
 	for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
 		fusion_rename(a, VEC_AT(f->variants, Fusion, v), name);
+	if (f->pad_plan) /* so is its padded plan */
+		fusion_rename(a, f->pad_plan, name);
 }

@@ -462,6 +462,14 @@ typedef struct Fusion {
 	Vec seg_buffers;
 	/* This fusion is a segment of segment_of (it is not segmented again). */
 	struct Fusion *segment_of;
+	/* A matrix product on f16/bf16 whose K or N may not be a multiple of 8 (scheduler/
+	 * segment.c, segment_pad_matmul): a copy of this fusion segmented into copies of the
+	 * operands with rows padded to a multiple of 8 elements, then the product on them, which
+	 * the launcher tries after the tensor-core kernels (instead of their scalar kernels).
+	 * padded_operands: this fusion is a segment of such a plan (a copy, whose reads under
+	 * `k < K ?` leave the source tensor, or the product, whose C rows may be odd). */
+	struct Fusion *pad_plan;
+	bool padded_operands;
 	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
 	 * alone with options lowered_with, when the lowering reported nothing: the automatic
 	 * scheduler lowers every schedule it keeps to see that it compiles, and the real
@@ -486,6 +494,8 @@ typedef struct Segment {
 	Fusion *fusion;    /* an ordinary fusion: scheduled, lowered and launched like any other */
 	SegArg *args;      /* fusion->nsig entries */
 	int *sizes;        /* fusion->nsizes entries: the segmented fusion's size index of each */
+	int *multiple;     /* NULL, or per size: 0, or that size rounded up to a multiple of it
+			    * (a padded copy's row length, segment_pad_matmul) */
 } Segment;
 
 typedef struct Program {

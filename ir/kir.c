@@ -129,8 +129,11 @@ void kernel_flatten(Arena *a, Kernel *k, Vec *out)
 
 void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out)
 {
-	for (int i = 0; i < sg->fusion->nsizes; i++)
-		out[i] = sizes[sg->sizes[i]];
+	for (int i = 0; i < sg->fusion->nsizes; i++) {
+		int64_t m = sg->multiple ? sg->multiple[i] : 0, v = sizes[sg->sizes[i]];
+		/* a size past INT64_MAX - m was refused with the workspace it sizes */
+		out[i] = m > 0 && v % m ? v + (m - v % m) : v;
+	}
 }
 
 Kernel *kernel_last_variant(Kernel *k)

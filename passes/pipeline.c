@@ -144,7 +144,8 @@ static Kernel *reuse(Arena *a, Fusion *f, const LowerOptions *o)
 	return head;
 }
 
-/* f's kernel, followed by its scalar kernel when it has vector preconditions. */
+/* f's kernel, followed by its scalar kernel when it has vector preconditions (and no padded
+ * plan, which lower_fusion puts there instead). */
 static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	Kernel *k = reuse(a, f, o);
@@ -152,7 +153,7 @@ static Kernel *lower_with_fallback(Arena *a, Diag *d, Fusion *f, const LowerOpti
 		return k;
 	DiagMark m = diag_mark(d);
 	Kernel *snap = NULL;
-	bool scalar = f->auto_scheduled && !o->no_vectorize;
+	bool scalar = f->auto_scheduled && !o->no_vectorize && !f->pad_plan;
 	k = lower_once(a, d, f, o, scalar ? &snap : NULL);
 	if (k && scalar && has_vector_preconds(k) && !(k->fallback = lower_fallback(a, d, f, o, snap)))
 		return NULL;
@@ -228,6 +229,13 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 		while (*tail)
 			tail = &(*tail)->fallback;
 	}
+	/* a padded plan runs where the kernels' preconditions fail, instead of their scalar
+	 * kernels (a size variant has f's plan too, for that: the owner's chain ends with it) */
+	bool variant = false;
+	for (int i = 0; i < f->nsizes; i++)
+		variant |= f->sizes[i]->bound > 0;
+	if (f->pad_plan && !variant && !(*tail = lower_plan(a, d, f->pad_plan, vo)))
+		return NULL;
 	return head;
 }
 

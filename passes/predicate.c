@@ -36,6 +36,7 @@ typedef struct Conds {
 	int n, cap;
 	Arena *a;
 	const IrRange *rg; /* the kernel's range facts */
+	bool selects;      /* a read in a select guarded by its bound needs no other guard */
 } Conds;
 
 static void add_cond(Conds *cs, IrExpr *c)
@@ -64,10 +65,32 @@ static void bounds(Conds *cs, Tensor *t, IrExpr **subs, int n)
 		add_cond(cs, ix_lt(cs->a, subs[d], t->shape[d]));
 }
 
+/* Does the conjunction c (simplified) hold condition x? */
+static bool conjunct(Conds *cs, IrExpr *c, IrExpr *x)
+{
+	if (c->kind == EX_OP && c->op == OP_AND)
+		return conjunct(cs, c->args[0], x) || conjunct(cs, c->args[1], x);
+	return ir_equal(ir_simplify(cs->a, cs->rg, c), x);
+}
+
 static void access_conds(Conds *cs, IrExpr *e)
 {
 	if (!e)
 		return;
+	if (e->kind == EX_SELECT && cs->selects) {
+		/* `k < K ? A[i, k] : 0` in the padded copies of scheduler/segment.c (the only
+		 * fusions whose reads may leave their tensor, Fusion.padded_operands): the read is
+		 * guarded by its own bound, which then does not guard the statement (vectorize.c
+		 * keeps such reads per lane) */
+		Conds then = {.a = cs->a, .rg = cs->rg, .selects = true};
+		access_conds(cs, e->args[0]);
+		access_conds(&then, e->args[1]);
+		access_conds(cs, e->args[2]);
+		for (int i = 0; i < then.n; i++)
+			if (!conjunct(cs, e->args[0], then.c[i]))
+				add_cond(cs, then.c[i]);
+		return;
+	}
 	for (int i = 0; i < e->nargs; i++)
 		access_conds(cs, e->args[i]);
 	if (e->kind == EX_ACCESS)
@@ -380,7 +403,7 @@ static void outside_buffer_conds(Conds *cs, IrExpr *e)
  * reduction loops, and those of reads that may leave their tensor's buffer. */
 static void elim_conds(Conds *cs, Kernel *k, Elim *e, Stmt *s)
 {
-	Conds all = {.a = k->arena, .rg = cs->rg};
+	Conds all = {.a = k->arena, .rg = cs->rg, .selects = k->fusion->padded_operands};
 	/* A copy of a zero-padded tensor keeps none (its padded lanes copy zeros); a sum of a
 	 * product of zero-padded reads keeps those of its target and of its own read only (its
 	 * padded lanes add 0). */
@@ -405,7 +428,8 @@ static void elim_conds(Conds *cs, Kernel *k, Elim *e, Stmt *s)
 static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 {
 	IrRange rg = ir_range_in(k);
-	Conds in = {.a = k->arena, .rg = &rg}, par = {.a = k->arena, .rg = &rg};
+	Conds in = {.a = k->arena, .rg = &rg, .selects = k->fusion->padded_operands};
+	Conds par = {.a = k->arena, .rg = &rg};
 	bounds(&in, s->store.tensor, s->store.idx, s->store.nidx);
 	access_conds(&in, s->store.value);
 	par_conds(&par, k, s->store.tensor, true);
@@ -435,7 +459,7 @@ static Stmt *guard_cp_async(Kernel *k, Stmt *s)
 static Stmt *guard(Kernel *k, Elim *e, Stmt *s)
 {
 	IrRange rg = ir_range_in(k);
-	Conds cs = {.a = k->arena, .rg = &rg};
+	Conds cs = {.a = k->arena, .rg = &rg, .selects = k->fusion->padded_operands};
 	Stmt *last = s;
 	bool store = s->kind == KS_STORE; /* else a KS_LET */
 	if (s->kind == KS_STORE && (s->store.tensor->sched.cp_async || s->store.tensor->sched.zero_fill))

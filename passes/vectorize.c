@@ -225,6 +225,24 @@ static IrExpr *load_fn(Arena *a, IrExpr *e, void *ctx)
 	return ir_load(a, local, ir_var(a, z->v));
 }
 
+/* e with its reads vector loads (load_fn), but in a padded copy (Fusion.padded_operands)
+ * those in the arms of a select: the select's condition is their bound (predicate.c), so
+ * they are read per lane, after it. */
+static IrExpr *map_loads(Vz *z, IrExpr *e)
+{
+	if (e->kind == EX_LOAD)
+		return load_fn(z->a, e, z);
+	if (!e->nargs)
+		return e;
+	bool lazy = e->kind == EX_SELECT && z->k->fusion->padded_operands;
+	IrExpr *c = NEW(z->a, IrExpr);
+	*c = *e;
+	c->args = arena_alloc(z->a, sizeof(IrExpr *) * (size_t)e->nargs);
+	for (int i = 0; i < e->nargs; i++)
+		c->args[i] = lazy && i ? e->args[i] : map_loads(z, e->args[i]);
+	return c;
+}
+
 /* The in-bounds path for `dst[base + v] = value`. */
 static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 {
@@ -240,7 +258,7 @@ static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 		require(z, val->tensor, &needs);
 		return vstore(z, dst, base, val->tensor, sbase);
 	}
-	val = ir_rewrite(a, val, load_fn, z);
+	val = map_loads(z, val);
 	Var *lane = kir_new_var(z->k, z->v->name, z->v->dtype);
 	lane->extent = ir_int(a, z->V);
 	Tensor *out = local_array(z, dst->name, dst->dtype);

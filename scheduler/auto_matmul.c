@@ -27,9 +27,12 @@
  * The batch indices are merged onto blockIdx.z. For a target older than sm_80 (Plan.arch):
  * the FMA schedule, with plain vector copies instead of cp.async. The 16-byte copies need K
  * and N (a transposed operand: M or K) to be multiples of the vector: launcher
- * preconditions, so an auto-scheduled fusion also gets its scalar kernel (plain copies, no
- * vectors: any size). At the scalar level (the tuned schedule refused) the same tiles
- * without vectors, cp.async or register copies. */
+ * preconditions. Variants: the tensor-core kernels (M variants, then the kernel) are
+ * followed by the padded plan (scheduler/segment.c, segment_pad_matmul: A and B copied into
+ * rows padded to 8 elements, then this schedule on the copies, C stored per element:
+ * Fusion.padded_operands); the FMA kernel by its scalar kernel (plain copies, no vectors:
+ * any size). At the scalar level (the tuned schedule refused) the same tiles without
+ * vectors, cp.async or register copies. */
 #include <string.h>
 
 #include "scheduler/auto_plan.h"
@@ -374,7 +377,9 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_bind(p, t, wx, "threadIdx.y");
 	const char *frag[] = {m16, n8};
 	d_directive(p, NULL, t, "fragment", 2, frag, 0, NULL);
-	if (tuned) /* each lane's two adjacent columns: one store */
+	/* each lane's two adjacent columns: one store (not when the rows of C may be odd: the
+	 * product of padded operands, which runs for any N) */
+	if (tuned && !p->f->padded_operands)
 		d_verb1(p, t, "vectorize", arena_printf(p->a, "%s_c", n8));
 	verb_present(p, t, "unroll", mo);
 	d_verb1(p, t, "unroll", no);

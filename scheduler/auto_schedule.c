@@ -1517,6 +1517,9 @@ static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, in
 		return NULL;
 	g->ast_schedule = block;
 	g->auto_scheduled = true;
+	g->padded_operands = f->padded_operands;
+	g->pad_plan = f->pad_plan;
+	g->segment_of = f->segment_of;
 	g->sizes[index]->bound = planned ? bound : 0;
 	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
 	g->sizes[index]->bound = bound;
@@ -1588,7 +1591,22 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 	int arch = o && o->arch ? o->arch : 80;
 	if (segment_fusion(a, d, f, arch))
 		return true;
+	/* f16/bf16 rows that may not be multiples of 8: the tensor-core kernel on padded copies
+	 * where the tuned kernels' preconditions fail (set first: the kernels need no scalar
+	 * kernels then) */
+	segment_pad_matmul(a, d, f, arch);
 	for (int level = 0; level < AUTO_LEVELS; level++) {
+		if (level > 0 && f->pad_plan) {
+			/* no tuned tensor-core kernel (a constant K or N that is not a multiple of
+			 * 8): the padded plan is the fusion's schedule */
+			diag_rollback(d, m);
+			Fusion *p = f->pad_plan;
+			*f = *p;
+			f->ast_schedule = block;
+			for (int i = 0; i < f->segments.len; i++)
+				VEC_AT(f->segments, Segment, i)->fusion->segment_of = f;
+			return true;
+		}
 		if (level > 0) {
 			/* forget the refused schedule: its diagnostics and the fusion it changed */
 			diag_rollback(d, m);
@@ -1597,6 +1615,9 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 			Fusion *g = sema_fusion(a, d, f->ast);
 			diag_rollback(d, m); /* it was checked before: nothing new to say */
 			g->ast_schedule = block;
+			g->padded_operands = f->padded_operands;
+			g->segment_of = f->segment_of;
+			g->pad_plan = f->pad_plan;
 			*f = *g;
 		}
 		f->auto_scheduled = true;

@@ -305,6 +305,60 @@ static AstStmt *stmt_new(Seg *s, AstStmt *like, const char *lhs, Tensor *t, AstE
 	return st;
 }
 
+/* The rounded sizes of a padded product's segments (segment_pad_matmul): the segment's size
+ * named name[q] is the fusion's size index[q] rounded up to a multiple of 8. */
+typedef struct Rounded {
+	const char *name[2];
+	int index[2];
+} Rounded;
+
+/* Segment `index` of f: the fusion of these declarations and statements, its signature's
+ * entries from args (SegArg*), scheduled automatically; NULL when it does not pass sema or
+ * schedule (no diagnostic is kept). Its sizes are f's of the same names, or r's. */
+static Segment *make_segment(Arena *a, Diag *d, Fusion *f, int index, Vec *params, Vec *outs,
+			     Vec *stmts, Vec *args, int arch, const Rounded *r)
+{
+	AstName name = {arena_printf(a, "%s_seg%d", f->name, index), f->span};
+	AstFusion *af = ast_fusion(a, f->span, name, params, outs, stmts);
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, af);
+	if (!g || g->failed || diag_error_count(d) > m.errors || g->nsig != args->len) {
+		diag_rollback(d, m);
+		return NULL;
+	}
+	g->segment_of = f;
+	g->padded_operands = r != NULL;
+	Segment *seg = NEW(a, Segment);
+	seg->fusion = g;
+	seg->args = arena_alloc(a, sizeof(SegArg) * (size_t)(args->len + 1));
+	for (int i = 0; i < args->len; i++)
+		seg->args[i] = *VEC_AT(*args, SegArg, i);
+	seg->sizes = arena_alloc(a, sizeof(int) * (size_t)(g->nsizes + 1));
+	seg->multiple = r ? arena_alloc(a, sizeof(int) * (size_t)(g->nsizes + 1)) : NULL;
+	for (int i = 0; i < g->nsizes; i++) {
+		seg->sizes[i] = -1;
+		for (int k = 0; k < f->nsizes; k++)
+			if (strcmp(f->sizes[k]->name, g->sizes[i]->name) == 0) {
+				seg->sizes[i] = k;
+				g->sizes[i]->above = f->sizes[k]->above;
+				g->sizes[i]->bound = f->sizes[k]->bound;
+			}
+		for (int q = 0; r && q < 2; q++)
+			if (r->name[q] && strcmp(r->name[q], g->sizes[i]->name) == 0) {
+				seg->sizes[i] = r->index[q];
+				seg->multiple[i] = 8;
+			}
+		if (seg->sizes[i] < 0) {
+			diag_rollback(d, m);
+			return NULL;
+		}
+	}
+	AutoOptions o = {.arch = arch};
+	bool ok = auto_schedule_with(a, d, g, &o) && diag_error_count(d) == m.errors;
+	diag_rollback(d, m);
+	return ok ? seg : NULL;
+}
+
 /* The segment computing the tensors marked in s->out, as a scheduled fusion; NULL when it
  * cannot be built or scheduled (no diagnostic is kept). */
 static Segment *build_segment(Seg *s, Diag *d, int index)
@@ -404,38 +458,7 @@ static Segment *build_segment(Seg *s, Diag *d, int index)
 		if (i >= 0 && s->need[i] && !(f->tensors[i]->lifted_from && s->out[i]))
 			vec_push(s->a, &stmts, stmt_new(s, st, st->lhs.name, NULL, st->rhs));
 	}
-	AstName name = {arena_printf(s->a, "%s_seg%d", f->name, index), f->span};
-	AstFusion *af = ast_fusion(s->a, f->span, name, &params, &outs, &stmts);
-	DiagMark m = diag_mark(d);
-	Fusion *g = sema_fusion(s->a, d, af);
-	if (!g || g->failed || diag_error_count(d) > m.errors || g->nsig != args.len) {
-		diag_rollback(d, m);
-		return NULL;
-	}
-	g->segment_of = f;
-	Segment *seg = NEW(s->a, Segment);
-	seg->fusion = g;
-	seg->args = arena_alloc(s->a, sizeof(SegArg) * (size_t)(args.len + 1));
-	for (int i = 0; i < args.len; i++)
-		seg->args[i] = *VEC_AT(args, SegArg, i);
-	seg->sizes = arena_alloc(s->a, sizeof(int) * (size_t)(g->nsizes + 1));
-	for (int i = 0; i < g->nsizes; i++) {
-		seg->sizes[i] = -1;
-		for (int k = 0; k < f->nsizes; k++)
-			if (strcmp(f->sizes[k]->name, g->sizes[i]->name) == 0) {
-				seg->sizes[i] = k;
-				g->sizes[i]->above = f->sizes[k]->above;
-				g->sizes[i]->bound = f->sizes[k]->bound;
-			}
-		if (seg->sizes[i] < 0) {
-			diag_rollback(d, m);
-			return NULL;
-		}
-	}
-	AutoOptions o = {.arch = s->arch};
-	bool ok = auto_schedule_with(s->a, d, g, &o) && diag_error_count(d) == m.errors;
-	diag_rollback(d, m);
-	return ok ? seg : NULL;
+	return make_segment(s->a, d, f, index, &params, &outs, &stmts, &args, s->arch, NULL);
 }
 
 bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
@@ -505,5 +528,260 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 		const char *c = VEC_AT(segs, Segment, i)->fusion->auto_class;
 		f->auto_class = arena_printf(a, "%s%s %s", f->auto_class, i ? ";" : "", c ? c : "?");
 	}
+	return true;
+}
+
+/* ---- padded operands (docs/tensor_cores.md, "Rows that are not a multiple of 8") ------- */
+
+static bool expr_uses(AstExpr *e, const char *n)
+{
+	if (e->name && strcmp(e->name, n) == 0)
+		return true;
+	for (int i = 0; i < e->nidx; i++)
+		if (strcmp(e->idx[i].name, n) == 0)
+			return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_uses(e->args[i], n))
+			return true;
+	return false;
+}
+
+static bool decl_uses(AstParam *p, const char *n)
+{
+	bool u = strcmp(p->name.name, n) == 0;
+	for (int k = 0; k < p->ndims && !u; k++)
+		u = p->dims[k].sym && strcmp(p->dims[k].sym, n) == 0;
+	return u;
+}
+
+/* Is name n taken in af (a declaration, a size, a statement's tensor, an index)? */
+static bool fusion_uses(AstFusion *af, const char *n)
+{
+	for (int i = 0; i < af->nparams; i++)
+		if (decl_uses(af->params[i], n))
+			return true;
+	for (int i = 0; i < af->nouts; i++)
+		if (decl_uses(af->outs[i], n))
+			return true;
+	for (int i = 0; i < af->nstmts; i++) {
+		AstStmt *st = af->stmts[i];
+		bool u = strcmp(st->lhs.name, n) == 0 || expr_uses(st->rhs, n);
+		for (int k = 0; k < st->nidx && !u; k++)
+			u = strcmp(st->idx[k].name, n) == 0;
+		if (u)
+			return true;
+	}
+	return false;
+}
+
+/* base, or base2, base3, ...: a name af does not use */
+static const char *fresh_name(Arena *a, AstFusion *af, const char *base)
+{
+	const char *n = base;
+	for (int i = 2; fusion_uses(af, n); i++)
+		n = arena_printf(a, "%s%d", base, i);
+	return n;
+}
+
+static int64_t round8(int64_t v)
+{
+	return v % 8 ? v + (8 - v % 8) : v;
+}
+
+/* x's declaration renamed, its dimensions in mask `pad` rounded up to a multiple of 8: a size
+ * symbol becomes the padded one of r (r->name[0] for K, [1] for N: kn[d]), a constant is
+ * rounded. */
+static AstParam *padded_decl(Arena *a, AstParam *x, const char *name, unsigned pad,
+			     const Rounded *r, const int *kn)
+{
+	AstParam *p = NEW(a, AstParam);
+	*p = *x;
+	p->name = (AstName){name, x->span};
+	p->dims = arena_alloc(a, sizeof(AstDim) * (size_t)x->ndims);
+	for (int d = 0; d < x->ndims; d++) {
+		p->dims[d] = x->dims[d];
+		if (!(pad >> d & 1))
+			continue;
+		if (x->dims[d].sym)
+			p->dims[d].sym = r->name[kn[d]];
+		else
+			p->dims[d].value = round8(x->dims[d].value);
+	}
+	return p;
+}
+
+/* X_pad[p0, p1, ...] = p1 < K && ... ? X[p0, p1, ...] : 0 over X_pad's dimensions: the
+ * copy of x with the dimensions in `pad` zero-filled to X_pad's extents. */
+static AstStmt *pad_stmt(Arena *a, AstFusion *af, AstParam *x, const char *out, unsigned pad)
+{
+	Span at = x->span;
+	AstStmt *st = NEW(a, AstStmt);
+	st->lhs = (AstName){out, at};
+	st->span = at;
+	st->nidx = x->ndims;
+	st->idx = arena_alloc(a, sizeof(AstName) * (size_t)x->ndims);
+	Vec args = {0};
+	AstExpr *cond = NULL;
+	for (int d = 0; d < x->ndims; d++) {
+		const char *n = fresh_name(a, af, arena_printf(a, "p%d_", d));
+		st->idx[d] = (AstName){n, at};
+		vec_push(a, &args, ast_name(a, at, n));
+		if (!(pad >> d & 1))
+			continue;
+		AstExpr *bound = x->dims[d].sym ? ast_name(a, at, x->dims[d].sym)
+						: ast_int(a, at, x->dims[d].value);
+		AstExpr *c = ast_binary(a, at, OP_LT, ast_name(a, at, n), bound);
+		cond = cond ? ast_binary(a, at, OP_AND, cond, c) : c;
+	}
+	AstExpr *rd = ast_access(a, at, x->name, &args);
+	rd->lenient = pad;
+	st->rhs = ast_ternary(a, at, cond, rd, ast_int(a, at, 0));
+	return st;
+}
+
+/* e with the reads of from[q] reading to[q] (NULL: unchanged), lenient in mask len[q] */
+static AstExpr *rename_reads(Arena *a, AstExpr *e, const char **from, const char **to,
+			     const unsigned *len)
+{
+	AstExpr *c = NEW(a, AstExpr);
+	*c = *e;
+	for (int q = 0; q < 2 && e->kind == AE_ACCESS; q++)
+		if (to[q] && strcmp(e->name, from[q]) == 0) {
+			c->name = to[q];
+			c->lenient = len[q];
+		}
+	if (e->nargs) {
+		c->args = arena_alloc(a, sizeof(AstExpr *) * (size_t)e->nargs);
+		for (int i = 0; i < e->nargs; i++)
+			c->args[i] = rename_reads(a, e->args[i], from, to, len);
+	}
+	return c;
+}
+
+static AstParam *param_named(AstFusion *af, const char *n, int *pos)
+{
+	for (int i = 0; i < af->nparams; i++)
+		if (strcmp(af->params[i]->name.name, n) == 0) {
+			*pos = i;
+			return af->params[i];
+		}
+	return NULL;
+}
+
+static SegArg *seg_arg(Arena *a, char from, int index)
+{
+	SegArg *x = NEW(a, SegArg);
+	*x = (SegArg){from, index};
+	return x;
+}
+
+/* The workspace buffer of x's padded copy: x's shape with the dimensions in `pad` rounded. */
+static Tensor *pad_buffer(Arena *a, Tensor *x, const char *name, unsigned pad)
+{
+	Tensor *t = tensor_buffer(a, name, x->dtype, MEM_GLOBAL, x->shape[0], x->span);
+	t->ndim = x->ndim;
+	t->shape = arena_alloc(a, sizeof(IrExpr *) * (size_t)x->ndim);
+	for (int d = 0; d < x->ndim; d++)
+		t->shape[d] = pad >> d & 1
+			? ix_mul(a, ix_ceildiv(a, NULL, x->shape[d], ir_int(a, 8)), ir_int(a, 8))
+			: x->shape[d];
+	return t;
+}
+
+bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
+{
+	if (f->segment_of || f->segments.len || !f->ast || f->failed || arch < 80)
+		return false;
+	DiagMark m = diag_mark(d);
+	Fusion *p = sema_fusion(a, d, f->ast);
+	diag_rollback(d, m);
+	AutoMatmul c;
+	if (!p || p->failed || p->noutputs != 1 || !auto_matmul_classify(p, p->outputs[0], &c) ||
+	    !c.mma)
+		return false;
+	AstFusion *af = f->ast;
+	int nb = c.nbatch, pa = -1, pb = -1;
+	AstParam *xa = param_named(af, c.a->name, &pa), *xb = param_named(af, c.b->name, &pb);
+	if (!xa || !xb || xa->ndims != nb + 2 || xb->ndims != nb + 2)
+		return false;
+	AstDim *kd = &xa->dims[nb + 1], *nd = &xb->dims[nb + 1];
+	bool pad_a = kd->sym || kd->value % 8;
+	if (!pad_a && !nd->sym && nd->value % 8 == 0)
+		return false; /* the tensor-core kernel's rows are always aligned */
+	/* the padded sizes: K_pad (K rounded up to a multiple of 8), N_pad */
+	Rounded r = {{NULL, NULL}, {-1, -1}};
+	AstDim *dims[2] = {kd, nd};
+	for (int q = 0; q < 2; q++) {
+		if (!dims[q]->sym)
+			continue;
+		SizeSym *z = NULL;
+		for (int i = 0; i < p->nsizes; i++)
+			if (strcmp(p->sizes[i]->name, dims[q]->sym) == 0)
+				z = p->sizes[i];
+		if (!z)
+			return false;
+		r.index[q] = z->index;
+		r.name[q] = q && kd->sym && strcmp(kd->sym, nd->sym) == 0
+			    ? r.name[0] : fresh_name(a, af, arena_printf(a, "%s_pad", z->name));
+	}
+	/* K of A and B, N of B, rounded (kn: which padded size each dimension takes) */
+	unsigned mask_a = pad_a ? 1u << (nb + 1) : 0, mask_b = 1u << nb | 1u << (nb + 1);
+	int kn_a[IR_MAX_DIMS + 2] = {0}, kn_b[IR_MAX_DIMS + 2] = {0};
+	kn_b[nb + 1] = 1;
+	const char *from[2] = {xa->name.name, xb->name.name};
+	const char *to[2] = {pad_a ? fresh_name(a, af, arena_printf(a, "%s_pad", from[0])) : NULL,
+			     fresh_name(a, af, arena_printf(a, "%s_pad", from[1]))};
+	AstParam *decl[2] = {pad_a ? padded_decl(a, xa, to[0], mask_a, &r, kn_a) : NULL,
+			     padded_decl(a, xb, to[1], mask_b, &r, kn_b)};
+	AstParam *xs[2] = {xa, xb};
+	unsigned masks[2] = {mask_a, mask_b};
+	int pos[2] = {pa, pb};
+	Tensor *ops[2] = {c.a, c.b};
+	Vec segs = {0}, bufs = {0};
+	int buf[2] = {-1, -1};
+	for (int q = 0; q < 2; q++) {
+		if (!to[q])
+			continue;
+		Vec params = {0}, outs = {0}, stmts = {0}, args = {0};
+		vec_push(a, &params, xs[q]);
+		vec_push(a, &args, seg_arg(a, 's', pos[q]));
+		vec_push(a, &outs, decl[q]);
+		buf[q] = bufs.len;
+		vec_push(a, &args, seg_arg(a, 'w', buf[q]));
+		vec_push(a, &bufs, pad_buffer(a, ops[q], to[q], masks[q]));
+		vec_push(a, &stmts, pad_stmt(a, af, xs[q], to[q], masks[q]));
+		Segment *g = make_segment(a, d, p, segs.len, &params, &outs, &stmts, &args, arch, &r);
+		if (!g)
+			return false;
+		vec_push(a, &segs, g);
+	}
+	/* the product (and its epilogue) on the copies: B's padded columns are never read */
+	Vec params = {0}, outs = {0}, stmts = {0}, args = {0};
+	for (int i = 0; i < af->nparams; i++) {
+		int q = i == pa ? 0 : i == pb ? 1 : -1;
+		bool w = q >= 0 && to[q];
+		vec_push(a, &params, w ? decl[q] : af->params[i]);
+		vec_push(a, &args, w ? seg_arg(a, 'w', buf[q]) : seg_arg(a, 's', i));
+	}
+	for (int k = 0; k < af->nouts; k++) {
+		vec_push(a, &outs, af->outs[k]);
+		vec_push(a, &args, seg_arg(a, 's', af->nparams + k));
+	}
+	unsigned len[2] = {0, 1u << (nb + 1)};
+	for (int i = 0; i < af->nstmts; i++) {
+		AstStmt *st = NEW(a, AstStmt);
+		*st = *af->stmts[i];
+		st->rhs = rename_reads(a, st->rhs, from, to, len);
+		vec_push(a, &stmts, st);
+	}
+	Segment *g = make_segment(a, d, p, segs.len, &params, &outs, &stmts, &args, arch, &r);
+	if (!g)
+		return false;
+	vec_push(a, &segs, g);
+	p->segments = segs;
+	p->seg_buffers = bufs;
+	p->auto_scheduled = true;
+	p->auto_class = "segments: padded copies; matmul";
+	f->pad_plan = p;
 	return true;
 }

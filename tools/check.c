@@ -214,7 +214,7 @@ static void print_header(Job *j, const SimResult *r, double secs)
 	if (j->variants && !j->k->segments.len)
 		printf("%s kernel %s", f->nsizes ? ";" : "", j->k->name);
 	for (int i = 0; i < j->k->segments.len; i++) { /* a plan: the kernel of each segment */
-		Segment *sg = VEC_AT(f->segments, Segment, i);
+		Segment *sg = VEC_AT(j->k->fusion->segments, Segment, i);
 		int64_t gs[64];
 		segment_sizes(sg, j->sizes, gs);
 		Kernel *v = kernel_pick(VEC_AT(j->k->segments, Kernel, i), gs, NULL);

@@ -545,6 +545,10 @@ static void emit_schedules(Program *p, Buf *b)
 			buf_printf(b, "//   %s, a copy of %s\n", t->name, t->copy_of->name);
 			copies = true;
 		}
+		if (f->pad_plan)
+			buf_printf(b, "// Where K or N is not a multiple of 8, its launcher copies the operands into rows\n"
+				      "// padded to 8 elements and runs this schedule on the copies: %s_segments\n"
+				      "// (docs/tensor_cores.md, \"Rows that are not a multiple of 8\").\n", f->name);
 		if (!f->segments.len)
 			ast_print_schedule(f->ast_schedule, b);
 		/* size variants: a schedule block has one schedule for every size, so each is shown

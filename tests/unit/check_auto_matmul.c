@@ -172,6 +172,13 @@ START_TEST(test_mma_schedule)
 	Kernel *k = tc->kernels[0];
 	ck_assert_int_gt(k->preconds.len, 0);
 	ck_assert_ptr_nonnull(k->fallback);
+	tc_free(tc);
+	/* K and N constant multiples of 8: no padded plan; the scalar kernel (unaligned
+	 * pointers) has no cp.async and no precondition */
+	tc = tc_lowered(MM("f16[M, 64]", "f16[64, 128]", "f32[M, 128]",
+			   "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	k = tc->kernels[0];
+	ck_assert_ptr_null(tc->prog->fusions[0]->pad_plan);
 	Kernel *last = kernel_last_variant(k);
 	ck_assert_str_eq(last->name, "m_kernel_scalar");
 	ck_assert_int_eq(last->preconds.len, 0);
@@ -180,6 +187,150 @@ START_TEST(test_mma_schedule)
 	ck_assert_not_contains(b.s, "cp.async");
 	ck_assert_contains(b.s, "mma.m16n8k16 C_acc[");
 	buf_free(&b);
+	tc_free(tc);
+}
+END_TEST
+
+/* The names of chain k's kernels, space-separated (a plan: NAME[its segments' kernels]). */
+static void chain_names(Kernel *k, Buf *b)
+{
+	for (; k; k = k->fallback) {
+		bool first = !b->len || b->s[b->len - 1] == '[' || b->s[b->len - 1] == ';';
+		buf_printf(b, "%s%s", first ? "" : " ", k->name);
+		if (!k->segments.len)
+			continue;
+		buf_puts(b, "[");
+		for (int i = 0; i < k->segments.len; i++) {
+			if (i)
+				buf_puts(b, ";");
+			chain_names(VEC_AT(k->segments, Kernel, i), b);
+		}
+		buf_puts(b, "]");
+	}
+}
+
+/* The kernel kernel_pick gives chain k at dims, and in a plan each segment's: "NAME" or
+ * "NAME[seg0 kernel, seg1 kernel, ...]". */
+static char *picked(Kernel *k, const char *dims)
+{
+	int64_t sizes[16] = {0};
+	parse_dims(k->fusion, dims, sizes);
+	Kernel *run = kernel_pick(k, sizes, NULL);
+	ck_assert_ptr_nonnull(run);
+	Buf b = {0};
+	buf_puts(&b, run->name);
+	for (int i = 0; i < run->segments.len; i++) {
+		Segment *sg = VEC_AT(run->fusion->segments, Segment, i);
+		int64_t gs[16];
+		segment_sizes(sg, sizes, gs);
+		Kernel *v = kernel_pick(VEC_AT(run->segments, Kernel, i), gs, NULL);
+		buf_printf(&b, "%s%s", i ? ", " : "[", v ? v->name : "(none)");
+	}
+	buf_puts(&b, run->segments.len ? "]" : "");
+	return b.s;
+}
+
+#define ASSERT_PICKS(k, dims, want) do { \
+		char *got_ = picked((k), (dims)); \
+		ck_assert_msg(strcmp(got_, (want)) == 0, "at %s: %s, expected %s", (dims), got_, (want)); \
+		free(got_); \
+	} while (0)
+
+/* Rows that are not a multiple of 8 elements (docs/tensor_cores.md): after the tensor-core
+ * kernels, a plan that copies A and B into zero-padded rows and runs the tensor-core kernel
+ * on them; which kernel runs follows from the preconditions (K, N multiples of 8 and the
+ * pointers' alignment: the kernels; anything else: the plan). Each simulated against the
+ * reference. */
+START_TEST(test_padded_plan)
+{
+	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	Kernel *k = tc->kernels[0];
+	Buf b = {0};
+	chain_names(k, &b);
+	ck_assert_str_eq(b.s, "m_kernel_M32 m_kernel_M64 m_kernel m_segments[m_seg0_kernel "
+			      "m_seg0_kernel_scalar;m_seg1_kernel m_seg1_kernel_scalar;m_seg2_kernel_M32 "
+			      "m_seg2_kernel_M32_scalar m_seg2_kernel_M64 m_seg2_kernel_M64_scalar "
+			      "m_seg2_kernel m_seg2_kernel_scalar]");
+	buf_free(&b);
+	Kernel *plan = kernel_last_variant(k);
+	ck_assert_int_eq(plan->preconds.len, 0);
+	Fusion *p = plan->fusion;
+	ck_assert_int_eq(p->seg_buffers.len, 2);
+	/* the workspace: rows rounded up to 8 */
+	Buf ws = {0};
+	ir_print_fusion(p, &ws);
+	ck_assert_contains(ws.s, "workspace: A_pad: f16[M, ceildiv(K, 8) * 8], B_pad: f16[ceildiv(K, 8) * 8, ceildiv(N, 8) * 8]");
+	buf_free(&ws);
+	/* K_pad, N_pad: K, N rounded up */
+	Segment *mm = VEC_AT(p->segments, Segment, 2);
+	int64_t sizes[3] = {5, 43, 41}, gs[8];
+	segment_sizes(mm, sizes, gs);
+	ck_assert_int_eq(mm->fusion->nsizes, 4);
+	ck_assert_int_eq(gs[0], 5);
+	ck_assert_int_eq(gs[1], 48);
+	ck_assert_int_eq(gs[2], 48);
+	ck_assert_int_eq(gs[3], 41);
+	/* the product's C store is per element (N may be odd): no vector precondition on N;
+	 * libfusrt's size check takes each segment kernel's fusion (the variants' too) at the
+	 * plan's sizes, whose reads of B_pad cover N of its N_pad columns */
+	for (Kernel *v = VEC_AT(plan->segments, Kernel, 2); v; v = v->fallback) {
+		char *err = NULL;
+		ck_assert_msg(fusion_check_sizes(v->fusion, gs, &err), "%s: %s", v->name, err);
+		for (int i = 0; i < v->preconds.len; i++) {
+			Precond *c = VEC_AT(v->preconds, Precond, i);
+			ck_assert(!(c->kind == PC_MULTIPLE && strcmp(c->size->name, "N") == 0));
+			ck_assert(!(c->kind == PC_ALIGNED && strcmp(c->tensor->name, "C") == 0));
+		}
+	}
+	ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
+	ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
+	ASSERT_PICKS(k, "M=37,N=41,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M64]");
+	ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	ASSERT_PICKS(k, "M=20,N=64,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
+	ASSERT_PICKS(k, "M=200,N=41,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
+			      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
+	for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
+		ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+	tc_free(tc);
+	/* K a constant multiple of 8: only B is copied (its N), A read as it is */
+	tc = tc_lowered(MM("f16[M, 64]", "f16[64, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	k = tc->kernels[0];
+	p = tc->prog->fusions[0]->pad_plan;
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->segments.len, 2);
+	ck_assert_int_eq(p->seg_buffers.len, 1);
+	ck_assert_str_eq(VEC_AT(p->seg_buffers, Tensor, 0)->name, "B_pad");
+	ASSERT_PICKS(k, "M=100,N=40,K=64", "m_kernel");
+	ASSERT_PICKS(k, "M=100,N=33,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel]");
+	expect_sim_picked(k, "M=70,N=33,K=64");
+	tc_free(tc);
+	/* a constant K that is not a multiple of 8: rounded in the copy's declaration */
+	tc = tc_lowered(MM("f16[M, 45]", "f16[45, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=33,N=40,K=45")->name, "m_segments");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=70,N=3,K=45")->name, "m_segments");
+	tc_free(tc);
+	/* no plan: K and N constant multiples of 8, f32 operands, a transposed operand */
+	const char *none[] = {
+		MM("f16[M, 64]", "f16[64, 128]", "f32[M, 128]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+	};
+	for (int i = 0; i < 3; i++) {
+		tc = tc_lowered(none[i]);
+		ck_assert_ptr_null(tc->prog->fusions[0]->pad_plan);
+		ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->segments.len, 0);
+		tc_free(tc);
+	}
+	/* batched, and the epilogue program (bias read by j < N, the padded columns never) */
+	tc = tc_lowered(MM("bf16[Z, M, K]", "bf16[Z, K, N]", "f32[Z, M, N]",
+			   "C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j]);"));
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "Z=3,M=37,N=41,K=43")->name, "m_segments");
+	tc_free(tc);
+	tc = tc_lowered(epilogue_src);
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=70,N=33,K=45")->name, "e_segments");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=130,N=263,K=71")->name, "e_segments");
 	tc_free(tc);
 }
 END_TEST
@@ -277,9 +428,11 @@ START_TEST(test_matmul_sim)
 		Kernel *k = tc->kernels[0];
 		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
 			Kernel *run = expect_sim_picked(k, dims[s]);
-			/* multiples of 8 run a vector kernel, the others a scalar one */
-			bool vector = s == 1 || s == 5;
-			ck_assert_msg((strstr(run->name, "_scalar") == NULL) == vector, "%s at %s ran %s",
+			/* multiples of 8 run a vector kernel, the others a scalar one (tensor
+			 * cores: the padded plan) */
+			bool vector = s == 1 || s == 5, mma = i < 4;
+			const char *other = mma ? "_segments" : "_scalar";
+			ck_assert_msg((strstr(run->name, other) == NULL) == vector, "%s at %s ran %s",
 				      srcs[i], dims[s], run->name);
 			expect_sim(kernel_last_variant(k), dims[s]);
 		}
@@ -288,9 +441,9 @@ START_TEST(test_matmul_sim)
 }
 END_TEST
 
-/* A symbolic M gets size variants with 32- and 64-row tiles: the chain M32, M32_scalar, M64,
- * M64_scalar, the kernel, its scalar one; each runs where its bound and vectors allow and
- * matches the reference on both sides of each bound. */
+/* A symbolic M gets size variants with 32- and 64-row tiles: the chain M32, M64, the kernel,
+ * then the padded plan; each runs where its bound and vectors allow and matches the
+ * reference on both sides of each bound. */
 START_TEST(test_short_m_variants)
 {
 	TestCompile *tc;
@@ -299,19 +452,18 @@ START_TEST(test_short_m_variants)
 	free(s);
 	Fusion *f = tc->prog->fusions[0];
 	ck_assert_int_eq(f->variants.len, 2);
-	const char *names[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64", "m_kernel_M64_scalar",
-			       "m_kernel", "m_kernel_scalar"};
+	const char *names[] = {"m_kernel_M32", "m_kernel_M64", "m_kernel", "m_segments"};
 	int n = 0;
 	for (Kernel *k = tc->kernels[0]; k; k = k->fallback, n++) {
-		ck_assert_int_lt(n, 6);
+		ck_assert_int_lt(n, 4);
 		ck_assert_str_eq(k->name, names[n]);
 	}
-	ck_assert_int_eq(n, 6);
+	ck_assert_int_eq(n, 4);
 	const char *dims[] = {"M=1,N=40,K=32", "M=32,N=40,K=45", "M=33,N=40,K=32", "M=64,N=40,K=45",
-			      "M=65,N=40,K=32"};
-	const char *runs[] = {"m_kernel_M32", "m_kernel_M32_scalar", "m_kernel_M64",
-			      "m_kernel_M64_scalar", "m_kernel"};
-	for (int i = 0; i < 5; i++)
+			      "M=65,N=40,K=32", "M=65,N=40,K=45"};
+	const char *runs[] = {"m_kernel_M32", "m_segments", "m_kernel_M64", "m_segments",
+			      "m_kernel", "m_segments"};
+	for (int i = 0; i < 6; i++)
 		ck_assert_str_eq(expect_sim_picked(tc->kernels[0], dims[i])->name, runs[i]);
 	tc_free(tc);
 }
@@ -350,6 +502,7 @@ Suite *auto_matmul_suite(void)
 	tcase_add_test(tc, test_matmul_sim);
 	tcase_add_test(tc, test_before_sm80);
 	tcase_add_test(tc, test_short_m_variants);
+	tcase_add_test(tc, test_padded_plan);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,8 +10,7 @@
 #include "tests/unit/testutil.h"
 #include "tools/cli.h"
 
-/* The size values of f from `dims` ("A=3,B=5": every size of f named). */
-static void parse_dims(Fusion *f, const char *dims, int64_t *sizes)
+void parse_dims(Fusion *f, const char *dims, int64_t *sizes)
 {
 	for (int i = 0; i < f->nsizes; i++) {
 		const char *name = f->sizes[i]->name, *at = dims;

@@ -119,7 +119,7 @@ END_TEST
  * kernel (the passes before, mma's ldmatrix proofs among them, were half of auto_hgemm's
  * lowering). Counted, not timed. With a dump or the verifier asked for, the passes run
  * again (the trial ran neither). */
-static void assert_lowered_once(const char *src, int min_kernels)
+static void assert_lowered_once(const char *src, int min_kernels, bool all_scalar)
 {
 	LowerOptions o = {.arch = 80};
 	TestCompile *tc = tc_compile_opts(src, &o);
@@ -150,7 +150,8 @@ static void assert_lowered_once(const char *src, int min_kernels)
 			      k->name, k->fusion->resumed, scalar);
 		nscalar += strstr(k->name, "_scalar") != NULL;
 	}
-	ck_assert_msg(2 * nscalar == all.len, "%d scalar kernels of %d", nscalar, all.len);
+	if (all_scalar)
+		ck_assert_msg(2 * nscalar == all.len, "%d scalar kernels of %d", nscalar, all.len);
 	tc_free(tc);
 }
 
@@ -162,11 +163,12 @@ START_TEST(auto_variants_lowered_once)
 			    "  e[i, j] = exp(x[i, j] - m[i]);\n"
 			    "  s[i] = sum(j: e[i, j]);\n"
 			    "  y[i, j] = e[i, j] / s[i];\n"
-			    "}\n", 16);
-	/* a tensor-core matmul: 2 size variants of M and the fusion's own, each with its scalar */
+			    "}\n", 16, true);
+	/* a tensor-core matmul: 2 size variants of M and the fusion's own (no scalar kernels: the
+	 * padded plan runs where their preconditions fail), then the plan's kernels */
 	assert_lowered_once("fusion hgemm(A: f16[M, K], B: f16[K, N]) -> (C: f32[M, N]) {\n"
 			    "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
-			    "}\n", 6);
+			    "}\n", 6, false);
 }
 END_TEST
 

@@ -66,6 +66,8 @@ void tf_expect_errors(const char *text, const char *want);
  * fallback, when the launcher has one) matches the reference in the simulator at each of
  * the sizes ("M=67,N=45": every size named), with no report (check_auto_shapes.c). */
 TestCompile *expect_auto(const char *src, const char **dims, int ndims);
+/* The size values of f from `dims` ("A=3,B=5": every size of f named; check_auto_shapes.c). */
+void parse_dims(Fusion *f, const char *dims, int64_t *sizes);
 /* Kernel k (one of a chain) matches the reference in the simulator at dims, with no report. */
 void expect_sim(Kernel *k, const char *dims);
 /* The same comparison, returned (a report still fails the test): a mutated kernel must not
