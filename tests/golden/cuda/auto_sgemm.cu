@@ -65,13 +65,6 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
     for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
       if (ko * 16 < K) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-      } else {
-        #pragma unroll
-        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (ko * 16 < K) {
-            B_smem_reg[ju_1 * 4 + jv_1] = B_smem[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-          }
-        }
       }
     }
     #pragma unroll
@@ -87,13 +80,6 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
         for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
           if (ko * 16 + ki + 1 < K) {
             *reinterpret_cast<__fus_vec<float, 4> *>(&B_smem_reg[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&B_smem[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
-          } else {
-            #pragma unroll
-            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-              if (ko * 16 + ki + 1 < K) {
-                B_smem_reg[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = B_smem[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
-              }
-            }
           }
         }
       }
@@ -120,13 +106,6 @@ extern "C" __global__ void __launch_bounds__(256) auto_sgemm_kernel(const float 
     for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
       if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&C_acc[iu_3 * 8 + ju_3 * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
-            C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = C_acc[iu_3 * 8 + ju_3 * 4 + jv_3];
-          }
-        }
       }
     }
   }

@@ -19,13 +19,6 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N128(const flo
     if (jr < (N + 31) / 32) {
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -137,13 +130,6 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N256(const flo
     if (jr < (N + 63) / 64) {
       if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -255,13 +241,6 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N1024(const fl
     if (jr < (N + 255) / 256) {
       if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -373,13 +352,6 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N4096(const fl
     if (jr < (N + 511) / 512) {
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -491,13 +463,6 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384(const f
     if (jr < (N + 2047) / 2048) {
       if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -612,13 +577,31 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       m_w = __int_as_float(0xff800000);
       m_c = 0.0f;
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         m_v = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        m_w = m_v;
+        m_c = 1.0f;
+      }
+      m_take = m_w > m_acc || m_w != m_w;
+      m_lo = m_take ? m_acc : m_w;
+      m_acc = m_take ? m_w : m_acc;
+      m_q = expf(m_lo - m_acc);
+      m_e = m_lo == m_acc ? 1.0f : m_q;
+      m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      m_w = __int_as_float(0xff800000);
+      m_c = 0.0f;
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        m_v = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x)];
         m_w = m_v;
         m_c = 1.0f;
       }
@@ -646,24 +629,34 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_seg0_kernel(const flo
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          m_v = x_reg[jv_1];
+          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at m.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           m_v = x_reg[jv_1];
           m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
         }
@@ -684,20 +677,40 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_seg0_kernel_scalar(co
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          m_v = x_reg[jv_1];
+          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at m.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           m_v = x_reg[jv_1];
           m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
         }
@@ -717,24 +730,33 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_seg1_kernel(const flo
   float l_sum0_acc;
   // nest of l_sum0
   l_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at l_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          l_sum0_acc = l_sum0_acc + expf(x_reg[jv_1] - m[((long long)blockIdx.x)]);
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at l_sum0.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           l_sum0_acc = l_sum0_acc + expf(x_reg[jv_1] - m[((long long)blockIdx.x)]);
         }
       }
@@ -753,20 +775,39 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_seg1_kernel_scalar(co
   float l_sum0_acc;
   // nest of l_sum0
   l_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at l_sum0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          l_sum0_acc = l_sum0_acc + expf(x_reg[jv_1] - m[((long long)blockIdx.x)]);
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at l_sum0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           l_sum0_acc = l_sum0_acc + expf(x_reg[jv_1] - m[((long long)blockIdx.x)]);
         }
       }
@@ -867,13 +908,6 @@ extern "C" __global__ void __launch_bounds__(128) lse_one_kernel(const float *__
   for (long long jr = 0; jr < 4; ++jr) {
     if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * 2048 + ((long long)threadIdx.y) * 256 + jr * 64 + ((long long)threadIdx.x) * 4]);
-    } else {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M) {
-          x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * 2048 + ((long long)threadIdx.y) * 256 + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
   float l_max0[1];
