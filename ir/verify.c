@@ -253,7 +253,7 @@ static void check_list(Verifier *v, Stmt *s)
 static bool is_after_indexing(const char *pass)
 {
 	static const char *after[] = {"indexing",      "grid_reduce", "cp_async", "circular_buffer",
-				      "vectorize",     "allocation", "shared_memory",
+				      "tail_split",    "vectorize",     "allocation", "shared_memory",
 				      "cp_wait",       "sync",       "arch",
 				      "simplify"};
 	for (int i = 0; i < countof(after); i++)

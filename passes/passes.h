@@ -75,6 +75,9 @@ bool cp_async_kept(Kernel *k, Tensor *t);
 /* passes/circular_buffer.c: stages(n, p): n slots, prologue, per-stage commits, wait counts,
  * slot-reuse barriers, wait_all after the loop; any loop extent. */
 bool pass_circular_buffer(Kernel *k, Diag *d);
+/* passes/tail_split.c: a serial loop over ceil(B / C) steps whose body guards rows with
+ * `r * C + rest < B` -> the B / C full steps without those guards, then the last step. */
+bool pass_tail_split(Kernel *k, Diag *d);
 /* passes/vectorize.c: vectorized loops -> vector loads/stores with a scalar tail (with
  * LowerOptions.no_vectorize: plain unrolled loops, lane by lane). */
 bool pass_vectorize(Kernel *k, Diag *d);

@@ -26,6 +26,7 @@ const Pass pass_list[] = {
 	{"grid_reduce", pass_grid_reduce, "grid step of reductions over blockIdx: workspace"},
 	{"cp_async", pass_cp_async, "copies into cp_async tensors -> cp.async + commit"},
 	{"circular_buffer", pass_circular_buffer, "stages: prologue, slots, commits, waits, barriers"},
+	{"tail_split", pass_tail_split, "ceil(n / c) row steps: the full ones unguarded, then the last"},
 	{"vectorize", pass_vectorize, "vector loads/stores with a scalar tail"},
 	{"allocation", pass_allocation, "buffers for materialized intermediates"},
 	{"shared_memory", pass_shared_memory, "shared offsets, reuse, static/dynamic, limits"},

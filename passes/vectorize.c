@@ -300,6 +300,20 @@ static IrExpr *vector_guard(Vz *z, IrExpr *cond)
 		      ir_simplify(a, &rg, ir_subst(a, cond, z->v, last)));
 }
 
+/* Whether cond at every lane is the guard (simplified with the launch facts: a column
+ * `base + v < N` with base and N multiples of V is `base < N` at every lane): then the lanes
+ * fail together, and the tail would do nothing. */
+static bool lanes_agree(Vz *z, IrExpr *cond, IrExpr *guard)
+{
+	IrRange rg = ir_range_in(z->k);
+
+	for (int64_t l = 0; l < z->V; l++)
+		if (!ir_equal(ir_simplify(z->a, &rg, ir_subst(z->a, cond, z->v, ir_int(z->a, l))),
+			      guard))
+			return false;
+	return true;
+}
+
 static const char *span_where(Diag *d, Arena *a, Span sp)
 {
 	int line, col;
@@ -358,6 +372,8 @@ static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 	IrExpr *guard = vector_guard(&z, cond);
 	if (!guard)
 		return vec;
+	if (lanes_agree(&z, cond, guard)) /* the lanes fail together: no tail */
+		return kir_if(k, guard, vec, NULL);
 	/* the tail: the original loop, lane by lane */
 	loop->loop.vectorize = false;
 	loop->loop.unroll = true;

@@ -355,7 +355,9 @@ START_TEST(test_auto_long_bucket_unrolled)
 	char *k = tc_variant_ir(tc, "softmax_kernel_N65536");
 	ck_assert_contains(k, "kernel softmax_kernel_N65536 grid(M) block(512) {");
 	ck_assert_contains(k, "require N <= 65536;\n");
-	ck_assert_contains(k, "for jq in [0, ceildiv(N, 4096)) {\n    for ju in [0, 8) unroll {");
+	/* the full steps of 8, then the last (passes/tail_split.c) */
+	ck_assert_contains(k, "for jq in [0, N / 4096) {\n    for ju in [0, 8) unroll {");
+	ck_assert_contains(k, "for jq_2 in [0, ceildiv(N, 4096) - N / 4096) {\n    for ju in [0, 8) unroll {");
 	ck_assert_contains(k, "for ju_1 in [0, 8) unroll {");
 	ck_assert_contains(k, "y[blockIdx.x * N + jq_1 * 16384 + ju_1 * 2048 + threadIdx.x * 4 : 4] =");
 	/* the max and the sum in one pass (online()): no loop of s's own */
@@ -366,6 +368,48 @@ START_TEST(test_auto_long_bucket_unrolled)
 	tc_free(tc);
 	check_simulated(lse_src, "M=2,N=20001");
 	check_simulated(row_sum_src, "M=3,N=65536");
+}
+END_TEST
+
+/* A column sum (the outer class: 4 rows unrolled, 16-byte loads): the rows of the full steps
+ * of the row loop are all in bounds, so their loads have no row guard (nor a scalar tail: the
+ * column guard is the vector's at every lane), and the last step keeps the guard
+ * (passes/tail_split.c); the simulator checks sizes with 0, 1 and several full steps, with and
+ * without a last one. A whole-tensor sum likewise. */
+static const char col_sum_src[] =
+	"fusion col_sum(x: f32[M, N]) -> (s: f32[N]) {\n"
+	"  s[j] = sum(i: x[i, j]);\n"
+	"}\n";
+static const char total_src[] =
+	"fusion total(x: f32[N]) -> (s: f32) {\n"
+	"  s = sum(i: x[i]);\n"
+	"}\n";
+
+START_TEST(test_tail_split_rows)
+{
+	TestCompile *tc = tc_compile(col_sum_src, true);
+	char *k = tc_kernel_ir(tc, 0);
+	const char *full = strstr(k, "  for rr in [0, M / 64) {\n    for u in [0, 4) unroll {\n"
+				     "      if (blockIdx.x * 64 + threadIdx.x % 16 * 4 < N) {\n");
+	ck_assert_msg(full != NULL, "no full row steps:\n%s", k);
+	const char *last = strstr(full, "  for rr_1 in [0, ceildiv(M, 64) - M / 64) {\n");
+	ck_assert_msg(last != NULL, "no last row step:\n%s", k);
+	char *body = strndup(full, (size_t)(last - full));
+	ck_assert_not_contains(body, "< M");
+	ck_assert_not_contains(body, "else");
+	free(body);
+	ck_assert_contains(last, "M / 64 * 64 + rr_1 * 64 + u * 16 + threadIdx.x / 16 < M");
+	free(k);
+	tc_free(tc);
+	check_simulated(col_sum_src, "M=0,N=8");
+	check_simulated(col_sum_src, "M=1,N=4");
+	check_simulated(col_sum_src, "M=64,N=68");
+	check_simulated(col_sum_src, "M=1001,N=132");
+	check_simulated(col_sum_src, "M=8449,N=8");
+	check_simulated(col_sum_src, "M=301,N=67");
+	check_simulated(total_src, "N=0");
+	check_simulated(total_src, "N=1");
+	check_simulated(total_src, "N=100003");
 }
 END_TEST
 
@@ -999,6 +1043,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_logsumexp_reads_once);
 	tcase_add_test(tc, test_auto_row_sum_bf16_vectors);
 	tcase_add_test(tc, test_auto_long_bucket_unrolled);
+	tcase_add_test(tc, test_tail_split_rows);
 	tcase_add_test(tc, test_auto_row_values_once);
 	tcase_add_test(tc, test_auto_short_rows);
 	tcase_add_test(tc, test_auto_col_sum);

@@ -113,13 +113,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M32(const __
     for (long long mw_h_2 = 0; mw_h_2 < 2; ++mw_h_2) {
       if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
         *reinterpret_cast<__fus_vec<float, 2> *>(&C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[no_2 * 4 + mw_h_2 * 2]);
-      } else {
-        #pragma unroll
-        for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-            C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[no_2 * 4 + mw_h_2 * 2 + n8_c_2];
-          }
-        }
       }
     }
   }
@@ -267,13 +260,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel_M64(const __
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
           *reinterpret_cast<__fus_vec<float, 2> *>(&C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2]);
-        } else {
-          #pragma unroll
-          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-              C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
-            }
-          }
         }
       }
     }
@@ -388,13 +374,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_kernel(const __fus_
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
           *reinterpret_cast<__fus_vec<float, 2> *>(&C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&C_acc[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
-        } else {
-          #pragma unroll
-          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.z) < Z && ((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[((long long)blockIdx.z) * M * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = C_acc[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
-            }
-          }
         }
       }
     }

@@ -122,13 +122,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
           C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
         }
         *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-            C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
-          }
-        }
       }
     }
   }
@@ -285,13 +278,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
             C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
           }
           *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
-        } else {
-          #pragma unroll
-          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
-            }
-          }
         }
       }
     }
@@ -415,13 +401,6 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
             C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
           }
           *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
-        } else {
-          #pragma unroll
-          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
-            }
-          }
         }
       }
     }

@@ -41,13 +41,6 @@ extern "C" __global__ void __launch_bounds__(128) bias_gelu_kernel(const float *
       y_vec[jv_1] = 0.5f * (x_vec[jv_1] + b_vec[jv_1]) * (1.0f + erff((x_vec[jv_1] + b_vec[jv_1]) * 0.70710677f));
     }
     *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-  } else {
-    #pragma unroll
-    for (long long jv = 0; jv < 4; ++jv) {
-      if (((long long)blockIdx.y) < M && ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 < N) {
-        y[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] = 0.5f * (x[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] + b[((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv]) * (1.0f + erff((x[((long long)blockIdx.y) * N + ((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv] + b[((long long)blockIdx.x) * 512 + ((long long)threadIdx.x) * 4 + jv]) * 0.70710677f));
-      }
-    }
   }
 }
 

@@ -95,10 +95,10 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024(c
       }
     }
   }
-  for (long long rr = 0; rr < (M + 4223) / 4224; ++rr) {
+  for (long long rr = 0; rr < M / 4224; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -106,14 +106,31 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024(c
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 4223) / 4224 - M / 4224; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -196,13 +213,24 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024_s
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 4223) / 4224; ++rr) {
+  for (long long rr = 0; rr < M / 4224; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 4223) / 4224 - M / 4224; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -315,10 +343,10 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096(c
       }
     }
   }
-  for (long long rr = 0; rr < (M + 1023) / 1024; ++rr) {
+  for (long long rr = 0; rr < M / 1024; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -326,14 +354,31 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096(c
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 1023) / 1024 - M / 1024; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -416,13 +461,24 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096_s
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 1023) / 1024; ++rr) {
+  for (long long rr = 0; rr < M / 1024; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 1023) / 1024 - M / 1024; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -535,10 +591,10 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384(
       }
     }
   }
-  for (long long rr = 0; rr < (M + 255) / 256; ++rr) {
+  for (long long rr = 0; rr < M / 256; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -546,14 +602,31 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384(
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 255) / 256 - M / 256; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -636,13 +709,24 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384_
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 255) / 256; ++rr) {
+  for (long long rr = 0; rr < M / 256; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 255) / 256 - M / 256; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -755,10 +839,10 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768(
       }
     }
   }
-  for (long long rr = 0; rr < (M + 127) / 128; ++rr) {
+  for (long long rr = 0; rr < M / 128; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -766,14 +850,31 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768(
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 127) / 128 - M / 128; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -856,13 +957,24 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768_
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 127) / 128; ++rr) {
+  for (long long rr = 0; rr < M / 128; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 127) / 128 - M / 128; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -973,10 +1085,10 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel(const f
       }
     }
   }
-  for (long long rr = 0; rr < (M + 63) / 64; ++rr) {
+  for (long long rr = 0; rr < M / 64; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -984,14 +1096,31 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel(const f
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 63) / 64 - M / 64; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -1070,13 +1199,24 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_scalar(
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 63) / 64; ++rr) {
+  for (long long rr = 0; rr < M / 64; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 63) / 64 - M / 64; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -1148,13 +1288,6 @@ extern "C" __global__ void __launch_bounds__(128) col_center_seg1_kernel(const f
         y_vec[v_1] = x_vec[v_1] - __fus_fdiv(s_vec[v_1], (float)M);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long v = 0; v < 4; ++v) {
-        if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(s[rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v], (float)M);
-        }
-      }
     }
   }
 }

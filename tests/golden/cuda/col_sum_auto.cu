@@ -95,10 +95,10 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
       }
     }
   }
-  for (long long rr = 0; rr < (M + 4223) / 4224; ++rr) {
+  for (long long rr = 0; rr < M / 4224; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + 3 < 1000 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + 3 < 1000) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -106,14 +106,38 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          }
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 4223) / 4224 - M / 4224; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + 3 < 1000 && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
+      } else {
+        #pragma unroll
+        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -196,13 +220,24 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_scalar(con
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (long long rr = 0; rr < (M + 4223) / 4224; ++rr) {
+  for (long long rr = 0; rr < M / 4224; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M + 4223) / 4224 - M / 4224; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }

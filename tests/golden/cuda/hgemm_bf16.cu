@@ -300,13 +300,6 @@ extern "C" __global__ void __launch_bounds__(256) hgemm_bf16_kernel(const __fus_
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
           *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
-        } else {
-          #pragma unroll
-          for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
-            }
-          }
         }
       }
     }

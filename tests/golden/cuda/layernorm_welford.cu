@@ -109,13 +109,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel(const
         y_vec[jv_1] = (x_vec[jv_1] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv] + beta[jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
 }

@@ -94,13 +94,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel(
   for (long long jr = 0; jr < 2; ++jr) {
     if (((long long)blockIdx.x) < M) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&xl[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * 1024 + jr * 512 + ((long long)threadIdx.x) * 4]);
-    } else {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M) {
-          xl[jr * 4 + jv] = x[((long long)blockIdx.x) * 1024 + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
   float s1[1];
@@ -149,13 +142,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel(
         y_vec[jv_2_1] = (xl_vec[jv_2_1] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma_vec[jv_2_1] + beta_vec[jv_2_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * 1024 + jr_2 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < M) {
-          y[((long long)blockIdx.x) * 1024 + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] = (xl[jr_2 * 4 + jv_2] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] + beta[jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2];
-        }
-      }
     }
   }
 }

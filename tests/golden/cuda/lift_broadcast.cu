@@ -77,13 +77,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N128(const f
     if (jr < (N + 31) / 32) {
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -115,13 +108,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N128(const f
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr_2 * 32 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr_2 * 32 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr_2 * 32 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -291,13 +277,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
     if (jr < (N + 63) / 64) {
       if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -329,13 +308,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256(const f
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_2 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_2 * 64 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_2 * 64 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -505,13 +477,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
     if (jr < (N + 255) / 256) {
       if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -543,13 +508,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024(const 
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_2 * 256 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_2 * 256 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_2 * 256 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -719,13 +677,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
     if (jr < (N + 511) / 512) {
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -757,13 +708,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096(const 
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -933,13 +877,6 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
     if (jr < (N + 2047) / 2048) {
       if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -971,13 +908,6 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384(const
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_2 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -1123,20 +1053,28 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536(const
   float y_sum0[1];
   // y_sum0 computed at y.i
   y_sum0_acc = 0.0f;
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_sum0_acc = y_sum0_acc + x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)] * w[jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+      }
+    }
+  }
+  for (long long jq_2 = 0; jq_2 < (N + 4095) / 4096 - N / 4096; ++jq_2) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        y_sum0_acc = y_sum0_acc + x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)] * w[N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)];
       }
     }
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < N / 16384; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < M && jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         __align__(16) float x_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
@@ -1145,13 +1083,21 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536(const
           y_vec[jv_1] = x_vec[jv_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
+      }
+    }
+  }
+  for (long long jq_1_1 = 0; jq_1_1 < (N + 16383) / 16384 - N / 16384; ++jq_1_1) {
+    #pragma unroll
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]);
+        __align__(16) float y_vec_1[4];
         #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
-          }
+        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+          y_vec_1[jv_2] = x_vec_1[jv_2] - __fus_fdiv(y_sum0[0], (float)N);
         }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       }
     }
   }
@@ -1194,23 +1140,42 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536_scala
   float y_sum0[1];
   // y_sum0 computed at y.i
   y_sum0_acc = 0.0f;
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_sum0_acc = y_sum0_acc + x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)] * w[jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+      }
+    }
+  }
+  for (long long jq_2 = 0; jq_2 < (N + 4095) / 4096 - N / 4096; ++jq_2) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        y_sum0_acc = y_sum0_acc + x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)] * w[N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)];
       }
     }
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < N / 16384; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           y[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
+        }
+      }
+    }
+  }
+  for (long long jq_1_1 = 0; jq_1_1 < (N + 16383) / 16384 - N / 16384; ++jq_1_1) {
+    #pragma unroll
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          y[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
         }
       }
     }
@@ -1258,25 +1223,34 @@ extern "C" __global__ void __launch_bounds__(256) bcast_auto_seg0_kernel(const f
   float y_sum0_acc;
   // nest of y_sum0
   y_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
           y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_sum0.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+          y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
     }
@@ -1326,21 +1300,40 @@ extern "C" __global__ void __launch_bounds__(256) bcast_auto_seg0_kernel_scalar(
   float y_sum0_acc;
   // nest of y_sum0
   y_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_sum0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
           y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_sum0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+          y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1];
         }
       }
     }
@@ -1400,13 +1393,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_seg1_kernel(const f
         y_vec[v_1] = x_vec[v_1] - __fus_fdiv(y_sum0[quot], (float)N);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long v = 0; v < 4; ++v) {
-        if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(y_sum0[quot], (float)N);
-        }
-      }
     }
   }
 }

@@ -56,13 +56,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N128(const fl
       // x_reg computed at mean_sum0.tx
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -196,13 +189,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N256(const fl
       // x_reg computed at mean_sum0.tx
       if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -336,13 +322,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N1024(const f
       // x_reg computed at mean_sum0.tx
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -476,13 +455,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N4096(const f
       // x_reg computed at mean_sum0.tx
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -616,13 +588,6 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N16384(const 
       // x_reg computed at mean_sum0.tx
       if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -749,24 +714,33 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N65536(const 
   float mean_sum0[1];
   // mean_sum0 computed at mean.i
   mean_sum0_acc = 0.0f;
-  for (long long jq = 0; jq < (N + 16383) / 16384; ++jq) {
+  for (long long jq = 0; jq < N / 16384; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < M && jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384 - N / 16384; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -819,20 +793,39 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N65536_scalar
   float mean_sum0[1];
   // mean_sum0 computed at mean.i
   mean_sum0_acc = 0.0f;
-  for (long long jq = 0; jq < (N + 16383) / 16384; ++jq) {
+  for (long long jq = 0; jq < N / 16384; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at mean_sum0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384 - N / 16384; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -886,24 +879,33 @@ extern "C" __global__ void __launch_bounds__(256) mean_auto_seg0_kernel(const fl
   float mean_sum0_acc;
   // nest of mean_sum0
   mean_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -954,20 +956,39 @@ extern "C" __global__ void __launch_bounds__(256) mean_auto_seg0_kernel_scalar(c
   float mean_sum0_acc;
   // nest of mean_sum0
   mean_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at mean_sum0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }

@@ -98,13 +98,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N128(const fl
     if (jr < (N + 31) / 32) {
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -153,13 +146,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N128(const fl
           y_vec[jv_3_1] = c[((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr_3 * 32 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr_3 * 32 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr_3 * 32 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -388,13 +374,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
     if (jr < (N + 63) / 64) {
       if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -443,13 +422,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256(const fl
           y_vec[jv_3_1] = c[((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -678,13 +650,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
     if (jr < (N + 255) / 256) {
       if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -733,13 +698,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024(const f
           y_vec[jv_3_1] = c[((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_3 * 256 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr_3 * 256 + ((long long)threadIdx.x) * 4 < N) {
-            y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr_3 * 256 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -968,13 +926,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
     if (jr < (N + 511) / 512) {
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -1023,13 +974,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096(const f
           y_vec[jv_3_1] = c[((long long)blockIdx.x)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_3 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < M && jr_3 * 512 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -1258,13 +1202,6 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
     if (jr < (N + 2047) / 2048) {
       if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -1313,13 +1250,6 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384(const 
           y_vec[jv_3_1] = c[((long long)blockIdx.x)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_3 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jr_3 * 2048 + ((long long)threadIdx.x) * 4 + jv_3] = c[((long long)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -1521,11 +1451,20 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536(const 
   float y_max0[1];
   // y_max0 computed at y.i
   y_max0_acc = __int_as_float(0xff800000);
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_max0_v = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+      }
+    }
+  }
+  for (long long jq_3 = 0; jq_3 < (N + 4095) / 4096 - N / 4096; ++jq_3) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        y_max0_v = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x)];
         y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
       }
     }
@@ -1535,20 +1474,28 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536(const 
   float y_sum1[1];
   // y_sum1 computed at y.i
   y_sum1_acc = 0.0f;
-  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < M && jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_sum1_acc = y_sum1_acc + (fabsf(x[((long long)blockIdx.x) * N + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)]) + 1.0f);
+      }
+    }
+  }
+  for (long long jq_1_1 = 0; jq_1_1 < (N + 4095) / 4096 - N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+        y_sum1_acc = y_sum1_acc + (fabsf(x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)]) + 1.0f);
       }
     }
   }
   y_sum1_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
-  for (long long jq_2 = 0; jq_2 < (N + 16383) / 16384; ++jq_2) {
+  for (long long jq_2 = 0; jq_2 < N / 16384; ++jq_2) {
     #pragma unroll
     for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((long long)blockIdx.x) < M && jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         __align__(16) float x_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
@@ -1557,13 +1504,21 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536(const 
           y_vec[jv_1] = c[((long long)blockIdx.x)] ? x_vec[jv_1] - y_max0[0] : __fus_fdiv(x_vec[jv_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
+      }
+    }
+  }
+  for (long long jq_2_1 = 0; jq_2_1 < (N + 16383) / 16384 - N / 16384; ++jq_2_1) {
+    #pragma unroll
+    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
+      if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]);
+        __align__(16) float y_vec_1[4];
         #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            y[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = c[((long long)blockIdx.x)] ? x[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv], y_sum1[0]);
-          }
+        for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
+          y_vec_1[jv_2] = c[((long long)blockIdx.x)] ? x_vec_1[jv_2] - y_max0[0] : __fus_fdiv(x_vec_1[jv_2], y_sum1[0]);
         }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       }
     }
   }
@@ -1624,11 +1579,20 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_scalar
   float y_max0[1];
   // y_max0 computed at y.i
   y_max0_acc = __int_as_float(0xff800000);
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_max0_v = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+      }
+    }
+  }
+  for (long long jq_3 = 0; jq_3 < (N + 4095) / 4096 - N / 4096; ++jq_3) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        y_max0_v = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x)];
         y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
       }
     }
@@ -1638,23 +1602,42 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_scalar
   float y_sum1[1];
   // y_sum1 computed at y.i
   y_sum1_acc = 0.0f;
-  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < M && jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         y_sum1_acc = y_sum1_acc + (fabsf(x[((long long)blockIdx.x) * N + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)]) + 1.0f);
+      }
+    }
+  }
+  for (long long jq_1_1 = 0; jq_1_1 < (N + 4095) / 4096 - N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+        y_sum1_acc = y_sum1_acc + (fabsf(x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)]) + 1.0f);
       }
     }
   }
   y_sum1_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
-  for (long long jq_2 = 0; jq_2 < (N + 16383) / 16384; ++jq_2) {
+  for (long long jq_2 = 0; jq_2 < N / 16384; ++jq_2) {
     #pragma unroll
     for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           y[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = c[((long long)blockIdx.x)] ? x[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((long long)blockIdx.x) * N + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv], y_sum1[0]);
+        }
+      }
+    }
+  }
+  for (long long jq_2_1 = 0; jq_2_1 < (N + 16383) / 16384 - N / 16384; ++jq_2_1) {
+    #pragma unroll
+    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
+          y[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = c[((long long)blockIdx.x)] ? x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv], y_sum1[0]);
         }
       }
     }
@@ -1705,24 +1688,34 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg0_kernel(const fl
   float y_max0_v;
   // nest of y_max0
   y_max0_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_max0.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          y_max0_v = x_reg[jv_1];
+          y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_max0.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           y_max0_v = x_reg[jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -1777,20 +1770,40 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg0_kernel_scalar(c
   float y_max0_v;
   // nest of y_max0
   y_max0_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_max0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          y_max0_v = x_reg[jv_1];
+          y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_max0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           y_max0_v = x_reg[jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -1846,24 +1859,33 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg1_kernel(const fl
   float y_sum1_acc;
   // nest of y_sum1
   y_sum1_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_sum1.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_sum1.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
         }
       }
@@ -1914,20 +1936,39 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg1_kernel_scalar(c
   float y_sum1_acc;
   // nest of y_sum1
   y_sum1_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_sum1.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_sum1.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
         }
       }
@@ -1988,13 +2029,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_seg2_kernel(const fl
         y_vec[v_1] = c[quot] ? x_vec[v_1] - y_max0[quot] : __fus_fdiv(x_vec[v_1], y_sum1[quot]);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long v = 0; v < 4; ++v) {
-        if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = c[quot] ? x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - y_max0[quot] : __fus_fdiv(x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v], y_sum1[quot]);
-        }
-      }
     }
   }
 }
@@ -2198,13 +2232,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N128(const flo
     if (jr < (N + 31) / 32) {
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2510,13 +2537,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N256(const flo
     if (jr < (N + 63) / 64) {
       if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2822,13 +2842,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N1024(const fl
     if (jr < (N + 255) / 256) {
       if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 256 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3134,13 +3147,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N4096(const fl
     if (jr < (N + 511) / 512) {
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3446,13 +3452,6 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N16384(const f
     if (jr < (N + 2047) / 2048) {
       if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3728,11 +3727,19 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536(const f
   float z_sum0[1];
   // z_sum0 computed at z.i
   z_sum0_acc = 0.0f;
-  for (long long jq = 0; jq < (N + 4095) / 4096; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < M && jq * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         z_sum0_acc = z_sum0_acc + x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+      }
+    }
+  }
+  for (long long jq_3 = 0; jq_3 < (N + 4095) / 4096 - N / 4096; ++jq_3) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x) < N) {
+        z_sum0_acc = z_sum0_acc + x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x)];
       }
     }
   }
@@ -3741,11 +3748,20 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536(const f
   float z_max1[1];
   // z_max1 computed at z.i
   z_max1_acc = __int_as_float(0xff800000);
-  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < M && jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         z_max1_v = x[((long long)blockIdx.x) * N + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)];
+        z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+      }
+    }
+  }
+  for (long long jq_1_1 = 0; jq_1_1 < (N + 4095) / 4096 - N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N) {
+        z_max1_v = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)];
         z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
       }
     }
@@ -3755,11 +3771,20 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536(const f
   float z_min2[1];
   // z_min2 computed at z.i
   z_min2_acc = __int_as_float(0x7f800000);
-  for (long long jq_2 = 0; jq_2 < (N + 4095) / 4096; ++jq_2) {
+  for (long long jq_2 = 0; jq_2 < N / 4096; ++jq_2) {
     #pragma unroll
     for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((long long)blockIdx.x) < M && jq_2 * 4096 + ju_2 * 512 + ((long long)threadIdx.x) < N) {
+      if (((long long)blockIdx.x) < M) {
         z_min2_v = x[((long long)blockIdx.x) * N + jq_2 * 4096 + ju_2 * 512 + ((long long)threadIdx.x)];
+        z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+      }
+    }
+  }
+  for (long long jq_2_1 = 0; jq_2_1 < (N + 4095) / 4096 - N / 4096; ++jq_2_1) {
+    #pragma unroll
+    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_2_1 * 4096 + ju_2 * 512 + ((long long)threadIdx.x) < N) {
+        z_min2_v = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_2_1 * 4096 + ju_2 * 512 + ((long long)threadIdx.x)];
         z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
       }
     }
@@ -3812,24 +3837,33 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg0_kernel(const flo
   float z_sum0_acc;
   // nest of z_sum0
   z_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_sum0.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_sum0_acc = z_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_sum0.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           z_sum0_acc = z_sum0_acc + x_reg[jv_1];
         }
       }
@@ -3880,20 +3914,39 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg0_kernel_scalar(co
   float z_sum0_acc;
   // nest of z_sum0
   z_sum0_acc = 0.0f;
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_sum0.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_sum0_acc = z_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_sum0.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           z_sum0_acc = z_sum0_acc + x_reg[jv_1];
         }
       }
@@ -3951,24 +4004,34 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg1_kernel(const flo
   float z_max1_v;
   // nest of z_max1
   z_max1_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_max1.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_max1_v = x_reg[jv_1];
+          z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_max1.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           z_max1_v = x_reg[jv_1];
           z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
         }
@@ -4023,20 +4086,40 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg1_kernel_scalar(co
   float z_max1_v;
   // nest of z_max1
   z_max1_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_max1.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_max1_v = x_reg[jv_1];
+          z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_max1.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           z_max1_v = x_reg[jv_1];
           z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
         }
@@ -4095,24 +4178,34 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg2_kernel(const flo
   float z_min2_v;
   // nest of z_min2
   z_min2_acc = __int_as_float(0x7f800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_min2.tx
-      if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_min2_v = x_reg[jv_1];
+          z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_min2.tx
+      if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N) {
           z_min2_v = x_reg[jv_1];
           z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
         }
@@ -4167,20 +4260,40 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg2_kernel_scalar(co
   float z_min2_v;
   // nest of z_min2
   z_min2_acc = __int_as_float(0x7f800000);
-  for (long long jr = 0; jr < (N + 65535) / 65536; ++jr) {
+  for (long long jr = 0; jr < N / 65536; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_min2.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          z_min2_v = x_reg[jv_1];
+          z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 65535) / 65536 - N / 65536; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_min2.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           z_min2_v = x_reg[jv_1];
           z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
         }

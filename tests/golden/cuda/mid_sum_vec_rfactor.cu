@@ -94,10 +94,10 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
       }
     }
   }
-  for (long long rr = 0; rr < (T + 63) / 64; ++rr) {
+  for (long long rr = 0; rr < T / 64; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
+      if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H) {
         __align__(16) float r_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&r_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r[0]);
         __align__(16) float x_vec[4];
@@ -105,14 +105,31 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
         __align__(16) float r_vec_2[4];
         #pragma unroll
         for (long long hv_1_1 = 0; hv_1_1 < 4; ++hv_1_1) {
-          r_vec_2[hv_1_1] = r_vec_1[hv_1_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x_vec[hv_1_1] : 0.0f);
+          r_vec_2[hv_1_1] = r_vec_1[hv_1_1] + x_vec[hv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&r[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r_vec_2[0]);
+      }
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (T + 63) / 64 - T / 64; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
+        __align__(16) float r_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&r_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * T * H + (T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4]);
+        __align__(16) float r_vec_4[4];
+        #pragma unroll
+        for (long long hv_1_2 = 0; hv_1_2 < 4; ++hv_1_2) {
+          r_vec_4[hv_1_2] = r_vec_3[hv_1_2] + (T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x_vec_1[hv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&r[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r_vec_4[0]);
       } else {
         #pragma unroll
         for (long long hv_1 = 0; hv_1 < 4; ++hv_1) {
-          if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
-            r[hv_1] = r[hv_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
+          if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
+            r[hv_1] = r[hv_1] + (T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (T / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
           }
         }
       }

@@ -44,13 +44,6 @@ extern "C" __global__ void __launch_bounds__(128) row_sum_kernel(const float *__
     // xl computed at s.tx
     if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&xl[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-    } else {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {
-          xl[jv] = x[((long long)blockIdx.x) * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-        }
-      }
     }
     for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
       if (((long long)blockIdx.x) < M && jr * 512 + ((long long)threadIdx.x) * 4 < N) {

@@ -59,13 +59,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N128(const 
     if (jr < (N + 31) / 32) {
       if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) < M && jr * 32 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.y)) * N + jr * 32 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -215,13 +208,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256(const 
     if (jr < (N + 63) / 64) {
       if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < M && jr * 64 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N + jr * 64 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -371,13 +357,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N1024(const
     if (jr < (N + 511) / 512) {
       if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 512 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 512 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < M && jr * 512 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jr * 8 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N + jr * 512 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -527,13 +506,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096(const
     if (jr < (N + 1023) / 1024) {
       if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 1024 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 1024 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -683,13 +655,6 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N16384(cons
     if (jr < (N + 4095) / 4096) {
       if (((long long)blockIdx.x) < M && jr * 4096 + ((long long)threadIdx.x) * 8 < N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 4096 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 4096 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jr * 8 + jv] = x[((long long)blockIdx.x) * N + jr * 4096 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -827,24 +792,34 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N65536(cons
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jq = 0; jq < (N + 32767) / 32768; ++jq) {
+  for (long long jq = 0; jq < N / 32768; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 < N) {
+        if (((long long)blockIdx.x) < M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 32767) / 32768 - N / 32768; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      __align__(16) __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      if (((long long)blockIdx.x) < M && N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 < N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -895,20 +870,40 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N65536_scal
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jq = 0; jq < (N + 32767) / 32768; ++jq) {
+  for (long long jq = 0; jq < N / 32768; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jq * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 32767) / 32768 - N / 32768; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 8; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -965,24 +960,34 @@ extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel(const __fus
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 131071) / 131072; ++jr) {
+  for (long long jr = 0; jr < N / 131072; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+      if (((long long)blockIdx.x) < M) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 8; ++jv) {
-          if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+        if (((long long)blockIdx.x) < M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 131071) / 131072 - N / 131072; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __align__(16) __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      if (((long long)blockIdx.x) < M && N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((long long)blockIdx.x) * N + N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -1037,20 +1042,40 @@ extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_scalar(cons
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (long long jr = 0; jr < (N + 131071) / 131072; ++jr) {
+  for (long long jr = 0; jr < N / 131072; ++jr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
       #pragma unroll
       for (long long jv = 0; jv < 8; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv < N) {
+        if (((long long)blockIdx.x) < M) {
           x_reg[jv] = x[((long long)blockIdx.x) * N + jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (N + 131071) / 131072 - N / 131072; ++jr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 8; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((long long)blockIdx.x) < M && N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((long long)blockIdx.y) * 2048 + ((long long)threadIdx.x) * 8 + jv_1 < N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }

@@ -89,13 +89,6 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(const float *__
         y_vec[jv_1] = __fus_fdiv(expf(x_vec[jv_1] - m[0]), s[0]);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = __fus_fdiv(expf(x[((long long)blockIdx.x) * N + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - m[0]), s[0]);
-        }
-      }
     }
   }
 }

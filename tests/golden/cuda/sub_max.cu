@@ -208,13 +208,6 @@ extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel(const floa
         y_vec[v_1] = x_vec[v_1] - m[0];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (long long v = 0; v < 4; ++v) {
-        if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
-          y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - m[0];
-        }
-      }
     }
   }
 }
