@@ -26,11 +26,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304])), "l"(&A[u * 16 * K + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[ko_pre * 64 * N + u_1 * 32 * N + (((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -50,11 +50,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304])), "l"(&A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304])), "l"(&A[u * 16 * K + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[ko * 64 * N + u_1 * 32 * N + (192 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -121,12 +121,12 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
         for (long long n8_c_2_1 = 0; n8_c_2_1 < 2; ++n8_c_2_1) {
           C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
         }
-        *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
+        *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[mw_h_2 * 8 * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
       } else {
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
           if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-            C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+            C[mw_h_2 * 8 * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
           }
         }
       }
@@ -159,14 +159,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
       for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 16 * K + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[ko_pre * 64 * N + u_1 * 32 * N + (((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
@@ -187,14 +187,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
       for (long long u = 0; u < 2; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 2048 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 256 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 2304] = ((long long)blockIdx.y) * 32 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 16 * K + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[ko * 64 * N + u_1 * 32 * N + (192 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
@@ -252,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M3
       #pragma unroll
       for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
         if (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-          C[(((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + mw_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+          C[mw_h_2 * 8 * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[no_2 * 4 + mw_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
         }
       }
     }
@@ -285,11 +285,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608])), "l"(&A[u * 16 * K + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560])), "l"(&B[ko_pre * 64 * N + u_1 * 32 * N + (((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -312,11 +312,11 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
     if (ko + 3 < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608])), "l"(&A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? (unsigned)(__fus_min(K - (ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608])), "l"(&A[u * 16 * K + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560])), "l"(&B[ko * 64 * N + u_1 * 32 * N + (192 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -409,12 +409,12 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
           for (long long n8_c_2_1 = 0; n8_c_2_1 < 2; ++n8_c_2_1) {
             C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
           }
-          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
+          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
             if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+              C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
             }
           }
         }
@@ -451,14 +451,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 16 * K + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 2560] = ko_pre * 64 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[ko_pre * 64 * N + u_1 * 32 * N + (((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
@@ -482,14 +482,14 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[(((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[((long long)blockIdx.y) * 4096 + u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + ((long long)blockIdx.y) * 512 + u * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 3) % 4 * 4608] = ((long long)blockIdx.y) * 64 + u * 16 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 16 * K + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 192 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[(ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 3) % 4 * 2560] = ko * 64 + 192 + u_1 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < K && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1 < N ? B[ko * 64 * N + u_1 * 32 * N + (192 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) % 4 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
@@ -573,7 +573,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
           if (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-            C[(((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+            C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 8 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 32 + ((long long)threadIdx.y) * 16 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
           }
         }
       }
@@ -581,9 +581,9 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
+extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 156672 bytes, dynamic
   // nest of C
   __align__(8) float t_sum0[128];
   // t_sum0 computed at C.bj
@@ -598,57 +598,57 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 15360 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 27648 elements
   // A_smem computed at t_sum0.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 30720); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 55296); // 50688 elements
   // B_smem computed at t_sum0.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 9216])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352])), "l"(&B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 8; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + ko_pre * 16896])), "l"(&B[ko_pre * 64 * N + u_1 * 8 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko_pre * 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
   asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   __syncthreads();
-  unsigned A_smem_frag[32];
-  unsigned B_smem_frag[32];
-  if (0 < (K + 31) / 32) {
+  unsigned A_smem_frag[64];
+  unsigned B_smem_frag[64];
+  if (0 < (K + 63) / 64) {
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
   }
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 2 < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 9216])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352])), "l"(&B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 8; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 16896])), "l"(&B[ko * 64 * N + u_1 * 8 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko * 64 + 128 + u_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -659,17 +659,13 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
                      : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
       }
     }
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-    __syncthreads();
-    if (ko + 1 < (K + 31) / 32) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 5120])) : "memory");
-      }
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 4352])) : "memory");
-      }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 8192 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -680,6 +676,44 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
                      : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 16]), "r"(B_smem_frag[no_1 * 2 + 17]));
       }
     }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 12288 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(t_sum0[mo_1 * 32 + no_1 * 4]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 1]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 2]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 32]), "r"(A_smem_frag[mo_1 * 4 + 33]), "r"(A_smem_frag[mo_1 * 4 + 34]), "r"(A_smem_frag[mo_1 * 4 + 35]), "r"(B_smem_frag[no_1 * 2 + 32]), "r"(B_smem_frag[no_1 * 2 + 33]));
+      }
+    }
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 9216])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 16896])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(t_sum0[mo_1 * 32 + no_1 * 4]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 1]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 2]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 48]), "r"(A_smem_frag[mo_1 * 4 + 49]), "r"(A_smem_frag[mo_1 * 4 + 50]), "r"(A_smem_frag[mo_1 * 4 + 51]), "r"(B_smem_frag[no_1 * 2 + 48]), "r"(B_smem_frag[no_1 * 2 + 49]));
+      }
+    }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   #pragma unroll
@@ -687,22 +721,22 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
     #pragma unroll
     for (long long no_2 = 0; no_2 < 8; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
-        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
           __align__(8) float t_sum0_vec[2];
           *reinterpret_cast<__fus_vec<float, 2> *>(&t_sum0_vec[0]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
           __align__(4) __fus_half bias_vec[2];
-          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&bias_vec[0]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]);
+          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&bias_vec[0]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]);
           __align__(4) __fus_half C_vec[2];
           #pragma unroll
           for (long long n8_c_2_1 = 0; n8_c_2_1 < 2; ++n8_c_2_1) {
             C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
           }
-          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
+          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+              C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
             }
           }
         }
@@ -711,9 +745,9 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel(co
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_scalar(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
+extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_scalar(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 56832 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 156672 bytes, dynamic
   // nest of C
   float t_sum0[128];
   // t_sum0 computed at C.bj
@@ -728,66 +762,66 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 15360 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 27648 elements
   // A_smem computed at t_sum0.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 30720); // 13056 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 55296); // 50688 elements
   // B_smem computed at t_sum0.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
-    if (ko_pre < (K + 31) / 32) {
+    if (ko_pre < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + ko_pre * 5120] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 9216] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 8; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 4352] = ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko_pre * 32 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + ko_pre * 16896] = ko_pre * 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1 < N ? B[ko_pre * 64 * N + u_1 * 8 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
   }
   __syncthreads();
-  unsigned A_smem_frag[32];
-  unsigned B_smem_frag[32];
-  if (0 < (K + 31) / 32) {
+  unsigned A_smem_frag[64];
+  unsigned B_smem_frag[64];
+  if (0 < (K + 63) / 64) {
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
   }
-  for (long long ko = 0; ko < (K + 31) / 32; ++ko) {
-    if (ko + 2 < (K + 31) / 32) {
+  for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
+    if (ko + 2 < (K + 63) / 64) {
       #pragma unroll
       for (long long u = 0; u < 4; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) / 4 * 8 + (ko + 2) % 3 * 5120] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v < K ? A[(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 9216] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+      for (long long u_1 = 0; u_1 < 8; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 4352] = ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[(ko * 32 + 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 16896] = ko * 64 + 128 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1 < N ? B[ko * 64 * N + u_1 * 8 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 5120])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 4352])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -798,16 +832,13 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
                      : "r"(A_smem_frag[mo_1 * 4]), "r"(A_smem_frag[mo_1 * 4 + 1]), "r"(A_smem_frag[mo_1 * 4 + 2]), "r"(A_smem_frag[mo_1 * 4 + 3]), "r"(B_smem_frag[no_1 * 2]), "r"(B_smem_frag[no_1 * 2 + 1]));
       }
     }
-    __syncthreads();
-    if (ko + 1 < (K + 31) / 32) {
-      #pragma unroll
-      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 2048 + mo_3 * 512 + ((long long)threadIdx.x) % 16 * 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 5120])) : "memory");
-      }
-      #pragma unroll
-      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 4352])) : "memory");
-      }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 8192 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -818,6 +849,43 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
                      : "r"(A_smem_frag[mo_1 * 4 + 16]), "r"(A_smem_frag[mo_1 * 4 + 17]), "r"(A_smem_frag[mo_1 * 4 + 18]), "r"(A_smem_frag[mo_1 * 4 + 19]), "r"(B_smem_frag[no_1 * 2 + 16]), "r"(B_smem_frag[no_1 * 2 + 17]));
       }
     }
+    #pragma unroll
+    for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+    }
+    #pragma unroll
+    for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 12288 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(t_sum0[mo_1 * 32 + no_1 * 4]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 1]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 2]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 32]), "r"(A_smem_frag[mo_1 * 4 + 33]), "r"(A_smem_frag[mo_1 * 4 + 34]), "r"(A_smem_frag[mo_1 * 4 + 35]), "r"(B_smem_frag[no_1 * 2 + 32]), "r"(B_smem_frag[no_1 * 2 + 33]));
+      }
+    }
+    __syncthreads();
+    if (ko + 1 < (K + 63) / 64) {
+      #pragma unroll
+      for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 9216])) : "memory");
+      }
+      #pragma unroll
+      for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 16896])) : "memory");
+      }
+    }
+    #pragma unroll
+    for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
+      #pragma unroll
+      for (long long no_1 = 0; no_1 < 8; ++no_1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(t_sum0[mo_1 * 32 + no_1 * 4]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 1]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 2]), "+f"(t_sum0[mo_1 * 32 + no_1 * 4 + 3])
+                     : "r"(A_smem_frag[mo_1 * 4 + 48]), "r"(A_smem_frag[mo_1 * 4 + 49]), "r"(A_smem_frag[mo_1 * 4 + 50]), "r"(A_smem_frag[mo_1 * 4 + 51]), "r"(B_smem_frag[no_1 * 2 + 48]), "r"(B_smem_frag[no_1 * 2 + 49]));
+      }
+    }
   }
   #pragma unroll
   for (long long mo_2 = 0; mo_2 < 4; ++mo_2) {
@@ -826,8 +894,8 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_sc
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-            C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+          if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
+            C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
           }
         }
       }
@@ -1023,7 +1091,7 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
   }
   // auto_hgemm_bias_gelu_kernel when A and B are 16-byte aligned, bias and C are 4-byte aligned, K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2
   if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)bias % 4 == 0 && (uintptr_t)C % 4 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -1041,23 +1109,23 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
       fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
     if (fus_attr_err != cudaSuccess)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-    if (56832 > (long long)fus_smem_limit)
-      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+    if (156672 > (long long)fus_smem_limit)
+      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 156672 bytes of shared memory (dynamic 156672, static 0, required 156672) but the device allows %d per block", fus_smem_limit);
     static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
     if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 156672);
       if (fus_attr_err != cudaSuccess)
-        return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+        return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 156672 bytes: %s", cudaGetErrorString(fus_attr_err));
       if (fus_dev < 64)
         fus_smem_raised[fus_dev] = true;
     }
-    auto_hgemm_bias_gelu_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 56832, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
+    auto_hgemm_bias_gelu_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 4, 2), 156672, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
+  const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
@@ -1075,17 +1143,17 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
     fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
   if (fus_attr_err != cudaSuccess)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-  if (56832 > (long long)fus_smem_limit)
-    return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 56832 bytes of shared memory (dynamic 56832, static 0, required 56832) but the device allows %d per block", fus_smem_limit);
+  if (156672 > (long long)fus_smem_limit)
+    return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 156672 bytes of shared memory (dynamic 156672, static 0, required 156672) but the device allows %d per block", fus_smem_limit);
   static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
   if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-    fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 56832);
+    fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 156672);
     if (fus_attr_err != cudaSuccess)
-      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 56832 bytes: %s", cudaGetErrorString(fus_attr_err));
+      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 156672 bytes: %s", cudaGetErrorString(fus_attr_err));
     if (fus_dev < 64)
       fus_smem_raised[fus_dev] = true;
   }
-  auto_hgemm_bias_gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 2), 56832, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
+  auto_hgemm_bias_gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 4, 2), 156672, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: launch failed: %s", cudaGetErrorString(fus_err));

@@ -36,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024(c
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024(c
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N1024_s
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -146,7 +146,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096(c
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -157,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096(c
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N4096_s
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -256,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384(
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384(
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -312,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N16384_
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -366,7 +366,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768(
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768(
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -422,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_N32768_
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }
@@ -476,7 +476,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel(const f
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -487,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel(const f
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -530,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(256) col_center_seg0_kernel_scalar(
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[(rr * 64 + u * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 64 + u * 16 + ((long long)threadIdx.x) / 16 < M ? x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }

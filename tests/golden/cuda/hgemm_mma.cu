@@ -29,11 +29,11 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
     if (ko_pre < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&A[u3 * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko_pre * 32 + ((long long)threadIdx.x) % 4 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[(ko_pre * 32 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + ko_pre * 4096])), "l"(&B[ko_pre * 32 * N + u3_1 * 8 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 32 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -60,11 +60,11 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
     if (ko + 2 < (K + 31) / 32) {
       #pragma unroll
       for (long long u3 = 0; u3 < 4; ++u3) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&A[(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? (unsigned)(__fus_min(K - (ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u3 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&A[u3 * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4) * K + ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8]), "r"(((long long)blockIdx.y) * 128 + u3 * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x) / 4 < M && ko * 32 + 64 + ((long long)threadIdx.x) % 4 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u3_1 = 0; u3_1 < 4; ++u3_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[(ko * 32 + 64 + u3_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8), (long long)8) * 2) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[u3_1 * 1024 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + (ko + 2) % 3 * 4096])), "l"(&B[ko * 32 * N + u3_1 * 8 * N + (64 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 32 + 64 + u3_1 * 8 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -122,12 +122,12 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_mma_kernel(const __fus_h
     for (long long no_2 = 0; no_2 < 8; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-          *reinterpret_cast<__fus_vec<float, 2> *>(&C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
+          *reinterpret_cast<__fus_vec<float, 2> *>(&C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
             if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[(((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
+              C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2];
             }
           }
         }

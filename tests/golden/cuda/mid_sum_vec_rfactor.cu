@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
         __align__(16) float r_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&r_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&r[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * T * H + (rr * 64 * H + u * 16 * H + (((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H) + rem * 128 + ((long long)threadIdx.x) * 4]);
         __align__(16) float r_vec_2[4];
         #pragma unroll
         for (long long hv_1_1 = 0; hv_1_1 < 4; ++hv_1_1) {
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256) mid_sum_vec_kernel(const float
         #pragma unroll
         for (long long hv_1 = 0; hv_1 < 4; ++hv_1) {
           if (quot < B && rem * 128 + ((long long)threadIdx.x) * 4 < H && rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T) {
-            r[hv_1] = r[hv_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
+            r[hv_1] = r[hv_1] + (rr * 64 + u * 16 + ((long long)blockIdx.y) * 8 + ((long long)threadIdx.y) < T ? x[quot * T * H + (rr * 64 * H + u * 16 * H + (((long long)blockIdx.y) * 8 + ((long long)threadIdx.y)) * H) + rem * 128 + ((long long)threadIdx.x) * 4 + hv_1] : 0.0f);
           }
         }
       }
