@@ -13,10 +13,11 @@
  *
  *   - tensor cores (examples/gemm/hgemm_ldmatrix.fus): when A and B are both f16 or both
  *     bf16, the accumulator is f32 and neither operand is transposed (the mma directive
- *     refuses transposed operands). Block tiles of BM x BN, k in steps of BK: 128 x 256 x 64
- *     of 2 x 4 warps (hgemm_ldmatrix.fus's tile, for symbolic sizes and constant ones that
- *     make a wave of them), else 128 x 128 x 32 (smaller for a small constant M or N) of
- *     2 x 2 warps (threadIdx.z, threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular buffer,
+ *     refuses transposed operands). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
+ *     of 4 x 2 warps (for symbolic sizes and constant ones that make a wave of them), else
+ *     128 x 128 x 32 (smaller for a small constant M or N) of 2 x 2 warps (threadIdx.z,
+ *     threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular
+ *     buffer,
  *     the accumulator (R, or C's register cache) is computed by mma.m16n8k16 with ldmatrix,
  *     and C stores its fragments (the epilogue applied per element by the lane that holds
  *     it), two adjacent columns per store;
@@ -38,8 +39,10 @@ enum {
 	MAX_BATCH = 8,
 	MMA_BK = 32,   /* k per step of the tensor-core schedule */
 	MMA_STAGES = 3,
-	/* large M and N: examples/gemm/hgemm_ldmatrix.fus's 128 x 256 x 64 tile of 2 x 4 warps */
-	WIDE_BN = 256,
+	/* large M and N: 256 x 128 x 64 tiles of 4 x 2 warps of 64 x 64 (bench/hg3/ldm_256x128.fus:
+	 * 400 TFLOP/s on the H200 against 376 for hgemm_ldmatrix.fus's 128 x 256 x 64) */
+	WIDE_BM = 256,
+	WIDE_BN = 128,
 	WIDE_BK = 64,
 	WIDE_WAVE = 132, /* at least this many such tiles (one wave on an H200's 132 SMs) */
 	/* a short M (at most 64 rows: a size variant or a constant): narrower, deeper tiles */
@@ -173,18 +176,19 @@ static int64_t tile_for(IrExpr *e, int64_t most, int64_t least)
 	return t;
 }
 
-/* Whether a product with 128-row tiles takes the 128 x 256 x 64 tile of 8 warps (the fastest
- * of hgemm_ldmatrix.fus's measured shapes on the H200, docs/tensor_cores.md): N and K fit it,
- * and constant sizes make at least a wave of such tiles (fewer, larger tiles would leave SMs
- * idle); symbolic sizes are taken to be large. */
+/* Whether a product takes the 256 x 128 x 64 tile of 8 warps (the fastest shape measured on
+ * the H200, docs/tensor_cores.md): M, N and K fit it, and constant sizes make at least a wave
+ * of such tiles (fewer, larger tiles would leave SMs idle); symbolic sizes are taken to be
+ * large. */
 static bool wide_tiles(AutoMatmul *c, IrExpr *m, IrExpr *n, IrExpr *k)
 {
-	if (c->bm != 128 || tile_for(n, WIDE_BN, 32) != WIDE_BN || tile_for(k, WIDE_BK, 32) != WIDE_BK)
+	if (tile_for(m, WIDE_BM, 32) != WIDE_BM || tile_for(n, WIDE_BN, 32) != WIDE_BN ||
+	    tile_for(k, WIDE_BK, 32) != WIDE_BK)
 		return false;
 	int64_t tiles = 1, e;
 	IrExpr **sh = c->acc->shape;
 	for (int q = 0; q < c->nbatch + 2; q++) {
-		int64_t tile = q == c->nbatch ? c->bm : q == c->nbatch + 1 ? WIDE_BN : 1;
+		int64_t tile = q == c->nbatch ? WIDE_BM : q == c->nbatch + 1 ? WIDE_BN : 1;
 		if (!ir_is_const(sh[q], &e))
 			return true;
 		tiles *= (e + tile - 1) / tile;
@@ -217,9 +221,10 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 	c->stages = MMA_STAGES;
 	c->warps_y = c->warps_x = 2;
 	if (c->mma && wide_tiles(c, m, n, k)) {
+		c->bm = WIDE_BM;
 		c->bn = WIDE_BN;
 		c->bk = WIDE_BK;
-		c->warps_x = 4;
+		c->warps_y = 4;
 	}
 	if (c->mma && c->bm <= 64) {
 		/* 64 x 128 tiles of a 64 x 4096 product are 32 blocks on 132 SMs: narrower

@@ -63,14 +63,14 @@ START_TEST(test_classify)
 	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
-	/* symbolic sizes: hgemm_ldmatrix.fus's 128 x 256 x 64 tile of 2 x 4 warps, 3 stages */
-	ck_assert(c.bm == 128 && c.bn == 256 && c.bk == 64 && c.stages == 3);
-	ck_assert(c.warps_y == 2 && c.warps_x == 4);
+	/* symbolic sizes: 256 x 128 x 64 tiles of 4 x 2 warps, 3 stages */
+	ck_assert(c.bm == 256 && c.bn == 128 && c.bk == 64 && c.stages == 3);
+	ck_assert(c.warps_y == 4 && c.warps_x == 2);
 	/* constant sizes: the same when they make a wave of such tiles (16 x 16 at 4096), else
 	 * 128 x 128 x 32 tiles of 2 x 2 warps (1024 x 1024: 32 wide tiles on 132 SMs) */
 	c = classify(MM("f16[4096, 4096]", "f16[4096, 4096]", "f32[4096, 4096]",
 			"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	ck_assert(c.mma && c.bm == 128 && c.bn == 256 && c.bk == 64 && c.warps_x == 4);
+	ck_assert(c.mma && c.bm == 256 && c.bn == 128 && c.bk == 64 && c.warps_y == 4);
 	c = classify(MM("f16[1024, 1024]", "f16[1024, 1024]", "f32[1024, 1024]",
 			"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.mma && c.bm == 128 && c.bn == 128 && c.bk == 32 && c.warps_x == 2);

@@ -583,7 +583,7 @@ extern "C" __global__ void __launch_bounds__(128) auto_hgemm_bias_gelu_kernel_M6
 
 extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 156672 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 162816 bytes, dynamic
   // nest of C
   __align__(8) float t_sum0[128];
   // t_sum0 computed at C.bj
@@ -598,20 +598,20 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 27648 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 55296 elements
   // A_smem computed at t_sum0.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 55296); // 50688 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 110592); // 26112 elements
   // B_smem computed at t_sum0.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 9216])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
+      for (long long u = 0; u < 8; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 18432])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 256 + u * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 8; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + ko_pre * 16896])), "l"(&B[ko_pre * 64 * N + u_1 * 8 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko_pre * 64 + u_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? 16u : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 128 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 8704])), "l"(&B[ko_pre * 64 * N + u_1 * 16 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko_pre * 64 + u_1 * 16 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -627,28 +627,28 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
   }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 2 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 4; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 9216])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
+      for (long long u = 0; u < 8; ++u) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&A_smem[u * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 18432])), "l"(&A[u * 32 * K + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8]), "r"(((long long)blockIdx.y) * 256 + u * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 8; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 16896])), "l"(&B[ko * 64 * N + u_1 * 8 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8]), "r"(ko * 64 + 128 + u_1 * 8 < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 < N ? 16u : 0u) : "memory");
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + u_1 * 128 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 8704])), "l"(&B[ko * 64 * N + u_1 * 16 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8]), "r"(ko * 64 + 128 + u_1 * 16 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -661,11 +661,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 8192 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -678,11 +678,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 12288 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 6144 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -698,11 +698,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
     if (ko + 1 < (K + 63) / 64) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 9216])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 18432])) : "memory");
       }
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 16896])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 8704])) : "memory");
       }
     }
     #pragma unroll
@@ -721,22 +721,22 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
     #pragma unroll
     for (long long no_2 = 0; no_2 < 8; ++no_2) {
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
-        if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+        if (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
           __align__(8) float t_sum0_vec[2];
           *reinterpret_cast<__fus_vec<float, 2> *>(&t_sum0_vec[0]) = *reinterpret_cast<const __fus_vec<float, 2> *>(&t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2]);
           __align__(4) __fus_half bias_vec[2];
-          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&bias_vec[0]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]);
+          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&bias_vec[0]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]);
           __align__(4) __fus_half C_vec[2];
           #pragma unroll
           for (long long n8_c_2_1 = 0; n8_c_2_1 < 2; ++n8_c_2_1) {
             C_vec[n8_c_2_1] = __fus_float2half(0.5f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])) * (1.0f + erff(0.70710677f * (t_sum0_vec[n8_c_2_1] + __fus_half2float(bias_vec[n8_c_2_1])))));
           }
-          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
+          *reinterpret_cast<__fus_vec<__fus_half, 2> *>(&C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2]) = *reinterpret_cast<const __fus_vec<__fus_half, 2> *>(&C_vec[0]);
         } else {
           #pragma unroll
           for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-            if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
-              C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+            if (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 < N) {
+              C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
             }
           }
         }
@@ -747,7 +747,7 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel(co
 
 extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_scalar(const __fus_half *__restrict__ A, const __fus_half *__restrict__ B, const __fus_half *__restrict__ bias, __fus_half *__restrict__ C, long long M, long long K, long long N)
 {
-  extern __shared__ __align__(16) unsigned char fus_smem[]; // 156672 bytes, dynamic
+  extern __shared__ __align__(16) unsigned char fus_smem[]; // 162816 bytes, dynamic
   // nest of C
   float t_sum0[128];
   // t_sum0 computed at C.bj
@@ -762,25 +762,25 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
       }
     }
   }
-  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 27648 elements
+  __fus_half *A_smem = reinterpret_cast<__fus_half *>(fus_smem + 0); // 55296 elements
   // A_smem computed at t_sum0.ko
-  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 55296); // 50688 elements
+  __fus_half *B_smem = reinterpret_cast<__fus_half *>(fus_smem + 110592); // 26112 elements
   // B_smem computed at t_sum0.ko
   #pragma unroll
   for (long long ko_pre = 0; ko_pre < 2; ++ko_pre) {
     if (ko_pre < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 4; ++u) {
+      for (long long u = 0; u < 8; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 9216] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[u * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + ko_pre * 18432] = ((long long)blockIdx.y) * 256 + u * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko_pre * 64 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 8; ++u_1) {
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + ko_pre * 16896] = ko_pre * 64 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1 < N ? B[ko_pre * 64 * N + u_1 * 8 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 128 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + ko_pre * 8704] = ko_pre * 64 + u_1 * 16 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[ko_pre * 64 * N + u_1 * 16 * N + (((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
@@ -795,33 +795,33 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8])) : "memory");
     }
   }
   for (long long ko = 0; ko < (K + 63) / 64; ++ko) {
     if (ko + 2 < (K + 63) / 64) {
       #pragma unroll
-      for (long long u = 0; u < 4; ++u) {
+      for (long long u = 0; u < 8; ++u) {
         #pragma unroll
         for (long long v = 0; v < 8; ++v) {
-          A_smem[u * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 128 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 9216] = ((long long)blockIdx.y) * 128 + u * 32 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 16 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
+          A_smem[u * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v + u * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.y) * 32 + ((long long)threadIdx.x) / 8 * 8 + (ko + 2) % 3 * 18432] = ((long long)blockIdx.y) * 256 + u * 32 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8 < M && ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v < K ? A[u * 32 * K + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 8 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 8) * K + ko * 64 + 128 + ((long long)threadIdx.x) % 8 * 8 + v] : __fus_float2half(0.0f);
         }
       }
       #pragma unroll
-      for (long long u_1 = 0; u_1 < 8; ++u_1) {
+      for (long long u_1 = 0; u_1 < 4; ++u_1) {
         #pragma unroll
         for (long long v_1 = 0; v_1 < 8; ++v_1) {
-          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 1024 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 64 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 8 + (ko + 2) % 3 * 16896] = ko * 64 + 128 + u_1 * 8 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1 < N ? B[ko * 64 * N + u_1 * 8 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.x) * 8 + v_1] : __fus_float2half(0.0f);
+          B_smem[u_1 * 2048 + ((long long)threadIdx.z) * 512 + ((long long)threadIdx.y) * 256 + ((long long)threadIdx.x) * 8 + v_1 + u_1 * 128 + ((long long)threadIdx.z) * 32 + ((long long)threadIdx.y) * 16 + ((long long)threadIdx.x) / 16 * 8 + (ko + 2) % 3 * 8704] = ko * 64 + 128 + u_1 * 16 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16 < K && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1 < N ? B[ko * 64 * N + u_1 * 16 * N + (128 + ((long long)threadIdx.z) * 4 + ((long long)threadIdx.y) * 2 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) % 16 * 8 + v_1] : __fus_float2half(0.0f);
         }
       }
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 16]), "=r"(A_smem_frag[mo_3 * 4 + 17]), "=r"(A_smem_frag[mo_3 * 4 + 18]), "=r"(A_smem_frag[mo_3 * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 16]), "=r"(B_smem_frag[no_3_pair * 4 + 17]), "=r"(B_smem_frag[no_3_pair * 4 + 18]), "=r"(B_smem_frag[no_3_pair * 4 + 19]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 2048 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -834,11 +834,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 32]), "=r"(A_smem_frag[mo_3 * 4 + 33]), "=r"(A_smem_frag[mo_3 * 4 + 34]), "=r"(A_smem_frag[mo_3 * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 32 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 8192 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 32]), "=r"(B_smem_frag[no_3_pair * 4 + 33]), "=r"(B_smem_frag[no_3_pair * 4 + 34]), "=r"(B_smem_frag[no_3_pair * 4 + 35]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 4096 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 256 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -851,11 +851,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
     }
     #pragma unroll
     for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 9216])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4 + 48]), "=r"(A_smem_frag[mo_3 * 4 + 49]), "=r"(A_smem_frag[mo_3 * 4 + 50]), "=r"(A_smem_frag[mo_3 * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + 48 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 18432])) : "memory");
     }
     #pragma unroll
     for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + 12288 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 16896])) : "memory");
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4 + 48]), "=r"(B_smem_frag[no_3_pair * 4 + 49]), "=r"(B_smem_frag[no_3_pair * 4 + 50]), "=r"(B_smem_frag[no_3_pair * 4 + 51]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + 6144 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + 384 + ((long long)threadIdx.x) % 16 * 8 + ko % 3 * 8704])) : "memory");
     }
     #pragma unroll
     for (long long mo_1 = 0; mo_1 < 4; ++mo_1) {
@@ -870,11 +870,11 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
     if (ko + 1 < (K + 63) / 64) {
       #pragma unroll
       for (long long mo_3 = 0; mo_3 < 4; ++mo_3) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 9216])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(A_smem_frag[mo_3 * 4]), "=r"(A_smem_frag[mo_3 * 4 + 1]), "=r"(A_smem_frag[mo_3 * 4 + 2]), "=r"(A_smem_frag[mo_3 * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&A_smem[((long long)threadIdx.z) * 4096 + mo_3 * 1024 + ((long long)threadIdx.x) % 16 * 64 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.z) * 512 + mo_3 * 128 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 18432])) : "memory");
       }
       #pragma unroll
       for (long long no_3_pair = 0; no_3_pair < 4; ++no_3_pair) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 256 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 16896])) : "memory");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(B_smem_frag[no_3_pair * 4]), "=r"(B_smem_frag[no_3_pair * 4 + 1]), "=r"(B_smem_frag[no_3_pair * 4 + 2]), "=r"(B_smem_frag[no_3_pair * 4 + 3]) : "r"((unsigned)__cvta_generic_to_shared(&B_smem[((long long)threadIdx.x) % 16 * 128 + ((long long)threadIdx.y) * 64 + no_3_pair * 16 + ((long long)threadIdx.x) / 16 * 8 + ((long long)threadIdx.x) % 16 * 8 + (ko + 1) % 3 * 8704])) : "memory");
       }
     }
     #pragma unroll
@@ -894,8 +894,8 @@ extern "C" __global__ void __launch_bounds__(256) auto_hgemm_bias_gelu_kernel_sc
       for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
         #pragma unroll
         for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
-          if (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-            C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 256 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
+          if (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + mo_2 * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
+            C[mo_2 * 16 * N + m16_h_2 * 8 * N + (((long long)blockIdx.y) * 256 + ((long long)threadIdx.z) * 64 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = __fus_float2half(0.5f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])) * (1.0f + erff(0.70710677f * (t_sum0[mo_2 * 32 + no_2 * 4 + m16_h_2 * 2 + n8_c_2] + __fus_half2float(bias[((long long)blockIdx.x) * 128 + ((long long)threadIdx.y) * 64 + no_2 * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2])))));
           }
         }
       }
@@ -1091,12 +1091,12 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
   }
   // auto_hgemm_bias_gelu_kernel when A and B are 16-byte aligned, bias and C are 4-byte aligned, K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2
   if ((uintptr_t)A % 16 == 0 && (uintptr_t)B % 16 == 0 && (uintptr_t)bias % 4 == 0 && (uintptr_t)C % 4 == 0 && K % 8 == 0 && N % 8 == 0 && N % 2 == 0) {
-    const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
+    const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-    const long long fus_grid_y = fus_cdiv((long long)M, 128, &fus_ovf);
+    const long long fus_grid_y = fus_cdiv((long long)M, 256, &fus_ovf);
     if (fus_ovf)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension y does not fit in 64 bits");
     if (fus_grid_y > 65535)
@@ -1109,28 +1109,28 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
       fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
     if (fus_attr_err != cudaSuccess)
       return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-    if (156672 > (long long)fus_smem_limit)
-      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 156672 bytes of shared memory (dynamic 156672, static 0, required 156672) but the device allows %d per block", fus_smem_limit);
+    if (162816 > (long long)fus_smem_limit)
+      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 162816 bytes of shared memory (dynamic 162816, static 0, required 162816) but the device allows %d per block", fus_smem_limit);
     static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
     if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 156672);
+      fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 162816);
       if (fus_attr_err != cudaSuccess)
-        return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 156672 bytes: %s", cudaGetErrorString(fus_attr_err));
+        return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 162816 bytes: %s", cudaGetErrorString(fus_attr_err));
       if (fus_dev < 64)
         fus_smem_raised[fus_dev] = true;
     }
-    auto_hgemm_bias_gelu_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 4, 2), 156672, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
+    auto_hgemm_bias_gelu_kernel<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 4), 162816, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = fus_cdiv((long long)N, 256, &fus_ovf);
+  const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
-  const long long fus_grid_y = fus_cdiv((long long)M, 128, &fus_ovf);
+  const long long fus_grid_y = fus_cdiv((long long)M, 256, &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: sizes too large: grid dimension y does not fit in 64 bits");
   if (fus_grid_y > 65535)
@@ -1143,17 +1143,17 @@ extern "C" cudaError_t auto_hgemm_bias_gelu(const uint16_t *A, const uint16_t *B
     fus_attr_err = cudaDeviceGetAttribute(&fus_smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, fus_dev);
   if (fus_attr_err != cudaSuccess)
     return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot query the shared memory limit: %s", cudaGetErrorString(fus_attr_err));
-  if (156672 > (long long)fus_smem_limit)
-    return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 156672 bytes of shared memory (dynamic 156672, static 0, required 156672) but the device allows %d per block", fus_smem_limit);
+  if (162816 > (long long)fus_smem_limit)
+    return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: needs 162816 bytes of shared memory (dynamic 162816, static 0, required 162816) but the device allows %d per block", fus_smem_limit);
   static bool fus_smem_raised[64]; // cudaFuncSetAttribute once per device
   if (fus_dev >= 64 || !fus_smem_raised[fus_dev]) {
-    fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 156672);
+    fus_attr_err = cudaFuncSetAttribute(auto_hgemm_bias_gelu_kernel_scalar, cudaFuncAttributeMaxDynamicSharedMemorySize, 162816);
     if (fus_attr_err != cudaSuccess)
-      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 156672 bytes: %s", cudaGetErrorString(fus_attr_err));
+      return fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: cannot raise the dynamic shared memory to 162816 bytes: %s", cudaGetErrorString(fus_attr_err));
     if (fus_dev < 64)
       fus_smem_raised[fus_dev] = true;
   }
-  auto_hgemm_bias_gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 4, 2), 156672, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
+  auto_hgemm_bias_gelu_kernel_scalar<<<dim3((unsigned)fus_grid_x, (unsigned)fus_grid_y, 1), dim3(32, 2, 4), 162816, stream>>>((const __fus_half *)A, (const __fus_half *)B, (const __fus_half *)bias, (__fus_half *)C, M, K, N);
   cudaError_t fus_err = cudaGetLastError();
   if (fus_err != cudaSuccess)
     fus_fail(auto_hgemm_bias_gelu_error_text, "auto_hgemm_bias_gelu: launch failed: %s", cudaGetErrorString(fus_err));
