@@ -248,6 +248,11 @@ struct IrRange {
 };
 /* The facts of kernel k's launch (no guards). */
 IrRange ir_range_in(const struct Kernel *k);
+/* The multiple the launcher of rg's kernel requires of size z (its PC_MULTIPLE
+ * preconditions), 1 if none: the kernel runs only when it holds (kernel_pick). */
+int64_t ir_size_multiple(const IrRange *rg, struct SizeSym *z);
+/* Appends the addends of an integer sum of dtype t to v (at most 16; false past that). */
+bool ir_addends(IrExpr *e, DType t, IrExpr **v, int *n);
 /* Adds the facts of guard cond to rg (for the statements under `if (cond)`): the conjuncts
  * `e < c`, `e <= c` and `e == c`, c a constant, narrow ir_range of every expression equal to
  * e. A pass walking into a guarded list copies its IrRange and guards the copy. */

@@ -465,9 +465,7 @@ static IrExpr *simplify_index(Arena *a, const IrRange *rg, IrExpr *e)
 	}
 }
 
-/* The multiple the kernel's launcher requires of size z (PC_MULTIPLE), 1 if none: the
- * kernel runs only when it holds (kernel_pick). */
-static int64_t size_multiple(const IrRange *rg, SizeSym *z)
+int64_t ir_size_multiple(const IrRange *rg, struct SizeSym *z)
 {
 	const Kernel *k = rg ? rg->kernel : NULL;
 	int64_t m = 1;
@@ -479,11 +477,10 @@ static int64_t size_multiple(const IrRange *rg, SizeSym *z)
 	return m;
 }
 
-/* Appends the addends of an i64 sum to v (at most 16; false past that). */
-static bool addends(IrExpr *e, IrExpr **v, int *n)
+bool ir_addends(IrExpr *e, DType t, IrExpr **v, int *n)
 {
-	if (e->kind == EX_OP && e->dtype == DT_I64 && e->op == OP_ADD)
-		return addends(e->args[0], v, n) && addends(e->args[1], v, n);
+	if (e->kind == EX_OP && e->dtype == t && e->op == OP_ADD)
+		return ir_addends(e->args[0], t, v, n) && ir_addends(e->args[1], t, v, n);
 	if (*n == 16)
 		return false;
 	v[(*n)++] = e;
@@ -510,7 +507,7 @@ static IrExpr *drop_lanes(Arena *a, const IrRange *rg, IrExpr *e)
 	int n = 0;
 	int64_t d;
 	if (e->op != OP_LT || r->kind != EX_SIZE || l->dtype != DT_I64 ||
-	    (d = size_multiple(rg, r->size)) <= 1 || !addends(l, v, &n))
+	    (d = ir_size_multiple(rg, r->size)) <= 1 || !ir_addends(l, DT_I64, v, &n))
 		return e;
 	for (int i = 0; i < n; i++) {
 		IrExpr **to = multiple_of(v[i], d) ? &part : &rest;

@@ -17,7 +17,9 @@
  * the block has), and becomes `e(0) < n`; each
  * conjunct of inb that does must be `e(v) < n` with e of stride 1 in v: the vector reads the
  * first min(n - e(0), V) elements (Stmt.size; a partial last vector), zero-fills the rest and
- * is predicated by e(0) < n. Unvectorized copies move one element. The access must be 4, 8 or
+ * is predicated by e(0) < n; when n is a multiple of V (a constant, or a size the launcher
+ * requires to be one, as a vectorized row stride K does) and so is e(0), the vector is whole
+ * or empty: no min. Unvectorized copies move one element. The access must be 4, 8 or
  * 16 bytes (16 for .cg); the global pointer's alignment becomes a launch precondition.
  *
  * A tensor that is not circular-buffered gets one commit right after its load nest; the
@@ -145,8 +147,12 @@ static bool vector_pred(Cp *c, Tensor *t, Var *v, int64_t V, IrExpr *inb, IrExpr
 	IrExpr *e0 = ir_simplify(a, &rg, ir_subst(a, inb->args[0], v, ir_int(a, 0)));
 	IrExpr *n = inb->args[1];
 	*cond = ix_and(a, *cond, ix_lt(a, e0, n));
-	if (ir_is_const(n, &nc) && nc % V == 0 && vectorize_multiple(a, e0, V))
-		return true; /* the whole vector is in or out */
+	/* n a multiple of V (a constant, or a size the launcher requires to be one: the vector
+	 * kernel's K and N) and e0 one: the whole vector is in or out */
+	bool whole = ir_is_const(n, &nc) ? nc % V == 0
+					 : n->kind == EX_SIZE && ir_size_multiple(&rg, n->size) % V == 0;
+	if (whole && vectorize_multiple(a, e0, V))
+		return true;
 	IrExpr *avail = ir_op(a, OP_MIN, DT_I64, ix_sub(a, n, e0), ir_int(a, V));
 	*size = *size ? ir_op(a, OP_MIN, DT_I64, *size, avail) : avail;
 	return true;

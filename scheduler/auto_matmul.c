@@ -13,9 +13,11 @@
  *
  *   - tensor cores (examples/gemm/hgemm_ldmatrix.fus): when A and B are both f16 or both
  *     bf16, the accumulator is f32 and neither operand is transposed (the mma directive
- *     refuses transposed operands). Block tiles of BM x BN (128 x 128; smaller for a small
- *     constant M or N), 2 x 2 warps of BM/2 x BN/2 (threadIdx.z, threadIdx.y), k in steps of
- *     32: As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular buffer,
+ *     refuses transposed operands). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
+ *     of 4 x 2 warps (for symbolic sizes and constant ones that make a wave of them), else
+ *     128 x 128 x 32 (smaller for a small constant M or N) of 2 x 2 warps (threadIdx.z,
+ *     threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular
+ *     buffer,
  *     the accumulator (R, or C's register cache) is computed by mma.m16n8k16 with ldmatrix,
  *     and C stores its fragments (the epilogue applied per element by the lane that holds
  *     it), two adjacent columns per store;
@@ -41,6 +43,12 @@ enum {
 	MAX_BATCH = 8,
 	MMA_BK = 32,   /* k per step of the tensor-core schedule */
 	MMA_STAGES = 3,
+	/* large M and N: 256 x 128 x 64 tiles of 4 x 2 warps of 64 x 64 (bench/hg3/ldm_256x128.fus:
+	 * 400 TFLOP/s on the H200 against 376 for hgemm_ldmatrix.fus's 128 x 256 x 64) */
+	WIDE_BM = 256,
+	WIDE_BN = 128,
+	WIDE_BK = 64,
+	WIDE_WAVE = 132, /* at least this many such tiles (one wave on an H200's 132 SMs) */
 	/* a short M (at most 64 rows: a size variant or a constant): narrower, deeper tiles */
 	SHORT_BN = 32,
 	SHORT_BK = 64,
@@ -50,7 +58,6 @@ enum {
 	FMA_THREADS = 16, /* threads each way */
 	FMA_STAGES = 4,
 	FMA_AK = 4, /* k per vector of A's register fragment (a row-major f32 A) */
-	COPY_THREADS = 128, /* 4 warps (the tensor-core schedule) */
 };
 
 /* The bounds of the size variants of a symbolic M (tensor cores) */
@@ -174,6 +181,26 @@ static int64_t tile_for(IrExpr *e, int64_t most, int64_t least)
 	return t;
 }
 
+/* Whether a product takes the 256 x 128 x 64 tile of 8 warps (the fastest shape measured on
+ * the H200, docs/tensor_cores.md): M, N and K fit it, and constant sizes make at least a wave
+ * of such tiles (fewer, larger tiles would leave SMs idle); symbolic sizes are taken to be
+ * large. */
+static bool wide_tiles(AutoMatmul *c, IrExpr *m, IrExpr *n, IrExpr *k)
+{
+	if (tile_for(m, WIDE_BM, 32) != WIDE_BM || tile_for(n, WIDE_BN, 32) != WIDE_BN ||
+	    tile_for(k, WIDE_BK, 32) != WIDE_BK)
+		return false;
+	int64_t tiles = 1, e;
+	IrExpr **sh = c->acc->shape;
+	for (int q = 0; q < c->nbatch + 2; q++) {
+		int64_t tile = q == c->nbatch ? WIDE_BM : q == c->nbatch + 1 ? WIDE_BN : 1;
+		if (!ir_is_const(sh[q], &e))
+			return true;
+		tiles *= (e + tile - 1) / tile;
+	}
+	return tiles >= WIDE_WAVE;
+}
+
 bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 {
 	*c = (AutoMatmul){.out = o};
@@ -197,6 +224,13 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 		 !c->a_trans && !c->b_trans && c->bm && c->bn && tile_for(k, MMA_BK, MMA_BK);
 	c->bk = MMA_BK;
 	c->stages = MMA_STAGES;
+	c->warps_y = c->warps_x = 2;
+	if (c->mma && wide_tiles(c, m, n, k)) {
+		c->bm = WIDE_BM;
+		c->bn = WIDE_BN;
+		c->bk = WIDE_BK;
+		c->warps_y = 4;
+	}
 	if (c->mma && c->bm <= 64) {
 		/* 64 x 128 tiles of a 64 x 4096 product are 32 blocks on 132 SMs: narrower
 		 * tiles make more blocks, and longer, deeper k steps keep each one's loads in
@@ -279,12 +313,14 @@ static void d_compute_at_tiles(Plan *p, const char *t, Tiles *x)
 }
 
 /* A shared copy of a rows x cols tile (named row, col in the cache; col contiguous) by the
- * block's threads, in vectors of vec elements. warps: the threads are (tx, ty, tz) = (32, 2,
- * 2) and vector e (row-major) goes to thread e % 128; else (16, 16): the FMA_BK rows of a k
- * tile each go to one threadIdx.y (krows), or vector e to thread e % 256. The rest unrolled. */
+ * block's threads, in vectors of vec elements. c: the tensor-core schedule's warps, the
+ * threads (tx, ty, tz) = (32, warps_x, warps_y) and vector e (row-major) going to thread
+ * e % (32 warps); NULL: (16, 16), the FMA_BK rows of a k tile each going to one threadIdx.y
+ * (krows), or vector e to thread e % 256. The rest unrolled. */
 static void copy_tile(Plan *p, const char *s, const char *row, const char *col, int64_t vec,
-		      bool warps, bool krows, bool tuned)
+		      AutoMatmul *c, bool krows, bool tuned)
 {
+	bool warps = c != NULL;
 	const char *cc = fresh_axis(p, s, "kc"), *v = fresh_axis(p, s, "v");
 	const char *u = fresh_axis(p, s, "u"), *tx = fresh_axis(p, s, "tx");
 	const char *ty = row;
@@ -295,11 +331,12 @@ static void copy_tile(Plan *p, const char *s, const char *row, const char *col, 
 		const char *e = fresh_axis(p, s, "e"), *tl = fresh_axis(p, s, "tl");
 		ty = fresh_axis(p, s, "ty");
 		d_merge(p, s, row, cc, e);
-		d_split(p, s, e, warps ? COPY_THREADS : FMA_THREADS * FMA_THREADS, u, tl);
+		d_split(p, s, e, warps ? 32 * c->warps_x * c->warps_y : FMA_THREADS * FMA_THREADS,
+			u, tl);
 		if (warps) {
 			const char *tw = fresh_axis(p, s, "tw"), *tz = fresh_axis(p, s, "tz");
 			d_split(p, s, tl, 32, tw, tx);
-			d_split(p, s, tw, 2, tz, ty);
+			d_split(p, s, tw, c->warps_x, tz, ty);
 			d_bind(p, s, tz, "threadIdx.z");
 		} else {
 			d_split(p, s, tl, FMA_THREADS, ty, tx);
@@ -335,15 +372,15 @@ static void verb_present(Plan *p, const char *t, const char *verb, const char *a
 		d_verb1(p, t, verb, ax);
 }
 
-/* t's (C's or the accumulator's) block tile split into 2 x 2 warp tiles of instruction
- * tiles: w = {wy, mw, wx, nw, mo, m16, no, n8}, the rows ii -> (wy, mw) -> (wy, mo, m16) and
- * the columns ji -> (wx, nw) -> (wx, no, n8). A warp tile of 16 rows is the instruction
- * tile itself: mo is NULL and m16 is mw (a loop of one iteration there trips the
+/* t's (C's or the accumulator's) block tile split into warps_y x warps_x warp tiles of
+ * instruction tiles: w = {wy, mw, wx, nw, mo, m16, no, n8}, the rows ii -> (wy, mw) -> (wy,
+ * mo, m16) and the columns ji -> (wx, nw) -> (wx, no, n8). A warp tile of 16 rows is the
+ * instruction tile itself: mo is NULL and m16 is mw (a loop of one iteration there trips the
  * private_local check of the fragments). */
-static void warp_tiles(Plan *p, const char *t, Tiles *x, const char **w)
+static void warp_tiles(Plan *p, const char *t, Tiles *x, AutoMatmul *c, const char **w)
 {
-	d_split(p, t, x->ii, x->bm / 2, w[0], w[1]);
-	d_split(p, t, x->ji, x->bn / 2, w[2], w[3]);
+	d_split(p, t, x->ii, x->bm / c->warps_y, w[0], w[1]);
+	d_split(p, t, x->ji, x->bn / c->warps_x, w[2], w[3]);
 	if (w[4])
 		d_split(p, t, w[1], 16, w[4], w[5]);
 	d_split(p, t, w[3], 8, w[6], w[7]);
@@ -364,12 +401,12 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");
 	const char *wx = fresh_axis(p, t, "wx"), *nw = fresh_axis(p, t, "nw");
-	const char *mo = c->bm > 32 ? fresh_axis(p, t, "mo") : NULL;
+	const char *mo = c->bm / c->warps_y > 16 ? fresh_axis(p, t, "mo") : NULL;
 	const char *m16 = mo ? fresh_axis(p, t, "m16") : mw;
 	const char *no = fresh_axis(p, t, "no"), *n8 = fresh_axis(p, t, "n8");
 	const char *w[] = {wy, mw, wx, nw, mo, m16, no, n8};
 	/* C: [bz, bi, bj, wy, wx, mo, no, m16, n8] */
-	warp_tiles(p, t, &x, w);
+	warp_tiles(p, t, &x, c, w);
 	const char *order[] = {x.bz, x.bi, x.bj, wy, wx, mo, no, m16, n8};
 	reorder_present(p, t, order, 9);
 	bind_blocks(p, &x);
@@ -388,7 +425,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	d_compute_at_tiles(p, acc, &x);
 	const char *ko = fresh_axis(p, acc, "ko"), *kr = fresh_axis(p, acc, "kr");
 	const char *ks = fresh_axis(p, acc, "ks"), *k16 = fresh_axis(p, acc, "k16");
-	warp_tiles(p, acc, &x, w);
+	warp_tiles(p, acc, &x, c, w);
 	d_split(p, acc, k, c->bk, ko, kr);
 	d_split(p, acc, kr, 16, ks, k16);
 	const char *aorder[] = {ko, wy, wx, ks, mo, no, m16, n8, k16};
@@ -404,9 +441,9 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	/* the operand tiles, BM x BK and BK x BN, at the k step */
 	const char *sh[] = {ko};
 	d_compute_at(p, as, acc, ko, sh, 1);
-	copy_tile(p, as, x.ii, kr, 8, true, false, tuned);
+	copy_tile(p, as, x.ii, kr, 8, c, false, tuned);
 	d_compute_at(p, bs, acc, ko, sh, 1);
-	copy_tile(p, bs, kr, x.ji, 8, true, false, tuned);
+	copy_tile(p, bs, kr, x.ji, 8, c, false, tuned);
 	if (tuned) {
 		const char *st = arena_printf(p->a, "%lld", (long long)c->stages);
 		d_verb1(p, as, "stages", st);
@@ -505,7 +542,7 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 		const char *s = caches[q];
 		d_compute_at(p, s, tuned ? readers[q] : at, ko, sh, 1);
 		const char *r = rows[q][trans[q] ? 1 : 0], *col = rows[q][trans[q] ? 0 : 1];
-		copy_tile(p, s, r, col, 16 / dtype_size(ops[q]->dtype), false, r == ki, tuned);
+		copy_tile(p, s, r, col, 16 / dtype_size(ops[q]->dtype), NULL, r == ki, tuned);
 		if (tuned)
 			d_verb1(p, s, "stages", arena_printf(p->a, "%d", FMA_STAGES));
 	}

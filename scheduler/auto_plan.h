@@ -133,6 +133,7 @@ typedef struct AutoMatmul {
 	bool mma;           /* tensor cores (f16/bf16 operands, f32 accumulator, no transpose) */
 	int64_t bm, bn;     /* block tile rows, columns (smaller than 128 for small constants) */
 	int64_t bk, stages; /* tensor cores: k per step, circular-buffer stages */
+	int warps_y, warps_x; /* tensor cores: warps along the rows (threadIdx.z), columns (.y) */
 } AutoMatmul;
 /* Whether o is in the class (c says how): a constant extent must be at least its tile
  * (tensor cores: M, N, K >= 32; FMA: M, N >= 128, K >= 16). */

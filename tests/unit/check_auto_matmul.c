@@ -18,6 +18,7 @@ typedef struct Class {
 	bool in, mma, a_trans, b_trans, epilogue;
 	int nbatch;
 	int64_t bm, bn, bk, stages;
+	int warps_y, warps_x;
 	char a[16], b[16];
 } Class;
 
@@ -39,6 +40,8 @@ static Class classify(const char *src)
 		r.bn = c.bn;
 		r.bk = c.bk;
 		r.stages = c.stages;
+		r.warps_y = c.warps_y;
+		r.warps_x = c.warps_x;
 		snprintf(r.a, sizeof r.a, "%s", c.a->name);
 		snprintf(r.b, sizeof r.b, "%s", c.b->name);
 	}
@@ -60,7 +63,17 @@ START_TEST(test_classify)
 	Class c = classify(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
 			      "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && c.mma && !c.a_trans && !c.b_trans && !c.epilogue && c.nbatch == 0);
-	ck_assert(c.bm == 128 && c.bn == 128 && c.bk == 32 && c.stages == 3);
+	/* symbolic sizes: 256 x 128 x 64 tiles of 4 x 2 warps, 3 stages */
+	ck_assert(c.bm == 256 && c.bn == 128 && c.bk == 64 && c.stages == 3);
+	ck_assert(c.warps_y == 4 && c.warps_x == 2);
+	/* constant sizes: the same when they make a wave of such tiles (16 x 16 at 4096), else
+	 * 128 x 128 x 32 tiles of 2 x 2 warps (1024 x 1024: 32 wide tiles on 132 SMs) */
+	c = classify(MM("f16[4096, 4096]", "f16[4096, 4096]", "f32[4096, 4096]",
+			"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.mma && c.bm == 256 && c.bn == 128 && c.bk == 64 && c.warps_y == 4);
+	c = classify(MM("f16[1024, 1024]", "f16[1024, 1024]", "f32[1024, 1024]",
+			"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	ck_assert(c.mma && c.bm == 128 && c.bn == 128 && c.bk == 32 && c.warps_x == 2);
 	/* constant extents: tiles no larger than them (a split may not be), 32 at the least; a
 	 * short M (64 rows or fewer) takes 32 columns and k steps of 64 (32 for a K below 64),
 	 * 4 stages */
@@ -168,6 +181,13 @@ START_TEST(test_mma_schedule)
 	ck_assert_contains(cu, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
 	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
 	ck_assert_contains(cu, "cp.async.cg.shared.global");
+	/* the vector kernel needs K and N multiples of 8: a vector is whole or empty, its size
+	 * 16 or 0 bytes (no min(K - k, 8)); B's row (ko * 64 + ...) times N distributed
+	 * (passes/hoist.c) */
+	ck_assert_contains(cu, " ? 16u : 0u)");
+	ck_assert_not_contains(cu, "__fus_min(K -");
+	ck_assert_not_contains(cu, "__fus_min(N -");
+	ck_assert_contains(cu, "&B[ko * 64 * N + ");
 	free(cu);
 	Kernel *k = tc->kernels[0];
 	ck_assert_int_gt(k->preconds.len, 0);

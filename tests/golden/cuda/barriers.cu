@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restri
     for (long long kio_1 = 0; kio_1 < 4; ++kio_1) {
       for (long long jio = 0; jio < 4; ++jio) {
         if (ko * 32 + kio_1 * 8 + ((long long)threadIdx.y) < 100 && ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x) < N) {
-          Bs[kio_1 * 256 + jio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = B[(ko * 32 + kio_1 * 8 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x)];
+          Bs[kio_1 * 256 + jio * 64 + ((long long)threadIdx.y) * 8 + ((long long)threadIdx.x)] = B[ko * 32 * N + kio_1 * 8 * N + ((long long)threadIdx.y) * N + ((long long)blockIdx.x) * 32 + jio * 8 + ((long long)threadIdx.x)];
         }
       }
     }
@@ -156,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel(const float *__restri
   for (long long iu_3 = 0; iu_3 < 4; ++iu_3) {
     for (long long ju_3 = 0; ju_3 < 4; ++ju_3) {
       if (((long long)blockIdx.y) * 32 + iu_3 * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ju_3 * 8 + ((long long)threadIdx.x) < N) {
-        C[(((long long)blockIdx.y) * 32 + iu_3 * 8 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ju_3 * 8 + ((long long)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
+        C[iu_3 * 8 * N + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ju_3 * 8 + ((long long)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
       }
     }
   }
@@ -365,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(256) tiles_kernel(const float *__re
     // Bs computed at C.ko
     for (long long kv_1 = 0; kv_1 < 4; ++kv_1) {
       if (ko * 16 + ((long long)threadIdx.y) * 4 + kv_1 < 100 && ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x) < N && ((long long)threadIdx.y) < 4 && ((long long)threadIdx.y) * 4 + kv_1 < 16) {
-        Bs[((long long)threadIdx.x) * 16 + ((long long)threadIdx.y) * 4 + kv_1] = B[(ko * 16 + ((long long)threadIdx.y) * 4 + kv_1) * N + ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x)];
+        Bs[((long long)threadIdx.x) * 16 + ((long long)threadIdx.y) * 4 + kv_1] = B[ko * 16 * N + kv_1 * N + ((long long)threadIdx.y) * 4 * N + ((long long)blockIdx.x) * 16 + ((long long)threadIdx.x)];
       }
     }
     __syncthreads();

@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(32) col_sum_grid_kernel(const float
   s_acc = 0.0f;
   for (long long ir = 0; ir < 64; ++ir) {
     if (((long long)blockIdx.y) * 64 + ir < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
-      s_acc = s_acc + x[(((long long)blockIdx.y) * 64 + ir) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
+      s_acc = s_acc + x[ir * N + ((long long)blockIdx.y) * 64 * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
     }
   }
   if (((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {

@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(128) repro_kernel(const float *__re
   for (long long jo_pre = 0; jo_pre < 2; ++jo_pre) {
     if (jo_pre < (N + 127) / 128) {
       if (((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 < 128) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 4 + jo_pre * 128])), "l"(&a[((long long)blockIdx.x) * N + jo_pre * 128 + ((long long)threadIdx.x) * 4]), "r"(((long long)blockIdx.x) < M && jo_pre * 128 + ((long long)threadIdx.x) * 4 < N ? (unsigned)(__fus_min(N - (jo_pre * 128 + ((long long)threadIdx.x) * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 4 + jo_pre * 128])), "l"(&a[((long long)blockIdx.x) * N + jo_pre * 128 + ((long long)threadIdx.x) * 4]), "r"(((long long)blockIdx.x) < M && jo_pre * 128 + ((long long)threadIdx.x) * 4 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) repro_kernel(const float *__re
   for (long long jo = 0; jo < (N + 127) / 128; ++jo) {
     if (jo + 2 < (N + 127) / 128) {
       if (((long long)threadIdx.x) < 32 && ((long long)threadIdx.x) * 4 < 128) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 4 + (jo + 2) % 3 * 128])), "l"(&a[((long long)blockIdx.x) * N + jo * 128 + 256 + ((long long)threadIdx.x) * 4]), "r"(((long long)blockIdx.x) < M && jo * 128 + 256 + ((long long)threadIdx.x) * 4 < N ? (unsigned)(__fus_min(N - (jo * 128 + 256 + ((long long)threadIdx.x) * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 4 + (jo + 2) % 3 * 128])), "l"(&a[((long long)blockIdx.x) * N + jo * 128 + 256 + ((long long)threadIdx.x) * 4]), "r"(((long long)blockIdx.x) < M && jo * 128 + 256 + ((long long)threadIdx.x) * 4 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -253,7 +253,7 @@ extern "C" __global__ void __launch_bounds__(256) rows_kernel(const float *__res
     __syncthreads();
     for (long long mv = 0; mv < 8; ++mv) {
       if (((long long)threadIdx.y) == 0) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 8 + mv])), "l"(&a[(((long long)blockIdx.x) * 8 + (((long long)threadIdx.x) * 8 + mv) / 32) * N + jo * 32 + (((long long)threadIdx.x) * 8 + mv) % 32]), "r"(((long long)blockIdx.x) * 8 + (((long long)threadIdx.x) * 8 + mv) / 32 < M && jo * 32 + (((long long)threadIdx.x) * 8 + mv) % 32 < N ? 4u : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((long long)threadIdx.x) * 8 + mv])), "l"(&a[(((long long)threadIdx.x) * 8 + mv) / 32 * N + ((long long)blockIdx.x) * 8 * N + jo * 32 + (((long long)threadIdx.x) * 8 + mv) % 32]), "r"(((long long)blockIdx.x) * 8 + (((long long)threadIdx.x) * 8 + mv) / 32 < M && jo * 32 + (((long long)threadIdx.x) * 8 + mv) % 32 < N ? 4u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");

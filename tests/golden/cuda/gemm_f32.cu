@@ -28,11 +28,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     if (ko_pre < (K + 15) / 16) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + ko_pre * 2048])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4 < K ? (unsigned)(__fus_min(K - (ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + ko_pre * 2048])), "l"(&A[u * 64 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko_pre * 16 + ((long long)threadIdx.x) % 4 * 4 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + ko_pre * 2048])), "l"(&B[(ko_pre * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4]), "r"(ko_pre * 16 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + ko_pre * 2048])), "l"(&B[ko_pre * 16 * N + ((long long)threadIdx.y) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4]), "r"(ko_pre * 16 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -43,11 +43,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     if (ko + 3 < (K + 15) / 16) {
       #pragma unroll
       for (long long u = 0; u < 2; ++u) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2048])), "l"(&A[(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4 < K ? (unsigned)(__fus_min(K - (ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&As[u * 1024 + ((long long)threadIdx.y) * 64 + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2048])), "l"(&A[u * 64 * K + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4) * K + ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4]), "r"(((long long)blockIdx.y) * 128 + u * 64 + ((long long)threadIdx.y) * 4 + ((long long)threadIdx.x) / 4 < M && ko * 16 + 48 + ((long long)threadIdx.x) % 4 * 4 < K ? 16u : 0u) : "memory");
       }
       #pragma unroll
       for (long long u_1 = 0; u_1 < 2; ++u_1) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2048])), "l"(&B[(ko * 16 + 48 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4]), "r"(ko * 16 + 48 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 < N ? (unsigned)(__fus_min(N - (((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4), (long long)4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&Bs[((long long)threadIdx.y) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 + (ko + 3) % 4 * 2048])), "l"(&B[ko * 16 * N + (48 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4]), "r"(ko * 16 + 48 + ((long long)threadIdx.y) < K && ((long long)blockIdx.x) * 128 + u_1 * 64 + ((long long)threadIdx.x) * 4 < N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -65,6 +65,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
       if (ko * 16 < K) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
+      } else {
+        #pragma unroll
+        for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+          if (ko * 16 < K) {
+            Bl[ju_1 * 4 + jv_1] = Bs[ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+          }
+        }
       }
     }
     #pragma unroll
@@ -80,6 +87,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
         for (long long ju_1 = 0; ju_1 < 2; ++ju_1) {
           if (ko * 16 + ki + 1 < K) {
             *reinterpret_cast<__fus_vec<float, 4> *>(&Bl[ju_1 * 4 + (ki + 1) % 2 * 8]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + ko % 4 * 2048]);
+          } else {
+            #pragma unroll
+            for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+              if (ko * 16 + ki + 1 < K) {
+                Bl[ju_1 * 4 + jv_1 + (ki + 1) % 2 * 8] = Bs[ki * 128 + 128 + ju_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 + ko % 4 * 2048];
+              }
+            }
           }
         }
       }
@@ -105,7 +119,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_f32_kernel(const float *_
     #pragma unroll
     for (long long ju_3 = 0; ju_3 < 2; ++ju_3) {
       if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&C[(((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Cl[iu_3 * 8 + ju_3 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&C[iu_3 * 16 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&Cl[iu_3 * 8 + ju_3 * 4]);
+      } else {
+        #pragma unroll
+        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
+          if (((long long)blockIdx.y) * 128 + iu_3 * 16 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 < N) {
+            C[iu_3 * 16 * N + (((long long)blockIdx.y) * 128 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 128 + ju_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = Cl[iu_3 * 8 + ju_3 * 4 + jv_3];
+          }
+        }
       }
     }
   }

@@ -60,12 +60,12 @@ extern "C" __global__ void __launch_bounds__(32) mma_one_warp_ldmatrix_kernel(co
     // As computed at Cl.ko
     __syncthreads();
     for (long long u = 0; u < 8; ++u) {
-      As[u * 32 + ((long long)threadIdx.x)] = ((long long)blockIdx.y) * 16 + u * 2 + ((long long)threadIdx.x) / 16 < M && ko * 16 + ((long long)threadIdx.x) % 16 < K ? A[(((long long)blockIdx.y) * 16 + u * 2 + ((long long)threadIdx.x) / 16) * K + ko * 16 + ((long long)threadIdx.x) % 16] : __fus_float2half(0.0f);
+      As[u * 32 + ((long long)threadIdx.x)] = ((long long)blockIdx.y) * 16 + u * 2 + ((long long)threadIdx.x) / 16 < M && ko * 16 + ((long long)threadIdx.x) % 16 < K ? A[u * 2 * K + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * K + ko * 16 + ((long long)threadIdx.x) % 16] : __fus_float2half(0.0f);
     }
     __fus_half *Bs = reinterpret_cast<__fus_half *>(fus_smem + 512); // 128 elements
     // Bs computed at Cl.ko
     for (long long u_1 = 0; u_1 < 4; ++u_1) {
-      Bs[u_1 * 32 + ((long long)threadIdx.x)] = ko * 16 + u_1 * 4 + ((long long)threadIdx.x) / 8 < K && ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8 < N ? B[(ko * 16 + u_1 * 4 + ((long long)threadIdx.x) / 8) * N + ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8] : __fus_float2half(0.0f);
+      Bs[u_1 * 32 + ((long long)threadIdx.x)] = ko * 16 + u_1 * 4 + ((long long)threadIdx.x) / 8 < K && ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8 < N ? B[ko * 16 * N + u_1 * 4 * N + ((long long)threadIdx.x) / 8 * N + ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 8] : __fus_float2half(0.0f);
     }
     unsigned As_frag[4];
     __syncthreads();
@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(32) mma_one_warp_ldmatrix_kernel(co
   for (long long m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
     for (long long n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
       if (((long long)blockIdx.y) * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4 < M && ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2 < N) {
-        C[(((long long)blockIdx.y) * 16 + m16_h_2 * 8 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[m16_h_2 * 2 + n8_c_2];
+        C[m16_h_2 * 8 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 4) * N + ((long long)blockIdx.x) * 8 + ((long long)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[m16_h_2 * 2 + n8_c_2];
       }
     }
   }

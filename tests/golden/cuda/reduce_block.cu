@@ -193,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_y_kernel(const float *
   s_acc = 0.0f;
   for (long long io = 0; io < (M + 7) / 8; ++io) {
     if (io * 8 + ((long long)threadIdx.y) < M && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < N) {
-      s_acc = s_acc + x[(io * 8 + ((long long)threadIdx.y)) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
+      s_acc = s_acc + x[io * 8 * N + ((long long)threadIdx.y) * N + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)];
     }
   }
   s_acc = __fus_reduce_smem<__fus_red_sum, 8, 32, 256, float>(s_acc);

@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(256) transpose_kernel(const float *
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (((long long)blockIdx.y) * 32 + jr * 8 + ((long long)threadIdx.y) < N && ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x) < M) {
-      y[(((long long)blockIdx.y) * 32 + jr * 8 + ((long long)threadIdx.y)) * M + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)) * N + ((long long)blockIdx.y) * 32 + jr * 8 + ((long long)threadIdx.y)];
+      y[jr * 8 * M + (((long long)blockIdx.y) * 32 + ((long long)threadIdx.y)) * M + ((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)] = x[(((long long)blockIdx.x) * 32 + ((long long)threadIdx.x)) * N + ((long long)blockIdx.y) * 32 + jr * 8 + ((long long)threadIdx.y)];
     }
   }
 }

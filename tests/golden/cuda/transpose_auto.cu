@@ -38,14 +38,14 @@ extern "C" __global__ void __launch_bounds__(256) transpose_kernel(const float *
   // x_smem computed at y.bx
   for (long long br = 0; br < 8; ++br) {
     if (rem * 64 + br * 8 + ((long long)threadIdx.y) < M && quot * 32 + ((long long)threadIdx.x) < N) {
-      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[(rem * 64 + br * 8 + ((long long)threadIdx.y)) * N + quot * 32 + ((long long)threadIdx.x)];
+      x_smem[br * 264 + ((long long)threadIdx.y) * 33 + ((long long)threadIdx.x)] = x[br * 8 * N + (rem * 64 + ((long long)threadIdx.y)) * N + quot * 32 + ((long long)threadIdx.x)];
     }
   }
   __syncthreads();
   for (long long ar = 0; ar < 4; ++ar) {
     for (long long bh = 0; bh < 2; ++bh) {
       if (quot * 32 + ar * 8 + ((long long)threadIdx.y) < N && rem * 64 + bh * 32 + ((long long)threadIdx.x) < M) {
-        y[(quot * 32 + ar * 8 + ((long long)threadIdx.y)) * M + rem * 64 + bh * 32 + ((long long)threadIdx.x)] = x_smem[bh * 1056 + ((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
+        y[ar * 8 * M + (quot * 32 + ((long long)threadIdx.y)) * M + rem * 64 + bh * 32 + ((long long)threadIdx.x)] = x_smem[bh * 1056 + ((long long)threadIdx.x) * 33 + ar * 8 + ((long long)threadIdx.y)];
       }
     }
   }
