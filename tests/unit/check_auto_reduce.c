@@ -1036,6 +1036,7 @@ Suite *auto_reduce_suite(void)
 {
 	Suite *s = suite_create("auto_reduce");
 	TCase *tc = tcase_create("auto");
+	tcase_set_timeout(tc, 60); /* the simulations of test_tail_split_rows take seconds */
 	tcase_add_test(tc, test_auto_row_sum);
 	tcase_add_test(tc, test_auto_softmax_persistent);
 	tcase_add_test(tc, test_auto_long_rows);

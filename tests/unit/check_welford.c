@@ -57,11 +57,14 @@ static bool stmts_read(Stmt *s, Tensor *t)
 static int passes_over(Stmt *s, Tensor *t)
 {
 	int n = 0;
+	bool after_pass = false; /* a loop right after a pass is its last step (tail_split) */
 	for (; s; s = s->next) {
 		if (s->kind == KS_FOR && stmts_read(s->loop.body, t)) {
-			n++;
+			n += !after_pass;
+			after_pass = true;
 			continue;
 		}
+		after_pass = false;
 		Stmt **lists[3];
 		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
 			n += passes_over(*lists[i], t);

@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel_i32(const float *__re
     for (int kio_1 = 0; kio_1 < 4; ++kio_1) {
       for (int jio = 0; jio < 4; ++jio) {
         if (ko * 32 + kio_1 * 8 + ((int)threadIdx.y) < 100 && ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x) < (int)N) {
-          Bs[kio_1 * 256 + jio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x)] = B[(ko * 32 + kio_1 * 8 + ((int)threadIdx.y)) * (int)N + ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x)];
+          Bs[kio_1 * 256 + jio * 64 + ((int)threadIdx.y) * 8 + ((int)threadIdx.x)] = B[ko * 32 * (int)N + kio_1 * 8 * (int)N + ((int)threadIdx.y) * (int)N + ((int)blockIdx.x) * 32 + jio * 8 + ((int)threadIdx.x)];
         }
       }
     }
@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(64) mm_kernel_i32(const float *__re
   for (int iu_3 = 0; iu_3 < 4; ++iu_3) {
     for (int ju_3 = 0; ju_3 < 4; ++ju_3) {
       if (((int)blockIdx.y) * 32 + iu_3 * 8 + ((int)threadIdx.y) < (int)M && ((int)blockIdx.x) * 32 + ju_3 * 8 + ((int)threadIdx.x) < (int)N) {
-        C[(((int)blockIdx.y) * 32 + iu_3 * 8 + ((int)threadIdx.y)) * (int)N + ((int)blockIdx.x) * 32 + ju_3 * 8 + ((int)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
+        C[iu_3 * 8 * (int)N + (((int)blockIdx.y) * 32 + ((int)threadIdx.y)) * (int)N + ((int)blockIdx.x) * 32 + ju_3 * 8 + ((int)threadIdx.x)] = Cl[iu_3 * 4 + ju_3];
       }
     }
   }
@@ -331,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(256) tiles_kernel_i32(const float *
     // Bs computed at C.ko
     for (int kv_1 = 0; kv_1 < 4; ++kv_1) {
       if (ko * 16 + ((int)threadIdx.y) * 4 + kv_1 < 100 && ((int)blockIdx.x) * 16 + ((int)threadIdx.x) < (int)N && ((int)threadIdx.y) < 4 && ((int)threadIdx.y) * 4 + kv_1 < 16) {
-        Bs[((int)threadIdx.x) * 16 + ((int)threadIdx.y) * 4 + kv_1] = B[(ko * 16 + ((int)threadIdx.y) * 4 + kv_1) * (int)N + ((int)blockIdx.x) * 16 + ((int)threadIdx.x)];
+        Bs[((int)threadIdx.x) * 16 + ((int)threadIdx.y) * 4 + kv_1] = B[ko * 16 * (int)N + kv_1 * (int)N + ((int)threadIdx.y) * 4 * (int)N + ((int)blockIdx.x) * 16 + ((int)threadIdx.x)];
       }
     }
     __syncthreads();

@@ -17,13 +17,6 @@ extern "C" __global__ void __launch_bounds__(128) bias_gelu_kernel_i32(const flo
       y_vec[jv_1] = 0.5f * (x_vec[jv_1] + b_vec[jv_1]) * (1.0f + erff((x_vec[jv_1] + b_vec[jv_1]) * 0.70710677f));
     }
     *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.y) * (int)N + ((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-  } else {
-    #pragma unroll
-    for (int jv = 0; jv < 4; ++jv) {
-      if (((int)blockIdx.y) < (int)M && ((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-        y[((int)blockIdx.y) * (int)N + ((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 + jv] = 0.5f * (x[((int)blockIdx.y) * (int)N + ((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 + jv] + b[((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 + jv]) * (1.0f + erff((x[((int)blockIdx.y) * (int)N + ((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 + jv] + b[((int)blockIdx.x) * 512 + ((int)threadIdx.x) * 4 + jv]) * 0.70710677f));
-      }
-    }
   }
 }
 

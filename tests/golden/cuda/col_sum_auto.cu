@@ -29,10 +29,10 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
       }
     }
   }
-  for (int rr = 0; rr < ((int)M + 4223) / 4224; ++rr) {
+  for (int rr = 0; rr < (int)M / 4224; ++rr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + 3 < 1000 && rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + 3 < 1000) {
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
@@ -40,14 +40,38 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
-          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + (rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x_vec[jv_1_1] : 0.0f);
+          s_part_acc_vec_2[jv_1_1] = s_part_acc_vec_1[jv_1_1] + x_vec[jv_1_1];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_2[0]);
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          }
+        }
+      }
+    }
+  }
+  for (int rr_1 = 0; rr_1 < ((int)M + 4223) / 4224 - (int)M / 4224; ++rr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + 3 < 1000 && (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
+        __align__(16) float s_part_acc_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        __align__(16) float s_part_acc_vec_4[4];
+        #pragma unroll
+        for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
+          s_part_acc_vec_4[jv_1_2] = s_part_acc_vec_3[jv_1_2] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x_vec_1[jv_1_2] : 0.0f);
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc_vec_4[0]);
+      } else {
+        #pragma unroll
+        for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
+            s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
       }
@@ -176,13 +200,24 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32_scalar
       s_part_acc[jv] = 0.0f;
     }
   }
-  for (int rr = 0; rr < ((int)M + 4223) / 4224; ++rr) {
+  for (int rr = 0; rr < (int)M / 4224; ++rr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (rr * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (int rr_1 = 0; rr_1 < ((int)M + 4223) / 4224 - (int)M / 4224; ++rr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
+          s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
     }

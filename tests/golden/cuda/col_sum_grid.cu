@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(32) col_sum_grid_kernel_i32(const f
   s_acc = 0.0f;
   for (int ir = 0; ir < 64; ++ir) {
     if (((int)blockIdx.y) * 64 + ir < (int)M && ((int)blockIdx.x) * 32 + ((int)threadIdx.x) < (int)N) {
-      s_acc = s_acc + x[(((int)blockIdx.y) * 64 + ir) * (int)N + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)];
+      s_acc = s_acc + x[ir * (int)N + ((int)blockIdx.y) * 64 * (int)N + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)];
     }
   }
   if (((int)blockIdx.x) * 32 + ((int)threadIdx.x) < (int)N) {

@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(128) repro_kernel_i32(const float *
   for (int jo_pre = 0; jo_pre < 2; ++jo_pre) {
     if (jo_pre < ((int)N + 127) / 128) {
       if (((int)threadIdx.x) < 32 && ((int)threadIdx.x) * 4 < 128) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 4 + jo_pre * 128])), "l"(&a[((int)blockIdx.x) * (int)N + jo_pre * 128 + ((int)threadIdx.x) * 4]), "r"(((int)blockIdx.x) < (int)M && jo_pre * 128 + ((int)threadIdx.x) * 4 < (int)N ? (unsigned)(__fus_min((int)N - (jo_pre * 128 + ((int)threadIdx.x) * 4), 4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 4 + jo_pre * 128])), "l"(&a[((int)blockIdx.x) * (int)N + jo_pre * 128 + ((int)threadIdx.x) * 4]), "r"(((int)blockIdx.x) < (int)M && jo_pre * 128 + ((int)threadIdx.x) * 4 < (int)N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -22,7 +22,7 @@ extern "C" __global__ void __launch_bounds__(128) repro_kernel_i32(const float *
   for (int jo = 0; jo < ((int)N + 127) / 128; ++jo) {
     if (jo + 2 < ((int)N + 127) / 128) {
       if (((int)threadIdx.x) < 32 && ((int)threadIdx.x) * 4 < 128) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 4 + (jo + 2) % 3 * 128])), "l"(&a[((int)blockIdx.x) * (int)N + jo * 128 + 256 + ((int)threadIdx.x) * 4]), "r"(((int)blockIdx.x) < (int)M && jo * 128 + 256 + ((int)threadIdx.x) * 4 < (int)N ? (unsigned)(__fus_min((int)N - (jo * 128 + 256 + ((int)threadIdx.x) * 4), 4) * 4) : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 4 + (jo + 2) % 3 * 128])), "l"(&a[((int)blockIdx.x) * (int)N + jo * 128 + 256 + ((int)threadIdx.x) * 4]), "r"(((int)blockIdx.x) < (int)M && jo * 128 + 256 + ((int)threadIdx.x) * 4 < (int)N ? 16u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(256) rows_kernel_i32(const float *_
     __syncthreads();
     for (int mv = 0; mv < 8; ++mv) {
       if (((int)threadIdx.y) == 0) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 8 + mv])), "l"(&a[(((int)blockIdx.x) * 8 + (((int)threadIdx.x) * 8 + mv) / 32) * (int)N + jo * 32 + (((int)threadIdx.x) * 8 + mv) % 32]), "r"(((int)blockIdx.x) * 8 + (((int)threadIdx.x) * 8 + mv) / 32 < (int)M && jo * 32 + (((int)threadIdx.x) * 8 + mv) % 32 < (int)N ? 4u : 0u) : "memory");
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(&ac[((int)threadIdx.x) * 8 + mv])), "l"(&a[(((int)threadIdx.x) * 8 + mv) / 32 * (int)N + ((int)blockIdx.x) * 8 * (int)N + jo * 32 + (((int)threadIdx.x) * 8 + mv) % 32]), "r"(((int)blockIdx.x) * 8 + (((int)threadIdx.x) * 8 + mv) / 32 < (int)M && jo * 32 + (((int)threadIdx.x) * 8 + mv) % 32 < (int)N ? 4u : 0u) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -43,13 +43,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_kernel_i32(const flo
         y_vec[jv_1] = (x_vec[jv_1] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] + beta[jr_2 * 512 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
 }

@@ -10,23 +10,34 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel_i32(c
   float s1_n;
   float s1_mean;
   float s1_m2;
+  float s1_k;
   float s1_v;
-  float s1_d;
+  float s1_w;
+  float s1_e;
+  float s1_r;
   // nest of y
   float s1[1];
   // s1 computed at y.i
   s1_n = 0.0f;
+  s1_k = 0.0f;
   s1_mean = 0.0f;
   s1_m2 = 0.0f;
   for (int jr = 0; jr < ((int)N + 127) / 128; ++jr) {
+    s1_v = s1_k;
+    s1_w = 0.0f;
     if (((int)blockIdx.x) < (int)M && jr * 128 + ((int)threadIdx.x) < (int)N) {
       s1_v = x[((int)blockIdx.x) * (int)N + jr * 128 + ((int)threadIdx.x)];
-      s1_n = s1_n + 1.0f;
-      s1_d = s1_v - s1_mean;
-      s1_mean = s1_mean + __fus_fdiv(s1_d, s1_n);
-      s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);
+      s1_w = 1.0f;
+      s1_k = s1_n == 0.0f ? s1_v : s1_k;
     }
+    s1_n = s1_n + s1_w;
+    s1_e = s1_v - s1_k;
+    s1_mean = s1_mean + s1_e;
+    s1_m2 = s1_m2 + s1_e * s1_e;
   }
+  s1_r = __fus_fdiv(s1_mean, __fus_max(s1_n, 1.0f));
+  s1_m2 = __fus_max(s1_m2 - s1_mean * s1_r, 0.0f);
+  s1_mean = s1_k + s1_r;
   __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2);
   s1[0] = s1_mean * s1_n;
   float s2[1];
@@ -46,13 +57,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_kernel_i32(c
         y_vec[jv_1] = (x_vec[jv_1] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma_vec[jv_1] + beta_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr_1 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv] - __fus_fdiv(s1[0], (float)N)) * rsqrtf(__fus_fdiv(s2[0], (float)N) + eps) * gamma[jr_1 * 512 + ((int)threadIdx.x) * 4 + jv] + beta[jr_1 * 512 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
 }

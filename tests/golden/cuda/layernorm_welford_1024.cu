@@ -10,8 +10,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel_
   float s1_n;
   float s1_mean;
   float s1_m2;
+  float s1_k;
   float s1_v;
-  float s1_d;
+  float s1_w;
+  float s1_e;
+  float s1_r;
   // nest of y
   __align__(16) float xl[8];
   // xl computed at y.i
@@ -19,33 +22,34 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel_
   for (int jr = 0; jr < 2; ++jr) {
     if (((int)blockIdx.x) < (int)M) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&xl[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * 1024 + jr * 512 + ((int)threadIdx.x) * 4]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M) {
-          xl[jr * 4 + jv] = x[((int)blockIdx.x) * 1024 + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
   float s1[1];
   // s1 computed at y.i
   s1_n = 0.0f;
+  s1_k = 0.0f;
   s1_mean = 0.0f;
   s1_m2 = 0.0f;
   #pragma unroll
   for (int jr_1 = 0; jr_1 < 2; ++jr_1) {
     #pragma unroll
     for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+      s1_v = s1_k;
+      s1_w = 0.0f;
       if (((int)blockIdx.x) < (int)M) {
         s1_v = xl[jr_1 * 4 + jv_1];
-        s1_n = s1_n + 1.0f;
-        s1_d = s1_v - s1_mean;
-        s1_mean = s1_mean + __fus_fdiv(s1_d, s1_n);
-        s1_m2 = s1_m2 + s1_d * (s1_v - s1_mean);
+        s1_w = 1.0f;
+        s1_k = s1_n == 0.0f ? s1_v : s1_k;
       }
+      s1_n = s1_n + s1_w;
+      s1_e = s1_v - s1_k;
+      s1_mean = s1_mean + s1_e;
+      s1_m2 = s1_m2 + s1_e * s1_e;
     }
   }
+  s1_r = __fus_fdiv(s1_mean, __fus_max(s1_n, 1.0f));
+  s1_m2 = __fus_max(s1_m2 - s1_mean * s1_r, 0.0f);
+  s1_mean = s1_k + s1_r;
   __fus_welford_warps<128, float>(s1_n, s1_mean, s1_m2);
   s1[0] = s1_mean * s1_n;
   float s2[1];
@@ -66,13 +70,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_welford_1024_kernel_
         y_vec[jv_2_1] = (xl_vec[jv_2_1] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma_vec[jv_2_1] + beta_vec[jv_2_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * 1024 + jr_2 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) < (int)M) {
-          y[((int)blockIdx.x) * 1024 + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv_2] = (xl[jr_2 * 4 + jv_2] - __fus_fdiv(s1[0], 1024.0f)) * rsqrtf(__fus_fdiv(s2[0], 1024.0f) + eps) * gamma[jr_2 * 512 + ((int)threadIdx.x) * 4 + jv_2] + beta[jr_2 * 512 + ((int)threadIdx.x) * 4 + jv_2];
-        }
-      }
     }
   }
 }

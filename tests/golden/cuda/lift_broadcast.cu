@@ -16,13 +16,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N128_i32(con
     if (jr < ((int)N + 31) / 32) {
       if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -54,13 +47,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N128_i32(con
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr_2 * 32 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr_2 * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr_2 * 32 + ((int)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -216,13 +202,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256_i32(con
     if (jr < ((int)N + 63) / 64) {
       if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -254,13 +233,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N256_i32(con
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr_2 * 64 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr_2 * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr_2 * 64 + ((int)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -416,13 +388,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024_i32(co
     if (jr < ((int)N + 255) / 256) {
       if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -454,13 +419,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N1024_i32(co
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr_2 * 256 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr_2 * 256 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr_2 * 256 + ((int)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -616,13 +574,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096_i32(co
     if (jr < ((int)N + 511) / 512) {
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -654,13 +605,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_kernel_N4096_i32(co
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((int)blockIdx.x) < (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -816,13 +760,6 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384_i32(c
     if (jr < ((int)N + 2047) / 2048) {
       if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -854,13 +791,6 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N16384_i32(c
           y_vec[jv_2_1] = x_reg_vec[jv_2_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_2 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          if (((int)blockIdx.x) < (int)M && jr_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jr_2 * 2048 + ((int)threadIdx.x) * 4 + jv_2] = x_reg[jr_2 * 4 + jv_2] - __fus_fdiv(y_sum0[0], (float)N);
-          }
-        }
       }
     }
   }
@@ -1012,20 +942,28 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536_i32(c
   float y_sum0[1];
   // y_sum0 computed at y.i
   y_sum0_acc = 0.0f;
-  for (int jq = 0; jq < ((int)N + 4095) / 4096; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)M && jq * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_sum0_acc = y_sum0_acc + x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x)] * w[jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+      }
+    }
+  }
+  for (int jq_2 = 0; jq_2 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_2) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+        y_sum0_acc = y_sum0_acc + x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)] * w[(int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)];
       }
     }
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < (int)N / 16384; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)M && jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         __align__(16) float x_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
@@ -1034,13 +972,21 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536_i32(c
           y_vec[jv_1] = x_vec[jv_1] - __fus_fdiv(y_sum0[0], (float)N);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
+      }
+    }
+  }
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1_1) {
+    #pragma unroll
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]);
+        __align__(16) float y_vec_1[4];
         #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = x[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
-          }
+        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
+          y_vec_1[jv_2] = x_vec_1[jv_2] - __fus_fdiv(y_sum0[0], (float)N);
         }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       }
     }
   }
@@ -1110,23 +1056,42 @@ extern "C" __global__ void __launch_bounds__(512) bcast_auto_kernel_N65536_i32_s
   float y_sum0[1];
   // y_sum0 computed at y.i
   y_sum0_acc = 0.0f;
-  for (int jq = 0; jq < ((int)N + 4095) / 4096; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)M && jq * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_sum0_acc = y_sum0_acc + x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x)] * w[jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+      }
+    }
+  }
+  for (int jq_2 = 0; jq_2 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_2) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+        y_sum0_acc = y_sum0_acc + x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)] * w[(int)N / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)];
       }
     }
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < (int)N / 16384; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           y[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = x[((int)blockIdx.x) * (int)N + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
+        }
+      }
+    }
+  }
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1_1) {
+    #pragma unroll
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          y[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - __fus_fdiv(y_sum0[0], (float)N);
         }
       }
     }
@@ -1187,25 +1152,34 @@ extern "C" __global__ void __launch_bounds__(256) bcast_auto_seg0_kernel_i32(con
   float y_sum0_acc;
   // nest of y_sum0
   y_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_sum0.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_sum0.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+          y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[(int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1];
         }
       }
     }
@@ -1268,21 +1242,40 @@ extern "C" __global__ void __launch_bounds__(256) bcast_auto_seg0_kernel_i32_sca
   float y_sum0_acc;
   // nest of y_sum0
   y_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_sum0.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_sum0.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+          y_sum0_acc = y_sum0_acc + x_reg[jv_1] * w[(int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1];
         }
       }
     }
@@ -1364,13 +1357,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_auto_seg1_kernel_i32(con
         y_vec[v_1] = x_vec[v_1] - __fus_fdiv(y_sum0[quot], (float)N);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        if (quot < (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - __fus_fdiv(y_sum0[quot], (float)N);
-        }
-      }
     }
   }
 }

@@ -16,19 +16,39 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_auto_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N128 when
- * N <= 128, x is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N128_scalar when
- * N <= 128; lse_auto_kernel_N256 when N <= 256, x is 16-byte aligned and N is a multiple of 4;
- * lse_auto_kernel_N256_scalar when N <= 256; lse_auto_kernel_N1024 when N <= 1024, x is 16-byte
- * aligned and N is a multiple of 4; lse_auto_kernel_N1024_scalar when N <= 1024;
- * lse_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N is a multiple of 4;
- * lse_auto_kernel_N4096_scalar when N <= 4096; lse_auto_kernel_N16384 when N <= 16384, x is
- * 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N16384_scalar when N <= 16384;
- * lse_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a multiple of 4;
- * lse_auto_kernel_N65536_scalar when N <= 65536; lse_auto_segments otherwise.
- * lse_auto_segments runs segments in order: lse_auto_seg0 (kernels lse_auto_seg0_kernel,
- * lse_auto_seg0_kernel_scalar), then lse_auto_seg1 (kernels lse_auto_seg1_kernel,
- * lse_auto_seg1_kernel_scalar), then lse_auto_seg2 (kernels lse_auto_seg2_kernel,
+ * Variants (the launcher runs the first whose conditions hold): lse_auto_kernel_N128_i32 when
+ * N <= 128, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at
+ * most 2130706431 elements; lse_auto_kernel_N128 when N <= 128, x is 16-byte aligned and N is a
+ * multiple of 4; lse_auto_kernel_N128_i32_scalar when N <= 128 and every tensor and loop nest
+ * has at most 2130706431 elements; lse_auto_kernel_N128_scalar when N <= 128;
+ * lse_auto_kernel_N256_i32 when N <= 256, x is 16-byte aligned, N is a multiple of 4 and every
+ * tensor and loop nest has at most 2130706431 elements; lse_auto_kernel_N256 when N <= 256, x
+ * is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N256_i32_scalar when N <= 256
+ * and every tensor and loop nest has at most 2130706431 elements; lse_auto_kernel_N256_scalar
+ * when N <= 256; lse_auto_kernel_N1024_i32 when N <= 1024, x is 16-byte aligned, N is a
+ * multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * lse_auto_kernel_N1024 when N <= 1024, x is 16-byte aligned and N is a multiple of 4;
+ * lse_auto_kernel_N1024_i32_scalar when N <= 1024 and every tensor and loop nest has at most
+ * 2130706431 elements; lse_auto_kernel_N1024_scalar when N <= 1024; lse_auto_kernel_N4096_i32
+ * when N <= 4096, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has
+ * at most 2130706431 elements; lse_auto_kernel_N4096 when N <= 4096, x is 16-byte aligned and N
+ * is a multiple of 4; lse_auto_kernel_N4096_i32_scalar when N <= 4096 and every tensor and loop
+ * nest has at most 2130706431 elements; lse_auto_kernel_N4096_scalar when N <= 4096;
+ * lse_auto_kernel_N16384_i32 when N <= 16384, x is 16-byte aligned, N is a multiple of 4 and
+ * every tensor and loop nest has at most 2130706431 elements; lse_auto_kernel_N16384 when
+ * N <= 16384, x is 16-byte aligned and N is a multiple of 4; lse_auto_kernel_N16384_i32_scalar
+ * when N <= 16384 and every tensor and loop nest has at most 2130706431 elements;
+ * lse_auto_kernel_N16384_scalar when N <= 16384; lse_auto_kernel_N65536_i32 when N <= 65536, x
+ * is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most
+ * 2130706431 elements; lse_auto_kernel_N65536 when N <= 65536, x is 16-byte aligned and N is a
+ * multiple of 4; lse_auto_kernel_N65536_i32_scalar when N <= 65536 and every tensor and loop
+ * nest has at most 2130706431 elements; lse_auto_kernel_N65536_scalar when N <= 65536;
+ * lse_auto_segments otherwise.
+ * lse_auto_segments runs segments in order: lse_auto_seg0 (kernels lse_auto_seg0_kernel_i32,
+ * lse_auto_seg0_kernel, lse_auto_seg0_kernel_i32_scalar, lse_auto_seg0_kernel_scalar), then
+ * lse_auto_seg1 (kernels lse_auto_seg1_kernel_i32, lse_auto_seg1_kernel,
+ * lse_auto_seg1_kernel_i32_scalar, lse_auto_seg1_kernel_scalar), then lse_auto_seg2 (kernels
+ * lse_auto_seg2_kernel_i32, lse_auto_seg2_kernel, lse_auto_seg2_kernel_i32_scalar,
  * lse_auto_seg2_kernel_scalar); each call allocates their workspace (m: f32[M], l_sum0: f32[M])
  * on `stream` (cudaMallocAsync) and frees it after them.
  */
@@ -41,6 +61,8 @@ const char *lse_auto_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_block_last_error()
  * says why.
+ * Variants (the launcher runs the first whose conditions hold): lse_block_kernel_i32 when every
+ * tensor and loop nest has at most 2130706431 elements; lse_block_kernel otherwise.
  */
 cudaError_t lse_block(const float *x, float *l, int64_t M, int64_t N, cudaStream_t stream);
 const char *lse_block_last_error(void);
@@ -51,8 +73,10 @@ const char *lse_block_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and lse_one_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): lse_one_kernel when x is
- * 16-byte aligned; lse_one_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): lse_one_kernel_i32 when x is
+ * 16-byte aligned and every tensor and loop nest has at most 2130706431 elements;
+ * lse_one_kernel when x is 16-byte aligned; lse_one_kernel_i32_scalar when every tensor and
+ * loop nest has at most 2130706431 elements; lse_one_kernel_scalar otherwise.
  */
 cudaError_t lse_one(const float *x, float *l, int64_t M, cudaStream_t stream);
 const char *lse_one_last_error(void);

@@ -19,13 +19,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N128_i32(cons
       // x_reg computed at mean_sum0.tx
       if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -152,13 +145,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N256_i32(cons
       // x_reg computed at mean_sum0.tx
       if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -285,13 +271,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N1024_i32(con
       // x_reg computed at mean_sum0.tx
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -418,13 +397,6 @@ extern "C" __global__ void __launch_bounds__(128) mean_auto_kernel_N4096_i32(con
       // x_reg computed at mean_sum0.tx
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -551,13 +523,6 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N16384_i32(co
       // x_reg computed at mean_sum0.tx
       if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -677,24 +642,33 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N65536_i32(co
   float mean_sum0[1];
   // mean_sum0 computed at mean.i
   mean_sum0_acc = 0.0f;
-  for (int jq = 0; jq < ((int)N + 16383) / 16384; ++jq) {
+  for (int jq = 0; jq < (int)N / 16384; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((int)blockIdx.x) < (int)M && jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -760,20 +734,39 @@ extern "C" __global__ void __launch_bounds__(512) mean_auto_kernel_N65536_i32_sc
   float mean_sum0[1];
   // mean_sum0 computed at mean.i
   mean_sum0_acc = 0.0f;
-  for (int jq = 0; jq < ((int)N + 16383) / 16384; ++jq) {
+  for (int jq = 0; jq < (int)N / 16384; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at mean_sum0.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -843,24 +836,33 @@ extern "C" __global__ void __launch_bounds__(256) mean_auto_seg0_kernel_i32(cons
   float mean_sum0_acc;
   // nest of mean_sum0
   mean_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -924,20 +926,39 @@ extern "C" __global__ void __launch_bounds__(256) mean_auto_seg0_kernel_i32_scal
   float mean_sum0_acc;
   // nest of mean_sum0
   mean_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at mean_sum0.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at mean_sum0.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }

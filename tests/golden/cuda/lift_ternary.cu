@@ -18,13 +18,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N128_i32(cons
     if (jr < ((int)N + 31) / 32) {
       if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -73,13 +66,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N128_i32(cons
           y_vec[jv_3_1] = c[((int)blockIdx.x) * 16 + ((int)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr_3 * 32 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr_3 * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr_3 * 32 + ((int)threadIdx.x) * 4 + jv_3] = c[((int)blockIdx.x) * 16 + ((int)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -294,13 +280,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256_i32(cons
     if (jr < ((int)N + 63) / 64) {
       if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -349,13 +328,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N256_i32(cons
           y_vec[jv_3_1] = c[((int)blockIdx.x) * 8 + ((int)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr_3 * 64 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr_3 * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr_3 * 64 + ((int)threadIdx.x) * 4 + jv_3] = c[((int)blockIdx.x) * 8 + ((int)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -570,13 +542,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024_i32(con
     if (jr < ((int)N + 255) / 256) {
       if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -625,13 +590,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N1024_i32(con
           y_vec[jv_3_1] = c[((int)blockIdx.x) * 2 + ((int)threadIdx.y)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr_3 * 256 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr_3 * 256 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr_3 * 256 + ((int)threadIdx.x) * 4 + jv_3] = c[((int)blockIdx.x) * 2 + ((int)threadIdx.y)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -846,13 +804,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096_i32(con
     if (jr < ((int)N + 511) / 512) {
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -901,13 +852,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_kernel_N4096_i32(con
           y_vec[jv_3_1] = c[((int)blockIdx.x)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_3 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) < (int)M && jr_3 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jr_3 * 512 + ((int)threadIdx.x) * 4 + jv_3] = c[((int)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -1122,13 +1066,6 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384_i32(co
     if (jr < ((int)N + 2047) / 2048) {
       if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -1177,13 +1114,6 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N16384_i32(co
           y_vec[jv_3_1] = c[((int)blockIdx.x)] ? x_reg_vec[jv_3_1] - y_max0[0] : __fus_fdiv(x_reg_vec[jv_3_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_3 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) < (int)M && jr_3 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jr_3 * 2048 + ((int)threadIdx.x) * 4 + jv_3] = c[((int)blockIdx.x)] ? x_reg[jr_3 * 4 + jv_3] - y_max0[0] : __fus_fdiv(x_reg[jr_3 * 4 + jv_3], y_sum1[0]);
-          }
-        }
       }
     }
   }
@@ -1394,11 +1324,20 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_i32(co
   float y_max0[1];
   // y_max0 computed at y.i
   y_max0_acc = __int_as_float(0xff800000);
-  for (int jq = 0; jq < ((int)N + 4095) / 4096; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)M && jq * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_max0_v = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+      }
+    }
+  }
+  for (int jq_3 = 0; jq_3 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_3) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+        y_max0_v = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x)];
         y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
       }
     }
@@ -1408,20 +1347,28 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_i32(co
   float y_sum1[1];
   // y_sum1 computed at y.i
   y_sum1_acc = 0.0f;
-  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)M && jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_sum1_acc = y_sum1_acc + (fabsf(x[((int)blockIdx.x) * (int)N + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)]) + 1.0f);
+      }
+    }
+  }
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+        y_sum1_acc = y_sum1_acc + (fabsf(x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)]) + 1.0f);
       }
     }
   }
   y_sum1_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
-  for (int jq_2 = 0; jq_2 < ((int)N + 16383) / 16384; ++jq_2) {
+  for (int jq_2 = 0; jq_2 < (int)N / 16384; ++jq_2) {
     #pragma unroll
     for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((int)blockIdx.x) < (int)M && jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         __align__(16) float x_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
@@ -1430,13 +1377,21 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_i32(co
           y_vec[jv_1] = c[((int)blockIdx.x)] ? x_vec[jv_1] - y_max0[0] : __fus_fdiv(x_vec[jv_1], y_sum1[0]);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
+      }
+    }
+  }
+  for (int jq_2_1 = 0; jq_2_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_2_1) {
+    #pragma unroll
+    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]);
+        __align__(16) float y_vec_1[4];
         #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            y[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = c[((int)blockIdx.x)] ? x[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv], y_sum1[0]);
-          }
+        for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
+          y_vec_1[jv_2] = c[((int)blockIdx.x)] ? x_vec_1[jv_2] - y_max0[0] : __fus_fdiv(x_vec_1[jv_2], y_sum1[0]);
         }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       }
     }
   }
@@ -1533,11 +1488,20 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_i32_sc
   float y_max0[1];
   // y_max0 computed at y.i
   y_max0_acc = __int_as_float(0xff800000);
-  for (int jq = 0; jq < ((int)N + 4095) / 4096; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)M && jq * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_max0_v = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+      }
+    }
+  }
+  for (int jq_3 = 0; jq_3 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_3) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+        y_max0_v = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x)];
         y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
       }
     }
@@ -1547,23 +1511,42 @@ extern "C" __global__ void __launch_bounds__(512) tern_auto_kernel_N65536_i32_sc
   float y_sum1[1];
   // y_sum1 computed at y.i
   y_sum1_acc = 0.0f;
-  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)M && jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         y_sum1_acc = y_sum1_acc + (fabsf(x[((int)blockIdx.x) * (int)N + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)]) + 1.0f);
+      }
+    }
+  }
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+        y_sum1_acc = y_sum1_acc + (fabsf(x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)]) + 1.0f);
       }
     }
   }
   y_sum1_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(y_sum1_acc);
   y_sum1[0] = y_sum1_acc;
-  for (int jq_2 = 0; jq_2 < ((int)N + 16383) / 16384; ++jq_2) {
+  for (int jq_2 = 0; jq_2 < (int)N / 16384; ++jq_2) {
     #pragma unroll
     for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           y[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = c[((int)blockIdx.x)] ? x[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((int)blockIdx.x) * (int)N + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv], y_sum1[0]);
+        }
+      }
+    }
+  }
+  for (int jq_2_1 = 0; jq_2_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_2_1) {
+    #pragma unroll
+    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          y[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = c[((int)blockIdx.x)] ? x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - y_max0[0] : __fus_fdiv(x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv], y_sum1[0]);
         }
       }
     }
@@ -1650,24 +1633,34 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg0_kernel_i32(cons
   float y_max0_v;
   // nest of y_max0
   y_max0_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_max0.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          y_max0_v = x_reg[jv_1];
+          y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_max0.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           y_max0_v = x_reg[jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -1736,20 +1729,40 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg0_kernel_i32_scal
   float y_max0_v;
   // nest of y_max0
   y_max0_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_max0.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          y_max0_v = x_reg[jv_1];
+          y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_max0.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           y_max0_v = x_reg[jv_1];
           y_max0_acc = y_max0_v > y_max0_acc || y_max0_v != y_max0_v ? y_max0_v : y_max0_acc;
         }
@@ -1823,24 +1836,33 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg1_kernel_i32(cons
   float y_sum1_acc;
   // nest of y_sum1
   y_sum1_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at y_sum1.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at y_sum1.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
         }
       }
@@ -1904,20 +1926,39 @@ extern "C" __global__ void __launch_bounds__(256) tern_auto_seg1_kernel_i32_scal
   float y_sum1_acc;
   // nest of y_sum1
   y_sum1_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at y_sum1.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at y_sum1.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           y_sum1_acc = y_sum1_acc + (fabsf(x_reg[jv_1]) + 1.0f);
         }
       }
@@ -2000,13 +2041,6 @@ extern "C" __global__ void __launch_bounds__(128) tern_auto_seg2_kernel_i32(cons
         y_vec[v_1] = c[quot] ? x_vec[v_1] - y_max0[quot] : __fus_fdiv(x_vec[v_1], y_sum1[quot]);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        if (quot < (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = c[quot] ? x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - y_max0[quot] : __fus_fdiv(x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v], y_sum1[quot]);
-        }
-      }
     }
   }
 }
@@ -2152,13 +2186,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N128_i32(const
     if (jr < ((int)N + 31) / 32) {
       if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2457,13 +2484,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N256_i32(const
     if (jr < ((int)N + 63) / 64) {
       if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2762,13 +2782,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N1024_i32(cons
     if (jr < ((int)N + 255) / 256) {
       if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 256 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3067,13 +3080,6 @@ extern "C" __global__ void __launch_bounds__(128) two_auto_kernel_N4096_i32(cons
     if (jr < ((int)N + 511) / 512) {
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3372,13 +3378,6 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N16384_i32(con
     if (jr < ((int)N + 2047) / 2048) {
       if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3673,11 +3672,19 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536_i32(con
   float z_sum0[1];
   // z_sum0 computed at z.i
   z_sum0_acc = 0.0f;
-  for (int jq = 0; jq < ((int)N + 4095) / 4096; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)M && jq * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         z_sum0_acc = z_sum0_acc + x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+      }
+    }
+  }
+  for (int jq_3 = 0; jq_3 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_3) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N) {
+        z_sum0_acc = z_sum0_acc + x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x)];
       }
     }
   }
@@ -3686,11 +3693,20 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536_i32(con
   float z_max1[1];
   // z_max1 computed at z.i
   z_max1_acc = __int_as_float(0xff800000);
-  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)M && jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         z_max1_v = x[((int)blockIdx.x) * (int)N + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)];
+        z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+      }
+    }
+  }
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1_1) {
+    #pragma unroll
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N) {
+        z_max1_v = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)];
         z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
       }
     }
@@ -3700,11 +3716,20 @@ extern "C" __global__ void __launch_bounds__(512) two_auto_kernel_N65536_i32(con
   float z_min2[1];
   // z_min2 computed at z.i
   z_min2_acc = __int_as_float(0x7f800000);
-  for (int jq_2 = 0; jq_2 < ((int)N + 4095) / 4096; ++jq_2) {
+  for (int jq_2 = 0; jq_2 < (int)N / 4096; ++jq_2) {
     #pragma unroll
     for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((int)blockIdx.x) < (int)M && jq_2 * 4096 + ju_2 * 512 + ((int)threadIdx.x) < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         z_min2_v = x[((int)blockIdx.x) * (int)N + jq_2 * 4096 + ju_2 * 512 + ((int)threadIdx.x)];
+        z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+      }
+    }
+  }
+  for (int jq_2_1 = 0; jq_2_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_2_1) {
+    #pragma unroll
+    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_2_1 * 4096 + ju_2 * 512 + ((int)threadIdx.x) < (int)N) {
+        z_min2_v = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_2_1 * 4096 + ju_2 * 512 + ((int)threadIdx.x)];
         z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
       }
     }
@@ -3801,24 +3826,33 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg0_kernel_i32(const
   float z_sum0_acc;
   // nest of z_sum0
   z_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_sum0.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_sum0_acc = z_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_sum0.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           z_sum0_acc = z_sum0_acc + x_reg[jv_1];
         }
       }
@@ -3882,20 +3916,39 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg0_kernel_i32_scala
   float z_sum0_acc;
   // nest of z_sum0
   z_sum0_acc = 0.0f;
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_sum0.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_sum0_acc = z_sum0_acc + x_reg[jv_1];
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_sum0.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           z_sum0_acc = z_sum0_acc + x_reg[jv_1];
         }
       }
@@ -3966,24 +4019,34 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg1_kernel_i32(const
   float z_max1_v;
   // nest of z_max1
   z_max1_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_max1.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_max1_v = x_reg[jv_1];
+          z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_max1.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           z_max1_v = x_reg[jv_1];
           z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
         }
@@ -4052,20 +4115,40 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg1_kernel_i32_scala
   float z_max1_v;
   // nest of z_max1
   z_max1_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_max1.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_max1_v = x_reg[jv_1];
+          z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_max1.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           z_max1_v = x_reg[jv_1];
           z_max1_acc = z_max1_v > z_max1_acc || z_max1_v != z_max1_v ? z_max1_v : z_max1_acc;
         }
@@ -4140,24 +4223,34 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg2_kernel_i32(const
   float z_min2_v;
   // nest of z_min2
   z_min2_acc = __int_as_float(0x7f800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at z_min2.tx
-      if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_min2_v = x_reg[jv_1];
+          z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at z_min2.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
           z_min2_v = x_reg[jv_1];
           z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
         }
@@ -4226,20 +4319,40 @@ extern "C" __global__ void __launch_bounds__(256) two_auto_seg2_kernel_i32_scala
   float z_min2_v;
   // nest of z_min2
   z_min2_acc = __int_as_float(0x7f800000);
-  for (int jr = 0; jr < ((int)N + 65535) / 65536; ++jr) {
+  for (int jr = 0; jr < (int)N / 65536; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       float x_reg[4];
       // x_reg computed at z_min2.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          z_min2_v = x_reg[jv_1];
+          z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 65535) / 65536 - (int)N / 65536; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float x_reg[4];
+      // x_reg computed at z_min2.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           z_min2_v = x_reg[jv_1];
           z_min2_acc = z_min2_v < z_min2_acc || z_min2_v != z_min2_v ? z_min2_v : z_min2_acc;
         }

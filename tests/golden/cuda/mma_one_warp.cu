@@ -19,12 +19,12 @@ extern "C" __global__ void __launch_bounds__(32) mma_one_warp_kernel_i32(const _
     // As computed at Cl.ko
     __syncthreads();
     for (int u = 0; u < 8; ++u) {
-      As[u * 32 + ((int)threadIdx.x)] = ((int)blockIdx.y) * 16 + u * 2 + ((int)threadIdx.x) / 16 < (int)M && ko * 16 + ((int)threadIdx.x) % 16 < (int)K ? A[(((int)blockIdx.y) * 16 + u * 2 + ((int)threadIdx.x) / 16) * (int)K + ko * 16 + ((int)threadIdx.x) % 16] : __fus_float2half(0.0f);
+      As[u * 32 + ((int)threadIdx.x)] = ((int)blockIdx.y) * 16 + u * 2 + ((int)threadIdx.x) / 16 < (int)M && ko * 16 + ((int)threadIdx.x) % 16 < (int)K ? A[u * 2 * (int)K + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)K + ko * 16 + ((int)threadIdx.x) % 16] : __fus_float2half(0.0f);
     }
     __fus_half *Bs = reinterpret_cast<__fus_half *>(fus_smem + 512); // 128 elements
     // Bs computed at Cl.ko
     for (int u_1 = 0; u_1 < 4; ++u_1) {
-      Bs[u_1 * 32 + ((int)threadIdx.x)] = ko * 16 + u_1 * 4 + ((int)threadIdx.x) / 8 < (int)K && ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 8 < (int)N ? B[(ko * 16 + u_1 * 4 + ((int)threadIdx.x) / 8) * (int)N + ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 8] : __fus_float2half(0.0f);
+      Bs[u_1 * 32 + ((int)threadIdx.x)] = ko * 16 + u_1 * 4 + ((int)threadIdx.x) / 8 < (int)K && ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 8 < (int)N ? B[ko * 16 * (int)N + u_1 * 4 * (int)N + ((int)threadIdx.x) / 8 * (int)N + ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 8] : __fus_float2half(0.0f);
     }
     unsigned As_frag[4];
     __syncthreads();
@@ -42,7 +42,7 @@ extern "C" __global__ void __launch_bounds__(32) mma_one_warp_kernel_i32(const _
   for (int m16_h_2 = 0; m16_h_2 < 2; ++m16_h_2) {
     for (int n8_c_2 = 0; n8_c_2 < 2; ++n8_c_2) {
       if (((int)blockIdx.y) * 16 + m16_h_2 * 8 + ((int)threadIdx.x) / 4 < (int)M && ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 4 * 2 + n8_c_2 < (int)N) {
-        C[(((int)blockIdx.y) * 16 + m16_h_2 * 8 + ((int)threadIdx.x) / 4) * (int)N + ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[m16_h_2 * 2 + n8_c_2];
+        C[m16_h_2 * 8 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 4) * (int)N + ((int)blockIdx.x) * 8 + ((int)threadIdx.x) % 4 * 2 + n8_c_2] = Cl[m16_h_2 * 2 + n8_c_2];
       }
     }
   }

@@ -177,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_y_kernel_i32(const flo
   s_acc = 0.0f;
   for (int io = 0; io < ((int)M + 7) / 8; ++io) {
     if (io * 8 + ((int)threadIdx.y) < (int)M && ((int)blockIdx.x) * 32 + ((int)threadIdx.x) < (int)N) {
-      s_acc = s_acc + x[(io * 8 + ((int)threadIdx.y)) * (int)N + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)];
+      s_acc = s_acc + x[io * 8 * (int)N + ((int)threadIdx.y) * (int)N + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)];
     }
   }
   s_acc = __fus_reduce_smem<__fus_red_sum, 8, 32, 256, float>(s_acc);

@@ -30,13 +30,6 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_kernel_i32(const float
         y_vec[jv_1] = x_vec[jv_1] * rsqrtf(__fus_fdiv(ss[0], (float)N) + eps) * w_vec[jv_1];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr_1 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv] * rsqrtf(__fus_fdiv(ss[0], (float)N) + eps) * w[jr_1 * 512 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
     }
   }
 }

@@ -14,13 +14,6 @@ extern "C" __global__ void __launch_bounds__(128) row_sum_kernel_i32(const float
     // xl computed at s.tx
     if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&xl[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          xl[jv] = x[((int)blockIdx.x) * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
     }
     for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
       if (((int)blockIdx.x) < (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N) {

@@ -18,13 +18,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N128_i32(co
     if (jr < ((int)N + 31) / 32) {
       if (((int)blockIdx.x) * 32 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 8 < (int)N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((int)blockIdx.x) * 32 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) * 32 + ((int)threadIdx.y) < (int)M && jr * 32 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jr * 8 + jv] = x[(((int)blockIdx.x) * 32 + ((int)threadIdx.y)) * (int)N + jr * 32 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -167,13 +160,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N256_i32(co
     if (jr < ((int)N + 63) / 64) {
       if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 8 < (int)N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)M && jr * 64 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jr * 8 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N + jr * 64 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -316,13 +302,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N1024_i32(c
     if (jr < ((int)N + 511) / 512) {
       if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 512 + ((int)threadIdx.x) * 8 < (int)N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 512 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)M && jr * 512 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jr * 8 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N + jr * 512 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -465,13 +444,6 @@ extern "C" __global__ void __launch_bounds__(128) rowmax_bf16_kernel_N4096_i32(c
     if (jr < ((int)N + 1023) / 1024) {
       if (((int)blockIdx.x) < (int)M && jr * 1024 + ((int)threadIdx.x) * 8 < (int)N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + jr * 1024 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 1024 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jr * 8 + jv] = x[((int)blockIdx.x) * (int)N + jr * 1024 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -614,13 +586,6 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N16384_i32(
     if (jr < ((int)N + 4095) / 4096) {
       if (((int)blockIdx.x) < (int)M && jr * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[jr * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + jr * 4096 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jr * 8 + jv] = x[((int)blockIdx.x) * (int)N + jr * 4096 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
     }
   }
@@ -756,24 +721,34 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N65536_i32(
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (int jq = 0; jq < ((int)N + 32767) / 32768; ++jq) {
+  for (int jq = 0; jq < (int)N / 32768; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((int)blockIdx.x) < (int)M && jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 32767) / 32768 - (int)N / 32768; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      __align__(16) __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 < (int)N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -838,20 +813,40 @@ extern "C" __global__ void __launch_bounds__(512) rowmax_bf16_kernel_N65536_i32_
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (int jq = 0; jq < ((int)N + 32767) / 32768; ++jq) {
+  for (int jq = 0; jq < (int)N / 32768; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
       #pragma unroll
       for (int jv = 0; jv < 8; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jq * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 32767) / 32768 - (int)N / 32768; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      #pragma unroll
+      for (int jv = 0; jv < 8; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 32768 * 32768 + jq_1 * 32768 + ju * 4096 + ((int)threadIdx.x) * 8 + jv_1 < (int)N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -922,24 +917,34 @@ extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_i32(const _
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 131071) / 131072; ++jr) {
+  for (int jr = 0; jr < (int)N / 131072; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __align__(16) __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
-      if (((int)blockIdx.x) < (int)M && jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 < (int)N) {
+      if (((int)blockIdx.x) < (int)M) {
         *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 8; ++jv) {
-          if (((int)blockIdx.x) < (int)M && jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 < (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 131071) / 131072 - (int)N / 131072; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 < (int)N) {
+        *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 < (int)N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }
@@ -1008,20 +1013,40 @@ extern "C" __global__ void __launch_bounds__(256) rowmax_bf16_kernel_i32_scalar(
   float s_v;
   // nest of s
   s_acc = __int_as_float(0xff800000);
-  for (int jr = 0; jr < ((int)N + 131071) / 131072; ++jr) {
+  for (int jr = 0; jr < (int)N / 131072; ++jr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       __fus_bfloat x_reg[8];
       // x_reg computed at s.tx
       #pragma unroll
       for (int jv = 0; jv < 8; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
           x_reg[jv] = x[((int)blockIdx.x) * (int)N + jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M) {
+          s_v = __fus_bfloat2float(x_reg[jv_1]);
+          s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
+        }
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)N + 131071) / 131072 - (int)N / 131072; ++jr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      __fus_bfloat x_reg[8];
+      // x_reg computed at s.tx
+      #pragma unroll
+      for (int jv = 0; jv < 8; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 8; ++jv_1) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 131072 * 131072 + jr_1 * 131072 + u * 32768 + ((int)blockIdx.y) * 2048 + ((int)threadIdx.x) * 8 + jv_1 < (int)N) {
           s_v = __fus_bfloat2float(x_reg[jv_1]);
           s_acc = s_v > s_acc || s_v != s_v ? s_v : s_acc;
         }

@@ -16,7 +16,10 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and sgemm_tuned_last_error()
  * says why.
- * Requires: A 16-byte aligned; B 16-byte aligned; C 16-byte aligned; K a multiple of 4; N a multiple of 4.
+ * Variants (the launcher runs the first whose conditions hold): sgemm_tuned_kernel_i32 when A,
+ * B and C are 16-byte aligned, K is a multiple of 4, N is a multiple of 4 and every tensor and
+ * loop nest has at most 2130706431 elements; sgemm_tuned_kernel otherwise, which requires A, B
+ * and C are 16-byte aligned, K is a multiple of 4 and N is a multiple of 4.
  */
 cudaError_t sgemm_tuned(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *sgemm_tuned_last_error(void);

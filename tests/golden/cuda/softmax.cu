@@ -41,13 +41,6 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel_i32(const float
         y_vec[jv_1] = __fus_fdiv(expf(x_vec[jv_1] - m[0]), s[0]);
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] = __fus_fdiv(expf(x[((int)blockIdx.x) * (int)N + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] - m[0]), s[0]);
-        }
-      }
     }
   }
 }

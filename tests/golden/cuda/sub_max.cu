@@ -179,13 +179,6 @@ extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel_i32(const 
         y_vec[v_1] = x_vec[v_1] - m[0];
       }
       *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-    } else {
-      #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        if (quot < (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)N) {
-          y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - m[0];
-        }
-      }
     }
   }
 }

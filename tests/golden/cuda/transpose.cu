@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) transpose_kernel_i32(const flo
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (((int)blockIdx.y) * 32 + jr * 8 + ((int)threadIdx.y) < (int)N && ((int)blockIdx.x) * 32 + ((int)threadIdx.x) < (int)M) {
-      y[(((int)blockIdx.y) * 32 + jr * 8 + ((int)threadIdx.y)) * (int)M + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)] = x[(((int)blockIdx.x) * 32 + ((int)threadIdx.x)) * (int)N + ((int)blockIdx.y) * 32 + jr * 8 + ((int)threadIdx.y)];
+      y[jr * 8 * (int)M + (((int)blockIdx.y) * 32 + ((int)threadIdx.y)) * (int)M + ((int)blockIdx.x) * 32 + ((int)threadIdx.x)] = x[(((int)blockIdx.x) * 32 + ((int)threadIdx.x)) * (int)N + ((int)blockIdx.y) * 32 + jr * 8 + ((int)threadIdx.y)];
     }
   }
 }

@@ -14,14 +14,14 @@ extern "C" __global__ void __launch_bounds__(256) transpose_kernel_i32(const flo
   // x_smem computed at y.bx
   for (int br = 0; br < 8; ++br) {
     if (rem * 64 + br * 8 + ((int)threadIdx.y) < (int)M && quot * 32 + ((int)threadIdx.x) < (int)N) {
-      x_smem[br * 264 + ((int)threadIdx.y) * 33 + ((int)threadIdx.x)] = x[(rem * 64 + br * 8 + ((int)threadIdx.y)) * (int)N + quot * 32 + ((int)threadIdx.x)];
+      x_smem[br * 264 + ((int)threadIdx.y) * 33 + ((int)threadIdx.x)] = x[br * 8 * (int)N + (rem * 64 + ((int)threadIdx.y)) * (int)N + quot * 32 + ((int)threadIdx.x)];
     }
   }
   __syncthreads();
   for (int ar = 0; ar < 4; ++ar) {
     for (int bh = 0; bh < 2; ++bh) {
       if (quot * 32 + ar * 8 + ((int)threadIdx.y) < (int)N && rem * 64 + bh * 32 + ((int)threadIdx.x) < (int)M) {
-        y[(quot * 32 + ar * 8 + ((int)threadIdx.y)) * (int)M + rem * 64 + bh * 32 + ((int)threadIdx.x)] = x_smem[bh * 1056 + ((int)threadIdx.x) * 33 + ar * 8 + ((int)threadIdx.y)];
+        y[ar * 8 * (int)M + (quot * 32 + ((int)threadIdx.y)) * (int)M + rem * 64 + bh * 32 + ((int)threadIdx.x)] = x_smem[bh * 1056 + ((int)threadIdx.x) * 33 + ar * 8 + ((int)threadIdx.y)];
       }
     }
   }
