@@ -5,13 +5,20 @@
 # dimension), from the generated C header.
 fusions() {
 	"$FUSC" "$1" --emit=header -o - 2>/dev/null | awk '
-		/^\/\*/ { req = ""; fixed = "" }
+		/^\/\*/ { req = ""; fixed = ""; text = "" }
 		/^ \* fusion / && /[[,] *[0-9]+ *[],]/ { fixed = "fixed" }
-		/Requires:/ {
-			s = $0
-			while (match(s, /[A-Za-z_][A-Za-z0-9_]* a multiple of [0-9]+/)) {
-				m = substr(s, RSTART, RLENGTH); split(m, w, " ")
-				req = req " " w[1] "=" w[5]
+		/^ \*/ { t = $0; sub(/^ \* ?/, "", t); text = text " " t }
+		# the sizes the last kernel of the chain needs as multiples: after its "Requires:"
+		# (one kernel) or "which requires" (the last of the Variants)
+		/^ \*\// {
+			s = text
+			while ((i = index(s, "equires")) > 0)
+				s = substr(s, i + 7)
+			if (s == text)
+				s = ""
+			while (match(s, /[A-Za-z_][A-Za-z0-9_]* (is )?a multiple of [0-9]+/)) {
+				m = substr(s, RSTART, RLENGTH); n = split(m, w, " ")
+				req = req " " w[1] "=" w[n]
 				s = substr(s, RSTART + RLENGTH)
 			}
 		}
