@@ -91,6 +91,10 @@ fi
 ao="$tmp/aot"
 mkdir -p "$ao"
 libdir=$(cd "$(dirname "$FUSC")" && pwd)
+# libfusrt.a built by `make check SAN=1` is instrumented: a program linking it statically
+# needs the sanitizer runtimes, and a program linking the shared one needs them first
+san_link=
+nm -u "$libdir/libfusrt.a" 2>/dev/null | grep -q __asan_init && san_link=-fsanitize=address,undefined
 # (the generated C compiles without a warning: CC with -Werror)
 if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" env CC="cc -Wall -Wextra -Werror" \
 	"$FUSC" examples/saxpy.fus --emit=obj --arch=sm_90,sm_80 -o "$ao/saxpy.o" &&
@@ -98,9 +102,9 @@ if step "aot: fusc saxpy --emit=obj --arch=sm_80,sm_90" env CC="cc -Wall -Wextra
 	"$FUSC" tests/aot/scale_h.fus --emit obj --prefix=aot_ -o "$ao/scale_h.o" &&
    step "aot: cc (C99 against both headers)" cc -std=c99 -Wall -Wextra -Werror -pedantic \
 	-I"$ao" -Iinclude -isystem "$CUDA/include" -c tests/aot/main.c -o "$ao/main.o" &&
-   step "aot: link with libfusrt.so" cc -o "$ao/prog" "$ao/main.o" "$ao/saxpy.o" "$ao/scale_h.o" \
+   step "aot: link with libfusrt.so" cc $san_link -o "$ao/prog" "$ao/main.o" "$ao/saxpy.o" "$ao/scale_h.o" \
 	-L"$libdir" -lfusrt -Wl,-rpath,"$libdir" &&
-   step "aot: link with libfusrt.a" cc -o "$ao/prog_static" "$ao/main.o" "$ao/saxpy.o" \
+   step "aot: link with libfusrt.a" cc $san_link -o "$ao/prog_static" "$ao/main.o" "$ao/saxpy.o" \
 	"$ao/scale_h.o" "$libdir/libfusrt.a" -ldl -lm -lpthread; then
 	# the objects define their launchers and nothing else, and need libfusrt, not CUDA's libraries
 	nm -g --defined-only "$ao/saxpy.o" "$ao/scale_h.o" | awk 'NF == 3 {print $3}' | sort > "$ao/defined"
