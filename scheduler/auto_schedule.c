@@ -48,7 +48,7 @@ enum {
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
 	ROW_UNROLL = 8,           /* loop steps unrolled together in a longer row */
 	ONLINE_MIN_LEN = 4096,    /* a row read once by an online pair, longer than this: */
-	ONLINE_THREADS = 256,     /*   not persistent, this many threads (row_read_once) */
+	ONLINE_THREADS = 128,     /*   not persistent, this many threads (row_read_once) */
 	PERSIST_BYTES = 65536,    /* a cached row of one input: at most 16384 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
 	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
@@ -834,8 +834,10 @@ static Tensor *online_max_of(Plan *p, Row *r, RowShape *s, Tensor *t);
 /* Is every input of the row read by one online max and sum pair alone (logsumexp's m and
  * l_sum0 read x, nothing else does)? Not persistent, the pair reads the row once in one
  * pass; persistent, it reads it once too, then makes a second pass over the registers.
- * H200, logsumexp f32 (docs/auto_schedule.md, "Online max and sum"): online 3516-3738 GB/s
- * against 3264 persistent at 4096x16384. */
+ * H200, logsumexp f32 (docs/auto_schedule.md, "Online max and sum"), GB/s, persistent
+ * two passes against one online pass with 64 / 128 / 256 / 512 threads: 4096x16384 3396
+ * against 3367 / 3503 / 3410 / 2534; 1024x65536 (512 threads, not persistent) 3326 against
+ * 2054 / 3538 / 3446 / 3327. */
 static bool row_read_once(Plan *p, Row *r)
 {
 	RowShape flat = {0};

@@ -306,7 +306,7 @@ static const char lse_src[] =
  * anything. Up to 4096, x is cached in registers at the row (computed at the max, which the
  * sum follows), so the row is read once, in 16-byte vectors. Longer rows (the 16384 and 65536
  * buckets) are not persistent: the max and the sum are one online pass (the pair is x's only
- * reader), 256 threads, 16-byte loads through a one-vector copy, 8 loop steps unrolled. */
+ * reader), 128 threads, 16-byte loads through a one-vector copy, 8 loop steps unrolled. */
 START_TEST(test_auto_logsumexp_reads_once)
 {
 	TestCompile *tc = tc_compile(lse_src, true);
@@ -321,7 +321,7 @@ START_TEST(test_auto_logsumexp_reads_once)
 		ck_assert_contains(b.s, "// x_reg computed at m.");
 		bool online = strstr(v->name, "_N16384") || strstr(v->name, "_N65536");
 		if (online) {
-			ck_assert_contains(b.s, "block(256) {");
+			ck_assert_contains(b.s, "block(128) {");
 			ck_assert_contains(b.s, "alloc local f32 x_reg[4];");
 			ck_assert_contains(b.s, "for ju in [0, 8) unroll {");
 			ck_assert_contains(b.s, "m_acc, m_sum = block_online(m_acc, m_sum over threadIdx.x);");

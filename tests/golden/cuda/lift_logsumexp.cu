@@ -894,7 +894,7 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N4096_scalar(c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -910,13 +910,13 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32(con
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 8192; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((int)blockIdx.x) < (int)M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 8192 + ju * 1024 + ((int)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -936,19 +936,19 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32(con
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 8191) / 8192 - (int)N / 8192; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4]);
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -962,7 +962,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32(con
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -972,7 +972,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32(con
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -988,13 +988,13 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384(const f
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 8192; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((long long)blockIdx.x) < M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -1014,19 +1014,19 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384(const f
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 8191) / 8192 - N / 8192; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 < N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4]);
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1040,7 +1040,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384(const f
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1050,7 +1050,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384(const f
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1066,7 +1066,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_sca
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 8192; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1074,7 +1074,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_sca
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
         if (((int)blockIdx.x) < (int)M) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1095,22 +1095,22 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_sca
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 8191) / 8192 - (int)N / 8192; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv];
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1124,7 +1124,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_sca
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1134,7 +1134,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_i32_sca
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1150,7 +1150,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 8192; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1158,7 +1158,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1179,22 +1179,22 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 8191) / 8192 - N / 8192; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1208,7 +1208,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1218,7 +1218,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N16384_scalar(
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1234,13 +1234,13 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32(con
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 8192; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((int)blockIdx.x) < (int)M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 8192 + ju * 1024 + ((int)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -1260,19 +1260,19 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32(con
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 8191) / 8192 - (int)N / 8192; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4]);
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1286,7 +1286,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32(con
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1296,7 +1296,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32(con
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1312,13 +1312,13 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536(const f
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 8192; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((long long)blockIdx.x) < M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -1338,19 +1338,19 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536(const f
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 8191) / 8192 - N / 8192; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 < N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4]);
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1364,7 +1364,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536(const f
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1374,7 +1374,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536(const f
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1390,7 +1390,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_sca
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 8192; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1398,7 +1398,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_sca
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
         if (((int)blockIdx.x) < (int)M) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1419,22 +1419,22 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_sca
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 8191) / 8192 - (int)N / 8192; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv];
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1448,7 +1448,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_sca
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1458,7 +1458,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_i32_sca
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1474,7 +1474,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_scalar(
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 8192; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1482,7 +1482,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_scalar(
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1503,22 +1503,22 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_scalar(
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 8191) / 8192 - N / 8192; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv];
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 8192 * 8192 + jq_1 * 8192 + ju * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1532,7 +1532,7 @@ extern "C" __global__ void __launch_bounds__(256) lse_auto_kernel_N65536_scalar(
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 256, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -3128,7 +3128,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3141,7 +3141,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3154,7 +3154,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3167,7 +3167,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3180,7 +3180,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3193,7 +3193,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3206,7 +3206,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3219,7 +3219,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(256, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
