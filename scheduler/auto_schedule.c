@@ -834,7 +834,7 @@ static Tensor *online_max_of(Plan *p, Row *r, RowShape *s, Tensor *t);
 /* Is every input of the row read by one online max and sum pair alone (logsumexp's m and
  * l_sum0 read x, nothing else does)? Not persistent, the pair reads the row once in one
  * pass; persistent, it reads it once too, then makes a second pass over the registers.
- * H200, logsumexp f32 (docs/auto_schedule.md, "Online max and sum"), GB/s, persistent
+ * H200, logsumexp f32 (docs/auto_schedule.md, "A row read once"), GB/s, persistent
  * two passes against one online pass with 64 / 128 / 256 / 512 threads: 4096x16384 3396
  * against 3367 / 3503 / 3410 / 2534; 1024x65536 (512 threads, not persistent) 3326 against
  * 2054 / 3538 / 3446 / 3327. */
