@@ -47,6 +47,8 @@ enum {
 	ROW_MAX_THREADS = 512,    /* threads over a long row of constant length */
 	ROW_VECTORS = 8,          /* vectors per thread a long constant row aims for */
 	ROW_UNROLL = 8,           /* loop steps unrolled together in a longer row */
+	ONLINE_MIN_LEN = 4096,    /* a row read once by an online pair, longer than this: */
+	ONLINE_THREADS = 128,     /*   not persistent, this many threads (row_read_once) */
 	PERSIST_BYTES = 65536,    /* a cached row of one input: at most 16384 f32 */
 	PERSIST_ELEMS = 16,       /* elements per thread and cached input */
 	PERSIST_LONG_ELEMS = 32,  /* the same for rows that would need more than ROW_THREADS */
@@ -704,8 +706,10 @@ static int64_t short_threads(int64_t vectors, int64_t threads)
 	return threads;
 }
 
-/* may_vector false: no vectors (then nothing is persistent either). */
-static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
+/* may_vector false: no vectors (then nothing is persistent either). read_once: an online
+ * pair is the only reader of every input (row_read_once): a row longer than ONLINE_MIN_LEN
+ * then is not persistent (the pair reads it once anyway) and gets ONLINE_THREADS threads. */
+static RowShape row_shape(Row *r, bool may_persist, bool may_vector, bool read_once)
 {
 	RowShape s = {.vec = may_vector ? row_vec(r) : 1, .threads = ROW_THREADS,
 		      .rows_per_block = 1};
@@ -714,6 +718,8 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 	if (!row_len(r, &n))
 		return s;
 	int64_t vectors = (n + s.vec - 1) / s.vec;
+	read_once &= n > ONLINE_MIN_LEN;
+	may_persist &= !read_once;
 	/* persistent when every input read by two or more stored tensors fits */
 	int ncached = 0;
 	for (int i = 0; i < r->nins && may_persist; i++) {
@@ -756,6 +762,8 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector)
 			s.threads = ROW_MAX_THREADS;
 		if (s.threads < ROW_THREADS)
 			s.threads = ROW_THREADS;
+		if (read_once)
+			s.threads = ONLINE_THREADS;
 		s.threads = short_threads(vectors, s.threads);
 		/* more vectors per thread than that: unrolled by ROW_UNROLL at a time */
 		if ((vectors + s.threads - 1) / s.threads > ROW_VECTORS)
@@ -821,6 +829,33 @@ static bool sole_reader(Row *r, int i, uint64_t me)
 }
 
 static Tensor *row_reader(Row *r, RowShape *s, Tensor *t);
+static Tensor *online_max_of(Plan *p, Row *r, RowShape *s, Tensor *t);
+
+/* Is every input of the row read by one online max and sum pair alone (logsumexp's m and
+ * l_sum0 read x, nothing else does)? Not persistent, the pair reads the row once in one
+ * pass; persistent, it reads it once too, then makes a second pass over the registers.
+ * H200, logsumexp f32 (docs/auto_schedule.md, "A row read once"), GB/s, persistent
+ * two passes against one online pass with 64 / 128 / 256 / 512 threads: 4096x16384 3396
+ * against 3367 / 3503 / 3410 / 2534; 1024x65536 (512 threads, not persistent) 3326 against
+ * 2054 / 3538 / 3446 / 3327. */
+static bool row_read_once(Plan *p, Row *r)
+{
+	RowShape flat = {0};
+	for (int i = 0; i < r->nreds; i++) {
+		Tensor *m = online_max_of(p, r, &flat, r->reds[i]);
+		for (int j = 0; m && j < r->nreds; j++) {
+			if (r->reds[j] != m)
+				continue;
+			uint64_t pair = 1ull << (1 + i) | 1ull << (1 + j);
+			bool all = r->nins > 0;
+			for (int k = 0; k < r->nins; k++)
+				all &= sole_reader(r, k, pair);
+			if (all)
+				return true;
+		}
+	}
+	return false;
+}
 
 /* The max that the row reduction t becomes an online pair with (row_online), or NULL: a
  * max and a sum of exp(X - max) computed at the same reader of a row that is not persistent. */
@@ -966,7 +1001,8 @@ static bool reads_paired(Row *r, Tensor *v, const char *paired)
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
-	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED);
+	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED,
+			       p->level == AUTO_TUNED && row_read_once(p, r));
 	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
 	    r->n->size->bound == 0)
 		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};

@@ -894,229 +894,7 @@ extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N4096_scalar(c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
-{
-  float m_acc;
-  float m_v;
-  float l_sum0_acc;
-  // nest of l
-  __align__(16) float x_reg[32];
-  // x_reg computed at m.i
-  #pragma unroll
-  for (int jr = 0; jr < 8; ++jr) {
-    if (jr < ((int)N + 2047) / 2048) {
-      if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      }
-    }
-  }
-  float m[1];
-  // m computed at l.i
-  m_acc = __int_as_float(0xff800000);
-  #pragma unroll
-  for (int jr_1 = 0; jr_1 < 8; ++jr_1) {
-    if (jr_1 < ((int)N + 2047) / 2048) {
-      #pragma unroll
-      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-          m_v = x_reg[jr_1 * 4 + jv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
-  }
-  m_acc = __fus_reduce_warps<__fus_red_max, 512, float>(m_acc);
-  m[0] = m_acc;
-  float l_sum0[1];
-  // l_sum0 computed at l.i
-  l_sum0_acc = 0.0f;
-  #pragma unroll
-  for (int jr_2 = 0; jr_2 < 8; ++jr_2) {
-    if (jr_2 < ((int)N + 2047) / 2048) {
-      #pragma unroll
-      for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) < (int)M && jr_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-          l_sum0_acc = l_sum0_acc + expf(x_reg[jr_2 * 4 + jv_2] - m[0]);
-        }
-      }
-    }
-  }
-  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(l_sum0_acc);
-  l_sum0[0] = l_sum0_acc;
-  if (((int)blockIdx.x) < (int)M && ((int)threadIdx.x) == 0) {
-    l[((int)blockIdx.x)] = m[0] + logf(l_sum0[0]);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
-{
-  float m_acc;
-  float m_v;
-  float l_sum0_acc;
-  // nest of l
-  __align__(16) float x_reg[32];
-  // x_reg computed at m.i
-  #pragma unroll
-  for (long long jr = 0; jr < 8; ++jr) {
-    if (jr < (N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 < N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      }
-    }
-  }
-  float m[1];
-  // m computed at l.i
-  m_acc = __int_as_float(0xff800000);
-  #pragma unroll
-  for (long long jr_1 = 0; jr_1 < 8; ++jr_1) {
-    if (jr_1 < (N + 2047) / 2048) {
-      #pragma unroll
-      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-          m_v = x_reg[jr_1 * 4 + jv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
-  }
-  m_acc = __fus_reduce_warps<__fus_red_max, 512, float>(m_acc);
-  m[0] = m_acc;
-  float l_sum0[1];
-  // l_sum0 computed at l.i
-  l_sum0_acc = 0.0f;
-  #pragma unroll
-  for (long long jr_2 = 0; jr_2 < 8; ++jr_2) {
-    if (jr_2 < (N + 2047) / 2048) {
-      #pragma unroll
-      for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N) {
-          l_sum0_acc = l_sum0_acc + expf(x_reg[jr_2 * 4 + jv_2] - m[0]);
-        }
-      }
-    }
-  }
-  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(l_sum0_acc);
-  l_sum0[0] = l_sum0_acc;
-  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
-{
-  float m_acc;
-  float m_v;
-  float l_sum0_acc;
-  // nest of l
-  float x_reg[32];
-  // x_reg computed at m.i
-  #pragma unroll
-  for (int jr = 0; jr < 8; ++jr) {
-    if (jr < ((int)N + 2047) / 2048) {
-      #pragma unroll
-      for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && jr * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
-          x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-        }
-      }
-    }
-  }
-  float m[1];
-  // m computed at l.i
-  m_acc = __int_as_float(0xff800000);
-  #pragma unroll
-  for (int jr_1 = 0; jr_1 < 8; ++jr_1) {
-    if (jr_1 < ((int)N + 2047) / 2048) {
-      #pragma unroll
-      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)M && jr_1 * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
-          m_v = x_reg[jr_1 * 4 + jv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
-  }
-  m_acc = __fus_reduce_warps<__fus_red_max, 512, float>(m_acc);
-  m[0] = m_acc;
-  float l_sum0[1];
-  // l_sum0 computed at l.i
-  l_sum0_acc = 0.0f;
-  #pragma unroll
-  for (int jr_2 = 0; jr_2 < 8; ++jr_2) {
-    if (jr_2 < ((int)N + 2047) / 2048) {
-      #pragma unroll
-      for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) < (int)M && jr_2 * 2048 + ((int)threadIdx.x) * 4 + jv_2 < (int)N) {
-          l_sum0_acc = l_sum0_acc + expf(x_reg[jr_2 * 4 + jv_2] - m[0]);
-        }
-      }
-    }
-  }
-  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(l_sum0_acc);
-  l_sum0[0] = l_sum0_acc;
-  if (((int)blockIdx.x) < (int)M && ((int)threadIdx.x) == 0) {
-    l[((int)blockIdx.x)] = m[0] + logf(l_sum0[0]);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N16384_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
-{
-  float m_acc;
-  float m_v;
-  float l_sum0_acc;
-  // nest of l
-  float x_reg[32];
-  // x_reg computed at m.i
-  #pragma unroll
-  for (long long jr = 0; jr < 8; ++jr) {
-    if (jr < (N + 2047) / 2048) {
-      #pragma unroll
-      for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
-          x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-        }
-      }
-    }
-  }
-  float m[1];
-  // m computed at l.i
-  m_acc = __int_as_float(0xff800000);
-  #pragma unroll
-  for (long long jr_1 = 0; jr_1 < 8; ++jr_1) {
-    if (jr_1 < (N + 2047) / 2048) {
-      #pragma unroll
-      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
-          m_v = x_reg[jr_1 * 4 + jv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
-  }
-  m_acc = __fus_reduce_warps<__fus_red_max, 512, float>(m_acc);
-  m[0] = m_acc;
-  float l_sum0[1];
-  // l_sum0 computed at l.i
-  l_sum0_acc = 0.0f;
-  #pragma unroll
-  for (long long jr_2 = 0; jr_2 < 8; ++jr_2) {
-    if (jr_2 < (N + 2047) / 2048) {
-      #pragma unroll
-      for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2 < N) {
-          l_sum0_acc = l_sum0_acc + expf(x_reg[jr_2 * 4 + jv_2] - m[0]);
-        }
-      }
-    }
-  }
-  l_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(l_sum0_acc);
-  l_sum0[0] = l_sum0_acc;
-  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
-    l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1132,13 +910,13 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32(con
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 16384; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((int)blockIdx.x) < (int)M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -1158,19 +936,19 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32(con
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4]);
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1184,7 +962,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32(con
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1194,7 +972,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32(con
   }
 }
 
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1210,13 +988,13 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 16384; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
       if (((long long)blockIdx.x) < M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
@@ -1236,19 +1014,19 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384 - N / 16384; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at m.tx
-      if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4]);
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1262,7 +1040,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1272,7 +1050,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536(const f
   }
 }
 
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1288,7 +1066,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_sca
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (int jq = 0; jq < (int)N / 16384; ++jq) {
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1296,7 +1074,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_sca
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
         if (((int)blockIdx.x) < (int)M) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1317,22 +1095,22 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_sca
       }
     }
   }
-  for (int jq_1 = 0; jq_1 < ((int)N + 16383) / 16384 - (int)N / 16384; ++jq_1) {
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((int)blockIdx.x) < (int)M && (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1346,7 +1124,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_sca
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -1356,7 +1134,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_i32_sca
   }
 }
 
-extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N16384_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
 {
   float m_acc;
   float m_sum;
@@ -1372,7 +1150,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_scalar(
   // m computed at l.i
   m_acc = __int_as_float(0xff800000);
   m_sum = 0.0f;
-  for (long long jq = 0; jq < N / 16384; ++jq) {
+  for (long long jq = 0; jq < N / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
@@ -1380,7 +1158,7 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_scalar(
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < M) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
@@ -1401,22 +1179,22 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_scalar(
       }
     }
   }
-  for (long long jq_1 = 0; jq_1 < (N + 16383) / 16384 - N / 16384; ++jq_1) {
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
       float x_reg[4];
       // x_reg computed at m.tx
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv < N) {
-          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         m_w = __int_as_float(0xff800000);
         m_c = 0.0f;
-        if (((long long)blockIdx.x) < M && N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
           m_v = x_reg[jv_1];
           m_w = m_v;
           m_c = 1.0f;
@@ -1430,7 +1208,331 @@ extern "C" __global__ void __launch_bounds__(512) lse_auto_kernel_N65536_scalar(
       }
     }
   }
-  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 512, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  m[0] = m_acc;
+  float l_sum0[1];
+  // l_sum0 computed at l.i
+  l_sum0[0] = m_sum;
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_i32(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+{
+  float m_acc;
+  float m_sum;
+  float m_v;
+  float m_w;
+  float m_c;
+  bool m_take;
+  float m_lo;
+  float m_q;
+  float m_e;
+  // nest of l
+  float m[1];
+  // m computed at l.i
+  m_acc = __int_as_float(0xff800000);
+  m_sum = 0.0f;
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at m.tx
+      if (((int)blockIdx.x) < (int)M) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((int)blockIdx.x) < (int)M) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at m.tx
+      if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  m[0] = m_acc;
+  float l_sum0[1];
+  // l_sum0 computed at l.i
+  l_sum0[0] = m_sum;
+  if (((int)blockIdx.x) < (int)M && ((int)threadIdx.x) == 0) {
+    l[((int)blockIdx.x)] = m[0] + logf(l_sum0[0]);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+{
+  float m_acc;
+  float m_sum;
+  float m_v;
+  float m_w;
+  float m_c;
+  bool m_take;
+  float m_lo;
+  float m_q;
+  float m_e;
+  // nest of l
+  float m[1];
+  // m computed at l.i
+  m_acc = __int_as_float(0xff800000);
+  m_sum = 0.0f;
+  for (long long jq = 0; jq < N / 4096; ++jq) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at m.tx
+      if (((long long)blockIdx.x) < M) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((long long)blockIdx.x) < M) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      __align__(16) float x_reg[4];
+      // x_reg computed at m.tx
+      if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4]);
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 < N) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  m[0] = m_acc;
+  float l_sum0[1];
+  // l_sum0 computed at l.i
+  l_sum0[0] = m_sum;
+  if (((long long)blockIdx.x) < M && ((long long)threadIdx.x) == 0) {
+    l[((long long)blockIdx.x)] = m[0] + logf(l_sum0[0]);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_i32_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+{
+  float m_acc;
+  float m_sum;
+  float m_v;
+  float m_w;
+  float m_c;
+  bool m_take;
+  float m_lo;
+  float m_q;
+  float m_e;
+  // nest of l
+  float m[1];
+  // m computed at l.i
+  m_acc = __int_as_float(0xff800000);
+  m_sum = 0.0f;
+  for (int jq = 0; jq < (int)N / 4096; ++jq) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at m.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + jq * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((int)blockIdx.x) < (int)M) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  for (int jq_1 = 0; jq_1 < ((int)N + 4095) / 4096 - (int)N / 4096; ++jq_1) {
+    #pragma unroll
+    for (int ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at m.tx
+      #pragma unroll
+      for (int jv = 0; jv < 4; ++jv) {
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv < (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)N + (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((int)blockIdx.x) < (int)M && (int)N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)N) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
+  m[0] = m_acc;
+  float l_sum0[1];
+  // l_sum0 computed at l.i
+  l_sum0[0] = m_sum;
+  if (((int)blockIdx.x) < (int)M && ((int)threadIdx.x) == 0) {
+    l[((int)blockIdx.x)] = m[0] + logf(l_sum0[0]);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) lse_auto_kernel_N65536_scalar(const float *__restrict__ x, float *__restrict__ l, long long M, long long N)
+{
+  float m_acc;
+  float m_sum;
+  float m_v;
+  float m_w;
+  float m_c;
+  bool m_take;
+  float m_lo;
+  float m_q;
+  float m_e;
+  // nest of l
+  float m[1];
+  // m computed at l.i
+  m_acc = __int_as_float(0xff800000);
+  m_sum = 0.0f;
+  for (long long jq = 0; jq < N / 4096; ++jq) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at m.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + jq * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((long long)blockIdx.x) < M) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  for (long long jq_1 = 0; jq_1 < (N + 4095) / 4096 - N / 4096; ++jq_1) {
+    #pragma unroll
+    for (long long ju = 0; ju < 8; ++ju) {
+      float x_reg[4];
+      // x_reg computed at m.tx
+      #pragma unroll
+      for (long long jv = 0; jv < 4; ++jv) {
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv < N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * N + N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv];
+        }
+      }
+      #pragma unroll
+      for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+        m_w = __int_as_float(0xff800000);
+        m_c = 0.0f;
+        if (((long long)blockIdx.x) < M && N / 4096 * 4096 + jq_1 * 4096 + ju * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N) {
+          m_v = x_reg[jv_1];
+          m_w = m_v;
+          m_c = 1.0f;
+        }
+        m_take = m_w > m_acc || m_w != m_w;
+        m_lo = m_take ? m_acc : m_w;
+        m_acc = m_take ? m_w : m_acc;
+        m_q = expf(m_lo - m_acc);
+        m_e = m_lo == m_acc ? 1.0f : m_q;
+        m_sum = m_take ? m_sum * m_e + m_c : m_sum + m_c * m_e;
+      }
+    }
+  }
+  __fus_online_set(m_acc, m_sum, __fus_reduce_warps<__fus_red_online, 128, __fus_online<float>>(__fus_online<float>{m_acc, m_sum}));
   m[0] = m_acc;
   float l_sum0[1];
   // l_sum0 computed at l.i
@@ -3026,7 +3128,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3039,7 +3141,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3052,7 +3154,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3065,7 +3167,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N16384_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3078,7 +3180,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_i32<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3091,7 +3193,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3104,7 +3206,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_i32_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
@@ -3117,7 +3219,7 @@ extern "C" cudaError_t lse_auto(const float *x, float *l, int64_t M, int64_t N, 
       return fus_fail(lse_auto_error_text, "lse_auto: grid dimension x = %lld exceeds the CUDA limit 2147483647", fus_grid_x);
     if (fus_grid_x == 0)
       return cudaSuccess; /* nothing to do */
-    lse_auto_kernel_N65536_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(512, 1, 1), 0, stream>>>(x, l, M, N);
+    lse_auto_kernel_N65536_scalar<<<dim3((unsigned)fus_grid_x, 1, 1), dim3(128, 1, 1), 0, stream>>>(x, l, M, N);
     cudaError_t fus_err = cudaGetLastError();
     if (fus_err != cudaSuccess)
       fus_fail(lse_auto_error_text, "lse_auto: launch failed: %s", cudaGetErrorString(fus_err));
