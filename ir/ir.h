@@ -899,6 +899,11 @@ typedef struct Kernel {
 	 * segment's kernels (Kernel*, in order), launched one after another with the fusion's
 	 * workspace buffers. Its preconditions are its variant bounds only. */
 	Vec segments;
+	/* passes/index32.c: this kernel's 32-bit index variant (index32_variant), made once
+	 * (index32_made; NULL: it has none) and shared by the later headers of the kernel (the
+	 * final lowering reuses the automatic scheduler's trial, passes/pipeline.c). */
+	struct Kernel *index32;
+	bool index32_made;
 } Kernel;
 
 /* ir/kir.c */
