@@ -481,10 +481,12 @@ typedef struct Fusion {
 	 * lowering takes that kernel instead of running the passes again. lowerings counts
 	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel),
 	 * resumed those of them that were a scalar kernel's, run from a copy of its vector
-	 * kernel before the first pass that tells them apart (passes/pipeline.c). */
+	 * kernel before the first pass that tells them apart (passes/pipeline.c).
+	 * index32_rewrites counts the 32-bit variants made of its kernels (passes/index32.c:
+	 * once per kernel, however many chains take it). */
 	struct Kernel *lowered;
 	LowerOptions lowered_with;
-	int lowerings, resumed;
+	int lowerings, resumed, index32_rewrites;
 } Fusion;
 
 /* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented

@@ -369,6 +369,7 @@ Kernel *index32_variant(Kernel *k)
 	if (!k->index32_made) {
 		k->index32 = make_variant(k);
 		k->index32_made = true;
+		k->fusion->index32_rewrites += k->index32 != NULL;
 	}
 	Kernel *v = k->index32;
 	if (!v)
