@@ -35,19 +35,25 @@ static const char *const reserved_names[] = {
 	"void", "volatile", "warpSize", "wchar_t", "while", "xor", "xor_eq",
 };
 
-static int compare_name(const void *key, const void *entry)
-{
-	const char *x = key, *y = *(const char *const *)entry;
-	/* the first letters decide most steps of the search: no strcmp call for them */
-	return *x != *y ? (unsigned char)*x - (unsigned char)*y : strcmp(x, y);
-}
-
 static bool is_reserved(const char *s)
 {
-	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
+	if ((s[0] == '_' && s[1] == '_') || (s[0] == 'f' && strncmp(s, "fus_", 4) == 0))
 		return true;
-	return bsearch(s, reserved_names, countof(reserved_names), sizeof reserved_names[0],
-		       compare_name) != NULL;
+	/* by halves, inline: the emitter asks for every name it prints; the first letters
+	 * decide most steps (no strcmp call for them) */
+	int lo = 0, hi = countof(reserved_names);
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		const char *y = reserved_names[mid];
+		int c = *s != *y ? (unsigned char)*s - (unsigned char)*y : strcmp(s, y);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
 }
 
 void cuda_name(Buf *out, const char *name)

@@ -35,7 +35,18 @@ typedef enum DType {
 const char *dtype_name(DType t);     /* "f32" */
 const char *dtype_ctype(DType t);    /* "float" */
 int dtype_size(DType t);
-bool dtype_is_float(DType t);
+/* Inline: the passes and the emitter ask it for nearly every expression node. */
+static inline bool dtype_is_float(DType t)
+{
+	static const bool is_float[] = {
+#define X(e, n, c, s, f) f,
+		DTYPES(X)
+#undef X
+	};
+	if ((unsigned)t >= DT_COUNT)
+		die("bad dtype %d", (int)t);
+	return is_float[t];
+}
 bool dtype_from_name(const char *s, DType *out);
 /* The dtype arithmetic is done in: f16/bf16 compute in f32 (docs/language.md). */
 DType dtype_compute(DType t);
@@ -91,7 +102,18 @@ typedef enum IrOp {
 
 const char *op_name(IrOp op);
 int op_arity(IrOp op);
-char op_kind(IrOp op);
+/* Inline, as dtype_is_float. */
+static inline char op_kind(IrOp op)
+{
+	static const char kinds[] = {
+#define X(e, n, a, k) k,
+		IR_OPS(X)
+#undef X
+	};
+	if ((unsigned)op >= OP_COUNT)
+		die("bad op %d", (int)op);
+	return kinds[op];
+}
 /* Looks up a built-in function by its .fus name (exp, max, ...); false if none. */
 bool op_builtin(const char *name, int nargs, IrOp *out);
 
