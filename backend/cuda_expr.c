@@ -35,19 +35,25 @@ static const char *const reserved_names[] = {
 	"void", "volatile", "warpSize", "wchar_t", "while", "xor", "xor_eq",
 };
 
-static int compare_name(const void *key, const void *entry)
-{
-	const char *x = key, *y = *(const char *const *)entry;
-	/* the first letters decide most steps of the search: no strcmp call for them */
-	return *x != *y ? (unsigned char)*x - (unsigned char)*y : strcmp(x, y);
-}
-
 static bool is_reserved(const char *s)
 {
-	if (strncmp(s, "__", 2) == 0 || strncmp(s, "fus_", 4) == 0)
+	if ((s[0] == '_' && s[1] == '_') || (s[0] == 'f' && strncmp(s, "fus_", 4) == 0))
 		return true;
-	return bsearch(s, reserved_names, countof(reserved_names), sizeof reserved_names[0],
-		       compare_name) != NULL;
+	/* by halves, inline: the emitter asks for every name it prints; the first letters
+	 * decide most steps (no strcmp call for them) */
+	int lo = 0, hi = countof(reserved_names);
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		const char *y = reserved_names[mid];
+		int c = *s != *y ? (unsigned char)*s - (unsigned char)*y : strcmp(s, y);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
 }
 
 void cuda_name(Buf *out, const char *name)
@@ -67,11 +73,34 @@ typedef struct Val {
 	DType dt;
 } Val;
 
+/* The text buffers of freed values, for the next ones: a value's buffer lives for a few
+ * calls, and malloc + free per node cost as much as printing it. Per thread (the library
+ * may compile on several). */
+#define VAL_POOL 32
+static _Thread_local Buf val_pool[VAL_POOL];
+static _Thread_local int val_pooled;
+
 static Val val_new(int prec, DType dt)
 {
 	Val v = {{0}, prec, dt};
-	buf_puts(&v.b, "");
+	if (val_pooled) {
+		v.b = val_pool[--val_pooled];
+		v.b.len = 0;
+		v.b.s[0] = '\0';
+	} else {
+		buf_puts(&v.b, "");
+	}
 	return v;
+}
+
+/* Frees a value's text (into the pool). */
+static void val_free(Buf *b)
+{
+	if (val_pooled < VAL_POOL && b->s)
+		val_pool[val_pooled++] = *b;
+	else
+		buf_free(b);
+	*b = (Buf){0};
 }
 
 /* Wraps v in parentheses when its operator binds less tightly than `min`. */
@@ -83,7 +112,7 @@ static void val_paren(Val *v, int min)
 	buf_puts(&w.b, "(");
 	buf_puts(&w.b, v->b.s);
 	buf_puts(&w.b, ")");
-	buf_free(&v->b);
+	val_free(&v->b);
 	*v = w;
 }
 
@@ -91,7 +120,7 @@ static void val_paren(Val *v, int min)
 static void val_put(Buf *out, Val *v)
 {
 	buf_puts(out, v->b.s);
-	buf_free(&v->b);
+	val_free(&v->b);
 }
 
 static bool is_half(DType t) { return t == DT_F16 || t == DT_BF16; }
@@ -113,7 +142,7 @@ static Val val_call1(const char *name, Val *v, DType dt)
 	buf_puts(&w.b, "(");
 	buf_puts(&w.b, v->b.s);
 	buf_puts(&w.b, ")");
-	buf_free(&v->b);
+	val_free(&v->b);
 	return w;
 }
 
@@ -140,7 +169,7 @@ static Val val_to(Val v, DType want, bool implicit)
 	Val w = val_new(PREC_UNARY, want);
 	buf_printf(&w.b, "(%s)", dtype_ctype(want));
 	buf_puts(&w.b, v.b.s);
-	buf_free(&v.b);
+	val_free(&v.b);
 	return w;
 }
 
@@ -177,16 +206,29 @@ static void put_float(Buf *out, double v, bool f32)
 		buf_puts(out, "f");
 }
 
+/* v (not INT64_MIN) in decimal, then suffix: the emitter prints thousands of literals, and
+ * buf_printf costs several times this. */
+static void put_digits(Buf *out, int64_t v, const char *suffix)
+{
+	char s[32], *p = s + sizeof s - 3;
+	uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
+	memcpy(p, suffix, strlen(suffix) + 1);
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (v < 0)
+		*--p = '-';
+	buf_puts(out, p);
+}
+
 void cuda_put_int(Buf *out, int64_t v)
 {
 	if (v == INT64_MIN)
 		buf_puts(out, "(-9223372036854775807LL - 1)");
 	else if (v == INT32_MIN) /* -2147483648 is the long long 2147483648 negated */
 		buf_puts(out, "(-2147483647 - 1)");
-	else if (v > INT32_MAX || v < INT32_MIN)
-		buf_printf(out, "%lldLL", (long long)v);
 	else
-		buf_printf(out, "%lld", (long long)v);
+		put_digits(out, v, v > INT32_MAX || v < INT32_MIN ? "LL" : "");
 }
 
 static bool is_literal(IrExpr *e) { return e->kind == EX_INT || e->kind == EX_FLOAT; }
@@ -247,7 +289,7 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	buf_puts(&v.b, op);
 	buf_puts(&v.b, " ");
 	buf_puts(&v.b, b.b.s);
-	buf_free(&b.b);
+	val_free(&b.b);
 	return v;
 }
 
@@ -278,7 +320,7 @@ static Val val_prefix(const char *op, Val a, DType dt)
 	Val v = val_new(PREC_UNARY, dt);
 	buf_puts(&v.b, op);
 	buf_puts(&v.b, a.b.s);
-	buf_free(&a.b);
+	val_free(&a.b);
 	return v;
 }
 
@@ -297,8 +339,8 @@ static Val val_ceildiv(IrExpr *l, IrExpr *r, DType ct)
 		buf_printf(&v.b, "(%s + %lld) / %s", a.b.s, (long long)(c - 1), b.b.s);
 	else
 		buf_printf(&v.b, "(%s + %s - 1) / %s", a.b.s, b.b.s, b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	val_free(&a.b);
+	val_free(&b.b);
 	return v;
 }
 
@@ -327,8 +369,8 @@ static Val val_divmod31(IrExpr *l, IrExpr *r, bool mod)
 	val_paren(&a, PREC_UNARY);
 	buf_printf(&v.b, "(long long)((unsigned)%s %s (unsigned)min(%s, 2147483648LL))", a.b.s,
 		   mod ? "%" : "/", b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	val_free(&a.b);
+	val_free(&b.b);
 	return v;
 }
 
@@ -344,8 +386,8 @@ static Val val_divmod_u32(IrExpr *l, IrExpr *r, bool mod)
 	val_paren(&a, PREC_UNARY);
 	val_paren(&b, PREC_UNARY);
 	buf_printf(&v.b, "(int)((unsigned)%s %s (unsigned)%s)", a.b.s, mod ? "%" : "/", b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	val_free(&a.b);
+	val_free(&b.b);
 	return v;
 }
 
@@ -482,9 +524,9 @@ static Val val_select(IrExpr *e)
 	buf_puts(&v.b, vt.b.s);
 	buf_puts(&v.b, " : ");
 	buf_puts(&v.b, vf.b.s);
-	buf_free(&vc.b);
-	buf_free(&vt.b);
-	buf_free(&vf.b);
+	val_free(&vc.b);
+	val_free(&vt.b);
+	val_free(&vf.b);
 	return v;
 }
 
@@ -532,7 +574,7 @@ static Val val_expr(IrExpr *e)
 		Val off = val_conv(e->args[0], DT_I64, true);
 		v = val_name(e->tensor->name, e->tensor->dtype);
 		buf_printf(&v.b, "[%s]", off.b.s);
-		buf_free(&off.b);
+		val_free(&off.b);
 		return val_to(v, e->dtype, false);
 	}
 	case EX_OP:
@@ -547,7 +589,7 @@ static Val val_expr(IrExpr *e)
 			val_paren(&w, PREC_UNARY);
 			v = val_new(PREC_UNARY, DT_I64);
 			buf_printf(&v.b, "(long long)%s", w.b.s);
-			buf_free(&w.b);
+			val_free(&w.b);
 			return v;
 		}
 		return val_conv(e->args[0], e->dtype, false);

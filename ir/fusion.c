@@ -28,7 +28,6 @@ static void check_dtype(DType t)
 const char *dtype_name(DType t) { check_dtype(t); return dtype_table[t].name; }
 const char *dtype_ctype(DType t) { check_dtype(t); return dtype_table[t].ctype; }
 int dtype_size(DType t) { check_dtype(t); return dtype_table[t].size; }
-bool dtype_is_float(DType t) { check_dtype(t); return dtype_table[t].is_float; }
 
 bool dtype_from_name(const char *s, DType *out)
 {
@@ -95,7 +94,6 @@ static void check_op(IrOp op)
 
 const char *op_name(IrOp op) { check_op(op); return op_table[op].name; }
 int op_arity(IrOp op) { check_op(op); return op_table[op].arity; }
-char op_kind(IrOp op) { check_op(op); return op_table[op].kind; }
 
 /* The user-visible built-ins are exactly the float functions ('f') and min/max-like ('m')
  * ops; ceildiv is index arithmetic only, and where() and casts are handled by sema. */

@@ -35,7 +35,18 @@ typedef enum DType {
 const char *dtype_name(DType t);     /* "f32" */
 const char *dtype_ctype(DType t);    /* "float" */
 int dtype_size(DType t);
-bool dtype_is_float(DType t);
+/* Inline: the passes and the emitter ask it for nearly every expression node. */
+static inline bool dtype_is_float(DType t)
+{
+	static const bool is_float[] = {
+#define X(e, n, c, s, f) f,
+		DTYPES(X)
+#undef X
+	};
+	if ((unsigned)t >= DT_COUNT)
+		die("bad dtype %d", (int)t);
+	return is_float[t];
+}
 bool dtype_from_name(const char *s, DType *out);
 /* The dtype arithmetic is done in: f16/bf16 compute in f32 (docs/language.md). */
 DType dtype_compute(DType t);
@@ -91,7 +102,18 @@ typedef enum IrOp {
 
 const char *op_name(IrOp op);
 int op_arity(IrOp op);
-char op_kind(IrOp op);
+/* Inline, as dtype_is_float. */
+static inline char op_kind(IrOp op)
+{
+	static const char kinds[] = {
+#define X(e, n, a, k) k,
+		IR_OPS(X)
+#undef X
+	};
+	if ((unsigned)op >= OP_COUNT)
+		die("bad op %d", (int)op);
+	return kinds[op];
+}
 /* Looks up a built-in function by its .fus name (exp, max, ...); false if none. */
 bool op_builtin(const char *name, int nargs, IrOp *out);
 
@@ -481,10 +503,12 @@ typedef struct Fusion {
 	 * lowering takes that kernel instead of running the passes again. lowerings counts
 	 * the pass pipelines run on this fusion (tests/unit/check_scale.c: once per kernel),
 	 * resumed those of them that were a scalar kernel's, run from a copy of its vector
-	 * kernel before the first pass that tells them apart (passes/pipeline.c). */
+	 * kernel before the first pass that tells them apart (passes/pipeline.c).
+	 * index32_rewrites counts the 32-bit variants made of its kernels (passes/index32.c:
+	 * once per kernel, however many chains take it). */
 	struct Kernel *lowered;
 	LowerOptions lowered_with;
-	int lowerings, resumed;
+	int lowerings, resumed, index32_rewrites;
 } Fusion;
 
 /* Where a signature entry of a segment's fusion comes from: `from` 's' the segmented
@@ -899,6 +923,11 @@ typedef struct Kernel {
 	 * segment's kernels (Kernel*, in order), launched one after another with the fusion's
 	 * workspace buffers. Its preconditions are its variant bounds only. */
 	Vec segments;
+	/* passes/index32.c: this kernel's 32-bit index variant (index32_variant), made once
+	 * (index32_made; NULL: it has none) and shared by the later headers of the kernel (the
+	 * final lowering reuses the automatic scheduler's trial, passes/pipeline.c). */
+	struct Kernel *index32;
+	bool index32_made;
 } Kernel;
 
 /* ir/kir.c */

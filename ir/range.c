@@ -29,7 +29,9 @@ typedef struct Range {
 
 IrRange ir_range_in(const Kernel *k)
 {
-	IrRange rg = {.kernel = k};
+	IrRange rg; /* the facts past n are never read: not zeroed (a pass asks for thousands) */
+	rg.kernel = k;
+	rg.n = 0;
 	return rg;
 }
 

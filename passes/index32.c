@@ -358,9 +358,31 @@ Precond *kernel_index32(Kernel *k)
 	return NULL;
 }
 
+static Kernel *make_variant(Kernel *k);
+
 /* k's 32-bit copy: with the precondition and the name `..._i32`, or when every count is a
- * constant that fits, with k's name and preconditions (k's replacement). */
+ * constant that fits, with k's name and preconditions (k's replacement). Made once per
+ * kernel: a later header of k (a copy of its struct, renamed) gets a fresh header of the
+ * same variant, named after it. */
 Kernel *index32_variant(Kernel *k)
+{
+	if (!k->index32_made) {
+		k->index32 = make_variant(k);
+		k->index32_made = true;
+		k->fusion->index32_rewrites += k->index32 != NULL;
+	}
+	Kernel *v = k->index32;
+	if (!v)
+		return NULL;
+	Kernel *n = NEW(k->arena, Kernel);
+	*n = *v;
+	n->name = kernel_index32(v) ? i32_name(k->arena, k->name) : k->name;
+	n->options = k->options;
+	n->fallback = NULL;
+	return n;
+}
+
+static Kernel *make_variant(Kernel *k)
 {
 	Arena *a = k->arena;
 	Vec counts = {0};

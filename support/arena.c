@@ -17,16 +17,23 @@ typedef struct Chunk {
 	_Alignas(16) unsigned char data[];
 } Chunk;
 
-struct Arena {
-	Chunk *head; /* the chunk being filled; older chunks follow */
-};
+_Static_assert(ARENA_ALIGN == 16, "arena_alloc (support.h) rounds to 16 bytes");
 
+/* a->head is the chunk being filled (a->cur, a->end: its free space; its `used` is brought up
+ * to date when the next one starts) or a big block's (no free space); older chunks follow. */
 Arena *arena_new(void)
 {
 	Arena *a = xmalloc(sizeof *a);
 
 	a->head = NULL;
+	a->cur = a->end = NULL;
 	return a;
+}
+
+/* The head chunk is the one being filled. */
+static bool filling(const Arena *a, const Chunk *c)
+{
+	return a->end && a->end == c->data + c->size;
 }
 
 void arena_free(Arena *a)
@@ -55,33 +62,32 @@ static Chunk *chunk_new(size_t size, bool populate)
 	return c;
 }
 
-void *arena_alloc(Arena *a, size_t n)
+/* n (rounded by arena_alloc) does not fit in the free space. */
+void *arena_alloc_chunk(Arena *a, size_t n)
 {
-	n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-	if (n == 0)
-		n = ARENA_ALIGN;
 	Chunk *c = a->head;
-	if (!c || c->size - c->used < n) {
-		if (n > ARENA_CHUNK / 4) {
-			/* A big block gets a chunk of its own behind the current one, so the
-			 * current chunk's free space is not wasted. */
-			Chunk *big = chunk_new(n, false);
-			big->used = n;
-			if (c) {
-				big->next = c->next;
-				c->next = big;
-			} else {
-				a->head = big;
-			}
-			return big->data;
+	if (n > ARENA_CHUNK / 4) {
+		/* A big block gets a chunk of its own behind the current one, so the current
+		 * chunk's free space is not wasted. */
+		Chunk *big = chunk_new(n, false);
+		big->used = n;
+		if (c) {
+			big->next = c->next;
+			c->next = big;
+		} else {
+			a->head = big;
 		}
-		c = chunk_new(ARENA_CHUNK, c != NULL);
-		c->next = a->head;
-		a->head = c;
+		return big->data;
 	}
-	void *p = c->data + c->used;
-	c->used += n;
-	return p;
+	if (c && filling(a, c))
+		c->used = (size_t)(a->cur - c->data);
+	c = chunk_new(ARENA_CHUNK, c != NULL);
+	c->next = a->head;
+	a->head = c;
+	c->used = n;
+	a->cur = c->data + n;
+	a->end = c->data + c->size;
+	return c->data;
 }
 
 size_t arena_bytes(const Arena *a)
@@ -89,7 +95,7 @@ size_t arena_bytes(const Arena *a)
 	size_t n = 0;
 
 	for (const Chunk *c = a->head; c; c = c->next)
-		n += c->used;
+		n += c == a->head && filling(a, c) ? (size_t)(a->cur - c->data) : c->used;
 	return n;
 }
 

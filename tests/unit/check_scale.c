@@ -119,7 +119,7 @@ END_TEST
  * kernel (the passes before, mma's ldmatrix proofs among them, were half of auto_hgemm's
  * lowering). Counted, not timed. With a dump or the verifier asked for, the passes run
  * again (the trial ran neither). */
-static void assert_lowered_once(const char *src, int min_kernels, bool all_scalar)
+static void assert_lowered_once(const char *src, int min_kernels, bool all_scalar, int min_i32)
 {
 	LowerOptions o = {.arch = 80};
 	TestCompile *tc = tc_compile_opts(src, &o);
@@ -127,7 +127,7 @@ static void assert_lowered_once(const char *src, int min_kernels, bool all_scala
 	Vec all = {0};
 	kernel_flatten(tc->arena, tc->kernels[0], &all);
 	ck_assert_int_ge(all.len, min_kernels);
-	int nscalar = 0;
+	int nscalar = 0, ni32 = 0;
 	for (int i = 0; i < all.len; i++) {
 		Kernel *k = VEC_AT(all, Kernel, i);
 		int mine = 0;
@@ -148,10 +148,21 @@ static void assert_lowered_once(const char *src, int min_kernels, bool all_scala
 		ck_assert_msg(k->fusion->resumed == scalar && scalar * 2 <= mine,
 			      "%s: %d of %d scalar kernels resumed from their vector kernel's copy",
 			      k->name, k->fusion->resumed, scalar);
+		/* each 32-bit variant was rewritten once, in the scheduler's trial: the final
+		 * chain takes the same one (twice per variant before, trial and final) */
+		int i32 = 0;
+		for (int j = 0; j < all.len; j++)
+			i32 += VEC_AT(all, Kernel, j)->fusion == k->fusion &&
+			       kernel_index32(VEC_AT(all, Kernel, j));
+		ck_assert_msg(i32 <= k->fusion->index32_rewrites && k->fusion->index32_rewrites <= mine,
+			      "%s: %d 32-bit variants rewritten for %d of them (%d kernels)", k->name,
+			      k->fusion->index32_rewrites, i32, mine);
+		ni32 += i32;
 		nscalar += strstr(k->name, "_scalar") != NULL;
 	}
 	if (all_scalar)
 		ck_assert_msg(2 * nscalar == all.len, "%d scalar kernels of %d", nscalar, all.len);
+	ck_assert_msg(ni32 >= min_i32, "%d 32-bit variants (at least %d)", ni32, min_i32);
 	tc_free(tc);
 }
 
@@ -163,12 +174,12 @@ START_TEST(auto_variants_lowered_once)
 			    "  e[i, j] = exp(x[i, j] - m[i]);\n"
 			    "  s[i] = sum(j: e[i, j]);\n"
 			    "  y[i, j] = e[i, j] / s[i];\n"
-			    "}\n", 16, true);
+			    "}\n", 16, true, 18);
 	/* a tensor-core matmul: 2 size variants of M and the fusion's own (no scalar kernels: the
 	 * padded plan runs where their preconditions fail), then the plan's kernels */
 	assert_lowered_once("fusion hgemm(A: f16[M, K], B: f16[K, N]) -> (C: f32[M, N]) {\n"
 			    "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
-			    "}\n", 6, false);
+			    "}\n", 6, false, 13);
 }
 END_TEST
 
