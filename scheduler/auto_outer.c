@@ -353,12 +353,12 @@ static void schedule_whole(Plan *p, Outer *a)
 		d_merge(p, t, x, o->root[q]->name, m);
 		x = m;
 	}
-	bool cache = a->identity && p->level == AUTO_TUNED;
-	for (int i = 0; i < a->nins && cache; i++)
-		cache = only_reader(p->f, a->ins[i], o);
-	int64_t vec = cache ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
+	bool vecs = a->identity && p->level == AUTO_TUNED;
+	for (int i = 0; i < a->nins && vecs; i++)
+		vecs = only_reader(p->f, a->ins[i], o);
+	int64_t vec = vecs ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
 	if (vec < 2)
-		cache = false, vec = 1;
+		vec = 1;
 	const char *rv = NULL;
 	if (vec > 1) {
 		const char *ro = fresh_axis(p, t, "ro");
@@ -366,18 +366,10 @@ static void schedule_whole(Plan *p, Outer *a)
 		d_split(p, t, x, vec, ro, rv);
 		x = ro;
 	}
-	/* 2-byte data (8 lanes a vector, each checked against the bound in 64-bit arithmetic):
-	 * 256 threads and 1056 blocks, one vector per step (31 registers: 8 blocks per SM); with
-	 * a step's 4 vectors on 1024 threads (59 registers, one block per SM) the H200 ran the
-	 * f16 2^28 sum at 3171 GB/s against 3436 (bench.py), while f32 2^26 gained (3949 GB/s
-	 * against 3086 with 1056 blocks of 256, fusc run --bench) */
-	bool narrow = vec > WHOLE_VECTOR_BYTES / 4;
-	int64_t threads = narrow ? WHOLE_NARROW_THREADS : WHOLE_THREADS;
-	if (n >= 0)
+	int64_t threads = WHOLE_THREADS, blocks = WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
+	if (n >= 0) {
 		while (threads > 32 && threads / 2 >= ceil_div(n, vec))
 			threads /= 2;
-	int64_t blocks = narrow ? WHOLE_NARROW_BLOCKS : WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
-	if (n >= 0) {
 		int64_t per = ceil_div(n, vec * threads); /* vectors per thread on one block */
 		if (blocks > ceil_div(per, 4 * unroll))
 			blocks = ceil_div(per, 4 * unroll);
@@ -386,45 +378,48 @@ static void schedule_whole(Plan *p, Outer *a)
 		while (unroll > 1 && unroll / 2 >= ceil_div(per, blocks))
 			unroll /= 2;
 	}
-	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx"), *bx = NULL, *u = NULL;
+	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx");
 	d_split(p, t, x, threads, rq, tx);
 	x = rq;
-	bx = split_off(p, t, &x, blocks, "rb", "bx");
-	u = split_off(p, t, &x, unroll, "rr", "u");
-	/* the unrolled steps inside the thread, a step's loads all before its adds (narrow:
-	 * outside, [rr, u, bx, tx, rv]) */
-	const char *order[5];
-	int no = 0, ns;
-	order[no++] = x;
-	if (u && narrow)
-		order[no++] = u;
+	const char *bx = split_off(p, t, &x, blocks, "rb", "bx");
+	const char *u = split_off(p, t, &x, unroll, "rr", "u");
+	if (!rv) {
+		/* scalar loads: one accumulator per thread, a step's unroll loads inside its loop */
+		const char *order[4] = {x, bx, tx, u};
+		if (u && bx)
+			d_reorder(p, t, order, 4);
+		else if (u)
+			d_reorder(p, t, (const char *[]){x, tx, u}, 3);
+		if (bx)
+			d_bind(p, t, bx, "blockIdx.x");
+		d_bind(p, t, tx, "threadIdx.x");
+		if (u)
+			d_verb1(p, t, "unroll", u);
+		return;
+	}
+	/* vectors: each thread's steps [rr, u, rv] into register partials, one per lane (rfactor
+	 * over rr and u), a step's unroll vectors loaded before they are added */
+	const char *serial[2] = {x, u}, *order[3], *loops[3];
+	int no = 0, nl = 0;
+	const char *part = d_rfactor(p, t, serial, u ? 2 : 1, arena_printf(p->a, "%s_part", t));
 	if (bx)
 		order[no++] = bx;
 	order[no++] = tx;
-	ns = no;
-	if (u && !narrow)
-		order[no++] = u;
-	if (rv)
-		order[no++] = rv;
-	if (u && !narrow)
-		d_reorder(p, t, order, no);
+	order[no++] = rv;
+	d_reorder(p, t, order, no);
 	if (bx)
 		d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tx, "threadIdx.x");
-	if (u)
-		d_verb1(p, t, "unroll", u);
-	if (!rv)
-		return;
 	d_verb1(p, t, "unroll", rv);
-	/* a step's vectors of each input in registers, loaded before they are added (a
-	 * reduction axis is not vectorized) */
-	for (int i = 0; i < a->nins; i++) {
-		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, tx, order, ns);
-		if (u && !narrow)
-			d_verb1(p, c, "unroll", u);
-		d_verb1(p, c, "vectorize", rv);
-	}
+	d_compute_at(p, part, t, tx, order, no - 1);
+	loops[nl++] = x;
+	if (u)
+		loops[nl++] = u;
+	loops[nl++] = rv;
+	d_reorder(p, part, loops, nl);
+	if (u)
+		d_verb1(p, part, "unroll", u);
+	d_verb1(p, part, "vectorize", rv);
 }
 
 /* The reads of o's body, when o is an outer, middle-axis or whole-tensor reduction (its
