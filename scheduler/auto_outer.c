@@ -13,11 +13,11 @@
  *     sum) or the reduced extent (a middle-axis sum). A column count no vector divides keeps
  *     one column per thread (32 x 8 threads, a block reduction over threadIdx.y).
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
- *     split into vectors (16 bytes, through a register copy of a step's 4 vectors, all loaded
- *     before they are added, when every read is the identity over the reduced indices), 1024
- *     threads, at most 132 blocks (one per H200 SM) in a grid-stride loop, a block reduction
- *     and a grid reduction over blockIdx.x; 2-byte data: 256 threads, 1056 blocks, one vector
- *     per step.
+ *     split into 16-byte vectors when every read is the identity over the reduced indices,
+ *     1024 threads, at most 132 blocks (one per H200 SM) in a grid-stride loop of 4 vectors
+ *     a step; each thread adds its vectors into one register partial per lane (rfactor over
+ *     its steps: independent adds, a step's 4 loads all in flight), then the thread's
+ *     partials, a block reduction and a grid reduction over blockIdx.x.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
  * would be run by every block of the split). Both are grid reductions, which need the
@@ -43,9 +43,7 @@ enum {
 	OUTER_MID_ROWS = 32,    /* rows per thread of a batched middle-axis sum of unknown batch */
 	WHOLE_THREADS = 1024,
 	WHOLE_BLOCKS = 132,     /* one block of 1024 per SM (H200); also the length of the final fold */
-	WHOLE_NARROW_THREADS = 256, /* 2-byte data: 8 blocks of 256 per SM, */
-	WHOLE_NARROW_BLOCKS = 1056, /*   one vector per step */
-	WHOLE_UNROLL = 4,
+	WHOLE_UNROLL = 4,       /* vectors a step */
 	WHOLE_VECTOR_BYTES = 16,
 };
 
@@ -357,6 +355,11 @@ static void schedule_whole(Plan *p, Outer *a)
 	for (int i = 0; i < a->nins && vecs; i++)
 		vecs = only_reader(p->f, a->ins[i], o);
 	int64_t vec = vecs ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
+	/* the partials of a vector in at most 32 bytes of registers (8 f32 for f16 data; bool
+	 * into i32: 8-byte loads) */
+	int64_t acc = dtype_size(dtype_accum(o->def->red, o->dtype, o->def->args[0]->dtype));
+	while (vec * acc > 2 * WHOLE_VECTOR_BYTES)
+		vec /= 2;
 	if (vec < 2)
 		vec = 1;
 	const char *rv = NULL;

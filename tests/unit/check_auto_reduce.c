@@ -659,6 +659,13 @@ START_TEST(test_auto_total)
 	ck_assert_contains(k, "s_part[rv_1_1] = s_part[rv_1_1] + f32(x_vec[rv_1_1]);");
 	ck_assert_contains(k, "kernel total_kernel grid(132) block(1024) {");
 	free(k);
+	/* 1-byte data into i32: 8 partials (32 bytes of registers), 8-byte loads */
+	k = auto_kernel("fusion total(x: bool[N]) -> (s: i32) {\n"
+			"  s = sum(i: i32(x[i]));\n"
+			"}\n");
+	ck_assert_contains(k, "alloc local i32 s_part[8];");
+	ck_assert_contains(k, "x_vec[0 : 8] = x[");
+	free(k);
 	/* a small constant tensor: fewer blocks and threads */
 	k = auto_kernel("fusion total(x: f32[1000]) -> (s: f32) {\n"
 			"  s = sum(i: x[i]);\n"
