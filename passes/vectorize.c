@@ -19,10 +19,10 @@
  * A plain copy `dst[base + v] = x[bx + v]` of one dtype is a single vector copy. A register
  * array wider than one vector access (32 bytes: the 8 f32 partials of a 16-byte f16 load,
  * scheduler/auto_outer.c's whole-tensor sum) is written lane by lane, in place; its reads of
- * other tensors are still vector loads. Reads whose
- * offset does not depend on v stay scalar; reads with another stride are read per lane. A
- * predicate conjunct `e(v) < n` with e increasing in v needs only lane V-1; any other conjunct
- * that depends on v is checked at lanes 0 and V-1.
+ * other tensors are still vector loads. Reads whose offset does not depend on v stay scalar;
+ * reads with another stride are read per lane. A predicate conjunct `e(v) < n` with e
+ * increasing in v needs only lane V-1; any other conjunct that depends on v is checked at
+ * lanes 0 and V-1.
  *
  * A vector access needs its first element at a multiple of V: every term of the base offset
  * must be a multiple of V. Constants are checked here; a size symbol that multiplies a loop or

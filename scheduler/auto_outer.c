@@ -388,11 +388,15 @@ static void schedule_whole(Plan *p, Outer *a)
 	const char *u = split_off(p, t, &x, unroll, "rr", "u");
 	if (!rv) {
 		/* scalar loads: one accumulator per thread, a step's unroll loads inside its loop */
-		const char *order[4] = {x, bx, tx, u};
-		if (u && bx)
-			d_reorder(p, t, order, 4);
-		else if (u)
-			d_reorder(p, t, (const char *[]){x, tx, u}, 3);
+		const char *order[4];
+		int no = 0;
+		order[no++] = x;
+		if (bx)
+			order[no++] = bx;
+		order[no++] = tx;
+		order[no++] = u;
+		if (u)
+			d_reorder(p, t, order, no);
 		if (bx)
 			d_bind(p, t, bx, "blockIdx.x");
 		d_bind(p, t, tx, "threadIdx.x");

@@ -676,7 +676,7 @@ START_TEST(test_auto_total)
 	check_simulated("fusion total(x: f32[300003]) -> (s: f32) {\n"
 			"  s = sum(i: x[i]);\n"
 			"}\n", "");
-	/* several full steps and a partial one, a row length no vector divides */
+	/* a full step and a partial one, a row length no vector divides */
 	check_simulated("fusion total(x: f32[M, N]) -> (s: f32) {\n"
 			"  s = sum(i, j: x[i, j]);\n"
 			"}\n", "M=1543,N=1403");
