@@ -213,6 +213,9 @@ def auto_cases():
         # f32 accumulation of 2^28 values against a float64 sum: allow 1e-3.
         Case("auto", "whole sum f16 2^28 -> f32", a + "total_f16.fus", {"N": 1 << 28}, total,
              tol=1e-3),
+        Case("auto", "whole sum f32 2^27", a + "total_f32.fus", {"N": 1 << 27}, total, tol=1e-3),
+        Case("auto", "whole sum f16 16384x16384 -> f32", a + "total_2d_f16.fus",
+             {"M": 16384, "N": 16384}, total, tol=1e-3),
         Case("auto", "transpose f32 16384x16384", a + "transpose.fus",
              {"M": 16384, "N": 16384}, transpose),
         Case("auto", "permute (2,0,1) f32 256x512x512", a + "permute3.fus",
@@ -367,6 +370,8 @@ def otry_cases():
                    for d in ({"M": 16384, "N": 4096}, {"M": 65536, "N": 1024})]
         elif f.startswith("mid_"):
             cs.append(Case("otry", f"otry {n}", o + f, {"B": 64, "T": 512, "H": 1024}, mid_sum))
+        elif f.startswith("tot_") and "_2d" in f:
+            cs.append(Case("otry", f"otry {n}", o + f, {"M": 16384, "N": 16384}, total, tol=1e-3))
         elif f.startswith("tot_"):
             cs.append(Case("otry", f"otry {n}", o + f, {"N": 1 << 28}, total, tol=1e-3))
     return cs

@@ -13,7 +13,9 @@
  *     for t in [0, ceil(B / C) - B / C) { ... r -> B / C + t ... }   the last step (0 or 1)
  *
  * In the full steps r * C + rest <= (B / C - 1) * C + C - 1 < B, so the guard (a condition
- * of an if or of a select) is true and goes. The iterations run in the same order as before.
+ * of an if or of a select) is true and goes, and so does `(r * C + rest) / D < M` when B is
+ * M * D (the row bound of a merged index i * N + j, beside its own bound < M * N). The
+ * iterations run in the same order as before.
  * What it is for: without the row guard, a vectorized access under the unrolled loop is one
  * vector access without a branch (passes/vectorize.c), so the unrolled loop's loads can all
  * be issued before the values are used (several 16-byte loads in flight per thread, not one).
@@ -132,6 +134,17 @@ static IrExpr *drop_fn(Arena *a, IrExpr *e, void *ctx)
 
 	if (row_guard(ts, e, &C, &B) && implied(ts, B, C))
 		return ir_bool(a, true);
+	/* `q / D < M` with q >= 0 holds where `q < M * D` does (a merged index's row bound,
+	 * r / N < M in a total over x[M, N], beside the merged bound r < M * N) */
+	IrRange rg = ir_range_in(ts->k);
+	if (e->kind == EX_OP && e->op == OP_LT && e->args[0]->kind == EX_OP &&
+	    e->args[0]->op == OP_DIV && ir_nonneg(&rg, e->args[0]->args[0]) &&
+	    ir_nonneg(&rg, e->args[0]->args[1])) {
+		IrExpr *q = e->args[0]->args[0], *D = e->args[0]->args[1];
+		IrExpr *g = ir_op(a, OP_LT, e->dtype, q, ir_simplify(a, &rg, ix_mul(a, e->args[1], D)));
+		if (row_guard(ts, g, &C, &B) && implied(ts, B, C))
+			return ir_bool(a, true);
+	}
 	return e;
 }
 

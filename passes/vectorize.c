@@ -16,10 +16,13 @@
  *       for v in [0, V) unroll { if (pred(v)) dst[base + v] = value(v); }   the tail
  *     }
  *
- * A plain copy `dst[base + v] = x[bx + v]` of one dtype is a single vector copy. Reads whose
- * offset does not depend on v stay scalar; reads with another stride are read per lane. A
- * predicate conjunct `e(v) < n` with e increasing in v needs only lane V-1; any other conjunct
- * that depends on v is checked at lanes 0 and V-1.
+ * A plain copy `dst[base + v] = x[bx + v]` of one dtype is a single vector copy. A register
+ * array wider than one vector access (32 bytes: the 8 f32 partials of a 16-byte f16 load,
+ * scheduler/auto_outer.c's whole-tensor sum) is written lane by lane, in place; its reads of
+ * other tensors are still vector loads. Reads whose offset does not depend on v stay scalar;
+ * reads with another stride are read per lane. A predicate conjunct `e(v) < n` with e
+ * increasing in v needs only lane V-1; any other conjunct that depends on v is checked at
+ * lanes 0 and V-1.
  *
  * A vector access needs its first element at a multiple of V: every term of the base offset
  * must be a multiple of V. Constants are checked here; a size symbol that multiplies a loop or
@@ -175,6 +178,13 @@ static bool vector_access(Vz *z, Tensor *t, IrExpr *off, IrExpr **base, Vec *nee
 	return multiple_of(z->a, *base, z->V, needs);
 }
 
+/* A register array whose vector would be wider than one access (docs/schedule.md,
+ * "vectorize"): written lane by lane. */
+static bool wide_register(Vz *z, Tensor *t)
+{
+	return t->sched.mem == MEM_LOCAL && z->V * dtype_size(t->dtype) > 16;
+}
+
 /* ---- the vector path ------------------------------------------------------------------ */
 
 static Tensor *local_array(Vz *z, const char *base, DType dt)
@@ -277,6 +287,27 @@ static Stmt *vector_path(Vz *z, Stmt *store, IrExpr *base)
 	return kir_append(body, vstore(z, dst, base, out, ir_int(a, 0)));
 }
 
+/* The in-bounds path for a register array wider than a vector (8 f32 partials of a
+ * 16-byte f16 load): its lanes are written one by one, the reads of other tensors are
+ * vector loads. */
+static Stmt *lane_path(Vz *z, Stmt *store)
+{
+	Arena *a = z->a;
+	IrExpr *val = map_loads(z, store->store.value);
+	Var *lane = kir_new_var(z->k, z->v->name, z->v->dtype);
+	lane->extent = ir_int(a, z->V);
+	IrRange rg = ir_range_in(z->k);
+	Stmt *st = NEW(a, Stmt);
+	*st = *store;
+	st->next = NULL;
+	st->store.offset = ir_simplify(a, &rg, ir_subst(a, store->store.offset, z->v, ir_var(a, lane)));
+	st->store.value = ir_simplify(a, &rg, ir_subst(a, val, z->v, ir_var(a, lane)));
+	Stmt *loop = kir_for(z->k, lane, st);
+	loop->loop.unroll = true;
+	loop->span = z->span;
+	return kir_append(z->pre, loop);
+}
+
 /* ---- the guard ------------------------------------------------------------------------ */
 
 /* cond at the lanes that bound it (see the file comment); NULL when always true. */
@@ -360,15 +391,20 @@ static Stmt *vectorize_loop(Kernel *k, Diag *d, Stmt *loop)
 	}
 	IrExpr *base;
 	Vec needs = {0};
-	if (!vector_access(&z, s->store.tensor, s->store.offset, &base, &needs)) {
+	int64_t c;
+	Stmt *vec;
+	if (wide_register(&z, s->store.tensor) && stride_of(s->store.offset, z.v, &c) && c == 1) {
+		vec = lane_path(&z, s);
+	} else if (!vector_access(&z, s->store.tensor, s->store.offset, &base, &needs)) {
 		diag_error(d, z.span,
 			   "cannot vectorize '%s': %s is not written as %lld contiguous elements "
 			   "starting at a multiple of %lld", /* V >= 2 here */
 			   name, s->store.tensor->name, (long long)z.V, (long long)z.V);
 		return NULL;
+	} else {
+		require(&z, s->store.tensor, &needs);
+		vec = vector_path(&z, s, base);
 	}
-	require(&z, s->store.tensor, &needs);
-	Stmt *vec = vector_path(&z, s, base);
 	IrExpr *guard = vector_guard(&z, cond);
 	if (!guard)
 		return vec;

@@ -13,11 +13,11 @@
  *     sum) or the reduced extent (a middle-axis sum). A column count no vector divides keeps
  *     one column per thread (32 x 8 threads, a block reduction over threadIdx.y).
  *   - a whole-tensor reduction (a 0-d output): the reduced indices merged into one flat index,
- *     split into vectors (16 bytes, through a register copy of a step's 4 vectors, all loaded
- *     before they are added, when every read is the identity over the reduced indices), 1024
- *     threads, at most 132 blocks (one per H200 SM) in a grid-stride loop, a block reduction
- *     and a grid reduction over blockIdx.x; 2-byte data: 256 threads, 1056 blocks, one vector
- *     per step.
+ *     split into 16-byte vectors when every read is the identity over the reduced indices,
+ *     1024 threads, at most 132 blocks (one per H200 SM) in a grid-stride loop of 4 vectors
+ *     a step; each thread adds its vectors into one register partial per lane (rfactor over
+ *     its steps: independent adds, a step's 4 loads all in flight), then the thread's
+ *     partials, a block reduction and a grid reduction over blockIdx.x.
  *
  * Only for a fusion with one output (the outputs share one launch: another output's nest
  * would be run by every block of the split). Both are grid reductions, which need the
@@ -43,9 +43,7 @@ enum {
 	OUTER_MID_ROWS = 32,    /* rows per thread of a batched middle-axis sum of unknown batch */
 	WHOLE_THREADS = 1024,
 	WHOLE_BLOCKS = 132,     /* one block of 1024 per SM (H200); also the length of the final fold */
-	WHOLE_NARROW_THREADS = 256, /* 2-byte data: 8 blocks of 256 per SM, */
-	WHOLE_NARROW_BLOCKS = 1056, /*   one vector per step */
-	WHOLE_UNROLL = 4,
+	WHOLE_UNROLL = 4,       /* vectors a step */
 	WHOLE_VECTOR_BYTES = 16,
 };
 
@@ -353,12 +351,17 @@ static void schedule_whole(Plan *p, Outer *a)
 		d_merge(p, t, x, o->root[q]->name, m);
 		x = m;
 	}
-	bool cache = a->identity && p->level == AUTO_TUNED;
-	for (int i = 0; i < a->nins && cache; i++)
-		cache = only_reader(p->f, a->ins[i], o);
-	int64_t vec = cache ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
+	bool vecs = a->identity && p->level == AUTO_TUNED;
+	for (int i = 0; i < a->nins && vecs; i++)
+		vecs = only_reader(p->f, a->ins[i], o);
+	int64_t vec = vecs ? WHOLE_VECTOR_BYTES / a->max_size : 1, n = const_extent(o, 0, o->nroot);
+	/* the partials of a vector in at most 32 bytes of registers (8 f32 for f16 data; bool
+	 * into i32: 8-byte loads) */
+	int64_t acc = dtype_size(dtype_accum(o->def->red, o->dtype, o->def->args[0]->dtype));
+	while (vec * acc > 2 * WHOLE_VECTOR_BYTES)
+		vec /= 2;
 	if (vec < 2)
-		cache = false, vec = 1;
+		vec = 1;
 	const char *rv = NULL;
 	if (vec > 1) {
 		const char *ro = fresh_axis(p, t, "ro");
@@ -366,18 +369,10 @@ static void schedule_whole(Plan *p, Outer *a)
 		d_split(p, t, x, vec, ro, rv);
 		x = ro;
 	}
-	/* 2-byte data (8 lanes a vector, each checked against the bound in 64-bit arithmetic):
-	 * 256 threads and 1056 blocks, one vector per step (31 registers: 8 blocks per SM); with
-	 * a step's 4 vectors on 1024 threads (59 registers, one block per SM) the H200 ran the
-	 * f16 2^28 sum at 3171 GB/s against 3436 (bench.py), while f32 2^26 gained (3949 GB/s
-	 * against 3086 with 1056 blocks of 256, fusc run --bench) */
-	bool narrow = vec > WHOLE_VECTOR_BYTES / 4;
-	int64_t threads = narrow ? WHOLE_NARROW_THREADS : WHOLE_THREADS;
-	if (n >= 0)
+	int64_t threads = WHOLE_THREADS, blocks = WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
+	if (n >= 0) {
 		while (threads > 32 && threads / 2 >= ceil_div(n, vec))
 			threads /= 2;
-	int64_t blocks = narrow ? WHOLE_NARROW_BLOCKS : WHOLE_BLOCKS, unroll = WHOLE_UNROLL;
-	if (n >= 0) {
 		int64_t per = ceil_div(n, vec * threads); /* vectors per thread on one block */
 		if (blocks > ceil_div(per, 4 * unroll))
 			blocks = ceil_div(per, 4 * unroll);
@@ -386,45 +381,52 @@ static void schedule_whole(Plan *p, Outer *a)
 		while (unroll > 1 && unroll / 2 >= ceil_div(per, blocks))
 			unroll /= 2;
 	}
-	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx"), *bx = NULL, *u = NULL;
+	const char *rq = fresh_axis(p, t, "rq"), *tx = fresh_axis(p, t, "tx");
 	d_split(p, t, x, threads, rq, tx);
 	x = rq;
-	bx = split_off(p, t, &x, blocks, "rb", "bx");
-	u = split_off(p, t, &x, unroll, "rr", "u");
-	/* the unrolled steps inside the thread, a step's loads all before its adds (narrow:
-	 * outside, [rr, u, bx, tx, rv]) */
-	const char *order[5];
-	int no = 0, ns;
-	order[no++] = x;
-	if (u && narrow)
+	const char *bx = split_off(p, t, &x, blocks, "rb", "bx");
+	const char *u = split_off(p, t, &x, unroll, "rr", "u");
+	if (!rv) {
+		/* scalar loads: one accumulator per thread, a step's unroll loads inside its loop */
+		const char *order[4];
+		int no = 0;
+		order[no++] = x;
+		if (bx)
+			order[no++] = bx;
+		order[no++] = tx;
 		order[no++] = u;
+		if (u)
+			d_reorder(p, t, order, no);
+		if (bx)
+			d_bind(p, t, bx, "blockIdx.x");
+		d_bind(p, t, tx, "threadIdx.x");
+		if (u)
+			d_verb1(p, t, "unroll", u);
+		return;
+	}
+	/* vectors: each thread's steps [rr, u, rv] into register partials, one per lane (rfactor
+	 * over rr and u), a step's unroll vectors loaded before they are added */
+	const char *serial[2] = {x, u}, *order[3], *loops[3];
+	int no = 0, nl = 0;
+	const char *part = d_rfactor(p, t, serial, u ? 2 : 1, arena_printf(p->a, "%s_part", t));
 	if (bx)
 		order[no++] = bx;
 	order[no++] = tx;
-	ns = no;
-	if (u && !narrow)
-		order[no++] = u;
-	if (rv)
-		order[no++] = rv;
-	if (u && !narrow)
-		d_reorder(p, t, order, no);
+	order[no++] = rv;
+	d_reorder(p, t, order, no);
 	if (bx)
 		d_bind(p, t, bx, "blockIdx.x");
 	d_bind(p, t, tx, "threadIdx.x");
-	if (u)
-		d_verb1(p, t, "unroll", u);
-	if (!rv)
-		return;
 	d_verb1(p, t, "unroll", rv);
-	/* a step's vectors of each input in registers, loaded before they are added (a
-	 * reduction axis is not vectorized) */
-	for (int i = 0; i < a->nins; i++) {
-		const char *c = d_cache_after(p, a->ins[i], "local");
-		d_compute_at(p, c, t, tx, order, ns);
-		if (u && !narrow)
-			d_verb1(p, c, "unroll", u);
-		d_verb1(p, c, "vectorize", rv);
-	}
+	d_compute_at(p, part, t, tx, order, no - 1);
+	loops[nl++] = x;
+	if (u)
+		loops[nl++] = u;
+	loops[nl++] = rv;
+	d_reorder(p, part, loops, nl);
+	if (u)
+		d_verb1(p, part, "unroll", u);
+	d_verb1(p, part, "vectorize", rv);
 }
 
 /* The reads of o's body, when o is an outer, middle-axis or whole-tensor reduction (its

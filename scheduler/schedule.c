@@ -1187,8 +1187,10 @@ static bool check_vectorized(Sched *s, Tensor *t)
 			diag_error(s->d, ax->vectorize_span, "vectorized axis '%s' is bound to %s",
 				   ax->name, par_name(ax->par));
 			ok = false;
-		} else if (n > 1 && bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16) {
-			/* (a vector of one element is the plain access: any dtype) */
+		} else if (n > 1 && bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16 &&
+			   !(t->sched.mem == MEM_LOCAL && bytes == 32)) {
+			/* (a vector of one element is the plain access: any dtype; a register array
+			 * of 32 bytes is written lane by lane: 8 f32 partials of a 16-byte f16 load) */
 			diag_error(s->d, ax->vectorize_span,
 				   "a vector of %lld x %s is %lld byte%s; it must be 2, 4, 8 or 16 bytes",
 				   (long long)n, dtype_name(t->dtype), (long long)bytes, bytes == 1 ? "" : "s");

@@ -70,6 +70,9 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=3,T=1000,H=33" \
 	    "tests/golden/sim/auto_total_f16.fus --dims N=0" \
 	    "tests/golden/sim/auto_total_f16.fus --dims N=3" \
+	    "bench/auto/total_2d_f16.fus --dims M=0,N=5" \
+	    "bench/auto/total_2d_f16.fus --dims M=3,N=0" \
+	    "bench/auto/total_2d_f16.fus --dims M=37,N=1001" \
 	    "examples/gemm/auto_hgemm.fus --dims M=300,N=264,K=72 --max-blocks 4" \
 	    "examples/gemm/auto_hgemm.fus --dims M=32,N=40,K=32" \
 	    "examples/gemm/auto_hgemm.fus --dims M=33,N=40,K=45" \

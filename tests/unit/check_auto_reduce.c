@@ -629,11 +629,11 @@ START_TEST(test_auto_general_colnorm)
 }
 END_TEST
 
-/* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors through a
- * register copy of a step's 4 vectors (all loaded before they are added), 1024 threads, 132
- * blocks (one per H200 SM) in a grid-stride loop, a block reduction and a grid reduction over
- * blockIdx.x (a fold of 132 partials); 2-byte data keeps 256 threads, 1056 blocks and one
- * vector per step. */
+/* A full reduction (scheduler/auto_outer.c): one flat index, 16-byte vectors, 1024 threads,
+ * 132 blocks (one per H200 SM) in a grid-stride loop; each thread adds a step's 4 vectors
+ * into one register partial per lane (rfactor over the thread's steps: independent
+ * accumulators, the loads of a step all issued before their adds), then a block reduction
+ * and a grid reduction over blockIdx.x (a fold of 132 partials). */
 START_TEST(test_auto_total)
 {
 	char *k = auto_kernel(
@@ -641,22 +641,41 @@ START_TEST(test_auto_total)
 		"  s = sum(i, j: x[i, j]);\n"
 		"}\n");
 	ck_assert_contains(k, "kernel total_kernel grid(132) block(1024) {");
+	ck_assert_contains(k, "alloc local f32 s_part[4];");
 	ck_assert_contains(k, "block_reduce_sum(");
 	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.x, element 0, part blockIdx.x of 132");
+	/* the full steps have no bound check (the merged index's row, r / N < M, included) */
+	const char *full = strstr(k, "for rr in [0, M * N / 2162688) {");
+	ck_assert_ptr_nonnull(full);
+	const char *tail = strstr(full, "for rr_1 in");
+	ck_assert_ptr_nonnull(tail);
+	*(char *)tail = '\0';
+	ck_assert_not_contains(full, " / N");
+	ck_assert_not_contains(full, "if (");
 	free(k);
 	k = auto_kernel("fusion total(x: f32[N]) -> (s: f32) {\n"
 			"  s = sum(i: x[i]);\n"
 			"}\n");
-	ck_assert_contains(k, "alloc local f32 x_reg[16];");
-	ck_assert_contains(k, "x_reg[u * 4 : 4] = x[");
+	ck_assert_contains(k, "alloc local f32 s_part[4];");
+	ck_assert_contains(k, "    for u in [0, 4) unroll {\n");
+	ck_assert_contains(k, "      x_vec[0 : 4] = x[rr * 2162688 + u * 540672 + blockIdx.x * 4096 + threadIdx.x * 4 : 4];\n");
+	ck_assert_not_contains(k, "x_reg");
 	free(k);
-	/* 2-byte data: 256 threads, 1056 blocks, one vector per step (8 blocks per SM) */
+	/* 2-byte data: the same grid, 8 f32 partials per thread (a 16-byte load of 8 f16) */
 	k = auto_kernel("fusion total(x: f16[N]) -> (s: f32) {\n"
 			"  s = sum(i: f32(x[i]));\n"
 			"}\n");
-	ck_assert_contains(k, "alloc local f16 x_reg[8];");
-	ck_assert_contains(k, "x_reg[0 : 8] = x[");
-	ck_assert_contains(k, "kernel total_kernel grid(1056) block(256) {");
+	ck_assert_contains(k, "alloc local f32 s_part[8];");
+	ck_assert_contains(k, "x_vec[0 : 8] = x[rr * 4325376 + u * 1081344 + blockIdx.x * 8192 + threadIdx.x * 8 : 8];");
+	ck_assert_contains(k, "s_part[rv_1_1] = s_part[rv_1_1] + f32(x_vec[rv_1_1]);");
+	ck_assert_contains(k, "kernel total_kernel grid(132) block(1024) {");
+	free(k);
+	/* 1-byte data into i32: 8 partials (32 bytes of registers), 8-byte loads */
+	k = auto_kernel("fusion total(x: bool[N]) -> (s: i32) {\n"
+			"  s = sum(i: i32(x[i]));\n"
+			"}\n");
+	ck_assert_contains(k, "alloc local i32 s_part[8];");
+	ck_assert_contains(k, "x_vec[0 : 8] = x[");
 	free(k);
 	/* a small constant tensor: fewer blocks and threads */
 	k = auto_kernel("fusion total(x: f32[1000]) -> (s: f32) {\n"
@@ -668,6 +687,10 @@ START_TEST(test_auto_total)
 	check_simulated("fusion total(x: f32[300003]) -> (s: f32) {\n"
 			"  s = sum(i: x[i]);\n"
 			"}\n", "");
+	/* a full step and a partial one, a row length no vector divides */
+	check_simulated("fusion total(x: f32[M, N]) -> (s: f32) {\n"
+			"  s = sum(i, j: x[i, j]);\n"
+			"}\n", "M=1543,N=1403");
 }
 END_TEST
 

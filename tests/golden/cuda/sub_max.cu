@@ -11,32 +11,57 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_i32(const
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (int rr = 0; rr < ((int)M * (int)N + 2162687) / 2162688; ++rr) {
-    __align__(16) float x_reg[16];
-    // x_reg computed at m.tx
+  __align__(16) float m_part[4];
+  // m_part computed at m.tx
+  __align__(16) float m_part_vec[4];
+  #pragma unroll
+  for (int rv_3 = 0; rv_3 < 4; ++rv_3) {
+    m_part_vec[rv_3] = __int_as_float(0xff800000);
+  }
+  *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec[0]);
+  for (int rr = 0; rr < (int)M * (int)N / 2162688; ++rr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if ((int)((unsigned)(rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4) / (unsigned)(int)N) < (int)M && (int)((unsigned)(rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + 3) / (unsigned)(int)N) < (int)M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[u * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4]);
+      __align__(16) float x_vec[4];
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4]);
+      __align__(16) float m_part_vec_1[4];
+      *reinterpret_cast<__fus_vec<float, 4> *>(&m_part_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part[0]);
+      __align__(16) float m_part_vec_2[4];
+      #pragma unroll
+      for (int rv_1_1 = 0; rv_1_1 < 4; ++rv_1_1) {
+        m_part_vec_2[rv_1_1] = x_vec[rv_1_1] > m_part_vec_1[rv_1_1] || x_vec[rv_1_1] != x_vec[rv_1_1] ? x_vec[rv_1_1] : m_part_vec_1[rv_1_1];
+      }
+      *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec_2[0]);
+    }
+  }
+  for (int rr_1 = 0; rr_1 < ((int)M * (int)N + 2162687) / 2162688 - (int)M * (int)N / 2162688; ++rr_1) {
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4) / (unsigned)(int)N) < (int)M && (int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + 3) / (unsigned)(int)N) < (int)M) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4]);
+        __align__(16) float m_part_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&m_part_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part[0]);
+        __align__(16) float m_part_vec_4[4];
+        #pragma unroll
+        for (int rv_1_2 = 0; rv_1_2 < 4; ++rv_1_2) {
+          m_part_vec_4[rv_1_2] = (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) > m_part_vec_3[rv_1_2] || (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) : m_part_vec_3[rv_1_2];
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec_4[0]);
       } else {
         #pragma unroll
-        for (int rv = 0; rv < 4; ++rv) {
-          if ((int)((unsigned)(rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv) / (unsigned)(int)N) < (int)M) {
-            x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv];
+        for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+          if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
+            m_part[rv_1] = (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
           }
         }
       }
     }
-    #pragma unroll
-    for (int u_1 = 0; u_1 < 4; ++u_1) {
-      #pragma unroll
-      for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((int)((unsigned)(rr * 2162688 + u_1 * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
-          m_v = x_reg[u_1 * 4 + rv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
+  }
+  #pragma unroll
+  for (int rv_2 = 0; rv_2 < 4; ++rv_2) {
+    m_v = m_part[rv_2];
+    m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
   }
   m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((int)threadIdx.x) == 0) {
@@ -52,32 +77,57 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel(const flo
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long rr = 0; rr < (M * N + 2162687) / 2162688; ++rr) {
-    __align__(16) float x_reg[16];
-    // x_reg computed at m.tx
+  __align__(16) float m_part[4];
+  // m_part computed at m.tx
+  __align__(16) float m_part_vec[4];
+  #pragma unroll
+  for (long long rv_3 = 0; rv_3 < 4; ++rv_3) {
+    m_part_vec[rv_3] = __int_as_float(0xff800000);
+  }
+  *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec[0]);
+  for (long long rr = 0; rr < M * N / 2162688; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4) / N < M && (rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + 3) / N < M) {
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[u * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4]);
+      __align__(16) float x_vec[4];
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4]);
+      __align__(16) float m_part_vec_1[4];
+      *reinterpret_cast<__fus_vec<float, 4> *>(&m_part_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part[0]);
+      __align__(16) float m_part_vec_2[4];
+      #pragma unroll
+      for (long long rv_1_1 = 0; rv_1_1 < 4; ++rv_1_1) {
+        m_part_vec_2[rv_1_1] = x_vec[rv_1_1] > m_part_vec_1[rv_1_1] || x_vec[rv_1_1] != x_vec[rv_1_1] ? x_vec[rv_1_1] : m_part_vec_1[rv_1_1];
+      }
+      *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec_2[0]);
+    }
+  }
+  for (long long rr_1 = 0; rr_1 < (M * N + 2162687) / 2162688 - M * N / 2162688; ++rr_1) {
+    #pragma unroll
+    for (long long u = 0; u < 4; ++u) {
+      if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4) / N < M && (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + 3) / N < M) {
+        __align__(16) float x_vec_1[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4]);
+        __align__(16) float m_part_vec_3[4];
+        *reinterpret_cast<__fus_vec<float, 4> *>(&m_part_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part[0]);
+        __align__(16) float m_part_vec_4[4];
+        #pragma unroll
+        for (long long rv_1_2 = 0; rv_1_2 < 4; ++rv_1_2) {
+          m_part_vec_4[rv_1_2] = (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) > m_part_vec_3[rv_1_2] || (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1_2 < M * N ? x_vec_1[rv_1_2] : __int_as_float(0xff800000)) : m_part_vec_3[rv_1_2];
+        }
+        *reinterpret_cast<__fus_vec<float, 4> *>(&m_part[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&m_part_vec_4[0]);
       } else {
         #pragma unroll
-        for (long long rv = 0; rv < 4; ++rv) {
-          if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
-            x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv];
+        for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
+          if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+            m_part[rv_1] = (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
           }
         }
       }
     }
-    #pragma unroll
-    for (long long u_1 = 0; u_1 < 4; ++u_1) {
-      #pragma unroll
-      for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((rr * 2162688 + u_1 * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
-          m_v = x_reg[u_1 * 4 + rv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
-        }
-      }
-    }
+  }
+  #pragma unroll
+  for (long long rv_2 = 0; rv_2 < 4; ++rv_2) {
+    m_v = m_part[rv_2];
+    m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
   }
   m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((long long)threadIdx.x) == 0) {
@@ -93,28 +143,36 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_i32_scala
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (int rr = 0; rr < ((int)M * (int)N + 2162687) / 2162688; ++rr) {
-    float x_reg[16];
-    // x_reg computed at m.tx
+  float m_part[4];
+  // m_part computed at m.tx
+  #pragma unroll
+  for (int rv = 0; rv < 4; ++rv) {
+    m_part[rv] = __int_as_float(0xff800000);
+  }
+  for (int rr = 0; rr < (int)M * (int)N / 2162688; ++rr) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
-      for (int rv = 0; rv < 4; ++rv) {
-        if ((int)((unsigned)(rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv) / (unsigned)(int)N) < (int)M) {
-          x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv];
-        }
+      for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+        m_part[rv_1] = x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] > m_part[rv_1] || x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] != x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] ? x[rr * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : m_part[rv_1];
       }
     }
+  }
+  for (int rr_1 = 0; rr_1 < ((int)M * (int)N + 2162687) / 2162688 - (int)M * (int)N / 2162688; ++rr_1) {
     #pragma unroll
-    for (int u_1 = 0; u_1 < 4; ++u_1) {
+    for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((int)((unsigned)(rr * 2162688 + u_1 * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
-          m_v = x_reg[u_1 * 4 + rv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
+        if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
+          m_part[rv_1] = (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
         }
       }
     }
+  }
+  #pragma unroll
+  for (int rv_2 = 0; rv_2 < 4; ++rv_2) {
+    m_v = m_part[rv_2];
+    m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
   }
   m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((int)threadIdx.x) == 0) {
@@ -130,28 +188,36 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_scalar(co
   float m_v;
   // nest of m
   m_acc = __int_as_float(0xff800000);
-  for (long long rr = 0; rr < (M * N + 2162687) / 2162688; ++rr) {
-    float x_reg[16];
-    // x_reg computed at m.tx
+  float m_part[4];
+  // m_part computed at m.tx
+  #pragma unroll
+  for (long long rv = 0; rv < 4; ++rv) {
+    m_part[rv] = __int_as_float(0xff800000);
+  }
+  for (long long rr = 0; rr < M * N / 2162688; ++rr) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
-      for (long long rv = 0; rv < 4; ++rv) {
-        if ((rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv) / N < M) {
-          x_reg[u * 4 + rv] = x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv];
-        }
+      for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
+        m_part[rv_1] = x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] > m_part[rv_1] || x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] != x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] ? x[rr * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : m_part[rv_1];
       }
     }
+  }
+  for (long long rr_1 = 0; rr_1 < (M * N + 2162687) / 2162688 - M * N / 2162688; ++rr_1) {
     #pragma unroll
-    for (long long u_1 = 0; u_1 < 4; ++u_1) {
+    for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((rr * 2162688 + u_1 * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
-          m_v = x_reg[u_1 * 4 + rv_1];
-          m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
+        if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+          m_part[rv_1] = (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
         }
       }
     }
+  }
+  #pragma unroll
+  for (long long rv_2 = 0; rv_2 < 4; ++rv_2) {
+    m_v = m_part[rv_2];
+    m_acc = m_v > m_acc || m_v != m_v ? m_v : m_acc;
   }
   m_acc = __fus_reduce_warps<__fus_red_max, 1024, float>(m_acc);
   if (((long long)threadIdx.x) == 0) {
