@@ -497,6 +497,9 @@ typedef struct Fusion {
 	 * `k < K ?` leave the source tensor, or the product, whose C rows may be odd). */
 	struct Fusion *pad_plan;
 	bool padded_operands;
+	/* `t.index64()`: the fusion's kernels keep 64-bit index arithmetic, no `_i32` variants
+	 * (passes/pipeline.c; the FMA GEMM's 32-bit copy is the slower kernel on the H200) */
+	bool index64;
 	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
 	 * alone with options lowered_with, when the lowering reported nothing: the automatic
 	 * scheduler lowers every schedule it keeps to see that it compiles, and the real

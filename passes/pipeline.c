@@ -173,7 +173,7 @@ static void add_bounds(Kernel *k);
  * constants that fit is replaced by its 32-bit copy. */
 static Kernel *with_index32(Arena *a, Kernel *k, const LowerOptions *o)
 {
-	if (!k || o->no_index32)
+	if (!k || o->no_index32 || k->fusion->index64)
 		return k;
 	Kernel *head = NULL, **tail = &head;
 	for (; k; k = k->fallback) {

@@ -546,6 +546,10 @@ static void schedule_fma(Plan *p, AutoMatmul *c)
 		if (tuned)
 			d_verb1(p, s, "stages", arena_printf(p->a, "%d", FMA_STAGES));
 	}
+	/* 64-bit indices: the kernel's 32-bit copy is the slower one (SGEMM 4096^3 on the H200:
+	 * 40.3 against 42.3 TFLOP/s, 147 against 181 registers; bench/RESULTS.md, session 9) */
+	if (tuned)
+		d_directive(p, NULL, t, "index64", 0, NULL, 0, NULL);
 }
 
 bool auto_matmul(Plan *p, Tensor *o)

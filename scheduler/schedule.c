@@ -40,7 +40,8 @@
 	X(WELFORD, "welford", "", "welford()")                                             \
 	X(ONLINE, "online", "", "online()")                                                \
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
-	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")
+	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")                                   \
+	X(INDEX64, "index64", "", "index64()")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -676,6 +677,15 @@ static bool do_unroll_vectorize(Sched *s, Tensor *t, AstDirective *dir, bool vec
 	return true;
 }
 
+/* `t.index64()`: the fusion keeps 64-bit index arithmetic (Fusion.index64); any tensor of
+ * the fusion may carry it, as it applies to all its kernels. */
+static bool do_index64(Sched *s, AstDirective *dir)
+{
+	(void)dir;
+	s->f->index64 = true;
+	return true;
+}
+
 static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
 {
 	if (t->kind == TK_OUTPUT) {
@@ -1117,6 +1127,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_ONLINE: return sched_online(s, t, dir);
 	case V_MMA: return sched_mma(s, t, dir);
 	case V_FRAGMENT: return sched_fragment(s, t, dir);
+	case V_INDEX64: return do_index64(s, dir);
 	default: unreachable();
 	}
 }

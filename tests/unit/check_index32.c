@@ -252,6 +252,49 @@ START_TEST(test_matmul_counts)
 }
 END_TEST
 
+/* `index64()` (written, or the automatic FMA GEMM's): no 32-bit copies, the chain is the
+ * 64-bit kernel and its scalar kernel */
+static int chain_i32(TestCompile *tc, int *len)
+{
+	int n = 0, i32 = 0;
+	for (Kernel *v = tc->kernels[0]; v; v = v->fallback, n++)
+		i32 += strstr(v->name, "_i32") != NULL;
+	*len = n;
+	return i32;
+}
+
+START_TEST(test_index64)
+{
+	static const char fma[] = "fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {\n"
+				  "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+				  "}\n";
+	int len;
+	TestCompile *tc = tc_compile_i32(fma);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	ck_assert_int_eq(chain_i32(tc, &len), 0);
+	ck_assert_int_eq(len, 2);
+	tc_free(tc);
+	/* a written schedule: with the directive no copy, without it one per kernel */
+	static const char *const src[2] = {
+		"fusion bias(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) {\n"
+		"  y[i, j] = x[i, j] + b[j];\n"
+		"}\n"
+		"schedule bias { y.merge(i, j) -> r; y.split(r, 128) -> (ro, ri);\n"
+		"  y.bind(ro, blockIdx.x); y.bind(ri, threadIdx.x); y.index64(); }\n",
+		"fusion bias(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) {\n"
+		"  y[i, j] = x[i, j] + b[j];\n"
+		"}\n"
+		"schedule bias { y.merge(i, j) -> r; y.split(r, 128) -> (ro, ri);\n"
+		"  y.bind(ro, blockIdx.x); y.bind(ri, threadIdx.x); }\n"};
+	for (int w = 0; w < 2; w++) {
+		tc = tc_compile_i32(src[w]);
+		ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+		ck_assert_int_eq(chain_i32(tc, &len), w == 0 ? 0 : 1);
+		tc_free(tc);
+	}
+}
+END_TEST
+
 Suite *index32_suite(void)
 {
 	Suite *s = suite_create("index32");
@@ -265,6 +308,7 @@ Suite *index32_suite(void)
 	tcase_add_test(tc, test_simulates);
 	tcase_add_test(tc, test_variants_and_segments);
 	tcase_add_test(tc, test_matmul_counts);
+	tcase_add_test(tc, test_index64);
 	suite_add_tcase(s, tc);
 	return s;
 }

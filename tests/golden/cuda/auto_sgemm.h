@@ -16,12 +16,9 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and auto_sgemm_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): auto_sgemm_kernel_i32 when A, B
- * and C are 16-byte aligned, K is a multiple of 4, N is a multiple of 4 and every tensor and
- * loop nest has at most 2130706431 elements; auto_sgemm_kernel when A, B and C are 16-byte
- * aligned, K is a multiple of 4 and N is a multiple of 4; auto_sgemm_kernel_i32_scalar when
- * every tensor and loop nest has at most 2130706431 elements; auto_sgemm_kernel_scalar
- * otherwise.
+ * Variants (the launcher runs the first whose conditions hold): auto_sgemm_kernel when A, B and
+ * C are 16-byte aligned, K is a multiple of 4 and N is a multiple of 4;
+ * auto_sgemm_kernel_scalar otherwise.
  */
 cudaError_t auto_sgemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *auto_sgemm_last_error(void);
