@@ -73,34 +73,11 @@ typedef struct Val {
 	DType dt;
 } Val;
 
-/* The text buffers of freed values, for the next ones: a value's buffer lives for a few
- * calls, and malloc + free per node cost as much as printing it. Per thread (the library
- * may compile on several). */
-#define VAL_POOL 32
-static _Thread_local Buf val_pool[VAL_POOL];
-static _Thread_local int val_pooled;
-
 static Val val_new(int prec, DType dt)
 {
 	Val v = {{0}, prec, dt};
-	if (val_pooled) {
-		v.b = val_pool[--val_pooled];
-		v.b.len = 0;
-		v.b.s[0] = '\0';
-	} else {
-		buf_puts(&v.b, "");
-	}
+	buf_puts(&v.b, "");
 	return v;
-}
-
-/* Frees a value's text (into the pool). */
-static void val_free(Buf *b)
-{
-	if (val_pooled < VAL_POOL && b->s)
-		val_pool[val_pooled++] = *b;
-	else
-		buf_free(b);
-	*b = (Buf){0};
 }
 
 /* Wraps v in parentheses when its operator binds less tightly than `min`. */
@@ -112,7 +89,7 @@ static void val_paren(Val *v, int min)
 	buf_puts(&w.b, "(");
 	buf_puts(&w.b, v->b.s);
 	buf_puts(&w.b, ")");
-	val_free(&v->b);
+	buf_free(&v->b);
 	*v = w;
 }
 
@@ -120,7 +97,7 @@ static void val_paren(Val *v, int min)
 static void val_put(Buf *out, Val *v)
 {
 	buf_puts(out, v->b.s);
-	val_free(&v->b);
+	buf_free(&v->b);
 }
 
 static bool is_half(DType t) { return t == DT_F16 || t == DT_BF16; }
@@ -142,7 +119,7 @@ static Val val_call1(const char *name, Val *v, DType dt)
 	buf_puts(&w.b, "(");
 	buf_puts(&w.b, v->b.s);
 	buf_puts(&w.b, ")");
-	val_free(&v->b);
+	buf_free(&v->b);
 	return w;
 }
 
@@ -169,7 +146,7 @@ static Val val_to(Val v, DType want, bool implicit)
 	Val w = val_new(PREC_UNARY, want);
 	buf_printf(&w.b, "(%s)", dtype_ctype(want));
 	buf_puts(&w.b, v.b.s);
-	val_free(&v.b);
+	buf_free(&v.b);
 	return w;
 }
 
@@ -289,7 +266,7 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 	buf_puts(&v.b, op);
 	buf_puts(&v.b, " ");
 	buf_puts(&v.b, b.b.s);
-	val_free(&b.b);
+	buf_free(&b.b);
 	return v;
 }
 
@@ -320,7 +297,7 @@ static Val val_prefix(const char *op, Val a, DType dt)
 	Val v = val_new(PREC_UNARY, dt);
 	buf_puts(&v.b, op);
 	buf_puts(&v.b, a.b.s);
-	val_free(&a.b);
+	buf_free(&a.b);
 	return v;
 }
 
@@ -339,8 +316,8 @@ static Val val_ceildiv(IrExpr *l, IrExpr *r, DType ct)
 		buf_printf(&v.b, "(%s + %lld) / %s", a.b.s, (long long)(c - 1), b.b.s);
 	else
 		buf_printf(&v.b, "(%s + %s - 1) / %s", a.b.s, b.b.s, b.b.s);
-	val_free(&a.b);
-	val_free(&b.b);
+	buf_free(&a.b);
+	buf_free(&b.b);
 	return v;
 }
 
@@ -369,8 +346,8 @@ static Val val_divmod31(IrExpr *l, IrExpr *r, bool mod)
 	val_paren(&a, PREC_UNARY);
 	buf_printf(&v.b, "(long long)((unsigned)%s %s (unsigned)min(%s, 2147483648LL))", a.b.s,
 		   mod ? "%" : "/", b.b.s);
-	val_free(&a.b);
-	val_free(&b.b);
+	buf_free(&a.b);
+	buf_free(&b.b);
 	return v;
 }
 
@@ -386,8 +363,8 @@ static Val val_divmod_u32(IrExpr *l, IrExpr *r, bool mod)
 	val_paren(&a, PREC_UNARY);
 	val_paren(&b, PREC_UNARY);
 	buf_printf(&v.b, "(int)((unsigned)%s %s (unsigned)%s)", a.b.s, mod ? "%" : "/", b.b.s);
-	val_free(&a.b);
-	val_free(&b.b);
+	buf_free(&a.b);
+	buf_free(&b.b);
 	return v;
 }
 
@@ -524,9 +501,9 @@ static Val val_select(IrExpr *e)
 	buf_puts(&v.b, vt.b.s);
 	buf_puts(&v.b, " : ");
 	buf_puts(&v.b, vf.b.s);
-	val_free(&vc.b);
-	val_free(&vt.b);
-	val_free(&vf.b);
+	buf_free(&vc.b);
+	buf_free(&vt.b);
+	buf_free(&vf.b);
 	return v;
 }
 
@@ -574,7 +551,7 @@ static Val val_expr(IrExpr *e)
 		Val off = val_conv(e->args[0], DT_I64, true);
 		v = val_name(e->tensor->name, e->tensor->dtype);
 		buf_printf(&v.b, "[%s]", off.b.s);
-		val_free(&off.b);
+		buf_free(&off.b);
 		return val_to(v, e->dtype, false);
 	}
 	case EX_OP:
@@ -589,7 +566,7 @@ static Val val_expr(IrExpr *e)
 			val_paren(&w, PREC_UNARY);
 			v = val_new(PREC_UNARY, DT_I64);
 			buf_printf(&v.b, "(long long)%s", w.b.s);
-			val_free(&w.b);
+			buf_free(&w.b);
 			return v;
 		}
 		return val_conv(e->args[0], e->dtype, false);
