@@ -136,11 +136,12 @@ static IrExpr *drop_fn(Arena *a, IrExpr *e, void *ctx)
 		return ir_bool(a, true);
 	/* `q / D < M` with q >= 0 holds where `q < M * D` does (a merged index's row bound,
 	 * r / N < M in a total over x[M, N], beside the merged bound r < M * N) */
+	if (e->kind != EX_OP || e->op != OP_LT || e->args[0]->kind != EX_OP ||
+	    e->args[0]->op != OP_DIV)
+		return e;
 	IrRange rg = ir_range_in(ts->k);
-	if (e->kind == EX_OP && e->op == OP_LT && e->args[0]->kind == EX_OP &&
-	    e->args[0]->op == OP_DIV && ir_nonneg(&rg, e->args[0]->args[0]) &&
-	    ir_nonneg(&rg, e->args[0]->args[1])) {
-		IrExpr *q = e->args[0]->args[0], *D = e->args[0]->args[1];
+	IrExpr *q = e->args[0]->args[0], *D = e->args[0]->args[1];
+	if (ir_nonneg(&rg, q) && ir_nonneg(&rg, D)) {
 		IrExpr *g = ir_op(a, OP_LT, e->dtype, q, ir_simplify(a, &rg, ix_mul(a, e->args[1], D)));
 		if (row_guard(ts, g, &C, &B) && implied(ts, B, C))
 			return ir_bool(a, true);
