@@ -224,6 +224,92 @@ def auto_cases():
     return cs
 
 
+# ---- bench/users: programs outside bench/auto, written the same way (size symbols, no
+# schedule), to see the automatic scheduler on shapes it was not tuned on ------------------
+def add_rmsnorm(x, r, w, eps):
+    h = x.float() + r.float()
+    y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+    return h.to(x.dtype), y.to(x.dtype)
+
+
+def bias_relu(x, bias):
+    return torch.relu(x + bias)
+
+
+def btranspose(x):
+    return x.transpose(1, 2).contiguous()
+
+
+def col_max(x):
+    return x.amax(dim=0)
+
+
+def col_mean_f32(x):
+    return x.float().mean(dim=0)
+
+
+def col_norm(x):
+    return x.pow(2).sum(dim=0).sqrt()
+
+
+def dot(a, b):
+    return (a * b).sum()
+
+
+def first_sum3(x):
+    return x.sum(dim=0)
+
+
+def mean_var(x):
+    return x.mean(dim=-1), x.var(dim=-1, unbiased=False)
+
+
+def row_max(x):
+    return x.amax(dim=-1)
+
+
+def silu_f32(x):
+    return F.silu(x.float()).to(x.dtype)
+
+
+def softmax_scale(x, scale):
+    return torch.softmax(x.float() * scale, dim=-1).to(x.dtype)
+
+
+def users_cases():
+    u = "bench/users/"
+    mn = {"M": 16384, "N": 4096}
+    return [
+        Case("users", "add+rmsnorm f16 16384x4096 (2 outputs)", u + "add_rmsnorm_f16.fus",
+             {"M": 16384, "N": 4096}, add_rmsnorm, scalars={"eps": 1e-5}, tol=2e-2),
+        Case("users", "bias+relu f32 16384x8192", u + "bias_relu.fus", {"M": 16384, "N": 8192},
+             bias_relu),
+        Case("users", "batched transpose f32 64x1024x1024", u + "btranspose.fus",
+             {"B": 64, "M": 1024, "N": 1024}, btranspose),
+        Case("users", "column max f32 16384x4096", u + "col_max.fus", mn, col_max),
+        Case("users", "column mean bf16 32768x4096 -> f32", u + "col_mean_bf16.fus",
+             {"M": 32768, "N": 4096}, col_mean_f32),
+        Case("users", "column norm f32 16384x4096", u + "col_norm.fus", mn, col_norm),
+        Case("users", "column sum f16 32768x4096 -> f32", u + "col_sum_f16.fus",
+             {"M": 32768, "N": 4096}, col_sum_f32),
+        Case("users", "dot f32 2^26", u + "dot.fus", {"N": 1 << 26}, dot, tol=1e-3),
+        Case("users", "first-axis sum f32 64x512x1024", u + "first_sum3.fus",
+             {"B": 64, "T": 512, "H": 1024}, first_sum3),
+        Case("users", "layernorm f32 16x1024x4096 (3-D)", u + "layernorm3.fus",
+             {"B": 16, "T": 1024, "C": 4096}, layernorm, scalars={"eps": 1e-5}),
+        Case("users", "mean+var f32 16384x4096 (2 outputs)", u + "mean_var.fus", mn, mean_var),
+        Case("users", "row max f32 16384x4096", u + "row_max.fus", mn, row_max),
+        Case("users", "row sum 3-D f32 64x256x4096", u + "row_sum3.fus",
+             {"B": 64, "T": 256, "C": 4096}, row_sum),
+        Case("users", "silu bf16 16384x8192", u + "silu_bf16.fus", {"M": 16384, "N": 8192},
+             silu_f32, tol=2e-2),
+        Case("users", "scaled softmax bf16 32768x4096", u + "softmax_scale_bf16.fus",
+             {"M": 32768, "N": 4096}, softmax_scale, scalars={"scale": 0.125}, tol=2e-2),
+        Case("users", "transpose bf16 16384x16384", u + "transpose_bf16.fus",
+             {"M": 16384, "N": 16384}, transpose),
+    ]
+
+
 # ---- the pointwise, reduce and gemm suites (bench/pointwise, bench/reduce, examples/) -----
 N28 = 1 << 28
 
@@ -377,7 +463,8 @@ def otry_cases():
     return cs
 
 
-SUITES = {"auto": auto_cases, "tpose": tpose_cases, "outer": outer_cases, "otry": otry_cases, "pointwise": pointwise_cases,
+SUITES = {"auto": auto_cases, "users": users_cases, "tpose": tpose_cases, "outer": outer_cases,
+          "otry": otry_cases, "pointwise": pointwise_cases,
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs `fusc check` (the kernel simulator, docs/check.md) on every examples/*.fus, examples/cp_async/*.fus,
 # examples/reduce/*.fus, examples/gemm/*.fus, tests/golden/ok/*.fus, tests/golden/sim/*.fus and the
-# benchmarked programs (bench/auto, bench/pointwise, bench/reduce) at
+# benchmarked programs (bench/auto, bench/users, bench/pointwise, bench/reduce) at
 # several sizes: empty (0: every output still written, e.g. a total is the identity), smaller
 # than one block (1, 5), not a multiple of any block or vector (67, 1025) and a few blocks (300).
 # Every size symbol takes the size (rounded up to a multiple a launcher precondition requires).
@@ -19,7 +19,7 @@ trap 'rm -f "$out"' EXIT
 
 for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/gemm/*.fus \
 	 tests/golden/ok/*.fus tests/golden/sim/*.fus bench/auto/*.fus bench/pointwise/*.fus \
-	 bench/reduce/*.fus; do
+	 bench/reduce/*.fus bench/users/*.fus; do
 	[ -f "$f" ] || continue
 	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
 	sizes=$(sed -n 's|^// check-sizes: ||p' "$f" | head -n 1)
