@@ -219,6 +219,19 @@ void cuda_put_int(Buf *out, int64_t v)
 		put_digits(out, v, v > INT32_MAX || v < INT32_MIN ? "LL" : "");
 }
 
+void cuda_put_n(Buf *out, const char *s, size_t n)
+{
+	char chunk[256];
+	while (n) {
+		size_t k = n < sizeof chunk - 1 ? n : sizeof chunk - 1;
+		memcpy(chunk, s, k);
+		chunk[k] = '\0';
+		buf_puts(out, chunk);
+		s += k;
+		n -= k;
+	}
+}
+
 static bool is_literal(IrExpr *e) { return e->kind == EX_INT || e->kind == EX_FLOAT; }
 
 /* A literal printed directly in dtype `want` (f16/bf16: converted from an f32 literal). */
