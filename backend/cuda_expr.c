@@ -39,6 +39,8 @@ static bool is_reserved(const char *s)
 {
 	if ((s[0] == '_' && s[1] == '_') || (s[0] == 'f' && strncmp(s, "fus_", 4) == 0))
 		return true;
+	if (!s[0] || !s[1]) /* every reserved name has two letters or more (x, M, i: most names) */
+		return false;
 	/* by halves, inline: the emitter asks for every name it prints; the first letters
 	 * decide most steps (no strcmp call for them) */
 	int lo = 0, hi = countof(reserved_names);
