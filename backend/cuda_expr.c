@@ -280,9 +280,9 @@ static Val val_operand(Buf *t, IrExpr *e, DType want, bool implicit, int min)
 	return v;
 }
 
-/* `l OP r` computed in ct. An operand is converted implicitly when the other already has
- * type ct (C's usual arithmetic conversions then give ct). Comparison chains and && inside
- * || get parentheses for the reader's sake. */
+/* `l OP r` computed in ct (op comes with its spaces: " + "). An operand is converted
+ * implicitly when the other already has type ct (C's usual arithmetic conversions then give
+ * ct). Comparison chains and && inside || get parentheses for the reader's sake. */
 static Val val_infix(Buf *t, IrExpr *l, IrExpr *r, DType ct, const char *op, int prec,
 		     DType result)
 {
@@ -293,9 +293,7 @@ static Val val_infix(Buf *t, IrExpr *l, IrExpr *r, DType ct, const char *op, int
 	if (prec == PREC_OR)
 		lmin = rmin = PREC_AND + 1;
 	Val v = val_operand(t, l, ct, r->dtype == ct && !is_literal(r), lmin);
-	buf_puts(t, " ");
 	buf_puts(t, op);
-	buf_puts(t, " ");
 	val_operand(t, r, ct, l->dtype == ct && !is_literal(l), rmin);
 	return (Val){t, v.at, prec, result};
 }
@@ -400,9 +398,9 @@ static Val val_arith(Buf *t, IrExpr *e)
 	IrExpr **x = e->args;
 
 	switch (e->op) {
-	case OP_ADD: return val_infix(t, x[0], x[1], ct, "+", ir_op_prec(e->op), ct);
-	case OP_SUB: return val_infix(t, x[0], x[1], ct, "-", ir_op_prec(e->op), ct);
-	case OP_MUL: return val_infix(t, x[0], x[1], ct, "*", ir_op_prec(e->op), ct);
+	case OP_ADD: return val_infix(t, x[0], x[1], ct, " + ", ir_op_prec(e->op), ct);
+	case OP_SUB: return val_infix(t, x[0], x[1], ct, " - ", ir_op_prec(e->op), ct);
+	case OP_MUL: return val_infix(t, x[0], x[1], ct, " * ", ir_op_prec(e->op), ct);
 	case OP_DIV:
 	case OP_MOD:
 		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(NULL, x[1]))
@@ -413,10 +411,10 @@ static Val val_arith(Buf *t, IrExpr *e)
 		if (e->op == OP_DIV && ct == DT_F32) /* within 2 ulp: docs/language.md, "Float accuracy on the GPU" */
 			return val_callv(t, "__fus_fdiv", x, 2, ct);
 		if (e->op == OP_DIV)
-			return val_infix(t, x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
+			return val_infix(t, x[0], x[1], ct, " / ", ir_op_prec(e->op), ct);
 		if (dtype_is_float(ct))
 			return val_callv(t, ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
-		return val_infix(t, x[0], x[1], ct, "%", ir_op_prec(e->op), ct);
+		return val_infix(t, x[0], x[1], ct, " % ", ir_op_prec(e->op), ct);
 	case OP_NEG: return val_prefix("-", val_conv(t, x[0], ct, true), ct);
 	case OP_CEILDIV: return val_ceildiv(t, x[0], x[1], ct);
 	default: die("not an arithmetic op: %s", op_name(e->op));
@@ -426,7 +424,8 @@ static Val val_arith(Buf *t, IrExpr *e)
 static Val val_compare(Buf *t, IrExpr *e)
 {
 	static const struct { IrOp op; const char *text; } ops[] = {
-		{OP_LT, "<"}, {OP_LE, "<="}, {OP_GT, ">"}, {OP_GE, ">="}, {OP_EQ, "=="}, {OP_NE, "!="},
+		{OP_LT, " < "}, {OP_LE, " <= "}, {OP_GT, " > "}, {OP_GE, " >= "}, {OP_EQ, " == "},
+		{OP_NE, " != "},
 	};
 	DType ct = dtype_compute(dtype_promote(e->args[0]->dtype, e->args[1]->dtype));
 
@@ -440,8 +439,8 @@ static Val val_compare(Buf *t, IrExpr *e)
 static Val val_logical(Buf *t, IrExpr *e)
 {
 	switch (e->op) {
-	case OP_AND: return val_infix(t, e->args[0], e->args[1], DT_BOOL, "&&", PREC_AND, DT_BOOL);
-	case OP_OR: return val_infix(t, e->args[0], e->args[1], DT_BOOL, "||", PREC_OR, DT_BOOL);
+	case OP_AND: return val_infix(t, e->args[0], e->args[1], DT_BOOL, " && ", PREC_AND, DT_BOOL);
+	case OP_OR: return val_infix(t, e->args[0], e->args[1], DT_BOOL, " || ", PREC_OR, DT_BOOL);
 	case OP_NOT: return val_prefix("!", val_conv(t, e->args[0], DT_BOOL, true), DT_BOOL);
 	default: die("not a logical op: %s", op_name(e->op));
 	}
