@@ -541,6 +541,20 @@ static const char *par_index_text(ParType p)
 	}
 }
 
+/* `((long long)blockIdx.x)`, `((int)threadIdx.y)`: a parallel index in an index dtype */
+static const char *par_cast_text(ParType p, bool i64)
+{
+	switch (p) {
+	case PT_BIDX: return i64 ? "((long long)blockIdx.x)" : "((int)blockIdx.x)";
+	case PT_BIDY: return i64 ? "((long long)blockIdx.y)" : "((int)blockIdx.y)";
+	case PT_BIDZ: return i64 ? "((long long)blockIdx.z)" : "((int)blockIdx.z)";
+	case PT_TIDX: return i64 ? "((long long)threadIdx.x)" : "((int)threadIdx.x)";
+	case PT_TIDY: return i64 ? "((long long)threadIdx.y)" : "((int)threadIdx.y)";
+	case PT_TIDZ: return i64 ? "((long long)threadIdx.z)" : "((int)threadIdx.z)";
+	default: die("not a parallel index: %d", (int)p);
+	}
+}
+
 /* e printed in its own dtype. */
 static Val val_expr(Buf *t, IrExpr *e)
 {
@@ -559,6 +573,10 @@ static Val val_expr(Buf *t, IrExpr *e)
 		return val_name(t, e->var->name, e->dtype);
 	case EX_PAR:
 		v = val_new(t, PREC_PRIMARY, e->dtype);
+		if (e->dtype == DT_I64 || e->dtype == DT_I32) { /* nearly all: one piece */
+			buf_puts(t, par_cast_text(e->par, e->dtype == DT_I64));
+			return v;
+		}
 		buf_puts(t, "((");
 		buf_puts(t, dtype_ctype(e->dtype));
 		buf_puts(t, ")");
