@@ -37,6 +37,9 @@ void cuda_put_operand(Buf *out, IrExpr *e, DType want, bool implicit, int min);
 bool cuda_widening(DType have, DType want);
 /* An integer literal of any i64 value (INT64_MIN and INT32_MIN spelled so they parse). */
 void cuda_put_int(Buf *out, int64_t v);
+/* The n bytes at s (no NUL needed; not in out) appended to out: buf_printf's "%.*s" goes
+ * through vsnprintf, several hundred instructions a call. */
+void cuda_put_n(Buf *out, const char *s, size_t n);
 /* Appends a .fus name as a C/C++ identifier: names that clash with C++ keywords, CUDA
  * built-ins or the generated code's own names get a trailing '_'. */
 void cuda_name(Buf *out, const char *name);

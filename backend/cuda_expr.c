@@ -39,6 +39,8 @@ static bool is_reserved(const char *s)
 {
 	if ((s[0] == '_' && s[1] == '_') || (s[0] == 'f' && strncmp(s, "fus_", 4) == 0))
 		return true;
+	if (!s[0] || !s[1]) /* every reserved name has two letters or more (x, M, i: most names) */
+		return false;
 	/* by halves, inline: the emitter asks for every name it prints; the first letters
 	 * decide most steps (no strcmp call for them) */
 	int lo = 0, hi = countof(reserved_names);
@@ -63,21 +65,48 @@ void cuda_name(Buf *out, const char *name)
 		buf_puts(out, "_");
 }
 
-/* The file name without directories, so output does not depend on where fusc ran. */
 /* ---- values: text + precedence + dtype ------------------------------------------------ */
 
-/* A printed expression: its text, the precedence of its top operator and its dtype. */
+/* A printed expression: its text, the precedence of its top operator and its dtype. The text
+ * is written in place, in the buffer the whole expression goes to (Val.t, the caller's): it
+ * runs from `at` to the buffer's end while it is the last value begun, and a wrapper around
+ * it (parentheses, a conversion, a call) is inserted before it. No value has a buffer of its
+ * own: an operand is not copied into its parent's text, and nothing is allocated but the
+ * output's growth. */
 typedef struct Val {
-	Buf b;
+	Buf *t;
+	size_t at;
 	int prec;
 	DType dt;
 } Val;
 
-static Val val_new(int prec, DType dt)
+/* a value beginning at the end of t */
+static Val val_new(Buf *t, int prec, DType dt)
 {
-	Val v = {{0}, prec, dt};
-	buf_puts(&v.b, "");
-	return v;
+	return (Val){t, t->len, prec, dt};
+}
+
+/* the first character of v's text */
+static char val_first(const Val *v)
+{
+	return v->t->len > v->at ? v->t->s[v->at] : '\0';
+}
+
+/* s inserted before v's text (v is the last value begun: its text ends the buffer) */
+static void val_prepend(Val *v, const char *s)
+{
+	Buf *t = v->t;
+	size_t n = strlen(s), end = t->len;
+	buf_puts(t, s); /* the room, and the NUL at the new end */
+	memmove(t->s + v->at + n, t->s + v->at, end - v->at);
+	memcpy(t->s + v->at, s, n);
+}
+
+/* v's text between pre and post */
+static void val_wrap(Val *v, const char *pre, const char *post)
+{
+	val_prepend(v, pre);
+	buf_puts(v->t, post);
 }
 
 /* Wraps v in parentheses when its operator binds less tightly than `min`. */
@@ -85,19 +114,8 @@ static void val_paren(Val *v, int min)
 {
 	if (v->prec >= min)
 		return;
-	Val w = val_new(PREC_PRIMARY, v->dt);
-	buf_puts(&w.b, "(");
-	buf_puts(&w.b, v->b.s);
-	buf_puts(&w.b, ")");
-	buf_free(&v->b);
-	*v = w;
-}
-
-/* Appends v's text to out and frees v. */
-static void val_put(Buf *out, Val *v)
-{
-	buf_puts(out, v->b.s);
-	buf_free(&v->b);
+	val_wrap(v, "(", ")");
+	v->prec = PREC_PRIMARY;
 }
 
 static bool is_half(DType t) { return t == DT_F16 || t == DT_BF16; }
@@ -111,16 +129,13 @@ bool cuda_widening(DType have, DType want)
 	return have == DT_F32 && want == DT_F64;
 }
 
-/* `name(arg)` around v. */
-static Val val_call1(const char *name, Val *v, DType dt)
+/* `name(v)` */
+static Val val_call1(const char *name, Val v, DType dt)
 {
-	Val w = val_new(PREC_PRIMARY, dt);
-	buf_puts(&w.b, name);
-	buf_puts(&w.b, "(");
-	buf_puts(&w.b, v->b.s);
-	buf_puts(&w.b, ")");
-	buf_free(&v->b);
-	return w;
+	val_prepend(&v, "(");
+	val_prepend(&v, name);
+	buf_puts(v.t, ")");
+	return (Val){v.t, v.at, PREC_PRIMARY, dt};
 }
 
 /* Converts a printed value to `want`. `implicit`: the context converts by itself (an operand
@@ -130,24 +145,22 @@ static Val val_to(Val v, DType want, bool implicit)
 	if (v.dt == want)
 		return v;
 	if (v.dt == DT_F16)
-		return val_to(val_call1("__fus_half2float", &v, DT_F32), want, implicit);
+		return val_to(val_call1("__fus_half2float", v, DT_F32), want, implicit);
 	if (v.dt == DT_BF16)
-		return val_to(val_call1("__fus_bfloat2float", &v, DT_F32), want, implicit);
+		return val_to(val_call1("__fus_bfloat2float", v, DT_F32), want, implicit);
 	if (is_half(want)) {
 		v = val_to(v, DT_F32, false);
-		return val_call1(want == DT_F16 ? "__fus_float2half" : "__fus_float2bfloat", &v,
-				 want);
+		return val_call1(want == DT_F16 ? "__fus_float2half" : "__fus_float2bfloat", v, want);
 	}
 	if (implicit || cuda_widening(v.dt, want)) {
 		v.dt = want;
 		return v;
 	}
 	val_paren(&v, PREC_UNARY);
-	Val w = val_new(PREC_UNARY, want);
-	buf_printf(&w.b, "(%s)", dtype_ctype(want));
-	buf_puts(&w.b, v.b.s);
-	buf_free(&v.b);
-	return w;
+	val_prepend(&v, ")");
+	val_prepend(&v, dtype_ctype(want));
+	val_prepend(&v, "(");
+	return (Val){v.t, v.at, PREC_UNARY, want};
 }
 
 /* A float literal that reads back as exactly v (shortest such text). */
@@ -208,10 +221,23 @@ void cuda_put_int(Buf *out, int64_t v)
 		put_digits(out, v, v > INT32_MAX || v < INT32_MIN ? "LL" : "");
 }
 
+void cuda_put_n(Buf *out, const char *s, size_t n)
+{
+	char chunk[256];
+	while (n) {
+		size_t k = n < sizeof chunk - 1 ? n : sizeof chunk - 1;
+		memcpy(chunk, s, k);
+		chunk[k] = '\0';
+		buf_puts(out, chunk);
+		s += k;
+		n -= k;
+	}
+}
+
 static bool is_literal(IrExpr *e) { return e->kind == EX_INT || e->kind == EX_FLOAT; }
 
 /* A literal printed directly in dtype `want` (f16/bf16: converted from an f32 literal). */
-static Val val_literal(IrExpr *e, DType want)
+static Val val_literal(Buf *t, IrExpr *e, DType want)
 {
 	DType ct = dtype_compute(want);
 	bool is_int = e->kind == EX_INT;
@@ -219,36 +245,46 @@ static Val val_literal(IrExpr *e, DType want)
 	/* a float literal read as an integer converts as CUDA (and the reference) do: truncated,
 	 * saturated, NaN 0 (a plain C cast of inf, NaN or 1e30 is undefined) */
 	int64_t iv = is_int ? e->ival : dtype_float_to_int(e->fval, ct == DT_I32 ? DT_I32 : DT_I64);
-	Val v = val_new(PREC_PRIMARY, ct);
+	Val v = val_new(t, PREC_PRIMARY, ct);
 
 	if (ct == DT_BOOL) {
-		buf_puts(&v.b, (is_int ? iv != 0 : fv != 0) ? "true" : "false");
+		buf_puts(t, (is_int ? iv != 0 : fv != 0) ? "true" : "false");
 	} else if (is_intlike(ct)) {
-		cuda_put_int(&v.b, iv);
+		cuda_put_int(t, iv);
 		if (iv < 0)
 			v.prec = PREC_UNARY;
 	} else {
-		put_float(&v.b, fv, ct == DT_F32);
-		if (v.b.s[0] == '-' || v.b.s[0] == '(')
-			v.prec = v.b.s[0] == '-' ? PREC_UNARY : PREC_PRIMARY;
+		put_float(t, fv, ct == DT_F32);
+		char c = val_first(&v);
+		if (c == '-' || c == '(')
+			v.prec = c == '-' ? PREC_UNARY : PREC_PRIMARY;
 	}
 	return val_to(v, want, false);
 }
 
-static Val val_expr(IrExpr *e);
+static Val val_expr(Buf *t, IrExpr *e);
 
 /* e converted to `want`. */
-static Val val_conv(IrExpr *e, DType want, bool implicit)
+static Val val_conv(Buf *t, IrExpr *e, DType want, bool implicit)
 {
 	if (is_literal(e))
-		return val_literal(e, want);
-	return val_to(val_expr(e), want, implicit);
+		return val_literal(t, e, want);
+	return val_to(val_expr(t, e), want, implicit);
 }
 
-/* `l OP r` computed in ct. An operand is converted implicitly when the other already has
- * type ct (C's usual arithmetic conversions then give ct). Comparison chains and && inside
- * || get parentheses for the reader's sake. */
-static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, DType result)
+/* e converted to `want`, in parentheses below precedence min */
+static Val val_operand(Buf *t, IrExpr *e, DType want, bool implicit, int min)
+{
+	Val v = val_conv(t, e, want, implicit);
+	val_paren(&v, min);
+	return v;
+}
+
+/* `l OP r` computed in ct (op comes with its spaces: " + "). An operand is converted
+ * implicitly when the other already has type ct (C's usual arithmetic conversions then give
+ * ct). Comparison chains and && inside || get parentheses for the reader's sake. */
+static Val val_infix(Buf *t, IrExpr *l, IrExpr *r, DType ct, const char *op, int prec,
+		     DType result)
 {
 	int lmin = prec, rmin = prec + 1;
 
@@ -256,68 +292,60 @@ static Val val_infix(IrExpr *l, IrExpr *r, DType ct, const char *op, int prec, D
 		lmin = rmin = PREC_REL + 1;
 	if (prec == PREC_OR)
 		lmin = rmin = PREC_AND + 1;
-	Val a = val_conv(l, ct, r->dtype == ct && !is_literal(r));
-	Val b = val_conv(r, ct, l->dtype == ct && !is_literal(l));
-	val_paren(&a, lmin);
-	val_paren(&b, rmin);
-	/* a's text extended: left-leaning chains (sums of index terms) are not copied per level */
-	Val v = {a.b, prec, result};
-	buf_puts(&v.b, " ");
-	buf_puts(&v.b, op);
-	buf_puts(&v.b, " ");
-	buf_puts(&v.b, b.b.s);
-	buf_free(&b.b);
-	return v;
+	Val v = val_operand(t, l, ct, r->dtype == ct && !is_literal(r), lmin);
+	buf_puts(t, op);
+	val_operand(t, r, ct, l->dtype == ct && !is_literal(l), rmin);
+	return (Val){t, v.at, prec, result};
 }
 
 /* `name(args...)` with every argument converted explicitly to ct. */
-static Val val_callv(const char *name, IrExpr **args, int n, DType ct)
+static Val val_callv(Buf *t, const char *name, IrExpr **args, int n, DType ct)
 {
-	Val v = val_new(PREC_PRIMARY, ct);
-	buf_printf(&v.b, "%s(", name);
+	Val v = val_new(t, PREC_PRIMARY, ct);
+	buf_puts(t, name);
+	buf_puts(t, "(");
 	for (int i = 0; i < n; i++) {
-		Val a = val_conv(args[i], ct, false);
-		buf_puts(&v.b, i ? ", " : "");
+		buf_puts(t, i ? ", " : "");
 		/* an integer literal is an int in C++: with a long long beside it the (int, int)
 		 * and (long long, long long) helpers would both match */
 		if (ct == DT_I64 && is_literal(args[i]))
-			buf_puts(&v.b, "(long long)");
-		val_put(&v.b, &a);
+			buf_puts(t, "(long long)");
+		val_conv(t, args[i], ct, false);
 	}
-	buf_puts(&v.b, ")");
+	buf_puts(t, ")");
 	return v;
 }
 
 static Val val_prefix(const char *op, Val a, DType dt)
 {
 	/* an operand starting with the same sign gets parentheses: - -x would read as --x */
-	if (a.b.s[0] == op[0])
+	if (val_first(&a) == op[0])
 		a.prec = 0;
 	val_paren(&a, PREC_UNARY);
-	Val v = val_new(PREC_UNARY, dt);
-	buf_puts(&v.b, op);
-	buf_puts(&v.b, a.b.s);
-	buf_free(&a.b);
-	return v;
+	val_prepend(&a, op);
+	return (Val){a.t, a.at, PREC_UNARY, dt};
 }
 
 /* (a + b - 1) / b, for non-negative index arithmetic in ct (i64, or i32 in a 32-bit index
  * variant). */
-static Val val_ceildiv(IrExpr *l, IrExpr *r, DType ct)
+static Val val_ceildiv(Buf *t, IrExpr *l, IrExpr *r, DType ct)
 {
 	int64_t c;
-	Val a = val_conv(l, ct, true);
-	Val b = val_conv(r, ct, true);
-	Val v = val_new(PREC_MUL, ct);
+	Val v = val_new(t, PREC_MUL, ct);
 
-	val_paren(&a, PREC_ADD);
-	val_paren(&b, PREC_MUL + 1);
-	if (ir_is_const(r, &c))
-		buf_printf(&v.b, "(%s + %lld) / %s", a.b.s, (long long)(c - 1), b.b.s);
-	else
-		buf_printf(&v.b, "(%s + %s - 1) / %s", a.b.s, b.b.s, b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	buf_puts(t, "(");
+	val_operand(t, l, ct, true, PREC_ADD);
+	if (ir_is_const(r, &c)) {
+		buf_printf(t, " + %lld) / ", (long long)(c - 1));
+		val_operand(t, r, ct, true, PREC_MUL + 1);
+		return v;
+	}
+	buf_puts(t, " + ");
+	Val b = val_operand(t, r, ct, true, PREC_MUL + 1);
+	char *text = xstrdup(t->s + b.at); /* b again: the buffer may move as it grows */
+	buf_puts(t, " - 1) / ");
+	buf_puts(t, text);
+	free(text);
 	return v;
 }
 
@@ -337,86 +365,83 @@ static bool below_2_31(IrExpr *e)
  * divided back by a size), in 32 bits: d is clamped to 2^31 (x / d = 0 and x % d = x for any
  * larger d, as for 2^31). No branch and x written once, so that the compiler sees equal
  * quotients as one (a ?: on d kept 160 of them apart in bcast3: 4x slower). */
-static Val val_divmod31(IrExpr *l, IrExpr *r, bool mod)
+static Val val_divmod31(Buf *t, IrExpr *l, IrExpr *r, bool mod)
 {
-	Val a = val_conv(l, DT_I64, true);
-	Val b = val_conv(r, DT_I64, true);
-	Val v = val_new(PREC_UNARY, DT_I64);
+	Val v = val_new(t, PREC_UNARY, DT_I64);
 
-	val_paren(&a, PREC_UNARY);
-	buf_printf(&v.b, "(long long)((unsigned)%s %s (unsigned)min(%s, 2147483648LL))", a.b.s,
-		   mod ? "%" : "/", b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	buf_puts(t, "(long long)((unsigned)");
+	val_operand(t, l, DT_I64, true, PREC_UNARY);
+	buf_puts(t, mod ? " % (unsigned)min(" : " / (unsigned)min(");
+	val_conv(t, r, DT_I64, true);
+	buf_puts(t, ", 2147483648LL))");
 	return v;
 }
 
 /* x / d or x % d of 32-bit index values that are both >= 0 (a 32-bit index variant,
  * passes/index32.c) by a variable d, as unsigned arithmetic: no sign correction around the
  * division (a constant d divides signed as in the 64-bit kernel). */
-static Val val_divmod_u32(IrExpr *l, IrExpr *r, bool mod)
+static Val val_divmod_u32(Buf *t, IrExpr *l, IrExpr *r, bool mod)
 {
-	Val a = val_conv(l, DT_I32, true);
-	Val b = val_conv(r, DT_I32, true);
-	Val v = val_new(PREC_UNARY, DT_I32);
+	Val v = val_new(t, PREC_UNARY, DT_I32);
 
-	val_paren(&a, PREC_UNARY);
-	val_paren(&b, PREC_UNARY);
-	buf_printf(&v.b, "(int)((unsigned)%s %s (unsigned)%s)", a.b.s, mod ? "%" : "/", b.b.s);
-	buf_free(&a.b);
-	buf_free(&b.b);
+	buf_puts(t, "(int)((unsigned)");
+	val_operand(t, l, DT_I32, true, PREC_UNARY);
+	buf_puts(t, mod ? " % (unsigned)" : " / (unsigned)");
+	val_operand(t, r, DT_I32, true, PREC_UNARY);
+	buf_puts(t, ")");
 	return v;
 }
 
-static Val val_arith(IrExpr *e)
+static Val val_arith(Buf *t, IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype);
 	IrExpr **x = e->args;
 
 	switch (e->op) {
-	case OP_ADD: return val_infix(x[0], x[1], ct, "+", ir_op_prec(e->op), ct);
-	case OP_SUB: return val_infix(x[0], x[1], ct, "-", ir_op_prec(e->op), ct);
-	case OP_MUL: return val_infix(x[0], x[1], ct, "*", ir_op_prec(e->op), ct);
+	case OP_ADD: return val_infix(t, x[0], x[1], ct, " + ", ir_op_prec(e->op), ct);
+	case OP_SUB: return val_infix(t, x[0], x[1], ct, " - ", ir_op_prec(e->op), ct);
+	case OP_MUL: return val_infix(t, x[0], x[1], ct, " * ", ir_op_prec(e->op), ct);
 	case OP_DIV:
 	case OP_MOD:
 		if (ct == DT_I64 && !ir_is_const(x[1], NULL) && below_2_31(x[0]) && ir_nonneg(NULL, x[1]))
-			return val_divmod31(x[0], x[1], e->op == OP_MOD);
+			return val_divmod31(t, x[0], x[1], e->op == OP_MOD);
 		if (ct == DT_I32 && !ir_is_const(x[1], NULL) && ir_nonneg(NULL, x[0]) &&
 		    ir_nonneg(NULL, x[1]))
-			return val_divmod_u32(x[0], x[1], e->op == OP_MOD);
+			return val_divmod_u32(t, x[0], x[1], e->op == OP_MOD);
 		if (e->op == OP_DIV && ct == DT_F32) /* within 2 ulp: docs/language.md, "Float accuracy on the GPU" */
-			return val_callv("__fus_fdiv", x, 2, ct);
+			return val_callv(t, "__fus_fdiv", x, 2, ct);
 		if (e->op == OP_DIV)
-			return val_infix(x[0], x[1], ct, "/", ir_op_prec(e->op), ct);
+			return val_infix(t, x[0], x[1], ct, " / ", ir_op_prec(e->op), ct);
 		if (dtype_is_float(ct))
-			return val_callv(ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
-		return val_infix(x[0], x[1], ct, "%", ir_op_prec(e->op), ct);
-	case OP_NEG: return val_prefix("-", val_conv(x[0], ct, true), ct);
-	case OP_CEILDIV: return val_ceildiv(x[0], x[1], ct);
+			return val_callv(t, ct == DT_F64 ? "fmod" : "fmodf", x, 2, ct);
+		return val_infix(t, x[0], x[1], ct, " % ", ir_op_prec(e->op), ct);
+	case OP_NEG: return val_prefix("-", val_conv(t, x[0], ct, true), ct);
+	case OP_CEILDIV: return val_ceildiv(t, x[0], x[1], ct);
 	default: die("not an arithmetic op: %s", op_name(e->op));
 	}
 }
 
-static Val val_compare(IrExpr *e)
+static Val val_compare(Buf *t, IrExpr *e)
 {
 	static const struct { IrOp op; const char *text; } ops[] = {
-		{OP_LT, "<"}, {OP_LE, "<="}, {OP_GT, ">"}, {OP_GE, ">="}, {OP_EQ, "=="}, {OP_NE, "!="},
+		{OP_LT, " < "}, {OP_LE, " <= "}, {OP_GT, " > "}, {OP_GE, " >= "}, {OP_EQ, " == "},
+		{OP_NE, " != "},
 	};
 	DType ct = dtype_compute(dtype_promote(e->args[0]->dtype, e->args[1]->dtype));
 
 	for (int i = 0; i < countof(ops); i++)
 		if (ops[i].op == e->op)
-			return val_infix(e->args[0], e->args[1], ct, ops[i].text, ir_op_prec(e->op),
+			return val_infix(t, e->args[0], e->args[1], ct, ops[i].text, ir_op_prec(e->op),
 					 DT_BOOL);
 	die("not a comparison: %s", op_name(e->op));
 }
 
-static Val val_logical(IrExpr *e)
+static Val val_logical(Buf *t, IrExpr *e)
 {
 	switch (e->op) {
-	case OP_AND: return val_infix(e->args[0], e->args[1], DT_BOOL, "&&", PREC_AND, DT_BOOL);
-	case OP_OR: return val_infix(e->args[0], e->args[1], DT_BOOL, "||", PREC_OR, DT_BOOL);
-	case OP_NOT: return val_prefix("!", val_conv(e->args[0], DT_BOOL, true), DT_BOOL);
+	case OP_AND: return val_infix(t, e->args[0], e->args[1], DT_BOOL, " && ", PREC_AND, DT_BOOL);
+	case OP_OR: return val_infix(t, e->args[0], e->args[1], DT_BOOL, " || ", PREC_OR, DT_BOOL);
+	case OP_NOT: return val_prefix("!", val_conv(t, e->args[0], DT_BOOL, true), DT_BOOL);
 	default: die("not a logical op: %s", op_name(e->op));
 	}
 }
@@ -432,18 +457,16 @@ static const struct { IrOp op; const char *f32, *f64; } float_fns[] = {
 	{OP_CEIL, "ceilf", "ceil"},    {OP_POW, "powf", "pow"},
 };
 
-static Val val_func(IrExpr *e)
+static Val val_func(Buf *t, IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype) == DT_F64 ? DT_F64 : DT_F32;
 
 	/* an exp only f16/bf16 results see (frontend/lowp_exp.c): exp2f is ex2.approx.f32 */
 	if (e->op == OP_EXP_LOWP && ct == DT_F32) {
-		Val x = val_conv(e->args[0], ct, false);
-		val_paren(&x, PREC_MUL);
-		Val v = val_new(PREC_PRIMARY, ct);
-		buf_puts(&v.b, "exp2f(");
-		val_put(&v.b, &x);
-		buf_puts(&v.b, " * 1.44269504f)");
+		Val v = val_new(t, PREC_PRIMARY, ct);
+		buf_puts(t, "exp2f(");
+		val_operand(t, e->args[0], ct, false, PREC_MUL);
+		buf_puts(t, " * 1.44269504f)");
 		return val_to(v, e->dtype, false);
 	}
 
@@ -451,66 +474,57 @@ static Val val_func(IrExpr *e)
 		if (float_fns[i].op != e->op)
 			continue;
 		const char *fn = ct == DT_F64 ? float_fns[i].f64 : float_fns[i].f32;
-		return val_to(val_callv(fn, e->args, e->nargs, ct), e->dtype, false);
+		return val_to(val_callv(t, fn, e->args, e->nargs, ct), e->dtype, false);
 	}
 	die("not a float function: %s", op_name(e->op));
 }
 
 /* max/min/abs on any numeric type; max/min propagate NaN like PyTorch (preamble helpers). */
-static Val val_minmax(IrExpr *e)
+static Val val_minmax(Buf *t, IrExpr *e)
 {
 	DType ct = dtype_compute(e->dtype);
 	Val v;
 
 	if (e->op == OP_ABS) {
 		if (ct == DT_BOOL)
-			return val_conv(e->args[0], ct, false);
+			return val_conv(t, e->args[0], ct, false);
 		const char *fn = ct == DT_F32 ? "fabsf" : ct == DT_F64 ? "fabs" : "__fus_abs";
-		v = val_callv(fn, e->args, 1, ct);
+		v = val_callv(t, fn, e->args, 1, ct);
 	} else {
-		v = val_callv(e->op == OP_MAX ? "__fus_max" : "__fus_min", e->args, 2, ct);
+		v = val_callv(t, e->op == OP_MAX ? "__fus_max" : "__fus_min", e->args, 2, ct);
 	}
 	return val_to(v, e->dtype, false);
 }
 
-static Val val_op(IrExpr *e)
+static Val val_op(Buf *t, IrExpr *e)
 {
 	switch (op_kind(e->op)) {
-	case 'a': return val_arith(e);
-	case 'c': return val_compare(e);
-	case 'l': return val_logical(e);
-	case 'f': return val_func(e);
-	case 'm': return val_minmax(e);
+	case 'a': return val_arith(t, e);
+	case 'c': return val_compare(t, e);
+	case 'l': return val_logical(t, e);
+	case 'f': return val_func(t, e);
+	case 'm': return val_minmax(t, e);
 	}
 	die("bad op kind for %s", op_name(e->op));
 }
 
-static Val val_select(IrExpr *e)
+static Val val_select(Buf *t, IrExpr *e)
 {
-	IrExpr *c = e->args[0], *t = e->args[1], *f = e->args[2];
-	Val vc = val_conv(c, DT_BOOL, true);
-	Val vt = val_conv(t, e->dtype, f->dtype == e->dtype && !is_literal(f));
-	Val vf = val_conv(f, e->dtype, t->dtype == e->dtype && !is_literal(t));
+	IrExpr *c = e->args[0], *a = e->args[1], *b = e->args[2];
+	Val v = val_new(t, PREC_SELECT, e->dtype);
 
-	val_paren(&vc, PREC_OR);
-	val_paren(&vt, PREC_OR);
-	val_paren(&vf, PREC_OR);
-	Val v = val_new(PREC_SELECT, e->dtype);
-	buf_puts(&v.b, vc.b.s);
-	buf_puts(&v.b, " ? ");
-	buf_puts(&v.b, vt.b.s);
-	buf_puts(&v.b, " : ");
-	buf_puts(&v.b, vf.b.s);
-	buf_free(&vc.b);
-	buf_free(&vt.b);
-	buf_free(&vf.b);
+	val_operand(t, c, DT_BOOL, true, PREC_OR);
+	buf_puts(t, " ? ");
+	val_operand(t, a, e->dtype, b->dtype == e->dtype && !is_literal(b), PREC_OR);
+	buf_puts(t, " : ");
+	val_operand(t, b, e->dtype, a->dtype == e->dtype && !is_literal(a), PREC_OR);
 	return v;
 }
 
-static Val val_name(const char *name, DType dt)
+static Val val_name(Buf *t, const char *name, DType dt)
 {
-	Val v = val_new(PREC_PRIMARY, dt);
-	cuda_name(&v.b, name);
+	Val v = val_new(t, PREC_PRIMARY, dt);
+	cuda_name(t, name);
 	return v;
 }
 
@@ -527,49 +541,68 @@ static const char *par_index_text(ParType p)
 	}
 }
 
+/* `((long long)blockIdx.x)`, `((int)threadIdx.y)`: a parallel index in an index dtype */
+static const char *par_cast_text(ParType p, bool i64)
+{
+	switch (p) {
+	case PT_BIDX: return i64 ? "((long long)blockIdx.x)" : "((int)blockIdx.x)";
+	case PT_BIDY: return i64 ? "((long long)blockIdx.y)" : "((int)blockIdx.y)";
+	case PT_BIDZ: return i64 ? "((long long)blockIdx.z)" : "((int)blockIdx.z)";
+	case PT_TIDX: return i64 ? "((long long)threadIdx.x)" : "((int)threadIdx.x)";
+	case PT_TIDY: return i64 ? "((long long)threadIdx.y)" : "((int)threadIdx.y)";
+	case PT_TIDZ: return i64 ? "((long long)threadIdx.z)" : "((int)threadIdx.z)";
+	default: die("not a parallel index: %d", (int)p);
+	}
+}
+
 /* e printed in its own dtype. */
-static Val val_expr(IrExpr *e)
+static Val val_expr(Buf *t, IrExpr *e)
 {
 	Val v;
 
 	switch (e->kind) {
 	case EX_INT:
 	case EX_FLOAT:
-		return val_literal(e, e->dtype);
+		return val_literal(t, e, e->dtype);
 	case EX_PARAM:
-		return val_name(e->param->name, e->dtype);
+		return val_name(t, e->param->name, e->dtype);
 	case EX_SIZE: /* a kernel parameter: long long; (int) in a 32-bit index variant */
-		v = val_name(e->size->name, DT_I64);
+		v = val_name(t, e->size->name, DT_I64);
 		return e->dtype == DT_I64 ? v : val_to(v, e->dtype, false);
 	case EX_VAR:
-		return val_name(e->var->name, e->dtype);
+		return val_name(t, e->var->name, e->dtype);
 	case EX_PAR:
-		v = val_new(PREC_PRIMARY, e->dtype);
-		buf_printf(&v.b, "((%s)%s)", dtype_ctype(e->dtype), par_index_text(e->par));
+		v = val_new(t, PREC_PRIMARY, e->dtype);
+		if (e->dtype == DT_I64 || e->dtype == DT_I32) { /* nearly all: one piece */
+			buf_puts(t, par_cast_text(e->par, e->dtype == DT_I64));
+			return v;
+		}
+		buf_puts(t, "((");
+		buf_puts(t, dtype_ctype(e->dtype));
+		buf_puts(t, ")");
+		buf_puts(t, par_index_text(e->par));
+		buf_puts(t, ")");
 		return v;
-	case EX_LOAD: {
-		Val off = val_conv(e->args[0], DT_I64, true);
-		v = val_name(e->tensor->name, e->tensor->dtype);
-		buf_printf(&v.b, "[%s]", off.b.s);
-		buf_free(&off.b);
+	case EX_LOAD:
+		v = val_name(t, e->tensor->name, e->tensor->dtype);
+		buf_puts(t, "[");
+		val_conv(t, e->args[0], DT_I64, true);
+		buf_puts(t, "]");
 		return val_to(v, e->dtype, false);
-	}
 	case EX_OP:
-		return val_op(e);
+		return val_op(t, e);
 	case EX_SELECT:
-		return val_select(e);
+		return val_select(t, e);
 	case EX_CAST:
 		/* a 32-bit index widened for 64-bit arithmetic (passes/index32.c): explicitly, so
 		 * that an operation of two of them is not computed in int */
 		if (e->dtype == DT_I64 && e->args[0]->dtype == DT_I32 && !is_literal(e->args[0])) {
-			Val w = val_expr(e->args[0]);
-			val_paren(&w, PREC_UNARY);
-			v = val_new(PREC_UNARY, DT_I64);
-			buf_printf(&v.b, "(long long)%s", w.b.s);
-			buf_free(&w.b);
-			return v;
+			v = val_expr(t, e->args[0]);
+			val_paren(&v, PREC_UNARY);
+			val_prepend(&v, "(long long)");
+			return (Val){t, v.at, PREC_UNARY, DT_I64};
 		}
-		return val_conv(e->args[0], e->dtype, false);
+		return val_conv(t, e->args[0], e->dtype, false);
 	case EX_AXIS:
 	case EX_ACCESS:
 	case EX_REDUCE:
@@ -580,13 +613,10 @@ static Val val_expr(IrExpr *e)
 
 void cuda_put_expr(Buf *out, IrExpr *e, DType want, bool implicit)
 {
-	Val v = val_conv(e, want, implicit);
-	val_put(out, &v);
+	val_conv(out, e, want, implicit);
 }
 
 void cuda_put_operand(Buf *out, IrExpr *e, DType want, bool implicit, int min)
 {
-	Val v = val_conv(e, want, implicit);
-	val_paren(&v, min);
-	val_put(out, &v);
+	val_operand(out, e, want, implicit, min);
 }

@@ -42,7 +42,7 @@ static void put_section(Buf *out, int i)
 		start--;
 	if (i + 1 < PRE_COUNT)
 		end--;
-	buf_printf(out, "%.*s", (int)(end - start), start);
+	cuda_put_n(out, start, (size_t)(end - start));
 }
 
 void cuda_put_preamble(Buf *out, unsigned sections)

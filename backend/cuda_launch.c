@@ -48,16 +48,23 @@ void cuda_launcher_signature(Fusion *f, Buf *out)
 /* Appends s to a C string literal's body that is also a printf format printing exactly s. */
 static void put_format_text(Buf *out, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			buf_printf(out, "\\%c", c);
-		else if (c == '%')
-			buf_puts(out, "%%");
+	while (*s) {
+		const char *q = s; /* a run of characters that stand for themselves */
+		while (*q && *q != '"' && *q != '\\' && *q != '%' && (unsigned char)*q >= 0x20 &&
+		       (unsigned char)*q < 0x7f)
+			q++;
+		cuda_put_n(out, s, (size_t)(q - s));
+		if (!*q)
+			return;
+		unsigned char c = (unsigned char)*q;
+		char esc[5] = {'\\', (char)c, '\0'};
+		if (c == '%')
+			esc[0] = '%';
 		else if (c < 0x20 || c >= 0x7f)
-			buf_printf(out, "\\%03o", c);
-		else
-			buf_printf(out, "%c", c);
+			esc[1] = (char)('0' + (c >> 6)), esc[2] = (char)('0' + (c >> 3 & 7)),
+			esc[3] = (char)('0' + (c & 7)), esc[4] = '\0';
+		buf_puts(out, esc);
+		s = q + 1;
 	}
 }
 
@@ -791,7 +798,8 @@ static void emit_variant(Arena *a, Buf *out, Kernel *k, const char *err, unsigne
 	emit_launch(a, &body, k, err, used);
 	for (const char *s = body.s; *s; ) { /* one level deeper */
 		const char *nl = strchr(s, '\n');
-		buf_printf(out, "  %.*s\n", (int)(nl - s), s);
+		buf_puts(out, "  ");
+		cuda_put_n(out, s, (size_t)(nl - s + 1));
 		s = nl + 1;
 	}
 	buf_puts(out, "  }\n");

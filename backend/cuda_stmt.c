@@ -335,7 +335,9 @@ static void emit_comment(Em *em, Stmt *s)
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		line_start(em);
-		buf_printf(em->out, "// %.*s\n", (int)n, p);
+		buf_puts(em->out, "// ");
+		cuda_put_n(em->out, p, n);
+		buf_puts(em->out, "\n");
 		p += n + (nl != NULL);
 	}
 }

@@ -102,7 +102,9 @@ bool op_builtin(const char *name, int nargs, IrOp *out)
 	for (int i = 0; i < OP_COUNT; i++) {
 		if (op_table[i].kind != 'f' && op_table[i].kind != 'm')
 			continue;
-		if (strcmp(op_table[i].name, name) == 0 && op_table[i].arity == nargs) {
+		/* the first letter first: sema asks for every name it declares */
+		if (op_table[i].name[0] == name[0] && strcmp(op_table[i].name, name) == 0 &&
+		    op_table[i].arity == nargs) {
 			*out = (IrOp)i;
 			return true;
 		}

@@ -866,6 +866,11 @@ struct Kernel *kernel_pick(struct Kernel *k, const int64_t *sizes, const uint64_
 void kernel_flatten(Arena *a, struct Kernel *k, Vec *out);
 /* Segment sg's sizes (its fusion's nsizes, in its order) from the segmented fusion's. */
 void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out);
+/* Does the plan f is a segment of (Fusion.segment_of; f may be a size variant of the
+ * segment's fusion) make p hold at every launch? A workspace buffer is allocated on its own
+ * (256-byte aligned), and a size the plan rounds up (Segment.multiple) divides by what it is
+ * rounded to: a padded copy's vector kernels need no scalar kernel. */
+bool segment_guarantees(Fusion *f, const Precond *p);
 /* The last kernel of the chain (the one that refuses when nothing holds). */
 struct Kernel *kernel_last_variant(struct Kernel *k);
 /* The fusion's own kernel in the chain: the first that is not a size variant's (what

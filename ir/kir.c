@@ -136,6 +136,35 @@ void segment_sizes(const Segment *sg, const int64_t *sizes, int64_t *out)
 	}
 }
 
+/* The segment of f's plan that lowers f, or NULL: its fusion, or a copy of it from the same
+ * source (a size variant, which the scheduler lowers before it is in Fusion.variants) */
+static Segment *segment_lowering(Fusion *f)
+{
+	Fusion *plan = f->segment_of;
+	for (int i = 0; plan && i < plan->segments.len; i++) {
+		Segment *sg = VEC_AT(plan->segments, Segment, i);
+		if (sg->fusion == f || (f->ast && sg->fusion->ast == f->ast))
+			return sg;
+	}
+	return NULL;
+}
+
+bool segment_guarantees(Fusion *f, const Precond *p)
+{
+	Segment *sg = segment_lowering(f);
+	if (!sg)
+		return false;
+	if (p->kind == PC_ALIGNED) {
+		int pos = fusion_sig_pos(f, p->tensor);
+		return pos >= 0 && sg->args[pos].from == 'w' && p->value > 0 && 256 % p->value == 0;
+	}
+	if (p->kind == PC_MULTIPLE) {
+		int m = sg->multiple ? sg->multiple[p->size->index] : 0;
+		return m > 0 && p->value > 0 && m % p->value == 0;
+	}
+	return false;
+}
+
 Kernel *kernel_last_variant(Kernel *k)
 {
 	while (k->fallback)

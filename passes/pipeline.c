@@ -107,12 +107,15 @@ static Kernel *lower_fallback(Arena *a, Diag *d, Fusion *f, const LowerOptions *
 	return k;
 }
 
-/* Preconditions other than a size variant's bounds (which the scalar kernel keeps). */
+/* Preconditions other than a size variant's bounds (which the scalar kernel keeps) that may
+ * fail: not those a padded plan guarantees its segments (segment_guarantees), whose scalar
+ * kernels would never run. */
 static bool has_vector_preconds(Kernel *k)
 {
 	for (int i = 0; i < k->preconds.len; i++) {
-		PrecondKind c = VEC_AT(k->preconds, Precond, i)->kind;
-		if (c != PC_AT_MOST && c != PC_INDEX32)
+		Precond *p = VEC_AT(k->preconds, Precond, i);
+		if (p->kind != PC_AT_MOST && p->kind != PC_INDEX32 &&
+		    !segment_guarantees(k->fusion, p))
 			return true;
 	}
 	return false;

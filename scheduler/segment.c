@@ -312,13 +312,14 @@ typedef struct Rounded {
 	int index[2];
 } Rounded;
 
-/* Segment `index` of f: the fusion of these declarations and statements, its signature's
- * entries from args (SegArg*), scheduled automatically; NULL when it does not pass sema or
- * schedule (no diagnostic is kept). Its sizes are f's of the same names, or r's. */
-static Segment *make_segment(Arena *a, Diag *d, Fusion *f, int index, Vec *params, Vec *outs,
-			     Vec *stmts, Vec *args, int arch, const Rounded *r)
+/* The next segment of f (appended to f->segments): the fusion of these declarations and
+ * statements, its signature's entries from args (SegArg*), scheduled automatically; NULL when
+ * it does not pass sema or schedule (no diagnostic is kept). Its sizes are f's of the same
+ * names, or r's. */
+static Segment *make_segment(Arena *a, Diag *d, Fusion *f, Vec *params, Vec *outs, Vec *stmts,
+			     Vec *args, int arch, const Rounded *r)
 {
-	AstName name = {arena_printf(a, "%s_seg%d", f->name, index), f->span};
+	AstName name = {arena_printf(a, "%s_seg%d", f->name, f->segments.len), f->span};
 	AstFusion *af = ast_fusion(a, f->span, name, params, outs, stmts);
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, af);
@@ -353,15 +354,20 @@ static Segment *make_segment(Arena *a, Diag *d, Fusion *f, int index, Vec *param
 			return NULL;
 		}
 	}
+	/* in f's plan while it is scheduled: its lowering asks what the plan guarantees
+	 * (segment_guarantees) */
+	vec_push(a, &f->segments, seg);
 	AutoOptions o = {.arch = arch};
 	bool ok = auto_schedule_with(a, d, g, &o) && diag_error_count(d) == m.errors;
 	diag_rollback(d, m);
+	if (!ok)
+		f->segments.len--;
 	return ok ? seg : NULL;
 }
 
 /* The segment computing the tensors marked in s->out, as a scheduled fusion; NULL when it
  * cannot be built or scheduled (no diagnostic is kept). */
-static Segment *build_segment(Seg *s, Diag *d, int index)
+static Segment *build_segment(Seg *s, Diag *d)
 {
 	Fusion *f = s->f;
 	int n = f->ntensors;
@@ -458,7 +464,7 @@ static Segment *build_segment(Seg *s, Diag *d, int index)
 		if (i >= 0 && s->need[i] && !(f->tensors[i]->lifted_from && s->out[i]))
 			vec_push(s->a, &stmts, stmt_new(s, st, st->lhs.name, NULL, st->rhs));
 	}
-	return make_segment(s->a, d, f, index, &params, &outs, &stmts, &args, s->arch, NULL);
+	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL);
 }
 
 bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
@@ -500,7 +506,8 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 		return false;
 	/* per level: each boundary alone; the other outputs together, those of one shape in one
 	 * segment (outputs share a launch: a 0-d one beside an empty one would not be written) */
-	Vec segs = {0};
+	Vec before = f->segments;
+	f->segments = (Vec){0}; /* make_segment appends to it */
 	bool *done = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
 	for (int l = 0; l <= top; l++) {
 		for (int i = 0; i < n; i++) {
@@ -513,13 +520,13 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 				if (!s.bnd[k] && !done[k] && s.level[k] == l &&
 				    f->tensors[k]->kind == TK_OUTPUT && same_shape(t, f->tensors[k]))
 					s.out[k] = done[k] = true;
-			Segment *g = build_segment(&s, d, segs.len);
-			if (!g)
+			if (!build_segment(&s, d)) {
+				f->segments = before;
 				return false;
-			vec_push(a, &segs, g);
+			}
 		}
 	}
-	f->segments = segs;
+	Vec segs = f->segments;
 	f->seg_buffers = bufs;
 	f->auto_scheduled = true;
 	/* the class: each segment's, in order (--emit=schedule prints it) */
@@ -737,7 +744,7 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 	unsigned masks[2] = {mask_a, mask_b};
 	int pos[2] = {pa, pb};
 	Tensor *ops[2] = {c.a, c.b};
-	Vec segs = {0}, bufs = {0};
+	Vec bufs = {0};
 	int buf[2] = {-1, -1};
 	for (int q = 0; q < 2; q++) {
 		if (!to[q])
@@ -750,10 +757,8 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		vec_push(a, &args, seg_arg(a, 'w', buf[q]));
 		vec_push(a, &bufs, pad_buffer(a, ops[q], to[q], masks[q]));
 		vec_push(a, &stmts, pad_stmt(a, af, xs[q], to[q], masks[q]));
-		Segment *g = make_segment(a, d, p, segs.len, &params, &outs, &stmts, &args, arch, &r);
-		if (!g)
+		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
 			return false;
-		vec_push(a, &segs, g);
 	}
 	/* the product (and its epilogue) on the copies: B's padded columns are never read */
 	Vec params = {0}, outs = {0}, stmts = {0}, args = {0};
@@ -774,11 +779,8 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		st->rhs = rename_reads(a, st->rhs, from, to, len);
 		vec_push(a, &stmts, st);
 	}
-	Segment *g = make_segment(a, d, p, segs.len, &params, &outs, &stmts, &args, arch, &r);
-	if (!g)
+	if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
 		return false;
-	vec_push(a, &segs, g);
-	p->segments = segs;
 	p->seg_buffers = bufs;
 	p->auto_scheduled = true;
 	p->auto_class = "segments: padded copies; matmul";

@@ -157,6 +157,46 @@ START_TEST(expr_precedence)
 }
 END_TEST
 
+/* Index arithmetic as the emitter prints it after text already in the buffer (a value's text
+ * is written in place there and wrapped where it stands: backend/cuda_expr.c, Val): a ceildiv
+ * by a constant and by an expression (whose text is written twice), a 32-bit division of a
+ * block index, a cast wrapped around a parenthesized sum, an operand parenthesized last. */
+START_TEST(expr_index_text)
+{
+	Mini m = mini_new();
+	IrExpr *n = ir_size(m.a, m.n), *three = ir_int(m.a, 3), *two = ir_int(m.a, 2);
+	IrExpr *sum = bin(&m, OP_ADD, DT_I64, n, three), *twice = bin(&m, OP_MUL, DT_I64, n, two);
+	IrExpr *bx = ir_par(m.a, PT_BIDX);
+	struct {
+		IrExpr *e;
+		DType want;
+		int min; /* 0: cuda_put_expr */
+		const char *text;
+	} cases[] = {
+		{bin(&m, OP_CEILDIV, DT_I64, n, ir_int(m.a, 8)), DT_I64, 0, "(N + 7) / 8"},
+		{bin(&m, OP_CEILDIV, DT_I64, sum, twice), DT_I64, 0, "(N + 3 + (N * 2) - 1) / (N * 2)"},
+		{bin(&m, OP_MOD, DT_I64, bx, n), DT_I64, 0,
+		 "(long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(N, 2147483648LL))"},
+		{sum, DT_I32, 0, "(int)(N + 3)"},
+		{sum, DT_I64, PREC_MUL, "(N + 3)"},
+		{bin(&m, OP_MUL, DT_I64, sum, bin(&m, OP_NEG, DT_I64, twice, NULL)), DT_F32, 0,
+		 "(float)((N + 3) * -(N * 2))"},
+	};
+	for (int i = 0; i < countof(cases); i++) {
+		Buf b = {0};
+		buf_puts(&b, "x = ");
+		if (cases[i].min)
+			cuda_put_operand(&b, cases[i].e, cases[i].want, false, cases[i].min);
+		else
+			cuda_put_expr(&b, cases[i].e, cases[i].want, false);
+		ck_assert_str_eq(b.s + 4, cases[i].text);
+		ck_assert(strncmp(b.s, "x = ", 4) == 0);
+		buf_free(&b);
+	}
+	arena_free(m.a);
+}
+END_TEST
+
 /* Reserved names get a trailing '_' (backend/cuda_expr.c searches its sorted table by
  * halves): names from both ends and the middle of the table, with upper case, digits and
  * underscores, and near misses that stay as they are. */
@@ -587,6 +627,7 @@ Suite *backend_suite(void)
 	TCase *tc = tcase_create("emit");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, expr_precedence);
+	tcase_add_test(tc, expr_index_text);
 	tcase_add_test(tc, reserved_names);
 	tcase_add_test(tc, expr_dtypes);
 	tcase_add_test(tc, kernel_statements);

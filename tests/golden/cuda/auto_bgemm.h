@@ -31,17 +31,12 @@ extern "C" {
  * aligned, K is a multiple of 8, N is a multiple of 8 and N is a multiple of 2;
  * auto_bgemm_segments otherwise.
  * auto_bgemm_segments runs segments in order: auto_bgemm_seg0 (kernels
- * auto_bgemm_seg0_kernel_i32, auto_bgemm_seg0_kernel, auto_bgemm_seg0_kernel_i32_scalar,
- * auto_bgemm_seg0_kernel_scalar), then auto_bgemm_seg1 (kernels auto_bgemm_seg1_kernel_i32,
- * auto_bgemm_seg1_kernel, auto_bgemm_seg1_kernel_i32_scalar, auto_bgemm_seg1_kernel_scalar),
- * then auto_bgemm_seg2 (kernels auto_bgemm_seg2_kernel_M32_i32, auto_bgemm_seg2_kernel_M32,
- * auto_bgemm_seg2_kernel_M32_i32_scalar, auto_bgemm_seg2_kernel_M32_scalar,
- * auto_bgemm_seg2_kernel_M64_i32, auto_bgemm_seg2_kernel_M64,
- * auto_bgemm_seg2_kernel_M64_i32_scalar, auto_bgemm_seg2_kernel_M64_scalar,
- * auto_bgemm_seg2_kernel_i32, auto_bgemm_seg2_kernel, auto_bgemm_seg2_kernel_i32_scalar,
- * auto_bgemm_seg2_kernel_scalar); each call allocates their workspace (A_pad: bf16[Z, M,
- * ceildiv(K, 8) * 8], B_pad: bf16[Z, ceildiv(K, 8) * 8, ceildiv(N, 8) * 8]) on `stream`
- * (cudaMallocAsync) and frees it after them.
+ * auto_bgemm_seg0_kernel_i32, auto_bgemm_seg0_kernel), then auto_bgemm_seg1 (kernels
+ * auto_bgemm_seg1_kernel_i32, auto_bgemm_seg1_kernel), then auto_bgemm_seg2 (kernels
+ * auto_bgemm_seg2_kernel_M32_i32, auto_bgemm_seg2_kernel_M32, auto_bgemm_seg2_kernel_M64_i32,
+ * auto_bgemm_seg2_kernel_M64, auto_bgemm_seg2_kernel_i32, auto_bgemm_seg2_kernel); each call
+ * allocates their workspace (A_pad: bf16[Z, M, ceildiv(K, 8) * 8], B_pad: bf16[Z, ceildiv(K, 8)
+ * * 8, ceildiv(N, 8) * 8]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t auto_bgemm(const uint16_t *A, const uint16_t *B, float *C, int64_t Z, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *auto_bgemm_last_error(void);
