@@ -188,11 +188,21 @@ static int64_t extent_at_most(IrExpr *e)
 	return e->kind == EX_SIZE && e->size->bound > 0 ? e->size->bound : -1;
 }
 
-/* r: the reduced extent (at most; -1 unknown). */
-static OuterShape outer_shape(Plan *p, Tensor *o, int64_t vec, int64_t size, int64_t r)
+/* The product of extent_at_most over o's roots [from, to) (collapsed indices), or -1. */
+static int64_t extents_at_most(Tensor *o, int from, int to)
+{
+	int64_t n = 1;
+	for (int k = from; k < to && n >= 0; k++) {
+		int64_t e = extent_at_most(o->root[k]->extent);
+		n = e < 0 ? -1 : n * e;
+	}
+	return n;
+}
+
+static OuterShape outer_shape(Plan *p, Tensor *o, int64_t vec, int64_t size)
 {
 	int k = o->ndim;
-	int64_t last = extent_at_most(o->root[k - 1]->extent);
+	int64_t r = extents_at_most(o, k, o->nroot), last = extent_at_most(o->root[k - 1]->extent);
 	int64_t kept = const_extent(o, 0, k - 1);
 	bool clast = last >= 0;
 	OuterShape sh = {.vec = vec, .unroll = OUTER_UNROLL};
@@ -317,8 +327,7 @@ static void schedule_outer(Plan *p, Outer *a)
 	    (k == 1 || (const_extent(o, 0, k - 1) < 0 && o->nroot == k + 1)))
 		p->bucket = k == 1 ? (Buckets){sz->size, col_buckets, countof(col_buckets)}
 				   : (Buckets){sz->size, mid_buckets, countof(mid_buckets)};
-	OuterShape sh = outer_shape(p, o, vec, a->max_size,
-				    o->nroot == k + 1 ? extent_at_most(o->root[k]->extent) : r);
+	OuterShape sh = outer_shape(p, o, vec, a->max_size);
 	const char *hx = fresh_axis(p, t, "hx"), *tn = fresh_axis(p, t, "tx");
 	d_split(p, t, o->root[k - 1]->name, sh.tx * vec, hx, tn);
 	const char *bx = hx;

@@ -160,6 +160,46 @@ START_TEST(test_collapse_preconditions)
 }
 END_TEST
 
+/* The launch line of src's first kernel ("grid(...) block(...)...", after the name). */
+static char *launch_of(const char *src)
+{
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_msg(tc->kernels != NULL, "did not compile:\n%s\n%s", src, tc->diags);
+	char *ir = tc_kernel_ir(tc, 0);
+	char *at = strstr(ir, " grid(");
+	ck_assert_ptr_nonnull(at);
+	char *r = strndup(at, strcspn(at, "\n"));
+	free(ir);
+	tc_free(tc);
+	return r;
+}
+
+/* With constant extents a collapsed fusion is planned as the 2-D one of the product extent:
+ * the same grid, block and shared memory (a row of 64 x 64 as one of 4096, persistent in
+ * registers; 64 x 512 reduced rows as 32768; 8 x 16 as 128 in a middle-axis sum). */
+START_TEST(test_collapse_as_product)
+{
+	static const char *pairs[][2] = {
+		{"fusion f(x: f32[300, 64, 64]) -> (s: f32[300]) { s[b] = sum(i, j: x[b, i, j]); }",
+		 "fusion f(x: f32[300, 4096]) -> (s: f32[300]) { s[b] = sum(j: x[b, j]); }"},
+		{"fusion f(x: f32[64, 512, 1024]) -> (s: f32[1024]) { s[h] = sum(b, t: x[b, t, h]); }",
+		 "fusion f(x: f32[32768, 1024]) -> (s: f32[1024]) { s[h] = sum(r: x[r, h]); }"},
+		{"fusion f(x: f32[B, 8, 16, 32]) -> (s: f32[B, 32]) {\n"
+		 "  s[b, h] = sum(t, u: x[b, t, u, h]);\n}\n",
+		 "fusion f(x: f32[B, 128, 32]) -> (s: f32[B, 32]) { s[b, h] = sum(t: x[b, t, h]); }"},
+	};
+	for (int i = 0; i < countof(pairs); i++) {
+		char *a = launch_of(pairs[i][0]), *b = launch_of(pairs[i][1]);
+		ck_assert_msg(strcmp(a, b) == 0, "collapsed '%s', 2-D '%s'", a, b);
+		free(a);
+		free(b);
+	}
+	char *ir = launch_of(pairs[0][0]);
+	ck_assert_str_eq(ir, " grid(300) block(128) {"); /* persistent: 32 elements a thread */
+	free(ir);
+}
+END_TEST
+
 /* src's kernel that the launcher picks at each of dims, and the last of its chain (the scalar
  * kernel, no precondition), against the reference in the simulator. A vectorized kernel is
  * not run where its preconditions fail: a row of M * N elements then starts unaligned. */
@@ -212,6 +252,7 @@ Suite *auto_collapse_suite(void)
 	tcase_add_test(t, test_collapse_refused);
 	tcase_add_test(t, test_collapsible_entry);
 	tcase_add_test(t, test_collapse_preconditions);
+	tcase_add_test(t, test_collapse_as_product);
 	tcase_add_test(t, test_collapse_simulated);
 	suite_add_tcase(s, t);
 	return s;
