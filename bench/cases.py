@@ -260,6 +260,18 @@ def first_sum3(x):
     return x.sum(dim=0)
 
 
+def layernorm_hw(x, eps):
+    return F.layer_norm(x, x.shape[-2:], eps=eps)
+
+
+def sum_last2(x):
+    return x.sum(dim=(1, 2))
+
+
+def sum_lead2(x):
+    return x.sum(dim=(0, 1))
+
+
 def mean_var(x):
     return x.mean(dim=-1), x.var(dim=-1, unbiased=False)
 
@@ -297,10 +309,18 @@ def users_cases():
              {"B": 64, "T": 512, "H": 1024}, first_sum3),
         Case("users", "layernorm f32 16x1024x4096 (3-D)", u + "layernorm3.fus",
              {"B": 16, "T": 1024, "C": 4096}, layernorm, scalars={"eps": 1e-5}),
+        Case("users", "layernorm over (H, W) f32 32x64x64x64", u + "layernorm_hw.fus",
+             {"B": 32, "C": 64, "H": 64, "W": 64}, layernorm_hw, scalars={"eps": 1e-5}),
         Case("users", "mean+var f32 16384x4096 (2 outputs)", u + "mean_var.fus", mn, mean_var),
         Case("users", "row max f32 16384x4096", u + "row_max.fus", mn, row_max),
         Case("users", "row sum 3-D f32 64x256x4096", u + "row_sum3.fus",
              {"B": 64, "T": 256, "C": 4096}, row_sum),
+        Case("users", "sum over the last two axes f32 64x512x1024", u + "sum_last2.fus",
+             {"B": 64, "M": 512, "N": 1024}, sum_last2),
+        Case("users", "sum over the last two axes f32 4096x64x64", u + "sum_last2.fus",
+             {"B": 4096, "M": 64, "N": 64}, sum_last2),
+        Case("users", "sum over the two leading axes f32 64x512x1024", u + "col_sum_lead2.fus",
+             {"B": 64, "T": 512, "H": 1024}, sum_lead2),
         Case("users", "silu bf16 16384x8192", u + "silu_bf16.fus", {"M": 16384, "N": 8192},
              silu_f32, tol=2e-2),
         Case("users", "scaled softmax bf16 32768x4096", u + "softmax_scale_bf16.fus",

@@ -188,10 +188,21 @@ static int64_t extent_at_most(IrExpr *e)
 	return e->kind == EX_SIZE && e->size->bound > 0 ? e->size->bound : -1;
 }
 
+/* The product of extent_at_most over o's roots [from, to) (collapsed indices), or -1. */
+static int64_t extents_at_most(Tensor *o, int from, int to)
+{
+	int64_t n = 1;
+	for (int k = from; k < to && n >= 0; k++) {
+		int64_t e = extent_at_most(o->root[k]->extent);
+		n = e < 0 ? -1 : n * e;
+	}
+	return n;
+}
+
 static OuterShape outer_shape(Plan *p, Tensor *o, int64_t vec, int64_t size)
 {
 	int k = o->ndim;
-	int64_t r = extent_at_most(o->root[k]->extent), last = extent_at_most(o->root[k - 1]->extent);
+	int64_t r = extents_at_most(o, k, o->nroot), last = extent_at_most(o->root[k - 1]->extent);
 	int64_t kept = const_extent(o, 0, k - 1);
 	bool clast = last >= 0;
 	OuterShape sh = {.vec = vec, .unroll = OUTER_UNROLL};
@@ -291,13 +302,15 @@ static void schedule_outer_vec(Plan *p, Tensor *o, OuterShape sh, const char *bx
 	d_verb1(p, acc, "vectorize", jv);
 }
 
-/* s[kept...] = red(r: ...) with the last kept index contiguous in every read. */
+/* s[kept...] = red(r...: ...) with the last kept index contiguous in every read; several
+ * reduced indices are collapsed into one first (auto_collapsible). */
 static void schedule_outer(Plan *p, Outer *a)
 {
 	Tensor *o = a->out;
 	const char *t = o->name;
 	int k = o->ndim;
-	int64_t last, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, k + 1);
+	const char *row = auto_merge_roots(p, o, k, o->nroot, "r");
+	int64_t last, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, o->nroot);
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
 	/* vec columns per thread, 16-byte loads, when the schedule is tuned (a constant reduced
 	 * extent shorter than a vector keeps one column per thread: at 1, s would have no rows
@@ -311,7 +324,7 @@ static void schedule_outer(Plan *p, Outer *a)
 	}
 	IrExpr *sz = o->root[k == 1 ? 0 : k]->extent; /* the size the blocks on y depend on */
 	if (p->level == AUTO_TUNED && !p->bucket.sym && sz->kind == EX_SIZE && sz->size->bound == 0 &&
-	    (k == 1 || const_extent(o, 0, k - 1) < 0))
+	    (k == 1 || (const_extent(o, 0, k - 1) < 0 && o->nroot == k + 1)))
 		p->bucket = k == 1 ? (Buckets){sz->size, col_buckets, countof(col_buckets)}
 				   : (Buckets){sz->size, mid_buckets, countof(mid_buckets)};
 	OuterShape sh = outer_shape(p, o, vec, a->max_size);
@@ -319,16 +332,10 @@ static void schedule_outer(Plan *p, Outer *a)
 	d_split(p, t, o->root[k - 1]->name, sh.tx * vec, hx, tn);
 	const char *bx = hx;
 	if (k > 1) {
-		const char *x = o->root[0]->name;
-		for (int q = 1; q < k - 1; q++) {
-			const char *m = fresh_axis(p, t, "kept");
-			d_merge(p, t, x, o->root[q]->name, m);
-			x = m;
-		}
+		const char *x = auto_merge_roots(p, o, 0, k - 1, "kept");
 		bx = fresh_axis(p, t, "bx");
 		d_merge(p, t, x, hx, bx);
 	}
-	const char *row = o->root[k]->name;
 	if (vec > 1) {
 		schedule_outer_vec(p, o, sh, bx, tn, row);
 		return;
@@ -345,12 +352,7 @@ static void schedule_outer(Plan *p, Outer *a)
 static void schedule_whole(Plan *p, Outer *a)
 {
 	Tensor *o = a->out;
-	const char *t = o->name, *x = o->root[0]->name;
-	for (int q = 1; q < o->nroot; q++) {
-		const char *m = fresh_axis(p, t, "r");
-		d_merge(p, t, x, o->root[q]->name, m);
-		x = m;
-	}
+	const char *t = o->name, *x = auto_merge_roots(p, o, 0, o->nroot, "r");
 	bool vecs = a->identity && p->level == AUTO_TUNED;
 	for (int i = 0; i < a->nins && vecs; i++)
 		vecs = only_reader(p->f, a->ins[i], o);
@@ -448,7 +450,7 @@ static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a)
 		a->max_size = dtype_size(o->dtype);
 	if (o->ndim == 0)
 		return AC_WHOLE;
-	if (o->nroot != o->ndim + 1 || !a->contiguous)
+	if (!a->contiguous || !auto_collapsible(o, o->ndim, o->nroot))
 		return AC_GENERAL;
 	return o->ndim == 1 ? AC_OUTER : AC_MIDDLE;
 }

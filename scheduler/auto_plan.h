@@ -98,6 +98,13 @@ typedef struct AutoAccess {
 } AutoAccess;
 AutoAccess auto_access(Tensor *o);
 
+/* collapse.c ("Collapsed axes" in docs/auto_schedule.md): are o's roots [from, to) (at
+ * least one) used by every read of its definition only together, as adjacent subscripts in
+ * that order over dimensions of their extents (one contiguous run of each tensor read)? */
+bool auto_collapsible(Tensor *o, int from, int to);
+/* Merges o's roots [from, to) in order into one axis (new names from base); its name. */
+const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *base);
+
 /* auto_outer.c: AC_OUTER, AC_MIDDLE or AC_WHOLE when o is one of them, else AC_GENERAL;
  * auto_outer schedules o when it is (false: not, nothing emitted). */
 AutoClass auto_outer_class(Fusion *f, Tensor *o);

@@ -11,7 +11,8 @@
  *     non-mergeable output on blockIdx.y when it is a constant <= 65535;
  *   - a row group (an output and the row reductions it reads): one block per row (or
  *     several short rows per block), threads over the row in vectors, block reductions
- *     computed at the row, the row kept in registers when it is constant and fits;
+ *     computed at the row, the row kept in registers when it is constant and fits (a
+ *     column of several adjacent indices merged into one first: collapse.c);
  *   - another reduction output: threads over its kept axes, serial reduction loops (or a
  *     grid reduction when the kept axes give few blocks);
  *   - another pointwise output: threads over the axes of the reductions it reads, which are
@@ -333,18 +334,28 @@ static void schedule_output(Plan *p, Tensor *o)
 /* ---- the row analysis ---------------------------------------------------------------- */
 
 /* Roles of the indices of an expression walked from a row tensor: a row position (>= 0),
- * the column (the reduced index of a row reduction, the last index of a row-shaped output),
- * or anything else. */
-enum { ROLE_COL = -1, ROLE_OTHER = -2 };
+ * the column's index c (ROLE_COL - c: the reduced indices of a row reduction, the last
+ * indices of a row-shaped output; several when the column is collapsed, "Collapsed axes" in
+ * docs/auto_schedule.md), or anything else. */
+enum { ROLE_COL = -1, ROLE_OTHER = -64 };
+
+/* The column index c of role s, or -1 when s is not a column's. */
+static int col_of(int s)
+{
+	return s <= ROLE_COL && s > ROLE_OTHER ? ROLE_COL - s : -1;
+}
 
 /* A row group: one output (a pointwise [rows..., N] tensor or a row reduction [rows...]) and
  * the row reductions it reads, all over the same rows and the same row length N. */
 typedef struct Row {
+	Arena *a;
 	Fusion *f;
 	Tensor *anchor;         /* the output whose row loop everything is computed at */
 	int k;                  /* number of row indices */
 	IrExpr **rows;          /* their extents */
-	IrExpr *n;              /* row length */
+	int ncol;               /* indices of the column: 1, or several collapsed into one */
+	IrExpr *cols[AUTO_MAX_RANK]; /* their extents */
+	IrExpr *n;              /* row length: their product */
 	bool ok;                /* the whole group has the row shape */
 	int max_size;           /* widest dtype read or written along the row, in bytes (0: none) */
 	Tensor *reds[MAX_GROUP];  /* row reductions read (definition order after sorting) */
@@ -363,6 +374,23 @@ typedef struct Row {
 } Row;
 
 static void row_walk(Row *r, IrExpr *e, const int *role);
+
+/* The column: t's roots from `from` on (an anchor's last indices, a reduction's reduced
+ * ones), the row length their product. */
+static void row_set_cols(Row *r, Tensor *t, int from)
+{
+	r->ncol = t->nroot - from;
+	if (r->ncol > AUTO_MAX_RANK) {
+		r->ok = false;
+		return;
+	}
+	r->n = t->root[from]->extent;
+	for (int c = 0; c < r->ncol; c++) {
+		r->cols[c] = t->root[from + c]->extent;
+		if (c > 0)
+			r->n = ix_mul(r->a, r->n, r->cols[c]);
+	}
+}
 
 static int row_add_red(Row *r, Tensor *t)
 {
@@ -384,45 +412,63 @@ static void row_reduction(Row *r, Tensor *t)
 	int i = row_add_red(r, t);
 	if (i < 0 || i < before)
 		return;
-	if (!r->n && t->nroot == r->k + 1)
-		r->n = t->root[r->k]->extent; /* an anchor without column: the first reduction's */
-	if (t->ndim != r->k || t->nroot != r->k + 1 || !dims_equal(t->root[r->k]->extent, r->n)) {
+	if (!r->n && t->nroot > r->k) /* an anchor without column: the first reduction's */
+		row_set_cols(r, t, r->k);
+	if (t->ndim != r->k || t->nroot != r->k + r->ncol) {
 		r->ok = false;
 		return;
 	}
-	int role[17];
+	int role[AUTO_MAX_RANK + 1];
 	for (int p = 0; p < r->k; p++) {
 		if (!dims_equal(t->shape[p], r->rows[p]))
 			r->ok = false;
 		role[p] = p;
 	}
-	role[r->k] = ROLE_COL;
+	for (int c = 0; c < r->ncol; c++) {
+		if (!dims_equal(t->root[r->k + c]->extent, r->cols[c]))
+			r->ok = false;
+		role[r->k + c] = ROLE_COL - c;
+	}
 	int saved = r->cur;
 	r->cur = 1 + i;
 	row_walk(r, t->def->args[0], role);
 	r->cur = saved;
 }
 
-/* A read of memory tensor x with subscript roles sub: rows in order, the column only last. */
+/* Is the read with subscript roles sub (of x's ndim) a full row x[rows..., col...]? */
+static bool full_row(Row *r, int ndim, const int *sub)
+{
+	bool full = r->ncol > 0 && ndim == r->k + r->ncol;
+	for (int m = 0; m < ndim && full; m++)
+		full = m < r->k ? sub[m] == m : sub[m] == ROLE_COL - (m - r->k);
+	return full;
+}
+
+/* A read of memory tensor x with subscript roles sub: rows in order, the column's indices
+ * only all together, last and in order (over dimensions of their extents: one contiguous
+ * run of x). */
 static void row_read(Row *r, Tensor *x, const int *sub)
 {
-	int next = 0;
-	bool full = x->ndim == r->k + 1;
+	int next = 0, ncol = 0;
 	for (int m = 0; m < x->ndim; m++) {
-		int s = sub[m];
+		int s = sub[m], c = col_of(s);
 		/* only reads along the row are vectors (a per-row value is one load per row) */
-		if (s == ROLE_COL && dtype_size(x->dtype) > r->max_size)
+		if (c >= 0 && dtype_size(x->dtype) > r->max_size)
 			r->max_size = dtype_size(x->dtype);
-		if (s == ROLE_OTHER || (s == ROLE_COL && m != x->ndim - 1))
+		if (c >= 0)
+			ncol++;
+		if (s == ROLE_OTHER || (c >= 0 && m != x->ndim - r->ncol + c))
 			r->ok = false;
-		else if (s == ROLE_COL && !dims_equal(x->shape[m], r->n))
+		else if (c >= 0 && !dims_equal(x->shape[m], r->cols[c]))
 			r->ok = false;
 		else if (s >= 0 && (s < next || !dims_equal(x->shape[m], r->rows[s])))
 			r->ok = false;
 		if (s >= 0)
 			next = s + 1;
-		full &= m < r->k ? s == m : s == ROLE_COL;
 	}
+	if (ncol != 0 && ncol != r->ncol)
+		r->ok = false;
+	bool full = full_row(r, x->ndim, sub);
 	if (!full || !r->ok)
 		return;
 	int i = 0;
@@ -453,10 +499,7 @@ static void row_val(Row *r, Tensor *x, const int *sub)
 /* An inlined intermediate read as a full row: a candidate to keep in registers. */
 static void row_mid(Row *r, Tensor *x, const int *sub)
 {
-	bool full = x->ndim == r->k + 1;
-	for (int m = 0; m < x->ndim && full; m++)
-		full = m < r->k ? sub[m] == m : sub[m] == ROLE_COL;
-	if (!full)
+	if (!full_row(r, x->ndim, sub))
 		return;
 	int i = 0;
 	while (i < r->nmids && r->mids[i] != x)
@@ -482,8 +525,8 @@ static void row_walk(Row *r, IrExpr *e, const int *role)
 		return;
 	}
 	Tensor *x = e->tensor;
-	int sub[17];
-	if (e->nargs > 16) {
+	int sub[AUTO_MAX_RANK];
+	if (e->nargs > AUTO_MAX_RANK) {
 		r->ok = false;
 		return;
 	}
@@ -531,24 +574,28 @@ static uint64_t remap_readers(Row *r, Tensor **old, uint64_t bits)
 }
 
 /* The row group of output o with k row indices, or ok == false when o is not row-shaped: a
- * row reduction (k = o->ndim), a pointwise output over rows and a column (k = o->ndim - 1),
- * or a pointwise output over rows only that reads row reductions (k = o->ndim: `m[i] =
- * t[i] / N`, the anchor has no column; the row length is the reductions'). */
-static Row row_analyze(Tensor *o, int k)
+ * row reduction (k = o->ndim; its reduced indices are the column), a pointwise output over
+ * rows and a column (k < o->ndim: its last indices are the column), or a pointwise output
+ * over rows only that reads row reductions (k = o->ndim: `m[i] = t[i] / N`, the anchor has
+ * no column; the column is the reductions'). */
+static Row row_analyze(Arena *a, Tensor *o, int k)
 {
 	/* a reduction or a row-only anchor writes one value per row: not a vector */
-	Row r = {.anchor = o, .ok = true, .max_size = k < o->ndim ? dtype_size(o->dtype) : 0, .k = k};
+	Row r = {.a = a, .anchor = o, .ok = true, .k = k,
+		 .max_size = k < o->ndim ? dtype_size(o->dtype) : 0};
 	bool red = tensor_is_reduction(o);
-	if (r.k < 1 || r.k > 15 || (red && o->nroot != o->ndim + 1)) {
+	if (r.k < 1 || r.k > 15 || o->nroot > AUTO_MAX_RANK || (red && o->nroot == o->ndim)) {
 		r.ok = false;
 		return r;
 	}
 	r.rows = o->shape;
-	r.n = red ? o->root[r.k]->extent : r.k < o->ndim ? o->shape[r.k] : NULL;
-	int role[17];
+	if (k < o->nroot)
+		row_set_cols(&r, o, k);
+	int role[AUTO_MAX_RANK + 1];
 	for (int p = 0; p < r.k; p++)
 		role[p] = p;
-	role[r.k] = ROLE_COL;
+	for (int c = 0; c < r.ncol; c++)
+		role[r.k + c] = ROLE_COL - c;
 	if (red) {
 		r.cur = 0;
 		row_walk(&r, o->def->args[0], role);
@@ -569,13 +616,17 @@ static Row row_analyze(Tensor *o, int k)
 	return r;
 }
 
-/* The row group of output o: over all but its last index, else over all of them. */
-static Row row_group(Tensor *o)
+/* The row group of output o: a reduction over all its indices; a pointwise output over all
+ * but its last index, else all but its last two, ... (a collapsed column), else all of them. */
+static Row row_group(Arena *a, Tensor *o)
 {
 	bool red = tensor_is_reduction(o);
-	Row r = row_analyze(o, red ? o->ndim : o->ndim - 1);
+	int k = red ? o->ndim : o->ndim - 1;
+	Row r = row_analyze(a, o, k);
+	while (!r.ok && !red && --k >= 1)
+		r = row_analyze(a, o, k);
 	if (!r.ok && !red)
-		r = row_analyze(o, o->ndim);
+		r = row_analyze(a, o, o->ndim);
 	return r;
 }
 
@@ -642,13 +693,15 @@ typedef struct RowShape {
 	Tensor *mid;             /* persistent: an intermediate kept in registers, or NULL */
 } RowShape;
 
+/* The vector width along the row: 16 bytes, halved until it divides a constant innermost
+ * extent of the column (a symbolic one: the vectorize pass's launcher precondition). */
 static int row_vec(Row *r)
 {
 	int64_t n;
 	int vec = AUTO_VECTOR_BYTES / (r->max_size > 0 ? r->max_size : 4);
 	if (vec < 1)
 		vec = 1;
-	if (ir_is_const(r->n, &n))
+	if (ir_is_const(r->cols[r->ncol - 1], &n))
 		while (vec > 1 && n % vec)
 			vec /= 2;
 	return vec;
@@ -821,6 +874,19 @@ static const char *own_name(const char *name, const char **shared, int nshared, 
 	}
 }
 
+/* t's column as one axis: its column roots (named as after compute_at with `shared`) merged
+ * in order when the row has several ("Collapsed axes" in docs/auto_schedule.md). */
+static const char *row_col(Plan *p, Row *r, Tensor *t, const char **shared, int nshared)
+{
+	const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);
+	for (int q = 1; q < r->ncol; q++) {
+		const char *m = fresh_axis(p, t->name, "col");
+		d_merge(p, t->name, c, own_name(t->root[r->k + q]->name, shared, nshared, p->a), m);
+		c = m;
+	}
+	return c;
+}
+
 /* Are the stored tensors `me` (reader bits: one tensor, or an online pair) the only readers
  * of input i in the whole fusion? */
 static bool sole_reader(Row *r, int i, uint64_t me)
@@ -978,8 +1044,8 @@ static void row_welford(Plan *p, Row *r, RowShape *s, IrExpr *odef, const char *
 		for (int q = 0; q < 2; q++) {
 			Tensor *u = r->reds[pair[q]];
 			d_compute_at(p, u->name, o->name, at, shared, nshared);
-			const char *c = own_name(u->root[r->k]->name, shared, nshared, p->a);
-			schedule_row_reduction(p, r, s, u, 1 + pair[q], c);
+			schedule_row_reduction(p, r, s, u, 1 + pair[q],
+					       row_col(p, r, u, shared, nshared));
 			paired[pair[q]] = 1 + q;
 		}
 		d_directive(p, NULL, t->name, "welford", 0, NULL, 0, NULL);
@@ -1007,6 +1073,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	    r->n->size->bound == 0)
 		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
 	bool red = tensor_is_reduction(o);
+	const char *col = r->k < o->nroot ? row_col(p, r, o, NULL, 0) : NULL;
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
 	 * threadIdx.y when several short rows share a block) */
 	const char *row = o->root[0]->name;
@@ -1034,7 +1101,6 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	for (int i = 0; i < r->nins; i++)
 		if (s.cache[i])
 			cache[i] = d_cache_after(p, r->ins[i], "local");
-	const char *col = r->k < o->nroot ? o->root[r->k]->name : NULL;
 	if (red) {
 		schedule_row_reduction(p, r, &s, o, 0, col);
 	} else if (col) {
@@ -1064,8 +1130,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	if (s.mid) {
 		d_verb1(p, s.mid->name, "memory", "local");
 		d_compute_at(p, s.mid->name, o->name, at, shared, nshared);
-		const char *c = own_name(s.mid->root[r->k]->name, shared, nshared, p->a);
-		RowAxes x = row_split(p, s.mid->name, c, s.vec, s.threads, 0);
+		RowAxes x = row_split(p, s.mid->name, row_col(p, r, s.mid, shared, nshared), s.vec,
+				      s.threads, 0);
 		d_verb1(p, s.mid->name, "unroll", x.jr);
 		if (x.jv)
 			d_verb1(p, s.mid->name, "unroll", x.jv);
@@ -1080,8 +1146,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 			if (t == o || paired[i] || (u != o && u != s.mid) != (pass == 1))
 				continue;
 			d_compute_at(p, t->name, u->name, at, shared, nshared);
-			const char *c = own_name(t->root[r->k]->name, shared, nshared, p->a);
-			schedule_row_reduction(p, r, &s, t, 1 + i, c);
+			schedule_row_reduction(p, r, &s, t, 1 + i, row_col(p, r, t, shared, nshared));
 		}
 	}
 	if (!s.persistent)
@@ -1094,8 +1159,8 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (!c)
 			return;
 		d_compute_at(p, cache[i], row_reader(r, &s, c)->name, at, shared, nshared);
-		RowAxes x = row_split(p, cache[i], own_name(c->root[r->k]->name, shared, nshared, p->a),
-				      s.vec, s.threads, s.unroll);
+		RowAxes x = row_split(p, cache[i], row_col(p, r, c, shared, nshared), s.vec, s.threads,
+				      s.unroll);
 		if (x.jv)
 			d_verb1(p, cache[i], "vectorize", x.jv);
 		if (!x.ju)
@@ -1302,7 +1367,7 @@ static void schedule_tuned(Plan *p)
 	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
 	for (int i = 0; i < nout; i++) {
 		Tensor *o = f->outputs[i];
-		rows[i] = o->def ? row_group(o) : (Row){.ok = false};
+		rows[i] = o->def ? row_group(p->a, o) : (Row){.ok = false};
 		rows[i].f = f;
 		for (int k = 0; k < rows[i].nins; k++)
 			rows[i].stored[k] = stored_readers(f, rows[i].ins[k]);

@@ -11,8 +11,10 @@
  *               that cannot be staged)
  *   transpose   no reduction, an input read with the innermost index on another dimension
  *               (auto_transpose.c: shared-memory tiles)
- *   rows        a row group: inner reductions and the normalizations that read them
- *   outer       a reduction over the outermost index into the one kept index (auto_outer.c)
+ *   rows        a row group: inner reductions and the normalizations that read them (a
+ *               column may be several adjacent indices: collapse.c)
+ *   outer       a reduction over the outermost index (or adjacent outermost indices that
+ *               collapse) into the one kept index (auto_outer.c)
  *   middle      the same with more kept indices (a middle-axis reduction)
  *   whole       a 0-d reduction over every index (auto_outer.c)
  *   general     anything else: a correct, untuned schedule (auto_schedule.c)

@@ -39,6 +39,8 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
 # Grid reductions: many blocks along the reduced type, and a sample of whole segments.
+# Collapsed axes (docs/auto_schedule.md): a merged column whose inner extent the vector
+# divides and one it does not (the scalar kernel), many rows per thread, an empty batch.
 # Welford's layernorm and the online softmax: rows shorter than a warp, not a multiple of the
 # 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
@@ -49,6 +51,11 @@ done
 # run the scalar kernel.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
+	    "bench/users/sum_last2.fus --dims B=3,M=7,N=36" \
+	    "bench/users/sum_last2.fus --dims B=2,M=4,N=7" \
+	    "bench/users/layernorm_hw.fus --dims B=2,C=3,H=33,W=36" \
+	    "bench/users/col_sum_lead2.fus --dims B=2,T=1000,H=36" \
+	    "bench/users/col_sum_lead2.fus --dims B=0,T=3,H=36" \
 	    "examples/reduce/row_sum_grid.fus --dims M=5,N=40000 --max-blocks 8" \
 	    "examples/reduce/layernorm_welford.fus --dims M=3,N=20" \
 	    "examples/reduce/layernorm_welford.fus --dims M=7,N=1000" \

@@ -1,0 +1,259 @@
+/* check_auto_collapse.c: collapsed axes (scheduler/collapse.c and the row analysis of
+ * scheduler/auto_schedule.c; docs/auto_schedule.md, "Collapsed axes"): adjacent indices that
+ * every read uses only together, in order, over dimensions of their extents are scheduled as
+ * one axis (a merge directive first). The class each fusion gets, which merges its schedule
+ * writes, what is not collapsed, the vector and 32-bit index preconditions of a merged
+ * column, and the simulator against the reference at sizes no split divides, 0 and 1. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "scheduler/auto_plan.h"
+#include "tests/unit/testutil.h"
+
+/* The class and the schedule block (as `--emit=schedule` prints it) of src's one fusion,
+ * tuned (not a fallback level). */
+static void expect_schedule(const char *src, const char *cls, const char **has, int nhas)
+{
+	TestCompile *tc = tc_compile(src, false);
+	ck_assert_msg(tc->prog != NULL && tc->diags[0] == 0, "did not compile:\n%s", tc->diags);
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_msg(f->auto_scheduled && !f->auto_fallback, "%s: not the tuned schedule", f->name);
+	ck_assert_msg(f->auto_class && strcmp(f->auto_class, cls) == 0, "class '%s', expected '%s' for\n%s",
+		      f->auto_class ? f->auto_class : "(none)", cls, src);
+	Buf b = {0};
+	ast_print_schedule(f->ast_schedule, &b);
+	for (int i = 0; i < nhas; i++)
+		ck_assert_msg(strstr(b.s, has[i]) != NULL, "no '%s' in\n%s", has[i], b.s);
+	buf_free(&b);
+	tc_free(tc);
+}
+
+static const char sum_last2[] = "fusion s2(x: f32[B, M, N]) -> (s: f32[B]) {\n"
+				"  s[b] = sum(i, j: x[b, i, j]);\n"
+				"}\n";
+
+static const char col_lead2[] = "fusion c2(x: f32[B, T, H]) -> (s: f32[H]) {\n"
+				"  s[h] = sum(b, t: x[b, t, h]);\n"
+				"}\n";
+
+static const char norm_hw[] =
+	"fusion ln(x: f32[B, C, H, W]) -> (y: f32[B, C, H, W]) {\n"
+	"  mean[b, c] = sum(i, j: x[b, c, i, j]) / (H * W);\n"
+	"  d[b, c, i, j] = x[b, c, i, j] - mean[b, c];\n"
+	"  rstd[b, c] = rsqrt(sum(i, j: d[b, c, i, j] * d[b, c, i, j]) / (H * W) + 0.00001);\n"
+	"  y[b, c, i, j] = d[b, c, i, j] * rstd[b, c];\n"
+	"}\n";
+
+/* The merges each class writes, first, and the class's directives on the merged axis. */
+START_TEST(test_collapse_merges)
+{
+	/* a row sum over two axes: the rows class, the column i * N + j */
+	const char *rows[] = {"  s.merge(i, j) -> col;\n", "  s.split(col, 4) -> (jo, jv);\n",
+			      "  s.bind(b, blockIdx.x);\n", "  x_reg.vectorize(jv);\n"};
+	expect_schedule(sum_last2, "rows", rows, countof(rows));
+	/* three reduced axes: merged in order */
+	const char *three[] = {"  s.merge(i, j) -> col;\n", "  s.merge(col, k) -> col2;\n",
+			       "  s.split(col2, 4) -> (jo, jv);\n"};
+	expect_schedule("fusion s3(x: f32[B, L, M, N]) -> (s: f32[B]) {\n"
+			"  s[b] = max(i, j, k: x[b, i, j, k]);\n"
+			"}\n",
+			"rows", three, countof(three));
+	/* a column sum over the two leading axes: the outer class, the reduced index b * T + t */
+	const char *outer[] = {"  s.merge(b, t) -> r;\n", "  s.split(r, 16) -> (ro, ty);\n",
+			       "  s_part_acc.vectorize(jv);\n"};
+	expect_schedule(col_lead2, "outer", outer, countof(outer));
+	/* a middle-axis sum over two adjacent axes */
+	const char *mid[] = {"  s.merge(t, u) -> r;\n", "  s.merge(b, hx) -> bx;\n"};
+	expect_schedule("fusion m2(x: f32[B, T, U, H]) -> (s: f32[B, H]) {\n"
+			"  s[b, h] = sum(t, u: x[b, t, u, h]);\n"
+			"}\n",
+			"middle", mid, countof(mid));
+	/* layer normalization over (H, W): the output and both sums merge their column */
+	const char *norm[] = {"  y.merge(i, j) -> col;\n", "  y.merge(b, c) -> row;\n",
+			      "  y.vectorize(jv);\n", "  mean_sum0.merge(i, j) -> col;\n",
+			      "  rstd_sum0.merge(i, j) -> col;\n", "  mean.compute_at(y, row);\n"};
+	expect_schedule(norm_hw, "rows", norm, countof(norm));
+	/* one column index: no merge of the column (the rows' merge only) */
+	const char *one[] = {"  s.merge(b, t) -> row;\n"};
+	expect_schedule("fusion r3(x: f32[B, T, C]) -> (s: f32[B, T]) {\n"
+			"  s[b, t] = sum(c: x[b, t, c]);\n"
+			"}\n",
+			"rows", one, countof(one));
+}
+END_TEST
+
+/* Indices read apart, out of order or over other extents are not collapsed: the general
+ * schedule (correct, not tuned), as before. */
+START_TEST(test_collapse_refused)
+{
+	const char *none[] = {"  s.split(b, "};
+	/* out of order: x[b, j, i] */
+	expect_schedule("fusion f(x: f32[B, N, M]) -> (s: f32[B]) {\n"
+			"  s[b] = sum(i, j: x[b, j, i]);\n"
+			"}\n",
+			"general", none, 1);
+	/* j alone in a read: w[j] */
+	expect_schedule("fusion f(x: f32[B, M, N], w: f32[N]) -> (s: f32[B]) {\n"
+			"  s[b] = sum(i, j: x[b, i, j] * w[j]);\n"
+			"}\n",
+			"general", none, 1);
+	/* not adjacent: x[b, i, b2, j]-like, the kept index between the reduced ones */
+	expect_schedule("fusion f(x: f32[M, B, N]) -> (s: f32[B]) {\n"
+			"  s[b] = sum(i, j: x[i, b, j]);\n"
+			"}\n",
+			"general", none, 1);
+	/* the column of an outer sum read transposed by a second input */
+	const char *gen[] = {"  s.split(h, "};
+	expect_schedule("fusion f(x: f32[B, T, H], y: f32[T, B, H]) -> (s: f32[H]) {\n"
+			"  s[h] = sum(b, t: x[b, t, h] + y[t, b, h]);\n"
+			"}\n",
+			"general", gen, 1);
+}
+END_TEST
+
+/* auto_collapsible on the definitions as sema builds them. */
+START_TEST(test_collapsible_entry)
+{
+	TestCompile *tc = tc_compile("fusion f(x: f32[B, M, N], w: f32[M, N]) -> (s: f32[B]) {\n"
+				     "  s[b] = sum(i, j: x[b, i, j] * w[i, j]);\n"
+				     "}\n"
+				     "fusion g(x: f32[B, N, N]) -> (s: f32[B]) {\n"
+				     "  s[b] = sum(i, j: x[b, i, j] + x[b, j, i]);\n"
+				     "}\n"
+				     "fusion h(x: f32[B, M, N], y: f32[B, M, 4]) -> (s: f32[B]) {\n"
+				     "  s[b] = sum(i, j: x[b, i, j] + y[b, i, 0]);\n"
+				     "}\n",
+				     false);
+	ck_assert_ptr_nonnull(tc->prog);
+	Fusion *f = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[0]->ast);
+	Fusion *g = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[1]->ast);
+	Fusion *h = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[2]->ast);
+	ck_assert(auto_collapsible(f->outputs[0], 1, 3));
+	ck_assert(auto_collapsible(f->outputs[0], 1, 2)); /* one index: trivially */
+	ck_assert(!auto_collapsible(f->outputs[0], 0, 2)); /* b with i: w[i, j] has i without b */
+	ck_assert(!auto_collapsible(g->outputs[0], 1, 3)); /* x[b, j, i] reads them reversed */
+	ck_assert(!auto_collapsible(h->outputs[0], 1, 3)); /* y[b, i, 0]: i without j */
+	tc_free(tc);
+}
+END_TEST
+
+/* A merged column vectorizes along its innermost extent: the tuned kernel requires N % 4 (not
+ * M * N % 4), its scalar kernel nothing; the 32-bit copy is guarded by the element counts. */
+START_TEST(test_collapse_preconditions)
+{
+	TestCompile *tc = tc_compile_i32(sum_last2);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Kernel *k = tc->kernels[0];
+	char *ir = tc_kernel_ir(tc, 0);
+	ck_assert_contains(ir, "kernel s2_kernel_i32 grid(B) block(128) {\n"
+			       "  require aligned(x, 16);\n"
+			       "  require N % 4 == 0;\n"
+			       "  require index32(2130706431);\n");
+	free(ir);
+	int64_t even[3] = {4, 33, 128}, odd[3] = {4, 128, 33}, big[3] = {1, 65536, 32768};
+	ck_assert_str_eq(kernel_pick(k, even, NULL)->name, "s2_kernel_i32");
+	ck_assert_str_eq(kernel_pick(k, odd, NULL)->name, "s2_kernel_i32_scalar");
+	ck_assert_str_eq(kernel_pick(k, big, NULL)->name, "s2_kernel");
+	tc_free(tc);
+}
+END_TEST
+
+/* The launch line of src's first kernel ("grid(...) block(...)...", after the name). */
+static char *launch_of(const char *src)
+{
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_msg(tc->kernels != NULL, "did not compile:\n%s\n%s", src, tc->diags);
+	char *ir = tc_kernel_ir(tc, 0);
+	char *at = strstr(ir, " grid(");
+	ck_assert_ptr_nonnull(at);
+	char *r = strndup(at, strcspn(at, "\n"));
+	free(ir);
+	tc_free(tc);
+	return r;
+}
+
+/* With constant extents a collapsed fusion is planned as the 2-D one of the product extent:
+ * the same grid, block and shared memory (a row of 64 x 64 as one of 4096, persistent in
+ * registers; 64 x 512 reduced rows as 32768; 8 x 16 as 128 in a middle-axis sum). */
+START_TEST(test_collapse_as_product)
+{
+	static const char *pairs[][2] = {
+		{"fusion f(x: f32[300, 64, 64]) -> (s: f32[300]) { s[b] = sum(i, j: x[b, i, j]); }",
+		 "fusion f(x: f32[300, 4096]) -> (s: f32[300]) { s[b] = sum(j: x[b, j]); }"},
+		{"fusion f(x: f32[64, 512, 1024]) -> (s: f32[1024]) { s[h] = sum(b, t: x[b, t, h]); }",
+		 "fusion f(x: f32[32768, 1024]) -> (s: f32[1024]) { s[h] = sum(r: x[r, h]); }"},
+		{"fusion f(x: f32[B, 8, 16, 32]) -> (s: f32[B, 32]) {\n"
+		 "  s[b, h] = sum(t, u: x[b, t, u, h]);\n}\n",
+		 "fusion f(x: f32[B, 128, 32]) -> (s: f32[B, 32]) { s[b, h] = sum(t: x[b, t, h]); }"},
+	};
+	for (int i = 0; i < countof(pairs); i++) {
+		char *a = launch_of(pairs[i][0]), *b = launch_of(pairs[i][1]);
+		ck_assert_msg(strcmp(a, b) == 0, "collapsed '%s', 2-D '%s'", a, b);
+		free(a);
+		free(b);
+	}
+	char *ir = launch_of(pairs[0][0]);
+	ck_assert_str_eq(ir, " grid(300) block(128) {"); /* persistent: 32 elements a thread */
+	free(ir);
+}
+END_TEST
+
+/* src's kernel that the launcher picks at each of dims, and the last of its chain (the scalar
+ * kernel, no precondition), against the reference in the simulator. A vectorized kernel is
+ * not run where its preconditions fail: a row of M * N elements then starts unaligned. */
+static TestCompile *expect_chain(const char *src, const char **dims, int n)
+{
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_msg(tc->kernels != NULL, "did not compile:\n%s\n%s", src, tc->diags);
+	Kernel *last = tc->kernels[0];
+	while (last->fallback)
+		last = last->fallback;
+	for (int i = 0; i < n; i++)
+		if (expect_sim_picked(tc->kernels[0], dims[i]) != last)
+			expect_sim(last, dims[i]);
+	return tc;
+}
+
+/* Sizes no split or vector divides, empty extents and ones. */
+START_TEST(test_collapse_simulated)
+{
+	const char *d3[] = {"B=3,M=5,N=7", "B=2,M=33,N=132", "B=3,M=4,N=7", "B=0,M=3,N=4", "B=1,M=1,N=1",
+			    "B=2,M=0,N=5", "B=2,M=3,N=0"};
+	tc_free(expect_chain(sum_last2, d3, countof(d3)));
+	const char *dc[] = {"B=3,T=5,H=7", "B=3,T=37,H=132", "B=0,T=3,H=4", "B=1,T=1,H=1",
+			    "B=2,T=0,H=5", "B=3,T=5,H=0"};
+	tc_free(expect_chain(col_lead2, dc, countof(dc)));
+	const char *d4[] = {"B=2,C=3,H=5,W=7", "B=1,C=2,H=17,W=36", "B=0,C=2,H=3,W=4",
+			    "B=1,C=1,H=1,W=1", "B=2,C=1,H=0,W=3"};
+	tc_free(expect_chain(norm_hw, d4, countof(d4)));
+	/* constant extents: the row of 6 x 20 f32 is persistent in registers */
+	const char *dk[] = {"B=5", "B=0", "B=1"};
+	TestCompile *tc = expect_chain("fusion k(x: f32[B, 6, 20]) -> (y: f32[B, 6, 20]) {\n"
+				      "  m[b] = max(i, j: x[b, i, j]);\n"
+				      "  y[b, i, j] = exp(x[b, i, j] - m[b]);\n"
+				      "}\n",
+				      dk, countof(dk));
+	ck_assert_str_eq(tc->prog->fusions[0]->auto_class, "rows");
+	char *ir = tc_fusion_ir(tc, 0);
+	ck_assert_contains(ir, "x_reg");
+	free(ir);
+	tc_free(tc);
+}
+END_TEST
+
+Suite *auto_collapse_suite(void)
+{
+	Suite *s = suite_create("auto_collapse");
+	TCase *t = tcase_create("collapse");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, test_collapse_merges);
+	tcase_add_test(t, test_collapse_refused);
+	tcase_add_test(t, test_collapsible_entry);
+	tcase_add_test(t, test_collapse_preconditions);
+	tcase_add_test(t, test_collapse_as_product);
+	tcase_add_test(t, test_collapse_simulated);
+	suite_add_tcase(s, t);
+	return s;
+}
