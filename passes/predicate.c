@@ -59,10 +59,30 @@ static void add_cond(Conds *cs, IrExpr *c)
 	cs->c[cs->n++] = c;
 }
 
+/* Are subscripts (s, s2) of dimensions d, d + 1 a merged index's row and column, (q / D, q % D)
+ * with D the extent of dimension d + 1? */
+static bool merged_pair(IrExpr *s, IrExpr *s2, IrExpr *D)
+{
+	return s->kind == EX_OP && s->op == OP_DIV && s2->kind == EX_OP && s2->op == OP_MOD &&
+	       ir_equal(s->args[0], s2->args[0]) && ir_equal(s->args[1], D) &&
+	       ir_equal(s2->args[1], D);
+}
+
+/* A merged index q over dimensions d, d + 1 (collapsed axes, docs/auto_schedule.md) is in
+ * bounds where q < extent_d * extent_d+1: one comparison instead of a division per lane
+ * (q / D < E holds exactly where q < E * D for q >= 0, D >= 1; with D = 0 neither holds), and
+ * E * D is a product of the tensor's extents, in range wherever its offsets are. */
 static void bounds(Conds *cs, Tensor *t, IrExpr **subs, int n)
 {
-	for (int d = 0; d < n && d < t->ndim; d++)
+	for (int d = 0; d < n && d < t->ndim; d++) {
+		if (d + 1 < n && d + 1 < t->ndim && merged_pair(subs[d], subs[d + 1], t->shape[d + 1])) {
+			add_cond(cs, ix_lt(cs->a, subs[d]->args[0],
+					   ix_mul(cs->a, t->shape[d], t->shape[d + 1])));
+			d++;
+			continue;
+		}
 		add_cond(cs, ix_lt(cs->a, subs[d], t->shape[d]));
+	}
 }
 
 /* Does the conjunction c (simplified) hold condition x? */
@@ -158,11 +178,32 @@ static void split_conds(Conds *cs, IrExpr *c)
 	add_cond(cs, c);
 }
 
+/* Does another condition of cs say q < E * D (either order), which implies c = `q / D < E`
+ * (D >= 1; with D = 0 neither holds)? A merged index's row bound beside its merged bound
+ * (a reduction root's, or a read that is not the pair of the store's). */
+static bool implied_row_bound(Conds *cs, IrExpr *c)
+{
+	if (c->kind != EX_OP || c->op != OP_LT || c->args[0]->kind != EX_OP ||
+	    c->args[0]->op != OP_DIV)
+		return false;
+	IrExpr *q = c->args[0]->args[0], *D = c->args[0]->args[1], *E = c->args[1];
+	IrExpr *ed = ir_simplify(cs->a, cs->rg, ix_mul(cs->a, E, D));
+	IrExpr *de = ir_simplify(cs->a, cs->rg, ix_mul(cs->a, D, E));
+	for (int i = 0; i < cs->n; i++) {
+		IrExpr *o = cs->c[i];
+		if (o != c && o->kind == EX_OP && o->op == OP_LT && ir_equal(o->args[0], q) &&
+		    (ir_equal(o->args[1], ed) || ir_equal(o->args[1], de)))
+			return true;
+	}
+	return false;
+}
+
 static IrExpr *conjunction(Conds *cs)
 {
 	IrExpr *c = NULL;
 	for (int i = 0; i < cs->n; i++)
-		c = ix_and(cs->a, c, cs->c[i]);
+		if (!implied_row_bound(cs, cs->c[i]))
+			c = ix_and(cs->a, c, cs->c[i]);
 	return c;
 }
 

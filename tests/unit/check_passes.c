@@ -174,6 +174,29 @@ START_TEST(nested_split_predicate)
 }
 END_TEST
 
+START_TEST(merged_pair_bound)
+{
+	/* a merge of two whole dimensions: x[q / N, q % N] is in bounds where q < M * N, one
+	 * comparison and no division per lane (collapsed axes) */
+	char *got = lower_dump("fusion mp(x: f32[B, M, N]) -> (s: f32[B]) {\n"
+			       "  s[b] = sum(i, j: x[b, i, j]);\n}\n"
+			       "schedule mp { s.merge(i, j) -> q; s.split(q, 128) -> (qo, tx);\n"
+			       "  s.bind(b, blockIdx.x); s.bind(tx, threadIdx.x); }\n",
+			       "predicate");
+	ck_assert_contains(got, "if (blockIdx.x < B && qo * 128 + threadIdx.x < M * N) {");
+	ck_assert_not_contains(got, "/ N < M");
+	free(got);
+	/* the pair must be the row and column of the same index over the tensor's own extent */
+	got = lower_dump("fusion np(x: f32[M, N], y: f32[M, N]) -> (z: f32[M, N]) {\n"
+			 "  z[i, j] = x[i, j] + y[i, j];\n}\n"
+			 "schedule np { z.merge(i, j) -> q; z.split(q, 7) -> (qo, qi);\n"
+			 "  z.bind(qo, blockIdx.x); }\n",
+			 "predicate");
+	ck_assert_contains(got, "blockIdx.x * 7 + qi < M * N");
+	free(got);
+}
+END_TEST
+
 START_TEST(nested_split_divisible)
 {
 	/* 8 = 2 * 4 and 64 = 8 * 8: every bound is proved, nothing is predicated */
@@ -188,7 +211,8 @@ END_TEST
 
 START_TEST(transpose_merge)
 {
-	/* the merged index reads back as itself; the inner bound m % M < M is dropped */
+	/* the merged index reads back as itself; the inner bound m % M < M is dropped, and the
+	 * row bound m / M < N is m < N * M (merged_pair_bound) */
 	ASSERT_DUMP("fusion tr(x: f32[M, N]) -> (y: f32[N, M]) {\n"
 		    "  y[i, j] = x[j, i];\n"
 		    "}\n"
@@ -201,7 +225,7 @@ START_TEST(transpose_merge)
 		    "simplify",
 		    "kernel tr_kernel grid(ceildiv(N * M, 128)) block(128) {\n"
 		    "  // nest of y\n"
-		    "  if ((blockIdx.x * 128 + threadIdx.x) / M < N) {\n"
+		    "  if (blockIdx.x * 128 + threadIdx.x < N * M) {\n"
 		    "    y[blockIdx.x * 128 + threadIdx.x] = x[(blockIdx.x * 128 + threadIdx.x) % M * N + (blockIdx.x * 128 + threadIdx.x) / M];\n"
 		    "  }\n"
 		    "}\n");
@@ -724,6 +748,7 @@ Suite *passes_suite(void)
 	tcase_add_test(tc, nest_markers);
 	tcase_add_test(tc, split_2d_broadcast);
 	tcase_add_test(tc, no_predicate_when_divisible);
+	tcase_add_test(tc, merged_pair_bound);
 	tcase_add_test(tc, nested_split_predicate);
 	tcase_add_test(tc, nested_split_divisible);
 	tcase_add_test(tc, transpose_merge);

@@ -829,20 +829,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_seg0_kernel_i32(con
 {
   int quot;
   int rem;
-  int quot_1;
-  quot = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)K_pad + 4095) / 4096, 1)) / (unsigned)__fus_max((int)M, 1));
+  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)K_pad + 4095) / 4096, 1));
   rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)K_pad + 4095) / 4096, 1));
-  quot_1 = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)K_pad + 4095) / 4096, 1));
   // nest of A_pad
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    if (quot < (int)Z && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 < (int)K_pad) {
+    if (quot < (int)Z * (int)M && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 < (int)K_pad) {
       __align__(16) __fus_bfloat A_pad_vec[8];
       #pragma unroll
       for (int v_1 = 0; v_1 < 8; ++v_1) {
-        A_pad_vec[v_1] = __fus_float2bfloat(rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1 < (int)K ? __fus_bfloat2float(A[quot_1 * (int)K + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1]) : 0.0f);
+        A_pad_vec[v_1] = __fus_float2bfloat(rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1 < (int)K ? __fus_bfloat2float(A[quot * (int)K + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1]) : 0.0f);
       }
-      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&A_pad[quot_1 * (int)K_pad + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&A_pad_vec[0]);
+      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&A_pad[quot * (int)K_pad + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&A_pad_vec[0]);
     }
   }
 }
@@ -851,20 +849,18 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_seg0_kernel(const _
 {
   long long quot;
   long long rem;
-  long long quot_1;
-  quot = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((K_pad + 4095) / 4096, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(M, (long long)1), 2147483648LL));
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((K_pad + 4095) / 4096, (long long)1), 2147483648LL));
   rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((K_pad + 4095) / 4096, (long long)1), 2147483648LL));
-  quot_1 = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((K_pad + 4095) / 4096, (long long)1), 2147483648LL));
   // nest of A_pad
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
-    if (quot < Z && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 < K_pad) {
+    if (quot < Z * M && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 < K_pad) {
       __align__(16) __fus_bfloat A_pad_vec[8];
       #pragma unroll
       for (long long v_1 = 0; v_1 < 8; ++v_1) {
-        A_pad_vec[v_1] = __fus_float2bfloat(rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1 < K ? __fus_bfloat2float(A[quot_1 * K + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1]) : 0.0f);
+        A_pad_vec[v_1] = __fus_float2bfloat(rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1 < K ? __fus_bfloat2float(A[quot * K + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1]) : 0.0f);
       }
-      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&A_pad[quot_1 * K_pad + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&A_pad_vec[0]);
+      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&A_pad[quot * K_pad + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&A_pad_vec[0]);
     }
   }
 }
@@ -875,20 +871,20 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_seg1_kernel_i32(con
   int rem;
   int rem_1;
   int quot_1;
-  quot = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1)) / (unsigned)__fus_max((int)K_pad, 1));
+  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1));
   rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1));
   rem_1 = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1)) % (unsigned)__fus_max((int)K_pad, 1));
-  quot_1 = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1));
+  quot_1 = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N_pad + 4095) / 4096, 1)) / (unsigned)__fus_max((int)K_pad, 1));
   // nest of B_pad
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    if (quot < (int)Z && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 < (int)N_pad) {
+    if (quot < (int)Z * (int)K_pad && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 < (int)N_pad) {
       __align__(16) __fus_bfloat B_pad_vec[8];
       #pragma unroll
       for (int v_1 = 0; v_1 < 8; ++v_1) {
-        B_pad_vec[v_1] = __fus_float2bfloat(rem_1 < (int)K && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1 < (int)N ? __fus_bfloat2float(B[quot * (int)K * (int)N + rem_1 * (int)N + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1]) : 0.0f);
+        B_pad_vec[v_1] = __fus_float2bfloat(rem_1 < (int)K && rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1 < (int)N ? __fus_bfloat2float(B[quot_1 * (int)K * (int)N + rem_1 * (int)N + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8 + v_1]) : 0.0f);
       }
-      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&B_pad[quot_1 * (int)N_pad + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&B_pad_vec[0]);
+      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&B_pad[quot * (int)N_pad + rem * 4096 + u * 1024 + ((int)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&B_pad_vec[0]);
     }
   }
 }
@@ -899,20 +895,20 @@ extern "C" __global__ void __launch_bounds__(128) auto_bgemm_seg1_kernel(const _
   long long rem;
   long long rem_1;
   long long quot_1;
-  quot = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(K_pad, (long long)1), 2147483648LL));
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL));
   rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL));
   rem_1 = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL)) % (unsigned)min(__fus_max(K_pad, (long long)1), 2147483648LL));
-  quot_1 = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL));
+  quot_1 = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N_pad + 4095) / 4096, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(K_pad, (long long)1), 2147483648LL));
   // nest of B_pad
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
-    if (quot < Z && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 < N_pad) {
+    if (quot < Z * K_pad && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 < N_pad) {
       __align__(16) __fus_bfloat B_pad_vec[8];
       #pragma unroll
       for (long long v_1 = 0; v_1 < 8; ++v_1) {
-        B_pad_vec[v_1] = __fus_float2bfloat(rem_1 < K && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1 < N ? __fus_bfloat2float(B[quot * K * N + rem_1 * N + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1]) : 0.0f);
+        B_pad_vec[v_1] = __fus_float2bfloat(rem_1 < K && rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1 < N ? __fus_bfloat2float(B[quot_1 * K * N + rem_1 * N + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8 + v_1]) : 0.0f);
       }
-      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&B_pad[quot_1 * N_pad + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&B_pad_vec[0]);
+      *reinterpret_cast<__fus_vec<__fus_bfloat, 8> *>(&B_pad[quot * N_pad + rem * 4096 + u * 1024 + ((long long)threadIdx.x) * 8]) = *reinterpret_cast<const __fus_vec<__fus_bfloat, 8> *>(&B_pad_vec[0]);
     }
   }
 }

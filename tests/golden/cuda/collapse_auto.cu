@@ -10,22 +10,35 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_i32(const flo
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (int jr = 0; jr < ((int)M * (int)N + 511) / 512; ++jr) {
+  for (int jr = 0; jr < (int)M * (int)N / 512; ++jr) {
     __align__(16) float x_reg[4];
     // x_reg computed at s.tx
-    if (((int)blockIdx.x) < (int)B && ((int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4) / (unsigned)(int)N) < (int)M && (int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4 + 3) / (unsigned)(int)N) < (int)M)) {
+    if (((int)blockIdx.x) < (int)B) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
+    }
+    #pragma unroll
+    for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+      if (((int)blockIdx.x) < (int)B) {
+        s_acc = s_acc + x_reg[jv_1];
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)M * (int)N + 511) / 512 - (int)M * (int)N / 512; ++jr_1) {
+    __align__(16) float x_reg[4];
+    // x_reg computed at s.tx
+    if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4]);
     } else {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)B && (int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4 + jv) / (unsigned)(int)N) < (int)M) {
-          x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
+        if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
+          x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv];
         }
       }
     }
     #pragma unroll
     for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-      if (((int)blockIdx.x) < (int)B && (int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4 + jv_1) / (unsigned)(int)N) < (int)M) {
+      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
         s_acc = s_acc + x_reg[jv_1];
       }
     }
@@ -41,22 +54,35 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel(const float *
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (long long jr = 0; jr < (M * N + 511) / 512; ++jr) {
+  for (long long jr = 0; jr < M * N / 512; ++jr) {
     __align__(16) float x_reg[4];
     // x_reg computed at s.tx
-    if (((long long)blockIdx.x) < B && ((jr * 512 + ((long long)threadIdx.x) * 4) / N < M && (jr * 512 + ((long long)threadIdx.x) * 4 + 3) / N < M)) {
+    if (((long long)blockIdx.x) < B) {
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + jr * 512 + ((long long)threadIdx.x) * 4]);
+    }
+    #pragma unroll
+    for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+      if (((long long)blockIdx.x) < B) {
+        s_acc = s_acc + x_reg[jv_1];
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (M * N + 511) / 512 - M * N / 512; ++jr_1) {
+    __align__(16) float x_reg[4];
+    // x_reg computed at s.tx
+    if (((long long)blockIdx.x) < B && M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4]);
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < B && (jr * 512 + ((long long)threadIdx.x) * 4 + jv) / N < M) {
-          x_reg[jv] = x[((long long)blockIdx.x) * M * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
+        if (((long long)blockIdx.x) < B && M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv < M * N) {
+          x_reg[jv] = x[((long long)blockIdx.x) * M * N + M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
         }
       }
     }
     #pragma unroll
     for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-      if (((long long)blockIdx.x) < B && (jr * 512 + ((long long)threadIdx.x) * 4 + jv_1) / N < M) {
+      if (((long long)blockIdx.x) < B && M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
         s_acc = s_acc + x_reg[jv_1];
       }
     }
@@ -72,18 +98,34 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_i32_scalar(co
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (int jr = 0; jr < ((int)M * (int)N + 511) / 512; ++jr) {
+  for (int jr = 0; jr < (int)M * (int)N / 512; ++jr) {
     float x_reg[4];
     // x_reg computed at s.tx
     #pragma unroll
     for (int jv = 0; jv < 4; ++jv) {
-      if (((int)blockIdx.x) < (int)B && (int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4 + jv) / (unsigned)(int)N) < (int)M) {
+      if (((int)blockIdx.x) < (int)B) {
         x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
       }
     }
     #pragma unroll
     for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-      if (((int)blockIdx.x) < (int)B && (int)((unsigned)(jr * 512 + ((int)threadIdx.x) * 4 + jv_1) / (unsigned)(int)N) < (int)M) {
+      if (((int)blockIdx.x) < (int)B) {
+        s_acc = s_acc + x_reg[jv_1];
+      }
+    }
+  }
+  for (int jr_1 = 0; jr_1 < ((int)M * (int)N + 511) / 512 - (int)M * (int)N / 512; ++jr_1) {
+    float x_reg[4];
+    // x_reg computed at s.tx
+    #pragma unroll
+    for (int jv = 0; jv < 4; ++jv) {
+      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
+        x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv];
+      }
+    }
+    #pragma unroll
+    for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
+      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 512 * 512 + jr_1 * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
         s_acc = s_acc + x_reg[jv_1];
       }
     }
@@ -99,18 +141,34 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_scalar(const 
   float s_acc;
   // nest of s
   s_acc = 0.0f;
-  for (long long jr = 0; jr < (M * N + 511) / 512; ++jr) {
+  for (long long jr = 0; jr < M * N / 512; ++jr) {
     float x_reg[4];
     // x_reg computed at s.tx
     #pragma unroll
     for (long long jv = 0; jv < 4; ++jv) {
-      if (((long long)blockIdx.x) < B && (jr * 512 + ((long long)threadIdx.x) * 4 + jv) / N < M) {
+      if (((long long)blockIdx.x) < B) {
         x_reg[jv] = x[((long long)blockIdx.x) * M * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
       }
     }
     #pragma unroll
     for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-      if (((long long)blockIdx.x) < B && (jr * 512 + ((long long)threadIdx.x) * 4 + jv_1) / N < M) {
+      if (((long long)blockIdx.x) < B) {
+        s_acc = s_acc + x_reg[jv_1];
+      }
+    }
+  }
+  for (long long jr_1 = 0; jr_1 < (M * N + 511) / 512 - M * N / 512; ++jr_1) {
+    float x_reg[4];
+    // x_reg computed at s.tx
+    #pragma unroll
+    for (long long jv = 0; jv < 4; ++jv) {
+      if (((long long)blockIdx.x) < B && M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv < M * N) {
+        x_reg[jv] = x[((long long)blockIdx.x) * M * N + M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv];
+      }
+    }
+    #pragma unroll
+    for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
+      if (((long long)blockIdx.x) < B && M * N / 512 * 512 + jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
         s_acc = s_acc + x_reg[jv_1];
       }
     }
@@ -165,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
   for (int rr_1 = 0; rr_1 < ((int)B * (int)M + 4223) / 4224 - (int)B * (int)M / 4224; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -179,7 +237,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -248,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
   for (long long rr_1 = 0; rr_1 < (B * M + 4223) / 4224 - B * M / 4224; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -262,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -318,7 +376,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)((unsigned)((int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -373,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_sca
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -441,7 +499,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
   for (int rr_1 = 0; rr_1 < ((int)B * (int)M + 1023) / 1024 - (int)B * (int)M / 1024; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -455,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -524,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
   for (long long rr_1 = 0; rr_1 < (B * M + 1023) / 1024 - B * M / 1024; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -538,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -594,7 +652,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)((unsigned)((int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -649,7 +707,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_sca
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -717,7 +775,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
   for (int rr_1 = 0; rr_1 < ((int)B * (int)M + 255) / 256 - (int)B * (int)M / 256; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -731,7 +789,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -800,7 +858,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
   for (long long rr_1 = 0; rr_1 < (B * M + 255) / 256 - B * M / 256; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -814,7 +872,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -870,7 +928,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)((unsigned)((int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -925,7 +983,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_sc
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -993,7 +1051,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
   for (int rr_1 = 0; rr_1 < ((int)B * (int)M + 127) / 128 - (int)B * (int)M / 128; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -1007,7 +1065,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -1076,7 +1134,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
   for (long long rr_1 = 0; rr_1 < (B * M + 127) / 128 - B * M / 128; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -1090,7 +1148,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -1146,7 +1204,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)((unsigned)((int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -1201,7 +1259,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_sc
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -1269,7 +1327,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
   for (int rr_1 = 0; rr_1 < ((int)B * (int)M + 63) / 64 - (int)B * (int)M / 64; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+      if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -1283,7 +1341,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
       } else {
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)((unsigned)((int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+          if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -1350,7 +1408,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
   for (long long rr_1 = 0; rr_1 < (B * M + 63) / 64 - B * M / 64; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+      if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
@@ -1364,7 +1422,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
       } else {
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+          if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
             s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
           }
         }
@@ -1418,7 +1476,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32_scala
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)((unsigned)((int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16) / (unsigned)(int)M) < (int)B) {
+        if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -1471,7 +1529,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_scalar(co
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16) / M < B) {
+        if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
           s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
         }
       }
@@ -1497,14 +1555,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32(const 
 {
   float mean_sum0_acc;
   float rstd_sum0_acc;
-  int quot;
-  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max((int)M, 1));
   // nest of y
   float mean_sum0[1];
   // mean_sum0 computed at mean.row
   mean_sum0_acc = 0.0f;
   for (int jr = 0; jr < ((int)N * (int)W + 127) / 128; ++jr) {
-    if (quot < (int)B && (int)((unsigned)(jr * 128 + ((int)threadIdx.x)) / (unsigned)(int)W) < (int)N) {
+    if (((int)blockIdx.x) < (int)B * (int)M && jr * 128 + ((int)threadIdx.x) < (int)N * (int)W) {
       mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + jr * 128 + ((int)threadIdx.x)];
     }
   }
@@ -1517,7 +1573,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32(const 
   // rstd_sum0 computed at rstd.row
   rstd_sum0_acc = 0.0f;
   for (int jr_1 = 0; jr_1 < ((int)N * (int)W + 127) / 128; ++jr_1) {
-    if (quot < (int)B && (int)((unsigned)(jr_1 * 128 + ((int)threadIdx.x)) / (unsigned)(int)W) < (int)N) {
+    if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 128 + ((int)threadIdx.x) < (int)N * (int)W) {
       rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + jr_1 * 128 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + jr_1 * 128 + ((int)threadIdx.x)] - mean[0]);
     }
   }
@@ -1527,7 +1583,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32(const 
   // rstd computed at y.row
   rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
   for (int jr_2 = 0; jr_2 < ((int)N * (int)W + 511) / 512; ++jr_2) {
-    if (quot < (int)B && ((int)((unsigned)(jr_2 * 512 + ((int)threadIdx.x) * 4) / (unsigned)(int)W) < (int)N && (int)((unsigned)(jr_2 * 512 + ((int)threadIdx.x) * 4 + 3) / (unsigned)(int)W) < (int)N)) {
+    if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + jr_2 * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
@@ -1539,7 +1595,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32(const 
     } else {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (quot < (int)B && (int)((unsigned)(jr_2 * 512 + ((int)threadIdx.x) * 4 + jv) / (unsigned)(int)W) < (int)N) {
+        if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
           y[((int)blockIdx.x) * (int)N * (int)W + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
         }
       }
@@ -1551,14 +1607,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel(const floa
 {
   float mean_sum0_acc;
   float rstd_sum0_acc;
-  long long quot;
-  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max(M, (long long)1), 2147483648LL));
   // nest of y
   float mean_sum0[1];
   // mean_sum0 computed at mean.row
   mean_sum0_acc = 0.0f;
   for (long long jr = 0; jr < (N * W + 127) / 128; ++jr) {
-    if (quot < B && (jr * 128 + ((long long)threadIdx.x)) / W < N) {
+    if (((long long)blockIdx.x) < B * M && jr * 128 + ((long long)threadIdx.x) < N * W) {
       mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + jr * 128 + ((long long)threadIdx.x)];
     }
   }
@@ -1571,7 +1625,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel(const floa
   // rstd_sum0 computed at rstd.row
   rstd_sum0_acc = 0.0f;
   for (long long jr_1 = 0; jr_1 < (N * W + 127) / 128; ++jr_1) {
-    if (quot < B && (jr_1 * 128 + ((long long)threadIdx.x)) / W < N) {
+    if (((long long)blockIdx.x) < B * M && jr_1 * 128 + ((long long)threadIdx.x) < N * W) {
       rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + jr_1 * 128 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + jr_1 * 128 + ((long long)threadIdx.x)] - mean[0]);
     }
   }
@@ -1581,7 +1635,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel(const floa
   // rstd computed at y.row
   rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
   for (long long jr_2 = 0; jr_2 < (N * W + 511) / 512; ++jr_2) {
-    if (quot < B && ((jr_2 * 512 + ((long long)threadIdx.x) * 4) / W < N && (jr_2 * 512 + ((long long)threadIdx.x) * 4 + 3) / W < N)) {
+    if (((long long)blockIdx.x) < B * M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
       __align__(16) float x_vec[4];
       *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + jr_2 * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
@@ -1593,7 +1647,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel(const floa
     } else {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (quot < B && (jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv) / W < N) {
+        if (((long long)blockIdx.x) < B * M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv < N * W) {
           y[((long long)blockIdx.x) * N * W + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
         }
       }
@@ -1605,14 +1659,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32_scalar
 {
   float mean_sum0_acc;
   float rstd_sum0_acc;
-  int quot;
-  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max((int)M, 1));
   // nest of y
   float mean_sum0[1];
   // mean_sum0 computed at mean.row
   mean_sum0_acc = 0.0f;
   for (int jr = 0; jr < ((int)N * (int)W + 127) / 128; ++jr) {
-    if (quot < (int)B && (int)((unsigned)(jr * 128 + ((int)threadIdx.x)) / (unsigned)(int)W) < (int)N) {
+    if (((int)blockIdx.x) < (int)B * (int)M && jr * 128 + ((int)threadIdx.x) < (int)N * (int)W) {
       mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + jr * 128 + ((int)threadIdx.x)];
     }
   }
@@ -1625,7 +1677,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32_scalar
   // rstd_sum0 computed at rstd.row
   rstd_sum0_acc = 0.0f;
   for (int jr_1 = 0; jr_1 < ((int)N * (int)W + 127) / 128; ++jr_1) {
-    if (quot < (int)B && (int)((unsigned)(jr_1 * 128 + ((int)threadIdx.x)) / (unsigned)(int)W) < (int)N) {
+    if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 128 + ((int)threadIdx.x) < (int)N * (int)W) {
       rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + jr_1 * 128 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + jr_1 * 128 + ((int)threadIdx.x)] - mean[0]);
     }
   }
@@ -1637,7 +1689,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_i32_scalar
   for (int jr_2 = 0; jr_2 < ((int)N * (int)W + 511) / 512; ++jr_2) {
     #pragma unroll
     for (int jv = 0; jv < 4; ++jv) {
-      if (quot < (int)B && (int)((unsigned)(jr_2 * 512 + ((int)threadIdx.x) * 4 + jv) / (unsigned)(int)W) < (int)N) {
+      if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
         y[((int)blockIdx.x) * (int)N * (int)W + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + jr_2 * 512 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
       }
     }
@@ -1648,14 +1700,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_scalar(con
 {
   float mean_sum0_acc;
   float rstd_sum0_acc;
-  long long quot;
-  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max(M, (long long)1), 2147483648LL));
   // nest of y
   float mean_sum0[1];
   // mean_sum0 computed at mean.row
   mean_sum0_acc = 0.0f;
   for (long long jr = 0; jr < (N * W + 127) / 128; ++jr) {
-    if (quot < B && (jr * 128 + ((long long)threadIdx.x)) / W < N) {
+    if (((long long)blockIdx.x) < B * M && jr * 128 + ((long long)threadIdx.x) < N * W) {
       mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + jr * 128 + ((long long)threadIdx.x)];
     }
   }
@@ -1668,7 +1718,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_scalar(con
   // rstd_sum0 computed at rstd.row
   rstd_sum0_acc = 0.0f;
   for (long long jr_1 = 0; jr_1 < (N * W + 127) / 128; ++jr_1) {
-    if (quot < B && (jr_1 * 128 + ((long long)threadIdx.x)) / W < N) {
+    if (((long long)blockIdx.x) < B * M && jr_1 * 128 + ((long long)threadIdx.x) < N * W) {
       rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + jr_1 * 128 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + jr_1 * 128 + ((long long)threadIdx.x)] - mean[0]);
     }
   }
@@ -1680,7 +1730,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_scalar(con
   for (long long jr_2 = 0; jr_2 < (N * W + 511) / 512; ++jr_2) {
     #pragma unroll
     for (long long jv = 0; jv < 4; ++jv) {
-      if (quot < B && (jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv) / W < N) {
+      if (((long long)blockIdx.x) < B * M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv < N * W) {
         y[((long long)blockIdx.x) * N * W + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
       }
     }

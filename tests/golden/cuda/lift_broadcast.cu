@@ -1464,8 +1464,6 @@ extern "C" __global__ void __launch_bounds__(128) bcast_block_kernel(const float
 extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel_i32(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, long long M, long long N)
 {
   float y_sum0_acc;
-  int quot;
-  quot = (int)((unsigned)(((int)blockIdx.x) * 128 + ((int)threadIdx.x)) / (unsigned)__fus_max((int)N, 1));
   // nest of y
   float y_sum0[1];
   // y_sum0 computed at y.bx
@@ -1477,7 +1475,7 @@ extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel_i32(const f
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  if (quot < (int)M) {
+  if (((int)blockIdx.x) * 128 + ((int)threadIdx.x) < (int)M * (int)N) {
     y[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] = x[((int)blockIdx.x) * 128 + ((int)threadIdx.x)] * rsqrtf(__fus_fdiv(y_sum0[0], (float)N) + 1e-05f);
   }
 }
@@ -1485,8 +1483,6 @@ extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel_i32(const f
 extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, long long M, long long N)
 {
   float y_sum0_acc;
-  long long quot;
-  quot = (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)) / __fus_max(N, (long long)1);
   // nest of y
   float y_sum0[1];
   // y_sum0 computed at y.bx
@@ -1498,7 +1494,7 @@ extern "C" __global__ void __launch_bounds__(128) whole_sched_kernel(const float
   }
   y_sum0_acc = __fus_reduce_warps<__fus_red_sum, 128, float>(y_sum0_acc);
   y_sum0[0] = y_sum0_acc;
-  if (quot < M) {
+  if (((long long)blockIdx.x) * 128 + ((long long)threadIdx.x) < M * N) {
     y[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] = x[((long long)blockIdx.x) * 128 + ((long long)threadIdx.x)] * rsqrtf(__fus_fdiv(y_sum0[0], (float)N) + 1e-05f);
   }
 }

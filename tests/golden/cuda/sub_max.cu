@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_i32(const
   for (int rr_1 = 0; rr_1 < ((int)M * (int)N + 2162687) / 2162688 - (int)M * (int)N / 2162688; ++rr_1) {
     #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4) / (unsigned)(int)N) < (int)M && (int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + 3) / (unsigned)(int)N) < (int)M) {
+      if ((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
         __align__(16) float x_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4]);
         __align__(16) float m_part_vec_3[4];
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_i32(const
       } else {
         #pragma unroll
         for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
-          if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
+          if ((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1 < (int)M * (int)N) {
             m_part[rv_1] = (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
           }
         }
@@ -103,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel(const flo
   for (long long rr_1 = 0; rr_1 < (M * N + 2162687) / 2162688 - M * N / 2162688; ++rr_1) {
     #pragma unroll
     for (long long u = 0; u < 4; ++u) {
-      if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4) / N < M && (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + 3) / N < M) {
+      if (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
         __align__(16) float x_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4]);
         __align__(16) float m_part_vec_3[4];
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel(const flo
       } else {
         #pragma unroll
         for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-          if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+          if (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N) {
             m_part[rv_1] = (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
           }
         }
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_i32_scala
     for (int u = 0; u < 4; ++u) {
       #pragma unroll
       for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((int)((unsigned)((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1) / (unsigned)(int)N) < (int)M) {
+        if ((int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1 < (int)M * (int)N) {
           m_part[rv_1] = (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + (long long)rr_1 * 2162688 + (long long)u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + (long long)rv_1 < M * N ? x[(int)M * (int)N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((int)blockIdx.x) * 4096 + ((int)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
         }
       }
@@ -208,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_scalar(co
     for (long long u = 0; u < 4; ++u) {
       #pragma unroll
       for (long long rv_1 = 0; rv_1 < 4; ++rv_1) {
-        if ((M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1) / N < M) {
+        if (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N) {
           m_part[rv_1] = (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) > m_part[rv_1] || (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) != (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) ? (M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1 < M * N ? x[M * N / 2162688 * 2162688 + rr_1 * 2162688 + u * 540672 + ((long long)blockIdx.x) * 4096 + ((long long)threadIdx.x) * 4 + rv_1] : __int_as_float(0xff800000)) : m_part[rv_1];
         }
       }
