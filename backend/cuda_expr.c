@@ -550,7 +550,14 @@ static Val val_expr(IrExpr *e)
 	case EX_LOAD: {
 		Val off = val_conv(e->args[0], DT_I64, true);
 		v = val_name(e->tensor->name, e->tensor->dtype);
-		buf_printf(&v.b, "[%s]", off.b.s);
+		if (e->tensor->sched.evict_first) { /* __fus_ld_ef(&x[off]) */
+			Val w = val_new(PREC_PRIMARY, e->tensor->dtype);
+			buf_printf(&w.b, "__fus_ld_ef(&%s[%s])", v.b.s, off.b.s);
+			buf_free(&v.b);
+			v = w;
+		} else {
+			buf_printf(&v.b, "[%s]", off.b.s);
+		}
 		buf_free(&off.b);
 		return val_to(v, e->dtype, false);
 	}

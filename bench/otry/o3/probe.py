@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""probe.py (outer3 lab, issue 13): times the column / middle-axis sums through their
+generated launchers under three L2 states before each call:
+  zero  - do_bench's flush: a 256 MB buffer zeroed (L2 left full of dirty lines)
+  clean - the same zeroing, then a 256 MB read (the dirty lines written back before the call)
+  none  - back to back, no flush (the previous call's data in L2)
+and a variant of each generated .cu whose x loads are ld.global.nc.L1::no_allocate.L2::evict_first
+(EF). Usage: python3 bench/otry/o3/probe.py [filter]"""
+import ctypes
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+FUSC = "build/fusc"
+OUT = "/tmp/o3probe"
+os.makedirs(OUT, exist_ok=True)
+EF = r'''
+__device__ __forceinline__ __fus_vec<float, 4> __o3_ldef(const float *p)
+{
+  __fus_vec<float, 4> v;
+  unsigned long long pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+      : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p), "l"(pol));
+  return v;
+}
+'''
+LOAD = re.compile(r"\*reinterpret_cast<const __fus_vec<float, 4> \*>\(&x\[(.*)\]\);$", re.M)
+
+COL_A = {"M": 16384, "N": 4096}
+COL_B = {"M": 65536, "N": 1024}
+MID = {"B": 64, "T": 512, "H": 1024}
+A, O = "bench/auto/", "bench/otry/o3/"
+# (label, .fus, fusion, dims, evict_first)
+PROGS = [("auto col A", A + "col_sum.fus", "col_sum", COL_A, False),
+         ("auto col A EF", A + "col_sum.fus", "col_sum", COL_A, True),
+         ("auto col B", A + "col_sum.fus", "col_sum", COL_B, False),
+         ("auto col B EF", A + "col_sum.fus", "col_sum", COL_B, True),
+         ("auto mid", A + "mid_sum.fus", "mid_sum", MID, False),
+         ("auto mid EF", A + "mid_sum.fus", "mid_sum", MID, True)]
+for f in sorted(os.listdir(O)):
+    if f.endswith(".fus"):
+        d = {"ca": COL_A, "cb": COL_B, "m_": MID}[f[:2]]
+        fu = "mid_sum" if f.startswith("m_") else "col_sum"
+        PROGS.append((f[:-4], O + f, fu, d, False))
+        PROGS.append((f[:-4] + " EF", O + f, fu, d, True))
+if len(sys.argv) > 1:
+    PROGS = [p for p in PROGS if re.search(sys.argv[1], p[0])]
+
+
+def build(prog):
+    label, fus, fusion, dims, ef = prog
+    stem = os.path.join(OUT, re.sub(r"\W+", "_", label))
+    r = subprocess.run([FUSC, fus, "-o", stem + ".cu"], capture_output=True, text=True)
+    if r.returncode:
+        return label, None, r.stderr[-500:]
+    if ef:
+        with open(stem + ".cu") as f:
+            cu = f.read()
+        cu, n = LOAD.subn(r"__o3_ldef(&x[\1]);", cu)
+        i = cu.index('extern "C" __global__')
+        cu = cu[:i] + EF + cu[i:]
+        with open(stem + ".cu", "w") as f:
+            f.write(cu)
+    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-shared", "-Xcompiler",
+                        "-fPIC", "-I" + OUT, "-o", stem + ".so", stem + ".cu"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return label, None, r.stderr[-500:]
+    return label, stem + ".so", ""
+
+
+with ThreadPoolExecutor(16) as ex:
+    built = {l: (so, err) for l, so, err in ex.map(build, PROGS)}
+
+dev = torch.device("cuda")
+cache = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device=dev)
+other = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device=dev).fill_(1)
+sink = torch.empty(1, dtype=torch.int64, device=dev)
+
+
+def flush(mode):
+    if mode in ("zero", "clean"):
+        cache.zero_()
+    if mode == "clean":
+        torch.sum(other, out=sink)
+
+
+def timed(fn, mode, reps=40):
+    for _ in range(5):
+        flush(mode)
+        fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(reps)]
+    for a, b in ev:
+        flush(mode)
+        a.record()
+        fn()
+        b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in ev)
+    return t[len(t) // 2]
+
+
+inputs = {}
+
+
+def tensors(dims):
+    key = tuple(sorted(dims.items()))
+    if key not in inputs:
+        shape = (dims["M"], dims["N"]) if "M" in dims else (dims["B"], dims["T"], dims["H"])
+        x = torch.randn(shape, device=dev)
+        ref = x.double().sum(dim=0 if "M" in dims else 1).float()
+        inputs[key] = (x, ref)
+    return inputs[key]
+
+
+print("label | GB/s zero | clean | none | ms zero")
+stream = torch.cuda.current_stream().cuda_stream
+for label, fus, fusion, dims, ef in PROGS:
+    so, err = built[label]
+    if not so:
+        print(label, "BUILD FAIL", err.replace("\n", " ")[:300])
+        continue
+    x, ref = tensors(dims)
+    s = torch.full_like(ref, float("nan"))
+    lib = ctypes.CDLL(so)
+    f = getattr(lib, fusion)
+    sizes = [ctypes.c_int64(v) for v in dims.values()]
+    f.restype = ctypes.c_int
+    args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(s.data_ptr())] + sizes + \
+        [ctypes.c_void_p(stream)]
+
+    def fn():
+        return f(*args)
+    rc = fn()
+    torch.cuda.synchronize()
+    err = (s.double() - ref.double()).norm() / ref.double().norm()
+    if rc or not err < 1e-4:
+        print(label, "WRONG rc", rc, "err", float(err))
+        continue
+    nb = x.numel() * 4 + s.numel() * 4
+    ms = {m: timed(fn, m) for m in ("zero", "clean", "none")}
+    print(f"{label} | " + " | ".join(f"{nb / ms[m] / 1e6:.0f}" for m in ms) +
+          f" | {ms['zero']:.4f}", flush=True)
+
+for name, dims in (("eager col A", COL_A), ("eager col B", COL_B), ("eager mid", MID)):
+    x, ref = tensors(dims)
+    d = 0 if "M" in dims else 1
+    nb = x.numel() * 4 + ref.numel() * 4
+    ms = {m: timed(lambda: torch.sum(x, dim=d), m) for m in ("zero", "clean", "none")}
+    print(f"{name} | " + " | ".join(f"{nb / ms[m] / 1e6:.0f}" for m in ms), flush=True)
+big = torch.empty(256 * 1024 * 1024, dtype=torch.float32, device=dev)
+ms = {m: timed(lambda: big.clone(), m, 20) for m in ("zero", "clean", "none")}
+print("copy 1GiB | " + " | ".join(f"{2 * big.numel() * 4 / ms[m] / 1e6:.0f}" for m in ms))
