@@ -13,7 +13,11 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import time
+
 import torch
+
+T0 = time.time()
 
 FUSC = "build/fusc"
 OUT = "/tmp/o3probe"
@@ -38,6 +42,7 @@ A, O = "bench/auto/", "bench/otry/o3/"
 # (label, .fus, fusion, dims, evict_first)
 PROGS = [("auto col A", A + "col_sum.fus", "col_sum", COL_A, False),
          ("auto col A EF", A + "col_sum.fus", "col_sum", COL_A, True),
+         ("auto col A EF nomemset", A + "col_sum.fus", "col_sum", COL_A, True),
          ("auto col B", A + "col_sum.fus", "col_sum", COL_B, False),
          ("auto col B EF", A + "col_sum.fus", "col_sum", COL_B, True),
          ("auto mid", A + "mid_sum.fus", "mid_sum", MID, False),
@@ -64,6 +69,8 @@ def build(prog):
         cu, n = LOAD.subn(r"__o3_ldef(&x[\1]);", cu)
         i = cu.index('extern "C" __global__')
         cu = cu[:i] + EF + cu[i:]
+        if "nomemset" in label:  # timing only: the pool hands back the block the last call reset
+            cu = cu.replace("cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream)", "cudaSuccess")
         with open(stem + ".cu", "w") as f:
             f.write(cu)
     r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-shared", "-Xcompiler",
@@ -140,7 +147,9 @@ for label, fus, fusion, dims, ef in PROGS:
     rc = fn()
     torch.cuda.synchronize()
     err = (s.double() - ref.double()).norm() / ref.double().norm()
-    if rc or not err < 1e-4:
+    if "nomemset" in label:
+        print(label, "(not checked) err", float(err))
+    elif rc or not err < 1e-4:
         print(label, "WRONG rc", rc, "err", float(err))
         continue
     nb = x.numel() * 4 + s.numel() * 4
@@ -157,3 +166,12 @@ for name, dims in (("eager col A", COL_A), ("eager col B", COL_B), ("eager mid",
 big = torch.empty(256 * 1024 * 1024, dtype=torch.float32, device=dev)
 ms = {m: timed(lambda: big.clone(), m, 20) for m in ("zero", "clean", "none")}
 print("copy 1GiB | " + " | ".join(f"{2 * big.numel() * 4 / ms[m] / 1e6:.0f}" for m in ms))
+
+if time.time() - T0 < 30:
+    x, ref = tensors(MID)
+    g = torch.compile(lambda t: torch.sum(t, dim=1), dynamic=False)
+    g(x)
+    nb = x.numel() * 4 + ref.numel() * 4
+    ms = {m: timed(lambda: g(x), m) for m in ("zero", "clean", "none")}
+    print("compile mid | " + " | ".join(f"{nb / ms[m] / 1e6:.0f}" for m in ms), flush=True)
+print(f"probe {time.time() - T0:.0f} s")
