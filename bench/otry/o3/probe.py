@@ -4,16 +4,18 @@ generated launchers under three L2 states before each call:
   zero  - do_bench's flush: a 256 MB buffer zeroed (L2 left full of dirty lines)
   clean - the same zeroing, then a 256 MB read (the dirty lines written back before the call)
   none  - back to back, no flush (the previous call's data in L2)
-and a variant of each generated .cu whose x loads are ld.global.nc.L1::no_allocate.L2::evict_first
-(EF). Usage: python3 bench/otry/o3/probe.py [filter]"""
+and a variant of each generated .cu whose x loads are the ones x.evict_first() makes
+(__fus_ld_ef: ld.global.nc past L1 with an L2 evict-first policy), "EF". bench/otry/o3/*_auto*.fus
+are the automatic size variants written out, with and without x.evict_first(); ca_/cb_/m_ run
+column sums of 16384x4096 / 65536x1024 and the middle-axis sum of 64x512x1024.
+Usage: python3 bench/otry/o3/probe.py [regex over the labels]"""
 import ctypes
 import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
-
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -22,17 +24,6 @@ T0 = time.time()
 FUSC = "build/fusc"
 OUT = "/tmp/o3probe"
 os.makedirs(OUT, exist_ok=True)
-EF = r'''
-__device__ __forceinline__ __fus_vec<float, 4> __o3_ldef(const float *p)
-{
-  __fus_vec<float, 4> v;
-  unsigned long long pol;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p), "l"(pol));
-  return v;
-}
-'''
 LOAD = re.compile(r"\*reinterpret_cast<const __fus_vec<float, 4> \*>\(&x\[(.*)\]\);$", re.M)
 
 COL_A = {"M": 16384, "N": 4096}
@@ -52,7 +43,8 @@ for f in sorted(os.listdir(O)):
         d = {"ca": COL_A, "cb": COL_B, "m_": MID}[f[:2]]
         fu = "mid_sum" if f.startswith("m_") else "col_sum"
         PROGS.append((f[:-4], O + f, fu, d, False))
-        PROGS.append((f[:-4] + " EF", O + f, fu, d, True))
+        if "_auto" not in f:  # the *_auto_ef.fus files say x.evict_first() themselves
+            PROGS.append((f[:-4] + " EF", O + f, fu, d, True))
 if len(sys.argv) > 1:
     PROGS = [p for p in PROGS if re.search(sys.argv[1], p[0])]
 
@@ -66,9 +58,8 @@ def build(prog):
     if ef:
         with open(stem + ".cu") as f:
             cu = f.read()
-        cu, n = LOAD.subn(r"__o3_ldef(&x[\1]);", cu)
-        i = cu.index('extern "C" __global__')
-        cu = cu[:i] + EF + cu[i:]
+        # what x.evict_first() makes of the loads (backend/preamble.cuh, __fus_ld_ef)
+        cu = LOAD.sub(r"__fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[\1]));", cu)
         if "nomemset" in label:  # timing only: the pool hands back the block the last call reset
             cu = cu.replace("cudaMemsetAsync(fus_ws[i], 0, fus_ws_bytes[i], stream)", "cudaSuccess")
         with open(stem + ".cu", "w") as f:
