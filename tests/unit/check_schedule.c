@@ -549,6 +549,11 @@ START_TEST(test_evict_first)
 				  "schedule f { x.evict_first(); h.evict_first();\n"
 				  "  y.split(j, 4) -> (jo, ji); y.bind(i, blockIdx.x);\n"
 				  "  xc = x.cache_after(local); xc.compute_at(y, jo); xc.vectorize(ji); }\n";
+	TestFrontend r = tf_compile(src, true);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_msg(strstr(r.ir, "  tensor x: f32[M, N] input global evict_first\n"), "%s", r.ir);
+	ck_assert_msg(strstr(r.ir, "  tensor b: f32[N] input global\n"), "%s", r.ir);
+	tf_free(&r);
 	TestCompile *tc = tc_lowered(src);
 	char *cu = tc_cuda(tc);
 	ck_assert_msg(strstr(cu, "= __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x["), "%s", cu);
