@@ -34,8 +34,8 @@ template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N];
 // A load of an input marked evict_first (`x.evict_first()`, docs/schedule.md), 1 to 16
 // bytes: from sm_80 on, ld.global.nc past L1, the line entering L2 with the evict-first
 // policy, so that a tensor read once is replaced before the lines other kernels left there
-// (on the H200, a column sum after a kernel that wrote 256 MB: no write-back of that
-// kernel's dirty lines in its time); a plain load before sm_80.
+// (their dirty lines need not be written back while it streams; docs/auto_schedule.md, "The
+// L2 state before the call"); a plain load before sm_80. .nc: inputs are const __restrict__.
 template <int B> struct __fus_ld_ef_bits;
 template <> struct __fus_ld_ef_bits<16> {
   unsigned r[4];
