@@ -584,10 +584,16 @@ static Val val_expr(Buf *t, IrExpr *e)
 		buf_puts(t, ")");
 		return v;
 	case EX_LOAD:
-		v = val_name(t, e->tensor->name, e->tensor->dtype);
+		if (e->tensor->sched.evict_first) { /* __fus_ld_ef(&x[off]) */
+			v = val_new(t, PREC_PRIMARY, e->tensor->dtype);
+			buf_puts(t, "__fus_ld_ef(&");
+			cuda_name(t, e->tensor->name);
+		} else {
+			v = val_name(t, e->tensor->name, e->tensor->dtype);
+		}
 		buf_puts(t, "[");
 		val_conv(t, e->args[0], DT_I64, true);
-		buf_puts(t, "]");
+		buf_puts(t, e->tensor->sched.evict_first ? "])" : "]");
 		return val_to(v, e->dtype, false);
 	case EX_OP:
 		return val_op(t, e);

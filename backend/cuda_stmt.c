@@ -179,7 +179,8 @@ static void emit_store(Em *em, Stmt *s)
 	buf_puts(em->out, ";\n");
 }
 
-/* *reinterpret_cast<__fus_vec<T, N> *>(&dst[o]) = *reinterpret_cast<const ...>(&src[so]); */
+/* *reinterpret_cast<__fus_vec<T, N> *>(&dst[o]) = *reinterpret_cast<const ...>(&src[so]);
+ * (an evict_first source: = __fus_ld_ef(reinterpret_cast<const ...>(&src[so]));) */
 static void emit_vstore(Em *em, Stmt *s)
 {
 	Tensor *d = s->copy.tensor, *src = s->copy.src;
@@ -192,12 +193,13 @@ static void emit_vstore(Em *em, Stmt *s)
 	cuda_name(em->out, d->name);
 	buf_puts(em->out, "[");
 	cuda_put_expr(em->out, s->copy.offset, DT_I64, true);
-	buf_printf(em->out, "]) = *reinterpret_cast<const __fus_vec<%s, %d> *>(&",
-		   dtype_ctype(d->dtype), s->copy.vec);
+	bool ef = src->sched.evict_first;
+	buf_printf(em->out, "]) = %sreinterpret_cast<const __fus_vec<%s, %d> *>(&",
+		   ef ? "__fus_ld_ef(" : "*", dtype_ctype(d->dtype), s->copy.vec);
 	cuda_name(em->out, src->name);
 	buf_puts(em->out, "[");
 	cuda_put_expr(em->out, s->copy.src_offset, DT_I64, true);
-	buf_puts(em->out, "]);\n");
+	buf_puts(em->out, ef ? "]));\n" : "]);\n");
 }
 
 static bool is_local(Kernel *k, Var *v)

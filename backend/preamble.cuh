@@ -31,6 +31,69 @@ struct __align__(2) __fus_bfloat { unsigned short bits; };
 // N elements moved by one 2/4/8/16-byte access.
 template <typename T, int N> struct __align__(sizeof(T) * N) __fus_vec { T v[N]; };
 
+// A load of an input marked evict_first (`x.evict_first()`, docs/schedule.md), 1 to 16
+// bytes: from sm_80 on, ld.global.nc past L1, the line entering L2 with the evict-first
+// policy, so that a tensor read once is replaced before the lines other kernels left there
+// (their dirty lines need not be written back while it streams; docs/auto_schedule.md, "The
+// L2 state before the call"); a plain load before sm_80. .nc: inputs are const __restrict__.
+template <int B> struct __fus_ld_ef_bits;
+template <> struct __fus_ld_ef_bits<16> {
+  unsigned r[4];
+  __device__ __forceinline__ void ld(const void *p, unsigned long long pol)
+  {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p), "l"(pol));
+  }
+};
+template <> struct __fus_ld_ef_bits<8> {
+  unsigned r[2];
+  __device__ __forceinline__ void ld(const void *p, unsigned long long pol)
+  {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(r[0]), "=r"(r[1]) : "l"(p), "l"(pol));
+  }
+};
+template <> struct __fus_ld_ef_bits<4> {
+  unsigned r[1];
+  __device__ __forceinline__ void ld(const void *p, unsigned long long pol)
+  {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r[0]) : "l"(p), "l"(pol));
+  }
+};
+template <> struct __fus_ld_ef_bits<2> {
+  unsigned short r[1];
+  __device__ __forceinline__ void ld(const void *p, unsigned long long pol)
+  {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(r[0]) : "l"(p), "l"(pol));
+  }
+};
+template <> struct __fus_ld_ef_bits<1> {
+  unsigned char r[1];
+  __device__ __forceinline__ void ld(const void *p, unsigned long long pol)
+  {
+    unsigned short h;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u8 %0, [%1], %2;" : "=h"(h) : "l"(p), "l"(pol));
+    r[0] = (unsigned char)h;
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ T __fus_ld_ef(const T *p)
+{
+#if __CUDA_ARCH__ >= 800
+  unsigned long long pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  union {
+    __fus_ld_ef_bits<sizeof(T)> b;
+    T v;
+  } u;
+  u.b.ld(p, pol);
+  return u.v;
+#else
+  return *p;
+#endif
+}
+
 __device__ __forceinline__ float __fus_half2float(__fus_half h)
 {
   float f;

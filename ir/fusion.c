@@ -326,6 +326,8 @@ static void print_tensor(Tensor *t, Buf *out)
 	if (t->sched.cache_of)
 		buf_printf(out, " %s(%s)", t->sched.cache_before ? "cache_before" : "cache_after",
 			   t->sched.cache_of->name);
+	if (t->sched.evict_first)
+		buf_puts(out, " evict_first");
 	if (t->sched.cp_async)
 		buf_puts(out, t->sched.cp_async_cg ? " cp_async(cg)" : " cp_async");
 	if (t->sched.stages)

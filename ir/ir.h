@@ -361,6 +361,10 @@ typedef struct TensorSched {
 	Tensor *cache_of;
 	bool cache_before;  /* c was made by t.cache_before(M) */
 	Span cache_span;    /* the cache_after / cache_before directive */
+	/* `x.evict_first()` on an input read once: its loads bypass L1 and enter L2 with the
+	 * evict-first policy (backend/preamble.cuh, __fus_ld_ef) */
+	bool evict_first;
+	Span evict_first_span;
 	bool cp_async;      /* the copy into this tensor is cp.async */
 	bool cp_async_cg;   /* .cg (16 bytes, bypasses L1) instead of .ca */
 	Span cp_async_span;

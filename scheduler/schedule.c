@@ -41,7 +41,8 @@
 	X(ONLINE, "online", "", "online()")                                                \
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
 	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")                                   \
-	X(INDEX64, "index64", "", "index64()")
+	X(INDEX64, "index64", "", "index64()")                                             \
+	X(EVICT_FIRST, "evict_first", "", "evict_first()")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -686,6 +687,25 @@ static bool do_index64(Sched *s, AstDirective *dir)
 	return true;
 }
 
+/* `x.evict_first()`: the loads of input x carry an L2 evict-first policy (TensorSched). */
+static bool do_evict_first(Sched *s, Tensor *t, AstDirective *dir)
+{
+	if (t->kind != TK_INPUT) {
+		diag_error(s->d, dir->tensor.span,
+			   "cannot evict_first '%s': it is not an input (the hint is for the loads of an input read once)",
+			   t->name);
+		return false;
+	}
+	if (t->sched.evict_first) {
+		diag_error(s->d, dir->span, "'%s' is already evict_first", t->name);
+		diag_note(s->d, t->sched.evict_first_span, "first evict_first here");
+		return false;
+	}
+	t->sched.evict_first = true;
+	t->sched.evict_first_span = dir->span;
+	return true;
+}
+
 static bool do_inline(Sched *s, Tensor *t, AstDirective *dir)
 {
 	if (t->kind == TK_OUTPUT) {
@@ -1101,7 +1121,8 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	}
 	if (!check_args(s, dir, v) || !check_results(s, dir, v))
 		return false;
-	if (t->kind == TK_INPUT && v != V_MEMORY && v != V_CACHE_AFTER && v != V_CACHE_BEFORE) {
+	if (t->kind == TK_INPUT && v != V_MEMORY && v != V_CACHE_AFTER && v != V_CACHE_BEFORE &&
+	    v != V_EVICT_FIRST) {
 		diag_error(s->d, dir->tensor.span, "'%s' is an input: it has no loop domain to %s",
 			   t->name, v == V_INLINE ? "inline" : "schedule");
 		return false;
@@ -1128,6 +1149,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_MMA: return sched_mma(s, t, dir);
 	case V_FRAGMENT: return sched_fragment(s, t, dir);
 	case V_INDEX64: return do_index64(s, dir);
+	case V_EVICT_FIRST: return do_evict_first(s, t, dir);
 	default: unreachable();
 	}
 }

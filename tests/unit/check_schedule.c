@@ -539,6 +539,44 @@ START_TEST(test_par_reuse_unindexed)
 }
 END_TEST
 
+/* `x.evict_first()`: the loads of that input, and only those, go through __fus_ld_ef, in the
+ * scalar (b is not marked) and the vector form; only an input takes it, once. */
+START_TEST(test_evict_first)
+{
+	static const char src[] = "fusion f(x: f32[M, N], b: f32[N], h: f16[M, N]) -> (y: f32[M, N]) {\n"
+				  "  y[i, j] = x[i, j] + b[j] + f32(h[i, j]);\n"
+				  "}\n"
+				  "schedule f { x.evict_first(); h.evict_first();\n"
+				  "  y.split(j, 4) -> (jo, ji); y.bind(i, blockIdx.x);\n"
+				  "  xc = x.cache_after(local); xc.compute_at(y, jo); xc.vectorize(ji); }\n";
+	TestFrontend r = tf_compile(src, true);
+	ck_assert_str_eq(r.errors, "");
+	ck_assert_msg(strstr(r.ir, "  tensor x: f32[M, N] input global evict_first\n"), "%s", r.ir);
+	ck_assert_msg(strstr(r.ir, "  tensor b: f32[N] input global\n"), "%s", r.ir);
+	tf_free(&r);
+	TestCompile *tc = tc_lowered(src);
+	char *cu = tc_cuda(tc);
+	ck_assert_msg(strstr(cu, "= __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x["), "%s", cu);
+	ck_assert_msg(strstr(cu, "__fus_half2float(__fus_ld_ef(&h["), "%s", cu);
+	ck_assert_msg(!strstr(cu, "__fus_ld_ef(&b["), "%s", cu);
+	ck_assert_msg(strstr(cu, "b[j"), "%s", cu);
+	tc_assert_nvrtc(tc);
+	free(cu);
+	tc_free(tc);
+	check_errors("fusion f(x: f32[N]) -> (y: f32[N]) {\n"
+		     "  y[i] = x[i] * 2.0;\n"
+		     "}\n"
+		     "schedule f {\n"
+		     "  y.evict_first();\n"
+		     "  x.evict_first();\n"
+		     "  x.evict_first();\n"
+		     "}\n",
+		     "t.fus:5:3: error: cannot evict_first 'y': it is not an input (the hint is for the loads of an input read once)\n"
+		     "t.fus:7:3: error: 'x' is already evict_first\n"
+		     "t.fus:6:3: note: first evict_first here\n");
+}
+END_TEST
+
 Suite *schedule_suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -561,6 +599,7 @@ Suite *schedule_suite(void)
 	tcase_add_test(tc, test_err_block_over_tensors);
 	tcase_add_test(tc, test_err_par_reuse);
 	tcase_add_test(tc, test_par_reuse_unindexed);
+	tcase_add_test(tc, test_evict_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
