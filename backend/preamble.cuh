@@ -175,12 +175,24 @@ __device__ __forceinline__ unsigned __fus_tid(void)
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
+// The threads of thread tid's warp in a block of NT: a constant when the block is whole
+// warps or less than one (a mask computed from tid made ptxas add a divergent fallback).
+template <int NT>
+__device__ __forceinline__ unsigned __fus_warp_mask(unsigned tid)
+{
+  unsigned left = NT - (tid & ~31u);
+  if (NT % 32 == 0)
+    return 0xffffffffu;
+  if (NT < 32)
+    return (1u << NT % 32) - 1u;
+  return left >= 32u ? 0xffffffffu : (1u << left) - 1u;
+}
+
 // Groups of COUNT (a power of 2 <= 32) consecutive threads of NT: butterfly shuffles.
 template <typename Op, int COUNT, int NT, typename T>
 __device__ __forceinline__ T __fus_reduce_warp(T v)
 {
-  unsigned left = NT - (__fus_tid() & ~31u);
-  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;
+  unsigned mask = __fus_warp_mask<NT>(__fus_tid());
 #pragma unroll
   for (int o = COUNT / 2; o > 0; o /= 2)
     v = Op::f(v, __shfl_xor_sync(mask, v, o));
@@ -301,8 +313,7 @@ template <int COUNT, int NT, typename T>
 __device__ __forceinline__ void __fus_welford_warp(T &n, T &m, T &m2)
 {
   unsigned tid = __fus_tid();
-  unsigned left = NT - (tid & ~31u);
-  unsigned mask = left >= 32u ? 0xffffffffu : (1u << left) - 1u;
+  unsigned mask = __fus_warp_mask<NT>(tid);
   __fus_welford_shfl<COUNT>(mask, tid, n, m, m2);
 }
 

@@ -466,7 +466,7 @@ def outer_cases():
 
 def otry_cases():
     """Manual variants of the outer, middle-axis and whole-tensor schedules (bench/otry/col_*,
-    mid_*, tot_*), for tuning scheduler/auto_outer.c."""
+    mid_*, tot_*), for tuning scheduler/auto_outer.c, and of the row schedules (row_*)."""
     o = "bench/otry/"
     cs = []
     for f in sorted(os.listdir(o)):
@@ -480,6 +480,10 @@ def otry_cases():
             cs.append(Case("otry", f"otry {n}", o + f, {"M": 16384, "N": 16384}, total, tol=1e-3))
         elif f.startswith("tot_"):
             cs.append(Case("otry", f"otry {n}", o + f, {"N": 1 << 28}, total, tol=1e-3))
+        elif f.startswith("row_") and f.endswith(".fus"):  # row_{ln,rms,rs}_*: f32[M, 4096]
+            ref, eps = {"ln": (layernorm, {"eps": 1e-5}), "rms": (rmsnorm, {"eps": 1e-5}),
+                        "rs": (row_sum, {})}[n.split("_")[1]]
+            cs.append(Case("otry", f"otry {n} 16384x4096", o + f, {"M": 16384}, ref, scalars=eps))
     return cs
 
 
