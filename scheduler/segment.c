@@ -8,7 +8,9 @@
  * it: docs/reductions.md): a whole-tensor (0-d) reduction, an outer reduction (every read's
  * last subscript is the last kept index: a column mean), and a row reduction over a size
  * symbol marked long (SizeSym.above: rows split over blocks). Each boundary is the one output
- * of its own segment; the fusion's other outputs go into one segment per level (the number
+ * of its own segment, and so is an output that the outer, middle-axis or whole-tensor
+ * schedule takes alone but not beside other outputs (split_output: row and column sums of
+ * one x, two kernels); the fusion's other outputs go into one segment per level (the number
  * of boundaries on the longest chain of reads before them). A segment holds the statements
  * its outputs need, boundaries of earlier segments becoming its inputs.
  *
