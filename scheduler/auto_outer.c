@@ -453,8 +453,8 @@ static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a, bool alone)
 	/* One output only: the outputs of a fusion share one launch, and another output's nest
 	 * would run (and recompute what it reads) in every block of the grid split (alone: the
 	 * class o would have as the one output of a segment, segment.c). */
-	if ((f->noutputs != 1 && !alone) || !tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def ||
-	    o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
+	if ((f->noutputs != 1 && !alone) || !tensor_is_reduction(o) || o->kind != TK_OUTPUT ||
+	    !o->def || o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
 		return AC_GENERAL;
 	*a = (Outer){.out = o, .contiguous = true, .identity = true};
 	int map[AUTO_MAX_RANK];

@@ -97,7 +97,8 @@ static bool boundary(Fusion *f, Tensor *r)
  * split: their outputs share the rows schedule. */
 static bool split_output(Fusion *f, Tensor *t)
 {
-	if (f->noutputs < 2 || t->kind != TK_OUTPUT || !tensor_is_reduction(t) || read_by_other(f, t))
+	if (f->noutputs < 2 || t->kind != TK_OUTPUT || !tensor_is_reduction(t) ||
+	    read_by_other(f, t))
 		return false;
 	AutoClass c = auto_outer_class_alone(f, t);
 	return c == AC_OUTER || c == AC_MIDDLE || c == AC_WHOLE;

@@ -209,6 +209,13 @@ START_TEST(test_classes)
 		   "  q[i] = sum(j: x[i, j]);\n"
 		   "}",
 		   "rows");
+	/* a matrix product beside another output: its own segment, where it is a matmul */
+	expect_src("fusion f(A: f32[M, K], B: f32[K, N], x: f32[M, N])\n"
+		   "    -> (C: f32[M, N], y: f32[M, N]) {\n"
+		   "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+		   "  y[i, j] = x[i, j] * 2.0;\n"
+		   "}",
+		   "segments: matmul; pointwise");
 	/* outer and middle reductions with a read that lacks the column index (one value per
 	 * row, loaded once per row step), directly or through an inlined intermediate */
 	expect_src("fusion f(v: f32[K], A: f32[K, N]) -> (y: f32[N]) {\n"
