@@ -280,6 +280,27 @@ def row_max(x):
     return x.amax(dim=-1)
 
 
+def vecmat(v, A):
+    return v @ A
+
+
+def col_wsum(w, x):
+    return w @ x.float()
+
+
+def mid_wsum(w, x):
+    return torch.bmm(w[:, None, :], x)[:, 0, :]
+
+
+def rowcol(x):
+    return x.sum(dim=-1), x.sum(dim=0)
+
+
+def mixed_out(x, w):
+    y = x * w
+    return y, y.sum()
+
+
 def silu_f32(x):
     return F.silu(x.float()).to(x.dtype)
 
@@ -327,6 +348,18 @@ def users_cases():
              {"M": 32768, "N": 4096}, softmax_scale, scalars={"scale": 0.125}, tol=2e-2),
         Case("users", "transpose bf16 16384x16384", u + "transpose_bf16.fus",
              {"M": 16384, "N": 16384}, transpose),
+        # a read per row beside the column reads (outer, middle), and outputs of different
+        # classes split into segments (scheduler/segment.c)
+        Case("users", "vector-matrix f32 16384x4096", u + "vecmat.fus", {"K": 16384, "N": 4096},
+             vecmat, tol=1e-3),
+        Case("users", "weighted column sum bf16 32768x4096 -> f32", u + "col_wsum.fus",
+             {"M": 32768, "N": 4096}, col_wsum, tol=1e-3),
+        Case("users", "weighted middle-axis sum f32 64x512x1024", u + "mid_wsum.fus",
+             {"B": 64, "T": 512, "H": 1024}, mid_wsum, tol=1e-3),
+        Case("users", "row and column sums f32 16384x4096 (2 outputs)", u + "rowcol.fus", mn,
+             rowcol, tol=1e-3),
+        Case("users", "scaled x and its total f32 16384x4096 (2 outputs)", u + "mixed_out.fus",
+             mn, mixed_out, tol=1e-3),
     ]
 
 

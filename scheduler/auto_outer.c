@@ -50,7 +50,8 @@ enum {
 /* What the reads of a reduction output's body allow. */
 typedef struct Outer {
 	Tensor *out;
-	bool contiguous; /* every read of rank >= 1 has out's last kept index as its last subscript */
+	bool contiguous; /* every read of rank >= 1 has out's last kept index as its last subscript,
+			  * or is a broadcast (broadcast_read: no column index at all) */
 	bool identity;   /* every read is x[reduced indices in order], x's shape their extents */
 	int max_size;    /* widest dtype read, in bytes */
 	Tensor *ins[16]; /* the tensors read (identity: to cache) */
@@ -76,6 +77,21 @@ static bool row_read(Tensor *o, Tensor *x, const int *pos)
 	return reduced;
 }
 
+/* Is the read x[pos...] of an outer or middle-axis reduction o one value per row step,
+ * the same for every column (v[k] in y[j] = sum(k: v[k] * A[k, j]), w[b, t] in a middle-axis
+ * sum over t)? No subscript is o's last kept index (the column; the others are roots of o or
+ * constants): each thread loads it once per row and uses it for all the columns of its
+ * vector. */
+static bool broadcast_read(Tensor *o, Tensor *x, const int *pos)
+{
+	if (o->ndim == 0)
+		return false;
+	for (int k = 0; k < x->ndim; k++)
+		if (pos[k] == o->ndim - 1)
+			return false;
+	return true;
+}
+
 /* A read of tensor x whose subscript k is out's root pos[k] (-1: anything else); a read of a
  * reduction stops the walk (not these classes). */
 static bool outer_read(void *ctx, Tensor *x, const int *pos)
@@ -87,9 +103,10 @@ static bool outer_read(void *ctx, Tensor *x, const int *pos)
 		return false;
 	if (x->ndim == 0)
 		return true;
-	if (dtype_size(x->dtype) > a->max_size)
+	bool bcast = broadcast_read(o, x, pos);
+	if (!bcast && dtype_size(x->dtype) > a->max_size)
 		a->max_size = dtype_size(x->dtype);
-	if (o->ndim == 0 || pos[x->ndim - 1] != o->ndim - 1)
+	if (!bcast && (o->ndim == 0 || pos[x->ndim - 1] != o->ndim - 1))
 		a->contiguous = false;
 	if (x->ndim != nred)
 		a->identity = false;
@@ -433,12 +450,13 @@ static void schedule_whole(Plan *p, Outer *a)
 
 /* The reads of o's body, when o is an outer, middle-axis or whole-tensor reduction (its
  * class, else AC_GENERAL). */
-static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a)
+static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a, bool alone)
 {
 	/* One output only: the outputs of a fusion share one launch, and another output's nest
-	 * would run (and recompute what it reads) in every block of the grid split. */
-	if (f->noutputs != 1 || !tensor_is_reduction(o) || o->kind != TK_OUTPUT || !o->def ||
-	    o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
+	 * would run (and recompute what it reads) in every block of the grid split (alone: the
+	 * class o would have as the one output of a segment, segment.c). */
+	if ((f->noutputs != 1 && !alone) || !tensor_is_reduction(o) || o->kind != TK_OUTPUT ||
+	    !o->def || o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
 		return AC_GENERAL;
 	*a = (Outer){.out = o, .contiguous = true, .identity = true};
 	int map[AUTO_MAX_RANK];
@@ -458,13 +476,19 @@ static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a)
 AutoClass auto_outer_class(Fusion *f, Tensor *o)
 {
 	Outer a;
-	return outer_analyze(f, o, &a);
+	return outer_analyze(f, o, &a, false);
+}
+
+AutoClass auto_outer_class_alone(Fusion *f, Tensor *o)
+{
+	Outer a;
+	return outer_analyze(f, o, &a, true);
 }
 
 bool auto_outer(Plan *p, Tensor *o)
 {
 	Outer a;
-	switch (outer_analyze(p->f, o, &a)) {
+	switch (outer_analyze(p->f, o, &a, false)) {
 	case AC_WHOLE:
 		schedule_whole(p, &a);
 		return true;

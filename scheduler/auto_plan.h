@@ -108,6 +108,9 @@ const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *b
 /* auto_outer.c: AC_OUTER, AC_MIDDLE or AC_WHOLE when o is one of them, else AC_GENERAL;
  * auto_outer schedules o when it is (false: not, nothing emitted). */
 AutoClass auto_outer_class(Fusion *f, Tensor *o);
+/* The same for o as the one output of a fusion (its other outputs left to other segments:
+ * segment.c splits such an output off a fusion of several). */
+AutoClass auto_outer_class_alone(Fusion *f, Tensor *o);
 bool auto_outer(Plan *p, Tensor *o);
 
 /* auto_long_row.c: a row reduction output over a long row (segment_long_row), the only

@@ -8,7 +8,9 @@
  * it: docs/reductions.md): a whole-tensor (0-d) reduction, an outer reduction (every read's
  * last subscript is the last kept index: a column mean), and a row reduction over a size
  * symbol marked long (SizeSym.above: rows split over blocks). Each boundary is the one output
- * of its own segment; the fusion's other outputs go into one segment per level (the number
+ * of its own segment, and so is an output that the outer, middle-axis or whole-tensor
+ * schedule takes alone but not beside other outputs (split_output: row and column sums of
+ * one x, two kernels); the fusion's other outputs go into one segment per level (the number
  * of boundaries on the longest chain of reads before them). A segment holds the statements
  * its outputs need, boundaries of earlier segments becoming its inputs.
  *
@@ -87,6 +89,21 @@ static bool boundary(Fusion *f, Tensor *r)
 	return r->nroot == r->ndim + 1 && segment_read_roots(r) == 1u << (r->ndim - 1);
 }
 
+/* Is output t of a fusion of several one that the outer, middle-axis or whole-tensor
+ * schedule takes when it is the one output of its fusion? With other outputs beside it, it
+ * would get the general schedule (one thread per column, or one block for a total: the
+ * outputs share a launch), so it is a segment of its own (rowcol: r[i] = sum(j: x[i, j])
+ * beside c[j] = sum(i: x[i, j]); a 0-d sum beside a pointwise output). Row groups are never
+ * split: their outputs share the rows schedule. */
+static bool split_output(Fusion *f, Tensor *t)
+{
+	if (f->noutputs < 2 || t->kind != TK_OUTPUT || !tensor_is_reduction(t) ||
+	    read_by_other(f, t))
+		return false;
+	AutoClass c = auto_outer_class_alone(f, t);
+	return c == AC_OUTER || c == AC_MIDDLE || c == AC_WHOLE;
+}
+
 /* ---- the plan -------------------------------------------------------------------------- */
 
 static bool mentions_size(IrExpr *e, SizeSym *z)
@@ -118,6 +135,7 @@ typedef struct Seg {
 	AstFusion *af;
 	int arch;           /* the target sm (AutoOptions.arch) */
 	bool *bnd;          /* per tensor index: a boundary */
+	bool *own;          /* per tensor index: a segment of its own (a boundary, a split output) */
 	int *level;         /* per tensor index */
 	int *buf;           /* per tensor index: its workspace buffer, or -1 */
 	/* the segment being built */
@@ -472,9 +490,10 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 	if (f->segment_of || !f->ast || f->failed ||
 	    (f->ast_schedule && !f->ast_schedule->is_auto))
 		return false;
-	int n = f->ntensors, nb = 0, top = 0;
+	int n = f->ntensors, nown = 0, top = 0;
 	Seg s = {.a = a, .f = f, .af = f->ast, .arch = arch};
 	s.bnd = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	s.own = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
 	s.level = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
 	s.buf = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
 	s.out = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
@@ -496,16 +515,18 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 		}
 		s.level[i] = read_level(&s, t->def);
 		top = s.level[i] > top ? s.level[i] : top;
-		nb += s.bnd[i];
+		s.own[i] = s.bnd[i] || split_output(f, t);
+		nown += s.own[i];
 		if (s.bnd[i] && t->kind != TK_OUTPUT) {
 			s.buf[i] = bufs.len;
 			vec_push(a, &bufs, t);
 		}
 	}
-	if (!nb)
+	if (!nown)
 		return false;
-	/* per level: each boundary alone; the other outputs together, those of one shape in one
-	 * segment (outputs share a launch: a 0-d one beside an empty one would not be written) */
+	/* per level: each boundary and split output alone; the other outputs together, those of
+	 * one shape in one segment (outputs share a launch: a 0-d one beside an empty one would
+	 * not be written) */
 	Vec before = f->segments;
 	f->segments = (Vec){0}; /* make_segment appends to it */
 	bool *done = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
@@ -516,8 +537,8 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 				continue;
 			memset(s.out, 0, sizeof(bool) * (size_t)n);
 			s.out[i] = done[i] = true;
-			for (int k = i + 1; k < n && !s.bnd[i]; k++)
-				if (!s.bnd[k] && !done[k] && s.level[k] == l &&
+			for (int k = i + 1; k < n && !s.own[i]; k++)
+				if (!s.own[k] && !done[k] && s.level[k] == l &&
 				    f->tensors[k]->kind == TK_OUTPUT && same_shape(t, f->tensors[k]))
 					s.out[k] = done[k] = true;
 			if (!build_segment(&s, d)) {

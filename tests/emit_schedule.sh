@@ -1,5 +1,5 @@
 #!/bin/sh
-# `fusc --emit=schedule` round trip (docs/cli.md): for every example and bench/auto program
+# `fusc --emit=schedule` round trip (docs/cli.md): for every example, bench/auto and bench/users program
 # with no schedule block, the printed schedule (its comment naming the class of the tuned
 # schedule) pasted under the program compiles to the same
 # kernels as the automatic schedule (the scalar fallback and the size variants, which only an
@@ -25,7 +25,8 @@ segments() {
 	     on && /^\/\/   / { sub(/^\/\/   /, ""); print; seen = 1; next }
 	     on && seen { on = 0; seen = 0 }' "$1"
 }
-for f in examples/*.fus examples/*/*.fus bench/auto/*.fus tests/golden/ok/*.fus tests/golden/sim/*.fus; do
+for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus tests/golden/ok/*.fus \
+	 tests/golden/sim/*.fus; do
 	grep -q '^schedule' "$f" && continue
 	"$FUSC" "$f" --emit=cuda -o "$T/auto.cu" 2>/dev/null || continue # an error example
 	b=$(basename "$f" .fus)

@@ -90,6 +90,15 @@ static const struct {
 	{"bench/auto/softmax_f32.fus", "rows"},
 	{"bench/auto/total_f16.fus", "whole"},
 	{"bench/auto/transpose.fus", "transpose"},
+	/* bench/users: a broadcast read per row (v[k], w[i], w[b, t]) in outer and middle
+	 * reductions; outputs of different classes split into segments (segment.c), and two
+	 * outputs of one row group kept in one kernel */
+	{"bench/users/col_wsum.fus", "outer"},
+	{"bench/users/mean_var.fus", "rows"},
+	{"bench/users/mid_wsum.fus", "middle"},
+	{"bench/users/mixed_out.fus", "segments: broadcast; whole"},
+	{"bench/users/rowcol.fus", "segments: rows; outer"},
+	{"bench/users/vecmat.fus", "outer"},
 	/* the examples as written without their schedule blocks */
 	{"examples/bias_gelu.fus", "broadcast"},
 	{"examples/gelu_auto.fus", "pointwise"},
@@ -178,12 +187,67 @@ START_TEST(test_classes)
 		   "  z[i, j] = x[i, j] * 2.0;\n"
 		   "}",
 		   "pointwise, rows");
-	/* the outer class needs a fusion of one output: with two, the column sum is general */
+	/* the outer class needs a fusion of one output: beside another output, the column sum
+	 * is a segment of its own (segment.c), the other output another */
 	expect_src("fusion f(x: f32[M, N]) -> (s: f32[N], y: f32[M, N]) {\n"
 		   "  s[j] = sum(i: x[i, j]);\n"
 		   "  y[i, j] = x[i, j] * 2.0;\n"
 		   "}",
-		   "general, pointwise");
+		   "segments: outer; pointwise");
+	/* two outer reductions: one segment each (the outer schedule takes one output) */
+	expect_src("fusion f(x: f32[M, N]) -> (s: f32[N], m: f32[N]) {\n"
+		   "  s[j] = sum(i: x[i, j]);\n"
+		   "  m[j] = max(i: x[i, j]);\n"
+		   "}",
+		   "segments: outer; outer");
+	/* a whole-tensor sum beside a row group: two segments; two row reductions of one row
+	 * group: one kernel */
+	expect_src("fusion f(x: f32[M, N]) -> (r: f32[M], t: f32) {\n"
+		   "  r[i] = max(j: x[i, j]);\n"
+		   "  t = sum(i, j: x[i, j]);\n"
+		   "}",
+		   "segments: rows; whole");
+	expect_src("fusion f(x: f32[M, N]) -> (r: f32[M], q: f32[M]) {\n"
+		   "  r[i] = max(j: x[i, j]);\n"
+		   "  q[i] = sum(j: x[i, j]);\n"
+		   "}",
+		   "rows");
+	/* a matrix product beside another output: its own segment, where it is a matmul */
+	expect_src("fusion f(A: f32[M, K], B: f32[K, N], x: f32[M, N])\n"
+		   "    -> (C: f32[M, N], y: f32[M, N]) {\n"
+		   "  C[i, j] = sum(k: A[i, k] * B[k, j]);\n"
+		   "  y[i, j] = x[i, j] * 2.0;\n"
+		   "}",
+		   "segments: matmul; pointwise");
+	/* outer and middle reductions with a read that lacks the column index (one value per
+	 * row, loaded once per row step), directly or through an inlined intermediate */
+	expect_src("fusion f(v: f32[K], A: f32[K, N]) -> (y: f32[N]) {\n"
+		   "  y[j] = sum(k: v[k] * A[k, j]);\n"
+		   "}",
+		   "outer");
+	expect_src("fusion f(v: f32[K], A: f32[K, N]) -> (y: f32[N]) {\n"
+		   "  e[k] = exp(v[k]);\n"
+		   "  y[j] = max(k: A[k, j] - e[k]);\n"
+		   "}",
+		   "outer");
+	expect_src("fusion f(w: f32[B], x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
+		   "  s[b, h] = sum(t: w[b] * x[b, t, h]);\n"
+		   "}",
+		   "middle");
+	expect_src("fusion f(w: f32[B, T], x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
+		   "  s[b, h] = sum(t: w[b, t] * x[b, t, h]);\n"
+		   "}",
+		   "middle");
+	/* a constant subscript leaves the column out too */
+	expect_src("fusion f(w: f32[B, T], x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
+		   "  s[b, h] = sum(t: w[b, t] * x[b, t, h] + w[b, 0]);\n"
+		   "}",
+		   "middle");
+	/* not outer: the column index on another dimension than the last (a transposed read) */
+	expect_src("fusion f(B: f32[N, K], A: f32[K, N]) -> (y: f32[N]) {\n"
+		   "  y[j] = sum(k: B[j, k] * A[k, j]);\n"
+		   "}",
+		   "general");
 }
 END_TEST
 
@@ -203,6 +267,18 @@ START_TEST(test_classify_entry)
 	for (int c = 0; c < AC_COUNT; c++)
 		ck_assert_ptr_nonnull(auto_class_name((AutoClass)c));
 	ck_assert_str_eq(auto_class_name(AC_MIDDLE), "middle");
+	tc_free(tc);
+	/* a column sum beside another output: general in its fusion, outer alone (segment.c
+	 * splits it off) */
+	tc = tc_compile("fusion h(x: f32[M, N]) -> (r: f32[M], c: f32[N]) {\n"
+			"  r[i] = sum(j: x[i, j]);\n"
+			"  c[j] = sum(i: x[i, j]);\n"
+			"}\n", false);
+	ck_assert_ptr_nonnull(tc->prog);
+	Fusion *h = sema_fusion(tc->arena, tc->diag, tc->prog->fusions[0]->ast);
+	ck_assert_int_eq(auto_outer_class(h, h->outputs[1]), AC_GENERAL);
+	ck_assert_int_eq(auto_outer_class_alone(h, h->outputs[1]), AC_OUTER);
+	ck_assert_int_eq(auto_outer_class_alone(h, h->outputs[0]), AC_GENERAL);
 	tc_free(tc);
 }
 END_TEST

@@ -78,6 +78,53 @@ START_TEST(test_segment_decision)
 }
 END_TEST
 
+/* Outputs of different classes (docs/auto_schedule.md, "Segmentation"): an output that the
+ * outer, middle-axis or whole-tensor schedule takes alone, beside other outputs (where it
+ * would get the general schedule), is a segment of its own; outputs of one row group stay in
+ * one kernel. The plans are simulated against the reference at empty extents, one element
+ * and sizes no split divides, vector and scalar kernels. */
+START_TEST(test_segment_split_outputs)
+{
+	static const char rowcol[] = "fusion f(x: f32[M, N]) -> (r: f32[M], c: f32[N]) {\n"
+				     "  r[i] = sum(j: x[i, j]);\n"
+				     "  c[j] = sum(i: x[i, j]);\n"
+				     "}\n";
+	static const char mixed[] = "fusion f(x: f32[M, N], w: f32[N]) -> (y: f32[M, N], t: f32) {\n"
+				    "  y[i, j] = x[i, j] * w[j];\n"
+				    "  t = sum(i, j: x[i, j] * w[j]);\n"
+				    "}\n";
+	/* a boundary (s, read by y) and a split output (c) on the first level */
+	static const char both[] = "fusion f(x: f32[M, N]) -> (y: f32[M, N], c: f32[N]) {\n"
+				   "  s[j] = sum(i: x[i, j]);\n"
+				   "  y[i, j] = x[i, j] - s[j] / M;\n"
+				   "  c[j] = max(i: x[i, j]);\n"
+				   "}\n";
+	expect_plan(rowcol, "f_seg0(r) f_seg1(c)", 0);
+	expect_plan(mixed, "f_seg0(y) f_seg1(t)", 0);
+	expect_plan(both, "f_seg0(s) f_seg1(c) f_seg2(y)", 1);
+	/* the outputs beside the split one keep one segment per shape */
+	expect_plan("fusion f(x: f32[M, N]) -> (y: f32[M, N], t: f32, z: f32[M, N]) {\n"
+		    "  y[i, j] = x[i, j] * 2.0;\n"
+		    "  t = sum(i, j: x[i, j]);\n"
+		    "  z[i, j] = x[i, j] + 1.0;\n"
+		    "}\n", "f_seg0(y, z) f_seg1(t)", 0);
+	/* not split: one row group of two outputs (rows of a constant length: a symbolic one
+	 * is segmented above 65536, "Long rows"), one output */
+	expect_plan("fusion f(x: f32[M, 1024]) -> (mean: f32[M], var: f32[M]) {\n"
+		    "  mean[i] = sum(j: x[i, j]) / 1024.0;\n"
+		    "  var[i] = sum(j: (x[i, j] - mean[i]) * (x[i, j] - mean[i])) / 1024.0;\n"
+		    "}\n", "", 0);
+	expect_plan("fusion f(v: f32[K], A: f32[K, N]) -> (y: f32[N]) {\n"
+		    "  y[j] = sum(k: v[k] * A[k, j]);\n"
+		    "}\n", "", 0);
+	const char *dims[] = {"M=0,N=0", "M=0,N=5", "M=3,N=0", "M=1,N=1", "M=67,N=45",
+			      "M=130,N=1024", "M=33,N=1030"};
+	tc_free(expect_auto(rowcol, dims, countof(dims)));
+	tc_free(expect_auto(mixed, dims, countof(dims)));
+	tc_free(expect_auto(both, dims, countof(dims)));
+}
+END_TEST
+
 /* A symbolic row length: rows up to 65536 keep one kernel (size variants); longer ones run
  * as segments, one per row reduction that others read, each row split over blocks. */
 START_TEST(test_segment_long_rows)
@@ -240,6 +287,7 @@ Suite *segment_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_segment_decision);
+	tcase_add_test(tc, test_segment_split_outputs);
 	tcase_add_test(tc, test_segment_long_rows);
 	tcase_add_test(tc, test_segment_args);
 	tcase_add_test(tc, test_segment_simulate);
