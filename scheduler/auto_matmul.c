@@ -12,8 +12,9 @@
  * as ordinary directives:
  *
  *   - tensor cores (examples/gemm/hgemm_ldmatrix.fus): when A and B are both f16 or both
- *     bf16, the accumulator is f32 and neither operand is transposed (the mma directive
- *     refuses transposed operands). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
+ *     bf16 and the accumulator is f32 (a transposed operand's tile is copied along its own
+ *     contiguous dimension, and the lowering picks ldmatrix with or without .trans by proof:
+ *     examples/gemm/auto_hgemm_nt.fus, auto_hgemm_tn.fus). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
  *     of 4 x 2 warps (for symbolic sizes and constant ones that make a wave of them), else
  *     128 x 128 x 32 (smaller for a small constant M or N) of 2 x 2 warps (threadIdx.z,
  *     threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular
@@ -32,7 +33,8 @@
  * preconditions. Variants: the tensor-core kernels (M variants, then the kernel) are
  * followed by the padded plan (scheduler/segment.c, segment_pad_matmul: A and B copied into
  * rows padded to 8 elements, then this schedule on the copies, C stored per element:
- * Fusion.padded_operands); the FMA kernel by its scalar kernel (plain copies, no vectors:
+ * Fusion.padded_operands; not for transposed operands, whose kernels keep their scalar
+ * kernels); the FMA kernel by its scalar kernel (plain copies, no vectors:
  * any size). At the scalar level (the tuned schedule refused) the same tiles without
  * vectors, cp.async or register copies. */
 #include <string.h>
