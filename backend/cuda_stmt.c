@@ -419,7 +419,8 @@ static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 /* KS_MMA_LOAD: the lane's fragment registers of one operand, by ldmatrix
  *   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
  *                : "=r"(As_frag[o]), ... : "r"(smem address) : "memory");
- * (B: .x2; .trans for the A[k, i] and B[k, j] tiles) or by per-lane loads packed in pairs: As_frag[o] = (unsigned)... */
+ * (B: .x2; .trans for the A[k, i] and B[k, j] tiles) or by per-lane loads packed in pairs:
+ * As_frag[o] = (unsigned)... */
 static void emit_mma_load(Em *em, Stmt *s)
 {
 	Arena *a = em->k->arena;

@@ -858,12 +858,13 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	return ld;
 }
 
-/* B by ldmatrix.x4 (.trans as the x2 was): two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
- * fragment load ld depends on, of even extent) per instruction, lanes 16 .. 31 giving the rows
- * of the second; its registers follow those of the first in the fragment array. Done when
- * the x2 row address depends on the lane only through lane % 16, so that lanes 16 .. 31 give
- * exactly the x2 rows of tile v + 1 (checked on every value of the variables). Returns the
- * variable the load's loop runs over: v2, or v when the pair is not possible. */
+/* B by ldmatrix.x4 (.trans as the x2 was): two n tiles (v = 2 * v2 and 2 * v2 + 1, v the
+ * innermost loop the fragment load ld depends on, of even extent) per instruction, lanes
+ * 16 .. 31 giving the rows of the second; its registers follow those of the first in the
+ * fragment array. Done when the x2 row address depends on the lane only through lane % 16,
+ * so that lanes 16 .. 31 give exactly the x2 rows of tile v + 1 (checked on every value of
+ * the variables). Returns the variable the load's loop runs over: v2, or v when the pair is
+ * not possible. */
 static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
 {
 	Arena *a = m->a;

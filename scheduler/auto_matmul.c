@@ -14,14 +14,13 @@
  *   - tensor cores (examples/gemm/hgemm_ldmatrix.fus): when A and B are both f16 or both
  *     bf16 and the accumulator is f32 (a transposed operand's tile is copied along its own
  *     contiguous dimension, and the lowering picks ldmatrix with or without .trans by proof:
- *     examples/gemm/auto_hgemm_nt.fus, auto_hgemm_tn.fus). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
- *     of 4 x 2 warps (for symbolic sizes and constant ones that make a wave of them), else
- *     128 x 128 x 32 (smaller for a small constant M or N) of 2 x 2 warps (threadIdx.z,
- *     threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular
- *     buffer,
- *     the accumulator (R, or C's register cache) is computed by mma.m16n8k16 with ldmatrix,
- *     and C stores its fragments (the epilogue applied per element by the lane that holds
- *     it), two adjacent columns per store;
+ *     examples/gemm/auto_hgemm_nt.fus, auto_hgemm_tn.fus). Block tiles of BM x BN, k in
+ *     steps of BK: 256 x 128 x 64 of 4 x 2 warps (for symbolic sizes and constant ones that
+ *     make a wave of them), else 128 x 128 x 32 (smaller for a small constant M or N) of
+ *     2 x 2 warps (threadIdx.z, threadIdx.y): As, Bs are shared tiles filled by 16-byte
+ *     cp.async in a 3-stage circular buffer, the accumulator (R, or C's register cache) is
+ *     computed by mma.m16n8k16 with ldmatrix, and C stores its fragments (the epilogue
+ *     applied per element by the lane that holds it), two adjacent columns per store;
  *   - FMA units (examples/gemm/gemm_f32.fus) otherwise: 128 x 128 block tiles, 16 x 16
  *     threads of 8 x 8 outputs, k in steps of 16, As, Bs shared (cp.async, 4 stages), their
  *     register copies Al, Bl double-buffered; for a row-major f32 A (the SGEMM,

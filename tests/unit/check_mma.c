@@ -307,22 +307,33 @@ START_TEST(test_half_warp_is_reported)
 }
 END_TEST
 
+/* Both operands' fragments by ldmatrix (.trans as in ldt: MMA_LDM_A, MMA_LDM_B bits), the
+ * result the reference's, the CUDA with the instructions named (x4 of A, then x2 of B). */
+static void expect_ldmatrix(TestCompile *tc, unsigned ldt, const char *ins_a, const char *ins_b)
+{
+	Stmt *la = frag_load(tc, 'a'), *lb = frag_load(tc, 'b');
+	ck_assert_uint_eq(la->mma.ldm, MMA_LDM_A);
+	ck_assert_uint_eq(lb->mma.ldm, MMA_LDM_B);
+	ck_assert_uint_eq(la->mma.ldt, ldt & MMA_LDM_A);
+	ck_assert_uint_eq(lb->mma.ldt, ldt & MMA_LDM_B);
+	ck_assert_int_eq(la->mma.nidx, 1);
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, ins_a);
+	ck_assert_contains(cu, ins_b);
+	free(cu);
+}
+
 START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
 	ck_assert_uint_eq(m->mma.ldm, 0); /* the mma reads fragment registers */
 	ck_assert_int_eq(m->mma.nidx, 16);
-	ck_assert_uint_eq(frag_load(tc, 'a')->mma.ldm, MMA_LDM_A);
-	ck_assert_uint_eq(frag_load(tc, 'b')->mma.ldm, MMA_LDM_B);
-	ck_assert_int_eq(frag_load(tc, 'a')->mma.nidx, 1);
-	SimResult r;
-	ck_assert_int_eq(simulate(tc, &r), 0);
-	tc_assert_no_reports(tc, &r);
-	char *cu = tc_cuda(tc);
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16");
-	free(cu);
+	expect_ldmatrix(tc, MMA_LDM_B, "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+			"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16");
 	tc_free(tc);
 }
 END_TEST
@@ -366,27 +377,13 @@ START_TEST(test_ldmatrix_misaligned_row_is_reported)
 END_TEST
 
 /* Transposed operands (tests/golden/ok/mma_one_warp_ldmatrix_trans.fus: A[k, i] and
- * B[j, k]): A by ldmatrix.x4.trans, B by ldmatrix.x2 without .trans, the result the
- * reference's; the plain layouts (A[i, k], B[k, j]) the other way round. */
+ * B[j, k]): A by ldmatrix.x4.trans, B by ldmatrix.x2 without .trans (the plain layouts the
+ * other way round: test_ldmatrix_matches_reference), the result the reference's. */
 START_TEST(test_ldmatrix_transposed_operands_match_reference)
 {
 	TestCompile *tc = compile_path("tests/golden/ok/mma_one_warp_ldmatrix_trans.fus");
-	Stmt *la = frag_load(tc, 'a'), *lb = frag_load(tc, 'b');
-	ck_assert_uint_eq(la->mma.ldm, MMA_LDM_A);
-	ck_assert_uint_eq(la->mma.ldt, MMA_LDM_A);
-	ck_assert_uint_eq(lb->mma.ldm, MMA_LDM_B);
-	ck_assert_uint_eq(lb->mma.ldt, 0);
-	SimResult r;
-	ck_assert_int_eq(simulate(tc, &r), 0);
-	tc_assert_no_reports(tc, &r);
-	char *cu = tc_cuda(tc);
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x2.shared.b16");
-	free(cu);
-	tc_free(tc);
-	tc = compile_ldmatrix();
-	ck_assert_uint_eq(frag_load(tc, 'a')->mma.ldt, 0);
-	ck_assert_uint_eq(frag_load(tc, 'b')->mma.ldt, MMA_LDM_B);
+	expect_ldmatrix(tc, MMA_LDM_A, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+			"ldmatrix.sync.aligned.m8n8.x2.shared.b16");
 	tc_free(tc);
 }
 END_TEST
