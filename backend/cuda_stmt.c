@@ -423,7 +423,8 @@ static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 /* KS_MMA_LOAD: the lane's fragment registers of one operand, by ldmatrix
  *   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
  *                : "=r"(As_frag[o]), ... : "r"(smem address) : "memory");
- * (B: .x2.trans) or by per-lane loads packed in pairs: As_frag[o] = (unsigned)... */
+ * (B: .x2; .trans for the A[k, i] and B[k, j] tiles) or by per-lane loads packed in pairs:
+ * As_frag[o] = (unsigned)... */
 static void emit_mma_load(Em *em, Stmt *s)
 {
 	Arena *a = em->k->arena;
@@ -443,7 +444,7 @@ static void emit_mma_load(Em *em, Stmt *s)
 	}
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", n,
-		   s->mma.op == 'b' ? ".trans" : "");
+		   s->mma.ldt ? ".trans" : "");
 	for (int r = 0; r < n; r++)
 		buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
 	buf_printf(em->out, "}, [%%%d];\\n\" : ", n);

@@ -110,6 +110,15 @@ def bmm(A, B):
     return torch.bmm(A, B)
 
 
+def mm_nt(X, W):
+    # PyTorch's Linear without bias: W is [out, in]
+    return X @ W.t()
+
+
+def mm_tn(A, B):
+    return A.t() @ B
+
+
 def mm_bias_gelu(A, B, bias):
     # cuBLAS GEMM (f16 output), then PyTorch's bias add and erf gelu: two more kernels
     return F.gelu(torch.mm(A, B) + bias)
@@ -458,6 +467,19 @@ def auto_gemm_cases():
              {"M": 64, "N": 4096, "K": 4096}, mm, flops=2 * 64 * 4096 ** 2, tol=1e-2),
         Case("gemm", "hgemm f16 4095x4097x4093 (auto, padded plan)", g + "auto_hgemm.fus",
              odd, mm, flops=2 * 4095 * 4097 * 4093, tol=1e-2),
+        # transposed operands on tensor cores (ldmatrix without .trans for W[j, k], with it
+        # for A[k, i]); their unaligned sizes run the scalar kernel (no padded plan yet)
+        Case("gemm", "hgemm f16 4096^3 X W^T (auto, NT)", g + "auto_hgemm_nt.fus", n3, mm_nt,
+             flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm f16 8192x4096x4096 X W^T (auto, NT: a Linear layer)",
+             g + "auto_hgemm_nt.fus", {"M": 8192, "N": 4096, "K": 4096}, mm_nt,
+             flops=2 * 8192 * 4096 ** 2, tol=1e-2),
+        Case("gemm", "hgemm f16 4096^3 X W^T mma.sync ldmatrix (manual, NT)",
+             g + "hgemm_nt_ldmatrix.fus", n3, mm_nt, flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm f16 4096^3 A^T B (auto, TN)", g + "auto_hgemm_tn.fus", n3, mm_tn,
+             flops=2 * 4096 ** 3, tol=1e-2),
+        Case("gemm", "hgemm f16 4095x4097x4093 X W^T (auto, NT scalar kernel)",
+             g + "auto_hgemm_nt.fus", odd, mm_nt, flops=2 * 4095 * 4097 * 4093, tol=1e-2),
     ]
 
 

@@ -1210,7 +1210,7 @@ static void warp_frag_load(Sim *S, SimThread *w, Stmt *s)
 
 	if (!f)
 		return;
-	warp_ldmatrix(S, w, s->mma.idx[0], n / 2, s->mma.op == 'b', reg);
+	warp_ldmatrix(S, w, s->mma.idx[0], n / 2, s->mma.ldt != 0, reg);
 	for (int lane = 0; lane < 32; lane++) {
 		S->cur = &w[lane];
 		int64_t o = eval_i64(S, &w[lane], s->mma.offset);

@@ -701,10 +701,13 @@ typedef enum StmtKind {
 		    * in `tensor` (registers), idx[nc .. nc+na) the loads of its A fragment and
 		    * idx[nc+na .. nc+na+nb) those of its B fragment, in the instruction's fragment
 		    * order (MmaInstr.a/b/c): D = A B + C in place. With MMA_LDM_A in ldm, A is one
-		    * load instead: the lane's row address for ldmatrix.x4 (lane l gives row
-		    * l % 16, column 8 * (l / 16) of the 16 x 16 tile; 8 contiguous elements); with
-		    * MMA_LDM_B, B is the row address for ldmatrix.x2.trans (lane l gives k = l % 16,
-		    * n = 0); mma_slot says where each operand is. After the fragment pass
+		    * load instead: the lane's row address for ldmatrix.x4 (A[i, k]: lane l gives
+		    * row l % 16, column 8 * (l / 16) of the 16 x 16 tile, 8 contiguous elements;
+		    * A[k, i], MMA_LDM_A in ldt, .x4.trans: k = l % 8 + 8 * (l / 16), row
+		    * 8 * (l / 8 % 2)); with MMA_LDM_B, B is the row address for ldmatrix.x2
+		    * (B[k, j], MMA_LDM_B in ldt, .trans: lane l gives k = l % 16, n = 0; B[j, k]:
+		    * n = l % 8, k = 8 * (l % 16 / 8)); passes/mma.c proves which, lane by lane;
+		    * mma_slot says where each operand is. After the fragment pass
 		    * (passes/mma.c) the A and B loads read registers that KS_MMA_LOAD filled */
 	KS_MMA_LOAD, /* mma: operand `op` ('a' or 'b') of an mma into the lane's fragment
 		      * registers: `tensor` (TensorSched.mma_frag), elements offset .. offset + n
@@ -810,9 +813,11 @@ struct Stmt {
 			int nidx;
 			const MmaInstr *instr;
 			unsigned ldm;       /* MMA_LDM_A, MMA_LDM_B: operands loaded by ldmatrix */
+			unsigned ldt;       /* those of ldm loaded with .trans (each 8 x 8 matrix
+					     * transposed: A[k, i] and B[k, j] tiles) */
 			/* KS_MMA_LOAD: the first element of the fragment in `tensor`, the operand
 			 * ('a' or 'b') and the fragments loaded one after the other: 1, or 2 (B: two
-			 * n tiles by one ldmatrix.x4.trans) */
+			 * n tiles by one ldmatrix.x4[.trans]) */
 			IrExpr *offset;
 			char op;
 			int tiles;

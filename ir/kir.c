@@ -634,7 +634,9 @@ static void print_mma(Stmt *s, Buf *out)
 		if (part)
 			buf_puts(out, part == 1 ? "] += " : " * ");
 		if (part)
-			buf_puts(out, !ldm ? "{" : part == 1 ? "ldmatrix.x4(" : "ldmatrix.x2.trans(");
+			buf_printf(out, "%s%s%s", !ldm ? "{" : part == 1 ? "ldmatrix.x4" : "ldmatrix.x2",
+				   ldm && (s->mma.ldt & (part == 1 ? MMA_LDM_A : MMA_LDM_B)) ? ".trans" : "",
+				   ldm ? "(" : "");
 		for (int i = first; i < first + n; i++) {
 			if (i > first)
 				buf_puts(out, ", ");
@@ -652,7 +654,11 @@ static void print_mma_load(Stmt *s, Buf *out)
 	buf_printf(out, "%s[", s->mma.tensor->name);
 	ir_print_expr(s->mma.offset, out);
 	buf_puts(out, " ..] = ");
-	buf_puts(out, !s->mma.ldm ? "{" : s->mma.op == 'a' ? "ldmatrix.x4(" : s->mma.tiles == 2 ? "ldmatrix.x4.trans(" : "ldmatrix.x2.trans(");
+	if (!s->mma.ldm)
+		buf_puts(out, "{");
+	else
+		buf_printf(out, "ldmatrix.x%d%s(", s->mma.op == 'a' || s->mma.tiles == 2 ? 4 : 2,
+			   s->mma.ldt ? ".trans" : "");
 	for (int i = 0; i < s->mma.nidx; i++) {
 		if (i)
 			buf_puts(out, ", ");

@@ -222,7 +222,8 @@ static void check_stmt(Verifier *v, Stmt *s)
 		check_target(v, s->mma.tensor);
 		if (!s->mma.instr || (s->mma.op != 'a' && s->mma.op != 'b') ||
 		    s->mma.nidx != (s->mma.ldm ? 1 : s->mma.op == 'a' ? s->mma.instr->na : s->mma.instr->nb) ||
-		    s->mma.tiles < 1 || s->mma.tiles > 2 || (s->mma.tiles == 2 && s->mma.ldm != MMA_LDM_B))
+		    s->mma.tiles < 1 || s->mma.tiles > 2 || (s->mma.tiles == 2 && s->mma.ldm != MMA_LDM_B) ||
+		    (s->mma.ldt & ~s->mma.ldm))
 			fail(v, "mma fragment load without its instruction or operand into",
 			     s->mma.tensor ? s->mma.tensor->name : "?");
 		else if (s->mma.tensor && (s->mma.tensor->sched.mem != MEM_LOCAL || !s->mma.tensor->sched.mma_frag))

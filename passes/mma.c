@@ -267,8 +267,8 @@ static Stmt *lower_nest(Mm *m, Tensor *t, Stmt *s)
 	for (int i = 0; mma->ldmatrix && i < 2; i++) {
 		Tensor *o = i ? x->tensor : y->tensor;
 		if (!try_ldmatrix(m, mm, i ? 'a' : 'b', offs[2 - i], mh, nc, kv)) {
-			diag_error(m->d, mma->span, "ldmatrix cannot load the %s fragment from '%s': its rows of 8 elements must be contiguous and 16-byte aligned in the buffer, and every lane's elements those of the fragment, for every value of the loops around (of constant extent)",
-				   i ? "A" : "B", o->name);
+			diag_error(m->d, mma->span, "ldmatrix cannot load the %s fragment from '%s': its rows of 8 elements must be contiguous and 16-byte aligned in the buffer (along k, or along %s with .trans), and every lane's elements those of the fragment, for every value of the loops around (of constant extent)",
+				   i ? "A" : "B", o->name, i ? "the rows of A" : "the columns of B");
 			return NULL;
 		}
 	}
@@ -557,11 +557,6 @@ static void ldm_eval(Ldm *l, const LdmSum *s, int64_t out[32])
 		out[i] = (int64_t)(lanes[i] + uni);
 }
 
-/* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads?
- * ldmatrix.x4 (A): register i, half h of lane L is element 2 * (L % 4) + h of the row whose
- * address lane 8i + L / 4 gives; .x2.trans (B): element L / 4 of the row of lane
- * 8i + 2 * (L % 4) + h. Every row address is 8-element aligned. Checked for every lane and
- * every value of the other variables (all of constant range), or false. */
 /* The number of points of l's variables (0 when too many or not all constant). */
 static int64_t ldm_points(Ldm *l)
 {
@@ -585,6 +580,12 @@ static void ldm_at(Ldm *l, int64_t p)
 
 static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
 
+/* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads (n of
+ * them, n / 2 matrices)? Without .trans, register i, half h of lane L is element
+ * 2 * (L % 4) + h of the row whose address lane 8i + L / 4 gives; with .trans (each 8 x 8
+ * matrix transposed), element L / 4 of the row of lane 8i + 2 * (L % 4) + h (PTX ISA,
+ * ldmatrix). Every row address is 8-element aligned. Checked for every lane and every value
+ * of the other variables (all of constant range), or false. */
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
 	Ldm l = {.k = k, .ok = true};
@@ -655,28 +656,55 @@ static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 	return l.ok;
 }
 
-/* The per-lane loads of operand op ('a': x4 from rows (l % 16, 8 * (l / 16)); 'b': x2.trans
- * from rows (k = l % 16, n = 0)) replaced by the lane's row address when ldmatrix provably
- * loads the same elements, and the operand's buffer keeps rows aligned (a multiple of 8
- * elements, so every circular-buffer slot does too). */
+/* The lane's ldmatrix row address of operand op in form `trans` (the matrices' layout in
+ * the buffer): 'a' without .trans (A[i, k], k contiguous): x4 from rows (i = l % 16,
+ * k = 8 * (l / 16)); 'a' with .trans (A[k, i], i contiguous): x4.trans from rows
+ * (k = l % 8 + 8 * (l / 16), i = 8 * (l / 8 % 2)); 'b' with .trans (B[k, j]): x2.trans from
+ * rows (k = l % 16, n = 0); 'b' without (B[j, k]): x2 from rows (n = l % 8,
+ * k = 8 * (l % 16 / 8)). NULL when the offset depends on what the form leaves out. These are
+ * candidates only: ldm_proved decides. */
+static IrExpr *ldm_row(Mm *m, char op, bool trans, IrExpr *off, Var *mh, Var *nc, Var *kv)
+{
+	Arena *a = m->a;
+	IrExpr *x = ir_par(a, PT_TIDX), *eight = ir_int(a, 8);
+	IrExpr *l8 = ix_mod(a, m->rg, x, eight), *l16 = ix_mod(a, m->rg, x, ir_int(a, 16));
+	IrExpr *half = ix_mul(a, eight, ix_div(a, m->rg, x, ir_int(a, 16))); /* 8 * (l / 16) */
+	IrExpr *odd8 = ix_mul(a, eight, ix_div(a, m->rg, l16, eight));      /* 8 * (l % 16 / 8) */
+	if (op == 'a')
+		return trans ? at_element(m, off, mh, nc, kv, odd8, NULL, ix_add(a, l8, half))
+			     : at_element(m, off, mh, nc, kv, l16, NULL, half);
+	return trans ? at_element(m, off, mh, nc, kv, NULL, ir_int(a, 0), l16)
+		     : at_element(m, off, mh, nc, kv, NULL, l8, odd8);
+}
+
+/* The per-lane loads of operand op replaced by the lane's row address (ldm_row) when
+ * ldmatrix provably loads the same elements, in the form its tile's layout allows (A[i, k]
+ * and B[j, k] plain, A[k, i] and B[k, j] with .trans: the other form's proof fails), and the
+ * operand's buffer keeps rows aligned (a multiple of 8 elements, so every circular-buffer
+ * slot does too). */
 static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc, Var *kv)
 {
 	Arena *a = m->a;
 	const MmaInstr *in = mm->mma.instr;
 	int first = op == 'a' ? in->nc : in->nc + in->na, n = op == 'a' ? in->na : in->nb;
-	IrExpr **loads = mm->mma.idx + first, *x = ir_par(a, PT_TIDX);
-	IrExpr *l16 = ix_mod(a, m->rg, x, ir_int(a, 16));
-	IrExpr *row = op == 'a' ? at_element(m, off, mh, nc, kv, l16, NULL,
-					     ix_mul(a, ir_int(a, 8), ix_div(a, m->rg, x, ir_int(a, 16))))
-				: at_element(m, off, mh, nc, kv, NULL, ir_int(a, 0), l16);
+	IrExpr **loads = mm->mma.idx + first, *row = NULL;
 	Tensor *t = loads[0]->tensor;
 	Axis **axes;
 	int nax = index_buffer_axes(a, t, &axes);
 	int64_t size = 1, e;
 	for (int i = 0; i < nax; i++)
 		size = size > 0 && ir_is_const(axes[i]->extent, &e) ? size * e : 0;
-	if (!row || size <= 0 || size % 8 || dtype_size(t->dtype) != 2 ||
-	    !ldm_proved(m->k, loads, n, row, op == 'b'))
+	if (size <= 0 || size % 8 || dtype_size(t->dtype) != 2)
+		return false;
+	/* the layout of the operand's own order first (A plain, B transposed) */
+	bool trans = false;
+	for (int form = 0; form < 2 && !row; form++) {
+		trans = (op == 'b') != (form == 1);
+		row = ldm_row(m, op, trans, off, mh, nc, kv);
+		if (row && !ldm_proved(m->k, loads, n, row, trans))
+			row = NULL;
+	}
+	if (!row)
 		return false;
 	IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(mm->mma.nidx - n + 1));
 	int j = 0;
@@ -689,7 +717,10 @@ static bool try_ldmatrix(Mm *m, Stmt *mm, char op, IrExpr *off, Var *mh, Var *nc
 	idx[first]->dtype = loads[0]->dtype;
 	mm->mma.idx = idx;
 	mm->mma.nidx = j;
-	mm->mma.ldm |= op == 'a' ? MMA_LDM_A : MMA_LDM_B;
+	unsigned bit = op == 'a' ? MMA_LDM_A : MMA_LDM_B;
+	mm->mma.ldm |= bit;
+	if (trans)
+		mm->mma.ldt |= bit;
 	return true;
 }
 
@@ -750,7 +781,7 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	Arena *a = m->a;
 	const MmaInstr *in = mm->mma.instr;
 	int cnt, first = mma_slot(mm, op, &cnt), nel = op == 'a' ? in->na : in->nb;
-	unsigned ldm = mm->mma.ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B);
+	unsigned ldm = mm->mma.ldm & (op == 'a' ? MMA_LDM_A : MMA_LDM_B), ldt = mm->mma.ldt & ldm;
 	IrExpr **src = mm->mma.idx + first;
 	Tensor *from = src[0]->tensor;
 	DType dt = src[0]->dtype;
@@ -783,6 +814,7 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	Stmt *ld = mma_stmt(a, KS_MMA_LOAD, mm->span, f, in, cnt);
 	ld->mma.op = op;
 	ld->mma.ldm = ldm;
+	ld->mma.ldt = ldt;
 	ld->mma.tiles = 1;
 	ld->mma.offset = ir_simplify(a, m->rg, ix_mul(a, flin, ir_int(a, nel)));
 	for (int r = 0; r < cnt; r++) {
@@ -822,15 +854,17 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 	mm->mma.idx = idx;
 	mm->mma.nidx = total;
 	mm->mma.ldm &= ~ldm;
+	mm->mma.ldt &= ~ldm;
 	return ld;
 }
 
-/* B by ldmatrix.x4.trans: two n tiles (v = 2 * v2 and 2 * v2 + 1, v the innermost loop the
- * fragment load ld depends on, of even extent) per instruction, lanes 16 .. 31 giving the rows
- * of the second; its registers follow those of the first in the fragment array. Done when
- * the x2 row address depends on the lane only through lane % 16, so that lanes 16 .. 31 give
- * exactly the x2 rows of tile v + 1 (checked on every value of the variables). Returns the
- * variable the load's loop runs over: v2, or v when the pair is not possible. */
+/* B by ldmatrix.x4 (.trans as the x2 was): two n tiles (v = 2 * v2 and 2 * v2 + 1, v the
+ * innermost loop the fragment load ld depends on, of even extent) per instruction, lanes
+ * 16 .. 31 giving the rows of the second; its registers follow those of the first in the
+ * fragment array. Done when the x2 row address depends on the lane only through lane % 16,
+ * so that lanes 16 .. 31 give exactly the x2 rows of tile v + 1 (checked on every value of
+ * the variables). Returns the variable the load's loop runs over: v2, or v when the pair is
+ * not possible. */
 static Var *pair_tiles(Mm *m, Stmt *ld, Var *v)
 {
 	Arena *a = m->a;

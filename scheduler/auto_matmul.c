@@ -12,15 +12,15 @@
  * as ordinary directives:
  *
  *   - tensor cores (examples/gemm/hgemm_ldmatrix.fus): when A and B are both f16 or both
- *     bf16, the accumulator is f32 and neither operand is transposed (the mma directive
- *     refuses transposed operands). Block tiles of BM x BN, k in steps of BK: 256 x 128 x 64
- *     of 4 x 2 warps (for symbolic sizes and constant ones that make a wave of them), else
- *     128 x 128 x 32 (smaller for a small constant M or N) of 2 x 2 warps (threadIdx.z,
- *     threadIdx.y): As, Bs are shared tiles filled by 16-byte cp.async in a 3-stage circular
- *     buffer,
- *     the accumulator (R, or C's register cache) is computed by mma.m16n8k16 with ldmatrix,
- *     and C stores its fragments (the epilogue applied per element by the lane that holds
- *     it), two adjacent columns per store;
+ *     bf16 and the accumulator is f32 (a transposed operand's tile is copied along its own
+ *     contiguous dimension, and the lowering picks ldmatrix with or without .trans by proof:
+ *     examples/gemm/auto_hgemm_nt.fus, auto_hgemm_tn.fus). Block tiles of BM x BN, k in
+ *     steps of BK: 256 x 128 x 64 of 4 x 2 warps (for symbolic sizes and constant ones that
+ *     make a wave of them), else 128 x 128 x 32 (smaller for a small constant M or N) of
+ *     2 x 2 warps (threadIdx.z, threadIdx.y): As, Bs are shared tiles filled by 16-byte
+ *     cp.async in a 3-stage circular buffer, the accumulator (R, or C's register cache) is
+ *     computed by mma.m16n8k16 with ldmatrix, and C stores its fragments (the epilogue
+ *     applied per element by the lane that holds it), two adjacent columns per store;
  *   - FMA units (examples/gemm/gemm_f32.fus) otherwise: 128 x 128 block tiles, 16 x 16
  *     threads of 8 x 8 outputs, k in steps of 16, As, Bs shared (cp.async, 4 stages), their
  *     register copies Al, Bl double-buffered; for a row-major f32 A (the SGEMM,
@@ -32,7 +32,8 @@
  * preconditions. Variants: the tensor-core kernels (M variants, then the kernel) are
  * followed by the padded plan (scheduler/segment.c, segment_pad_matmul: A and B copied into
  * rows padded to 8 elements, then this schedule on the copies, C stored per element:
- * Fusion.padded_operands); the FMA kernel by its scalar kernel (plain copies, no vectors:
+ * Fusion.padded_operands; not for transposed operands, whose kernels keep their scalar
+ * kernels); the FMA kernel by its scalar kernel (plain copies, no vectors:
  * any size). At the scalar level (the tuned schedule refused) the same tiles without
  * vectors, cp.async or register copies. */
 #include <string.h>
@@ -221,7 +222,7 @@ bool auto_matmul_classify(Fusion *f, Tensor *o, AutoMatmul *c)
 	c->bm = tile_for(m, 128, 32);
 	c->bn = tile_for(n, 128, 32); /* B's 32 x BN tile: at least one vector per thread */
 	c->mma = half(c->a->dtype) && c->a->dtype == c->b->dtype && r->dtype == DT_F32 &&
-		 !c->a_trans && !c->b_trans && c->bm && c->bn && tile_for(k, MMA_BK, MMA_BK);
+		 c->bm && c->bn && tile_for(k, MMA_BK, MMA_BK);
 	c->bk = MMA_BK;
 	c->stages = MMA_STAGES;
 	c->warps_y = c->warps_x = 2;
@@ -438,21 +439,22 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	verb_present(p, acc, "unroll", mo);
 	d_verb1(p, acc, "unroll", no);
 
-	/* the operand tiles, BM x BK and BK x BN, at the k step */
+	/* the operand tiles, BM x BK and BK x BN (a transposed one BK x BM or BN x BK: copied
+	 * along its own contiguous dimension), at the k step */
 	const char *sh[] = {ko};
-	d_compute_at(p, as, acc, ko, sh, 1);
-	copy_tile(p, as, x.ii, kr, 8, c, false, tuned);
-	d_compute_at(p, bs, acc, ko, sh, 1);
-	copy_tile(p, bs, kr, x.ji, 8, c, false, tuned);
-	if (tuned) {
-		const char *st = arena_printf(p->a, "%lld", (long long)c->stages);
-		d_verb1(p, as, "stages", st);
-		d_verb1(p, bs, "stages", st);
+	const char *rows[2][2] = {{x.ii, kr}, {kr, x.ji}}, *caches[2] = {as, bs};
+	bool trans[2] = {c->a_trans, c->b_trans};
+	int64_t tile[2][2] = {{c->bm, c->bk}, {c->bk, c->bn}};
+	for (int q = 0; q < 2; q++) {
+		int in = trans[q] ? 0 : 1; /* the contiguous dimension */
+		d_compute_at(p, caches[q], acc, ko, sh, 1);
+		copy_tile(p, caches[q], rows[q][1 - in], rows[q][in], 8, c, false, tuned);
+		if (!tuned)
+			continue;
+		d_verb1(p, caches[q], "stages", arena_printf(p->a, "%lld", (long long)c->stages));
 		/* rows padded by 16 bytes: ldmatrix's 8 row addresses fall in 8 bank groups */
-		const char *apad[] = {"8", arena_printf(p->a, "%lld", (long long)c->bk)};
-		const char *bpad[] = {"8", arena_printf(p->a, "%lld", (long long)c->bn)};
-		d_directive(p, NULL, as, "pad", 2, apad, 0, NULL);
-		d_directive(p, NULL, bs, "pad", 2, bpad, 0, NULL);
+		const char *pad[] = {"8", arena_printf(p->a, "%lld", (long long)tile[q][in])};
+		d_directive(p, NULL, caches[q], "pad", 2, pad, 0, NULL);
 	}
 }
 

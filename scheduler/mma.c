@@ -1,7 +1,9 @@
 /* mma.c: the tensor-core directives (docs/tensor_cores.md).
  *
  * `Cl.mma(m16n8k16)` puts the three innermost axes of a contraction's register accumulator
- * (`Cl = C.cache_before(local)` of `C[i, j] = sum(k: A[i, k] * B[k, j])`, or a register
+ * (`Cl = C.cache_before(local)` of `C[i, j] = sum(k: A[i, k] * B[k, j])`, either operand
+ * possibly transposed, A[k, i] or B[j, k] (passes/mma.c places each lane's elements through
+ * the operand's offsets, whatever their order), or a register
  * intermediate such a contraction defines, whose one reader applies an epilogue; batch
  * indices first allowed; operands read from shared caches) on one warp-wide instruction. It checks the pattern, the dtypes, the operand
  * layout and the tile, then gives the m x n tile the accumulator's fragment layout with
@@ -159,7 +161,7 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 {
 	const MmaInstr *in = mma_instr_by_name(dir->args[0].name);
 	if (dir->nargs > 1 && strcmp(dir->args[1].name, "ldmatrix") != 0) {
-		diag_error(s->d, dir->args[1].span, "unknown mma option '%s'; the option is ldmatrix (operands loaded by ldmatrix.x4 and ldmatrix.x2.trans)",
+		diag_error(s->d, dir->args[1].span, "unknown mma option '%s'; the option is ldmatrix (operands loaded by ldmatrix.x4 and ldmatrix.x2, with .trans where the tile's layout needs it)",
 			   dir->args[1].name);
 		return false;
 	}
@@ -204,20 +206,16 @@ bool sched_mma(Sched *s, Tensor *t, AstDirective *dir)
 		return false;
 	}
 	Axis *ri = t->root[t->ndim - 2], *rj = t->root[t->ndim - 1], *rk = t->root[t->ndim];
-	if (subscripts(t, y, ri, rk) || subscripts(t, x, rk, rj)) {
+	/* A is the operand that holds i: A[i, k] or A[k, i] (transposed), B[k, j] or B[j, k] */
+	if (subscripts(t, y, ri, rk) || subscripts(t, y, rk, ri)) {
 		IrExpr *z = x;
 		x = y;
 		y = z;
 	}
-	if (!subscripts(t, x, ri, rk) || !subscripts(t, y, rk, rj)) {
-		bool at = subscripts(t, x, rk, ri) || subscripts(t, y, rk, ri);
-		bool bt = subscripts(t, x, rj, rk) || subscripts(t, y, rj, rk);
-		if (at || bt)
-			diag_error(s->d, dir->span, "mma with a transposed operand (%s) is not supported yet: the operands must be A[%s, %s] and B[%s, %s]",
-				   at ? "A[k, i]" : "B[j, k]", ri->name, rk->name, rk->name, rj->name);
-		else
-			diag_error(s->d, dir->span, "mma needs the operands subscripted A[%s, %s] and B[%s, %s]",
-				   ri->name, rk->name, rk->name, rj->name);
+	if (!(subscripts(t, x, ri, rk) || subscripts(t, x, rk, ri)) ||
+	    !(subscripts(t, y, rk, rj) || subscripts(t, y, rj, rk))) {
+		diag_error(s->d, dir->span, "mma needs the operands subscripted A[%s, %s] (or A[%s, %s]) and B[%s, %s] (or B[%s, %s])",
+			   ri->name, rk->name, rk->name, ri->name, rk->name, rj->name, rj->name, rk->name);
 		diag_note(s->d, t->def_span, "'%s' is defined here", t->name);
 		return false;
 	}

@@ -724,8 +724,10 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 	Fusion *p = sema_fusion(a, d, f->ast);
 	diag_rollback(d, m);
 	AutoMatmul c;
+	/* transposed operands (A[k, i], B[j, k]): no padded copies yet, their product keeps its
+	 * scalar kernel for the sizes its vectors refuse */
 	if (!p || p->failed || p->noutputs != 1 || !auto_matmul_classify(p, p->outputs[0], &c) ||
-	    !c.mma)
+	    !c.mma || c.a_trans || c.b_trans)
 		return false;
 	AstFusion *af = f->ast;
 	int nb = c.nbatch, pa = -1, pb = -1;

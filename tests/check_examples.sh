@@ -46,7 +46,8 @@ done
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread.
-# Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8),
+# Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8; with a
+# transposed operand, its contiguous dimension instead: auto_hgemm_nt K, auto_hgemm_tn M and N),
 # both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
 # run the scalar kernel.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
@@ -87,6 +88,18 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/gemm/auto_hgemm.fus --dims M=65,N=40,K=40" \
 	    "examples/gemm/auto_hgemm.fus --dims M=0,N=8,K=8" \
 	    "examples/gemm/auto_hgemm.fus --dims M=3,N=8,K=0" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=300,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=32,N=40,K=32" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=33,N=41,K=45" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=64,N=40,K=32" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=65,N=42,K=40" \
+	    "examples/gemm/auto_hgemm_nt.fus --dims M=0,N=8,K=8" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=296,N=264,K=72 --max-blocks 4" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=32,N=40,K=33" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=33,N=40,K=40" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=64,N=40,K=45" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=72,N=48,K=40" \
+	    "examples/gemm/auto_hgemm_tn.fus --dims M=3,N=8,K=0" \
 	    "examples/gemm/auto_bgemm.fus --dims Z=2,M=130,N=136,K=40 --max-blocks 4" \
 	    "examples/gemm/auto_bgemm.fus --dims Z=0,M=3,N=3,K=3" \
 	    "examples/gemm/auto_hgemm_bias_gelu.fus --dims M=300,N=264,K=72 --max-blocks 4" \

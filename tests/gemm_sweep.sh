@@ -5,7 +5,8 @@
 #              size runs) at every size in VALUES of each size symbol once, the others held at
 #              a base that no tile or vector divides; then M over VALUES again at a second base
 #              whose K and N break the 16-byte copies (tensor cores: the padded plan, which
-#              copies the rows padded to 8 elements; FMA: the scalar kernel). Base 1 is
+#              copies the rows padded to 8 elements; FMA, and tensor cores with a transposed
+#              operand, auto_hgemm_nt/tn.fus: the scalar kernel). Base 1 is
 #              M=67,N=136,K=72,Z=2 (the vector kernel: K and N multiples of 8, no tile of
 #              32/64/128 rows or columns, no k step of 32 divides them), base 2
 #              M=67,N=133,K=75,Z=3. Every run compares with the reference interpreter (double

@@ -104,10 +104,12 @@ START_TEST(test_classify)
 	/* an f16 accumulator (C f16 without a cast): no f32 accumulation, FMA */
 	c = classify(MM("f16[M, K]", "f16[K, N]", "f16[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	ck_assert(c.in && !c.mma);
-	/* transposed operands: in the class, on FMA units (the mma directive refuses them) */
+	/* transposed operands: in the class, on tensor cores (ldmatrix with or without .trans) */
 	c = classify(MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"));
-	ck_assert(c.in && !c.mma && c.a_trans && !c.b_trans);
+	ck_assert(c.in && c.mma && c.a_trans && !c.b_trans);
 	c = classify(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
+	ck_assert(c.in && c.mma && !c.a_trans && c.b_trans);
+	c = classify(MM("f32[M, K]", "f32[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
 	ck_assert(c.in && !c.mma && !c.a_trans && c.b_trans);
 	/* batched, one or two batch indices */
 	c = classify(MM("f16[Z, M, K]", "f16[Z, K, N]", "f32[Z, M, N]",
@@ -207,6 +209,42 @@ START_TEST(test_mma_schedule)
 	ck_assert_not_contains(b.s, "cp.async");
 	ck_assert_contains(b.s, "mma.m16n8k16 C_acc[");
 	buf_free(&b);
+	tc_free(tc);
+}
+END_TEST
+
+/* Transposed operands on tensor cores: the shared tile copied along the operand's own
+ * contiguous dimension (padded rows of that dimension's tile), its fragments by ldmatrix with
+ * .trans for A[k, i] and without for B[j, k], the launcher's vector preconditions on the
+ * contiguous dimensions (A[k, i]: M; B[j, k]: K), and no padded plan (the scalar kernel). */
+START_TEST(test_mma_transposed_schedule)
+{
+	TestCompile *tc;
+	char *s = tuned(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+			&tc);
+	ck_assert_contains(s, "C_acc.mma(m16n8k16, ldmatrix);");
+	ck_assert_contains(s, "B_smem.split(kr, 8) -> (kc, v);");
+	ck_assert_contains(s, "B_smem.merge(ji, kc) -> e;");
+	ck_assert_contains(s, "B_smem.pad(8, 64);");
+	free(s);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+	ck_assert_not_contains(cu, ".trans");
+	ck_assert_contains(cu, "m_kernel when A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8 and N is a multiple of 2");
+	free(cu);
+	ck_assert_ptr_null(tc->prog->fusions[0]->pad_plan);
+	ck_assert_str_eq(kernel_last_variant(tc->kernels[0])->name, "m_kernel_scalar");
+	tc_free(tc);
+	s = tuned(MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"), &tc);
+	ck_assert_contains(s, "A_smem.split(ii, 8) -> (kc, v);");
+	ck_assert_contains(s, "A_smem.merge(kr, kc) -> e;");
+	ck_assert_contains(s, "A_smem.pad(8, 256);");
+	free(s);
+	cu = tc_cuda(tc);
+	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+	ck_assert_contains(cu, "M is a multiple of 8, N is a multiple of 8");
+	ck_assert_not_contains(cu, "K is a multiple of 8");
+	free(cu);
 	tc_free(tc);
 }
 END_TEST
@@ -359,6 +397,9 @@ START_TEST(test_padded_plan)
 		MM("f16[M, 64]", "f16[64, 128]", "f32[M, 128]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
 		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+		MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"),
+		MM("bf16[Z, K, M]", "bf16[Z, N, K]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: A[b, k, i] * B[b, j, k]);"),
 	};
 	for (int i = 0; i < 3; i++) {
 		tc = tc_lowered(none[i]);
@@ -417,10 +458,10 @@ START_TEST(test_fma_schedule)
 	free(s);
 	ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->preconds.len, 0);
 	tc_free(tc);
-	s = tuned(MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"), &tc);
+	s = tuned(MM("f32[K, M]", "f32[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[j, k]);"), &tc);
 	ck_assert_not_contains(s, "mma");
 	ck_assert_contains(s, "B_smem_reg.unroll(jv);");
-	/* A f16: its fragment one k at a time, double-buffered */
+	/* A[k, i]: its fragment one k at a time, double-buffered */
 	ck_assert_contains(s, "A_smem_reg.double_buffer();");
 	free(s);
 	tc_free(tc);
@@ -449,6 +490,9 @@ START_TEST(test_matmul_sim)
 		MM("f32[Z, K, M]", "f32[Z, N, K]", "f32[Z, M, N]",
 		   "C[b, i, j] = sum(k: B[b, j, k] * A[b, k, i]);"),
 		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+		MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"),
+		MM("bf16[Z, K, M]", "bf16[Z, N, K]", "f32[Z, M, N]",
+		   "C[b, i, j] = sum(k: A[b, k, i] * B[b, j, k]);"),
 	};
 	/* constant extents no tile divides (64 x 32 tiles), and tiles as large as the extents
 	 * (one block: the lowering's proofs fold its block index, which can only be 0) */
@@ -472,7 +516,7 @@ START_TEST(test_matmul_sim)
 		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
 			Kernel *run = expect_sim_picked(k, dims[s]);
 			/* multiples of 8 run a vector kernel, the others a scalar one (tensor
-			 * cores: the padded plan) */
+			 * cores: the padded plan; transposed operands, the last three, have none) */
 			bool vector = s == 1 || s == 5, mma = i < 4;
 			const char *other = mma ? "_segments" : "_scalar";
 			ck_assert_msg((strstr(run->name, other) == NULL) == vector, "%s at %s ran %s",
@@ -540,6 +584,7 @@ Suite *auto_matmul_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_classify);
 	tcase_add_test(tc, test_mma_schedule);
+	tcase_add_test(tc, test_mma_transposed_schedule);
 	tcase_add_test(tc, test_epilogue_schedule);
 	tcase_add_test(tc, test_fma_schedule);
 	tcase_add_test(tc, test_matmul_sim);

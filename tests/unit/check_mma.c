@@ -10,7 +10,9 @@
  * fragment registers (loaded once per warp tile, B two tiles per ldmatrix.x4.trans) and the
  * padded rows of hgemm_ldmatrix.fus are mutated the same way, and so is its mainloop with
  * the fragment loads one k step ahead (mma_pipeline: the barrier moved, the wait dropped,
- * the next iteration's loads from the wrong slot). A target
+ * the next iteration's loads from the wrong slot); transposed operands (A[k, i] by
+ * ldmatrix.x4.trans, B[j, k] by ldmatrix.x2/x4 without) match, and the other transposition
+ * on any operand is a mismatch. A target
  * below sm_80 is an error at the mma directive. The tests run from the repository root.
  */
 #include <check.h>
@@ -305,22 +307,33 @@ START_TEST(test_half_warp_is_reported)
 }
 END_TEST
 
+/* Both operands' fragments by ldmatrix (.trans as in ldt: MMA_LDM_A, MMA_LDM_B bits), the
+ * result the reference's, the CUDA with the instructions named (x4 of A, then x2 of B). */
+static void expect_ldmatrix(TestCompile *tc, unsigned ldt, const char *ins_a, const char *ins_b)
+{
+	Stmt *la = frag_load(tc, 'a'), *lb = frag_load(tc, 'b');
+	ck_assert_uint_eq(la->mma.ldm, MMA_LDM_A);
+	ck_assert_uint_eq(lb->mma.ldm, MMA_LDM_B);
+	ck_assert_uint_eq(la->mma.ldt, ldt & MMA_LDM_A);
+	ck_assert_uint_eq(lb->mma.ldt, ldt & MMA_LDM_B);
+	ck_assert_int_eq(la->mma.nidx, 1);
+	SimResult r;
+	ck_assert_int_eq(simulate(tc, &r), 0);
+	tc_assert_no_reports(tc, &r);
+	char *cu = tc_cuda(tc);
+	ck_assert_contains(cu, ins_a);
+	ck_assert_contains(cu, ins_b);
+	free(cu);
+}
+
 START_TEST(test_ldmatrix_matches_reference)
 {
 	TestCompile *tc = compile_ldmatrix();
 	Stmt *m = the_mma(tc);
 	ck_assert_uint_eq(m->mma.ldm, 0); /* the mma reads fragment registers */
 	ck_assert_int_eq(m->mma.nidx, 16);
-	ck_assert_uint_eq(frag_load(tc, 'a')->mma.ldm, MMA_LDM_A);
-	ck_assert_uint_eq(frag_load(tc, 'b')->mma.ldm, MMA_LDM_B);
-	ck_assert_int_eq(frag_load(tc, 'a')->mma.nidx, 1);
-	SimResult r;
-	ck_assert_int_eq(simulate(tc, &r), 0);
-	tc_assert_no_reports(tc, &r);
-	char *cu = tc_cuda(tc);
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
-	ck_assert_contains(cu, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16");
-	free(cu);
+	expect_ldmatrix(tc, MMA_LDM_B, "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+			"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16");
 	tc_free(tc);
 }
 END_TEST
@@ -360,6 +373,69 @@ START_TEST(test_ldmatrix_misaligned_row_is_reported)
 	ck_assert_int_gt(count_kind(&r, SF_MISALIGNED), 0);
 	sim_result_free(&r);
 	tc_free(tc);
+}
+END_TEST
+
+/* Transposed operands (tests/golden/ok/mma_one_warp_ldmatrix_trans.fus: A[k, i] and
+ * B[j, k]): A by ldmatrix.x4.trans, B by ldmatrix.x2 without .trans (the plain layouts the
+ * other way round: test_ldmatrix_matches_reference), the result the reference's. */
+START_TEST(test_ldmatrix_transposed_operands_match_reference)
+{
+	TestCompile *tc = compile_path("tests/golden/ok/mma_one_warp_ldmatrix_trans.fus");
+	expect_ldmatrix(tc, MMA_LDM_A, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+			"ldmatrix.sync.aligned.m8n8.x2.shared.b16");
+	tc_free(tc);
+}
+END_TEST
+
+/* The wrong transposition on one operand's ldmatrix (.trans dropped or added; the row
+ * addresses unchanged): every 8 x 8 matrix arrives transposed, and the simulator's result
+ * differs from the reference, for each operand of the transposed program, of the plain one,
+ * and of the NT example's paired B tiles (ldmatrix.x4 of two n tiles). */
+START_TEST(test_ldmatrix_wrong_transposition_mismatch)
+{
+	const char *paths[] = {"tests/golden/ok/mma_one_warp_ldmatrix_trans.fus",
+			       "tests/golden/ok/mma_one_warp_ldmatrix.fus",
+			       "examples/gemm/hgemm_nt_ldmatrix.fus"};
+	for (int p = 0; p < 3; p++) {
+		for (int op = 0; op < 2; op++) {
+			TestCompile *tc = compile_path(paths[p]);
+			Stmt *ld = frag_load(tc, op ? 'b' : 'a');
+			if (p == 2 && op)
+				ck_assert_int_eq(ld->mma.tiles, 2);
+			ld->mma.ldt ^= ld->mma.ldm;
+			SimResult r;
+			ck_assert_msg(simulate(tc, &r) > 0, "%s: %c with the other transposition matches",
+				      paths[p], op ? 'B' : 'A');
+			sim_result_free(&r);
+			tc_free(tc);
+		}
+	}
+}
+END_TEST
+
+/* Lane-by-lane loads of a transposed A (tests/golden/sim/mma_transposed_a.fus): the result
+ * matches; two A elements swapped do not. */
+START_TEST(test_transposed_lane_loads)
+{
+	for (int mutate = 0; mutate < 2; mutate++) {
+		TestCompile *tc = compile_path("tests/golden/sim/mma_transposed_a.fus");
+		Stmt *ld = frag_load(tc, 'a');
+		ck_assert_uint_eq(ld->mma.ldm, 0);
+		if (mutate) {
+			IrExpr *t = ld->mma.idx[0];
+			ld->mma.idx[0] = ld->mma.idx[2];
+			ld->mma.idx[2] = t;
+		}
+		SimResult r;
+		int64_t bad = simulate(tc, &r);
+		if (mutate)
+			ck_assert_int_gt(bad, 0);
+		else
+			ck_assert_int_eq(bad, 0);
+		sim_result_free(&r);
+		tc_free(tc);
+	}
 }
 END_TEST
 
@@ -607,6 +683,9 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_misaligned_row_is_reported);
 	tcase_add_test(c, test_fragments_loaded_once_per_warp_tile);
 	tcase_add_test(c, test_ldmatrix_x4_trans_pairs_tiles);
+	tcase_add_test(c, test_ldmatrix_transposed_operands_match_reference);
+	tcase_add_test(c, test_ldmatrix_wrong_transposition_mismatch);
+	tcase_add_test(c, test_transposed_lane_loads);
 	tcase_add_test(c, test_pad_dropped_by_the_reader_mismatch);
 	tcase_add_test(c, test_pipelined_fragments);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
