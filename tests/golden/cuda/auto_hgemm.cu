@@ -1825,9 +1825,9 @@ static cudaError_t auto_hgemm_seg0(const uint16_t *A, uint16_t *A_pad, int64_t M
     return fus_err;
   }
   if ((uintptr_t)A_pad % 16 != 0)
-    return fus_fail(auto_hgemm_seg0_error_text, "auto_hgemm_seg0: A_pad is not 16-byte aligned (vectorized access, auto_hgemm.fus:12:19)");
+    return fus_fail(auto_hgemm_seg0_error_text, "auto_hgemm_seg0: A_pad is not 16-byte aligned (vectorized access, auto_hgemm.fus:13:19)");
   if (K_pad % 8 != 0)
-    return fus_fail(auto_hgemm_seg0_error_text, "auto_hgemm_seg0: K_pad = %lld is not a multiple of 8 (vectorized access, auto_hgemm.fus:12:19)", (long long)K_pad);
+    return fus_fail(auto_hgemm_seg0_error_text, "auto_hgemm_seg0: K_pad = %lld is not a multiple of 8 (vectorized access, auto_hgemm.fus:13:19)", (long long)K_pad);
   const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)K_pad, 4096, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_seg0_error_text, "auto_hgemm_seg0: sizes too large: grid dimension x does not fit in 64 bits");
@@ -1888,9 +1888,9 @@ static cudaError_t auto_hgemm_seg1(const uint16_t *B, uint16_t *B_pad, int64_t K
     return fus_err;
   }
   if ((uintptr_t)B_pad % 16 != 0)
-    return fus_fail(auto_hgemm_seg1_error_text, "auto_hgemm_seg1: B_pad is not 16-byte aligned (vectorized access, auto_hgemm.fus:12:33)");
+    return fus_fail(auto_hgemm_seg1_error_text, "auto_hgemm_seg1: B_pad is not 16-byte aligned (vectorized access, auto_hgemm.fus:13:33)");
   if (N_pad % 8 != 0)
-    return fus_fail(auto_hgemm_seg1_error_text, "auto_hgemm_seg1: N_pad = %lld is not a multiple of 8 (vectorized access, auto_hgemm.fus:12:33)", (long long)N_pad);
+    return fus_fail(auto_hgemm_seg1_error_text, "auto_hgemm_seg1: N_pad = %lld is not a multiple of 8 (vectorized access, auto_hgemm.fus:13:33)", (long long)N_pad);
   const long long fus_grid_x = fus_mul((long long)K_pad, fus_cdiv((long long)N_pad, 4096, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_seg1_error_text, "auto_hgemm_seg1: sizes too large: grid dimension x does not fit in 64 bits");
@@ -2089,13 +2089,13 @@ static cudaError_t auto_hgemm_seg2(const uint16_t *A_pad, const uint16_t *B_pad,
     return fus_err;
   }
   if ((uintptr_t)A_pad % 16 != 0)
-    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: A_pad is not 16-byte aligned (cp.async, auto_hgemm.fus:12:51)");
+    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: A_pad is not 16-byte aligned (cp.async, auto_hgemm.fus:13:51)");
   if ((uintptr_t)B_pad % 16 != 0)
-    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: B_pad is not 16-byte aligned (cp.async, auto_hgemm.fus:12:51)");
+    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: B_pad is not 16-byte aligned (cp.async, auto_hgemm.fus:13:51)");
   if (K_pad % 8 != 0)
-    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: K_pad = %lld is not a multiple of 8 (cp.async, auto_hgemm.fus:12:51)", (long long)K_pad);
+    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: K_pad = %lld is not a multiple of 8 (cp.async, auto_hgemm.fus:13:51)", (long long)K_pad);
   if (N_pad % 8 != 0)
-    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: N_pad = %lld is not a multiple of 8 (cp.async, auto_hgemm.fus:12:51)", (long long)N_pad);
+    return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: N_pad = %lld is not a multiple of 8 (cp.async, auto_hgemm.fus:13:51)", (long long)N_pad);
   const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(auto_hgemm_seg2_error_text, "auto_hgemm_seg2: sizes too large: grid dimension x does not fit in 64 bits");
