@@ -294,7 +294,7 @@ def vecmat(v, A):
 
 
 def col_wsum(w, x):
-    return w @ x.float()
+    return w @ x.to(w.dtype)
 
 
 def mid_wsum(w, x):
