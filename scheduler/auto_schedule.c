@@ -276,7 +276,13 @@ static void schedule_output(Plan *p, Tensor *o)
 	const char *t = o->name;
 	p->at = o->span;
 	AutoAccess acc = auto_access(o);
-	bool merged = acc.identity || o->ndim == 1;
+	/* A broadcast whose last axis is a constant shorter than a block of threads is scheduled
+	 * over all its axes merged, as a pointwise one: a block per row would idle most threads
+	 * (and `--emit=schedule` would print a split larger than the axis). */
+	int64_t last;
+	bool short_last = o->ndim > 1 && ir_is_const(o->shape[o->ndim - 1], &last) &&
+			  last < AUTO_THREADS;
+	bool merged = acc.identity || o->ndim == 1 || short_last;
 	const char *outer = NULL, *x;
 	if (merged) {
 		x = merge_range(p, o, 0, o->ndim - 1);
