@@ -796,7 +796,7 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 			uses |= mentions(src[r], L[i]->loop.var);
 		if (!uses)
 			continue;
-		int64_t e;
+		int64_t e = 0;
 		ir_is_const(L[i]->loop.var->extent, &e);
 		dep[nd] = i;
 		fresh[nd] = kir_new_var(m->k, L[i]->loop.var->axis ? L[i]->loop.var->axis->name : L[i]->loop.var->name,
