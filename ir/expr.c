@@ -136,15 +136,6 @@ IrExpr *ir_load(Arena *a, Tensor *t, IrExpr *offset)
 
 /* ---- folding index helpers ------------------------------------------------------------ */
 
-bool ir_is_const(IrExpr *e, int64_t *v)
-{
-	if (!e || e->kind != EX_INT)
-		return false;
-	if (v)
-		*v = e->ival;
-	return true;
-}
-
 static bool is_val(IrExpr *e, int64_t v)
 {
 	int64_t c;

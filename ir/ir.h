@@ -250,7 +250,16 @@ IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
 IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e);
 IrExpr *ix_lt(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_and(Arena *a, IrExpr *l, IrExpr *r); /* NULL means true on either side */
-bool ir_is_const(IrExpr *e, int64_t *v);
+/* e is an integer literal (its value in *v when v is given); inline: the passes ask it tens of
+ * thousands of times a compilation */
+static inline bool ir_is_const(IrExpr *e, int64_t *v)
+{
+	if (!e || e->kind != EX_INT)
+		return false;
+	if (v)
+		*v = e->ival;
+	return true;
+}
 bool ir_equal(IrExpr *a, IrExpr *b); /* structural equality */
 IrExpr *ir_copy(Arena *a, IrExpr *e); /* deep copy */
 /* e with fn applied bottom-up to every node (fn returns the node or a replacement). Copy on

@@ -284,7 +284,16 @@ static Range range_of_node(const IrRange *rg, IrExpr *e);
 
 static Range range_of(const IrRange *rg, IrExpr *e)
 {
-	Range r = range_of_node(rg, e);
+	/* the leaves first, without a call: a literal (no guard is about one: guard_add) and a
+	 * loop variable of constant extent (index_range) */
+	if (e->kind == EX_INT)
+		return exact(e->ival);
+	Range r;
+	IrExpr *x = e->kind == EX_VAR ? e->var->extent : NULL;
+	if (x && x->kind == EX_INT)
+		r = x->ival >= 1 ? between(0, x->ival - 1) : from(0);
+	else
+		r = range_of_node(rg, e);
 	return rg && rg->n ? guarded(rg, e, r) : r;
 }
 
@@ -383,7 +392,7 @@ static bool is_bool_const(IrExpr *e, bool *v)
 
 static IrExpr *simplify_logic(Arena *a, IrExpr *e)
 {
-	bool x, y;
+	bool x = false, y = false;
 	bool lc = is_bool_const(e->args[0], &x);
 	if (e->op == OP_NOT)
 		return lc ? ir_bool(a, !x) : e;

@@ -305,6 +305,18 @@ typedef struct Ldm {
 	int nmemo;
 } Ldm;
 
+/* l ready for k: no atoms, an empty memo (its values are not cleared: the Ldm is about 17 KB,
+ * and a slot's values are written before they are read) */
+static void ldm_init(Ldm *l, Kernel *k)
+{
+	l->k = k;
+	l->n = 0;
+	l->ok = true;
+	l->nmemo = 0;
+	for (int i = 0; i < LDM_MEMO; i++)
+		l->memo[i].e = NULL;
+}
+
 static bool atom_eq(IrExpr *a, IrExpr *b)
 {
 	return a->kind == b->kind && (a->kind == EX_VAR ? a->var == b->var : a->par == b->par);
@@ -588,7 +600,8 @@ static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points,
  * of the other variables (all of constant range), or false. */
 static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans)
 {
-	Ldm l = {.k = k, .ok = true};
+	Ldm l;
+	ldm_init(&l, k);
 	ir_expr_any(row, add_atom, &l);
 	for (int i = 0; i < n; i++)
 		ir_expr_any(loads[i]->args[0], add_atom, &l);
@@ -636,7 +649,8 @@ static IrExpr *lane_mod16(Arena *a, IrExpr *e, void *ctx)
 /* x == y for every lane and every value of the other variables (as ldm_proved). */
 static bool ldm_equal(Kernel *k, IrExpr *x, IrExpr *y)
 {
-	Ldm l = {.k = k, .ok = true};
+	Ldm l;
+	ldm_init(&l, k);
 	ir_expr_any(x, add_atom, &l);
 	ir_expr_any(y, add_atom, &l);
 	int64_t points = ldm_points(&l);
@@ -796,7 +810,7 @@ static Stmt *hoist_operand(Mm *m, Stmt *mm, char op, Stmt **L, int n, Stmt **at)
 			uses |= mentions(src[r], L[i]->loop.var);
 		if (!uses)
 			continue;
-		int64_t e;
+		int64_t e = 0;
 		ir_is_const(L[i]->loop.var->extent, &e);
 		dep[nd] = i;
 		fresh[nd] = kir_new_var(m->k, L[i]->loop.var->axis ? L[i]->loop.var->axis->name : L[i]->loop.var->name,

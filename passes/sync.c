@@ -552,7 +552,7 @@ static bool exposed(Sy *y, Stmt *s, Set *out)
 		}
 		case KS_IF:
 			if (uniform(s->branch.cond)) {
-				int64_t v;
+				int64_t v = 0;
 				bool known = ir_is_const(s->branch.cond, &v);
 				Set dead = {0};
 				expr_reads(y, out, s, s->branch.cond);

@@ -285,7 +285,7 @@ static Axis *shared_disagrees(Fusion *f, Axis *l, ParType p)
 
 bool sched_bind(Fusion *f, Diag *d, Tensor *t, Axis *ax, ParType p, Span at)
 {
-	int64_t v;
+	int64_t v = 0;
 	bool is_const = ir_is_const(ax->extent, &v);
 	if (ax->par != PT_SERIAL) {
 		diag_error(d, at, "axis '%s' is already bound to %s", ax->name, par_name(ax->par));
