@@ -9,13 +9,20 @@
 # simulate a sample of the blocks), or name its own sizes with `// check-sizes: 1 5 67` (a
 # program that reads a constant index of a size symbol's dimension has no size 0). The 1-D buffering family
 # (examples/cp_async/buf_*) also runs at nvFuser's sizes 100, 199, 200, 1000 and 1001.
+# The plain `fusc check` runs go to a list and run JOBS at a time (default: the number of
+# processors); their failures are printed in list order.
 # Prints "N passed, N failed" and exits 1 on any failure (a report, a mismatch, an error).
 FUSC=${FUSC:-build/fusc}
 SIZES=${SIZES:-"0 1 5 67 300 1025"}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 pass=0
 fail=0
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+runs=$(mktemp)
+res=$(mktemp -d)
+trap 'rm -f "$out" "$runs"; rm -rf "$res"' EXIT
+# queue ARGS...: one `fusc check ARGS` (no argument holds a space)
+queue() { printf '%s\n' "$*" >>"$runs"; }
 
 for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/gemm/*.fus \
 	 tests/golden/ok/*.fus tests/golden/sim/*.fus bench/auto/*.fus bench/pointwise/*.fus \
@@ -28,13 +35,7 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 	case $f in examples/cp_async/buf_*) sizes="$sizes 100 199 200 1000 1001" ;; esac
 	for s in $sizes; do
 		# shellcheck disable=SC2086
-		if "$FUSC" check "$f" --size "$s" $args >"$out" 2>&1; then
-			pass=$((pass + 1))
-		else
-			fail=$((fail + 1))
-			echo "FAIL: $FUSC check $f --size $s $args"
-			sed 's/^/  | /' "$out" | head -40
-		fi
+		queue "$f" --size "$s" $args
 	done
 done
 # An auto-scheduled fusion whose size breaks a vector precondition runs its scalar fallback.
@@ -113,14 +114,7 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=5,N=16,K=0" \
 	    "examples/gemm/hgemm_bf16.fus --dims M=67,N=24,K=40" \
 	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56"; do
-	# shellcheck disable=SC2086
-	if "$FUSC" check $args >"$out" 2>&1; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		echo "FAIL: $FUSC check $args"
-		sed 's/^/  | /' "$out" | head -40
-	fi
+	queue $args
 done
 # Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and
 # its scalar kernel, on both sides of each boundary (0, 1, a size no vector divides, the bound,
@@ -134,14 +128,30 @@ for dims in M=3,N=0 M=3,N=1 M=3,N=127 M=3,N=128 M=3,N=129 M=3,N=132 M=3,N=255 M=
 	for f in bench/auto/softmax_f32.fus bench/auto/layernorm_f32.fus bench/auto/rmsnorm_f32.fus \
 		 bench/auto/logsumexp_f32.fus bench/auto/row_sum_f32.fus bench/auto/softmax_f16.fus \
 		 bench/auto/layernorm_bf16.fus bench/auto/logsumexp_f16.fus bench/auto/row_sum_bf16.fus; do
-		if "$FUSC" check "$f" --dims "$dims" --max-blocks 2 >"$out" 2>&1; then
-			pass=$((pass + 1))
-		else
-			fail=$((fail + 1))
-			echo "FAIL: $FUSC check $f --dims $dims --max-blocks 2"
-			sed 's/^/  | /' "$out" | head -40
-		fi
+		queue "$f" --dims "$dims" --max-blocks 2
 	done
+done
+# The queued runs, JOBS at a time: run I leaves I.pass, or I.fail with the output.
+export FUSC res
+# shellcheck disable=SC2016
+awk '{ print NR, $0 }' "$runs" | xargs -P "$JOBS" -L 1 sh -c '
+	i=$1; shift
+	if "$FUSC" check "$@" >"$res/$i.out" 2>&1; then
+		touch "$res/$i.pass"
+	else
+		{ echo "FAIL: $FUSC check $*"; sed "s/^/  | /" "$res/$i.out" | head -40; } >"$res/$i.fail"
+	fi
+	rm -f "$res/$i.out"' _
+n=$(wc -l <"$runs")
+i=1
+while [ "$i" -le "$n" ]; do
+	if [ -f "$res/$i.pass" ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		if [ -f "$res/$i.fail" ]; then cat "$res/$i.fail"; else echo "FAIL: run $i did not finish: $(sed -n "${i}p" "$runs")"; fi
+	fi
+	i=$((i + 1))
 done
 for want in 3:0:N128 3:1:N128_scalar 3:128:N128 3:129:N256_scalar 3:132:N256 3:256:N256 \
 	    3:257:N1024_scalar 3:260:N1024 3:1024:N1024 3:1028:N4096 3:4096:N4096 \
@@ -177,7 +187,7 @@ budget() {
 	fi
 }
 bdir=$(mktemp -d)
-trap 'rm -f "$out"; rm -rf "$bdir"' EXIT
+trap 'rm -f "$out" "$runs"; rm -rf "$res" "$bdir"' EXIT
 printf 'fusion pw(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * 2.0; }\nschedule pw { y.split(i, 1099511627776) -> (io, ii); y.bind(io, blockIdx.x); }\n' >"$bdir/split.fus"
 # (an empty schedule block: the automatic matmul schedule's caches would be terms too)
 printf 'fusion mm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) { C[i, j] = sum(k: A[i, k] * B[k, j]); }\nschedule mm { }\n' >"$bdir/mm.fus"
