@@ -284,6 +284,10 @@ IrExpr *ir_simplify(Arena *a, const IrRange *rg, IrExpr *e);
 /* Bounds of an integer expression when they are known constants: var ranges come from
  * Var.extent, par ranges from rg's kernel's launch dims if set (else unknown). */
 bool ir_range(const IrRange *rg, IrExpr *e, int64_t *lo, int64_t *hi);
+/* e as c * (a product of distinct size symbols), integer casts looked through: *c times its
+ * constant factors (non-negative), *of ORed with the symbols' indices (below 64), *any one of
+ * them (untouched when none); false when e is anything else. */
+bool ir_size_product(IrExpr *e, int64_t *c, uint64_t *of, struct SizeSym **any);
 /* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
 bool ir_nonneg(const IrRange *rg, IrExpr *e);
 

@@ -235,23 +235,20 @@ static Range union_range(Range a, Range b)
 	return r;
 }
 
-/* The factors of a product (OP_MUL nodes, integer casts looked through): the constant
- * ones multiplied into *c, the size symbols' indices into *of, their SizeProd into *p. False
- * when a factor is neither, a symbol repeats, is past index 63 or has another SizeProd. */
-static bool prod_factors(IrExpr *e, int64_t *c, uint64_t *of, SizeProd **p)
+bool ir_size_product(IrExpr *e, int64_t *c, uint64_t *of, SizeSym **any)
 {
 	int64_t v;
 	if (e->kind == EX_CAST && !dtype_is_float(e->dtype) && !dtype_is_float(e->args[0]->dtype))
-		return prod_factors(e->args[0], c, of, p);
+		return ir_size_product(e->args[0], c, of, any);
 	if (e->kind == EX_OP && e->op == OP_MUL && !dtype_is_float(e->dtype))
-		return prod_factors(e->args[0], c, of, p) && prod_factors(e->args[1], c, of, p);
+		return ir_size_product(e->args[0], c, of, any) &&
+		       ir_size_product(e->args[1], c, of, any);
 	if (ir_is_const(e, &v))
 		return v >= 0 && !__builtin_mul_overflow(*c, v, c);
-	if (e->kind != EX_SIZE || !e->size->prod || e->size->index >= 64 ||
-	    (*of >> e->size->index & 1) || (*p && *p != e->size->prod))
+	if (e->kind != EX_SIZE || e->size->index >= 64 || (*of >> e->size->index & 1))
 		return false;
-	*p = e->size->prod;
 	*of |= 1ull << e->size->index;
+	*any = e->size;
 	return true;
 }
 
@@ -260,9 +257,9 @@ static bool prod_range(IrExpr *e, Range *r)
 {
 	int64_t c = 1, hi;
 	uint64_t of = 0;
-	SizeProd *p = NULL;
-	if (!prod_factors(e, &c, &of, &p) || !p || p->bound <= 0 || of != p->of ||
-	    __builtin_mul_overflow(c, p->bound, &hi))
+	SizeSym *z = NULL;
+	if (!ir_size_product(e, &c, &of, &z) || !z || !z->prod || z->prod->bound <= 0 ||
+	    of != z->prod->of || __builtin_mul_overflow(c, z->prod->bound, &hi))
 		return false;
 	*r = between(0, hi);
 	return true;

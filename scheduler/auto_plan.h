@@ -109,9 +109,6 @@ AutoAccess auto_access(Tensor *o);
 bool auto_collapsible(Tensor *o, int from, int to);
 /* Merges o's roots [from, to) in order into one axis (new names from base); its name. */
 const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *base);
-/* A row length n as unit * (a product of distinct size symbols): *unit times its constant
- * factors, *of ORed with the symbols' indices (below 64); false when n is anything else. */
-bool collapse_len(IrExpr *n, int64_t *unit, uint64_t *of);
 /* Bounds the size symbols `of` of g (its indices) together: one symbol's SizeSym.bound and
  * .above, or a SizeProd over several (reused when they have one). Returns one of them. */
 SizeSym *collapse_bound(Arena *a, Fusion *g, uint64_t of, int64_t bound, int64_t above);

@@ -742,24 +742,19 @@ static bool row_len(Row *r, int64_t *n)
 }
 
 /* The size variants a row group asks for: its row length unit * (size symbols, none of
- * them bounded yet), bucketed by row_buckets (one symbol's bound, or the product's:
+ * them bounded yet: ir_size_product), bucketed by row_buckets (one symbol's bound, or the product's:
  * "Collapsed axes" in docs/auto_schedule.md). */
 static void row_bucket(Plan *p, Row *r)
 {
 	int64_t unit = 1, n;
 	uint64_t of = 0;
-	if (p->level != AUTO_TUNED || p->bucket.sym || row_len(r, &n) ||
-	    !collapse_len(r->n, &unit, &of) || !of)
-		return;
 	SizeSym *sym = NULL;
-	for (int i = 0; i < p->f->nsizes && i < 64; i++) {
-		SizeSym *z = p->f->sizes[i];
-		if (!(of >> i & 1))
-			continue;
-		if (z->bound > 0 || z->prod)
+	if (p->level != AUTO_TUNED || p->bucket.sym || row_len(r, &n) ||
+	    !ir_size_product(r->n, &unit, &of, &sym) || !sym || unit < 1)
+		return;
+	for (int i = 0; i < p->f->nsizes && i < 64; i++)
+		if ((of >> i & 1) && (p->f->sizes[i]->bound > 0 || p->f->sizes[i]->prod))
 			return;
-		sym = z;
-	}
 	p->bucket = (Buckets){sym, row_buckets, countof(row_buckets), of, unit};
 }
 

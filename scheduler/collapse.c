@@ -58,19 +58,6 @@ const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *b
 
 /* ---- the row length of a collapsed column: size variants and long rows -------------------- */
 
-bool collapse_len(IrExpr *n, int64_t *unit, uint64_t *of)
-{
-	int64_t v;
-	if (n->kind == EX_OP && n->op == OP_MUL && !dtype_is_float(n->dtype))
-		return collapse_len(n->args[0], unit, of) && collapse_len(n->args[1], unit, of);
-	if (ir_is_const(n, &v))
-		return v > 0 && !__builtin_mul_overflow(*unit, v, unit);
-	if (n->kind != EX_SIZE || n->size->index >= 64 || (*of >> n->size->index & 1))
-		return false;
-	*of |= 1ull << n->size->index;
-	return true;
-}
-
 SizeSym *collapse_bound(Arena *a, Fusion *g, uint64_t of, int64_t bound, int64_t above)
 {
 	SizeSym *one = NULL;
@@ -105,12 +92,9 @@ static bool marked_long(IrExpr **ext, int n)
 	uint64_t of = 0;
 	int64_t unit = 1;
 	SizeSym *z = NULL;
-	for (int i = 0; i < n; i++) {
-		if (!collapse_len(ext[i], &unit, &of))
+	for (int i = 0; i < n; i++)
+		if (!ir_size_product(ext[i], &unit, &of, &z))
 			return false;
-		if (ext[i]->kind == EX_SIZE)
-			z = ext[i]->size;
-	}
 	if (!z)
 		return false;
 	if (z->prod && z->prod->above > 0 && z->prod->of == of)

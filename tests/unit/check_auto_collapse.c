@@ -203,6 +203,19 @@ START_TEST(test_collapse_variants)
 		ck_assert_int_eq(g->sizes[0]->bound, 0);
 		ck_assert_int_eq(g->sizes[1]->bound + g->sizes[2]->bound, 0);
 	}
+	/* the bounded product's range (ir_range), not one symbol's; the failure's wording */
+	Fusion *g = VEC_AT(f->variants, Fusion, 3);
+	Arena *a = tc->arena;
+	IrExpr *m = ir_size(a, g->sizes[1]), *n = ir_size(a, g->sizes[2]);
+	int64_t lo, hi;
+	ck_assert(ir_range(NULL, ix_mul(a, m, n), &lo, &hi) && lo == 0 && hi == 4096);
+	ck_assert(ir_range(NULL, ix_mul(a, ir_int(a, 4), ix_mul(a, n, m)), &lo, &hi) && hi == 16384);
+	ck_assert(!ir_range(NULL, m, &lo, &hi));
+	ck_assert(!ir_range(NULL, ix_mul(a, m, m), &lo, &hi));
+	ck_assert(!ir_range(NULL, ix_mul(a, ix_mul(a, m, n), ir_size(a, g->sizes[0])), &lo, &hi));
+	Precond *pc = VEC_AT(tc->kernels[0]->preconds, Precond, 0);
+	ck_assert(pc->kind == PC_AT_MOST && !pc->size);
+	ck_assert_str_eq(precond_failure(a, pc).pre, "M * N is more than 128 (size variant)");
 	/* the fusion's own schedule: long rows (above 65536) */
 	SizeProd *own = fusion_size_prod(f, true);
 	ck_assert(own && own->above == 65536 && own->bound == 0);
