@@ -742,8 +742,8 @@ static bool row_len(Row *r, int64_t *n)
 }
 
 /* The size variants a row group asks for: its row length unit * (size symbols, none of
- * them bounded yet: ir_size_product), bucketed by row_buckets (one symbol's bound, or the product's:
- * "Collapsed axes" in docs/auto_schedule.md). */
+ * them bounded yet: ir_size_product), bucketed by row_buckets (one symbol's bound, or the
+ * product's: "Collapsed axes" in docs/auto_schedule.md). */
 static void row_bucket(Plan *p, Row *r)
 {
 	int64_t unit = 1, n;

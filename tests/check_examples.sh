@@ -163,8 +163,8 @@ done
 # Collapsed columns (docs/auto_schedule.md, "Collapsed axes"): the size variants bound the
 # product M * N (the row length), and longer rows are split over blocks (a row sum) or run
 # as segments (normalizations). Each program at products on both sides of every bound (0, 1,
-# sizes no vector divides, the bound, the bound + 1 and + 4, long rows of 65540 and 90000); sum_last2
-# also checks which kernel runs (A:B:KERNEL, M * N = A * B).
+# sizes no vector divides, the bound, the bound + 1 and + 4, long rows of 65540 and 90000);
+# sum_last2 also checks which kernel runs (A:B:KERNEL, M * N = A * B).
 for want in 0:9:M_N128_scalar 1:1:M_N128_scalar 1:127:M_N128_scalar 4:32:M_N128 3:43:M_N256_scalar \
 	    33:4:M_N256 8:32:M_N256 1:257:M_N1024_scalar 257:4:M_N4096 32:32:M_N1024 \
 	    5:205:M_N4096_scalar 64:64:M_N4096 1:4097:M_N16384_scalar 41:100:M_N16384 \
