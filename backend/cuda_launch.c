@@ -341,6 +341,13 @@ static const char *precond_c(Arena *a, Precond *p, bool holds, unsigned *used)
 {
 	Buf n = {0};
 
+	if (p->kind == PC_AT_MOST && !p->size) { /* a product, saturated past 2^31 - 1 */
+		put_count(&n, p->counts[0], used);
+		const char *c = arena_printf(a, "%s %s %lldLL", n.s, holds ? "<=" : ">",
+					     (long long)p->value);
+		buf_free(&n);
+		return c;
+	}
 	if (p->kind == PC_INDEX32) {
 		for (int i = 0; i < p->ncounts; i++) {
 			buf_puts(&n, i ? holds ? " && " : " || " : "");

@@ -103,7 +103,7 @@ static void put_preconds(Buf *out, Kernel *k)
 				   (long long)p->value);
 		else if (p->kind == PC_MULTIPLE)
 			buf_printf(out, " %s a multiple of %lld", p->size->name, (long long)p->value);
-		else if (p->kind == PC_AT_MOST)
+		else if (p->kind == PC_AT_MOST && p->size)
 			buf_printf(out, " %s <= %lld", p->size->name, (long long)p->value);
 		else {
 			buf_puts(out, " ");

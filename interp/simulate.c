@@ -1533,9 +1533,11 @@ static bool setup(Sim *S, const double *scalars, void **inputs)
 		Precond *p = VEC_AT(S->k->preconds, Precond, i);
 		if (p->kind == PC_AT_MOST && S->sizes && !precond_holds(f, p, S->sizes, NULL)) {
 			Buf b = {0};
-			buf_printf(&b, "kernel %s runs only for %s <= %lld, not %s = %lld", S->k->name,
-				   p->size->name, (long long)p->value, p->size->name,
-				   (long long)S->sizes[p->size->index]);
+			buf_printf(&b, "kernel %s runs only for ", S->k->name);
+			precond_condition(p, &b);
+			if (p->size)
+				buf_printf(&b, ", not %s = %lld", p->size->name,
+					   (long long)S->sizes[p->size->index]);
 			S->res->error = b.s; /* a setup failure (SimResult.error) */
 			return false;
 		}

@@ -293,10 +293,23 @@ IrExpr *ir_simplify(Arena *a, const IrRange *rg, IrExpr *e);
 /* Bounds of an integer expression when they are known constants: var ranges come from
  * Var.extent, par ranges from rg's kernel's launch dims if set (else unknown). */
 bool ir_range(const IrRange *rg, IrExpr *e, int64_t *lo, int64_t *hi);
+/* e as c * (a product of distinct size symbols), integer casts looked through: *c times its
+ * constant factors (non-negative), *of ORed with the symbols' indices (below 64), *any one of
+ * them (untouched when none); false when e is anything else. */
+bool ir_size_product(IrExpr *e, int64_t *c, uint64_t *of, struct SizeSym **any);
 /* e >= 0 provably (sizes, loop variables and parallel indices are non-negative). */
 bool ir_nonneg(const IrRange *rg, IrExpr *e);
 
 /* ---- fusion IR ----------------------------------------------------------------------- */
+
+/* A bound on a product of size symbols, the row length M * N of a collapsed column
+ * (docs/auto_schedule.md, "Collapsed axes"): what SizeSym.bound and .above say of one
+ * symbol, said of the product. Each symbol of the product points to it. */
+typedef struct SizeProd {
+	uint64_t of;    /* the symbols: bit SizeSym.index (indices below 64) */
+	int64_t bound;  /* > 0: the product is at most this (a PC_AT_MOST on the product) */
+	int64_t above;  /* > 0: tried only after a size variant for products <= above */
+} SizeProd;
 
 typedef struct SizeSym {
 	const char *name;
@@ -308,6 +321,7 @@ typedef struct SizeSym {
 	/* > 0: the launcher tries this copy only after a size variant for values <= above (a
 	 * scheduling hint, no precondition: long rows split over blocks, scheduler/segment.c) */
 	int64_t above;
+	SizeProd *prod; /* a bound on a product this symbol is a factor of, or NULL */
 } SizeSym;
 
 typedef struct Param {
@@ -851,7 +865,8 @@ int mma_slot(const Stmt *s, char op, int *count);
 typedef enum PrecondKind {
 	PC_ALIGNED,   /* tensor's pointer aligned to `value` bytes */
 	PC_MULTIPLE,  /* size symbol is a multiple of `value` */
-	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound) */
+	PC_AT_MOST,   /* size symbol is at most `value` (a size variant's bound); size NULL:
+		       * the product counts[0] of size symbols is (SizeProd) */
 	PC_INDEX32,   /* each of counts[0..ncounts) is at most `value` (2^31 - 1): the kernel's
 		       * index arithmetic is 32-bit (passes/index32.c) */
 } PrecondKind;
@@ -865,11 +880,16 @@ typedef struct Precond {
 	const char *reason; /* e.g. "vectorized access"; NULL means that (PC_AT_MOST: "size variant") */
 	/* PC_INDEX32: element counts over the sizes, each a product (OP_MUL nodes) of factors
 	 * that ir_eval_i64 evaluates (each tensor's root domain, each grid-reduction workspace);
-	 * a product past the value (or past 64 bits) fails */
+	 * a product past the value (or past 64 bits) fails. PC_AT_MOST without a size: the one
+	 * product of size symbols that is bounded. */
 	IrExpr **counts;
 	int ncounts;
 } Precond;
 
+/* ir/kir.c: the product of the symbols of p (in index order: M * N), as sizes of f. */
+IrExpr *size_prod_expr(Arena *a, Fusion *f, const SizeProd *p);
+/* The SizeProd of f with a bound (bound > 0, or above > 0 when `above`), or NULL. */
+SizeProd *fusion_size_prod(Fusion *f, bool above);
 /* ir/kir.c: whether p (a precondition of a kernel of f) holds for these sizes (indexed by
  * SizeSym.index) and pointers (the addresses of the signature's entries, by position in
  * Fusion.sig; NULL: every pointer is taken as aligned, as `fusc check` does). */

@@ -27,7 +27,35 @@ const char *kir_name(Arena *a, Fusion *f)
 		if (f->sizes[i]->bound > 0)
 			name = arena_printf(a, "%s_%s%lld", name, f->sizes[i]->name,
 					    (long long)f->sizes[i]->bound);
+	/* a bounded product: its symbols, then the bound (sum_last2_kernel_M_N4096) */
+	SizeProd *p = fusion_size_prod(f, false);
+	for (int i = 0; p && i < f->nsizes; i++)
+		if (i < 64 && (p->of >> i & 1))
+			name = arena_printf(a, "%s_%s", name, f->sizes[i]->name);
+	if (p)
+		name = arena_printf(a, "%s%lld", name, (long long)p->bound);
 	return name;
+}
+
+IrExpr *size_prod_expr(Arena *a, Fusion *f, const SizeProd *p)
+{
+	IrExpr *e = NULL;
+	for (int i = 0; i < f->nsizes && i < 64; i++)
+		if (p->of >> i & 1) {
+			IrExpr *z = ir_size(a, f->sizes[i]);
+			e = e ? ix_mul(a, e, z) : z;
+		}
+	return e ? e : ir_int(a, 1);
+}
+
+SizeProd *fusion_size_prod(Fusion *f, bool above)
+{
+	for (int i = 0; i < f->nsizes; i++) {
+		SizeProd *p = f->sizes[i]->prod;
+		if (p && (above ? p->above : p->bound) > 0)
+			return p;
+	}
+	return NULL;
 }
 
 Kernel *kir_new(Arena *a, Fusion *f)
@@ -82,6 +110,8 @@ bool precond_holds(Fusion *f, const Precond *p, const int64_t *sizes, const uint
 	case PC_MULTIPLE:
 		return sizes[p->size->index] % p->value == 0;
 	case PC_AT_MOST:
+		if (!p->size)
+			return count_at_most(p->counts[0], sizes, p->value) <= p->value;
 		return sizes[p->size->index] <= p->value;
 	}
 	unreachable();
@@ -111,6 +141,7 @@ Kernel *kernel_own(Kernel *k)
 		bool bounded = false;
 		for (int i = 0; i < v->fusion->nsizes; i++)
 			bounded |= v->fusion->sizes[i]->bound > 0;
+		bounded |= fusion_size_prod(v->fusion, false) != NULL;
 		if (!bounded)
 			return v;
 	}
@@ -188,6 +219,14 @@ PrecondText precond_failure(Arena *a, const Precond *p)
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is not a multiple of %lld%s", v, why), true};
 	case PC_AT_MOST:
+		if (!p->size) {
+			Buf e = {0};
+			ir_print_expr(p->counts[0], &e);
+			PrecondText t = {arena_printf(a, "%s is more than %lld%s", e.s, v, why), "",
+					 false};
+			buf_free(&e);
+			return t;
+		}
 		return (PrecondText){arena_printf(a, "%s = ", p->size->name),
 				     arena_printf(a, " is more than %lld%s", v, why), true};
 	case PC_INDEX32:
@@ -207,7 +246,11 @@ void precond_condition(const Precond *p, Buf *out)
 		buf_printf(out, "%s is a multiple of %lld", p->size->name, (long long)p->value);
 		return;
 	case PC_AT_MOST:
-		buf_printf(out, "%s <= %lld", p->size->name, (long long)p->value);
+		if (p->size)
+			buf_puts(out, p->size->name);
+		else
+			ir_print_expr(p->counts[0], out);
+		buf_printf(out, " <= %lld", (long long)p->value);
 		return;
 	case PC_INDEX32:
 		buf_printf(out, "every tensor and loop nest has at most %lld elements",
@@ -836,9 +879,11 @@ static void print_precond(Precond *p, Buf *out)
 			   (long long)p->value);
 	else if (p->kind == PC_INDEX32)
 		buf_printf(out, "require index32(%lld);\n", (long long)p->value);
-	else
-		buf_printf(out, "require %s <= %lld;\n", p->size ? p->size->name : "?",
-			   (long long)p->value);
+	else {
+		buf_puts(out, "require ");
+		precond_condition(p, out);
+		buf_puts(out, ";\n");
+	}
 }
 
 void kir_print_stmt_line(Stmt *s, Buf *out)

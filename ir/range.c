@@ -9,7 +9,9 @@
  *                    most 31 and x * 3 + v at most 127 (ir_range_guard: any expression a
  *                    conjunct compares with a constant)
  *   size symbols     [0, unknown) (launchers reject negative sizes); [0, bound] in a size
- *                    variant (SizeSym.bound: its launcher checks it, PC_AT_MOST)
+ *                    variant (SizeSym.bound: its launcher checks it, PC_AT_MOST); a
+ *                    product of size symbols bounded together (SizeProd: a collapsed
+ *                    column's M * N) [0, bound] times its constant factors
  * Interval arithmetic covers + - * / % ceildiv min max select casts; any overflow makes the end
  * unknown. The simplifier folds constants, applies the ix_* identities to i64 arithmetic and
  * decides comparisons whose operands' ranges do not overlap. It never changes a value: float
@@ -233,8 +235,41 @@ static Range union_range(Range a, Range b)
 	return r;
 }
 
+bool ir_size_product(IrExpr *e, int64_t *c, uint64_t *of, SizeSym **any)
+{
+	int64_t v;
+	if (e->kind == EX_CAST && !dtype_is_float(e->dtype) && !dtype_is_float(e->args[0]->dtype))
+		return ir_size_product(e->args[0], c, of, any);
+	if (e->kind == EX_OP && e->op == OP_MUL && !dtype_is_float(e->dtype))
+		return ir_size_product(e->args[0], c, of, any) &&
+		       ir_size_product(e->args[1], c, of, any);
+	if (ir_is_const(e, &v))
+		return v >= 0 && !__builtin_mul_overflow(*c, v, c);
+	if (e->kind != EX_SIZE || e->size->index >= 64 || (*of >> e->size->index & 1))
+		return false;
+	*of |= 1ull << e->size->index;
+	*any = e->size;
+	return true;
+}
+
+/* e is c times the whole product of a bounded SizeProd: [0, c * bound]. */
+static bool prod_range(IrExpr *e, Range *r)
+{
+	int64_t c = 1, hi;
+	uint64_t of = 0;
+	SizeSym *z = NULL;
+	if (!ir_size_product(e, &c, &of, &z) || !z || !z->prod || z->prod->bound <= 0 ||
+	    of != z->prod->of || __builtin_mul_overflow(c, z->prod->bound, &hi))
+		return false;
+	*r = between(0, hi);
+	return true;
+}
+
 static Range op_range(const IrRange *rg, IrExpr *e)
 {
+	Range pr;
+	if (e->op == OP_MUL && prod_range(e, &pr))
+		return pr;
 	if (op_kind(e->op) == 'c' || op_kind(e->op) == 'l')
 		return between(0, 1);
 	if (dtype_is_float(e->dtype))

@@ -238,6 +238,7 @@ Kernel *lower_fusion(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 	bool variant = false;
 	for (int i = 0; i < f->nsizes; i++)
 		variant |= f->sizes[i]->bound > 0;
+	variant |= fusion_size_prod(f, false) != NULL;
 	if (f->pad_plan && !variant && !(*tail = lower_plan(a, d, f->pad_plan, vo)))
 		return NULL;
 	return head;
@@ -256,6 +257,17 @@ static void add_bounds(Kernel *k)
 		p->size = f->sizes[i];
 		p->value = f->sizes[i]->bound;
 		p->span = f->span;
+		vec_push(k->arena, &v, p);
+	}
+	SizeProd *sp = fusion_size_prod(f, false);
+	if (sp) {
+		Precond *p = NEW(k->arena, Precond);
+		p->kind = PC_AT_MOST;
+		p->value = sp->bound;
+		p->span = f->span;
+		p->counts = NEW(k->arena, IrExpr *);
+		p->counts[0] = size_prod_expr(k->arena, f, sp);
+		p->ncounts = 1;
 		vec_push(k->arena, &v, p);
 	}
 	if (!v.len)

@@ -1,7 +1,9 @@
 /* auto_long_row.c: the automatic schedule of a row reduction over rows too long for one
  * block (docs/auto_schedule.md, "Segmentation"): the reduction output of a fusion whose row
  * length is a size symbol marked long (SizeSym.above, set for the copy of a fusion that the
- * launcher runs after the size variant for shorter rows). One block per row would leave most
+ * launcher runs after the size variant for shorter rows), or a collapsed column's product
+ * marked long (SizeProd.above: `s[b] = sum(i, j: x[b, i, j])`, merged into one column
+ * first, "Collapsed axes"). One block per row would leave most
  * of the GPU idle when rows are few (64 rows of 2^20: 64 blocks); instead each row is spread
  * over LONG_ROW_BLOCKS blocks on blockIdx.y in a grid-stride loop and finished by a grid
  * reduction:
@@ -78,7 +80,9 @@ bool auto_long_row(Plan *p, Tensor *o)
 	if (f->noutputs != 1 || o->kind != TK_OUTPUT || !segment_long_row(o) || o->nroot > 16 ||
 	    read_by_other(f, o))
 		return false;
-	const char *t = o->name, *row = o->root[0]->name, *j = o->root[o->ndim]->name;
+	/* a collapsed column (several reduced roots) is one axis first */
+	const char *t = o->name, *row = o->root[0]->name;
+	const char *j = auto_merge_roots(p, o, o->ndim, o->nroot, "col");
 	for (int q = 1; q < o->ndim; q++) {
 		const char *m = fresh_axis(p, t, "row");
 		d_merge(p, t, row, o->root[q]->name, m);

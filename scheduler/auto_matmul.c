@@ -397,7 +397,7 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	 * instructions on zero-filled rows) */
 	IrExpr *m = c->out->shape[c->nbatch];
 	if (tuned && m->kind == EX_SIZE && m->size->bound == 0 && !p->bucket.sym)
-		p->bucket = (Buckets){m->size, short_m, countof(short_m)};
+		p->bucket = (Buckets){.sym = m->size, .bounds = short_m, .n = countof(short_m)};
 	Tiles x = block_tiles(p, c, c->bm, c->bn);
 	const char *t = x.t;
 	const char *wy = fresh_axis(p, t, "wy"), *mw = fresh_axis(p, t, "mw");

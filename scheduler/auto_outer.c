@@ -342,8 +342,10 @@ static void schedule_outer(Plan *p, Outer *a)
 	IrExpr *sz = o->root[k == 1 ? 0 : k]->extent; /* the size the blocks on y depend on */
 	if (p->level == AUTO_TUNED && !p->bucket.sym && sz->kind == EX_SIZE && sz->size->bound == 0 &&
 	    (k == 1 || (const_extent(o, 0, k - 1) < 0 && o->nroot == k + 1)))
-		p->bucket = k == 1 ? (Buckets){sz->size, col_buckets, countof(col_buckets)}
-				   : (Buckets){sz->size, mid_buckets, countof(mid_buckets)};
+		p->bucket = k == 1 ? (Buckets){.sym = sz->size, .bounds = col_buckets,
+					       .n = countof(col_buckets)}
+				   : (Buckets){.sym = sz->size, .bounds = mid_buckets,
+					       .n = countof(mid_buckets)};
 	OuterShape sh = outer_shape(p, o, vec, a->max_size);
 	const char *hx = fresh_axis(p, t, "hx"), *tn = fresh_axis(p, t, "tx");
 	d_split(p, t, o->root[k - 1]->name, sh.tx * vec, hx, tn);

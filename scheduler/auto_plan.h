@@ -15,6 +15,11 @@ typedef struct Buckets {
 	SizeSym *sym;
 	const int64_t *bounds;
 	int n;
+	/* a row length unit * (the product of the symbols `of`, sym one of them): each bound
+	 * is on the row length, the symbols' product bounded by bound / unit (collapse_bound);
+	 * of 0: sym alone, unit 1 */
+	uint64_t of;
+	int64_t unit;
 } Buckets;
 
 /* The schedule is written as directives (AstDirective, the same as a schedule block), each
@@ -104,6 +109,15 @@ AutoAccess auto_access(Tensor *o);
 bool auto_collapsible(Tensor *o, int from, int to);
 /* Merges o's roots [from, to) in order into one axis (new names from base); its name. */
 const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *base);
+/* Bounds the size symbols `of` of g (its indices) together: one symbol's SizeSym.bound and
+ * .above, or a SizeProd over several (reused when they have one). Returns one of them. */
+SizeSym *collapse_bound(Arena *a, Fusion *g, uint64_t of, int64_t bound, int64_t above);
+/* A segment g of f (sizes: f's index of each of g's size symbols) bounds the product that f
+ * bounds (SizeProd) when it has all its symbols. */
+void collapse_bound_segment(Arena *a, Fusion *f, Fusion *g, const int *sizes);
+/* Is r a row reduction whose reduced roots collapse into a row length marked long (one
+ * symbol's SizeSym.above, or a SizeProd's above)? */
+bool collapse_long_row(Tensor *r);
 
 /* auto_outer.c: AC_OUTER, AC_MIDDLE or AC_WHOLE when o is one of them, else AC_GENERAL;
  * auto_outer schedules o when it is (false: not, nothing emitted). */

@@ -739,16 +739,29 @@ static Tensor *row_kept_mid(Row *r)
 }
 
 /* The row length the shape is planned for: a constant N, or the bound of a size variant
- * (SizeSym.bound: the launcher runs that variant only for N <= bound). False: unknown. */
+ * (SizeSym.bound: the launcher runs that variant only for N <= bound; a collapsed column's
+ * SizeProd.bound, for M * N <= bound). False: unknown. */
 static bool row_len(Row *r, int64_t *n)
 {
-	if (ir_is_const(r->n, n))
-		return true;
-	if (r->n->kind == EX_SIZE && r->n->size->bound > 0) {
-		*n = r->n->size->bound;
-		return true;
-	}
-	return false;
+	int64_t lo;
+	return ir_is_const(r->n, n) || ir_range(NULL, r->n, &lo, n);
+}
+
+/* The size variants a row group asks for: its row length unit * (size symbols, none of
+ * them bounded yet: ir_size_product), bucketed by row_buckets (one symbol's bound, or the
+ * product's: "Collapsed axes" in docs/auto_schedule.md). */
+static void row_bucket(Plan *p, Row *r)
+{
+	int64_t unit = 1, n;
+	uint64_t of = 0;
+	SizeSym *sym = NULL;
+	if (p->level != AUTO_TUNED || p->bucket.sym || row_len(r, &n) ||
+	    !ir_size_product(r->n, &unit, &of, &sym) || !sym || unit < 1)
+		return;
+	for (int i = 0; i < p->f->nsizes && i < 64; i++)
+		if ((of >> i & 1) && (p->f->sizes[i]->bound > 0 || p->f->sizes[i]->prod))
+			return;
+	p->bucket = (Buckets){sym, row_buckets, countof(row_buckets), of, unit};
 }
 
 /* No more threads than vectors; a short row gets a few vectors per thread (a warp or less
@@ -1075,9 +1088,7 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 	Tensor *o = r->anchor;
 	RowShape s = row_shape(r, may_persist, p->level == AUTO_TUNED,
 			       p->level == AUTO_TUNED && row_read_once(p, r));
-	if (p->level == AUTO_TUNED && !p->bucket.sym && r->n->kind == EX_SIZE &&
-	    r->n->size->bound == 0)
-		p->bucket = (Buckets){r->n->size, row_buckets, countof(row_buckets)};
+	row_bucket(p, r);
 	bool red = tensor_is_reduction(o);
 	const char *col = r->k < o->nroot ? row_col(p, r, o, NULL, 0) : NULL;
 	/* the anchor: rows merged into one axis, on blockIdx.x (or split over blockIdx.x and
@@ -1611,10 +1622,29 @@ static bool lowers(Arena *a, Diag *d, Fusion *f, int arch)
 	return ok;
 }
 
-/* f (as sema builds it from its AST) scheduled at the tuned level with size symbol `index`
- * bounded, when it is accepted and lowers; NULL otherwise (no diagnostic). With `planned`
- * false the schedule is the unbounded one (the bound only narrows the lowering's ranges). */
-static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+/* Bounds g's symbol of b, or its product of symbols (collapse_bound), by `bound` (0: not). */
+static void set_bound(Arena *a, Fusion *g, const Buckets *b, int64_t bound)
+{
+	if (b->of)
+		collapse_bound(a, g, b->of, bound, 0);
+	else
+		g->sizes[b->sym->index]->bound = bound;
+}
+
+/* The bound of size variant g of bucket b. */
+static int64_t bound_of(Fusion *g, const Buckets *b)
+{
+	if (!b->of || !(b->of & (b->of - 1)))
+		return g->sizes[b->sym->index]->bound;
+	SizeProd *p = fusion_size_prod(g, false);
+	return p ? p->bound : 0;
+}
+
+/* f (as sema builds it from its AST) scheduled at the tuned level with the symbol (or the
+ * product) of b bounded, when it is accepted and lowers; NULL otherwise (no diagnostic). With
+ * `planned` false the schedule is the unbounded one (the bound only narrows the lowering's
+ * ranges). */
+static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
 			    int64_t bound, bool planned, int arch)
 {
 	DiagMark m = diag_mark(d);
@@ -1627,22 +1657,28 @@ static Fusion *bounded_copy(Arena *a, Diag *d, Fusion *f, AstSchedule *block, in
 	g->padded_operands = f->padded_operands;
 	g->pad_plan = f->pad_plan;
 	g->segment_of = f->segment_of;
-	g->sizes[index]->bound = planned ? bound : 0;
+	set_bound(a, g, b, planned ? bound : 0);
 	bool ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
-	g->sizes[index]->bound = bound;
+	set_bound(a, g, b, bound);
 	ok = ok && lowers(a, d, g, arch);
 	diag_rollback(d, m);
 	return ok ? g : NULL;
 }
 
 /* The size variants of f, scheduled at the tuned level: one copy of f per bound of b with
- * its size symbol bounded, tried by the launcher in order before f's own kernels. A
- * bucket whose schedule is refused or does not lower is left out (no diagnostic). */
+ * its size symbol (or product: bound / unit) bounded, tried by the launcher in order before
+ * f's own kernels. A bucket whose schedule is refused or does not lower is left out (no
+ * diagnostic). */
 static void add_variants(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
 			 int arch)
 {
+	int64_t unit = b->unit > 1 ? b->unit : 1, prev = 0;
 	for (int i = 0; i < b->n; i++) {
-		Fusion *g = bounded_copy(a, d, f, block, b->sym->index, b->bounds[i], true, arch);
+		int64_t v = b->bounds[i] / unit;
+		if (v < 1 || v == prev)
+			continue;
+		prev = v;
+		Fusion *g = bounded_copy(a, d, f, block, b, v, true, arch);
 		if (g)
 			vec_push(a, &f->variants, g);
 	}
@@ -1656,9 +1692,12 @@ static const int64_t long_rows = 65536;
  * scheduled again for longer ones (SizeSym.above): split into segments when row reductions
  * that others read are grid reductions, or a row reduction output split over blocks
  * (auto_long_row.c). Nothing changes when neither applies or a schedule fails. */
-static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int index,
+static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, const Buckets *b,
 			  int arch)
 {
+	int64_t above = long_rows / (b->unit > 1 ? b->unit : 1);
+	if (above < 1)
+		return;
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, f->ast);
 	diag_rollback(d, m);
@@ -1666,7 +1705,10 @@ static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int 
 		return;
 	g->ast_schedule = block;
 	g->auto_scheduled = true;
-	g->sizes[index]->above = long_rows;
+	if (b->of)
+		collapse_bound(a, g, b->of, 0, above);
+	else
+		g->sizes[b->sym->index]->above = above;
 	bool ok = segment_fusion(a, d, g, arch);
 	if (!ok && g->noutputs == 1 && segment_long_row(g->outputs[0]))
 		ok = schedule_level(a, d, g, AUTO_TUNED, arch, NULL) && diag_error_count(d) == m.errors;
@@ -1676,8 +1718,8 @@ static void add_long_rows(Arena *a, Diag *d, Fusion *f, AstSchedule *block, int 
 		return;
 	/* rows up to long_rows: the last bucket when it lowered, else f's own schedule bounded */
 	Fusion *last = f->variants.len ? VEC_AT(f->variants, Fusion, f->variants.len - 1) : NULL;
-	if (!last || last->sizes[index]->bound < long_rows) {
-		Fusion *own = bounded_copy(a, d, f, block, index, long_rows, false, arch);
+	if (!last || bound_of(last, b) < above) {
+		Fusion *own = bounded_copy(a, d, f, block, b, above, false, arch);
 		if (!own)
 			return;
 		vec_push(a, &f->variants, own);
@@ -1740,7 +1782,7 @@ bool auto_schedule_with(Arena *a, Diag *d, Fusion *f, const AutoOptions *o)
 		if (ok && bucket.sym && f->ast)
 			add_variants(a, d, f, block, &bucket, arch);
 		if (ok && bucket.bounds == row_buckets && f->ast && !f->segment_of)
-			add_long_rows(a, d, f, block, bucket.sym->index, arch);
+			add_long_rows(a, d, f, block, &bucket, arch);
 		if (ok)
 			return true;
 	}

@@ -55,3 +55,77 @@ const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *b
 	}
 	return x;
 }
+
+/* ---- the row length of a collapsed column: size variants and long rows -------------------- */
+
+SizeSym *collapse_bound(Arena *a, Fusion *g, uint64_t of, int64_t bound, int64_t above)
+{
+	SizeSym *one = NULL;
+	int n = 0;
+	for (int i = 0; i < g->nsizes && i < 64; i++)
+		if (of >> i & 1) {
+			one = g->sizes[i];
+			n++;
+		}
+	if (n == 1) {
+		one->bound = bound;
+		one->above = above;
+		return one;
+	}
+	SizeProd *p = NULL;
+	for (int i = 0; i < g->nsizes && i < 64; i++)
+		if ((of >> i & 1) && g->sizes[i]->prod && g->sizes[i]->prod->of == of)
+			p = g->sizes[i]->prod;
+	if (!p)
+		p = NEW(a, SizeProd);
+	*p = (SizeProd){of, bound, above};
+	for (int i = 0; i < g->nsizes && i < 64; i++)
+		if (of >> i & 1)
+			g->sizes[i]->prod = p;
+	return one;
+}
+
+/* Is the product of extents ext[0..n) (constants and size symbols) marked long: its one
+ * symbol (SizeSym.above), or all the symbols of one SizeProd with `above`? */
+static bool marked_long(IrExpr **ext, int n)
+{
+	uint64_t of = 0;
+	int64_t unit = 1;
+	SizeSym *z = NULL;
+	for (int i = 0; i < n; i++)
+		if (!ir_size_product(ext[i], &unit, &of, &z))
+			return false;
+	if (!z)
+		return false;
+	if (z->prod && z->prod->above > 0 && z->prod->of == of)
+		return true;
+	return (of & (of - 1)) == 0 && z->above > 0;
+}
+
+bool collapse_long_row(Tensor *r)
+{
+	if (!tensor_is_reduction(r) || r->ndim < 1 || r->nroot <= r->ndim ||
+	    r->nroot > AUTO_MAX_RANK || !auto_collapsible(r, r->ndim, r->nroot))
+		return false;
+	IrExpr *ext[AUTO_MAX_RANK];
+	for (int q = r->ndim; q < r->nroot; q++)
+		ext[q - r->ndim] = r->root[q]->extent;
+	return marked_long(ext, r->nroot - r->ndim);
+}
+
+void collapse_bound_segment(Arena *a, Fusion *f, Fusion *g, const int *sizes)
+{
+	SizeProd *p = NULL;
+	for (int k = 0; k < f->nsizes && !p; k++)
+		p = f->sizes[k]->prod;
+	if (!p)
+		return;
+	uint64_t of = 0, seen = 0;
+	for (int i = 0; i < g->nsizes && i < 64; i++)
+		if (sizes[i] >= 0 && sizes[i] < 64 && (p->of >> sizes[i] & 1)) {
+			of |= 1ull << i;
+			seen |= 1ull << sizes[i];
+		}
+	if (seen == p->of)
+		collapse_bound(a, g, of, p->bound, p->above);
+}

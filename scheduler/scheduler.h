@@ -156,8 +156,9 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch);
 bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch);
 /* The last subscripts of r's reads (a mask of r's roots; bit 31: something else). */
 unsigned segment_read_roots(Tensor *r);
-/* A row reduction (one reduced root, the last subscript of every read) over a size symbol
- * marked long (SizeSym.above): its rows are split over blocks (auto_long_row.c). */
+/* A row reduction (one reduced root, or several that collapse; the last subscript of every
+ * read) over a size symbol marked long (SizeSym.above), or a product marked long
+ * (SizeProd.above): its rows are split over blocks (auto_long_row.c). */
 bool segment_long_row(Tensor *r);
 
 /* A set of names (open addressing), for fresh names in fusions of any size. */

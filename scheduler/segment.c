@@ -71,11 +71,10 @@ unsigned segment_read_roots(Tensor *r)
 
 bool segment_long_row(Tensor *r)
 {
-	if (!tensor_is_reduction(r) || r->ndim < 1 || r->nroot != r->ndim + 1)
+	if (!collapse_long_row(r))
 		return false;
-	IrExpr *n = r->root[r->ndim]->extent;
 	unsigned m = segment_read_roots(r);
-	return n->kind == EX_SIZE && n->size->above > 0 && (m & 1u << r->ndim) && !(m & 1u << 31);
+	return (m & 1u << (r->nroot - 1)) && !(m & 1u << 31);
 }
 
 /* Is r a reduction that its own segment computes well (a grid reduction) and that another
@@ -372,6 +371,7 @@ static Segment *make_segment(Arena *a, Diag *d, Fusion *f, Vec *params, Vec *out
 			return NULL;
 		}
 	}
+	collapse_bound_segment(a, f, g, seg->sizes);
 	/* in f's plan while it is scheduled: its lowering asks what the plan guarantees
 	 * (segment_guarantees) */
 	vec_push(a, &f->segments, seg);

@@ -170,6 +170,39 @@ for want in 3:0:N128 3:1:N128_scalar 3:128:N128 3:129:N256_scalar 3:132:N256 3:2
 		sed 's/^/  | /' "$out" | head -5
 	fi
 done
+# Collapsed columns (docs/auto_schedule.md, "Collapsed axes"): the size variants bound the
+# product M * N (the row length), and longer rows are split over blocks (a row sum) or run
+# as segments (normalizations). Each program at products on both sides of every bound (0, 1,
+# sizes no vector divides, the bound, the bound + 1 and + 4, long rows of 65540 and 90000);
+# sum_last2 also checks which kernel runs (A:B:KERNEL, M * N = A * B).
+for want in 0:9:M_N128_scalar 1:1:M_N128_scalar 1:127:M_N128_scalar 4:32:M_N128 3:43:M_N256_scalar \
+	    33:4:M_N256 8:32:M_N256 1:257:M_N1024_scalar 257:4:M_N4096 32:32:M_N1024 \
+	    5:205:M_N4096_scalar 64:64:M_N4096 1:4097:M_N16384_scalar 41:100:M_N16384 \
+	    128:128:M_N16384 4097:4:M_N65536 256:256:M_N65536 1:65537:long_scalar \
+	    16385:4:long 300:300:long 7:9363:long_scalar; do
+	a=${want%%:*} b=${want#*:} b=${b%%:*} v=${want##*:}
+	case $v in
+	long) k="kernel sum_last2_kernel_i32" ;;
+	long_scalar) k="kernel sum_last2_kernel_i32_scalar" ;;
+	*) k="kernel sum_last2_kernel_${v%_scalar}_i32${v#"${v%_scalar}"}" ;;
+	esac
+	for c in "bench/users/sum_last2.fus --dims B=3,M=$a,N=$b" \
+		 "bench/users/layernorm_hw.fus --dims B=2,C=2,H=$a,W=$b" \
+		 "tests/golden/sim/auto_collapse.fus --fusion smx --dims B=3,H=$a,W=$b" \
+		 "tests/golden/sim/auto_collapse.fus --fusion lse --dims B=3,H=$a,W=$b" \
+		 "tests/golden/sim/auto_collapse.fus --fusion hsum --dims B=3,H=$a,W=$b" \
+		 "tests/golden/sim/auto_collapse.fus --fusion gn --dims B=2,G=2,C=$a,H=$b"; do
+		# shellcheck disable=SC2086
+		if "$FUSC" check $c --max-blocks 2 >"$out" 2>&1 &&
+		   { [ "${c#*sum_last2}" = "$c" ] || grep -q "; $k;" "$out"; }; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: $FUSC check $c --max-blocks 2 (sum_last2: $k)"
+			sed 's/^/  | /' "$out" | head -10
+		fi
+	done
+done
 # The budget (docs/check.md, issue 11 item 8): work above it is refused at once with exit 2 and
 # a message naming it, never run for hours. A split by 2^40 of a symbolic size is a loop of 2^40
 # iterations; a huge --size is too many elements; a large matmul too many reference terms.

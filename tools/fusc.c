@@ -559,6 +559,12 @@ static void emit_schedules(Program *p, Buf *b)
 			for (int k = 0; k < g->nsizes; k++)
 				if (g->sizes[k]->bound > 0)
 					buf_printf(b, " %s <= %lld", g->sizes[k]->name, (long long)g->sizes[k]->bound);
+			SizeProd *sp = fusion_size_prod(g, false);
+			for (int k = 0, n = 0; sp && k < g->nsizes && k < 64; k++)
+				if (sp->of >> k & 1)
+					buf_printf(b, "%s%s", n++ ? " * " : " ", g->sizes[k]->name);
+			if (sp)
+				buf_printf(b, " <= %lld", (long long)sp->bound);
 			buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
 			if (g->segments.len)
 				emit_segments(g, b);

@@ -12,8 +12,21 @@
 #include "scheduler/auto_plan.h"
 #include "tests/unit/testutil.h"
 
-/* The class and the schedule block (as `--emit=schedule` prints it) of src's one fusion,
- * tuned (not a fallback level). */
+/* The schedule blocks of f (as `--emit=schedule` prints them): its own or its segments',
+ * then each size variant's, separated by a line "--". */
+static void put_schedules(Fusion *f, Buf *b)
+{
+	for (int i = 0; i < f->segments.len; i++)
+		put_schedules(VEC_AT(f->segments, Segment, i)->fusion, b);
+	if (!f->segments.len)
+		ast_print_schedule(f->ast_schedule, b);
+	buf_puts(b, "--\n");
+	for (int v = 0; v < f->variants.len; v++)
+		put_schedules(VEC_AT(f->variants, Fusion, v), b);
+}
+
+/* The class and the schedule blocks (put_schedules) of src's one fusion, tuned (not a
+ * fallback level): each of has[] in one of them. */
 static void expect_schedule(const char *src, const char *cls, const char **has, int nhas)
 {
 	TestCompile *tc = tc_compile(src, false);
@@ -23,7 +36,7 @@ static void expect_schedule(const char *src, const char *cls, const char **has, 
 	ck_assert_msg(f->auto_class && strcmp(f->auto_class, cls) == 0, "class '%s', expected '%s' for\n%s",
 		      f->auto_class ? f->auto_class : "(none)", cls, src);
 	Buf b = {0};
-	ast_print_schedule(f->ast_schedule, &b);
+	put_schedules(f, &b);
 	for (int i = 0; i < nhas; i++)
 		ck_assert_msg(strstr(b.s, has[i]) != NULL, "no '%s' in\n%s", has[i], b.s);
 	buf_free(&b);
@@ -140,22 +153,126 @@ START_TEST(test_collapsible_entry)
 END_TEST
 
 /* A merged column vectorizes along its innermost extent: the tuned kernel requires N % 4 (not
- * M * N % 4), its scalar kernel nothing; the 32-bit copy is guarded by the element counts. */
+ * M * N % 4), its scalar kernel nothing; the 32-bit copy is guarded by the element counts;
+ * a size variant by the product M * N first. */
 START_TEST(test_collapse_preconditions)
 {
 	TestCompile *tc = tc_compile_i32(sum_last2);
 	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
 	Kernel *k = tc->kernels[0];
-	char *ir = tc_kernel_ir(tc, 0);
-	ck_assert_contains(ir, "kernel s2_kernel_i32 grid(B) block(128) {\n"
-			       "  require aligned(x, 16);\n"
-			       "  require N % 4 == 0;\n"
-			       "  require index32(2130706431);\n");
-	free(ir);
+	Buf ir = {0};
+	kir_print(k, &ir);
+	ck_assert_contains(ir.s, "kernel s2_kernel_M_N128_i32 grid(ceildiv(B, 16)) block(8, 16) {\n"
+				 "  require M * N <= 128;\n"
+				 "  require aligned(x, 16);\n"
+				 "  require N % 4 == 0;\n"
+				 "  require index32(2130706431);\n");
+	buf_free(&ir);
+	/* the long-row kernel (the fusion's own) */
+	char *own = tc_kernel_ir(tc, 0);
+	ck_assert_contains(own, "kernel s2_kernel_i32 grid(B, 16) block(256) {\n"
+				"  require aligned(x, 16);\n"
+				"  require N % 4 == 0;\n"
+				"  require index32(2130706431);\n");
+	free(own);
 	int64_t even[3] = {4, 33, 128}, odd[3] = {4, 128, 33}, big[3] = {1, 65536, 32768};
-	ck_assert_str_eq(kernel_pick(k, even, NULL)->name, "s2_kernel_i32");
-	ck_assert_str_eq(kernel_pick(k, odd, NULL)->name, "s2_kernel_i32_scalar");
+	ck_assert_str_eq(kernel_pick(k, even, NULL)->name, "s2_kernel_M_N16384_i32");
+	ck_assert_str_eq(kernel_pick(k, odd, NULL)->name, "s2_kernel_M_N16384_i32_scalar");
 	ck_assert_str_eq(kernel_pick(k, big, NULL)->name, "s2_kernel");
+	tc_free(tc);
+}
+END_TEST
+
+/* The size variants of a collapsed column: bounds on the product M * N (the row length), the
+ * launcher's pick on both sides of each bound, past 31 bits (the 64-bit kernel of the same
+ * variant), a product past 64 bits, zeros; rows longer than 65536 split over 16 blocks on
+ * blockIdx.y (auto_long_row.c), the collapsed merge first. */
+START_TEST(test_collapse_variants)
+{
+	TestCompile *tc = tc_compile_i32(sum_last2);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	Fusion *f = tc->prog->fusions[0];
+	static const int64_t bounds[] = {128, 256, 1024, 4096, 16384, 65536};
+	ck_assert_int_eq(f->variants.len, countof(bounds));
+	for (int v = 0; v < f->variants.len; v++) {
+		Fusion *g = VEC_AT(f->variants, Fusion, v);
+		SizeProd *p = fusion_size_prod(g, false);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(p->bound, bounds[v]);
+		ck_assert_int_eq(p->of, 6); /* M and N */
+		ck_assert_int_eq(g->sizes[0]->bound, 0);
+		ck_assert_int_eq(g->sizes[1]->bound + g->sizes[2]->bound, 0);
+	}
+	/* the bounded product's range (ir_range), not one symbol's; the failure's wording */
+	Fusion *g = VEC_AT(f->variants, Fusion, 3);
+	Arena *a = tc->arena;
+	IrExpr *m = ir_size(a, g->sizes[1]), *n = ir_size(a, g->sizes[2]);
+	int64_t lo, hi;
+	ck_assert(ir_range(NULL, ix_mul(a, m, n), &lo, &hi) && lo == 0 && hi == 4096);
+	ck_assert(ir_range(NULL, ix_mul(a, ir_int(a, 4), ix_mul(a, n, m)), &lo, &hi) && hi == 16384);
+	ck_assert(!ir_range(NULL, m, &lo, &hi));
+	ck_assert(!ir_range(NULL, ix_mul(a, m, m), &lo, &hi));
+	ck_assert(!ir_range(NULL, ix_mul(a, ix_mul(a, m, n), ir_size(a, g->sizes[0])), &lo, &hi));
+	Precond *pc = VEC_AT(tc->kernels[0]->preconds, Precond, 0);
+	ck_assert(pc->kind == PC_AT_MOST && !pc->size);
+	ck_assert_str_eq(precond_failure(a, pc).pre, "M * N is more than 128 (size variant)");
+	/* the fusion's own schedule: long rows (above 65536) */
+	SizeProd *own = fusion_size_prod(f, true);
+	ck_assert(own && own->above == 65536 && own->bound == 0);
+	Buf b = {0};
+	ast_print_schedule(f->ast_schedule, &b);
+	ck_assert_contains(b.s, "schedule s2 {\n  s.merge(i, j) -> col;\n  s.split(col, 4) -> (jo, jv);\n");
+	ck_assert_contains(b.s, "  s.split(jq, 16) -> (jb, by);\n");
+	ck_assert_contains(b.s, "  s.bind(by, blockIdx.y);\n");
+	buf_free(&b);
+	Kernel *k = tc->kernels[0];
+	static const struct {
+		int64_t b, m, n;
+		const char *kernel;
+	} picks[] = {
+		{3, 4, 32, "s2_kernel_M_N128_i32"},
+		{3, 1, 128, "s2_kernel_M_N128_i32"},
+		{3, 33, 4, "s2_kernel_M_N256_i32"},    /* 132 */
+		{3, 3, 43, "s2_kernel_M_N256_i32_scalar"},
+		{3, 64, 64, "s2_kernel_M_N4096_i32"},
+		{3, 1, 4100, "s2_kernel_M_N16384_i32"},
+		{3, 256, 256, "s2_kernel_M_N65536_i32"},
+		{3, 16385, 4, "s2_kernel_i32"},        /* 65540: long rows */
+		{64, 512, 1024, "s2_kernel_i32"},
+		{3, 1, 65537, "s2_kernel_i32_scalar"},
+		{0, 4, 4, "s2_kernel_M_N128_i32"},
+		{3, 0, 1000000, "s2_kernel_M_N128_i32"}, /* M * N = 0 */
+		{3, 1000000, 0, "s2_kernel_M_N128_i32"},
+		{1, 1, 1, "s2_kernel_M_N128_i32_scalar"},
+		{40000, 256, 256, "s2_kernel_M_N65536"}, /* B * M * N past 31 bits */
+		{1, 65536, 32768, "s2_kernel"},          /* M * N past 31 bits */
+		{1, (int64_t)1 << 40, (int64_t)1 << 40, "s2_kernel"}, /* past 64 bits */
+	};
+	for (int i = 0; i < countof(picks); i++) {
+		int64_t sz[3] = {picks[i].b, picks[i].m, picks[i].n};
+		Kernel *p = kernel_pick(k, sz, NULL);
+		ck_assert_msg(p && strcmp(p->name, picks[i].kernel) == 0, "B=%lld M=%lld N=%lld: %s, expected %s",
+			      (long long)sz[0], (long long)sz[1], (long long)sz[2],
+			      p ? p->name : "(none)", picks[i].kernel);
+	}
+	tc_free(tc);
+	/* layer normalization over (H, W): long rows are three segments, each sum over 16
+	 * blocks a row */
+	tc = tc_compile_i32(norm_hw);
+	ck_assert_msg(tc->kernels != NULL, "%s", tc->diags);
+	f = tc->prog->fusions[0];
+	ck_assert_int_eq(f->variants.len, countof(bounds));
+	ck_assert_int_eq(f->segments.len, 3);
+	for (int i = 0; i < 2; i++) {
+		Fusion *g = VEC_AT(f->segments, Segment, i)->fusion;
+		Buf s = {0};
+		ast_print_schedule(g->ast_schedule, &s);
+		ck_assert_contains(s.s, ".bind(by, blockIdx.y);\n");
+		buf_free(&s);
+	}
+	int64_t big[4] = {2, 3, 300, 300}, small[4] = {2, 3, 64, 64};
+	ck_assert_str_eq(kernel_pick(tc->kernels[0], big, NULL)->name, "ln_segments");
+	ck_assert_str_eq(kernel_pick(tc->kernels[0], small, NULL)->name, "ln_kernel_H_W4096_i32");
 	tc_free(tc);
 }
 END_TEST
@@ -252,6 +369,7 @@ Suite *auto_collapse_suite(void)
 	tcase_add_test(t, test_collapse_refused);
 	tcase_add_test(t, test_collapsible_entry);
 	tcase_add_test(t, test_collapse_preconditions);
+	tcase_add_test(t, test_collapse_variants);
 	tcase_add_test(t, test_collapse_as_product);
 	tcase_add_test(t, test_collapse_simulated);
 	suite_add_tcase(s, t);

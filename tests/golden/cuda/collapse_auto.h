@@ -16,11 +16,40 @@ extern "C" {
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and sum_last2_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): sum_last2_kernel_i32 when x is
- * 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431
- * elements; sum_last2_kernel when x is 16-byte aligned and N is a multiple of 4;
- * sum_last2_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements;
- * sum_last2_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): sum_last2_kernel_M_N128_i32
+ * when M * N <= 128, x is 16-byte aligned, N is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; sum_last2_kernel_M_N128 when M * N <= 128, x is 16-byte
+ * aligned and N is a multiple of 4; sum_last2_kernel_M_N128_i32_scalar when M * N <= 128 and
+ * every tensor and loop nest has at most 2130706431 elements; sum_last2_kernel_M_N128_scalar
+ * when M * N <= 128; sum_last2_kernel_M_N256_i32 when M * N <= 256, x is 16-byte aligned, N is
+ * a multiple of 4 and every tensor and loop nest has at most 2130706431 elements;
+ * sum_last2_kernel_M_N256 when M * N <= 256, x is 16-byte aligned and N is a multiple of 4;
+ * sum_last2_kernel_M_N256_i32_scalar when M * N <= 256 and every tensor and loop nest has at
+ * most 2130706431 elements; sum_last2_kernel_M_N256_scalar when M * N <= 256;
+ * sum_last2_kernel_M_N1024_i32 when M * N <= 1024, x is 16-byte aligned, N is a multiple of 4
+ * and every tensor and loop nest has at most 2130706431 elements; sum_last2_kernel_M_N1024 when
+ * M * N <= 1024, x is 16-byte aligned and N is a multiple of 4;
+ * sum_last2_kernel_M_N1024_i32_scalar when M * N <= 1024 and every tensor and loop nest has at
+ * most 2130706431 elements; sum_last2_kernel_M_N1024_scalar when M * N <= 1024;
+ * sum_last2_kernel_M_N4096_i32 when M * N <= 4096, x is 16-byte aligned, N is a multiple of 4
+ * and every tensor and loop nest has at most 2130706431 elements; sum_last2_kernel_M_N4096 when
+ * M * N <= 4096, x is 16-byte aligned and N is a multiple of 4;
+ * sum_last2_kernel_M_N4096_i32_scalar when M * N <= 4096 and every tensor and loop nest has at
+ * most 2130706431 elements; sum_last2_kernel_M_N4096_scalar when M * N <= 4096;
+ * sum_last2_kernel_M_N16384_i32 when M * N <= 16384, x is 16-byte aligned, N is a multiple of 4
+ * and every tensor and loop nest has at most 2130706431 elements; sum_last2_kernel_M_N16384
+ * when M * N <= 16384, x is 16-byte aligned and N is a multiple of 4;
+ * sum_last2_kernel_M_N16384_i32_scalar when M * N <= 16384 and every tensor and loop nest has
+ * at most 2130706431 elements; sum_last2_kernel_M_N16384_scalar when M * N <= 16384;
+ * sum_last2_kernel_M_N65536_i32 when M * N <= 65536, x is 16-byte aligned, N is a multiple of 4
+ * and every tensor and loop nest has at most 2130706431 elements; sum_last2_kernel_M_N65536
+ * when M * N <= 65536, x is 16-byte aligned and N is a multiple of 4;
+ * sum_last2_kernel_M_N65536_i32_scalar when M * N <= 65536 and every tensor and loop nest has
+ * at most 2130706431 elements; sum_last2_kernel_M_N65536_scalar when M * N <= 65536;
+ * sum_last2_kernel_i32 when x is 16-byte aligned, N is a multiple of 4 and every tensor and
+ * loop nest has at most 2130706431 elements; sum_last2_kernel when x is 16-byte aligned and N
+ * is a multiple of 4; sum_last2_kernel_i32_scalar when every tensor and loop nest has at most
+ * 2130706431 elements; sum_last2_kernel_scalar otherwise.
  */
 cudaError_t sum_last2(const float *x, float *s, int64_t B, int64_t M, int64_t N, cudaStream_t stream);
 const char *sum_last2_last_error(void);
@@ -67,11 +96,45 @@ const char *col_sum_lead2_last_error(void);
  * appearance; f16/bf16 data is passed as its bits (uint16_t). On bad arguments
  * it returns cudaErrorInvalidValue without launching, and layernorm_hw_last_error()
  * says why.
- * Variants (the launcher runs the first whose conditions hold): layernorm_hw_kernel_i32 when x
- * and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop nest has at most
- * 2130706431 elements; layernorm_hw_kernel when x and y are 16-byte aligned and W is a multiple
- * of 4; layernorm_hw_kernel_i32_scalar when every tensor and loop nest has at most 2130706431
- * elements; layernorm_hw_kernel_scalar otherwise.
+ * Variants (the launcher runs the first whose conditions hold): layernorm_hw_kernel_N_W128_i32
+ * when N * W <= 128, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and
+ * loop nest has at most 2130706431 elements; layernorm_hw_kernel_N_W128 when N * W <= 128, x
+ * and y are 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W128_i32_scalar
+ * when N * W <= 128 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W128_scalar when N * W <= 128; layernorm_hw_kernel_N_W256_i32 when N *
+ * W <= 256, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; layernorm_hw_kernel_N_W256 when N * W <= 256, x and y are
+ * 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W256_i32_scalar when N *
+ * W <= 256 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W256_scalar when N * W <= 256; layernorm_hw_kernel_N_W1024_i32 when N *
+ * W <= 1024, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; layernorm_hw_kernel_N_W1024 when N * W <= 1024, x and y are
+ * 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W1024_i32_scalar when N *
+ * W <= 1024 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W1024_scalar when N * W <= 1024; layernorm_hw_kernel_N_W4096_i32 when N
+ * * W <= 4096, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop nest
+ * has at most 2130706431 elements; layernorm_hw_kernel_N_W4096 when N * W <= 4096, x and y are
+ * 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W4096_i32_scalar when N *
+ * W <= 4096 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W4096_scalar when N * W <= 4096; layernorm_hw_kernel_N_W16384_i32 when
+ * N * W <= 16384, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop
+ * nest has at most 2130706431 elements; layernorm_hw_kernel_N_W16384 when N * W <= 16384, x and
+ * y are 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W16384_i32_scalar when
+ * N * W <= 16384 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W16384_scalar when N * W <= 16384; layernorm_hw_kernel_N_W65536_i32
+ * when N * W <= 65536, x and y are 16-byte aligned, W is a multiple of 4 and every tensor and
+ * loop nest has at most 2130706431 elements; layernorm_hw_kernel_N_W65536 when N * W <= 65536,
+ * x and y are 16-byte aligned and W is a multiple of 4; layernorm_hw_kernel_N_W65536_i32_scalar
+ * when N * W <= 65536 and every tensor and loop nest has at most 2130706431 elements;
+ * layernorm_hw_kernel_N_W65536_scalar when N * W <= 65536; layernorm_hw_segments otherwise.
+ * layernorm_hw_segments runs segments in order: layernorm_hw_seg0 (kernels
+ * layernorm_hw_seg0_kernel_i32, layernorm_hw_seg0_kernel, layernorm_hw_seg0_kernel_i32_scalar,
+ * layernorm_hw_seg0_kernel_scalar), then layernorm_hw_seg1 (kernels
+ * layernorm_hw_seg1_kernel_i32, layernorm_hw_seg1_kernel, layernorm_hw_seg1_kernel_i32_scalar,
+ * layernorm_hw_seg1_kernel_scalar), then layernorm_hw_seg2 (kernels
+ * layernorm_hw_seg2_kernel_i32, layernorm_hw_seg2_kernel, layernorm_hw_seg2_kernel_i32_scalar,
+ * layernorm_hw_seg2_kernel_scalar); each call allocates their workspace (mean_sum0: f32[B, M],
+ * rstd_sum0: f32[B, M]) on `stream` (cudaMallocAsync) and frees it after them.
  */
 cudaError_t layernorm_hw(const float *x, float *y, int64_t B, int64_t M, int64_t N, int64_t W, cudaStream_t stream);
 const char *layernorm_hw_last_error(void);
