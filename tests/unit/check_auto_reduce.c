@@ -772,22 +772,25 @@ static const char sum_max_min_src[] =
 
 /* Three reductions of one input: x.cache_after would reroute all three readers to one cache,
  * so no per-reduction register copy (each used to get its own, and the second cache_after
- * found x read by the first cache only). Each reduction reads x with coalesced scalar loads. */
+ * found x read by the first cache only). Each reduction reads x with coalesced scalar loads.
+ * The three outputs are one row group: s and m are computed in n's nest at its row
+ * (row_companions), so the block reads its row of x three times back to back (from L1/L2)
+ * rather than three nests each reading all of x. */
 START_TEST(test_auto_three_reductions_one_input)
 {
 	char *ir = auto_ir(sum_max_min_src);
 	ck_assert_str_eq(ir,
 		"  tensor x: f32[M, N] input global\n"
-		"  tensor s: f32[M] output global\n"
+		"  tensor s: f32[M] output global compute_at(n, 0)\n"
 		"    def s[i] = sum(j: x[i, j])\n"
 		"    domain:\n"
-		"      i: M blockIdx.x (root 0)\n"
+		"      i: M = n.i (root 0)\n"
 		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
 		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
-		"  tensor m: f32[M] output global\n"
+		"  tensor m: f32[M] output global compute_at(n, 0)\n"
 		"    def m[i] = max(j: x[i, j])\n"
 		"    domain:\n"
-		"      i: M blockIdx.x (root 0)\n"
+		"      i: M = n.i (root 0)\n"
 		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
 		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
 		"  tensor n: f32[M] output global\n"
@@ -808,7 +811,8 @@ START_TEST(test_auto_three_reductions_one_input)
 }
 END_TEST
 
-/* The same with a constant row (the persistent case is for single-output fusions). */
+/* The same with a constant row: the outputs are one row group (row_companions), so the row
+ * is persistent: x is cached in registers once and all three reductions read the cache. */
 START_TEST(test_auto_two_reductions_one_input_const)
 {
 	static const char src[] =
@@ -817,7 +821,8 @@ START_TEST(test_auto_two_reductions_one_input_const)
 		"  m[i] = max(j: x[i, j]);\n"
 		"}\n";
 	char *ir = auto_ir(src);
-	ck_assert_ptr_null(strstr(ir, "cache_after"));
+	ck_assert_contains(ir, "intermediate local compute_at(m, 1) cache_after(x)");
+	ck_assert_contains(ir, "tensor s: f32[M] output global compute_at(m, 1)");
 	free(ir);
 	check_simulated(src, "M=5");
 }
