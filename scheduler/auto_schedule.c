@@ -1398,8 +1398,6 @@ static void schedule_other(Plan *p, Tensor *o)
 		schedule_general(p, o);
 }
 
-/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
- * of its class (classify.c). Fusion.auto_class names the classes. */
 /* A fusion of several outputs that all belong to one row group: the anchor (the last output
  * with a column that is a row group, else the last row group without one), and every other
  * output over the anchor's rows whose reads have the row shape (Row.shaped: a row-shaped
@@ -1430,7 +1428,11 @@ static int row_companions(Arena *a, Fusion *f, Row *rows, int nout, bool *comp)
 		*cr[i] = row_analyze(a, o, r->k);
 		Row *c = cr[i];
 		c->f = f;
-		bool fits = c->shaped && c->ncol <= r->ncol && (!c->n || dims_equal(c->n, r->n));
+		/* no column, or the anchor's (each extent: a collapsed column's merged index is
+		 * then the same element in both) */
+		bool fits = c->shaped && (c->ncol == 0 || c->ncol == r->ncol);
+		for (int q = 0; q < c->ncol && fits; q++)
+			fits = dims_equal(c->cols[q], r->cols[q]);
 		for (int q = 0; q < r->k && fits; q++)
 			fits = dims_equal(c->rows[q], r->rows[q]);
 		if (!fits)
@@ -1454,6 +1456,8 @@ static int row_companions(Arena *a, Fusion *f, Row *rows, int nout, bool *comp)
 	return an;
 }
 
+/* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
+ * of its class (classify.c). Fusion.auto_class names the classes. */
 static void schedule_tuned(Plan *p)
 {
 	Fusion *f = p->f;

@@ -802,14 +802,13 @@ static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 		collect_reads(m, x->def, sub);
 }
 
-
 /* An output t that output u does not read, computed in u's nest (a row group's other
  * outputs, docs/schedule.md): t's index k is u's index k, for t's indices, which must have
  * u's first extents. found false when they do not. */
 static ReadMap output_map(Arena *a, Tensor *t, Tensor *u)
 {
 	ReadMap m = {a, t, u->root, false, false};
-	if (t->kind != TK_OUTPUT || u->kind != TK_OUTPUT || t->ndim > u->nroot)
+	if (t == u || t->kind != TK_OUTPUT || u->kind != TK_OUTPUT || t->ndim > u->nroot)
 		return m;
 	m.found = true;
 	for (int k = 0; k < t->ndim; k++)
