@@ -828,6 +828,37 @@ START_TEST(test_auto_two_reductions_one_input_const)
 }
 END_TEST
 
+/* Several outputs of one row group (docs/auto_schedule.md, "Several outputs of one row
+ * group"): h = x + r, a pointwise output that reads no reduction, is stored from y's nest with
+ * y's vectors, and a constant row is persistent: x and r are cached once, every output reads
+ * the registers. */
+START_TEST(test_auto_row_companions)
+{
+	static const char src[] =
+		"fusion an(x: f32[M, 1000], r: f32[M, 1000], w: f32[1000]) -> (h: f32[M, 1000], y: f32[M, 1000]) {\n"
+		"  hs[i, j] = x[i, j] + r[i, j];\n"
+		"  h[i, j] = hs[i, j];\n"
+		"  y[i, j] = hs[i, j] * rsqrt(sum(k: hs[i, k] * hs[i, k]) / 1000.0) * w[j];\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir, "tensor h: f32[M, 1000] output global compute_at(y, 1)");
+	ck_assert_contains(ir, "tensor x_reg: f32[M, 1000] intermediate local compute_at(y, 1) cache_after(x)");
+	ck_assert_contains(ir, "tensor r_reg: f32[M, 1000] intermediate local compute_at(y, 1) cache_after(r)");
+	free(ir);
+	check_simulated(src, "M=5");
+	/* a row sum over another length beside it: not a companion, each output its own nest */
+	static const char other[] =
+		"fusion an(x: f32[M, 1000], z: f32[M, 300]) -> (s: f32[M], t: f32[M]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"  t[i] = sum(k: z[i, k]);\n"
+		"}\n";
+	ir = auto_ir(other);
+	ck_assert_ptr_null(strstr(ir, "output global compute_at"));
+	free(ir);
+	check_simulated(other, "M=5");
+}
+END_TEST
+
 /* Two row reductions of different inputs: each input has one reader, so each keeps its
  * one-vector register copy. */
 START_TEST(test_auto_two_reductions_two_inputs)
@@ -1093,6 +1124,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_middle_sum);
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
 	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
+	tcase_add_test(tc, test_auto_row_companions);
 	tcase_add_test(tc, test_auto_two_reductions_two_inputs);
 	tcase_add_test(tc, test_auto_reduction_and_pointwise);
 	tcase_add_test(tc, test_auto_3d_two_reductions);
