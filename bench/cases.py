@@ -285,6 +285,18 @@ def mean_var(x):
     return x.mean(dim=-1), x.var(dim=-1, unbiased=False)
 
 
+def layernorm_stats(x, gamma, beta, eps):
+    y, mean, rstd = torch.ops.aten.native_layer_norm(x, x.shape[-1:], gamma, beta, eps)
+    return y, mean.squeeze(-1), rstd.squeeze(-1)
+
+
+def softmax_stats(x):
+    m = x.amax(dim=-1, keepdim=True)
+    e = torch.exp(x - m)
+    s = e.sum(dim=-1, keepdim=True)
+    return e / s, m.squeeze(-1), s.squeeze(-1)
+
+
 def row_max(x):
     return x.amax(dim=-1)
 
@@ -342,6 +354,10 @@ def users_cases():
         Case("users", "layernorm over (H, W) f32 32x64x64x64", u + "layernorm_hw.fus",
              {"B": 32, "C": 64, "H": 64, "W": 64}, layernorm_hw, scalars={"eps": 1e-5}),
         Case("users", "mean+var f32 16384x4096 (2 outputs)", u + "mean_var.fus", mn, mean_var),
+        Case("users", "layernorm with mean and rstd f32 16384x4096 (3 outputs)",
+             u + "layernorm_stats.fus", mn, layernorm_stats, scalars={"eps": 1e-5}),
+        Case("users", "softmax with max and sum f32 16384x4096 (3 outputs)",
+             u + "softmax_stats.fus", mn, softmax_stats),
         Case("users", "row max f32 16384x4096", u + "row_max.fus", mn, row_max),
         Case("users", "row sum 3-D f32 64x256x4096", u + "row_sum3.fus",
              {"B": 64, "T": 256, "C": 4096}, row_sum),

@@ -377,6 +377,13 @@ typedef struct Row {
 	Tensor *vals[MAX_GROUP];  /* inlined per-row intermediates val[rows...] (layernorm's mean) */
 	int nvals;
 	int cur;                /* stored tensor being walked: 0 anchor, 1 + i reds[i] */
+	bool shaped;            /* the walk found the row shape (ok, or a pointwise tensor of
+				 * the row that reads no reduction) */
+	/* The fusion's other outputs, computed in the anchor's nest at its row (a row group
+	 * with several outputs: layernorm's y with its mean and rstd, add+rmsnorm's h) */
+	struct Row *comps[MAX_GROUP];
+	int ncomps;
+	int extra[MAX_GROUP];   /* per input: the companions' stored tensors that read it */
 } Row;
 
 static void row_walk(Row *r, IrExpr *e, const int *role);
@@ -608,6 +615,7 @@ static Row row_analyze(Arena *a, Tensor *o, int k)
 	} else {
 		row_walk(&r, o->def, role);
 	}
+	r.shaped = r.ok;
 	/* A pointwise output is only a row group when it reads a row reduction. */
 	if (!red && r.nreds == 0)
 		r.ok = false;
@@ -797,8 +805,9 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector, bool read_o
 	for (int i = 0; i < r->nins && may_persist; i++) {
 		/* a row reduction output's sole input too: its loads all issued before the sum
 		 * (one vector at a time, each add waited for its load) */
-		bool sole = tensor_is_reduction(r->anchor) && r->readers[i] == 1 && r->stored[i] == 1;
-		if (!sole && (popcount64(r->readers[i]) < 2 || r->stored[i] != popcount64(r->readers[i])))
+		int nread = popcount64(r->readers[i]) + r->extra[i];
+		bool sole = tensor_is_reduction(r->anchor) && nread == 1 && r->stored[i] == 1;
+		if (!sole && (nread < 2 || r->stored[i] != nread))
 			continue;
 		ncached++;
 		if (n * dtype_size(r->ins[i]->dtype) > PERSIST_BYTES)
@@ -822,7 +831,7 @@ static RowShape row_shape(Row *r, bool may_persist, bool may_vector, bool read_o
 		int64_t row_elems = ((vectors + s.threads - 1) / s.threads) * s.vec;
 		int64_t elems = ncached * row_elems;
 		s.persistent = elems <= PERSIST_MAX_ELEMS;
-		if (s.persistent && elems + row_elems <= PERSIST_MAX_ELEMS)
+		if (s.persistent && elems + row_elems <= PERSIST_MAX_ELEMS && !r->ncomps)
 			s.mid = row_kept_mid(r);
 	}
 	if (!s.persistent) {
@@ -1083,6 +1092,47 @@ static bool reads_paired(Row *r, Tensor *v, const char *paired)
 	return false;
 }
 
+/* The reductions of group r at the row: those the anchor or the kept intermediate reads in
+ * definition order, then those only another reduction reads, each after its reader (whose
+ * compute_at must come first). `paired`: a Welford pair, computed already. */
+static void row_reductions(Plan *p, Row *r, RowShape *s, const char *at, const char **shared,
+			   int nshared, const char *paired)
+{
+	Tensor *o = r->anchor;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int q = 0; q < r->nreds; q++) {
+			int i = pass ? r->nreds - 1 - q : q;
+			Tensor *t = r->reds[i], *u = row_reader(r, s, t);
+			if (t == o || (paired && paired[i]) || (u != o && u != s->mid) != (pass == 1))
+				continue;
+			d_compute_at(p, t->name, u->name, at, shared, nshared);
+			schedule_row_reduction(p, r, s, t, 1 + i, row_col(p, r, t, shared, nshared));
+		}
+	}
+}
+
+/* Another output c of the fusion in the row group of r (Row.comps): computed in the anchor's
+ * nest at its row, so the row is read once for all outputs. A column of its own is split
+ * like the anchor's (whole vectors); a row reduction output like the group's reductions; a
+ * value per row is stored once per row (by one thread); its reductions are computed at it. */
+static void schedule_companion(Plan *p, Row *r, Row *c, RowShape *s, const char *at,
+			       const char **shared, int nshared)
+{
+	Tensor *o = c->anchor;
+	d_compute_at(p, o->name, r->anchor->name, at, shared, nshared);
+	if (tensor_is_reduction(o)) {
+		schedule_row_reduction(p, c, s, o, 0, row_col(p, c, o, shared, nshared));
+	} else if (c->k < o->nroot) {
+		RowAxes x = row_split(p, o->name, row_col(p, c, o, shared, nshared), s->vec,
+				      s->threads, s->unroll);
+		if (x.jv)
+			d_verb1(p, o->name, "vectorize", x.jv);
+		if (s->persistent && !x.ju)
+			d_verb1(p, o->name, "unroll", x.jr);
+	}
+	row_reductions(p, c, s, at, shared, nshared, NULL);
+}
+
 static void schedule_row(Plan *p, Row *r, bool may_persist)
 {
 	Tensor *o = r->anchor;
@@ -1153,19 +1203,9 @@ static void schedule_row(Plan *p, Row *r, bool may_persist)
 		if (x.jv)
 			d_verb1(p, s.mid->name, "unroll", x.jv);
 	}
-	/* The reductions at the row: those the anchor or the kept intermediate reads in
-	 * definition order, then those only another reduction reads, each after its reader
-	 * (whose compute_at must come first). */
-	for (int pass = 0; pass < 2; pass++) {
-		for (int q = 0; q < r->nreds; q++) {
-			int i = pass ? r->nreds - 1 - q : q;
-			Tensor *t = r->reds[i], *u = row_reader(r, &s, t);
-			if (t == o || paired[i] || (u != o && u != s.mid) != (pass == 1))
-				continue;
-			d_compute_at(p, t->name, u->name, at, shared, nshared);
-			schedule_row_reduction(p, r, &s, t, 1 + i, row_col(p, r, t, shared, nshared));
-		}
-	}
+	row_reductions(p, r, &s, at, shared, nshared, paired);
+	for (int i = 0; i < r->ncomps; i++)
+		schedule_companion(p, r, r->comps[i], &s, at, shared, nshared);
 	if (!s.persistent)
 		row_online(p, r, &s);
 	/* Persistent inputs: the row in registers, split like their readers. */
@@ -1375,6 +1415,64 @@ static void schedule_other(Plan *p, Tensor *o)
 		schedule_general(p, o);
 }
 
+/* A fusion of several outputs that all belong to one row group: the anchor (the last output
+ * with a column that is a row group, else the last row group without one), and every other
+ * output over the anchor's rows whose reads have the row shape (Row.shaped: a row-shaped
+ * intermediate such as add+rmsnorm's h = x + r, or a value per row such as a mean; its own
+ * reductions, copies auto_nests.c made for its nest, over the same row length). Marks them
+ * in comp[], links their rows into the anchor's (Row.comps, Row.extra) and returns the
+ * anchor's index; -1 (nothing marked) when some output does not fit. */
+static int row_companions(Arena *a, Fusion *f, Row *rows, int nout, bool *comp)
+{
+	if (f->noutputs < 2 || nout != f->noutputs)
+		return -1;
+	int an = -1;
+	for (int i = 0; i < nout; i++)
+		if (rows[i].ok && (an < 0 || rows[i].k < rows[i].anchor->ndim ||
+				   rows[an].k == rows[an].anchor->ndim))
+			an = i;
+	if (an < 0)
+		return -1;
+	Row *r = &rows[an];
+	Row *cr[MAX_GROUP];
+	for (int i = 0; i < nout; i++) {
+		if (i == an)
+			continue;
+		Tensor *o = f->outputs[i];
+		if (!o->def || o->ndim < r->k)
+			return -1;
+		cr[i] = NEW(a, Row);
+		*cr[i] = row_analyze(a, o, r->k);
+		Row *c = cr[i];
+		c->f = f;
+		/* no column, or the anchor's (each extent: a collapsed column's merged index is
+		 * then the same element in both) */
+		bool fits = c->shaped && (c->ncol == 0 || c->ncol == r->ncol);
+		for (int q = 0; q < c->ncol && fits; q++)
+			fits = dims_equal(c->cols[q], r->cols[q]);
+		for (int q = 0; q < r->k && fits; q++)
+			fits = dims_equal(c->rows[q], r->rows[q]);
+		if (!fits)
+			return -1;
+	}
+	for (int i = 0; i < nout; i++) {
+		if (i == an)
+			continue;
+		Row *c = cr[i];
+		comp[i] = true;
+		r->comps[r->ncomps++] = c;
+		if (c->max_size > r->max_size)
+			r->max_size = c->max_size;
+		for (int k = 0; k < c->nins; k++) {
+			c->stored[k] = stored_readers(f, c->ins[k]);
+			for (int q = 0; q < r->nins; q++)
+				if (r->ins[q] == c->ins[k])
+					r->extra[q] += popcount64(c->readers[k]);
+		}
+	}
+	return an;
+}
+
 /* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
  * of its class (classify.c). Fusion.auto_class names the classes. */
 static void schedule_tuned(Plan *p)
@@ -1394,17 +1492,21 @@ static void schedule_tuned(Plan *p)
 					if (rows[i].reds[x] == rows[j].reds[y])
 						rows[i].ok = false;
 	}
+	bool comp[MAX_GROUP] = {0};
+	int anchor = row_companions(p->a, f, rows, nout, comp);
 	unsigned seen = 0;
 	f->auto_class = NULL;
 	for (int i = 0; i < f->noutputs; i++) {
 		Tensor *o = f->outputs[i];
 		p->at = f->span;
-		AutoClass c = auto_classify(f, o, i < nout && rows[i].ok);
+		AutoClass c = i < nout && comp[i] ? AC_ROWS : auto_classify(f, o, i < nout && rows[i].ok);
 		if (!(seen >> c & 1))
 			f->auto_class = f->auto_class ? arena_printf(p->a, "%s, %s", f->auto_class,
 								     auto_class_name(c))
 						      : auto_class_name(c);
 		seen |= 1u << c;
+		if (i < nout && comp[i])
+			continue; /* in the anchor's nest (schedule_companion) */
 		if (auto_long_row(p, o))
 			continue; /* rows split over blocks (auto_long_row.c) */
 		switch (c) {
@@ -1419,7 +1521,7 @@ static void schedule_tuned(Plan *p)
 			auto_transpose(p, o);
 			break;
 		case AC_ROWS:
-			schedule_row(p, &rows[i], f->noutputs == 1);
+			schedule_row(p, &rows[i], f->noutputs == 1 || i == anchor);
 			break;
 		case AC_OUTER:
 		case AC_MIDDLE:

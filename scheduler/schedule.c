@@ -802,11 +802,26 @@ static void collect_reads(ReadMap *m, IrExpr *e, Axis **map)
 		collect_reads(m, x->def, sub);
 }
 
+/* An output t that output u does not read, computed in u's nest (a row group's other
+ * outputs, docs/schedule.md): t's index k is u's index k, for t's indices, which must have
+ * u's first extents. found false when they do not. */
+static ReadMap output_map(Arena *a, Tensor *t, Tensor *u)
+{
+	ReadMap m = {a, t, u->root, false, false};
+	if (t == u || t->kind != TK_OUTPUT || u->kind != TK_OUTPUT || t->ndim > u->nroot)
+		return m;
+	m.found = true;
+	for (int k = 0; k < t->ndim; k++)
+		m.found &= ir_equal(t->shape[k], u->root[k]->extent);
+	return m;
+}
+
+/* How u reads t, or for an output that u does not read, output_map. */
 ReadMap sched_read_map(Arena *a, Tensor *t, Tensor *u)
 {
 	ReadMap m = {a, t, NULL, false, false};
 	collect_reads(&m, u->def, u->root);
-	return m;
+	return m.found ? m : output_map(a, t, u);
 }
 
 /* Working state of a replay: map[i] is t's axis standing for u's axis umap[i]. */
@@ -1045,14 +1060,18 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 		return false;
 	}
 	Axis *ua = u->def ? sched_arg_axis(s, u, &dir->args[1]) : NULL;
-	if (t->kind != TK_INTERMEDIATE) {
-		diag_error(s->d, dir->verb.span, "only intermediates can be computed at another tensor; '%s' is %s",
-			   t->name, t->kind == TK_OUTPUT ? "an output" : "a scalar temporary");
+	if (t->kind != TK_INTERMEDIATE && t->kind != TK_OUTPUT) {
+		diag_error(s->d, dir->verb.span, "only intermediates and outputs can be computed at another tensor; '%s' is a scalar temporary",
+			   t->name);
 		return false;
 	}
 	if (!u->def || !sched_read_map(s->a, t, u).found) {
-		diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s' ('%s' does not read '%s')",
-			   t->name, u->name, u->name, t->name);
+		if (t->kind == TK_OUTPUT)
+			diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s', which is not an output whose first indices have the extents of '%s''s",
+				   t->name, u->name, t->name);
+		else
+			diag_error(s->d, dir->args[0].span, "'%s' does not feed '%s' ('%s' does not read '%s')",
+				   t->name, u->name, u->name, t->name);
 		return false;
 	}
 	if (!ua)

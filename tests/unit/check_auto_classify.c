@@ -179,14 +179,14 @@ START_TEST(test_classes)
 		   "  y[i, j] = x[i, j] / c[j];\n"
 		   "}",
 		   "segments: outer; broadcast");
-	/* two outputs: the row sum read again makes the output its own nest (rows), the
-	 * pointwise output beside it keeps its class; each class is named once */
+	/* three outputs of one row group: the pointwise outputs over the row sum's rows and
+	 * column are computed in its nest (row_companions), all of class rows */
 	expect_src("fusion f(x: f32[M, N]) -> (y: f32[M, N], z: f32[M, N], s: f32[M]) {\n"
 		   "  s[i] = sum(j: x[i, j]);\n"
 		   "  y[i, j] = x[i, j] + 1.0;\n"
 		   "  z[i, j] = x[i, j] * 2.0;\n"
 		   "}",
-		   "pointwise, rows");
+		   "rows");
 	/* the outer class needs a fusion of one output: beside another output, the column sum
 	 * is a segment of its own (segment.c), the other output another */
 	expect_src("fusion f(x: f32[M, N]) -> (s: f32[N], y: f32[M, N]) {\n"

@@ -772,22 +772,25 @@ static const char sum_max_min_src[] =
 
 /* Three reductions of one input: x.cache_after would reroute all three readers to one cache,
  * so no per-reduction register copy (each used to get its own, and the second cache_after
- * found x read by the first cache only). Each reduction reads x with coalesced scalar loads. */
+ * found x read by the first cache only). Each reduction reads x with coalesced scalar loads.
+ * The three outputs are one row group: s and m are computed in n's nest at its row
+ * (row_companions), so the block reads its row of x three times back to back (from L1/L2)
+ * rather than three nests each reading all of x. */
 START_TEST(test_auto_three_reductions_one_input)
 {
 	char *ir = auto_ir(sum_max_min_src);
 	ck_assert_str_eq(ir,
 		"  tensor x: f32[M, N] input global\n"
-		"  tensor s: f32[M] output global\n"
+		"  tensor s: f32[M] output global compute_at(n, 0)\n"
 		"    def s[i] = sum(j: x[i, j])\n"
 		"    domain:\n"
-		"      i: M blockIdx.x (root 0)\n"
+		"      i: M = n.i (root 0)\n"
 		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
 		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
-		"  tensor m: f32[M] output global\n"
+		"  tensor m: f32[M] output global compute_at(n, 0)\n"
 		"    def m[i] = max(j: x[i, j])\n"
 		"    domain:\n"
-		"      i: M blockIdx.x (root 0)\n"
+		"      i: M = n.i (root 0)\n"
 		"      jr: ceildiv(N, 128) reduction (split of j by 128, outer)\n"
 		"      tx: 128 reduction threadIdx.x (split of j by 128, inner)\n"
 		"  tensor n: f32[M] output global\n"
@@ -808,7 +811,8 @@ START_TEST(test_auto_three_reductions_one_input)
 }
 END_TEST
 
-/* The same with a constant row (the persistent case is for single-output fusions). */
+/* The same with a constant row: the outputs are one row group (row_companions), so the row
+ * is persistent: x is cached in registers once and all three reductions read the cache. */
 START_TEST(test_auto_two_reductions_one_input_const)
 {
 	static const char src[] =
@@ -817,9 +821,41 @@ START_TEST(test_auto_two_reductions_one_input_const)
 		"  m[i] = max(j: x[i, j]);\n"
 		"}\n";
 	char *ir = auto_ir(src);
-	ck_assert_ptr_null(strstr(ir, "cache_after"));
+	ck_assert_contains(ir, "intermediate local compute_at(m, 1) cache_after(x)");
+	ck_assert_contains(ir, "tensor s: f32[M] output global compute_at(m, 1)");
 	free(ir);
 	check_simulated(src, "M=5");
+}
+END_TEST
+
+/* Several outputs of one row group (docs/auto_schedule.md, "Several outputs of one row
+ * group"): h = x + r, a pointwise output that reads no reduction, is stored from y's nest with
+ * y's vectors, and a constant row is persistent: x and r are cached once, every output reads
+ * the registers. */
+START_TEST(test_auto_row_companions)
+{
+	static const char src[] =
+		"fusion an(x: f32[M, 1000], r: f32[M, 1000], w: f32[1000]) -> (h: f32[M, 1000], y: f32[M, 1000]) {\n"
+		"  hs[i, j] = x[i, j] + r[i, j];\n"
+		"  h[i, j] = hs[i, j];\n"
+		"  y[i, j] = hs[i, j] * rsqrt(sum(k: hs[i, k] * hs[i, k]) / 1000.0) * w[j];\n"
+		"}\n";
+	char *ir = auto_ir(src);
+	ck_assert_contains(ir, "tensor h: f32[M, 1000] output global compute_at(y, 1)");
+	ck_assert_contains(ir, "tensor x_reg: f32[M, 1000] intermediate local compute_at(y, 1) cache_after(x)");
+	ck_assert_contains(ir, "tensor r_reg: f32[M, 1000] intermediate local compute_at(y, 1) cache_after(r)");
+	free(ir);
+	check_simulated(src, "M=5");
+	/* a row sum over another length beside it: not a companion, each output its own nest */
+	static const char other[] =
+		"fusion an(x: f32[M, 1000], z: f32[M, 300]) -> (s: f32[M], t: f32[M]) {\n"
+		"  s[i] = sum(j: x[i, j]);\n"
+		"  t[i] = sum(k: z[i, k]);\n"
+		"}\n";
+	ir = auto_ir(other);
+	ck_assert_ptr_null(strstr(ir, "output global compute_at"));
+	free(ir);
+	check_simulated(other, "M=5");
 }
 END_TEST
 
@@ -1088,6 +1124,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_middle_sum);
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
 	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
+	tcase_add_test(tc, test_auto_row_companions);
 	tcase_add_test(tc, test_auto_two_reductions_two_inputs);
 	tcase_add_test(tc, test_auto_reduction_and_pointwise);
 	tcase_add_test(tc, test_auto_3d_two_reductions);
