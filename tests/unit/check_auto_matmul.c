@@ -326,6 +326,23 @@ static int64_t seg_size(Segment *sg, const int64_t *sizes, const char *name)
 	return -1;
 }
 
+/* Which kernel m's chain k (every operand's rows of K, M or N, symbolic) runs at sizes the
+ * 16-byte copies take (the kernels) and refuse (the plan: each segment's kernel, and the
+ * whole plan simulated against the reference, at empty extents too). */
+static void assert_plan_picks(Kernel *k)
+{
+	ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
+	ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
+	ASSERT_PICKS(k, "M=37,N=41,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M64]");
+	ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	ASSERT_PICKS(k, "M=20,N=63,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
+	ASSERT_PICKS(k, "M=200,N=41,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
+			      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
+	for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
+		ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+}
+
 /* Rows that are not a multiple of 8 elements (docs/tensor_cores.md): after the tensor-core
  * kernels, a plan that copies A and B into zero-padded rows and runs the tensor-core kernel
  * on them; which kernel runs follows from the preconditions (K, N multiples of 8 and the
@@ -376,16 +393,7 @@ START_TEST(test_padded_plan)
 			ck_assert(!(c->kind == PC_ALIGNED && strcmp(c->tensor->name, "C") == 0));
 		}
 	}
-	ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
-	ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
-	ASSERT_PICKS(k, "M=37,N=41,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M64]");
-	ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
-	ASSERT_PICKS(k, "M=20,N=64,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
-	ASSERT_PICKS(k, "M=200,N=41,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
-	const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
-			      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
-	for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
-		ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+	assert_plan_picks(k);
 	tc_free(tc);
 	/* K a constant multiple of 8: only B is copied (its N), A read as it is */
 	tc = tc_lowered(MM("f16[M, 64]", "f16[64, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
@@ -482,20 +490,12 @@ START_TEST(test_padded_plan_transposed)
 		ck_assert_int_eq(seg_size(mm, sizes, "M"), 41);
 		ck_assert_int_eq(seg_size(mm, sizes, "N"), 43);
 		const char *pads[3] = {cases[c].m_pad, cases[c].k_pad, cases[c].n_pad};
-		int64_t want[3] = {48, 48, 48};
 		for (int q = 0; q < 3; q++)
 			if (pads[q])
-				ck_assert_int_eq(seg_size(mm, sizes, pads[q]), want[q]);
+				ck_assert_int_eq(seg_size(mm, sizes, pads[q]), 48);
 		if (!cases[c].k_pad)
 			ck_assert_int_eq(seg_size(mm, sizes, "K"), 45);
-		ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
-		ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
-		ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
-		ASSERT_PICKS(k, "M=20,N=63,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
-		const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
-				      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
-		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
-			ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+		assert_plan_picks(k);
 		tc_free(tc);
 	}
 	/* A^T B with M a constant multiple of 8: only B is copied, A read as it is (so the
