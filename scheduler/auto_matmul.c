@@ -33,8 +33,8 @@
  * followed by the padded plan (scheduler/segment.c, segment_pad_matmul: A and B copied into
  * rows of their contiguous dimension padded to 8 elements, transposed or not, then this
  * schedule on the copies, C stored per element: Fusion.padded_operands); the FMA kernel by
- * its scalar kernel (plain copies, no vectors: any size). At the scalar level (the tuned schedule refused) the same tiles without
- * vectors, cp.async or register copies. */
+ * its scalar kernel (plain copies, no vectors: any size). At the scalar level (the tuned
+ * schedule refused) the same tiles without vectors, cp.async or register copies. */
 #include <string.h>
 
 #include "scheduler/auto_plan.h"

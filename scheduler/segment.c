@@ -749,7 +749,9 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		[RD_M] = {nb + c.a_trans, -1},
 	};
 	AstDim *ka = &xa->dims[dim[RD_K][0]], *kb = &xb->dims[dim[RD_K][1]];
-	if (!(ka->sym ? kb->sym && strcmp(ka->sym, kb->sym) == 0 : !kb->sym && ka->value == kb->value))
+	bool same_k = ka->sym ? kb->sym && strcmp(ka->sym, kb->sym) == 0
+			      : !kb->sym && ka->value == kb->value;
+	if (!same_k)
 		return false;
 	/* the extents to round: those an operand's rows run along (its last dimension) that may
 	 * not be multiples of 8; K in both operands then (their k ranges agree) */
