@@ -294,10 +294,18 @@ static char *picked(Kernel *k, const char *dims)
 		free(got_); \
 	} while (0)
 
-/* Every vector precondition of a padded plan's kernels (each has one) is on a workspace
- * buffer or a rounded size, which the plan guarantees; the plan itself has none. */
-static void assert_guaranteed(Kernel *plan)
+/* m's chain k: its tensor-core kernels then the padded plan (the copies, the product's
+ * variants), with no scalar kernel: every vector precondition of the plan's kernels (each has
+ * one) is on a workspace buffer or a rounded size, which the plan guarantees; the plan itself
+ * has none. Returns the plan. */
+static Kernel *assert_plan_chain(Kernel *k)
 {
+	Buf b = {0};
+	chain_names(k, &b);
+	ck_assert_str_eq(b.s, "m_kernel_M32 m_kernel_M64 m_kernel m_segments[m_seg0_kernel;"
+			      "m_seg1_kernel;m_seg2_kernel_M32 m_seg2_kernel_M64 m_seg2_kernel]");
+	buf_free(&b);
+	Kernel *plan = kernel_last_variant(k);
 	ck_assert_int_eq(plan->preconds.len, 0);
 	ck_assert_int_gt(plan->segments.len, 0);
 	for (int i = 0; i < plan->segments.len; i++)
@@ -312,6 +320,7 @@ static void assert_guaranteed(Kernel *plan)
 			}
 			ck_assert_msg(vector > 0, "%s has no vector precondition", v->name);
 		}
+	return plan;
 }
 
 /* The size of segment sg named `name` at the segmented fusion's sizes */
@@ -353,15 +362,7 @@ START_TEST(test_padded_plan)
 	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
 					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
 	Kernel *k = tc->kernels[0];
-	Buf b = {0};
-	chain_names(k, &b);
-	/* no scalar kernels in the plan: every vector precondition of its kernels is on a
-	 * workspace buffer or a rounded size, which the plan guarantees */
-	ck_assert_str_eq(b.s, "m_kernel_M32 m_kernel_M64 m_kernel m_segments[m_seg0_kernel;"
-			      "m_seg1_kernel;m_seg2_kernel_M32 m_seg2_kernel_M64 m_seg2_kernel]");
-	buf_free(&b);
-	Kernel *plan = kernel_last_variant(k);
-	assert_guaranteed(plan);
+	Kernel *plan = assert_plan_chain(k);
 	/* the fusion's own kernels are no segment's: nothing is guaranteed */
 	for (int j = 0; j < k->preconds.len; j++)
 		ck_assert(!segment_guarantees(k->fusion, VEC_AT(k->preconds, Precond, j)));
@@ -405,7 +406,7 @@ START_TEST(test_padded_plan)
 	ck_assert_str_eq(VEC_AT(p->seg_buffers, Tensor, 0)->name, "B_pad");
 	/* the product reads the caller's A: its 16-byte alignment is not guaranteed, so the
 	 * product keeps its scalar kernels (the copy of B, reading B per element, needs none) */
-	b = (Buf){0};
+	Buf b = {0};
 	chain_names(kernel_last_variant(k), &b);
 	ck_assert_str_eq(b.s, "m_segments[m_seg0_kernel;m_seg1_kernel_M32 m_seg1_kernel_M32_scalar "
 			      "m_seg1_kernel_M64 m_seg1_kernel_M64_scalar m_seg1_kernel "
@@ -472,13 +473,7 @@ START_TEST(test_padded_plan_transposed)
 	for (int c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
 		TestCompile *tc = tc_lowered(cases[c].src);
 		Kernel *k = tc->kernels[0];
-		Buf b = {0};
-		chain_names(k, &b);
-		ck_assert_str_eq(b.s, "m_kernel_M32 m_kernel_M64 m_kernel m_segments[m_seg0_kernel;"
-				      "m_seg1_kernel;m_seg2_kernel_M32 m_seg2_kernel_M64 m_seg2_kernel]");
-		buf_free(&b);
-		Kernel *plan = kernel_last_variant(k);
-		assert_guaranteed(plan);
+		Kernel *plan = assert_plan_chain(k);
 		Buf ws = {0};
 		ir_print_fusion(plan->fusion, &ws);
 		ck_assert_contains(ws.s, cases[c].workspace);
