@@ -31,11 +31,10 @@
  * and N (a transposed operand: M or K) to be multiples of the vector: launcher
  * preconditions. Variants: the tensor-core kernels (M variants, then the kernel) are
  * followed by the padded plan (scheduler/segment.c, segment_pad_matmul: A and B copied into
- * rows padded to 8 elements, then this schedule on the copies, C stored per element:
- * Fusion.padded_operands; not for transposed operands, whose kernels keep their scalar
- * kernels); the FMA kernel by its scalar kernel (plain copies, no vectors:
- * any size). At the scalar level (the tuned schedule refused) the same tiles without
- * vectors, cp.async or register copies. */
+ * rows of their contiguous dimension padded to 8 elements, transposed or not, then this
+ * schedule on the copies, C stored per element: Fusion.padded_operands); the FMA kernel by
+ * its scalar kernel (plain copies, no vectors: any size). At the scalar level (the tuned
+ * schedule refused) the same tiles without vectors, cp.async or register copies. */
 #include <string.h>
 
 #include "scheduler/auto_plan.h"

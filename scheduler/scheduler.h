@@ -148,11 +148,12 @@ bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode);
  * "Segmentation"): builds f->segments, each scheduled automatically, and returns true;
  * false (f unchanged, no diagnostic) when there is nothing to split or a segment fails. */
 bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch);
-/* A matrix product on f16/bf16 (auto_matmul_classify, tensor cores) whose K or N is not a
- * constant multiple of 8: builds f->pad_plan, a copy of f segmented into copies of A and B
- * with rows zero-padded to a multiple of 8 elements in a workspace, then the product on
- * them (the tensor-core kernel, its real M and N predicating the stores), each segment
- * scheduled automatically; true when it did. f itself is unchanged. */
+/* A matrix product on f16/bf16 (auto_matmul_classify, tensor cores) whose operands' rows
+ * (the extent of each one's last dimension: K or N, M of A[k, i], K of B[j, k]) may not be
+ * multiples of 8: builds f->pad_plan, a copy of f segmented into copies of A and B with rows
+ * zero-padded to a multiple of 8 elements in a workspace, then the product on them (the
+ * tensor-core kernel, its real M and N predicating the stores), each segment scheduled
+ * automatically; true when it did. f itself is unchanged. */
 bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch);
 /* The last subscripts of r's reads (a mask of r's roots; bit 31: something else). */
 unsigned segment_read_roots(Tensor *r);

@@ -323,10 +323,12 @@ static AstStmt *stmt_new(Seg *s, AstStmt *like, const char *lhs, Tensor *t, AstE
 }
 
 /* The rounded sizes of a padded product's segments (segment_pad_matmul): the segment's size
- * named name[q] is the fusion's size index[q] rounded up to a multiple of 8. */
+ * named name[q] is the fusion's size index[q] rounded up to a multiple of 8; q is the
+ * product's extent (RD_K, RD_N, RD_M), name[q] NULL when it is not rounded. */
+enum { RD_K, RD_N, RD_M, RD_COUNT };
 typedef struct Rounded {
-	const char *name[2];
-	int index[2];
+	const char *name[RD_COUNT];
+	int index[RD_COUNT];
 } Rounded;
 
 /* The next segment of f (appended to f->segments): the fusion of these declarations and
@@ -361,7 +363,7 @@ static Segment *make_segment(Arena *a, Diag *d, Fusion *f, Vec *params, Vec *out
 				g->sizes[i]->above = f->sizes[k]->above;
 				g->sizes[i]->bound = f->sizes[k]->bound;
 			}
-		for (int q = 0; r && q < 2; q++)
+		for (int q = 0; r && q < RD_COUNT; q++)
 			if (r->name[q] && strcmp(r->name[q], g->sizes[i]->name) == 0) {
 				seg->sizes[i] = r->index[q];
 				seg->multiple[i] = 8;
@@ -617,7 +619,7 @@ static int64_t round8(int64_t v)
 }
 
 /* x's declaration renamed, its dimensions in mask `pad` rounded up to a multiple of 8: a size
- * symbol becomes the padded one of r (r->name[0] for K, [1] for N: kn[d]), a constant is
+ * symbol becomes the padded one of r (r->name[kn[d]]: RD_K, RD_N or RD_M), a constant is
  * rounded. */
 static AstParam *padded_decl(Arena *a, AstParam *x, const char *name, unsigned pad,
 			     const Rounded *r, const int *kn)
@@ -716,6 +718,13 @@ static Tensor *pad_buffer(Arena *a, Tensor *x, const char *name, unsigned pad)
 	return t;
 }
 
+/* Does a dimension of this extent break the 16-byte copies as a row length (a size, which
+ * may be anything, or a constant that is not a multiple of 8)? */
+static bool unaligned(const AstDim *x)
+{
+	return x->sym || x->value % 8;
+}
+
 bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 {
 	if (f->segment_of || f->segments.len || !f->ast || f->failed || arch < 80)
@@ -724,47 +733,76 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 	Fusion *p = sema_fusion(a, d, f->ast);
 	diag_rollback(d, m);
 	AutoMatmul c;
-	/* transposed operands (A[k, i], B[j, k]): no padded copies yet, their product keeps its
-	 * scalar kernel for the sizes its vectors refuse */
 	if (!p || p->failed || p->noutputs != 1 || !auto_matmul_classify(p, p->outputs[0], &c) ||
-	    !c.mma || c.a_trans || c.b_trans)
+	    !c.mma)
 		return false;
 	AstFusion *af = f->ast;
 	int nb = c.nbatch, pa = -1, pb = -1;
 	AstParam *xa = param_named(af, c.a->name, &pa), *xb = param_named(af, c.b->name, &pb);
 	if (!xa || !xb || xa->ndims != nb + 2 || xb->ndims != nb + 2)
 		return false;
-	AstDim *kd = &xa->dims[nb + 1], *nd = &xb->dims[nb + 1];
-	bool pad_a = kd->sym || kd->value % 8;
-	if (!pad_a && !nd->sym && nd->value % 8 == 0)
+	/* where each extent is in A[.., i, k] or A[.., k, i] and B[.., k, j] or B[.., j, k]
+	 * (dim[q][0]: A's dimension, [1]: B's; -1: none); the last is the contiguous one */
+	int dim[RD_COUNT][2] = {
+		[RD_K] = {nb + !c.a_trans, nb + c.b_trans},
+		[RD_N] = {-1, nb + !c.b_trans},
+		[RD_M] = {nb + c.a_trans, -1},
+	};
+	AstDim *ka = &xa->dims[dim[RD_K][0]], *kb = &xb->dims[dim[RD_K][1]];
+	bool same_k = ka->sym ? kb->sym && strcmp(ka->sym, kb->sym) == 0
+			      : !kb->sym && ka->value == kb->value;
+	if (!same_k)
+		return false;
+	/* the extents to round: those an operand's rows run along (its last dimension) that may
+	 * not be multiples of 8; K in both operands then (their k ranges agree) */
+	AstDim *ext[RD_COUNT] = {ka, &xb->dims[dim[RD_N][1]], &xa->dims[dim[RD_M][0]]};
+	bool round[RD_COUNT];
+	for (int q = 0; q < RD_COUNT; q++)
+		round[q] = unaligned(ext[q]) && (dim[q][0] == nb + 1 || dim[q][1] == nb + 1);
+	if (!round[RD_K] && !round[RD_N] && !round[RD_M])
 		return false; /* the tensor-core kernel's rows are always aligned */
-	/* the padded sizes: K_pad (K rounded up to a multiple of 8), N_pad */
-	Rounded r = {{NULL, NULL}, {-1, -1}};
-	AstDim *dims[2] = {kd, nd};
-	for (int q = 0; q < 2; q++) {
-		if (!dims[q]->sym)
+	/* the padded sizes: K_pad (K rounded up to a multiple of 8), N_pad, M_pad, one per
+	 * size symbol */
+	Rounded r = {{NULL, NULL, NULL}, {-1, -1, -1}};
+	for (int q = 0; q < RD_COUNT; q++) {
+		if (!round[q] || !ext[q]->sym)
 			continue;
 		SizeSym *z = NULL;
 		for (int i = 0; i < p->nsizes; i++)
-			if (strcmp(p->sizes[i]->name, dims[q]->sym) == 0)
+			if (strcmp(p->sizes[i]->name, ext[q]->sym) == 0)
 				z = p->sizes[i];
 		if (!z)
 			return false;
 		r.index[q] = z->index;
-		r.name[q] = q && kd->sym && strcmp(kd->sym, nd->sym) == 0
-			    ? r.name[0] : fresh_name(a, af, arena_printf(a, "%s_pad", z->name));
+		for (int e = 0; e < q && !r.name[q]; e++)
+			if (r.name[e] && r.index[e] == z->index)
+				r.name[q] = r.name[e];
+		if (!r.name[q])
+			r.name[q] = fresh_name(a, af, arena_printf(a, "%s_pad", z->name));
 	}
-	/* K of A and B, N of B, rounded (kn: which padded size each dimension takes) */
-	unsigned mask_a = pad_a ? 1u << (nb + 1) : 0, mask_b = 1u << nb | 1u << (nb + 1);
-	int kn_a[IR_MAX_DIMS + 2] = {0}, kn_b[IR_MAX_DIMS + 2] = {0};
-	kn_b[nb + 1] = 1;
-	const char *from[2] = {xa->name.name, xb->name.name};
-	const char *to[2] = {pad_a ? fresh_name(a, af, arena_printf(a, "%s_pad", from[0])) : NULL,
-			     fresh_name(a, af, arena_printf(a, "%s_pad", from[1]))};
-	AstParam *decl[2] = {pad_a ? padded_decl(a, xa, to[0], mask_a, &r, kn_a) : NULL,
-			     padded_decl(a, xb, to[1], mask_b, &r, kn_b)};
+	/* each operand's rounded dimensions (masks[o]), which padded size each takes (kn[o]),
+	 * and those the product reads leniently (len[o]: all but K, whose range is the padded
+	 * one in both) */
+	unsigned masks[2] = {0, 0}, len[2] = {0, 0};
+	int kn[2][IR_MAX_DIMS + 2] = {{0}};
+	for (int q = 0; q < RD_COUNT; q++)
+		for (int o = 0; o < 2; o++) {
+			int x = dim[q][o];
+			if (x < 0)
+				continue;
+			kn[o][x] = q;
+			masks[o] |= round[q] ? 1u << x : 0;
+			len[o] |= round[q] && q != RD_K ? 1u << x : 0;
+		}
 	AstParam *xs[2] = {xa, xb};
-	unsigned masks[2] = {mask_a, mask_b};
+	const char *from[2] = {xa->name.name, xb->name.name}, *to[2] = {NULL, NULL};
+	AstParam *decl[2] = {NULL, NULL};
+	for (int o = 0; o < 2; o++) {
+		if (!masks[o])
+			continue; /* its rows are aligned: read as it is */
+		to[o] = fresh_name(a, af, arena_printf(a, "%s_pad", from[o]));
+		decl[o] = padded_decl(a, xs[o], to[o], masks[o], &r, kn[o]);
+	}
 	int pos[2] = {pa, pb};
 	Tensor *ops[2] = {c.a, c.b};
 	Vec bufs = {0};
@@ -783,7 +821,8 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
 			return false;
 	}
-	/* the product (and its epilogue) on the copies: B's padded columns are never read */
+	/* the product (and its epilogue) on the copies: their padded rows of M and N are never
+	 * read */
 	Vec params = {0}, outs = {0}, stmts = {0}, args = {0};
 	for (int i = 0; i < af->nparams; i++) {
 		int q = i == pa ? 0 : i == pb ? 1 : -1;
@@ -795,7 +834,6 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		vec_push(a, &outs, af->outs[k]);
 		vec_push(a, &args, seg_arg(a, 's', af->nparams + k));
 	}
-	unsigned len[2] = {0, 1u << (nb + 1)};
 	for (int i = 0; i < af->nstmts; i++) {
 		AstStmt *st = NEW(a, AstStmt);
 		*st = *af->stmts[i];

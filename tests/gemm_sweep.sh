@@ -3,12 +3,14 @@
 # Two parts (PARTS):
 #   sweep      every fusion of FILES (default examples/gemm/auto_*.fus: symbolic sizes, any
 #              size runs) at every size in VALUES of each size symbol once, the others held at
-#              a base that no tile or vector divides; then M over VALUES again at a second base
-#              whose K and N break the 16-byte copies (tensor cores: the padded plan, which
-#              copies the rows padded to 8 elements; FMA, and tensor cores with a transposed
-#              operand, auto_hgemm_nt/tn.fus: the scalar kernel). Base 1 is
-#              M=67,N=136,K=72,Z=2 (the vector kernel: K and N multiples of 8, no tile of
-#              32/64/128 rows or columns, no k step of 32 divides them), base 2
+#              a base that no tile or vector divides; then each symbol over VALUES again at a
+#              second base whose M, K and N break the 16-byte copies (tensor cores: the padded
+#              plan, which copies the operands' rows padded to 8 elements, whatever their
+#              order: K of both in auto_hgemm_nt.fus, M of A and N of B in auto_hgemm_tn.fus,
+#              so the sweep of each symbol crosses the rounding of the copies' rows; FMA: the
+#              scalar kernel). Base 1 is M=67,N=136,K=72,Z=2 (the vector kernel for
+#              A[i, k] B[k, j]: K and N multiples of 8, no tile of 32/64/128 rows or columns,
+#              no k step of 32 divides them; M=67 sends A^T B to the padded plan), base 2
 #              M=67,N=133,K=75,Z=3. Every run compares with the reference interpreter (double
 #              precision for the sums; tolerances scaled by sqrt(K) and the dtype's, tools/cli.c).
 #              MODE=run: `fusc run` on the GPU (make check-gpu; VALUES 1..70 by default);
@@ -72,8 +74,10 @@ for part in $PARTS; do
 						echo "$f $name $(args "$syms" "$req" "$(with $BASE1 "$s" "$v")")"
 					done
 				done
-				for v in $VALUES; do
-					echo "$f $name $(args "$syms" "$req" "$(with $BASE2 M "$v")")"
+				for s in $syms; do
+					for v in $VALUES; do
+						echo "$f $name $(args "$syms" "$req" "$(with $BASE2 "$s" "$v")")"
+					done
 				done
 			done
 		done | awk '!seen[$0]++' >"$tmp/sweep"

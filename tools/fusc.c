@@ -546,8 +546,9 @@ static void emit_schedules(Program *p, Buf *b)
 			copies = true;
 		}
 		if (f->pad_plan)
-			buf_printf(b, "// Where K or N is not a multiple of 8, its launcher copies the operands into rows\n"
-				      "// padded to 8 elements and runs this schedule on the copies: %s_segments\n"
+			buf_printf(b, "// Where an operand's rows (its last dimension) are not a multiple of 8 elements,\n"
+				      "// its launcher copies the operands into rows padded to 8 and runs this schedule\n"
+				      "// on the copies: %s_segments\n"
 				      "// (docs/tensor_cores.md, \"Rows that are not a multiple of 8\").\n", f->name);
 		if (!f->segments.len)
 			ast_print_schedule(f->ast_schedule, b);

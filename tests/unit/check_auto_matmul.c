@@ -216,7 +216,7 @@ END_TEST
 /* Transposed operands on tensor cores: the shared tile copied along the operand's own
  * contiguous dimension (padded rows of that dimension's tile), its fragments by ldmatrix with
  * .trans for A[k, i] and without for B[j, k], the launcher's vector preconditions on the
- * contiguous dimensions (A[k, i]: M; B[j, k]: K), and no padded plan (the scalar kernel). */
+ * contiguous dimensions (A[k, i]: M; B[j, k]: K), then the padded plan (test_padded_plan). */
 START_TEST(test_mma_transposed_schedule)
 {
 	TestCompile *tc;
@@ -232,8 +232,8 @@ START_TEST(test_mma_transposed_schedule)
 	ck_assert_not_contains(cu, ".trans");
 	ck_assert_contains(cu, "m_kernel when A and B are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8 and N is a multiple of 2");
 	free(cu);
-	ck_assert_ptr_null(tc->prog->fusions[0]->pad_plan);
-	ck_assert_str_eq(kernel_last_variant(tc->kernels[0])->name, "m_kernel_scalar");
+	ck_assert_ptr_nonnull(tc->prog->fusions[0]->pad_plan);
+	ck_assert_str_eq(kernel_last_variant(tc->kernels[0])->name, "m_segments");
 	tc_free(tc);
 	s = tuned(MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"), &tc);
 	ck_assert_contains(s, "A_smem.split(ii, 8) -> (kc, v);");
@@ -294,25 +294,20 @@ static char *picked(Kernel *k, const char *dims)
 		free(got_); \
 	} while (0)
 
-/* Rows that are not a multiple of 8 elements (docs/tensor_cores.md): after the tensor-core
- * kernels, a plan that copies A and B into zero-padded rows and runs the tensor-core kernel
- * on them; which kernel runs follows from the preconditions (K, N multiples of 8 and the
- * pointers' alignment: the kernels; anything else: the plan). Each simulated against the
- * reference. */
-START_TEST(test_padded_plan)
+/* m's chain k: its tensor-core kernels then the padded plan (the copies, the product's
+ * variants), with no scalar kernel: every vector precondition of the plan's kernels (each has
+ * one) is on a workspace buffer or a rounded size, which the plan guarantees; the plan itself
+ * has none. Returns the plan. */
+static Kernel *assert_plan_chain(Kernel *k)
 {
-	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
-					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
-	Kernel *k = tc->kernels[0];
 	Buf b = {0};
 	chain_names(k, &b);
-	/* no scalar kernels in the plan: every vector precondition of its kernels is on a
-	 * workspace buffer or a rounded size, which the plan guarantees */
 	ck_assert_str_eq(b.s, "m_kernel_M32 m_kernel_M64 m_kernel m_segments[m_seg0_kernel;"
 			      "m_seg1_kernel;m_seg2_kernel_M32 m_seg2_kernel_M64 m_seg2_kernel]");
 	buf_free(&b);
 	Kernel *plan = kernel_last_variant(k);
 	ck_assert_int_eq(plan->preconds.len, 0);
+	ck_assert_int_gt(plan->segments.len, 0);
 	for (int i = 0; i < plan->segments.len; i++)
 		for (Kernel *v = VEC_AT(plan->segments, Kernel, i); v; v = v->fallback) {
 			int vector = 0;
@@ -325,6 +320,49 @@ START_TEST(test_padded_plan)
 			}
 			ck_assert_msg(vector > 0, "%s has no vector precondition", v->name);
 		}
+	return plan;
+}
+
+/* The size of segment sg named `name` at the segmented fusion's sizes */
+static int64_t seg_size(Segment *sg, const int64_t *sizes, const char *name)
+{
+	int64_t gs[16];
+	segment_sizes(sg, sizes, gs);
+	for (int i = 0; i < sg->fusion->nsizes; i++)
+		if (strcmp(sg->fusion->sizes[i]->name, name) == 0)
+			return gs[i];
+	ck_abort_msg("segment %s has no size %s", sg->fusion->name, name);
+	return -1;
+}
+
+/* Which kernel m's chain k (every operand's rows of K, M or N, symbolic) runs at sizes the
+ * 16-byte copies take (the kernels) and refuse (the plan: each segment's kernel, and the
+ * whole plan simulated against the reference, at empty extents too). */
+static void assert_plan_picks(Kernel *k)
+{
+	ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
+	ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
+	ASSERT_PICKS(k, "M=37,N=41,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M64]");
+	ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	ASSERT_PICKS(k, "M=20,N=63,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
+	ASSERT_PICKS(k, "M=200,N=41,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
+	const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
+			      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
+	for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
+		ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+}
+
+/* Rows that are not a multiple of 8 elements (docs/tensor_cores.md): after the tensor-core
+ * kernels, a plan that copies A and B into zero-padded rows and runs the tensor-core kernel
+ * on them; which kernel runs follows from the preconditions (K, N multiples of 8 and the
+ * pointers' alignment: the kernels; anything else: the plan). Each simulated against the
+ * reference. */
+START_TEST(test_padded_plan)
+{
+	TestCompile *tc = tc_lowered(MM("f16[M, K]", "f16[K, N]", "f32[M, N]",
+					"C[i, j] = sum(k: A[i, k] * B[k, j]);"));
+	Kernel *k = tc->kernels[0];
+	Kernel *plan = assert_plan_chain(k);
 	/* the fusion's own kernels are no segment's: nothing is guaranteed */
 	for (int j = 0; j < k->preconds.len; j++)
 		ck_assert(!segment_guarantees(k->fusion, VEC_AT(k->preconds, Precond, j)));
@@ -356,16 +394,7 @@ START_TEST(test_padded_plan)
 			ck_assert(!(c->kind == PC_ALIGNED && strcmp(c->tensor->name, "C") == 0));
 		}
 	}
-	ASSERT_PICKS(k, "M=64,N=64,K=64", "m_kernel_M64");
-	ASSERT_PICKS(k, "M=200,N=64,K=64", "m_kernel");
-	ASSERT_PICKS(k, "M=37,N=41,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M64]");
-	ASSERT_PICKS(k, "M=130,N=263,K=71", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
-	ASSERT_PICKS(k, "M=20,N=64,K=43", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel_M32]");
-	ASSERT_PICKS(k, "M=200,N=41,K=64", "m_segments[m_seg0_kernel, m_seg1_kernel, m_seg2_kernel]");
-	const char *dims[] = {"M=37,N=41,K=43", "M=130,N=263,K=71", "M=1,N=1,K=1", "M=0,N=5,K=3",
-			      "M=5,N=3,K=0", "M=3,N=0,K=9", "M=9,N=16,K=17", "M=40,N=41,K=64"};
-	for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++)
-		ck_assert_str_eq(expect_sim_picked(k, dims[s])->name, "m_segments");
+	assert_plan_picks(k);
 	tc_free(tc);
 	/* K a constant multiple of 8: only B is copied (its N), A read as it is */
 	tc = tc_lowered(MM("f16[M, 64]", "f16[64, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"));
@@ -377,7 +406,7 @@ START_TEST(test_padded_plan)
 	ck_assert_str_eq(VEC_AT(p->seg_buffers, Tensor, 0)->name, "B_pad");
 	/* the product reads the caller's A: its 16-byte alignment is not guaranteed, so the
 	 * product keeps its scalar kernels (the copy of B, reading B per element, needs none) */
-	b = (Buf){0};
+	Buf b = {0};
 	chain_names(kernel_last_variant(k), &b);
 	ck_assert_str_eq(b.s, "m_segments[m_seg0_kernel;m_seg1_kernel_M32 m_seg1_kernel_M32_scalar "
 			      "m_seg1_kernel_M64 m_seg1_kernel_M64_scalar m_seg1_kernel "
@@ -392,16 +421,16 @@ START_TEST(test_padded_plan)
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=33,N=40,K=45")->name, "m_segments");
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=70,N=3,K=45")->name, "m_segments");
 	tc_free(tc);
-	/* no plan: K and N constant multiples of 8, f32 operands, a transposed operand */
+	/* no plan: the rows of both operands constant multiples of 8 (K and N; K of X W^T; M and
+	 * N of A^T B, whose symbolic K is no row length), f32 operands */
 	const char *none[] = {
 		MM("f16[M, 64]", "f16[64, 128]", "f32[M, 128]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
+		MM("f16[M, 64]", "f16[N, 64]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+		MM("f16[K, 64]", "f16[K, 128]", "f32[64, 128]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"),
 		MM("f32[M, K]", "f32[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[k, j]);"),
-		MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
-		MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"),
-		MM("bf16[Z, K, M]", "bf16[Z, N, K]", "f32[Z, M, N]",
-		   "C[b, i, j] = sum(k: A[b, k, i] * B[b, j, k]);"),
+		MM("f32[M, K]", "f32[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
 	};
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < (int)(sizeof none / sizeof *none); i++) {
 		tc = tc_lowered(none[i]);
 		ck_assert_ptr_null(tc->prog->fusions[0]->pad_plan);
 		ck_assert_int_eq(kernel_last_variant(tc->kernels[0])->segments.len, 0);
@@ -421,6 +450,80 @@ END_TEST
 
 /* GEMM + bias + gelu with an f16 output: the lifted sum is the mma accumulator, C applies
  * the epilogue to the fragments in the same kernel. */
+/* The padded plan of transposed operands (docs/tensor_cores.md, "Rows that are not a
+ * multiple of 8"): each operand's rows padded along its contiguous dimension (X W^T: K of
+ * both; A^T B: M of A, N of B, K kept; A^T W^T: M and K of A, K of B: K in both operands, as
+ * their k ranges agree), the product on the copies with no scalar kernel, and which kernel
+ * runs at which sizes, simulated against the reference. */
+START_TEST(test_padded_plan_transposed)
+{
+	static const struct {
+		const char *src, *workspace, *m_pad, *k_pad, *n_pad;
+	} cases[] = {
+		{MM("f16[M, K]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"),
+		 "workspace: A_pad: f16[M, ceildiv(K, 8) * 8], B_pad: f16[N, ceildiv(K, 8) * 8]",
+		 NULL, "K_pad", NULL},
+		{MM("f16[K, M]", "f16[K, N]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[k, j]);"),
+		 "workspace: A_pad: f16[K, ceildiv(M, 8) * 8], B_pad: f16[K, ceildiv(N, 8) * 8]",
+		 "M_pad", NULL, "N_pad"},
+		{MM("f16[K, M]", "f16[N, K]", "f32[M, N]", "C[i, j] = sum(k: A[k, i] * B[j, k]);"),
+		 "workspace: A_pad: f16[ceildiv(K, 8) * 8, ceildiv(M, 8) * 8], B_pad: f16[N, ceildiv(K, 8) * 8]",
+		 "M_pad", "K_pad", NULL},
+	};
+	for (int c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
+		TestCompile *tc = tc_lowered(cases[c].src);
+		Kernel *k = tc->kernels[0];
+		Kernel *plan = assert_plan_chain(k);
+		Buf ws = {0};
+		ir_print_fusion(plan->fusion, &ws);
+		ck_assert_contains(ws.s, cases[c].workspace);
+		buf_free(&ws);
+		/* the product's sizes: each rounded one is its size rounded up, the others kept */
+		Segment *mm = VEC_AT(plan->fusion->segments, Segment, 2);
+		int64_t sizes[8];
+		parse_dims(k->fusion, "M=41,N=43,K=45", sizes);
+		ck_assert_int_eq(seg_size(mm, sizes, "M"), 41);
+		ck_assert_int_eq(seg_size(mm, sizes, "N"), 43);
+		const char *pads[3] = {cases[c].m_pad, cases[c].k_pad, cases[c].n_pad};
+		for (int q = 0; q < 3; q++)
+			if (pads[q])
+				ck_assert_int_eq(seg_size(mm, sizes, pads[q]), 48);
+		if (!cases[c].k_pad)
+			ck_assert_int_eq(seg_size(mm, sizes, "K"), 45);
+		assert_plan_picks(k);
+		tc_free(tc);
+	}
+	/* A^T B with M a constant multiple of 8: only B is copied, A read as it is (so the
+	 * product keeps scalar kernels: A's alignment is not guaranteed) */
+	TestCompile *tc = tc_lowered(MM("f16[K, 64]", "f16[K, N]", "f32[64, N]",
+					"C[i, j] = sum(k: A[k, i] * B[k, j]);"));
+	Fusion *p = tc->prog->fusions[0]->pad_plan;
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->seg_buffers.len, 1);
+	ck_assert_str_eq(VEC_AT(p->seg_buffers, Tensor, 0)->name, "B_pad");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "K=45,N=33")->name, "m_segments");
+	ck_assert_str_eq(kernel_last_variant(VEC_AT(kernel_last_variant(tc->kernels[0])->segments,
+						    Kernel, 1))->name, "m_seg1_kernel_scalar");
+	tc_free(tc);
+	/* a constant K that is not a multiple of 8 (X W^T): no tuned kernel, the plan is the
+	 * schedule */
+	tc = tc_lowered(MM("f16[M, 45]", "f16[N, 45]", "f32[M, N]", "C[i, j] = sum(k: A[i, k] * B[j, k]);"));
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=70,N=33")->name, "m_segments");
+	tc_free(tc);
+	/* batched, bf16, both transposed; PyTorch's Linear with a bias and an f16 output */
+	tc = tc_lowered(MM("bf16[Z, K, M]", "bf16[Z, N, K]", "f32[Z, M, N]",
+			   "C[b, i, j] = sum(k: A[b, k, i] * B[b, j, k]);"));
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "Z=3,M=37,N=41,K=43")->name, "m_segments");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "Z=2,M=40,N=24,K=32")->name, "m_kernel_M64");
+	tc_free(tc);
+	tc = tc_lowered("fusion e(X: f16[M, K], W: f16[N, K], bias: f16[N]) -> (C: f16[M, N]) {\n"
+			"  C[i, j] = f16(sum(k: f32(X[i, k]) * f32(W[j, k])) + f32(bias[j]));\n}\n");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=70,N=33,K=45")->name, "e_segments");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=130,N=264,K=72")->name, "e_kernel");
+	tc_free(tc);
+}
+END_TEST
+
 START_TEST(test_epilogue_schedule)
 {
 	TestCompile *tc;
@@ -516,8 +619,8 @@ START_TEST(test_matmul_sim)
 		for (int s = 0; s < (int)(sizeof dims / sizeof *dims); s++) {
 			Kernel *run = expect_sim_picked(k, dims[s]);
 			/* multiples of 8 run a vector kernel, the others a scalar one (tensor
-			 * cores: the padded plan; transposed operands, the last three, have none) */
-			bool vector = s == 1 || s == 5, mma = i < 4;
+			 * cores: the padded plan, for transposed operands, the last three, too) */
+			bool vector = s == 1 || s == 5, mma = i < 4 || i > 5;
 			const char *other = mma ? "_segments" : "_scalar";
 			ck_assert_msg((strstr(run->name, other) == NULL) == vector, "%s at %s ran %s",
 				      srcs[i], dims[s], run->name);
@@ -591,6 +694,7 @@ Suite *auto_matmul_suite(void)
 	tcase_add_test(tc, test_before_sm80);
 	tcase_add_test(tc, test_short_m_variants);
 	tcase_add_test(tc, test_padded_plan);
+	tcase_add_test(tc, test_padded_plan_transposed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,19 +20,22 @@ extern "C" {
  * when M <= 32, X and W are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a
  * multiple of 2 and every tensor and loop nest has at most 2130706431 elements;
  * auto_hgemm_nt_kernel_M32 when M <= 32, X and W are 16-byte aligned, C is 8-byte aligned, K is
- * a multiple of 8 and N is a multiple of 2; auto_hgemm_nt_kernel_M32_i32_scalar when M <= 32
- * and every tensor and loop nest has at most 2130706431 elements;
- * auto_hgemm_nt_kernel_M32_scalar when M <= 32; auto_hgemm_nt_kernel_M64_i32 when M <= 64, X
- * and W are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 2
- * and every tensor and loop nest has at most 2130706431 elements; auto_hgemm_nt_kernel_M64 when
+ * a multiple of 8 and N is a multiple of 2; auto_hgemm_nt_kernel_M64_i32 when M <= 64, X and W
+ * are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8, N is a multiple of 2 and
+ * every tensor and loop nest has at most 2130706431 elements; auto_hgemm_nt_kernel_M64 when
  * M <= 64, X and W are 16-byte aligned, C is 8-byte aligned, K is a multiple of 8 and N is a
- * multiple of 2; auto_hgemm_nt_kernel_M64_i32_scalar when M <= 64 and every tensor and loop
- * nest has at most 2130706431 elements; auto_hgemm_nt_kernel_M64_scalar when M <= 64;
- * auto_hgemm_nt_kernel_i32 when X and W are 16-byte aligned, C is 8-byte aligned, K is a
- * multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431
- * elements; auto_hgemm_nt_kernel when X and W are 16-byte aligned, C is 8-byte aligned, K is a
- * multiple of 8 and N is a multiple of 2; auto_hgemm_nt_kernel_i32_scalar when every tensor and
- * loop nest has at most 2130706431 elements; auto_hgemm_nt_kernel_scalar otherwise.
+ * multiple of 2; auto_hgemm_nt_kernel_i32 when X and W are 16-byte aligned, C is 8-byte
+ * aligned, K is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has at
+ * most 2130706431 elements; auto_hgemm_nt_kernel when X and W are 16-byte aligned, C is 8-byte
+ * aligned, K is a multiple of 8 and N is a multiple of 2; auto_hgemm_nt_segments otherwise.
+ * auto_hgemm_nt_segments runs segments in order: auto_hgemm_nt_seg0 (kernels
+ * auto_hgemm_nt_seg0_kernel_i32, auto_hgemm_nt_seg0_kernel), then auto_hgemm_nt_seg1 (kernels
+ * auto_hgemm_nt_seg1_kernel_i32, auto_hgemm_nt_seg1_kernel), then auto_hgemm_nt_seg2 (kernels
+ * auto_hgemm_nt_seg2_kernel_M32_i32, auto_hgemm_nt_seg2_kernel_M32,
+ * auto_hgemm_nt_seg2_kernel_M64_i32, auto_hgemm_nt_seg2_kernel_M64,
+ * auto_hgemm_nt_seg2_kernel_i32, auto_hgemm_nt_seg2_kernel); each call allocates their
+ * workspace (X_pad: f16[M, ceildiv(K, 8) * 8], W_pad: f16[N, ceildiv(K, 8) * 8]) on `stream`
+ * (cudaMallocAsync) and frees it after them.
  */
 cudaError_t auto_hgemm_nt(const uint16_t *X, const uint16_t *W, float *C, int64_t M, int64_t K, int64_t N, cudaStream_t stream);
 const char *auto_hgemm_nt_last_error(void);

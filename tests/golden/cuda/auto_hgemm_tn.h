@@ -21,20 +21,23 @@ extern "C" {
  * multiple of 8, N is a multiple of 2 and every tensor and loop nest has at most 2130706431
  * elements; auto_hgemm_tn_kernel_M32 when M <= 32, A and B are 16-byte aligned, C is 8-byte
  * aligned, M is a multiple of 8, N is a multiple of 8 and N is a multiple of 2;
- * auto_hgemm_tn_kernel_M32_i32_scalar when M <= 32 and every tensor and loop nest has at most
- * 2130706431 elements; auto_hgemm_tn_kernel_M32_scalar when M <= 32;
  * auto_hgemm_tn_kernel_M64_i32 when M <= 64, A and B are 16-byte aligned, C is 8-byte aligned,
  * M is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop
  * nest has at most 2130706431 elements; auto_hgemm_tn_kernel_M64 when M <= 64, A and B are
  * 16-byte aligned, C is 8-byte aligned, M is a multiple of 8, N is a multiple of 8 and N is a
- * multiple of 2; auto_hgemm_tn_kernel_M64_i32_scalar when M <= 64 and every tensor and loop
- * nest has at most 2130706431 elements; auto_hgemm_tn_kernel_M64_scalar when M <= 64;
- * auto_hgemm_tn_kernel_i32 when A and B are 16-byte aligned, C is 8-byte aligned, M is a
- * multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor and loop nest has
- * at most 2130706431 elements; auto_hgemm_tn_kernel when A and B are 16-byte aligned, C is
- * 8-byte aligned, M is a multiple of 8, N is a multiple of 8 and N is a multiple of 2;
- * auto_hgemm_tn_kernel_i32_scalar when every tensor and loop nest has at most 2130706431
- * elements; auto_hgemm_tn_kernel_scalar otherwise.
+ * multiple of 2; auto_hgemm_tn_kernel_i32 when A and B are 16-byte aligned, C is 8-byte
+ * aligned, M is a multiple of 8, N is a multiple of 8, N is a multiple of 2 and every tensor
+ * and loop nest has at most 2130706431 elements; auto_hgemm_tn_kernel when A and B are 16-byte
+ * aligned, C is 8-byte aligned, M is a multiple of 8, N is a multiple of 8 and N is a multiple
+ * of 2; auto_hgemm_tn_segments otherwise.
+ * auto_hgemm_tn_segments runs segments in order: auto_hgemm_tn_seg0 (kernels
+ * auto_hgemm_tn_seg0_kernel_i32, auto_hgemm_tn_seg0_kernel), then auto_hgemm_tn_seg1 (kernels
+ * auto_hgemm_tn_seg1_kernel_i32, auto_hgemm_tn_seg1_kernel), then auto_hgemm_tn_seg2 (kernels
+ * auto_hgemm_tn_seg2_kernel_M32_i32, auto_hgemm_tn_seg2_kernel_M32,
+ * auto_hgemm_tn_seg2_kernel_M64_i32, auto_hgemm_tn_seg2_kernel_M64,
+ * auto_hgemm_tn_seg2_kernel_i32, auto_hgemm_tn_seg2_kernel); each call allocates their
+ * workspace (A_pad: f16[K, ceildiv(M, 8) * 8], B_pad: f16[K, ceildiv(N, 8) * 8]) on `stream`
+ * (cudaMallocAsync) and frees it after them.
  */
 cudaError_t auto_hgemm_tn(const uint16_t *A, const uint16_t *B, float *C, int64_t K, int64_t M, int64_t N, cudaStream_t stream);
 const char *auto_hgemm_tn_last_error(void);
