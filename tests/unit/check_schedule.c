@@ -254,6 +254,8 @@ END_TEST
 
 START_TEST(test_auto_broadcast_const)
 {
+	/* a last axis shorter than a block: all axes merged (a block per row would idle most of
+	 * its threads) */
 	check_ir(
 		"fusion a(x: f32[1000, 96], b: f32[96]) -> (z: f32[1000, 96]) {\n"
 		"  z[i, j] = x[i, j] + b[j];\n"
@@ -265,10 +267,10 @@ START_TEST(test_auto_broadcast_const)
 		"  tensor z: f32[1000, 96] output global\n"
 		"    def z[i, j] = x[i, j] + b[j]\n"
 		"    domain:\n"
-		"      i: 1000 blockIdx.y (root 0)\n"
-		"      bx: 1 blockIdx.x (split of jo by 32, outer)\n"
-		"      tx: 32 threadIdx.x (split of jo by 32, inner)\n"
-		"      v: 4 vectorize (split of j by 4, inner)\n");
+		"      bx: 47 blockIdx.x (split of ijb by 4, outer)\n"
+		"      u: 4 unroll (split of ijb by 4, inner)\n"
+		"      tx: 128 threadIdx.x (split of ijo by 128, inner)\n"
+		"      v: 4 vectorize (split of ij by 4, inner)\n");
 }
 END_TEST
 
@@ -304,9 +306,10 @@ START_TEST(test_auto_broadcast_symbolic_odd)
 		"  tensor z: f64[M, 6] output global\n"
 		"    def z[i, j] = x[i, j] - b[j]\n"
 		"    domain:\n"
-		"      ibx: M blockIdx.x (merge of i and bx)\n"
-		"      tx: 32 threadIdx.x (split of jo by 32, inner)\n"
-		"      v: 2 vectorize (split of j by 2, inner)\n");
+		"      bx: ceildiv(M * 6, 1024) blockIdx.x (split of ijb by 4, outer)\n"
+		"      u: 4 unroll (split of ijb by 4, inner)\n"
+		"      tx: 128 threadIdx.x (split of ijo by 128, inner)\n"
+		"      v: 2 vectorize (split of ij by 2, inner)\n");
 }
 END_TEST
 
