@@ -35,7 +35,7 @@
 
 enum {
 	TILE_LANES = 32,    /* threadIdx.x: a warp over consecutive elements of a row */
-	TILE_A = 32,        /* tile elements along x's inner dimension */
+	LINE_BYTES = 128,   /* a warp's read of a tile row of x: one whole line */
 	TILE_B = 64,        /* tile elements along o's inner dimension: 8 rows per thread */
 	TILE_ROWS = 8,      /* threadIdx.y */
 };
@@ -147,9 +147,17 @@ bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
 	/* 8 elements each way per thread (16 bytes or more; 32 x 64 f32 tiles ran at 3985 GB/s
 	 * on the H200 against 3727 for 32 x 32, bench/RESULTS.md) */
 	c->tile_b = TILE_B;
+	/* a tile row of x is one 128-byte line: 32 f32, 64 bf16/f16 (32 of 16-bit elements, the
+	 * first version, read half a line per row: 0.66 of a copy) */
+	int size = 1;
+	for (int i = 0; i < n; i++)
+		size = dtype_size(c->ins[i]->dtype) > size ? dtype_size(c->ins[i]->dtype) : size;
+	c->tile_a = LINE_BYTES / size < TILE_LANES ? TILE_LANES : LINE_BYTES / size;
+	if (c->tile_a > TILE_B)
+		c->tile_a = TILE_B;
 	/* tiles larger than a constant extent would be refused by split (and gain nothing) */
 	int64_t e;
-	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < TILE_A) ||
+	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < c->tile_a) ||
 	    (ir_is_const(o->shape[o->ndim - 1], &e) && e < c->tile_b))
 		return false;
 	return true;
@@ -168,7 +176,7 @@ bool auto_transpose(Plan *p, Tensor *o)
 	const char *at = fresh_axis(p, t, arena_printf(p->a, "%st", ra));
 	const char *bo = fresh_axis(p, t, arena_printf(p->a, "%so", rb));
 	const char *bt = fresh_axis(p, t, arena_printf(p->a, "%st", rb));
-	d_split(p, t, ra, TILE_A, ao, at);
+	d_split(p, t, ra, c.tile_a, ao, at);
 	d_split(p, t, rb, c.tile_b, bo, bt);
 	/* the tile loops innermost, the others (tiles, batch) in o's order, merged onto blockIdx.x */
 	const char *order[AUTO_MAX_RANK + 2];
@@ -196,7 +204,16 @@ bool auto_transpose(Plan *p, Tensor *o)
 		const char *br = fresh_axis(p, xs, "br"), *ty = fresh_axis(p, xs, "ty");
 		d_split(p, xs, bt, TILE_ROWS, br, ty);
 		d_bind(p, xs, ty, "threadIdx.y");
-		d_bind(p, xs, at, "threadIdx.x");
+		const char *al = at;
+		if (c.tile_a > TILE_LANES) {
+			/* 16-bit: two 32-element halves of a row (ah unrolled); pad(1) after each
+			 * half makes a row 2 * 33 elements, 33 words: the column reads below still
+			 * fall in 32 banks */
+			const char *ah = fresh_axis(p, xs, "ah");
+			al = fresh_axis(p, xs, "al");
+			d_split(p, xs, at, TILE_LANES, ah, al);
+		}
+		d_bind(p, xs, al, "threadIdx.x");
 		d_verb1(p, xs, "pad", "1");
 	}
 
