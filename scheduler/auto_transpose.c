@@ -8,26 +8,18 @@
  * each 32-byte sector.
  *
  * The schedule stages x through shared memory in tiles of TA elements along a (x's inner
- * dimension) by TB along b (o's inner dimension), TB = 8 vectors of 16 bytes (32 f32, 64
- * f16/bf16):
+ * dimension: one 128-byte line, 32 f32, 64 for 16-bit and smaller) by TB = 64 along b (o's
+ * inner dimension); docs/auto_schedule.md has the directives:
  *
- *   o.split(a, TA) -> (ao, at);  o.split(b, TB) -> (bo, bt);
- *   o.reorder(<the other axes, ao, bo in o's order>, at, bt);  merged into bx on blockIdx.x
+ *   o.split(a, TA) -> (ao, at);  o.split(b, TB) -> (bo, bt);  the tiles merged on blockIdx.x
  *   xs = x.cache_after(shared);  xs.compute_at(o, bx);  xs.reorder(bt, at);
- *   xs.split(bt, TB / 8) -> (ty, br);  ty on threadIdx.y, at on threadIdx.x, br unrolled
- *   xs.pad(1);                          rows of TA + 1 elements: the column reads below
- *                                       fall in 32 different banks
- *   o.split(at, 4) -> (ah, al);  o.split(bt, V) -> (bw, bv);  [o.split(bw, 8) -> (bh, bq)]
- *   o.reorder(ah, bh, al, bq, bv);  o.merge(al, bq) -> lx;
- *   ah on threadIdx.y, lx on threadIdx.x, bh unrolled, bv vectorized
+ *   xs.split(bt, 8) -> (br, ty);  [xs.split(at, 32) -> (ah, al)];  al on threadIdx.x
+ *   xs.pad(1);                     rows of 33 (or 2 x 33) elements: column reads in 32 banks
+ *   o.split(at, 8) -> (ar, ty);  o.split(bt, 32) -> (bh, bl);  ty, bl on threadIdx.y, .x
  *
- * A warp reads 32 consecutive elements of one row of x (coalesced) and writes 4 rows of o
- * of 8 consecutive 16-byte vectors each (128 bytes per row); each thread moves TB / 8
- * elements in and one vector out (16 bytes each way for f32). On the write side lane
- * (al, bq) reads xs rows 4 bq + e (e < 4) at column al: word (4 bq + e) * 33 + al, bank
- * 4 bq + al + e (mod 32): all 32 lanes differ. Vectors on the write side only (the read
- * side's 4-byte loads are whole sectors already; 16-byte stores into the padded rows would
- * not be aligned). Sizes no tile divides are predicated; 0 gives an empty grid.
+ * A warp reads 32 consecutive elements of a row of x and writes 32 of a row of o. Scalar
+ * accesses (measured: float4 writes gathered from 4 rows were slower for f32). Sizes no
+ * tile divides are predicated; 0 gives an empty grid.
  */
 #include <string.h>
 
