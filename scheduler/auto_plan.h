@@ -139,6 +139,8 @@ typedef struct AutoTranspose {
 	Tensor *ins[AUTO_TRANSPOSE_MAX]; /* inputs staged through shared-memory tiles */
 	int subs[AUTO_TRANSPOSE_MAX][16]; /* their subscripts as o's root indices */
 	int nins;
+	int tile_a;   /* tile elements along a: one 128-byte line of the staged inputs (32 f32,
+		       * 64 for 16-bit and smaller elements) */
 	int tile_b;   /* tile elements along o's innermost index (64) */
 } AutoTranspose;
 /* Whether o is in the class (c says how); false: another class (c->nins may be 0). */

@@ -8,26 +8,18 @@
  * each 32-byte sector.
  *
  * The schedule stages x through shared memory in tiles of TA elements along a (x's inner
- * dimension) by TB along b (o's inner dimension), TB = 8 vectors of 16 bytes (32 f32, 64
- * f16/bf16):
+ * dimension: one 128-byte line, 32 f32, 64 for 16-bit and smaller) by TB = 64 along b (o's
+ * inner dimension); docs/auto_schedule.md has the directives:
  *
- *   o.split(a, TA) -> (ao, at);  o.split(b, TB) -> (bo, bt);
- *   o.reorder(<the other axes, ao, bo in o's order>, at, bt);  merged into bx on blockIdx.x
+ *   o.split(a, TA) -> (ao, at);  o.split(b, TB) -> (bo, bt);  the tiles merged on blockIdx.x
  *   xs = x.cache_after(shared);  xs.compute_at(o, bx);  xs.reorder(bt, at);
- *   xs.split(bt, TB / 8) -> (ty, br);  ty on threadIdx.y, at on threadIdx.x, br unrolled
- *   xs.pad(1);                          rows of TA + 1 elements: the column reads below
- *                                       fall in 32 different banks
- *   o.split(at, 4) -> (ah, al);  o.split(bt, V) -> (bw, bv);  [o.split(bw, 8) -> (bh, bq)]
- *   o.reorder(ah, bh, al, bq, bv);  o.merge(al, bq) -> lx;
- *   ah on threadIdx.y, lx on threadIdx.x, bh unrolled, bv vectorized
+ *   xs.split(bt, 8) -> (br, ty);  [xs.split(at, 32) -> (ah, al)];  al on threadIdx.x
+ *   xs.pad(1);                     rows of 33 (or 2 x 33) elements: column reads in 32 banks
+ *   o.split(at, 8) -> (ar, ty);  o.split(bt, 32) -> (bh, bl);  ty, bl on threadIdx.y, .x
  *
- * A warp reads 32 consecutive elements of one row of x (coalesced) and writes 4 rows of o
- * of 8 consecutive 16-byte vectors each (128 bytes per row); each thread moves TB / 8
- * elements in and one vector out (16 bytes each way for f32). On the write side lane
- * (al, bq) reads xs rows 4 bq + e (e < 4) at column al: word (4 bq + e) * 33 + al, bank
- * 4 bq + al + e (mod 32): all 32 lanes differ. Vectors on the write side only (the read
- * side's 4-byte loads are whole sectors already; 16-byte stores into the padded rows would
- * not be aligned). Sizes no tile divides are predicated; 0 gives an empty grid.
+ * A warp reads 32 consecutive elements of a row of x and writes 32 of a row of o. Scalar
+ * accesses (measured: float4 writes gathered from 4 rows were slower for f32). Sizes no
+ * tile divides are predicated; 0 gives an empty grid.
  */
 #include <string.h>
 
@@ -35,7 +27,7 @@
 
 enum {
 	TILE_LANES = 32,    /* threadIdx.x: a warp over consecutive elements of a row */
-	TILE_A = 32,        /* tile elements along x's inner dimension */
+	LINE_BYTES = 128,   /* a warp's read of a tile row of x: one whole line */
 	TILE_B = 64,        /* tile elements along o's inner dimension: 8 rows per thread */
 	TILE_ROWS = 8,      /* threadIdx.y */
 };
@@ -147,9 +139,17 @@ bool auto_transpose_classify(Fusion *f, Tensor *o, AutoTranspose *c)
 	/* 8 elements each way per thread (16 bytes or more; 32 x 64 f32 tiles ran at 3985 GB/s
 	 * on the H200 against 3727 for 32 x 32, bench/RESULTS.md) */
 	c->tile_b = TILE_B;
+	/* a tile row of x is one 128-byte line: 32 f32, 64 bf16/f16 (32 of 16-bit elements, the
+	 * first version, read half a line per row: 0.66 of a copy) */
+	int size = 1;
+	for (int i = 0; i < n; i++)
+		size = dtype_size(c->ins[i]->dtype) > size ? dtype_size(c->ins[i]->dtype) : size;
+	c->tile_a = LINE_BYTES / size < TILE_LANES ? TILE_LANES : LINE_BYTES / size;
+	if (c->tile_a > TILE_B)
+		c->tile_a = TILE_B;
 	/* tiles larger than a constant extent would be refused by split (and gain nothing) */
 	int64_t e;
-	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < TILE_A) ||
+	if (n == 0 || (ir_is_const(o->shape[c->a], &e) && e < c->tile_a) ||
 	    (ir_is_const(o->shape[o->ndim - 1], &e) && e < c->tile_b))
 		return false;
 	return true;
@@ -168,7 +168,7 @@ bool auto_transpose(Plan *p, Tensor *o)
 	const char *at = fresh_axis(p, t, arena_printf(p->a, "%st", ra));
 	const char *bo = fresh_axis(p, t, arena_printf(p->a, "%so", rb));
 	const char *bt = fresh_axis(p, t, arena_printf(p->a, "%st", rb));
-	d_split(p, t, ra, TILE_A, ao, at);
+	d_split(p, t, ra, c.tile_a, ao, at);
 	d_split(p, t, rb, c.tile_b, bo, bt);
 	/* the tile loops innermost, the others (tiles, batch) in o's order, merged onto blockIdx.x */
 	const char *order[AUTO_MAX_RANK + 2];
@@ -196,7 +196,16 @@ bool auto_transpose(Plan *p, Tensor *o)
 		const char *br = fresh_axis(p, xs, "br"), *ty = fresh_axis(p, xs, "ty");
 		d_split(p, xs, bt, TILE_ROWS, br, ty);
 		d_bind(p, xs, ty, "threadIdx.y");
-		d_bind(p, xs, at, "threadIdx.x");
+		const char *al = at;
+		if (c.tile_a > TILE_LANES) {
+			/* 16-bit: two 32-element halves of a row (ah unrolled); pad(1) after each
+			 * half makes a row 2 * 33 elements, 33 words: the column reads below still
+			 * fall in 32 banks */
+			const char *ah = fresh_axis(p, xs, "ah");
+			al = fresh_axis(p, xs, "al");
+			d_split(p, xs, at, TILE_LANES, ah, al);
+		}
+		d_bind(p, xs, al, "threadIdx.x");
 		d_verb1(p, xs, "pad", "1");
 	}
 

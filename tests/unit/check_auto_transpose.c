@@ -46,6 +46,7 @@ START_TEST(test_classify)
 	ck_assert_int_eq(c.a, 0);
 	ck_assert_int_eq(c.nins, 1);
 	ck_assert_str_eq(IN_NAME(c, 0), "x");
+	ck_assert_int_eq(c.tile_a, 32); /* a row of the tile: 32 f32, one 128-byte line */
 	ck_assert_int_eq(c.tile_b, 64);
 	free_names(&c);
 	/* permute (2, 0, 1): y[k, i, j] = x[i, j, k] */
@@ -67,7 +68,21 @@ START_TEST(test_classify)
 	/* a prologue through an inlined intermediate, 16-bit */
 	ck_assert(classify("fusion h(x: f16[M, N]) -> (y: f16[N, M]) { t[i, j] = x[i, j] * 2.0; y[j, i] = t[i, j]; }",
 			   0, &c));
+	ck_assert_int_eq(c.tile_a, 64); /* 64 f16: one 128-byte line */
 	ck_assert_int_eq(c.tile_b, 64);
+	free_names(&c);
+	/* bf16 read, f32 written: the read side sets the tile; an f32 and a bf16 input: 32 */
+	ck_assert(classify("fusion w(x: bf16[M, N]) -> (y: f32[N, M]) { y[j, i] = f32(x[i, j]); }", 0, &c));
+	ck_assert_int_eq(c.tile_a, 64);
+	free_names(&c);
+	ck_assert(classify("fusion m(x: bf16[M, N], z: f32[M, N]) -> (y: f32[N, M]) { y[j, i] = f32(x[i, j]) + z[i, j]; }",
+			   0, &c));
+	ck_assert_int_eq(c.nins, 2);
+	ck_assert_int_eq(c.tile_a, 32);
+	free_names(&c);
+	/* a constant extent of a smaller than the 16-bit tile (but not the f32 one): not the class */
+	ck_assert(!classify("fusion s(x: bf16[M, 48]) -> (y: bf16[48, M]) { y[j, i] = x[i, j]; }", 0, &c));
+	ck_assert(classify("fusion s(x: f32[M, 48]) -> (y: f32[48, M]) { y[j, i] = x[i, j]; }", 0, &c));
 	free_names(&c);
 
 	/* not transposes: identity, broadcast along the inner index, a pure row broadcast */
@@ -138,6 +153,27 @@ START_TEST(test_transpose_schedule)
 }
 END_TEST
 
+/* 16-bit: 64 x 64 tiles (a row of x is one 128-byte line, read as two 32-element halves),
+ * rows of 2 x 33 elements: 33 words, so the column reads still fall in 32 banks. */
+START_TEST(test_transpose_bf16_tile)
+{
+	TestCompile *tc = tc_lowered("fusion transpose(x: bf16[M, N]) -> (y: bf16[N, M]) {\n"
+				     "  y[j, i] = x[i, j];\n}\n");
+	char *ir = tc_fusion_ir(tc, 0);
+	ck_assert_contains(ir, "      ah: 2 (split of jt by 32, outer)\n"
+			       "      al: 32 threadIdx.x (split of jt by 32, inner)\n");
+	ck_assert_contains(ir, "      ar: 8 (split of jt by 8, outer)\n");
+	free(ir);
+	char *k = tc_kernel_ir(tc, 0);
+	ck_assert_contains(k, "block(32, 8)");
+	ck_assert_contains(k, "alloc shared bf16 x_smem[4224];");
+	ck_assert_contains(k, "x_smem[br * 528 + threadIdx.y * 66 + ah * 33 + threadIdx.x] = x[");
+	ck_assert_contains(k, "= x_smem[bh * 2112 + threadIdx.x * 66 + ");
+	free(k);
+	tc_free(tc);
+}
+END_TEST
+
 /* The kernels against the reference, at sizes no tile divides, 0, 1 and non-square. */
 /* A transpose beside a reduction output: the tile schedule is the whole of the transposed
  * output's schedule (it was also given the general one, which refused the tuned level). */
@@ -183,6 +219,7 @@ Suite *auto_transpose_suite(void)
 	TCase *tc = tcase_create("auto_transpose");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_classify);
+	tcase_add_test(tc, test_transpose_bf16_tile);
 	tcase_add_test(tc, test_transpose_schedule);
 	tcase_add_test(tc, test_transpose_sim);
 	tcase_add_test(tc, test_transpose_beside_reduction);
