@@ -210,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -227,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -238,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -293,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -310,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -321,7 +321,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -366,7 +366,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -421,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -432,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -486,7 +486,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -503,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -514,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -569,7 +569,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -586,7 +586,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -597,7 +597,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -642,7 +642,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -653,7 +653,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -697,7 +697,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -708,7 +708,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -762,7 +762,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -779,7 +779,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -790,7 +790,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -845,7 +845,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -862,7 +862,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -873,7 +873,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -918,7 +918,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -929,7 +929,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -973,7 +973,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -984,7 +984,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1038,7 +1038,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1055,7 +1055,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1066,7 +1066,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1121,7 +1121,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1138,7 +1138,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1149,7 +1149,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1194,7 +1194,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1205,7 +1205,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1249,7 +1249,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1260,7 +1260,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1314,7 +1314,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1331,7 +1331,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1342,7 +1342,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1395,7 +1395,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1412,7 +1412,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1423,7 +1423,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1466,7 +1466,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32_scala
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1477,7 +1477,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32_scala
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1519,7 +1519,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_scalar(co
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1530,7 +1530,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_scalar(co
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
