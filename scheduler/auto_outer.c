@@ -4,7 +4,8 @@
  *   - an outer reduction: every read has the output's last index as its last subscript, so
  *     consecutive output elements are consecutive addresses and the reduced index walks rows
  *     (a column sum s[j] = sum(i: x[i, j]), a middle-axis sum s[b, h] = sum(t: x[b, t, h])).
- *     16 threads of 4 columns (16-byte loads) by 16 rows per block, gy blocks on blockIdx.y
+ *     16 threads of 4 columns (16-byte loads; 8 columns of f16 or bf16 into f32) by 16 rows
+ *     per block, an input read once loaded evict-first (x.evict_first()), gy blocks on blockIdx.y
  *     take interleaved rows (a grid-stride loop), each thread sums its rows into 4 register
  *     partials (rfactor, cache_before), the block's partials go to shared memory, and s takes
  *     one column per thread: its 16 partials, then one grid step over blockIdx.y. The other
@@ -33,7 +34,8 @@
 enum {
 	OUTER_WARP_BYTES = 128, /* a warp reads this many contiguous bytes of a row: tx = 128 / size */
 	OUTER_VEC_LANES = 16,   /* threads over column vectors (a warp reads 256 bytes of 2 rows) */
-	OUTER_VECTOR_BYTES = 16, /* a vector of columns per thread (f32: 4) */
+	OUTER_VECTOR_BYTES = 16, /* a vector of columns per thread (f32: 4, f16 into f32: 8) */
+	OUTER_PARTIAL_BYTES = 32, /* a thread's register partials of its vector, at most */
 	OUTER_THREADS = 256,    /* tx * ty */
 	OUTER_UNROLL = 4,       /* rows a thread loads before it adds */
 	OUTER_MIN_ROWS = 16,    /* rows per thread at least, when the grid split is chosen */
@@ -149,6 +151,26 @@ static bool only_reader(Fusion *f, Tensor *x, Tensor *o)
 		if (t != o && t->def && !auto_recomputed(t) && t->kind != TK_SCALAR && reads(t->def, x, 0))
 			return false;
 	}
+	return true;
+}
+
+/* Is input x read once, by o alone, as x[every root of o] (ins[i], rows[i])? In a segment,
+ * no other stored tensor of the segmented fusion may read it either (a later segment that
+ * reads x again, `y[i, j] = x[i, j] - c[j] / M`, may find its lines in L2). */
+static bool read_once(Fusion *f, Outer *a, int i)
+{
+	Tensor *x = a->ins[i], *o = a->out;
+	if (!a->rows[i] || x->kind != TK_INPUT || x->ndim != o->nroot || !only_reader(f, x, o))
+		return false;
+	if (!f->segment_of)
+		return true;
+	Fusion *g = f->segment_of; /* its tensors' schedule states are not this segment's */
+	Tensor *px = fusion_find_tensor(g, x->name), *po = fusion_find_tensor(g, o->name);
+	if (!px || !po)
+		return false;
+	for (int k = 0; k < g->ntensors; k++)
+		if (g->tensors[k] != po && g->tensors[k]->def && reads(g->tensors[k]->def, px, 0))
+			return false;
 	return true;
 }
 
@@ -327,18 +349,32 @@ static void schedule_outer(Plan *p, Outer *a)
 	const char *t = o->name;
 	int k = o->ndim;
 	const char *row = auto_merge_roots(p, o, k, o->nroot, "r");
-	int64_t last, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, o->nroot);
+	int64_t last = 0, acc = dtype_size(o->def->dtype), vec = 1, r = const_extent(o, k, o->nroot);
 	bool clast = ir_is_const(o->root[k - 1]->extent, &last);
-	/* vec columns per thread, 16-byte loads, when the schedule is tuned (a constant reduced
-	 * extent shorter than a vector keeps one column per thread: at 1, s would have no rows
-	 * left to reduce after rfactor) */
+	/* vec columns per thread, 16-byte loads, when the schedule is tuned: 16 bytes of the
+	 * widest dtype read when its partials fit in 32 bytes of registers (f16 or bf16 into f32:
+	 * 8 columns), else 16 bytes of the accumulator (a constant reduced extent shorter than a
+	 * vector keeps one column per thread: at 1, s would have no rows left to reduce after
+	 * rfactor) */
 	if (p->level == AUTO_TUNED) {
-		vec = OUTER_VECTOR_BYTES / (a->max_size > acc ? a->max_size : acc);
+		vec = OUTER_VECTOR_BYTES / a->max_size;
+		if (vec * acc > OUTER_PARTIAL_BYTES)
+			vec = OUTER_VECTOR_BYTES / (a->max_size > acc ? a->max_size : acc);
 		while (vec > 1 && clast && last % vec != 0)
 			vec /= 2;
 		if (r >= 0 && r < vec)
 			vec = 1;
 	}
+	/* inputs read once (x[every root of s], no other reader) load with an L2 evict-first
+	 * policy when every input is: on the H200 under bench.py's flush, 64x512x1024 ran at 3283
+	 * GB/s against 3068, 16384x4096 at 3469 against 3441; the vector-matrix product (v[k]
+	 * read by every column block beside A) fell to 3138 from 3417, and a whole-tensor sum
+	 * did not gain (3977 against 4191) */
+	bool once = p->level == AUTO_TUNED;
+	for (int i = 0; i < a->nins && once; i++)
+		once = read_once(p->f, a, i);
+	for (int i = 0; i < a->nins && once; i++)
+		d_directive(p, NULL, a->ins[i]->name, "evict_first", 0, NULL, 0, NULL);
 	IrExpr *sz = o->root[k == 1 ? 0 : k]->extent; /* the size the blocks on y depend on */
 	if (p->level == AUTO_TUNED && !p->bucket.sym && sz->kind == EX_SIZE && sz->size->bound == 0 &&
 	    (k == 1 || (const_extent(o, 0, k - 1) < 0 && o->nroot == k + 1)))

@@ -46,7 +46,8 @@ done
 # 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
-# (the identity, written by every block), one row, and several row steps per thread.
+# (the identity, written by every block), one row, and several row steps per thread; 16-bit
+# columns (8 a thread) at a count 8 divides and one it does not (the scalar kernel).
 # Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8; with a
 # transposed operand, its contiguous dimension instead: auto_hgemm_nt K, auto_hgemm_tn M and N),
 # both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
@@ -73,6 +74,9 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "tests/golden/sim/auto_col_sum.fus --dims M=3,N=0" \
 	    "tests/golden/sim/auto_col_sum.fus --dims M=1,N=33" \
 	    "tests/golden/sim/auto_col_sum.fus --dims M=5003,N=37" \
+	    "bench/users/col_sum_f16.fus --dims M=3001,N=1032" \
+	    "bench/users/col_sum_f16.fus --dims M=300,N=1030" \
+	    "bench/users/col_mean_bf16.fus --dims M=2113,N=136" \
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=0,H=5" \
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=2,T=3,H=0" \
 	    "tests/golden/sim/auto_middle_sum.fus --dims B=0,T=3,H=5" \

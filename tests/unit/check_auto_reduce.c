@@ -544,11 +544,20 @@ START_TEST(test_auto_col_sum)
 	ck_assert_contains(k, "require N % 4 == 0;");
 	ck_assert_not_contains(k, "grid_reduce");
 	free(k);
-	/* f16 columns into f32: 4 columns per thread (the f32 partials) */
+	/* f16 columns into f32: 8 columns per thread, a 16-byte load of x per row into 8 f32
+	 * partials (32 bytes of registers); 1-byte data into i32 keeps 4 (8 partials would
+	 * be 32 bytes for a load of 8) */
 	k = auto_kernel("fusion c(x: f16[M, N]) -> (s: f32[N]) {\n"
 			"  s[j] = sum(i: f32(x[i, j]));\n"
 			"}\n");
-	ck_assert_contains(k, "kernel c_kernel grid(ceildiv(N, 64)) block(256) smem(4096) {");
+	ck_assert_contains(k, "kernel c_kernel grid(ceildiv(N, 128)) block(256) smem(8192) {");
+	ck_assert_contains(k, "alloc local f32 s_part_acc[8];");
+	ck_assert_contains(k, "x_vec[0 : 8] = x[");
+	ck_assert_contains(k, "require N % 8 == 0;");
+	free(k);
+	k = auto_kernel("fusion c(x: bool[M, N]) -> (s: i32[N]) {\n"
+			"  s[j] = sum(i: i32(x[i, j]));\n"
+			"}\n");
 	ck_assert_contains(k, "x_vec[0 : 4] = x[");
 	free(k);
 	check_simulated(src, "M=0,N=3");
@@ -599,6 +608,44 @@ START_TEST(test_auto_middle_sum)
 	ck_assert_contains(k, "kernel ms_kernel grid(2, 528) block(256) smem(4096) {");
 	ck_assert_contains(k, "grid_reduce_sum(s_acc over blockIdx.y");
 	free(k);
+}
+END_TEST
+
+/* When every input of an outer or middle-axis reduction is read once (x[every root of s], no
+ * other reader), they load with an L2 evict-first policy (x.evict_first()); beside a read per
+ * row (v[k] of a vector-matrix product: every column block reads it; the product ran slower
+ * with A evict-first) or a read with a constant subscript none does, nor a whole-tensor
+ * sum's input. */
+START_TEST(test_auto_outer_evict_first)
+{
+	char *ir = auto_ir("fusion ms(x: f32[B, T, H]) -> (s: f32[B, H]) {\n"
+			   "  s[b, h] = sum(t: x[b, t, h]);\n"
+			   "}\n");
+	ck_assert_contains(ir, "  tensor x: f32[B, T, H] input global evict_first\n");
+	free(ir);
+	ir = auto_ir("fusion vm(v: f32[K], A: f32[K, N]) -> (y: f32[N]) {\n"
+		     "  y[j] = sum(k: v[k] * A[k, j]);\n"
+		     "}\n");
+	ck_assert_contains(ir, "  tensor A: f32[K, N] input global\n");
+	ck_assert_contains(ir, "  tensor v: f32[K] input global\n");
+	free(ir);
+	ir = auto_ir("fusion total(x: f32[N]) -> (s: f32) {\n"
+		     "  s = sum(i: x[i]);\n"
+		     "}\n");
+	ck_assert_contains(ir, "  tensor x: f32[N] input global\n");
+	free(ir);
+	ir = auto_ir("fusion c(x: f32[M, N], y: f32[M, N]) -> (s: f32[N]) {\n"
+		     "  s[j] = sum(i: x[i, j] * y[i, 0]);\n"
+		     "}\n");
+	ck_assert_contains(ir, "  tensor x: f32[M, N] input global\n");
+	ck_assert_contains(ir, "  tensor y: f32[M, N] input global\n");
+	free(ir);
+	ir = auto_ir("fusion c(x: f32[M, N], y: f32[M, N]) -> (s: f32[N]) {\n"
+		     "  s[j] = sum(i: x[i, j] * y[i, j]);\n"
+		     "}\n");
+	ck_assert_contains(ir, "  tensor x: f32[M, N] input global evict_first\n");
+	ck_assert_contains(ir, "  tensor y: f32[M, N] input global evict_first\n");
+	free(ir);
 }
 END_TEST
 
@@ -1122,6 +1169,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_general_colnorm);
 	tcase_add_test(tc, test_auto_total);
 	tcase_add_test(tc, test_auto_middle_sum);
+	tcase_add_test(tc, test_auto_outer_evict_first);
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
 	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
 	tcase_add_test(tc, test_auto_row_companions);

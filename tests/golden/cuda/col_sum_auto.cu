@@ -36,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+            s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
           }
         }
       }
@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32(const 
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? __fus_ld_ef(&x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -126,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -137,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+            s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
           }
         }
       }
@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel(const floa
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? __fus_ld_ef(&x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -206,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32_scalar
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -217,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_i32_scalar
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < 1000 && (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + ((int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)M ? __fus_ld_ef(&x[(int)M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((int)blockIdx.y) * 16000 + ((int)threadIdx.x) / 16 * 1000 + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -261,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_scalar(con
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -272,7 +272,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_auto_kernel_scalar(con
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < 1000 && M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < M ? __fus_ld_ef(&x[M / 4224 * 4224000 + rr_1 * 4224000 + u * 1056000 + ((long long)blockIdx.y) * 16000 + ((long long)threadIdx.x) / 16 * 1000 + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }

@@ -1180,7 +1180,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1197,7 +1197,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1208,7 +1208,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1263,7 +1263,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1280,7 +1280,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1291,7 +1291,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024(con
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1336,7 +1336,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224 * (int)N + u * 1056 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1347,7 +1347,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + (long long)rr_1 * 4224 + (long long)u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * (int)N + u * 1056 * (int)N + ((int)B * (int)M / 4224 * 4224 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1391,7 +1391,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 4224 * N + u * 1056 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1402,7 +1402,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N1024_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 4224 * 4224 + rr_1 * 4224 + u * 1056 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 4224 * N + u * 1056 * N + (B * M / 4224 * 4224 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1456,7 +1456,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1473,7 +1473,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1484,7 +1484,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1539,7 +1539,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1556,7 +1556,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1567,7 +1567,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096(con
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1612,7 +1612,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 1024 * (int)N + u * 256 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1623,7 +1623,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_i32
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + (long long)rr_1 * 1024 + (long long)u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * (int)N + u * 256 * (int)N + ((int)B * (int)M / 1024 * 1024 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1667,7 +1667,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 1024 * N + u * 256 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1678,7 +1678,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N4096_sca
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 1024 * 1024 + rr_1 * 1024 + u * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 1024 * N + u * 256 * N + (B * M / 1024 * 1024 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1732,7 +1732,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1749,7 +1749,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1760,7 +1760,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1815,7 +1815,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -1832,7 +1832,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -1843,7 +1843,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384(co
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -1888,7 +1888,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 256 * (int)N + u * 64 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1899,7 +1899,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 256 * 256 + rr_1 * 256 + u * 64 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + (long long)rr_1 * 256 + (long long)u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * (int)N + u * 64 * (int)N + ((int)B * (int)M / 256 * 256 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -1943,7 +1943,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 256 * N + u * 64 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -1954,7 +1954,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N16384_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 256 * 256 + rr_1 * 256 + u * 64 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 256 * N + u * 64 * N + (B * M / 256 * 256 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -2008,7 +2008,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -2025,7 +2025,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -2036,7 +2036,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -2091,7 +2091,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -2108,7 +2108,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -2119,7 +2119,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768(co
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -2164,7 +2164,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 128 * (int)N + u * 32 * (int)N + (((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -2175,7 +2175,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_i3
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 128 * 128 + rr_1 * 128 + u * 32 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + (long long)rr_1 * 128 + (long long)u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * (int)N + u * 32 * (int)N + ((int)B * (int)M / 128 * 128 + ((int)blockIdx.y) * 16 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -2219,7 +2219,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 128 * N + u * 32 * N + (((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -2230,7 +2230,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_N32768_sc
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 128 * 128 + rr_1 * 128 + u * 32 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 128 * N + u * 32 * N + (B * M / 128 * 128 + ((long long)blockIdx.y) * 16 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -2284,7 +2284,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (int jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -2301,7 +2301,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (int jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -2312,7 +2312,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32(const
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -2365,7 +2365,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         __align__(16) float s_part_acc_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_2[4];
         #pragma unroll
         for (long long jv_1_1 = 0; jv_1_1 < 4; ++jv_1_1) {
@@ -2382,7 +2382,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         __align__(16) float s_part_acc_vec_3[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&s_part_acc_vec_3[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&s_part_acc[0]);
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = __fus_ld_ef(reinterpret_cast<const __fus_vec<float, 4> *>(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4]));
         __align__(16) float s_part_acc_vec_4[4];
         #pragma unroll
         for (long long jv_1_2 = 0; jv_1_2 < 4; ++jv_1_2) {
@@ -2393,7 +2393,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel(const flo
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
           if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+            s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
           }
         }
       }
@@ -2436,7 +2436,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32_scala
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 64 * (int)N + u * 16 * (int)N + ((int)threadIdx.x) / 16 * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -2447,7 +2447,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_i32_scala
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1 < (int)N && (int)B * (int)M / 64 * 64 + rr_1 * 64 + u * 16 + ((int)threadIdx.x) / 16 < (int)B * (int)M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + (long long)rr_1 * 64 + (long long)u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * (int)N + u * 16 * (int)N + ((int)B * (int)M / 64 * 64 + ((int)threadIdx.x) / 16) * (int)N + ((int)blockIdx.x) * 64 + ((int)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
@@ -2489,7 +2489,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_scalar(co
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1];
+          s_part_acc[jv_1] = s_part_acc[jv_1] + __fus_ld_ef(&x[rr * 64 * N + u * 16 * N + ((long long)threadIdx.x) / 16 * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]);
         }
       }
     }
@@ -2500,7 +2500,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum_lead2_kernel_scalar(co
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
         if (((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1 < N && B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M) {
-          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1] : 0.0f);
+          s_part_acc[jv_1] = s_part_acc[jv_1] + (B * M / 64 * 64 + rr_1 * 64 + u * 16 + ((long long)threadIdx.x) / 16 < B * M ? __fus_ld_ef(&x[rr_1 * 64 * N + u * 16 * N + (B * M / 64 * 64 + ((long long)threadIdx.x) / 16) * N + ((long long)blockIdx.x) * 64 + ((long long)threadIdx.x) % 16 * 4 + jv_1]) : 0.0f);
         }
       }
     }
