@@ -51,7 +51,7 @@ done
 # Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8; with a
 # transposed operand, its contiguous dimension instead: auto_hgemm_nt K, auto_hgemm_tn M and N),
 # both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
-# run the scalar kernel.
+# run the padded plan.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "bench/users/sum_last2.fus --dims B=3,M=7,N=36" \
