@@ -61,21 +61,20 @@ const char *auto_merge_roots(Plan *p, Tensor *o, int from, int to, const char *b
 SizeSym *collapse_bound(Arena *a, Fusion *g, uint64_t of, int64_t bound, int64_t above)
 {
 	SizeSym *one = NULL;
+	SizeProd *p = NULL; /* the product's bound, if it has one already */
 	int n = 0;
 	for (int i = 0; i < g->nsizes && i < 64; i++)
 		if (of >> i & 1) {
 			one = g->sizes[i];
 			n++;
+			if (one->prod && one->prod->of == of)
+				p = one->prod;
 		}
 	if (n == 1) {
 		one->bound = bound;
 		one->above = above;
 		return one;
 	}
-	SizeProd *p = NULL;
-	for (int i = 0; i < g->nsizes && i < 64; i++)
-		if ((of >> i & 1) && g->sizes[i]->prod && g->sizes[i]->prod->of == of)
-			p = g->sizes[i]->prod;
 	if (!p)
 		p = NEW(a, SizeProd);
 	*p = (SizeProd){of, bound, above};

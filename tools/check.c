@@ -302,7 +302,7 @@ static int check_job(CheckOpts *o, Job *j, Diag *d)
 	for (int i = 0; i < f->noutputs; i++)
 		if (!cli_compare(f->outputs[i], &b.out[i], &b.ref[i],
 				 cli_tolerance(f->outputs[i], j->sizes), "simulated", r.written[i],
-				 all))
+				 all, stdout))
 			rc = 1;
 	fflush(stdout);
 	for (int i = 0; i < r.nreports; i++)

@@ -306,7 +306,7 @@ CliTol cli_tolerance(Tensor *t, const int64_t *sizes)
 	return r;
 }
 
-static void print_index(const HostTensor *h, int64_t i)
+static void print_index(FILE *out, const HostTensor *h, int64_t i)
 {
 	int64_t idx[IR_MAX_DIMS];
 
@@ -314,14 +314,14 @@ static void print_index(const HostTensor *h, int64_t i)
 		idx[d] = h->dims[d] ? i % h->dims[d] : 0;
 		i = h->dims[d] ? i / h->dims[d] : 0;
 	}
-	printf("[");
+	fprintf(out, "[");
 	for (int d = 0; d < h->ndim; d++)
-		printf("%s%lld", d ? ", " : "", (long long)idx[d]);
-	printf("]");
+		fprintf(out, "%s%lld", d ? ", " : "", (long long)idx[d]);
+	fprintf(out, "]");
 }
 
 bool cli_compare(Tensor *t, const HostTensor *got, const HostTensor *ref, CliTol tol,
-		 const char *what, const unsigned char *written, bool all_blocks)
+		 const char *what, const unsigned char *written, bool all_blocks, FILE *out)
 {
 	int64_t n = host_tensor_numel(got), bad = 0, first = -1, unwritten = 0, first_un = -1;
 	double max_abs = 0, max_rel = 0;
@@ -346,23 +346,26 @@ bool cli_compare(Tensor *t, const HostTensor *got, const HostTensor *ref, CliTol
 			max_rel = e / fabs(r);
 	}
 	bool ok = bad == 0 && (!all_blocks || unwritten == 0);
-	printf("  %s %s: max abs err %.3g, max rel err %.3g (atol %.3g, rtol %.3g)", t->name,
-	       dtype_name(t->dtype), max_abs, max_rel, tol.atol, tol.rtol);
+	if (!out)
+		return ok;
+	fprintf(out, "  %s %s: max abs err %.3g, max rel err %.3g (atol %.3g, rtol %.3g)", t->name,
+		dtype_name(t->dtype), max_abs, max_rel, tol.atol, tol.rtol);
 	if (!all_blocks)
-		printf(", %lld of %lld elements written by the sampled blocks",
-		       (long long)(n - unwritten), (long long)n);
-	printf(": %s\n", ok ? "PASS" : "FAIL");
+		fprintf(out, ", %lld of %lld elements written by the sampled blocks",
+			(long long)(n - unwritten), (long long)n);
+	fprintf(out, ": %s\n", ok ? "PASS" : "FAIL");
 	if (bad) {
-		printf("    %lld of %lld elements differ; first at ", (long long)bad, (long long)n);
-		print_index(got, first);
-		printf(": %s %.9g, reference %.9g\n", what, host_tensor_get(got, first),
-		       host_tensor_get(ref, first));
+		fprintf(out, "    %lld of %lld elements differ; first at ", (long long)bad,
+			(long long)n);
+		print_index(out, got, first);
+		fprintf(out, ": %s %.9g, reference %.9g\n", what, host_tensor_get(got, first),
+			host_tensor_get(ref, first));
 	}
 	if (all_blocks && unwritten) {
-		printf("    %lld of %lld elements never written; first at ", (long long)unwritten,
-		       (long long)n);
-		print_index(got, first_un);
-		printf("\n");
+		fprintf(out, "    %lld of %lld elements never written; first at ",
+			(long long)unwritten, (long long)n);
+		print_index(out, got, first_un);
+		fprintf(out, "\n");
 	}
 	return ok;
 }

@@ -75,10 +75,10 @@ typedef struct CliTol {
 } CliTol;
 
 CliTol cli_tolerance(Tensor *t, const int64_t *sizes);
-/* Compares got (called what: "gpu", "simulated") with ref and prints its lines; only the
- * elements written[] marks count (NULL: all), and with all_blocks every one must be written.
- * True when it matches. */
+/* Compares got (called what: "gpu", "simulated") with ref and prints its lines to out (NULL:
+ * nothing printed); only the elements written[] marks count (NULL: all), and with all_blocks
+ * every one must be written. True when it matches. */
 bool cli_compare(Tensor *t, const HostTensor *got, const HostTensor *ref, CliTol tol,
-		 const char *what, const unsigned char *written, bool all_blocks);
+		 const char *what, const unsigned char *written, bool all_blocks, FILE *out);
 
 #endif

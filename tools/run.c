@@ -317,7 +317,7 @@ static int run_job(RunOpts *o, Job *j, fusrt_module *m)
 	rc = 0;
 	for (int i = 0; i < f->noutputs; i++)
 		if (!cli_compare(f->outputs[i], &b.out[i], &b.ref[i],
-				 cli_tolerance(f->outputs[i], j->sizes), "gpu", NULL, true))
+				 cli_tolerance(f->outputs[i], j->sizes), "gpu", NULL, true, stdout))
 			rc = 1;
 	printf("%s: %s\n", f->name, rc ? "FAIL" : "PASS");
 	if (o->bench && bench(f, &b, j, m) != 0)

@@ -57,7 +57,7 @@ bool sim_agrees(Kernel *k, const char *dims)
 	bool agree = true;
 	for (int i = 0; i < f->noutputs; i++) {
 		agree &= cli_compare(f->outputs[i], &out[i], &ref[i],
-				     cli_tolerance(f->outputs[i], sizes), "simulated", r.written[i], true);
+				     cli_tolerance(f->outputs[i], sizes), "simulated", r.written[i], true, NULL);
 		host_tensor_free(&out[i]);
 		host_tensor_free(&ref[i]);
 	}
