@@ -591,6 +591,8 @@ static void ldm_at(Ldm *l, int64_t p)
 }
 
 static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
+static bool ldm_lane_free(const LdmSum *sums, int n);
+static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
 
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads (n of
  * them, n / 2 matrices)? Without .trans, register i, half h of lane L is element
@@ -612,9 +614,105 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	ldm_prepare(&l, &sums[n], row);
 	for (int i = 0; i < n; i++)
 		ldm_prepare(&l, &sums[i], loads[i]->args[0]);
-	bool proved = ldm_points_proved(&l, sums, n, points, trans);
+	bool proved = ldm_lane_free(sums, n + 1) ? ldm_split_proved(&l, sums, n, points, trans)
+						  : ldm_points_proved(&l, sums, n, points, trans);
 	free(sums);
 	return proved;
+}
+
+/* Does no prepared term depend on both the lane and a variable? Then each offset is the sum
+ * of a part on the lane only (LdmSum.lanes) and a part the same on every lane (its terms). */
+static bool ldm_lane_free(const LdmSum *sums, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (sums[i].whole)
+			return false;
+		for (int t = 0; t < sums[i].n; t++)
+			if (ir_expr_any(sums[i].term[t], is_tidx, NULL))
+				return false;
+	}
+	return true;
+}
+
+/* The sum of the terms of s not marked in skip, at the current point (the same on every
+ * lane: ldm_lane_free). */
+static uint64_t ldm_uniform(Ldm *l, const LdmSum *s, const bool *skip)
+{
+	uint64_t u = 0;
+	for (int t = 0; t < s->n; t++) {
+		int64_t v[32];
+		if (skip[t])
+			continue;
+		ev(l, s->term[t], v);
+		u = s->neg[t] ? u - (uint64_t)v[0] : u + (uint64_t)v[0];
+	}
+	return u;
+}
+
+/* ldm_points_proved where every offset is lanes[L] + u(p) (ldm_lane_free), with the same
+ * answer: a load's term the same as one of the row's (ir_equal, same sign) cancels with it,
+ * so load r is right at every point iff D(L) = lanes_r[L] - lanes_row[src(L)] - elt(L) is
+ * one value d and the terms left, the row's minus the load's, add up to d at every point
+ * (no terms left: d must be 0, whatever the point); the rows are aligned iff every
+ * lanes_row[L] is v mod 8 and the row's terms add up to -v mod 8 at every point. Only the
+ * terms left and the row's are evaluated at the points: a GEMM's cancel (every load's
+ * terms are the row's), which makes the proof about ten times cheaper. */
+static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
+{
+	const LdmSum *row = &sums[n];
+	bool none[LDM_TERMS] = {false}, left[8][2][LDM_TERMS];
+	uint64_t d[8];
+	bool varies[8];
+	if (n > 8)
+		return ldm_points_proved(l, sums, n, points, trans);
+	for (int L = 0; L < 32; L++)
+		if ((row->lanes[L] - row->lanes[0]) % 8)
+			return false;
+	for (int r = 0; r < n; r++) {
+		const LdmSum *s = &sums[r];
+		for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
+			uint64_t want = trans ? row->lanes[8 * i + 2 * (L % 4) + h] + (uint64_t)(L / 4)
+					      : row->lanes[8 * i + L / 4] + (uint64_t)(2 * (L % 4) + h);
+			uint64_t dl = s->lanes[L] - want;
+			if (L == 0)
+				d[r] = dl;
+			else if (dl != d[r])
+				return false;
+		}
+		/* left[r][0]: the row's terms not cancelled, left[r][1]: the load's */
+		for (int t = 0; t < row->n; t++)
+			left[r][0][t] = true;
+		varies[r] = false;
+		for (int t = 0; t < s->n; t++) {
+			int j = 0;
+			while (j < row->n && !(left[r][0][j] && row->neg[j] == s->neg[t] &&
+					       ir_equal(row->term[j], s->term[t])))
+				j++;
+			left[r][1][t] = j == row->n;
+			if (j < row->n)
+				left[r][0][j] = false;
+			varies[r] |= left[r][1][t];
+		}
+		for (int t = 0; t < row->n; t++)
+			varies[r] |= left[r][0][t];
+		/* skip marks what is not evaluated: the cancelled terms */
+		for (int t = 0; t < row->n; t++)
+			left[r][0][t] = !left[r][0][t];
+		for (int t = 0; t < s->n; t++)
+			left[r][1][t] = !left[r][1][t];
+		if (!varies[r] && d[r] != 0)
+			return false;
+	}
+	for (int64_t p = 0; l->ok && p < points; p++) {
+		ldm_at(l, p);
+		if ((row->lanes[0] + ldm_uniform(l, row, none)) % 8)
+			return false;
+		for (int r = 0; l->ok && r < n; r++)
+			if (varies[r] && ldm_uniform(l, row, left[r][0]) -
+						 ldm_uniform(l, &sums[r], left[r][1]) != d[r])
+				return false;
+	}
+	return l->ok;
 }
 
 static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
