@@ -109,28 +109,52 @@ static IrExpr *frag_coord(Mm *m, int cg, int ct, int cc)
 	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(m, 1)), e);
 }
 
+/* The nest's variables at_element sets, and their values (NULL: not set). */
+typedef struct Elt {
+	Var *v[5];
+	IrExpr *with[5];
+} Elt;
+
+static IrExpr *set_elt(Arena *a, IrExpr *e, void *ctx)
+{
+	Elt *x = ctx;
+	if (e->kind == EX_VAR)
+		for (int i = 0; i < 5; i++)
+			if (e->var == x->v[i] && x->with[i])
+				return ir_copy(a, x->with[i]);
+	return e;
+}
+
+static bool mentions_elt(IrExpr *e, void *ctx)
+{
+	Elt *x = ctx;
+	if (e->kind == EX_VAR)
+		for (int i = 0; i < 5; i++)
+			if (e->var == x->v[i])
+				return true;
+	return false;
+}
+
 /* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
- * expressions; NULL row/col: that coordinate must not appear. */
+ * expressions (in one rewrite: none of them mentions a variable set); NULL row/col: that
+ * coordinate must not appear. */
 static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *row,
 			  IrExpr *col, IrExpr *kk)
 {
 	Arena *a = m->a;
-	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
+	IrExpr *eight = ir_int(a, 8), *two = ir_int(a, 2);
+	Elt x = {{m->g, mh, m->t, nc, k}, {NULL}};
 	if (row) {
-		e = ir_subst(a, e, m->g, ix_mod(a, m->rg, row, eight));
-		e = ir_subst(a, e, mh, ix_div(a, m->rg, row, eight));
+		x.with[0] = ix_mod(a, m->rg, row, eight);
+		x.with[1] = ix_div(a, m->rg, row, eight);
 	}
 	if (col) {
-		e = ir_subst(a, e, m->t, ix_div(a, m->rg, col, two));
-		e = ir_subst(a, e, nc, ix_mod(a, m->rg, col, two));
+		x.with[2] = ix_div(a, m->rg, col, two);
+		x.with[3] = ix_mod(a, m->rg, col, two);
 	}
-	if (kk)
-		e = ir_subst(a, e, k, kk);
-	e = ir_simplify(a, m->rg, e);
-	if (mentions(e, m->g) || mentions(e, m->t) || mentions(e, mh) || mentions(e, nc) ||
-	    mentions(e, k))
-		return NULL;
-	return e;
+	x.with[4] = kk;
+	IrExpr *e = ir_simplify(a, m->rg, ir_rewrite(a, off, set_elt, &x));
+	return ir_expr_any(e, mentions_elt, &x) ? NULL : e;
 }
 
 /* A KS_MMA or KS_MMA_LOAD of instruction in into tensor t with n (unset) idx slots. */
