@@ -684,9 +684,10 @@ static uint64_t ldm_uniform(Ldm *l, const LdmSum *s, const bool *skip)
 static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
 {
 	const LdmSum *row = &sums[n];
-	bool none[LDM_TERMS] = {false}, left[8][2][LDM_TERMS];
+	/* gone[r][0][t]: the row's term t cancels with one of load r's, gone[r][1][t]: load r's
+	 * term t with one of the row's (neither is evaluated: ldm_uniform skips them) */
+	bool none[LDM_TERMS] = {false}, gone[8][2][LDM_TERMS], varies[8];
 	uint64_t d[8];
-	bool varies[8];
 	if (n > 8)
 		return ldm_points_proved(l, sums, n, points, trans);
 	for (int L = 0; L < 32; L++)
@@ -703,27 +704,22 @@ static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, 
 			else if (dl != d[r])
 				return false;
 		}
-		/* left[r][0]: the row's terms not cancelled, left[r][1]: the load's */
 		for (int t = 0; t < row->n; t++)
-			left[r][0][t] = true;
+			gone[r][0][t] = false;
 		varies[r] = false;
 		for (int t = 0; t < s->n; t++) {
 			int j = 0;
-			while (j < row->n && !(left[r][0][j] && row->neg[j] == s->neg[t] &&
-					       ir_equal(row->term[j], s->term[t])))
+			while (j < row->n && (gone[r][0][j] || row->neg[j] != s->neg[t] ||
+					      !ir_equal(row->term[j], s->term[t])))
 				j++;
-			left[r][1][t] = j == row->n;
+			gone[r][1][t] = j < row->n;
 			if (j < row->n)
-				left[r][0][j] = false;
-			varies[r] |= left[r][1][t];
+				gone[r][0][j] = true;
+			else
+				varies[r] = true;
 		}
 		for (int t = 0; t < row->n; t++)
-			varies[r] |= left[r][0][t];
-		/* skip marks what is not evaluated: the cancelled terms */
-		for (int t = 0; t < row->n; t++)
-			left[r][0][t] = !left[r][0][t];
-		for (int t = 0; t < s->n; t++)
-			left[r][1][t] = !left[r][1][t];
+			varies[r] |= !gone[r][0][t];
 		if (!varies[r] && d[r] != 0)
 			return false;
 	}
@@ -732,8 +728,8 @@ static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, 
 		if ((row->lanes[0] + ldm_uniform(l, row, none)) % 8)
 			return false;
 		for (int r = 0; l->ok && r < n; r++)
-			if (varies[r] && ldm_uniform(l, row, left[r][0]) -
-						 ldm_uniform(l, &sums[r], left[r][1]) != d[r])
+			if (varies[r] && ldm_uniform(l, row, gone[r][0]) -
+						 ldm_uniform(l, &sums[r], gone[r][1]) != d[r])
 				return false;
 	}
 	return l->ok;
