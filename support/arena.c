@@ -66,7 +66,7 @@ static Chunk *chunk_new(size_t size, bool populate)
 /* A chunk of one 2 MB transparent huge page: on a 2 MB boundary, marked MADV_HUGEPAGE, not
  * populated (the first touch brings the whole page in, zeroed in one go; where the system
  * gives no huge pages, each 4 KB page comes in as it is touched). On the 2-core VM a huge
- * page takes about 0.12 ms, what 100 small ones do (1.2 us each, populated or faulted), and
+ * page takes 0.12-0.25 ms, what 100-200 small ones do (1.2 us each, populated or faulted), and
  * auto_hgemm's 3.9 MB of IR took 1.1 of its 6.5 ms in 4 KB pages (perf: __mm_populate), so
  * an arena that has filled ARENA_SMALL chunks grows by these (it most likely needs more:
  * with 1, mid-sized programs that needed under 2 MB paid more than they saved). */
