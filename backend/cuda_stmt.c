@@ -66,7 +66,9 @@ static void emit_for(Em *em, Stmt *s)
 		buf_puts(em->out, "#pragma unroll\n");
 	}
 	line_start(em);
-	buf_printf(em->out, "for (%s ", dtype_ctype(s->loop.var->dtype));
+	buf_puts(em->out, "for (");
+	buf_puts(em->out, dtype_ctype(s->loop.var->dtype));
+	buf_puts(em->out, " ");
 	cuda_name(em->out, s->loop.var->name);
 	buf_puts(em->out, " = 0; ");
 	cuda_name(em->out, s->loop.var->name);
@@ -158,7 +160,8 @@ static void emit_alloc(Em *em, Stmt *s)
 	IrExpr *n = s->alloc.size;
 	if (t->sched.mma_frag) /* 32-bit registers, two 16-bit elements each */
 		n = half(em, n);
-	buf_printf(em->out, "%s ", t->sched.mma_frag ? "unsigned" : dtype_ctype(t->dtype));
+	buf_puts(em->out, t->sched.mma_frag ? "unsigned" : dtype_ctype(t->dtype));
+	buf_puts(em->out, " ");
 	cuda_name(em->out, t->name);
 	buf_puts(em->out, "[");
 	cuda_put_expr(em->out, n, DT_I64, true);
@@ -214,8 +217,10 @@ static bool is_local(Kernel *k, Var *v)
 static void emit_let(Em *em, Stmt *s)
 {
 	line_start(em);
-	if (!is_local(em->k, s->let.var))
-		buf_printf(em->out, "%s ", dtype_ctype(s->let.var->dtype));
+	if (!is_local(em->k, s->let.var)) {
+		buf_puts(em->out, dtype_ctype(s->let.var->dtype));
+		buf_puts(em->out, " ");
+	}
 	cuda_name(em->out, s->let.var->name);
 	buf_puts(em->out, " = ");
 	DType want = s->let.var->dtype;
@@ -420,6 +425,15 @@ static void put_pair(Em *em, IrExpr *lo, IrExpr *hi, DType ab)
 	buf_puts(em->out, ").bits << 16");
 }
 
+/* `%from, %from+1, ...`: n asm operands */
+static void put_regs(Buf *out, int from, int n)
+{
+	for (int i = 0; i < n; i++) {
+		buf_puts(out, i ? ", %" : "%");
+		cuda_put_int(out, from + i);
+	}
+}
+
 /* KS_MMA_LOAD: the lane's fragment registers of one operand, by ldmatrix
  *   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
  *                : "=r"(As_frag[o]), ... : "r"(smem address) : "memory");
@@ -445,9 +459,10 @@ static void emit_mma_load(Em *em, Stmt *s)
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", n,
 		   s->mma.ldt ? ".trans" : "");
-	for (int r = 0; r < n; r++)
-		buf_printf(em->out, "%s%%%d", r ? ", " : "", r);
-	buf_printf(em->out, "}, [%%%d];\\n\" : ", n);
+	put_regs(em->out, 0, n);
+	buf_puts(em->out, "}, [%");
+	cuda_put_int(em->out, n);
+	buf_puts(em->out, "];\\n\" : ");
 	for (int r = 0; r < n; r++) {
 		buf_puts(em->out, r ? ", \"=r\"(" : "\"=r\"(");
 		put_pair(em, reg[2 * r], NULL, DT_F16);
@@ -475,17 +490,13 @@ static void emit_mma(Em *em, Stmt *s)
 	first[1] = mma_slot(s, 'b', &n_);
 	line_start(em);
 	buf_printf(em->out, "asm volatile(\"%s {", mma_ptx(in, ab));
-	int n = 0;
-	for (int i = 0; i < in->nc; i++)
-		buf_printf(em->out, "%s%%%d", i ? ", " : "", n++);
-	for (int op = 0; op < 2; op++) {
+	put_regs(em->out, 0, in->nc);
+	for (int op = 0, n = in->nc; op < 2; n += count[op++]) {
 		buf_puts(em->out, "}, {");
-		for (int r = 0; r < count[op]; r++)
-			buf_printf(em->out, "%s%%%d", r ? ", " : "", n++);
+		put_regs(em->out, n, count[op]);
 	}
 	buf_puts(em->out, "}, {");
-	for (int i = 0; i < in->nc; i++)
-		buf_printf(em->out, "%s%%%d", i ? ", " : "", i);
+	put_regs(em->out, 0, in->nc);
 	buf_puts(em->out, "};\\n\"\n");
 	line_start(em);
 	buf_puts(em->out, "             : ");

@@ -76,19 +76,25 @@ static bool is_index(Ix *x, IrExpr *e)
 	}
 }
 
-/* e is index arithmetic without a product of two variable terms (a bounds test's `rr * 4224 +
- * threadIdx.x / 16`): its value stays within the counts when its terms do. */
-static bool is_affine(Ix *x, IrExpr *e)
+/* No product of two variable terms in index arithmetic e, a select's operands aside. */
+static bool no_product(IrExpr *e)
 {
-	if (!is_index(x, e))
-		return false;
 	if (e->kind == EX_OP && e->op == OP_MUL && !ir_is_const(e->args[0], NULL) &&
 	    !ir_is_const(e->args[1], NULL))
 		return false;
 	for (int i = 0; i < e->nargs; i++)
-		if (e->kind != EX_SELECT && !is_affine(x, e->args[i]))
+		if (e->kind != EX_SELECT && !no_product(e->args[i]))
 			return false;
 	return true;
+}
+
+/* e is index arithmetic without a product of two variable terms (a bounds test's `rr * 4224 +
+ * threadIdx.x / 16`): its value stays within the counts when its terms do. (is_index of e
+ * covers every operand below it but a select's: one walk each, not is_index at every
+ * level.) */
+static bool is_affine(Ix *x, IrExpr *e)
+{
+	return is_index(x, e) && no_product(e);
 }
 
 static IrExpr *retyped(Arena *a, IrExpr *e, DType t)

@@ -109,28 +109,52 @@ static IrExpr *frag_coord(Mm *m, int cg, int ct, int cc)
 	return ix_add(a, ix_mul(a, ir_int(a, ct), lane_part(m, 1)), e);
 }
 
+/* The nest's variables at_element sets, and their values (NULL: not set). */
+typedef struct Elt {
+	Var *v[5];
+	IrExpr *with[5];
+} Elt;
+
+static IrExpr *set_elt(Arena *a, IrExpr *e, void *ctx)
+{
+	Elt *x = ctx;
+	if (e->kind == EX_VAR)
+		for (int i = 0; i < 5; i++)
+			if (e->var == x->v[i] && x->with[i])
+				return ir_copy(a, x->with[i]);
+	return e;
+}
+
+static bool mentions_elt(IrExpr *e, void *ctx)
+{
+	Elt *x = ctx;
+	if (e->kind == EX_VAR)
+		for (int i = 0; i < 5; i++)
+			if (e->var == x->v[i])
+				return true;
+	return false;
+}
+
 /* off with the nest's row (8 * mh + G), column (2 * T + nc) and k set to the given
- * expressions; NULL row/col: that coordinate must not appear. */
+ * expressions (in one rewrite: none of them mentions a variable set); NULL row/col: that
+ * coordinate must not appear. */
 static IrExpr *at_element(Mm *m, IrExpr *off, Var *mh, Var *nc, Var *k, IrExpr *row,
 			  IrExpr *col, IrExpr *kk)
 {
 	Arena *a = m->a;
-	IrExpr *e = off, *eight = ir_int(a, 8), *two = ir_int(a, 2);
+	IrExpr *eight = ir_int(a, 8), *two = ir_int(a, 2);
+	Elt x = {{m->g, mh, m->t, nc, k}, {NULL}};
 	if (row) {
-		e = ir_subst(a, e, m->g, ix_mod(a, m->rg, row, eight));
-		e = ir_subst(a, e, mh, ix_div(a, m->rg, row, eight));
+		x.with[0] = ix_mod(a, m->rg, row, eight);
+		x.with[1] = ix_div(a, m->rg, row, eight);
 	}
 	if (col) {
-		e = ir_subst(a, e, m->t, ix_div(a, m->rg, col, two));
-		e = ir_subst(a, e, nc, ix_mod(a, m->rg, col, two));
+		x.with[2] = ix_div(a, m->rg, col, two);
+		x.with[3] = ix_mod(a, m->rg, col, two);
 	}
-	if (kk)
-		e = ir_subst(a, e, k, kk);
-	e = ir_simplify(a, m->rg, e);
-	if (mentions(e, m->g) || mentions(e, m->t) || mentions(e, mh) || mentions(e, nc) ||
-	    mentions(e, k))
-		return NULL;
-	return e;
+	x.with[4] = kk;
+	IrExpr *e = ir_simplify(a, m->rg, ir_rewrite(a, off, set_elt, &x));
+	return ir_expr_any(e, mentions_elt, &x) ? NULL : e;
 }
 
 /* A KS_MMA or KS_MMA_LOAD of instruction in into tensor t with n (unset) idx slots. */
@@ -591,6 +615,8 @@ static void ldm_at(Ldm *l, int64_t p)
 }
 
 static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
+static bool ldm_lane_free(const LdmSum *sums, int n);
+static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans);
 
 /* Do the hardware's ldmatrix rows give every lane the elements of its per-lane loads (n of
  * them, n / 2 matrices)? Without .trans, register i, half h of lane L is element
@@ -612,9 +638,101 @@ static bool ldm_proved(Kernel *k, IrExpr **loads, int n, IrExpr *row, bool trans
 	ldm_prepare(&l, &sums[n], row);
 	for (int i = 0; i < n; i++)
 		ldm_prepare(&l, &sums[i], loads[i]->args[0]);
-	bool proved = ldm_points_proved(&l, sums, n, points, trans);
+	bool proved = ldm_lane_free(sums, n + 1) ? ldm_split_proved(&l, sums, n, points, trans)
+						  : ldm_points_proved(&l, sums, n, points, trans);
 	free(sums);
 	return proved;
+}
+
+/* Does no prepared term depend on both the lane and a variable? Then each offset is the sum
+ * of a part on the lane only (LdmSum.lanes) and a part the same on every lane (its terms). */
+static bool ldm_lane_free(const LdmSum *sums, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (sums[i].whole)
+			return false;
+		for (int t = 0; t < sums[i].n; t++)
+			if (ir_expr_any(sums[i].term[t], is_tidx, NULL))
+				return false;
+	}
+	return true;
+}
+
+/* The sum of the terms of s not marked in skip, at the current point (the same on every
+ * lane: ldm_lane_free). */
+static uint64_t ldm_uniform(Ldm *l, const LdmSum *s, const bool *skip)
+{
+	uint64_t u = 0;
+	for (int t = 0; t < s->n; t++) {
+		int64_t v[32];
+		if (skip[t])
+			continue;
+		ev(l, s->term[t], v);
+		u = s->neg[t] ? u - (uint64_t)v[0] : u + (uint64_t)v[0];
+	}
+	return u;
+}
+
+/* ldm_points_proved where every offset is lanes[L] + u(p) (ldm_lane_free), with the same
+ * answer: a load's term the same as one of the row's (ir_equal, same sign) cancels with it,
+ * so load r is right at every point iff D(L) = lanes_r[L] - lanes_row[src(L)] - elt(L) is
+ * one value d and the terms left, the row's minus the load's, add up to d at every point
+ * (no terms left: d must be 0, whatever the point); the rows are aligned iff every
+ * lanes_row[L] is v mod 8 and the row's terms add up to -v mod 8 at every point. Only the
+ * terms left and the row's are evaluated at the points: a GEMM's cancel (every load's
+ * terms are the row's), which makes the proof about ten times cheaper. */
+static bool ldm_split_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)
+{
+	const LdmSum *row = &sums[n];
+	/* gone[r][0][t]: the row's term t cancels with one of load r's, gone[r][1][t]: load r's
+	 * term t with one of the row's (neither is evaluated: ldm_uniform skips them) */
+	bool none[LDM_TERMS] = {false}, gone[8][2][LDM_TERMS], varies[8];
+	uint64_t d[8];
+	if (n > 8)
+		return ldm_points_proved(l, sums, n, points, trans);
+	for (int L = 0; L < 32; L++)
+		if ((row->lanes[L] - row->lanes[0]) % 8)
+			return false;
+	for (int r = 0; r < n; r++) {
+		const LdmSum *s = &sums[r];
+		for (int L = 0, i = r / 2, h = r % 2; L < 32; L++) {
+			uint64_t want = trans ? row->lanes[8 * i + 2 * (L % 4) + h] + (uint64_t)(L / 4)
+					      : row->lanes[8 * i + L / 4] + (uint64_t)(2 * (L % 4) + h);
+			uint64_t dl = s->lanes[L] - want;
+			if (L == 0)
+				d[r] = dl;
+			else if (dl != d[r])
+				return false;
+		}
+		for (int t = 0; t < row->n; t++)
+			gone[r][0][t] = false;
+		varies[r] = false;
+		for (int t = 0; t < s->n; t++) {
+			int j = 0;
+			while (j < row->n && (gone[r][0][j] || row->neg[j] != s->neg[t] ||
+					      !ir_equal(row->term[j], s->term[t])))
+				j++;
+			gone[r][1][t] = j < row->n;
+			if (j < row->n)
+				gone[r][0][j] = true;
+			else
+				varies[r] = true;
+		}
+		for (int t = 0; t < row->n; t++)
+			varies[r] |= !gone[r][0][t];
+		if (!varies[r] && d[r] != 0)
+			return false;
+	}
+	for (int64_t p = 0; l->ok && p < points; p++) {
+		ldm_at(l, p);
+		if ((row->lanes[0] + ldm_uniform(l, row, none)) % 8)
+			return false;
+		for (int r = 0; l->ok && r < n; r++)
+			if (varies[r] && ldm_uniform(l, row, gone[r][0]) -
+						 ldm_uniform(l, &sums[r], gone[r][1]) != d[r])
+				return false;
+	}
+	return l->ok;
 }
 
 static bool ldm_points_proved(Ldm *l, const LdmSum *sums, int n, int64_t points, bool trans)

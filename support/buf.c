@@ -4,7 +4,7 @@
 
 #include "support/support.h"
 
-static void buf_reserve(Buf *b, size_t extra)
+void buf_grow(Buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
 
@@ -45,7 +45,7 @@ static bool fast_printf(Buf *b, const char *fmt, va_list ap)
 		while (*q && *q != '%')
 			q++;
 		size_t n = (size_t)(q - p);
-		buf_reserve(b, n);
+		buf_grow(b, n);
 		memcpy(b->s + b->len, p, n);
 		b->len += n;
 		b->s[b->len] = '\0';
@@ -56,7 +56,7 @@ static bool fast_printf(Buf *b, const char *fmt, va_list ap)
 			const char *s = va_arg(ap, const char *);
 			buf_puts(b, s ? s : "(null)"); /* as glibc */
 		} else if (*p == 'c') { /* a NUL too, as vsnprintf: it is counted in len */
-			buf_reserve(b, 1);
+			buf_grow(b, 1);
 			b->s[b->len++] = (char)va_arg(ap, int);
 			b->s[b->len] = '\0';
 		} else if (*p == 'd') {
@@ -93,14 +93,14 @@ void buf_vprintf(Buf *b, const char *fmt, va_list ap)
 	if (fast)
 		return;
 	/* one pass when the text fits in the room left, a second one after growing */
-	buf_reserve(b, 63);
+	buf_grow(b, 63);
 	va_copy(ap2, ap);
 	int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap2);
 	va_end(ap2);
 	if (n < 0)
 		die("buf_printf: bad format '%s'", fmt);
 	if ((size_t)n >= b->cap - b->len) {
-		buf_reserve(b, (size_t)n);
+		buf_grow(b, (size_t)n);
 		vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
 	}
 	b->len += (size_t)n;
@@ -128,18 +128,9 @@ char *xprintf(const char *fmt, ...)
 	return b.s;
 }
 
-void buf_puts(Buf *b, const char *s)
-{
-	size_t n = strlen(s);
-
-	buf_reserve(b, n);
-	memcpy(b->s + b->len, s, n + 1);
-	b->len += n;
-}
-
 void buf_indent(Buf *b, int level)
 {
-	buf_reserve(b, (size_t)(level > 0 ? 2 * level : 0));
+	buf_grow(b, (size_t)(level > 0 ? 2 * level : 0));
 	for (int i = 0; i < 2 * level; i++)
 		b->s[b->len++] = ' ';
 	b->s[b->len] = '\0';

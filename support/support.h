@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define FUSC_VERSION "0.1.0"
 
@@ -121,7 +122,17 @@ typedef struct Buf {
 } Buf;
 void buf_printf(Buf *b, const char *fmt, ...) PRINTF(2, 3);
 void buf_vprintf(Buf *b, const char *fmt, va_list ap);
-void buf_puts(Buf *b, const char *s);
+void buf_grow(Buf *b, size_t extra); /* room for extra more bytes and a NUL */
+/* s appended. Inline: the emitters append hundreds of thousands of pieces, most of them
+ * literals, whose length and copy the compiler then does in place. */
+static inline void buf_puts(Buf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (b->len + n >= b->cap)
+		buf_grow(b, n);
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
 void buf_indent(Buf *b, int level); /* two spaces per level */
 void buf_free(Buf *b);
 /* A malloc'd string formatted like printf (the caller frees it). */
