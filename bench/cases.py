@@ -358,6 +358,18 @@ def users_cases():
              u + "layernorm_stats.fus", mn, layernorm_stats, scalars={"eps": 1e-5}),
         Case("users", "softmax with max and sum f32 16384x4096 (3 outputs)",
              u + "softmax_stats.fus", mn, softmax_stats),
+        # the N <= 65536 and H * W <= 65536 variants: rows read from memory by each pass, so
+        # Welford's and the online pair, and one copy of each reduction for all outputs,
+        # save whole passes (docs/auto_schedule.md, "Several outputs of one row group")
+        Case("users", "layernorm over (H, W) f32 32x32x128x256 (Welford)", u + "layernorm_hw.fus",
+             {"B": 32, "C": 32, "H": 128, "W": 256}, layernorm_hw, scalars={"eps": 1e-5}),
+        Case("users", "mean+var f32 1024x65536 (2 outputs)", u + "mean_var.fus",
+             {"M": 1024, "N": 65536}, mean_var),
+        Case("users", "layernorm with mean and rstd f32 1024x65536 (3 outputs)",
+             u + "layernorm_stats.fus", {"M": 1024, "N": 65536}, layernorm_stats,
+             scalars={"eps": 1e-5}),
+        Case("users", "softmax with max and sum f32 1024x65536 (3 outputs)",
+             u + "softmax_stats.fus", {"M": 1024, "N": 65536}, softmax_stats),
         Case("users", "row max f32 16384x4096", u + "row_max.fus", mn, row_max),
         Case("users", "row sum 3-D f32 64x256x4096", u + "row_sum3.fus",
              {"B": 64, "T": 256, "C": 4096}, row_sum),

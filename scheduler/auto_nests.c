@@ -25,6 +25,11 @@
  * The walk is a worklist of (tensor, context) definitions to rewrite, so a long chain of
  * statements costs no recursion; the number of copies is capped (AUTO_MAX_COPIES): a chain of
  * diamonds read per reader doubles them at every level.
+ *
+ * auto_share_copies undoes the copies between the nests of one row group's outputs, once the
+ * scheduler knows that they all run in the anchor's nest (row_companions): a companion's copy
+ * whose definition equals a tensor the anchor reads is replaced by it, and a reduction output
+ * equal to such a tensor stores it (docs/auto_schedule.md, "Several outputs of one row group").
  */
 #include <string.h>
 
@@ -413,8 +418,8 @@ static void run_job(Nests *z, Job j)
 }
 
 /* Is a (in the copy c's definition) b (in its original x's), with c's roots standing for
- * x's and the copies already found equal (same[]) for their originals? */
-static bool same_def(IrExpr *a, IrExpr *b, Tensor *c, Tensor *x, Tensor **same, int n)
+ * x's and the tensors from index `from` on already found equal (same[]) for others? */
+static bool same_def(IrExpr *a, IrExpr *b, Tensor *c, Tensor *x, Tensor **same, int from)
 {
 	if (!a || !b)
 		return a == b;
@@ -436,25 +441,25 @@ static bool same_def(IrExpr *a, IrExpr *b, Tensor *c, Tensor *x, Tensor **same, 
 		return false;
 	if (a->kind == EX_ACCESS) {
 		Tensor *t = a->tensor;
-		if (t->index >= n && same[t->index])
+		if (t->index >= from && same[t->index])
 			t = same[t->index];
 		if (t != b->tensor)
 			return false;
 	}
 	for (int i = 0; i < a->nargs; i++)
-		if (!same_def(a->args[i], b->args[i], c, x, same, n))
+		if (!same_def(a->args[i], b->args[i], c, x, same, from))
 			return false;
 	return true;
 }
 
-static void replace_reads(IrExpr *e, Tensor **same, int n)
+static void replace_reads(IrExpr *e, Tensor **same, int from)
 {
 	if (!e)
 		return;
-	if (e->kind == EX_ACCESS && e->tensor->index >= n && same[e->tensor->index])
+	if (e->kind == EX_ACCESS && e->tensor->index >= from && same[e->tensor->index])
 		e->tensor = same[e->tensor->index];
 	for (int i = 0; i < e->nargs; i++)
-		replace_reads(e->args[i], same, n);
+		replace_reads(e->args[i], same, from);
 }
 
 /* Keeps the inputs and the statements some output depends on (dead code is never lowered,
@@ -569,4 +574,109 @@ bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode)
 		order[i]->index = i;
 	drop_dead(a, f);
 	return !z.too_many;
+}
+
+/* ---- one nest for a row group's outputs ------------------------------------------------ */
+
+/* Marks in `in` the tensors that e reads. */
+static void mark_reads(IrExpr *e, bool *in, int n)
+{
+	if (!e)
+		return;
+	if (e->kind == EX_ACCESS && e->tensor->index >= 0 && e->tensor->index < n)
+		in[e->tensor->index] = true;
+	for (int i = 0; i < e->nargs; i++)
+		mark_reads(e->args[i], in, n);
+}
+
+/* Could c stand for u: copies of one original (c may be that original output), both
+ * reductions or both inlined, over the same extents, with definitions equal up to the
+ * tensors already shared (same[])? */
+static bool same_copy(Tensor *c, Tensor *u, Tensor **same)
+{
+	Tensor *oc = c->copy_of ? c->copy_of : c, *ou = u->copy_of ? u->copy_of : u;
+	if (oc != ou || c == u || u->kind == TK_OUTPUT ||
+	    (c->kind != u->kind && !(c->kind == TK_OUTPUT && tensor_is_reduction(c))) ||
+	    c->dtype != u->dtype || c->ndim != u->ndim || c->nroot != u->nroot ||
+	    tensor_is_reduction(c) != tensor_is_reduction(u) || c->sched.inlined != u->sched.inlined)
+		return false;
+	for (int k = 0; k < c->nroot; k++)
+		if (!ir_equal(c->root[k]->extent, u->root[k]->extent) ||
+		    c->root[k]->reduction != u->root[k]->reduction)
+			return false;
+	return same_def(c->def, u->def, c, u, same, 0);
+}
+
+bool auto_share_copies(Arena *a, Fusion *f, Tensor *anchor)
+{
+	int n = f->ntensors;
+	bool *in = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+	Tensor **same = arena_alloc(a, sizeof(Tensor *) * (size_t)(n + 1));
+	/* what the anchor reads, through every tensor it reads (each after what it reads) */
+	in[anchor->index] = true;
+	for (int i = n - 1; i >= 0; i--)
+		if (in[i])
+			mark_reads(f->tensors[i]->def, in, n);
+	/* the anchor's tensors by their original */
+	Vec *of = arena_alloc(a, sizeof(Vec) * (size_t)(n + 1));
+	for (int k = 0; k < n; k++) {
+		Tensor *u = f->tensors[k], *o = u->copy_of ? u->copy_of : u;
+		if (in[k] && o->index >= 0 && o->index < n)
+			vec_push(a, &of[o->index], u);
+	}
+	bool any = false;
+	Tensor **value = arena_alloc(a, sizeof(Tensor *) * (size_t)(n + 1));
+	/* definition order: what a copy reads is shared (or not) before the copy is compared */
+	for (int i = 0; i < n; i++) {
+		Tensor *c = f->tensors[i], *o = c->copy_of ? c->copy_of : c;
+		if (in[i] || !c->def || c->kind == TK_INPUT || o->index < 0 || o->index >= n ||
+		    (c->kind == TK_OUTPUT && !tensor_is_reduction(c)))
+			continue;
+		Tensor *u = NULL;
+		for (int k = 0; k < of[o->index].len && !u; k++)
+			if (same_copy(c, VEC_AT(of[o->index], Tensor, k), same))
+				u = VEC_AT(of[o->index], Tensor, k);
+		/* nothing reads an output (auto_split_nests): a reduction output that the anchor
+		 * computes a copy of stores that copy instead (s[i] = s_y[i]) */
+		if (c->kind == TK_OUTPUT)
+			value[i] = u;
+		else
+			same[i] = u;
+		any |= u != NULL;
+	}
+	if (!any)
+		return false;
+	for (int i = 0; i < n; i++)
+		replace_reads(f->tensors[i]->def, same, 0);
+	for (int i = 0; i < n; i++) {
+		Tensor *o = f->tensors[i];
+		if (!value[i])
+			continue;
+		IrExpr **idx = arena_alloc(a, sizeof(IrExpr *) * (size_t)(o->ndim ? o->ndim : 1));
+		for (int k = 0; k < o->ndim; k++)
+			idx[k] = ir_axis(a, o->root[k]);
+		o->def = ir_access(a, value[i], idx, o->ndim);
+		o->nroot = o->ndomain = o->ndim; /* its reduction axes go with the reduction */
+	}
+	/* such an output comes right after the copy it stores (tensors computed at one loop run
+	 * in this order; nothing reads an output, so it may move later) */
+	Tensor **order = arena_alloc(a, sizeof(Tensor *) * (size_t)(n + 1));
+	Vec *after = arena_alloc(a, sizeof(Vec) * (size_t)(n + 1));
+	for (int k = 0; k < n; k++)
+		if (value[k])
+			vec_push(a, &after[value[k]->index], f->tensors[k]);
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		if (value[i])
+			continue;
+		order[m++] = f->tensors[i];
+		for (int k = 0; k < after[i].len; k++)
+			order[m++] = VEC_AT(after[i], Tensor, k);
+	}
+	for (int i = 0; i < m; i++) {
+		f->tensors[i] = order[i];
+		order[i]->index = i;
+	}
+	drop_dead(a, f);
+	return true;
 }

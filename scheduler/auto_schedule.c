@@ -384,6 +384,8 @@ typedef struct Row {
 	struct Row *comps[MAX_GROUP];
 	int ncomps;
 	int extra[MAX_GROUP];   /* per input: the companions' stored tensors that read it */
+	uint64_t skip;          /* a companion: reader bits (1 + i) of its reductions that the
+				 * anchor computes (auto_share_copies), not scheduled again */
 } Row;
 
 static void row_walk(Row *r, IrExpr *e, const int *role);
@@ -1103,7 +1105,8 @@ static void row_reductions(Plan *p, Row *r, RowShape *s, const char *at, const c
 		for (int q = 0; q < r->nreds; q++) {
 			int i = pass ? r->nreds - 1 - q : q;
 			Tensor *t = r->reds[i], *u = row_reader(r, s, t);
-			if (t == o || (paired && paired[i]) || (u != o && u != s->mid) != (pass == 1))
+			if (t == o || (paired && paired[i]) || (r->skip >> (1 + i) & 1) ||
+			    (u != o && u != s->mid) != (pass == 1))
 				continue;
 			d_compute_at(p, t->name, u->name, at, shared, nshared);
 			schedule_row_reduction(p, r, s, t, 1 + i, row_col(p, r, t, shared, nshared));
@@ -1463,11 +1466,17 @@ static int row_companions(Arena *a, Fusion *f, Row *rows, int nout, bool *comp)
 		r->comps[r->ncomps++] = c;
 		if (c->max_size > r->max_size)
 			r->max_size = c->max_size;
+		/* the anchor's reductions that the companion reads (one copy, auto_share_copies):
+		 * computed by the anchor, not counted again as readers of its inputs */
+		for (int x = 0; x < c->nreds; x++)
+			for (int y = 0; y < r->nreds; y++)
+				if (c->reds[x] == r->reds[y])
+					c->skip |= 1ull << (1 + x);
 		for (int k = 0; k < c->nins; k++) {
 			c->stored[k] = stored_readers(f, c->ins[k]);
 			for (int q = 0; q < r->nins; q++)
 				if (r->ins[q] == c->ins[k])
-					r->extra[q] += popcount64(c->readers[k]);
+					r->extra[q] += popcount64(c->readers[k] & ~c->skip);
 		}
 	}
 	return an;
@@ -1475,25 +1484,44 @@ static int row_companions(Arena *a, Fusion *f, Row *rows, int nout, bool *comp)
 
 /* The tuned schedules (docs/auto_schedule.md): per output in declaration order, the schedule
  * of its class (classify.c). Fusion.auto_class names the classes. */
-static void schedule_tuned(Plan *p)
+/* The row group of each of the first nout outputs (rows[i].ok false when it has none); with
+ * `apart`, an output whose group shares a reduction with an earlier one's has none (each
+ * nest computes its own). */
+static void row_groups(Plan *p, Row *rows, int nout, bool apart)
 {
 	Fusion *f = p->f;
-	Row rows[MAX_GROUP];
-	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
 	for (int i = 0; i < nout; i++) {
 		Tensor *o = f->outputs[i];
 		rows[i] = o->def ? row_group(p->a, o) : (Row){.ok = false};
 		rows[i].f = f;
 		for (int k = 0; k < rows[i].nins; k++)
 			rows[i].stored[k] = stored_readers(f, rows[i].ins[k]);
-		for (int j = 0; j < i && rows[i].ok; j++)
+		for (int j = 0; j < i && rows[i].ok && apart; j++)
 			for (int x = 0; x < rows[i].nreds; x++)
 				for (int y = 0; y < rows[j].nreds; y++)
 					if (rows[i].reds[x] == rows[j].reds[y])
 						rows[i].ok = false;
 	}
+}
+
+static void schedule_tuned(Plan *p)
+{
+	Fusion *f = p->f;
+	Row rows[MAX_GROUP];
+	int nout = f->noutputs < MAX_GROUP ? f->noutputs : MAX_GROUP;
+	row_groups(p, rows, nout, true);
 	bool comp[MAX_GROUP] = {0};
 	int anchor = row_companions(p->a, f, rows, nout, comp);
+	/* One nest for the group: the companions read the anchor's copies of the reductions
+	 * (and per-row values) they share with it, so each is computed once per row. */
+	if (anchor >= 0 && auto_share_copies(p->a, f, f->outputs[anchor])) {
+		row_groups(p, rows, nout, false);
+		memset(comp, 0, sizeof comp);
+		if (row_companions(p->a, f, rows, nout, comp) != anchor) {
+			p->ok = false; /* the next level schedules it */
+			return;
+		}
+	}
 	unsigned seen = 0;
 	f->auto_class = NULL;
 	for (int i = 0; i < f->noutputs; i++) {

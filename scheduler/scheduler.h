@@ -142,6 +142,11 @@ typedef enum AutoCopies {
 	AUTO_COPY_READER, /* every stored reader (output or reduction) has its own copies */
 } AutoCopies;
 bool auto_split_nests(Arena *a, Fusion *f, AutoCopies mode);
+/* The outputs of one row group run in the anchor's nest (auto_schedule.c, row_companions):
+ * the other outputs' copies that equal a tensor the anchor reads (a reduction, an inlined
+ * value) are replaced by it, and a reduction output equal to one becomes `o[rows] = u[rows]`,
+ * so each reduction is computed once per row. True when anything changed. */
+bool auto_share_copies(Arena *a, Fusion *f, Tensor *anchor);
 
 /* scheduler/segment.c: splits a fusion without a schedule block into segments when a
  * reduction that another tensor reads is best a grid reduction (docs/auto_schedule.md,

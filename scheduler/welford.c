@@ -8,8 +8,10 @@
  *   s1[i] = sum(j: X);   mean[i] = s1[i] / C;   s2[i] = sum(j: D * D),  D = X - mean[i]
  *
  * looking through pointwise intermediates (inlined or not: the pattern is about values), with
- * C the reduced extent (the size symbol, or the constant product of the reduced extents;
- * `s1 * (1 / C)` and `pow(D, 2)` are accepted too) and X the same expression in both sums.
+ * C the number of elements s1 sums: a product of size symbols and constants equal to the
+ * product of the reduced extents (`N`, `H * W` over a collapsed (H, W), `4096` over 64 x 64;
+ * `s1 * (1 / C)`, `s1 / H / W` and `pow(D, 2)` are accepted too) and X the same expression
+ * in both sums.
  * The directive records the pair (s2->welford_sum = s1, s1->welford_var = s2); the loop-nest
  * pass then computes (count, mean, M2) in s1's loops and s2 gets no loops of its own.
  *
@@ -113,21 +115,52 @@ static bool const_value(IrExpr *e, int64_t *v)
 	return ir_is_const(e, v);
 }
 
-/* C is the number of elements s1 reduces: its one reduction extent, or the constant product
- * of its reduction extents. */
-static bool is_count(Tensor *s1, IrExpr *c)
+/* A count: size symbols (with repeats) and constants multiplied, in any order. */
+typedef struct Count {
+	int64_t unit;               /* the constants' product */
+	struct SizeSym *sym[16];    /* the symbols */
+	int nsym;
+	bool other;                 /* a factor that is neither (N - 1, a parameter) */
+} Count;
+
+/* Adds the factors of e (a product of size symbols and positive integral constants, through
+ * casts) to c; anything else sets c->other. */
+static void count_factors(IrExpr *e, Count *c)
 {
-	int nred = s1->nroot - s1->ndim;
-	c = uncast(c);
-	if (nred == 1 && c->kind == EX_SIZE && ir_equal(c, s1->root[s1->ndim]->extent))
-		return true;
-	int64_t want = 1, v, got;
-	for (int k = s1->ndim; k < s1->nroot; k++) {
-		if (!ir_is_const(s1->root[k]->extent, &v))
-			return false;
-		want *= v;
+	int64_t v;
+	e = uncast(e);
+	if (e->kind == EX_OP && e->op == OP_MUL) {
+		count_factors(e->args[0], c);
+		count_factors(e->args[1], c);
+	} else if (const_value(e, &v)) {
+		c->other |= v <= 0 || __builtin_mul_overflow(c->unit, v, &c->unit);
+	} else if (e->kind == EX_SIZE && c->nsym < countof(c->sym)) {
+		c->sym[c->nsym++] = e->size;
+	} else {
+		c->other = true;
 	}
-	return const_value(c, &got) && got == want;
+}
+
+/* c is the number of elements s1 sums: the product of its reduced extents, as the same
+ * symbols (each as often) and the same constant product (`H * W`, `W * H`, `4 * N` for
+ * extents 4 and N, `4096` for 64 and 64). */
+static bool is_count(Tensor *s1, const Count *c)
+{
+	Count want = {.unit = 1};
+	for (int k = s1->ndim; k < s1->nroot; k++)
+		count_factors(s1->root[k]->extent, &want);
+	if (want.other || c->other || want.unit != c->unit || want.nsym != c->nsym)
+		return false;
+	bool used[countof(c->sym)] = {0};
+	for (int i = 0; i < want.nsym; i++) {
+		int k = 0;
+		while (k < c->nsym && (used[k] || c->sym[k] != want.sym[i]))
+			k++;
+		if (k == c->nsym)
+			return false;
+		used[k] = true;
+	}
+	return true;
 }
 
 /* m is s1[rows of s2] read at s2's own rows, in order. */
@@ -145,26 +178,31 @@ static bool reads_row(Tensor *s2, IrExpr *m, Tensor **s1)
 	return true;
 }
 
-/* m = s1[..] / C or s1[..] * (1 / C) (either order): sets *s1 and *c. */
-static bool is_mean(Tensor *s2, IrExpr *m, Tensor **s1, IrExpr **c)
+/* m = s1[..] divided by a count: `s1 / C`, `s1 * (1 / C)` (either order), or several such
+ * divisions in turn (`s1 / H / W`); sets *s1 and adds the divisors' factors to *c. */
+static bool is_mean(Tensor *s2, IrExpr *m, Tensor **s1, Count *c)
 {
 	m = uncast(m);
+	if (reads_row(s2, m, s1))
+		return true;
 	if (m->kind != EX_OP)
 		return false;
-	if (m->op == OP_DIV && reads_row(s2, m->args[0], s1)) {
-		*c = m->args[1];
-		return true;
+	if (m->op == OP_DIV) {
+		count_factors(m->args[1], c);
+		return is_mean(s2, m->args[0], s1, c);
 	}
 	if (m->op != OP_MUL)
 		return false;
 	for (int k = 0; k < 2; k++) {
 		IrExpr *r = uncast(m->args[1 - k]);
 		int64_t one;
-		if (reads_row(s2, m->args[k], s1) && r->kind == EX_OP && r->op == OP_DIV &&
-		    const_value(r->args[0], &one) && one == 1) {
-			*c = r->args[1];
+		Count saved = *c;
+		if (r->kind != EX_OP || r->op != OP_DIV || !const_value(r->args[0], &one) || one != 1)
+			continue;
+		count_factors(r->args[1], c);
+		if (is_mean(s2, m->args[k], s1, c))
 			return true;
-		}
+		*c = saved;
 	}
 	return false;
 }
@@ -224,7 +262,7 @@ static Tensor *match(Arena *a, Tensor *s2, const char **why)
 	}
 	d = uncast(d);
 	Tensor *s1 = NULL;
-	IrExpr *c = NULL;
+	Count c = {.unit = 1};
 	if (d->kind != EX_OP || d->op != OP_SUB || !is_mean(s2, d->args[1], &s1, &c)) {
 		*why = arena_printf(a, "welford() needs the squared value in '%s' to be X - s1 / N, where s1 is a sum read at the same row and N its reduced extent: " WELFORD_FORM,
 				    n2);
@@ -247,8 +285,8 @@ static Tensor *match(Arena *a, Tensor *s2, const char **why)
 			return NULL;
 		}
 	}
-	if (!is_count(s1, c)) {
-		*why = arena_printf(a, "welford() needs the mean to divide '%s' by the number of elements it sums (its reduced extent)",
+	if (!is_count(s1, &c)) {
+		*why = arena_printf(a, "welford() needs the mean to divide '%s' by the number of elements it sums (the product of its reduced extents)",
 				    s1->name);
 		return NULL;
 	}

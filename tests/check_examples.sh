@@ -135,6 +135,16 @@ for dims in M=3,N=0 M=3,N=1 M=3,N=127 M=3,N=128 M=3,N=129 M=3,N=132 M=3,N=255 M=
 		queue "$f" --dims "$dims" --max-blocks 2
 	done
 done
+# Several outputs of one row group (docs/auto_schedule.md, "Several outputs of one row
+# group"): one nest, each reduction computed once per row and read by every output (Welford's
+# pair in layernorm_stats' N <= 65536 variant, the online pair in softmax_stats'), on both
+# sides of every bucket's bound, at 0, 1 and sizes no vector divides.
+for n in 0 1 7 63 65 128 129 256 257 1000 1024 1025 4096 4097 16384 16385 65536 65537; do
+	for f in bench/users/layernorm_stats.fus bench/users/mean_var.fus \
+		 bench/users/softmax_stats.fus bench/users/add_rmsnorm_f16.fus; do
+		queue "$f" --dims "M=3,N=$n" --max-blocks 2
+	done
+done
 # The queued runs, JOBS at a time: run I leaves I.pass, or I.fail with the output.
 export FUSC res
 # shellcheck disable=SC2016

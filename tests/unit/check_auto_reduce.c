@@ -906,6 +906,87 @@ START_TEST(test_auto_row_companions)
 }
 END_TEST
 
+static int count_in(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* One copy of each reduction per row (auto_share_copies): the outputs of a row group run in
+ * the anchor's nest, and the companions read the anchor's reductions instead of computing
+ * their own (layernorm with its mean and rstd computed the row mean three times and the
+ * variance twice; the N <= 65536 variant read x five times); softmax's outputs m and s store
+ * the copies y reads. In any output order, with the vectors kept; the simulator on both
+ * sides of the bounds. */
+#define LS_BODY                                                                              \
+	"  mean[i] = sum(j: x[i, j]) / N;\n"                                                  \
+	"  rstd[i] = rsqrt(sum(j: (x[i, j] - mean[i]) * (x[i, j] - mean[i])) / N + 0.5);\n"   \
+	"  y[i, j] = (x[i, j] - mean[i]) * rstd[i] * g[j];\n"                                 \
+	"}\n"
+#define MV_BODY                                                                 \
+	"  mean[i] = sum(j: x[i, j]) / N;\n"                                     \
+	"  var[i] = sum(j: (x[i, j] - mean[i]) * (x[i, j] - mean[i])) / N;\n"    \
+	"}\n"
+
+START_TEST(test_auto_companions_share)
+{
+	static const struct {
+		const char *src, *pers, *big;
+		int reds, big_reds, big_pairs;
+	} cases[] = {
+		{"fusion ls(x: f32[M, N], g: f32[N]) -> (y: f32[M, N], mean: f32[M], rstd: f32[M]) {\n"
+		 LS_BODY, "ls_kernel_N4096", "ls_kernel_N65536", 2, 0, 1},
+		{"fusion ls(x: f32[M, N], g: f32[N]) -> (mean: f32[M], rstd: f32[M], y: f32[M, N]) {\n"
+		 LS_BODY, "ls_kernel_N4096", "ls_kernel_N65536", 2, 0, 1},
+		{"fusion mv(x: f32[M, N]) -> (mean: f32[M], var: f32[M]) {\n"
+		 MV_BODY, "mv_kernel_N4096", "mv_kernel_N65536", 2, 2, 0},
+		{"fusion mv(x: f32[M, N]) -> (var: f32[M], mean: f32[M]) {\n"
+		 MV_BODY, "mv_kernel_N4096", "mv_kernel_N65536", 2, 2, 0},
+		{"fusion ss(x: f32[M, N]) -> (y: f32[M, N], m: f32[M], s: f32[M]) {\n"
+		 "  m[i] = max(j: x[i, j]);\n"
+		 "  s[i] = sum(j: exp(x[i, j] - m[i]));\n"
+		 "  y[i, j] = exp(x[i, j] - m[i]) / s[i];\n"
+		 "}\n", "ss_kernel_N4096", "ss_kernel_N65536", 2, 0, 1},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		TestCompile *tc = tc_compile(cases[c].src, true);
+		ck_assert_msg(tc->kernels != NULL, "did not lower:\n%s", tc->diags);
+		char *pers = tc_variant_ir(tc, cases[c].pers), *big = tc_variant_ir(tc, cases[c].big);
+		/* persistent: one block reduction per statistic, over the registers; N <= 65536:
+		 * layernorm's Welford pair and softmax's online pair are one combination */
+		ck_assert_int_eq(count_in(pers, "= block_reduce_"), cases[c].reds);
+		ck_assert_int_eq(count_in(big, "= block_reduce_"), cases[c].big_reds);
+		ck_assert_int_eq(count_in(big, "= block_welford(") + count_in(big, "= block_online("),
+				 cases[c].big_pairs);
+		ck_assert(loads_only_into_cache(pers));
+		/* 16-byte loads of x into the registers */
+		ck_assert_contains(pers, "x_reg[jr * 4 : 4] = x[");
+		/* two statistics, two reduction tensors in every variant (no copies) */
+		Fusion *f = tc->prog->fusions[0];
+		ck_assert_int_ge(f->variants.len, 6);
+		for (int k = 0; k < f->variants.len; k++) {
+			Fusion *g = VEC_AT(f->variants, Fusion, k);
+			int nred = 0;
+			for (int t = 0; t < g->ntensors; t++)
+				nred += tensor_is_reduction(g->tensors[t]);
+			ck_assert_int_eq(nred, 2);
+		}
+		free(pers);
+		free(big);
+		tc_free(tc);
+		/* (N = 0: a mean of no elements is NaN, which this comparison refuses; fusc check
+		 * runs it, tests/check_examples.sh) */
+		static const char *const dims[] = {"M=0,N=5", "M=2,N=1", "M=3,N=7", "M=2,N=63",
+						   "M=3,N=65", "M=2,N=1000", "M=2,N=4096", "M=2,N=4097",
+						   "M=2,N=16385", "M=2,N=65536"};
+		for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+			check_simulated(cases[c].src, dims[d]);
+	}
+}
+END_TEST
+
 /* Two row reductions of different inputs: each input has one reader, so each keeps its
  * one-vector register copy. */
 START_TEST(test_auto_two_reductions_two_inputs)
@@ -1173,6 +1254,7 @@ Suite *auto_reduce_suite(void)
 	tcase_add_test(tc, test_auto_three_reductions_one_input);
 	tcase_add_test(tc, test_auto_two_reductions_one_input_const);
 	tcase_add_test(tc, test_auto_row_companions);
+	tcase_add_test(tc, test_auto_companions_share);
 	tcase_add_test(tc, test_auto_two_reductions_two_inputs);
 	tcase_add_test(tc, test_auto_reduction_and_pointwise);
 	tcase_add_test(tc, test_auto_3d_two_reductions);

@@ -436,6 +436,117 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- the count: any product of the reduced extents ------------------------------------------ */
+
+/* Layernorm over the last two indices of x: f32[M, A, B] with the mean written s1[i] MEAN. */
+static char *count_src(const char *a, const char *b, const char *mean)
+{
+	Buf t = {0};
+	buf_printf(&t,
+		   "fusion ln(x: f32[M, %s, %s]) -> (y: f32[M, %s, %s]) {\n"
+		   "  s1[i] = sum(p, q: x[i, p, q]);\n"
+		   "  mn[i] = s1[i]%s;\n"
+		   "  s2[i] = sum(p, q: (x[i, p, q] - mn[i]) * (x[i, p, q] - mn[i]));\n"
+		   "  y[i, p, q] = (x[i, p, q] - mn[i]) * rsqrt(s2[i]%s + 0.00001);\n"
+		   "}\n"
+		   "schedule ln {\n"
+		   "  y.bind(i, blockIdx.x);\n"
+		   "  s1.compute_at(y, i);  s1.merge(p, q) -> c;  s1.split(c, 64) -> (jr, tx);\n"
+		   "  s1.bind(tx, threadIdx.x);\n"
+		   "  s2.compute_at(y, i);  s2.merge(p, q) -> c;  s2.split(c, 64) -> (jr, tx);\n"
+		   "  s2.bind(tx, threadIdx.x);\n"
+		   "  s2.welford();\n"
+		   "}\n",
+		   a, b, a, b, mean, mean);
+	char *r = strdup(t.s);
+	buf_free(&t);
+	return r;
+}
+
+/* welford() takes a mean divided by any product of the reduced extents (symbols in any
+ * order, repeated, constants, several divisions in turn, casts) and refuses any other
+ * divisor; the accepted ones compute the same values as the two passes in the simulator. */
+START_TEST(test_welford_counts)
+{
+	static const struct {
+		const char *a, *b, *mean, *dims;
+		bool ok;
+	} cases[] = {
+		{"H", "W", " / (H * W)", "M=3,H=5,W=7", true},
+		{"H", "W", " / (W * H)", "M=3,H=5,W=7", true},
+		{"H", "W", " / H / W", "M=3,H=5,W=7", true},
+		{"H", "W", " * (1.0 / f32(H * W))", "M=3,H=5,W=7", true},
+		{"N", "N", " / (N * N)", "M=3,N=9", true},
+		{"4", "N", " / (N * 4)", "M=2,N=67", true},
+		{"4", "N", " / (2 * N * 2)", "M=2,N=67", true},
+		{"64", "64", " / 4096", "M=2", true},
+		{"64", "64", " / 4096.0", "M=2", true},
+		{"64", "64", " / (64 * 64)", "M=2", true},
+		{"H", "W", " / H", NULL, false},
+		{"H", "W", " / (H * H)", NULL, false},
+		{"H", "W", " / (H * W * 2)", NULL, false},
+		{"H", "W", " / (H * W - 1)", NULL, false},
+		{"N", "N", " / N", NULL, false},
+		{"4", "N", " / N", NULL, false},
+		{"64", "64", " / 4095", NULL, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *src = count_src(cases[i].a, cases[i].b, cases[i].mean);
+		if (!cases[i].ok) {
+			tf_expect_errors(src, "t.fus:13:3: error: welford() needs the mean to divide 's1' "
+					      "by the number of elements it sums (the product of its "
+					      "reduced extents)\n");
+			free(src);
+			continue;
+		}
+		TestCompile *tc = tc_lowered(src);
+		char *fir = tc_fusion_ir(tc, 0);
+		ck_assert_contains(fir, "welford(s1)\n");
+		Kernel *k = tc->kernels[0];
+		ck_assert_int_eq(count_block_reduces(k->body, RED_WELFORD), 1);
+		ck_assert_int_eq(count_block_reduces(k->body, RED_SUM), 0);
+		ck_assert_int_eq(passes_over(k->body, k->fusion->inputs[0]), 2);
+		expect_sim(k, cases[i].dims);
+		free(fir);
+		free(src);
+		tc_free(tc);
+	}
+}
+END_TEST
+
+/* The automatic schedule of a layernorm over (H, W) (bench/users/layernorm_hw.fus: the mean
+ * divides by H * W) takes welford() where the collapsed row is not persistent (H * W <=
+ * 65536): x read twice, not three times; the simulator agrees on both sides of the bounds. */
+START_TEST(test_auto_welford_product)
+{
+	TestCompile *tc = tc_compile("fusion ln(x: f32[B, C, H, W]) -> (y: f32[B, C, H, W]) {\n"
+				     "  mean[b, c] = sum(i, j: x[b, c, i, j]) / (H * W);\n"
+				     "  d[b, c, i, j] = x[b, c, i, j] - mean[b, c];\n"
+				     "  rstd[b, c] = rsqrt(sum(i, j: d[b, c, i, j] * d[b, c, i, j]) / (H * W) + 0.00001);\n"
+				     "  y[b, c, i, j] = d[b, c, i, j] * rstd[b, c];\n"
+				     "}\n",
+				     true);
+	ck_assert_ptr_nonnull(tc->kernels);
+	Kernel *big = tc_variant(tc, "ln_kernel_H_W65536"), *reg = tc_variant(tc, "ln_kernel_H_W16384");
+	Tensor *x = big->fusion->inputs[0];
+	ck_assert_int_eq(count_block_reduces(big->body, RED_WELFORD), 1);
+	ck_assert_int_eq(count_block_reduces(big->body, RED_SUM), 0);
+	ck_assert_int_eq(passes_over(big->body, x), 2);
+	ck_assert_int_eq(count_block_reduces(reg->body, RED_WELFORD), 0); /* persistent */
+	static const char *const dims[][2] = {
+		{"B=1,C=2,H=129,W=128", "ln_kernel_H_W65536"},
+		{"B=1,C=2,H=128,W=129", "ln_kernel_H_W65536_scalar"},
+		{"B=1,C=2,H=160,W=100", "ln_kernel_H_W16384"},
+		{"B=2,C=1,H=256,W=256", "ln_kernel_H_W65536"},
+		{"B=1,C=1,H=1,W=16385", "ln_kernel_H_W65536_scalar"},
+		{"B=1,C=2,H=7,W=63", "ln_kernel_H_W1024_scalar"},
+	};
+	for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+		ck_assert_str_eq(expect_sim_picked(tc->kernels[0], dims[i][0])->name, dims[i][1]);
+	tc_free(tc);
+}
+END_TEST
+
 /* ---- online(): softmax and logsumexp ------------------------------------------------------ */
 
 #define SOFTMAX_FUSION                                      \
@@ -824,6 +935,8 @@ Suite *welford_suite(void)
 			    (int)(sizeof mv_schedules / sizeof mv_schedules[0]));
 	tcase_add_test(tc, test_same_as_two_pass);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_welford_counts);
+	tcase_add_test(tc, test_auto_welford_product);
 	suite_add_tcase(s, tc);
 	TCase *on = tcase_create("online");
 	tcase_set_timeout(on, 60);

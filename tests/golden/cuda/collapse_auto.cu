@@ -4,6 +4,7 @@
 // ---- fusc device preamble: no headers, so NVRTC compiles it as is ----
 // ---- block reductions: every thread of the block calls them ----
 // ---- grid reductions: the thread of each block that would store element o calls it ----
+// ---- Welford block combinations: every thread of the block calls them ----
 
 extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N128_i32(const float *__restrict__ x, float *__restrict__ s, long long B, long long M, long long N)
 {
@@ -4053,89 +4054,96 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_s
 
 extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i32(const float *__restrict__ x, float *__restrict__ y, long long B, long long M, long long N, long long W)
 {
-  float mean_sum0_acc;
-  float rstd_sum0_acc;
+  float mean_sum0_n;
+  float mean_sum0_mean;
+  float mean_sum0_m2;
+  float mean_sum0_k;
+  float mean_sum0_v;
+  float mean_sum0_w;
+  float mean_sum0_e;
+  float mean_sum0_r;
   // nest of y
   float mean_sum0[1];
-  // mean_sum0 computed at mean.row
-  mean_sum0_acc = 0.0f;
+  // mean_sum0 computed at y.row
+  mean_sum0_n = 0.0f;
+  mean_sum0_k = 0.0f;
+  mean_sum0_mean = 0.0f;
+  mean_sum0_m2 = 0.0f;
   for (int jq = 0; jq < (int)N * (int)W / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
       if (((int)blockIdx.x) < (int)B * (int)M) {
-        mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_v = x[((int)blockIdx.x) * (int)N * (int)W + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  for (int jq_3 = 0; jq_3 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_3) {
+  for (int jq_2 = 0; jq_2 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_2) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
-        mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x)];
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
+        mean_sum0_v = x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  mean_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(mean_sum0_acc);
-  mean_sum0[0] = mean_sum0_acc;
+  mean_sum0_r = __fus_fdiv(mean_sum0_mean, __fus_max(mean_sum0_n, 1.0f));
+  mean_sum0_m2 = __fus_max(mean_sum0_m2 - mean_sum0_mean * mean_sum0_r, 0.0f);
+  mean_sum0_mean = mean_sum0_k + mean_sum0_r;
+  __fus_welford_warps<512, float>(mean_sum0_n, mean_sum0_mean, mean_sum0_m2);
+  mean_sum0[0] = mean_sum0_mean * mean_sum0_n;
   float mean[1];
   // mean computed at y.row
   mean[0] = __fus_fdiv(mean_sum0[0], (float)(N * W));
   float rstd_sum0[1];
-  // rstd_sum0 computed at rstd.row
-  rstd_sum0_acc = 0.0f;
-  for (int jq_1 = 0; jq_1 < (int)N * (int)W / 4096; ++jq_1) {
+  // rstd_sum0 computed at y.row
+  rstd_sum0[0] = mean_sum0_m2;
+  for (int jq_1 = 0; jq_1 < (int)N * (int)W / 16384; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)B * (int)M) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  for (int jq_1_1 = 0; jq_1_1 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_1_1) {
-    #pragma unroll
-    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  rstd_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(rstd_sum0_acc);
-  rstd_sum0[0] = rstd_sum0_acc;
-  float rstd[1];
-  // rstd computed at y.row
-  rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-  for (int jq_2 = 0; jq_2 < (int)N * (int)W / 16384; ++jq_2) {
-    #pragma unroll
-    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
       if (((int)blockIdx.x) < (int)B * (int)M) {
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
         #pragma unroll
         for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-          y_vec[jv_1] = (x_vec[jv_1] - mean[0]) * rstd[0];
+          y_vec[jv_1] = (x_vec[jv_1] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
-        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
       }
     }
   }
-  for (int jq_2_1 = 0; jq_2_1 < ((int)N * (int)W + 16383) / 16384 - (int)N * (int)W / 16384; ++jq_2_1) {
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N * (int)W + 16383) / 16384 - (int)N * (int)W / 16384; ++jq_1_1) {
     #pragma unroll
-    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]);
         __align__(16) float y_vec_1[4];
         #pragma unroll
         for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-          y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rstd[0];
+          y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
-        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       } else {
         #pragma unroll
         for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+          if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
+            y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
           }
         }
       }
@@ -4145,89 +4153,96 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i
 
 extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536(const float *__restrict__ x, float *__restrict__ y, long long B, long long M, long long N, long long W)
 {
-  float mean_sum0_acc;
-  float rstd_sum0_acc;
+  float mean_sum0_n;
+  float mean_sum0_mean;
+  float mean_sum0_m2;
+  float mean_sum0_k;
+  float mean_sum0_v;
+  float mean_sum0_w;
+  float mean_sum0_e;
+  float mean_sum0_r;
   // nest of y
   float mean_sum0[1];
-  // mean_sum0 computed at mean.row
-  mean_sum0_acc = 0.0f;
+  // mean_sum0 computed at y.row
+  mean_sum0_n = 0.0f;
+  mean_sum0_k = 0.0f;
+  mean_sum0_mean = 0.0f;
+  mean_sum0_m2 = 0.0f;
   for (long long jq = 0; jq < N * W / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
       if (((long long)blockIdx.x) < B * M) {
-        mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_v = x[((long long)blockIdx.x) * N * W + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  for (long long jq_3 = 0; jq_3 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_3) {
+  for (long long jq_2 = 0; jq_2 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_2) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x) < N * W) {
-        mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x)];
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
+      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x) < N * W) {
+        mean_sum0_v = x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  mean_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(mean_sum0_acc);
-  mean_sum0[0] = mean_sum0_acc;
+  mean_sum0_r = __fus_fdiv(mean_sum0_mean, __fus_max(mean_sum0_n, 1.0f));
+  mean_sum0_m2 = __fus_max(mean_sum0_m2 - mean_sum0_mean * mean_sum0_r, 0.0f);
+  mean_sum0_mean = mean_sum0_k + mean_sum0_r;
+  __fus_welford_warps<512, float>(mean_sum0_n, mean_sum0_mean, mean_sum0_m2);
+  mean_sum0[0] = mean_sum0_mean * mean_sum0_n;
   float mean[1];
   // mean computed at y.row
   mean[0] = __fus_fdiv(mean_sum0[0], (float)(N * W));
   float rstd_sum0[1];
-  // rstd_sum0 computed at rstd.row
-  rstd_sum0_acc = 0.0f;
-  for (long long jq_1 = 0; jq_1 < N * W / 4096; ++jq_1) {
+  // rstd_sum0 computed at y.row
+  rstd_sum0[0] = mean_sum0_m2;
+  for (long long jq_1 = 0; jq_1 < N * W / 16384; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < B * M) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  for (long long jq_1_1 = 0; jq_1_1 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_1_1) {
-    #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N * W) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  rstd_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(rstd_sum0_acc);
-  rstd_sum0[0] = rstd_sum0_acc;
-  float rstd[1];
-  // rstd computed at y.row
-  rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-  for (long long jq_2 = 0; jq_2 < N * W / 16384; ++jq_2) {
-    #pragma unroll
-    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
       if (((long long)blockIdx.x) < B * M) {
         __align__(16) float x_vec[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]);
         __align__(16) float y_vec[4];
         #pragma unroll
         for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-          y_vec[jv_1] = (x_vec[jv_1] - mean[0]) * rstd[0];
+          y_vec[jv_1] = (x_vec[jv_1] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
-        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
       }
     }
   }
-  for (long long jq_2_1 = 0; jq_2_1 < (N * W + 16383) / 16384 - N * W / 16384; ++jq_2_1) {
+  for (long long jq_1_1 = 0; jq_1_1 < (N * W + 16383) / 16384 - N * W / 16384; ++jq_1_1) {
     #pragma unroll
-    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
-      if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
+      if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
         __align__(16) float x_vec_1[4];
-        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]);
         __align__(16) float y_vec_1[4];
         #pragma unroll
         for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-          y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rstd[0];
+          y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
-        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
+        *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
       } else {
         #pragma unroll
         for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+          if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
+            y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
           }
         }
       }
@@ -4237,75 +4252,82 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536(c
 
 extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i32_scalar(const float *__restrict__ x, float *__restrict__ y, long long B, long long M, long long N, long long W)
 {
-  float mean_sum0_acc;
-  float rstd_sum0_acc;
+  float mean_sum0_n;
+  float mean_sum0_mean;
+  float mean_sum0_m2;
+  float mean_sum0_k;
+  float mean_sum0_v;
+  float mean_sum0_w;
+  float mean_sum0_e;
+  float mean_sum0_r;
   // nest of y
   float mean_sum0[1];
-  // mean_sum0 computed at mean.row
-  mean_sum0_acc = 0.0f;
+  // mean_sum0 computed at y.row
+  mean_sum0_n = 0.0f;
+  mean_sum0_k = 0.0f;
+  mean_sum0_mean = 0.0f;
+  mean_sum0_m2 = 0.0f;
   for (int jq = 0; jq < (int)N * (int)W / 4096; ++jq) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
       if (((int)blockIdx.x) < (int)B * (int)M) {
-        mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_v = x[((int)blockIdx.x) * (int)N * (int)W + jq * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  for (int jq_3 = 0; jq_3 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_3) {
+  for (int jq_2 = 0; jq_2 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_2) {
     #pragma unroll
     for (int ju = 0; ju < 8; ++ju) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
-        mean_sum0_acc = mean_sum0_acc + x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((int)threadIdx.x)];
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
+        mean_sum0_v = x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((int)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  mean_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(mean_sum0_acc);
-  mean_sum0[0] = mean_sum0_acc;
+  mean_sum0_r = __fus_fdiv(mean_sum0_mean, __fus_max(mean_sum0_n, 1.0f));
+  mean_sum0_m2 = __fus_max(mean_sum0_m2 - mean_sum0_mean * mean_sum0_r, 0.0f);
+  mean_sum0_mean = mean_sum0_k + mean_sum0_r;
+  __fus_welford_warps<512, float>(mean_sum0_n, mean_sum0_mean, mean_sum0_m2);
+  mean_sum0[0] = mean_sum0_mean * mean_sum0_n;
   float mean[1];
   // mean computed at y.row
   mean[0] = __fus_fdiv(mean_sum0[0], (float)(N * W));
   float rstd_sum0[1];
-  // rstd_sum0 computed at rstd.row
-  rstd_sum0_acc = 0.0f;
-  for (int jq_1 = 0; jq_1 < (int)N * (int)W / 4096; ++jq_1) {
+  // rstd_sum0 computed at y.row
+  rstd_sum0[0] = mean_sum0_m2;
+  for (int jq_1 = 0; jq_1 < (int)N * (int)W / 16384; ++jq_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)B * (int)M) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  for (int jq_1_1 = 0; jq_1_1 < ((int)N * (int)W + 4095) / 4096 - (int)N * (int)W / 4096; ++jq_1_1) {
-    #pragma unroll
-    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x) < (int)N * (int)W) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]) * (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((int)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  rstd_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(rstd_sum0_acc);
-  rstd_sum0[0] = rstd_sum0_acc;
-  float rstd[1];
-  // rstd computed at y.row
-  rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-  for (int jq_2 = 0; jq_2 < (int)N * (int)W / 16384; ++jq_2) {
-    #pragma unroll
-    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
         if (((int)blockIdx.x) < (int)B * (int)M) {
-          y[((int)blockIdx.x) * (int)N * (int)W + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + jq_2 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+          y[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + jq_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
       }
     }
   }
-  for (int jq_2_1 = 0; jq_2_1 < ((int)N * (int)W + 16383) / 16384 - (int)N * (int)W / 16384; ++jq_2_1) {
+  for (int jq_1_1 = 0; jq_1_1 < ((int)N * (int)W + 16383) / 16384 - (int)N * (int)W / 16384; ++jq_1_1) {
     #pragma unroll
-    for (int ju_2 = 0; ju_2 < 8; ++ju_2) {
+    for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
       #pragma unroll
       for (int jv = 0; jv < 4; ++jv) {
-        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-          y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
+          y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
       }
     }
@@ -4314,75 +4336,82 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i
 
 extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_scalar(const float *__restrict__ x, float *__restrict__ y, long long B, long long M, long long N, long long W)
 {
-  float mean_sum0_acc;
-  float rstd_sum0_acc;
+  float mean_sum0_n;
+  float mean_sum0_mean;
+  float mean_sum0_m2;
+  float mean_sum0_k;
+  float mean_sum0_v;
+  float mean_sum0_w;
+  float mean_sum0_e;
+  float mean_sum0_r;
   // nest of y
   float mean_sum0[1];
-  // mean_sum0 computed at mean.row
-  mean_sum0_acc = 0.0f;
+  // mean_sum0 computed at y.row
+  mean_sum0_n = 0.0f;
+  mean_sum0_k = 0.0f;
+  mean_sum0_mean = 0.0f;
+  mean_sum0_m2 = 0.0f;
   for (long long jq = 0; jq < N * W / 4096; ++jq) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
       if (((long long)blockIdx.x) < B * M) {
-        mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_v = x[((long long)blockIdx.x) * N * W + jq * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  for (long long jq_3 = 0; jq_3 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_3) {
+  for (long long jq_2 = 0; jq_2 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_2) {
     #pragma unroll
     for (long long ju = 0; ju < 8; ++ju) {
-      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x) < N * W) {
-        mean_sum0_acc = mean_sum0_acc + x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_3 * 4096 + ju * 512 + ((long long)threadIdx.x)];
+      mean_sum0_v = mean_sum0_k;
+      mean_sum0_w = 0.0f;
+      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x) < N * W) {
+        mean_sum0_v = x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_2 * 4096 + ju * 512 + ((long long)threadIdx.x)];
+        mean_sum0_w = 1.0f;
+        mean_sum0_k = mean_sum0_n == 0.0f ? mean_sum0_v : mean_sum0_k;
       }
+      mean_sum0_n = mean_sum0_n + mean_sum0_w;
+      mean_sum0_e = mean_sum0_v - mean_sum0_k;
+      mean_sum0_mean = mean_sum0_mean + mean_sum0_e;
+      mean_sum0_m2 = mean_sum0_m2 + mean_sum0_e * mean_sum0_e;
     }
   }
-  mean_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(mean_sum0_acc);
-  mean_sum0[0] = mean_sum0_acc;
+  mean_sum0_r = __fus_fdiv(mean_sum0_mean, __fus_max(mean_sum0_n, 1.0f));
+  mean_sum0_m2 = __fus_max(mean_sum0_m2 - mean_sum0_mean * mean_sum0_r, 0.0f);
+  mean_sum0_mean = mean_sum0_k + mean_sum0_r;
+  __fus_welford_warps<512, float>(mean_sum0_n, mean_sum0_mean, mean_sum0_m2);
+  mean_sum0[0] = mean_sum0_mean * mean_sum0_n;
   float mean[1];
   // mean computed at y.row
   mean[0] = __fus_fdiv(mean_sum0[0], (float)(N * W));
   float rstd_sum0[1];
-  // rstd_sum0 computed at rstd.row
-  rstd_sum0_acc = 0.0f;
-  for (long long jq_1 = 0; jq_1 < N * W / 4096; ++jq_1) {
+  // rstd_sum0 computed at y.row
+  rstd_sum0[0] = mean_sum0_m2;
+  for (long long jq_1 = 0; jq_1 < N * W / 16384; ++jq_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < B * M) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + jq_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  for (long long jq_1_1 = 0; jq_1_1 < (N * W + 4095) / 4096 - N * W / 4096; ++jq_1_1) {
-    #pragma unroll
-    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < B * M && N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x) < N * W) {
-        rstd_sum0_acc = rstd_sum0_acc + (x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]) * (x[((long long)blockIdx.x) * N * W + N * W / 4096 * 4096 + jq_1_1 * 4096 + ju_1 * 512 + ((long long)threadIdx.x)] - mean[0]);
-      }
-    }
-  }
-  rstd_sum0_acc = __fus_reduce_warps<__fus_red_sum, 512, float>(rstd_sum0_acc);
-  rstd_sum0[0] = rstd_sum0_acc;
-  float rstd[1];
-  // rstd computed at y.row
-  rstd[0] = rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-  for (long long jq_2 = 0; jq_2 < N * W / 16384; ++jq_2) {
-    #pragma unroll
-    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
         if (((long long)blockIdx.x) < B * M) {
-          y[((long long)blockIdx.x) * N * W + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + jq_2 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+          y[((long long)blockIdx.x) * N * W + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + jq_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
       }
     }
   }
-  for (long long jq_2_1 = 0; jq_2_1 < (N * W + 16383) / 16384 - N * W / 16384; ++jq_2_1) {
+  for (long long jq_1_1 = 0; jq_1_1 < (N * W + 16383) / 16384 - N * W / 16384; ++jq_1_1) {
     #pragma unroll
-    for (long long ju_2 = 0; ju_2 < 8; ++ju_2) {
+    for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
       #pragma unroll
       for (long long jv = 0; jv < 4; ++jv) {
-        if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-          y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_2_1 * 16384 + ju_2 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rstd[0];
+        if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
+          y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
       }
     }
