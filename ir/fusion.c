@@ -432,12 +432,17 @@ Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr 
 	return t;
 }
 
+const char *fusion_segment_name(Arena *a, Fusion *f, const char *name, int i)
+{
+	return arena_printf(a, "%s%s_seg%d", name, kir_bound_suffix(a, f), i);
+}
+
 void fusion_rename(Arena *a, Fusion *f, const char *name)
 {
 	f->name = name;
 	for (int i = 0; i < f->segments.len; i++)
 		fusion_rename(a, VEC_AT(f->segments, Segment, i)->fusion,
-			      arena_printf(a, "%s_seg%d", name, i)); /* with its own variants */
+			      fusion_segment_name(a, f, name, i)); /* with its own variants */
 	for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
 		fusion_rename(a, VEC_AT(f->variants, Fusion, v), name);
 	if (f->pad_plan) /* so is its padded plan */
