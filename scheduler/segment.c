@@ -136,6 +136,7 @@ struct Seg {
 	Fusion *f;
 	AstFusion *af;
 	int arch;           /* the target sm (AutoOptions.arch) */
+	const char *tag;    /* appended to the segments' names (NULL: none) */
 	bool *bnd;          /* per tensor index: a boundary */
 	bool *own;          /* per tensor index: a segment of its own (a boundary, a split output) */
 	int *level;         /* per tensor index */
@@ -339,9 +340,10 @@ typedef struct Rounded {
  * it does not pass sema or schedule (no diagnostic is kept). Its sizes are f's of the same
  * names, or r's. */
 static Segment *make_segment(Arena *a, Diag *d, Fusion *f, Vec *params, Vec *outs, Vec *stmts,
-			     Vec *args, int arch, const Rounded *r)
+			     Vec *args, int arch, const Rounded *r, const char *tag)
 {
-	AstName name = {fusion_segment_name(a, f, f->name, f->segments.len), f->span};
+	AstName name = {arena_printf(a, "%s%s", fusion_segment_name(a, f, f->name, f->segments.len),
+				     tag ? tag : ""), f->span};
 	AstFusion *af = ast_fusion(a, f->span, name, params, outs, stmts);
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, af);
@@ -487,7 +489,7 @@ static Segment *build_segment(Seg *s, Diag *d)
 		if (i >= 0 && s->need[i] && !(f->tensors[i]->lifted_from && s->out[i]))
 			vec_push(s->a, &stmts, stmt_new(s, st, st->lhs.name, NULL, st->rhs));
 	}
-	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL);
+	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL, s->tag);
 }
 
 bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
@@ -827,7 +829,7 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		vec_push(a, &args, seg_arg(a, 'w', buf[q]));
 		vec_push(a, &bufs, pad_buffer(a, ops[q], to[q], masks[q]));
 		vec_push(a, &stmts, pad_stmt(a, af, xs[q], to[q], masks[q]));
-		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
+		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r, NULL))
 			return false;
 	}
 	/* the product (and its epilogue) on the copies: their padded rows of M and N are never
@@ -849,7 +851,7 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		st->rhs = rename_reads(a, st->rhs, from, to, len);
 		vec_push(a, &stmts, st);
 	}
-	if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
+	if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r, NULL))
 		return false;
 	p->seg_buffers = bufs;
 	p->auto_scheduled = true;
@@ -954,7 +956,11 @@ static void row_partials(Seg *s, Diag *d, Tensor *t)
 	int it = tensor_pos(g, gt), ir = tensor_pos(g, gr);
 	if (it < 0 || ir < 0)
 		return;
+	/* named as the bounded plan's segments are (fusion_segment_name): the bound comes after
+	 * they are scheduled, unbounded (their own size variants) */
 	Seg q = {.a = a, .f = g, .af = af, .arch = s->arch};
+	if (z)
+		q.tag = arena_printf(a, "_%s%lld", z->name, (long long)ROW_PARTIAL_MAX);
 	q.bnd = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
 	q.buf = arena_alloc(a, sizeof(int) * (size_t)(nt + 1));
 	q.out = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
@@ -984,8 +990,5 @@ static void row_partials(Seg *s, Diag *d, Tensor *t)
 		return;
 	}
 	g->sizes[z->index]->bound = ROW_PARTIAL_MAX;
-	for (int i = 0; i < g->segments.len; i++)
-		fusion_rename(a, VEC_AT(g->segments, Segment, i)->fusion,
-			      fusion_segment_name(a, g, g->name, i));
 	vec_push(a, &f->variants, g);
 }

@@ -152,7 +152,7 @@ START_TEST(test_segment_row_partials)
 				    "  t = sum(i, j: x[i, j] * w[j]);\n"
 				    "}\n";
 	TestCompile *tc = tc_lowered(mixed);
-	expect_variant_plan(tc, "f_N65536_seg0(y, t_rows) f_N65536_seg1(t)", 1);
+	expect_variant_plan(tc, "f_seg0_N65536(y, t_rows) f_seg1_N65536(t)", 1);
 	Fusion *g = VEC_AT(tc->prog->fusions[0]->variants, Fusion, 0);
 	ck_assert_str_eq(VEC_AT(g->segments, Segment, 0)->fusion->auto_class, "rows");
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=7,N=4096")->name, "f_segments_N65536");
