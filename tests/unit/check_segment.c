@@ -158,6 +158,10 @@ START_TEST(test_segment_row_partials)
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=7,N=4096")->name, "f_segments_N65536");
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=2,N=65536")->name, "f_segments_N65536");
 	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=1,N=65537")->name, "f_segments");
+	/* renamed (fusc --prefix, libfusrt): the bounded plan's segments keep their bound */
+	fusion_rename(tc->arena, tc->prog->fusions[0], "q");
+	expect_variant_plan(tc, "q_seg0_N65536(y, t_rows) q_seg1_N65536(t)", 1);
+	ck_assert_str_eq(VEC_AT(tc->prog->fusions[0]->segments, Segment, 1)->fusion->name, "q_seg1");
 	tc_free(tc);
 	const char *dims[] = {"M=0,N=0", "M=0,N=5", "M=3,N=0", "M=1,N=1", "M=7,N=63", "M=65,N=1000",
 			      "M=63,N=65", "M=2,N=65536", "M=1,N=65537"};
