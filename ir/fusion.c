@@ -389,6 +389,19 @@ void ir_print_fusion(Fusion *f, Buf *out)
 		buf_puts(out, "\n");
 		ir_print_fusion(VEC_AT(f->segments, Segment, i)->fusion, out);
 	}
+	/* a size variant that is a plan of its own (a total's row partials, scheduler/segment.c):
+	 * its rewritten statements and segments (a kernel variant is the same fusion) */
+	for (int v = 0; v < f->variants.len; v++) {
+		Fusion *g = VEC_AT(f->variants, Fusion, v);
+		if (!g->segments.len)
+			continue;
+		buf_puts(out, "\nsize variant, a plan of its own, when");
+		for (int k = 0; k < g->nsizes; k++)
+			if (g->sizes[k]->bound > 0)
+				buf_printf(out, " %s <= %lld", g->sizes[k]->name, (long long)g->sizes[k]->bound);
+		buf_puts(out, ":\n");
+		ir_print_fusion(g, out);
+	}
 }
 
 void tensor_placement(Tensor *t, Tensor **owner, int *pos)
@@ -432,12 +445,17 @@ Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr 
 	return t;
 }
 
+const char *fusion_segment_name(Arena *a, Fusion *f, const char *name, int i)
+{
+	return arena_printf(a, "%s_seg%d%s", name, i, kir_bound_suffix(a, f));
+}
+
 void fusion_rename(Arena *a, Fusion *f, const char *name)
 {
 	f->name = name;
 	for (int i = 0; i < f->segments.len; i++)
 		fusion_rename(a, VEC_AT(f->segments, Segment, i)->fusion,
-			      arena_printf(a, "%s_seg%d", name, i)); /* with its own variants */
+			      fusion_segment_name(a, f, name, i)); /* with its own variants */
 	for (int v = 0; v < f->variants.len; v++) /* its size variants are the same fusion */
 		fusion_rename(a, VEC_AT(f->variants, Fusion, v), name);
 	if (f->pad_plan) /* so is its padded plan */

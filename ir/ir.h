@@ -581,6 +581,9 @@ Tensor *tensor_buffer(Arena *a, const char *name, DType dt, MemType mem, IrExpr 
 
 /* Renames f (--prefix), its size variants (the same name) and its segments (NAME_segK). */
 void fusion_rename(Arena *a, Fusion *f, const char *name);
+/* The name of segment i of f when f is named `name`: NAME_segI, with f's bounds when f is a
+ * size variant (NAME_segI_N65536: a bounded plan beside the fusion's own) */
+const char *fusion_segment_name(Arena *a, Fusion *f, const char *name, int i);
 
 /* ir/shape.c: sizes at run time. At most IR_MAX_DIMS dims per tensor. */
 #define IR_MAX_DIMS 8
@@ -980,6 +983,9 @@ typedef struct Kernel {
 Kernel *kir_new(Arena *a, Fusion *f);
 /* FUSION_kernel, and a size variant's bounds: softmax_kernel_N4096 */
 const char *kir_name(Arena *a, Fusion *f);
+/* the bounds part of kir_name ("_N65536"; "" when f is no size variant): a bounded plan's
+ * name (NAME_segments_N65536) and its segments' (NAME_seg0_N65536) */
+const char *kir_bound_suffix(Arena *a, Fusion *f);
 Var *kir_new_var(Kernel *k, const char *base, DType t); /* unique name base_N */
 /* A copy of k that passes can go on lowering without changing k: its own statements and
  * variables (their names and the names still free are k's), expressions shared where they

@@ -37,6 +37,11 @@ const char *kir_name(Arena *a, Fusion *f)
 	return name;
 }
 
+const char *kir_bound_suffix(Arena *a, Fusion *f)
+{
+	return kir_name(a, f) + strlen(f->name) + strlen("_kernel");
+}
+
 IrExpr *size_prod_expr(Arena *a, Fusion *f, const SizeProd *p)
 {
 	IrExpr *e = NULL;

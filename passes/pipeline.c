@@ -200,7 +200,7 @@ static Kernel *with_index32(Arena *a, Kernel *k, const LowerOptions *o)
 static Kernel *lower_plan(Arena *a, Diag *d, Fusion *f, const LowerOptions *o)
 {
 	Kernel *k = kir_new(a, f);
-	k->name = arena_printf(a, "%s_segments", f->name);
+	k->name = arena_printf(a, "%s_segments%s", f->name, kir_bound_suffix(a, f));
 	k->options = o;
 	for (int i = 0; i < f->segments.len; i++) {
 		Kernel *s = lower_fusion(a, d, VEC_AT(f->segments, Segment, i)->fusion, o);

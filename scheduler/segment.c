@@ -128,11 +128,15 @@ static bool declares(Vec *params, const char *sym)
 	return false;
 }
 
-typedef struct Seg {
+typedef struct Seg Seg;
+static void row_partials(Seg *s, Diag *d, Tensor *t);
+
+struct Seg {
 	Arena *a;
 	Fusion *f;
 	AstFusion *af;
 	int arch;           /* the target sm (AutoOptions.arch) */
+	const char *tag;    /* appended to the segments' names (NULL: none) */
 	bool *bnd;          /* per tensor index: a boundary */
 	bool *own;          /* per tensor index: a segment of its own (a boundary, a split output) */
 	int *level;         /* per tensor index */
@@ -141,7 +145,7 @@ typedef struct Seg {
 	bool *out;          /* computed by it */
 	bool *need;         /* its statements (outputs included) */
 	bool *in;           /* boundaries of earlier segments it reads */
-} Seg;
+};
 
 static int tensor_pos(Fusion *f, Tensor *t)
 {
@@ -336,9 +340,10 @@ typedef struct Rounded {
  * it does not pass sema or schedule (no diagnostic is kept). Its sizes are f's of the same
  * names, or r's. */
 static Segment *make_segment(Arena *a, Diag *d, Fusion *f, Vec *params, Vec *outs, Vec *stmts,
-			     Vec *args, int arch, const Rounded *r)
+			     Vec *args, int arch, const Rounded *r, const char *tag)
 {
-	AstName name = {arena_printf(a, "%s_seg%d", f->name, f->segments.len), f->span};
+	AstName name = {arena_printf(a, "%s%s", fusion_segment_name(a, f, f->name, f->segments.len),
+				     tag ? tag : ""), f->span};
 	AstFusion *af = ast_fusion(a, f->span, name, params, outs, stmts);
 	DiagMark m = diag_mark(d);
 	Fusion *g = sema_fusion(a, d, af);
@@ -484,7 +489,7 @@ static Segment *build_segment(Seg *s, Diag *d)
 		if (i >= 0 && s->need[i] && !(f->tensors[i]->lifted_from && s->out[i]))
 			vec_push(s->a, &stmts, stmt_new(s, st, st->lhs.name, NULL, st->rhs));
 	}
-	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL);
+	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL, s->tag);
 }
 
 bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
@@ -558,6 +563,12 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 		const char *c = VEC_AT(segs, Segment, i)->fusion->auto_class;
 		f->auto_class = arena_printf(a, "%s%s %s", f->auto_class, i ? ";" : "", c ? c : "?");
 	}
+	/* a total beside row outputs: row partials, so that x is read once */
+	for (int i = 0; i < n && nown == 1 && !bufs.len; i++)
+		if (s.own[i] && !s.bnd[i]) {
+			row_partials(&s, d, f->tensors[i]);
+			break;
+		}
 	return true;
 }
 
@@ -818,7 +829,7 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		vec_push(a, &args, seg_arg(a, 'w', buf[q]));
 		vec_push(a, &bufs, pad_buffer(a, ops[q], to[q], masks[q]));
 		vec_push(a, &stmts, pad_stmt(a, af, xs[q], to[q], masks[q]));
-		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
+		if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r, NULL))
 			return false;
 	}
 	/* the product (and its epilogue) on the copies: their padded rows of M and N are never
@@ -840,11 +851,144 @@ bool segment_pad_matmul(Arena *a, Diag *d, Fusion *f, int arch)
 		st->rhs = rename_reads(a, st->rhs, from, to, len);
 		vec_push(a, &stmts, st);
 	}
-	if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r))
+	if (!make_segment(a, d, p, &params, &outs, &stmts, &args, arch, &r, NULL))
 		return false;
 	p->seg_buffers = bufs;
 	p->auto_scheduled = true;
 	p->auto_class = "segments: padded copies; matmul";
 	f->pad_plan = p;
 	return true;
+}
+
+/* ---- a total beside row outputs: row partials (docs/auto_schedule.md, "A total beside
+ * row outputs") ----------------------------------------------------------------------------
+ * mixed_out: y[i, j] = x[i, j] * w[j] beside t = sum(i, j: x[i, j] * w[j]) is two segments
+ * that each read x (segment_fusion). Written as
+ *   t_rows[i] = sum(j: x[i, j] * w[j]);   (a row reduction: y's row group, one kernel)
+ *   t = sum(i: t_rows[i]);                (a total of M values)
+ * x is read once: the first segment stores y and each row's partial (row_companions), the
+ * second sums the partials. Rows longer than long_rows would run one block a row with no
+ * long-row copy (segments get none), so a symbolic row length makes this a size variant
+ * (the plan NAME_segments_N65536) before the fusion's own plan. */
+enum { ROW_PARTIAL_MAX = 65536 };
+
+/* The row length of t = red(i.., j: ...): j's extent, a constant (*n) or a size symbol
+ * (*z); false otherwise or past ROW_PARTIAL_MAX. */
+static bool partial_row_len(Tensor *t, int64_t *n, SizeSym **z)
+{
+	IrExpr *e = t->root[t->nroot - 1]->extent;
+	*z = NULL;
+	if (ir_is_const(e, n))
+		return *n <= ROW_PARTIAL_MAX;
+	if (e->kind != EX_SIZE || e->size->bound > 0 || e->size->above > 0 || e->size->prod)
+		return false;
+	*z = e->size;
+	return true;
+}
+
+/* af with total t's statement written as the row partials' two statements (NULL when it is
+ * not `t = red(i.., j: body)`); *rows: the partials' name. */
+static AstFusion *partial_ast(Arena *a, AstFusion *af, Tensor *t, const char **rows)
+{
+	AstStmt *st = stmt_of(af, t->name);
+	if (!st || !st->is_scalar || st->rhs->kind != AE_REDUCE || st->rhs->nidx < 2)
+		return NULL;
+	AstExpr *red = st->rhs;
+	Span at = red->span;
+	int k = red->nidx - 1;
+	*rows = fresh_name(a, af, arena_printf(a, "%s_rows", t->name));
+	AstStmt *part = NEW(a, AstStmt), *tot = NEW(a, AstStmt);
+	*part = *st;
+	part->lhs = (AstName){*rows, st->lhs.span};
+	part->is_scalar = false;
+	part->nidx = k;
+	part->idx = red->idx;
+	Vec last = {0}, outer = {0}, sub = {0};
+	vec_push(a, &last, &red->idx[k]);
+	part->rhs = ast_reduce(a, at, (AstName){red->name, red->name_span}, &last, red->args[0]);
+	for (int q = 0; q < k; q++) {
+		vec_push(a, &outer, &red->idx[q]);
+		vec_push(a, &sub, ast_name(a, at, red->idx[q].name));
+	}
+	*tot = *st;
+	tot->rhs = ast_reduce(a, at, (AstName){red->name, red->name_span}, &outer,
+			      ast_access(a, at, (AstName){*rows, at}, &sub));
+	Vec params = {0}, outs = {0}, stmts = {0};
+	for (int i = 0; i < af->nparams; i++)
+		vec_push(a, &params, af->params[i]);
+	for (int i = 0; i < af->nouts; i++)
+		vec_push(a, &outs, af->outs[i]);
+	for (int i = 0; i < af->nstmts; i++) {
+		if (af->stmts[i] == st)
+			vec_push(a, &stmts, part);
+		vec_push(a, &stmts, af->stmts[i] == st ? tot : af->stmts[i]);
+	}
+	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+}
+
+/* f's plan when total t (its one segment of its own, no boundary) takes row partials beside
+ * the other outputs (s: f's segmentation): a size variant of f, or f's plan itself for a
+ * constant row length; nothing changes when the other outputs and the partials are not one
+ * row group (one kernel) or a segment fails. */
+static void row_partials(Seg *s, Diag *d, Tensor *t)
+{
+	Arena *a = s->a;
+	Fusion *f = s->f;
+	int64_t n;
+	SizeSym *z;
+	const char *rows;
+	AstFusion *af = NULL;
+	if (f->variants.len || auto_outer_class_alone(f, t) != AC_WHOLE || !partial_row_len(t, &n, &z))
+		return;
+	for (int i = 0; i < f->nsizes; i++)
+		if (f->sizes[i]->bound > 0 || f->sizes[i]->above > 0 || f->sizes[i]->prod)
+			return;
+	if (!(af = partial_ast(a, s->af, t, &rows)))
+		return;
+	DiagMark m = diag_mark(d);
+	Fusion *g = sema_fusion(a, d, af);
+	diag_rollback(d, m);
+	if (!g || g->failed)
+		return;
+	g->ast_schedule = f->ast_schedule;
+	int nt = g->ntensors;
+	Tensor *gt = fusion_find_tensor(g, t->name), *gr = fusion_find_tensor(g, rows);
+	int it = tensor_pos(g, gt), ir = tensor_pos(g, gr);
+	if (it < 0 || ir < 0)
+		return;
+	/* named as the bounded plan's segments are (fusion_segment_name): the bound comes after
+	 * they are scheduled, unbounded (their own size variants) */
+	Seg q = {.a = a, .f = g, .af = af, .arch = s->arch};
+	if (z)
+		q.tag = arena_printf(a, "_%s%lld", z->name, (long long)ROW_PARTIAL_MAX);
+	q.bnd = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
+	q.buf = arena_alloc(a, sizeof(int) * (size_t)(nt + 1));
+	q.out = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
+	q.need = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
+	q.in = arena_alloc(a, sizeof(bool) * (size_t)(nt + 1));
+	for (int i = 0; i < nt; i++)
+		q.buf[i] = -1;
+	q.bnd[ir] = true;
+	q.buf[ir] = 0;
+	/* the other outputs and the partials, then the total */
+	for (int i = 0; i < nt; i++)
+		q.out[i] = i == ir || (i != it && g->tensors[i]->kind == TK_OUTPUT);
+	Segment *rowseg = build_segment(&q, d);
+	if (!rowseg || !rowseg->fusion->auto_class || strcmp(rowseg->fusion->auto_class, "rows"))
+		return;
+	memset(q.out, 0, sizeof(bool) * (size_t)nt);
+	q.out[it] = true;
+	if (!build_segment(&q, d))
+		return;
+	vec_push(a, &g->seg_buffers, gr);
+	g->auto_scheduled = true;
+	g->auto_class = "segments: rows; whole";
+	if (!z) { /* a constant row: the fusion's plan */
+		*f = *g;
+		for (int i = 0; i < f->segments.len; i++)
+			VEC_AT(f->segments, Segment, i)->fusion->segment_of = f;
+		return;
+	}
+	g->sizes[z->index]->bound = ROW_PARTIAL_MAX;
+	vec_push(a, &f->variants, g);
 }

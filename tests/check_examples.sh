@@ -45,6 +45,7 @@ done
 # Welford's layernorm and the online softmax: rows shorter than a warp, not a multiple of the
 # 128 threads.
 # Transposes (shared-memory tiles): sizes the vector writes refuse (the fallback), 0 and 1.
+# A total beside row outputs (row partials): both sides of its N <= 65536 plan, a row of 1025.
 # The outer, middle-axis and whole-tensor schedules (scheduler/auto_outer.c) at empty extents
 # (the identity, written by every block), one row, and several row steps per thread; 16-bit
 # columns (8 a thread) at a count 8 divides and one it does not (the scalar kernel).
@@ -55,6 +56,8 @@ done
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "bench/users/sum_last2.fus --dims B=3,M=7,N=36" \
+	    "bench/users/mixed_out.fus --dims M=2,N=65536" "bench/users/mixed_out.fus --dims M=1,N=65537" \
+	    "tests/golden/sim/auto_row_partials.fus --dims M=3,N=1025,B=2" \
 	    "bench/users/sum_last2.fus --dims B=2,M=4,N=7" \
 	    "bench/users/layernorm_hw.fus --dims B=2,C=3,H=33,W=36" \
 	    "bench/users/col_sum_lead2.fus --dims B=2,T=1000,H=36" \

@@ -100,6 +100,8 @@ START_TEST(test_segment_split_outputs)
 				   "  c[j] = max(i: x[i, j]);\n"
 				   "}\n";
 	expect_plan(rowcol, "f_seg0(r) f_seg1(c)", 0);
+	/* f's own plan (rows past 65536); up to 65536 a variant plan takes row partials
+	 * (test_segment_row_partials) */
 	expect_plan(mixed, "f_seg0(y) f_seg1(t)", 0);
 	expect_plan(both, "f_seg0(s) f_seg1(c) f_seg2(y)", 1);
 	/* the outputs beside the split one keep one segment per shape */
@@ -122,6 +124,70 @@ START_TEST(test_segment_split_outputs)
 	tc_free(expect_auto(rowcol, dims, countof(dims)));
 	tc_free(expect_auto(mixed, dims, countof(dims)));
 	tc_free(expect_auto(both, dims, countof(dims)));
+}
+END_TEST
+
+/* The variant plan of f (its only variant) as plan_text, with its workspace count. */
+static void expect_variant_plan(TestCompile *tc, const char *want, int nbuffers)
+{
+	Fusion *f = tc->prog->fusions[0];
+	ck_assert_int_eq(f->variants.len, 1);
+	Fusion *g = VEC_AT(f->variants, Fusion, 0);
+	char *got = plan_text(g);
+	ck_assert_str_eq(got, want);
+	ck_assert_int_eq(g->seg_buffers.len, nbuffers);
+	free(got);
+}
+
+/* A total beside row outputs (docs/auto_schedule.md, "A total beside row outputs"): the
+ * total's rows are summed in the row outputs' kernel (one row group: x read once) into a
+ * workspace of row partials, and a second segment sums those. A symbolic row length gets it
+ * as the variant plan N <= 65536 before the fusion's own; a constant one as its plan; not
+ * when the other outputs and the partials are not one row group. Simulated against the
+ * reference on both sides of 65536, at empty extents, one element and odd sizes. */
+START_TEST(test_segment_row_partials)
+{
+	static const char mixed[] = "fusion f(x: f32[M, N], w: f32[N]) -> (y: f32[M, N], t: f32) {\n"
+				    "  y[i, j] = x[i, j] * w[j];\n"
+				    "  t = sum(i, j: x[i, j] * w[j]);\n"
+				    "}\n";
+	TestCompile *tc = tc_lowered(mixed);
+	expect_variant_plan(tc, "f_seg0_N65536(y, t_rows) f_seg1_N65536(t)", 1);
+	Fusion *g = VEC_AT(tc->prog->fusions[0]->variants, Fusion, 0);
+	ck_assert_str_eq(VEC_AT(g->segments, Segment, 0)->fusion->auto_class, "rows");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=7,N=4096")->name, "f_segments_N65536");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=2,N=65536")->name, "f_segments_N65536");
+	ck_assert_str_eq(expect_sim_picked(tc->kernels[0], "M=1,N=65537")->name, "f_segments");
+	/* renamed (fusc --prefix, libfusrt): the bounded plan's segments keep their bound */
+	fusion_rename(tc->arena, tc->prog->fusions[0], "q");
+	expect_variant_plan(tc, "q_seg0_N65536(y, t_rows) q_seg1_N65536(t)", 1);
+	ck_assert_str_eq(VEC_AT(tc->prog->fusions[0]->segments, Segment, 1)->fusion->name, "q_seg1");
+	tc_free(tc);
+	const char *dims[] = {"M=0,N=0", "M=0,N=5", "M=3,N=0", "M=1,N=1", "M=7,N=63", "M=65,N=1000",
+			      "M=63,N=65", "M=2,N=65536", "M=1,N=65537"};
+	tc_free(expect_auto(mixed, dims, countof(dims)));
+	/* a constant row: the plan itself; a max of f16 over three indices */
+	static const char cmax[] = "fusion f(x: f16[B, M, 1000]) -> (y: f16[B, M, 1000], t: f32) {\n"
+				   "  y[b, i, j] = x[b, i, j] * 2.0;\n"
+				   "  t = max(b, i, j: f32(x[b, i, j]));\n"
+				   "}\n";
+	expect_plan(cmax, "f_seg0(y, t_rows) f_seg1(t)", 1);
+	const char *dims3[] = {"B=0,M=0", "B=1,M=1", "B=3,M=7", "B=2,M=65"};
+	tc = expect_auto(cmax, dims3, countof(dims3));
+	ck_assert_int_eq(tc->prog->fusions[0]->variants.len, 0);
+	tc_free(tc);
+	/* not taken: a row longer than 65536 (one block a row), a transposed output beside the
+	 * total (not a row group with its partials) */
+	expect_plan("fusion f(x: f32[M, 70000]) -> (y: f32[M, 70000], t: f32) {\n"
+		    "  y[i, j] = x[i, j] + 1.0;\n"
+		    "  t = sum(i, j: x[i, j]);\n"
+		    "}\n", "f_seg0(y) f_seg1(t)", 0);
+	tc = tc_lowered("fusion f(x: f32[M, N]) -> (y: f32[N, M], t: f32) {\n"
+			"  y[j, i] = x[i, j];\n"
+			"  t = sum(i, j: x[i, j]);\n"
+			"}\n");
+	ck_assert_int_eq(tc->prog->fusions[0]->variants.len, 0);
+	tc_free(tc);
 }
 END_TEST
 
@@ -288,6 +354,7 @@ Suite *segment_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_segment_decision);
 	tcase_add_test(tc, test_segment_split_outputs);
+	tcase_add_test(tc, test_segment_row_partials);
 	tcase_add_test(tc, test_segment_long_rows);
 	tcase_add_test(tc, test_segment_args);
 	tcase_add_test(tc, test_segment_simulate);
