@@ -220,6 +220,7 @@ check-python: $(LIBFUSRT_SO)
 # tests/gemm_sweep.sh: the matrix products at the sizes around their tile edges.
 check-sim: deps $(FUSC)
 	@rc=0; FUSC=$(FUSC) sh tests/check_examples.sh || rc=1; \
+	 FUSC=$(FUSC) sh tests/check_unseen.sh || rc=1; \
 	 FUSC=$(FUSC) MODE=check JOBS=2 sh tests/gemm_sweep.sh || rc=1; exit $$rc
 
 # ---- fuzzing (docs/fuzzing.md) ----------------------------------------------------------

@@ -576,3 +576,250 @@ SUITES = {"auto": auto_cases, "users": users_cases, "tpose": tpose_cases, "outer
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
+
+
+# ---- bench/unseen: programs of classes and dtypes that neither bench/auto nor bench/users
+# tried, written as a new user would (size symbols, no schedule), to see what the automatic
+# scheduler does with a program it has not seen (docs/auto_schedule.md, "Programs not yet
+# fast", says which rows are expected to be slow and why) ------------------------------------
+def swiglu_halves(x):
+    return F.silu(x[:, 0]) * x[:, 1]
+
+
+def swiglu(g, u):
+    return F.silu(g) * u
+
+
+def add_bias_layernorm(x, r, bias, gamma, beta, eps):
+    h = x.float() + r.float() + bias.float()
+    return F.layer_norm(h, (h.shape[-1],), gamma.float(), beta.float(), eps).to(x.dtype)
+
+
+def softmax_mid(x):
+    return torch.softmax(x, dim=1)
+
+
+def log_softmax(x):
+    return F.log_softmax(x, dim=-1)
+
+
+def cross_entropy_rows(x, t):
+    # t outside [0, N) picks no logit (the fusion's `where(j == t[i], ...)` matches nothing)
+    n = x.shape[-1]
+    ok = (t >= 0) & (t < n)
+    picked = x.gather(1, t.clamp(0, n - 1).long()[:, None])[:, 0]
+    return torch.logsumexp(x, dim=-1) - torch.where(ok, picked, torch.zeros_like(picked))
+
+
+def mean_axis1(x):
+    return x.mean(dim=1)
+
+
+def row_min(x):
+    return x.amin(dim=-1)
+
+
+def col_min(x):
+    return x.amin(dim=0)
+
+
+def row_var(x):
+    return x.var(dim=-1, unbiased=False)
+
+
+def l2_normalize(x, eps):
+    return F.normalize(x, dim=-1, eps=eps)
+
+
+def row_norm(x):
+    return torch.linalg.vector_norm(x, dim=-1)
+
+
+def row_sumsq(x):
+    return x.pow(2).sum(dim=-1)
+
+
+def col_mean(x):
+    return x.mean(dim=0)
+
+
+def outer_batched(u, v):
+    return u[:, :, None] * v[:, None, :]
+
+
+def attn_bias4(s, bias, scale):
+    return s * scale + bias
+
+
+def heads_permute(x):
+    return x.permute(0, 2, 1, 3).contiguous()
+
+
+def batched_matvec(A, x):
+    return torch.bmm(A, x[:, :, None])[:, :, 0]
+
+
+def bias_relu_nchw(x, b):
+    return torch.relu(x + b.view(1, -1, *([1] * (x.dim() - 2))))
+
+
+def clamp_where(x, lo, hi):
+    return torch.nan_to_num(x.clamp(lo, hi), nan=0.0)
+
+
+def scale_shift(x, scale, shift):
+    return x * scale + shift
+
+
+def absmax(x):
+    return x.abs().amax().float()
+
+
+def mse_loss(a, b):
+    return F.mse_loss(a, b)
+
+
+def causal_softmax(x, scale):
+    t = x.shape[-1]
+    mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+    return torch.softmax((x * scale).masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def image_normalize(x, mean, std):
+    return (x - mean.view(1, 3, 1, 1)) / std.view(1, 3, 1, 1)
+
+
+def count_above(x, thresh):
+    return (x.abs() > thresh).sum(dim=-1) / x.shape[-1]
+
+
+def softmax_backward(y, dy):
+    return y * (dy - (y * dy).sum(dim=-1, keepdim=True))
+
+
+def bias_grad(dy, xhat):
+    return dy.sum(dim=0, dtype=torch.float32), (dy * xhat).sum(dim=0, dtype=torch.float32)
+
+
+def batchnorm_mean(x):
+    return x.mean(dim=(0, 2))
+
+
+def rope_pairs(x, c, s):
+    x0, x1 = x[..., 0], x[..., 1]
+    c, s = c[:, None, :], s[:, None, :]
+    return torch.stack((x0 * c - x1 * s, x1 * c + x0 * s), dim=-1)
+
+
+def masked_mean_pool(x, m):
+    mf = m.to(x.dtype)
+    return (x * mf[:, :, None]).sum(dim=1) / mf.sum(dim=1, keepdim=True).clamp_min(1.0)
+
+
+def gemv_bias(v, W, b):
+    return v @ W + b
+
+
+def unseen_cases():
+    u = "bench/unseen/"
+    mn = {"M": 16384, "N": 4096}   # f32: 256 MB
+    mn2 = {"M": 32768, "N": 4096}  # f16/bf16: 256 MB
+    vocab = {"M": 2048, "N": 32000}  # LM-head logits, f32: 262 MB
+    eps = {"eps": 1e-5}
+    return [
+        # pointwise and broadcast
+        Case("unseen", "swiglu halves f16 16384x2x4096", u + "swiglu_halves_f16.fus", mn,
+             swiglu_halves, tol=2e-2),
+        Case("unseen", "swiglu bf16 16384x8192", u + "swiglu_bf16.fus", {"M": 16384, "N": 8192},
+             swiglu, tol=2e-2),
+        Case("unseen", "gelu tanh bf16 16384x8192", u + "gelu_tanh_bf16.fus",
+             {"M": 16384, "N": 8192}, gelu, tol=2e-2),
+        Case("unseen", "clamp+where f32 16384x8192", u + "clamp_where.fus",
+             {"M": 16384, "N": 8192}, clamp_where, scalars={"lo": -0.5, "hi": 0.5}),
+        Case("unseen", "scale+shift f16 32768x4096", u + "scale_shift_f16.fus", mn2, scale_shift,
+             tol=2e-2),
+        Case("unseen", "batched outer product f32 64x1024x1024", u + "outer_batched.fus",
+             {"B": 64, "M": 1024, "N": 1024}, outer_batched),
+        Case("unseen", "attention bias 4-D f16 8x16x1024x1024", u + "attn_bias4.fus",
+             {"B": 8, "H": 16, "T": 1024, "S": 1024}, attn_bias4, scalars={"scale": 0.125},
+             tol=2e-2),
+        # a symbolic last axis of 128: one block per row of 128 (docs: "Programs not yet fast")
+        Case("unseen", "attention bias 4-D f16 256x16x128x128", u + "attn_bias4.fus",
+             {"B": 256, "H": 16, "T": 128, "S": 128}, attn_bias4, scalars={"scale": 0.125},
+             tol=2e-2),
+        Case("unseen", "bias+relu NCHW f32 32x256x56x56", u + "bias_nchw.fus",
+             {"N": 32, "C": 256, "H": 56, "W": 56}, bias_relu_nchw),
+        Case("unseen", "bias+relu NCHW as [N, C, H*W] f32 32x256x3136", u + "bias_ncl.fus",
+             {"N": 32, "C": 256, "L": 3136}, bias_relu_nchw),
+        Case("unseen", "image normalize f32 64x3x512x512", u + "image_normalize.fus",
+             {"B": 64, "H": 512, "W": 512}, image_normalize),
+        Case("unseen", "rope on pairs f32 8192x32x64x2", u + "rope_pairs.fus",
+             {"T": 8192, "H": 32, "D": 64}, rope_pairs),
+        # permutes of attention heads, (0, 2, 1, 3): D symbolic against D a constant
+        Case("unseen", "heads permute bf16 16x2048x32x64", u + "heads_permute_bf16.fus",
+             {"B": 16, "T": 2048, "H": 32, "D": 64}, heads_permute),
+        Case("unseen", "heads permute bf16 16x2048x32x64 (D constant)",
+             u + "heads_permute_d64.fus", {"B": 16, "T": 2048, "H": 32}, heads_permute),
+        Case("unseen", "heads permute bf16 8x2048x32x128", u + "heads_permute_bf16.fus",
+             {"B": 8, "T": 2048, "H": 32, "D": 128}, heads_permute),
+        # row groups
+        Case("unseen", "add+bias+layernorm bf16 16384x4096", u + "add_bias_layernorm_bf16.fus",
+             mn, add_bias_layernorm, scalars=eps, tol=2e-2),
+        Case("unseen", "add+bias+layernorm bf16 65536x768", u + "add_bias_layernorm_bf16.fus",
+             {"M": 65536, "N": 768}, add_bias_layernorm, scalars=eps, tol=2e-2),
+        Case("unseen", "layernorm f32 65536x768 (768 constant)", u + "layernorm_768.fus",
+             {"M": 65536}, layernorm, scalars=eps),
+        Case("unseen", "rmsnorm f16 32768x4096", u + "rmsnorm_f16.fus", mn2, rmsnorm,
+             scalars=eps, tol=2e-2),
+        Case("unseen", "log-softmax f32 16384x4096", u + "log_softmax.fus", mn, log_softmax),
+        Case("unseen", "log-softmax f32 2048x32000", u + "log_softmax.fus", vocab, log_softmax),
+        Case("unseen", "cross-entropy rows f32 2048x32000", u + "cross_entropy.fus", vocab,
+             cross_entropy_rows, tol=1e-4),
+        Case("unseen", "causal softmax f16 8x12x1024x1024", u + "causal_softmax_f16.fus",
+             {"B": 8, "T": 1024}, causal_softmax, scalars={"scale": 0.125}, tol=2e-2),
+        Case("unseen", "softmax backward f32 16384x4096", u + "softmax_backward.fus", mn,
+             softmax_backward, tol=1e-3),
+        Case("unseen", "row min bf16 32768x4096", u + "row_min_bf16.fus", mn2, row_min),
+        Case("unseen", "row variance two-pass f32 16384x4096", u + "var_two_pass.fus", mn,
+             row_var, tol=1e-3),
+        Case("unseen", "row variance one-pass f32 16384x4096", u + "var_one_pass.fus", mn,
+             row_var, tol=1e-3),
+        Case("unseen", "row L2 normalize f32 16384x4096", u + "l2_normalize.fus", mn,
+             l2_normalize, scalars={"eps": 1e-12}),
+        Case("unseen", "row L2 norm f32 16384x4096", u + "row_norm.fus", mn, row_norm),
+        Case("unseen", "row sum of squares f16 32768x4096 -> f16", u + "row_sumsq_f16.fus", mn2,
+             row_sumsq, tol=2e-2),
+        Case("unseen", "row density above threshold f32 16384x4096 (an i64 count)",
+             u + "count_above.fus", mn, count_above, scalars={"thresh": 0.5}),
+        Case("unseen", "batched matrix-vector f32 64x1024x1024", u + "batched_matvec.fus",
+             {"B": 64, "M": 1024, "K": 1024}, batched_matvec, tol=1e-3),
+        # outer, middle-axis and whole-tensor reductions, and what reads them
+        Case("unseen", "column min f16 32768x4096", u + "col_min_f16.fus", mn2, col_min),
+        Case("unseen", "column mean f16 32768x4096 -> f16", u + "col_mean_f16.fus", mn2,
+             col_mean, tol=2e-2),
+        Case("unseen", "mean over axis 1 f32 64x512x1024", u + "mean_axis1.fus",
+             {"B": 64, "T": 512, "H": 1024}, mean_axis1),
+        Case("unseen", "softmax over the middle axis f32 64x512x1024", u + "softmax_mid.fus",
+             {"B": 64, "T": 512, "H": 1024}, softmax_mid),
+        Case("unseen", "bias and weight grads bf16 32768x4096 (2 outputs)",
+             u + "bias_grad_bf16.fus", mn2, bias_grad, tol=2e-2),
+        Case("unseen", "batch-norm channel mean f32 32x256x3136", u + "batchnorm_stats.fus",
+             {"N": 32, "C": 256, "L": 3136}, batchnorm_mean, tol=1e-3),
+        Case("unseen", "masked mean pooling f32 64x512x1024", u + "masked_mean_pool.fus",
+             {"B": 64, "T": 512, "H": 1024}, masked_mean_pool, tol=1e-3),
+        Case("unseen", "vector-matrix + bias f32 16384x4096", u + "gemv_bias.fus",
+             {"K": 16384, "N": 4096}, gemv_bias, tol=1e-3),
+        Case("unseen", "mse loss f32 16384x4096 -> 0-d", u + "mse_loss.fus", mn, mse_loss,
+             tol=1e-3),
+        Case("unseen", "absmax bf16 2^27 -> f32", u + "absmax_bf16.fus", {"N": 1 << 27}, absmax),
+        Case("unseen", "whole sum f32 2^26", u + "sum_1d.fus", {"N": 1 << 26}, total, tol=1e-3),
+        # small sizes: launch and fixed costs (the grid reduction's workspace), not bandwidth
+        Case("unseen", "whole sum f32 1000 (small)", u + "sum_1d.fus", {"N": 1000}, total,
+             tol=1e-3),
+        Case("unseen", "absmax bf16 4096 (small)", u + "absmax_bf16.fus", {"N": 4096}, absmax),
+        Case("unseen", "row variance two-pass f32 64x1000 (small)", u + "var_two_pass.fus",
+             {"M": 64, "N": 1000}, row_var, tol=1e-3),
+    ]
+
+
+SUITES["unseen"] = unseen_cases

@@ -94,6 +94,14 @@ static bool note_read(void *ctx, Tensor *x, const int *pos)
 	Tensor *o = acc->out;
 	if (dtype_size(x->dtype) > acc->max_size)
 		acc->max_size = dtype_size(x->dtype);
+	/* No subscript follows the output's indices (`m[0]`: a 0-d value a segment passes on as
+	 * a 1-element tensor, docs/auto_schedule.md "Segmentation"): one element for every
+	 * element of the output, as a 0-d read. */
+	bool fixed = true;
+	for (int k = 0; k < x->ndim; k++)
+		fixed = fixed && pos[k] < 0;
+	if (fixed)
+		return true;
 	if (x->ndim != o->ndim && x->ndim != 0) /* a 0-d read is the same for every element */
 		acc->identity = false;
 	for (int k = 0; k < x->ndim; k++) {

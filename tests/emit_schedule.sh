@@ -1,6 +1,6 @@
 #!/bin/sh
-# `fusc --emit=schedule` round trip (docs/cli.md): for every example, bench/auto and bench/users program
-# with no schedule block, the printed schedule (its comment naming the class of the tuned
+# `fusc --emit=schedule` round trip (docs/cli.md): for every example, bench/auto, bench/users and
+# bench/unseen program with no schedule block, the printed schedule (its comment naming the class of the tuned
 # schedule) pasted under the program compiles to the same
 # kernels as the automatic schedule (the scalar fallback and the size variants, which only an
 # automatic schedule gets, aside). A program whose schedule names copies the scheduler made must say so,
@@ -30,13 +30,22 @@ segments() {
 	     on && /^\/\/   / { sub(/^\/\/   /, ""); print; seen = 1; next }
 	     on && seen { on = 0; seen = 0 }' "$1"
 }
-for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus tests/golden/ok/*.fus \
-	 tests/golden/sim/*.fus; do
+for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus bench/unseen/*.fus \
+	 tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	grep -q '^schedule' "$f" && continue
 	"$FUSC" "$f" --emit=cuda -o "$T/auto.cu" 2>/dev/null || continue # an error example
 	b=$(basename "$f" .fus)
 	if ! "$FUSC" "$f" --emit=schedule -o "$T/$b.sched"; then
 		echo "FAIL $f: --emit=schedule failed"; fail=$((fail + 1)); continue
+	fi
+	# every segment and size variant says where its schedule came from (tools/fusc.c, put_origin)
+	o='(class: (segments: )?[a-z]+([,;] [a-z]+)*|the automatic scheduler.s [a-z]+ schedule: the tuned one did not compile)'
+	nseg=$(grep -c '^//   fusion [A-Za-z0-9_]*_seg[0-9]*(' "$T/$b.sched")
+	if [ "$(grep -Ec "^//   // [A-Za-z0-9_]*_seg[0-9]+ \\($o\\)\$" "$T/$b.sched")" != "$nseg" ] ||
+	   grep '^// size variant for' "$T/$b.sched" | grep -Evq " \\($o; run instead"; then
+		echo "FAIL $f: a segment or size variant without its class:"
+		grep -E '^//   // |^// size variant' "$T/$b.sched" | head -3
+		fail=$((fail + 1)); continue
 	fi
 	if grep -q '^// .*: the automatic scheduler split it into [0-9]* segments' "$T/$b.sched" &&
 	   grep -q '^//   schedule .*_seg0 {' "$T/$b.sched" && ! grep -q '^schedule ' "$T/$b.sched"; then

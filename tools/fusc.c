@@ -496,6 +496,17 @@ static void put_commented_schedule(Buf *b, AstSchedule *s)
 	buf_free(&vb);
 }
 
+/* Where an automatic schedule of a segment or size variant came from: its outputs' classes
+ * (docs/auto_schedule.md, "Classes"), or the fallback level it took. */
+static void put_origin(Buf *b, Fusion *g)
+{
+	if (g->auto_fallback)
+		buf_printf(b, "the automatic scheduler's %s schedule: the tuned one did not compile",
+			   g->auto_fallback);
+	else
+		buf_printf(b, "class: %s", g->auto_class ? g->auto_class : "general");
+}
+
 /* A segmented fusion: no schedule block can say it (a block schedules one kernel, the launcher
  * runs several), so each segment is printed as a fusion of its own with its schedule,
  * commented out: uncommented in a file without f (whose segments' kernels have these names),
@@ -509,6 +520,10 @@ static void emit_segments(Fusion *f, Buf *b)
 		   f->name, f->segments.len, f->name);
 	for (int i = 0; i < f->segments.len; i++) {
 		Fusion *g = VEC_AT(f->segments, Segment, i)->fusion;
+		/* a comment once uncommented too: the round trip still compiles */
+		buf_printf(b, "//   // %s (", g->name);
+		put_origin(b, g);
+		buf_puts(b, ")\n");
 		Buf fb = {0};
 		ast_print_fusion(g->ast, &fb);
 		put_commented(b, fb.s);
@@ -566,7 +581,9 @@ static void emit_schedules(Program *p, Buf *b)
 					buf_printf(b, "%s%s", n++ ? " * " : " ", g->sizes[k]->name);
 			if (sp)
 				buf_printf(b, " <= %lld", (long long)sp->bound);
-			buf_puts(b, " (run instead when that holds; a block cannot say so):\n");
+			buf_puts(b, " (");
+			put_origin(b, g);
+			buf_puts(b, "; run instead when that holds; a block cannot say so):\n");
 			if (g->segments.len)
 				emit_segments(g, b);
 			else

@@ -160,6 +160,16 @@ START_TEST(test_classes)
 	/* a constant subscript is not the output's own index order */
 	expect_src("fusion f(x: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] - x[0, j]; }",
 		   "broadcast");
+	/* a read with no subscript that follows the output (`m[0]`, a segment's 0-d value as a
+	 * 1-element tensor; `w[0, 1]`) is one element, as a 0-d read: the axes merge */
+	expect_src("fusion f(x: f32[M, N], m: f32[1]) -> (y: f32[M, N]) { y[i, j] = x[i, j] - m[0]; }",
+		   "pointwise");
+	expect_src("fusion f(x: f32[M, N], w: f32[2, 3]) -> (y: f32[M, N]) {\n"
+		   "  y[i, j] = x[i, j] * w[0, 1] + w[1, 2]; }",
+		   "pointwise");
+	/* ... but not one fixed subscript beside the output's index */
+	expect_src("fusion f(x: f32[M, N], w: f32[2, N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] * w[1, j]; }",
+		   "broadcast");
 	expect_src("fusion f(x: f32[B, M, N]) -> (y: f32[B, N, M]) { y[b, j, i] = x[b, i, j]; }",
 		   "transpose");
 	expect_src("fusion f(x: f32[M, N]) -> (s: f32[M]) { s[i] = max(j: x[i, j]); }", "rows");

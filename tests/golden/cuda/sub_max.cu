@@ -229,61 +229,63 @@ extern "C" __global__ void __launch_bounds__(1024) sub_max_seg0_kernel_scalar(co
 
 extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel_i32(const float *__restrict__ x, const float *__restrict__ m, float *__restrict__ y, long long M, long long N)
 {
-  int quot;
-  int rem;
-  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N + 2047) / 2048, 1));
-  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)N + 2047) / 2048, 1));
   // nest of y
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    if (quot < (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)N) {
+    if (((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
       __align__(16) float x_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
       #pragma unroll
       for (int v_1 = 0; v_1 < 4; ++v_1) {
         y_vec[v_1] = x_vec[v_1] - m[0];
       }
-      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+    } else {
+      #pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        if (((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v < (int)M * (int)N) {
+          y[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = x[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - m[0];
+        }
+      }
     }
   }
 }
 
 extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel(const float *__restrict__ x, const float *__restrict__ m, float *__restrict__ y, long long M, long long N)
 {
-  long long quot;
-  long long rem;
-  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N + 2047) / 2048, (long long)1), 2147483648LL));
-  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((N + 2047) / 2048, (long long)1), 2147483648LL));
   // nest of y
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
-    if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N) {
+    if (((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
       __align__(16) float x_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long v_1 = 0; v_1 < 4; ++v_1) {
         y_vec[v_1] = x_vec[v_1] - m[0];
       }
-      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+    } else {
+      #pragma unroll
+      for (long long v = 0; v < 4; ++v) {
+        if (((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < M * N) {
+          y[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - m[0];
+        }
+      }
     }
   }
 }
 
 extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel_i32_scalar(const float *__restrict__ x, const float *__restrict__ m, float *__restrict__ y, long long M, long long N)
 {
-  int quot;
-  int rem;
-  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N + 2047) / 2048, 1));
-  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)N + 2047) / 2048, 1));
   // nest of y
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
     #pragma unroll
     for (int v = 0; v < 4; ++v) {
-      if (quot < (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v < (int)N) {
-        y[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = x[quot * (int)N + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - m[0];
+      if (((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v < (int)M * (int)N) {
+        y[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = x[((int)blockIdx.x) * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - m[0];
       }
     }
   }
@@ -291,17 +293,13 @@ extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel_i32_scalar
 
 extern "C" __global__ void __launch_bounds__(128) sub_max_seg1_kernel_scalar(const float *__restrict__ x, const float *__restrict__ m, float *__restrict__ y, long long M, long long N)
 {
-  long long quot;
-  long long rem;
-  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N + 2047) / 2048, (long long)1), 2147483648LL));
-  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((N + 2047) / 2048, (long long)1), 2147483648LL));
   // nest of y
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
     #pragma unroll
     for (long long v = 0; v < 4; ++v) {
-      if (quot < M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < N) {
-        y[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[quot * N + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - m[0];
+      if (((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < M * N) {
+        y[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = x[((long long)blockIdx.x) * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - m[0];
       }
     }
   }
@@ -543,9 +541,9 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
     return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: the size of y in bytes does not fit in 64 bits");
   if (!y && fus_bytes_y != 0)
     return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: y is a null pointer (%lld bytes)", fus_bytes_y);
-  // sub_max_seg1_kernel_i32 when x and y are 16-byte aligned, N is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
-    const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
+  // sub_max_seg1_kernel_i32 when x and y are 16-byte aligned and every tensor and loop nest has at most 2130706431 elements
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+    const long long fus_grid_x = fus_cdiv(fus_mul((long long)M, (long long)N, &fus_ovf), 2048, &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -558,9 +556,9 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
       fus_fail(sub_max_seg1_error_text, "sub_max_seg1: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  // sub_max_seg1_kernel when x and y are 16-byte aligned and N is a multiple of 4
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && N % 4 == 0) {
-    const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
+  // sub_max_seg1_kernel when x and y are 16-byte aligned
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0) {
+    const long long fus_grid_x = fus_cdiv(fus_mul((long long)M, (long long)N, &fus_ovf), 2048, &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -574,8 +572,8 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
     return fus_err;
   }
   // sub_max_seg1_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf)) <= 2130706431LL) {
-    const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
+  if (fus_mul31((long long)M, (long long)N) <= 2130706431LL) {
+    const long long fus_grid_x = fus_cdiv(fus_mul((long long)M, (long long)N, &fus_ovf), 2048, &fus_ovf);
     if (fus_ovf)
       return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -588,7 +586,7 @@ static cudaError_t sub_max_seg1(const float *x, const float *m, float *y, int64_
       fus_fail(sub_max_seg1_error_text, "sub_max_seg1: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = fus_mul((long long)M, fus_cdiv((long long)N, 2048, &fus_ovf), &fus_ovf);
+  const long long fus_grid_x = fus_cdiv(fus_mul((long long)M, (long long)N, &fus_ovf), 2048, &fus_ovf);
   if (fus_ovf)
     return fus_fail(sub_max_seg1_error_text, "sub_max_seg1: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
