@@ -435,17 +435,17 @@ extern "C" cudaError_t hgemm_raster(const uint16_t *A, const uint16_t *B, float 
     return fus_err;
   }
   if ((uintptr_t)A % 16 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: A is not 16-byte aligned (cp.async, hgemm_raster.fus:60:3)");
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: A is not 16-byte aligned (cp.async, hgemm_raster.fus:61:3)");
   if ((uintptr_t)B % 16 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: B is not 16-byte aligned (cp.async, hgemm_raster.fus:74:3)");
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: B is not 16-byte aligned (cp.async, hgemm_raster.fus:75:3)");
   if ((uintptr_t)C % 8 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: C is not 8-byte aligned (vectorized access, hgemm_raster.fus:32:3)");
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: C is not 8-byte aligned (vectorized access, hgemm_raster.fus:33:3)");
   if (K % 8 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: K = %lld is not a multiple of 8 (cp.async, hgemm_raster.fus:60:3)", (long long)K);
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: K = %lld is not a multiple of 8 (cp.async, hgemm_raster.fus:61:3)", (long long)K);
   if (N % 8 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: N = %lld is not a multiple of 8 (cp.async, hgemm_raster.fus:74:3)", (long long)N);
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: N = %lld is not a multiple of 8 (cp.async, hgemm_raster.fus:75:3)", (long long)N);
   if (N % 2 != 0)
-    return fus_fail(hgemm_raster_error_text, "hgemm_raster: N = %lld is not a multiple of 2 (vectorized access, hgemm_raster.fus:32:3)", (long long)N);
+    return fus_fail(hgemm_raster_error_text, "hgemm_raster: N = %lld is not a multiple of 2 (vectorized access, hgemm_raster.fus:33:3)", (long long)N);
   const long long fus_grid_x = fus_cdiv((long long)N, 128, &fus_ovf);
   if (fus_ovf)
     return fus_fail(hgemm_raster_error_text, "hgemm_raster: sizes too large: grid dimension x does not fit in 64 bits");
