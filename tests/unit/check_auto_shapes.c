@@ -27,7 +27,7 @@ void parse_dims(Fusion *f, const char *dims, int64_t *sizes)
  * tolerance of the reference. */
 bool sim_agrees(Kernel *k, const char *dims)
 {
-	SimFault first;
+	SimFault first = SF_ERROR; /* (printed only when there are reports) */
 	int n = 0;
 	bool agree = sim_agrees_reporting(k, dims, &n, &first);
 	ck_assert_msg(n == 0, "%s at %s: %d simulator reports (the first: %s)", k->fusion->name,
