@@ -217,11 +217,14 @@ check-python: $(LIBFUSRT_SO)
 	else echo "check-python: skipped: no python3"; fi
 
 # `fusc check` (the kernel simulator) on every example and test fusion at several sizes.
-# tests/gemm_sweep.sh: the matrix products at the sizes around their tile edges.
+# tests/gemm_sweep.sh: the matrix products at the sizes around their tile edges (the automatic
+# ones, and the tensor-core schedule in grouped block order, docs/tensor_cores.md).
 check-sim: deps $(FUSC)
 	@rc=0; FUSC=$(FUSC) sh tests/check_examples.sh || rc=1; \
 	 FUSC=$(FUSC) sh tests/check_unseen.sh || rc=1; \
-	 FUSC=$(FUSC) MODE=check JOBS=2 sh tests/gemm_sweep.sh || rc=1; exit $$rc
+	 FUSC=$(FUSC) MODE=check JOBS=2 sh tests/gemm_sweep.sh || rc=1; \
+	 FUSC=$(FUSC) MODE=check JOBS=2 FILES=examples/gemm/hgemm_raster.fus sh tests/gemm_sweep.sh || rc=1; \
+	 exit $$rc
 
 # ---- fuzzing (docs/fuzzing.md) ----------------------------------------------------------
 FUZZ_SRC := $(filter-out tests/fuzz/frontend_fuzz.c,$(wildcard tests/fuzz/*.c))

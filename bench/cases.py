@@ -571,8 +571,28 @@ def otry_cases():
     return cs
 
 
+def rtry_cases():
+    """Block order of the tensor-core GEMM (issue 14; bench/hg3/raster_ab.sh): the automatic
+    schedule pasted as a block (bench/hg3/rtry_nn.fus, rtry_nt.fus: the hardware's row-major
+    order) against the same with C.raster(bi, bj, G) (rtry_*_gG.fus), in one run."""
+    h = "bench/hg3/"
+    n3 = {"M": 4096, "N": 4096, "K": 4096}
+    n8 = {"M": 8192, "N": 8192, "K": 8192}
+    lin = {"M": 8192, "N": 4096, "K": 4096}
+    cs = []
+    for g in ("", "_g4", "_g8", "_g16"):
+        for n, d in (("4096^3", n3), ("8192^3", n8)):
+            cs.append(Case("rtry", f"rtry nn{g or ' base'} {n}", h + f"rtry_nn{g}.fus", d, mm,
+                           flops=2 * d["M"] * d["N"] * d["K"], tol=1e-2))
+    for g in ("", "_g8", "_g16"):
+        for n, d in (("4096^3", n3), ("8192x4096x4096", lin)):
+            cs.append(Case("rtry", f"rtry nt{g or ' base'} {n}", h + f"rtry_nt{g}.fus", d, mm_nt,
+                           flops=2 * d["M"] * d["N"] * d["K"], tol=1e-2))
+    return cs
+
+
 SUITES = {"auto": auto_cases, "users": users_cases, "tpose": tpose_cases, "outer": outer_cases,
-          "otry": otry_cases, "pointwise": pointwise_cases,
+          "otry": otry_cases, "rtry": rtry_cases, "pointwise": pointwise_cases,
           "reduce": reduce_cases, "gemm": gemm_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")

@@ -257,6 +257,10 @@ static void print_signature(Fusion *f, Buf *out)
 		buf_printf(out, "  schedule: auto, %s (fallback)\n", f->auto_fallback);
 	else
 		buf_printf(out, "  schedule: %s\n", f->auto_scheduled ? "auto" : "user");
+	if (f->raster_rows)
+		buf_printf(out, "  block order: raster(%s.%s, %s.%s, %lld)\n", f->raster_rows->owner->name,
+			   f->raster_rows->name, f->raster_cols->owner->name, f->raster_cols->name,
+			   (long long)f->raster_group);
 }
 
 /* `def z[i, j] = EXPR` */

@@ -527,6 +527,12 @@ typedef struct Fusion {
 	/* `t.index64()`: the fusion's kernels keep 64-bit index arithmetic, no `_i32` variants
 	 * (passes/pipeline.c; the FMA GEMM's 32-bit copy is the slower kernel on the H200) */
 	bool index64;
+	/* `t.raster(rows, cols, G)` (docs/schedule.md): the blocks take the tiles of rows' and
+	 * cols' block types in groups of G rows, each group column by column (passes/raster.c);
+	 * raster_rows NULL: the hardware's order */
+	struct Axis *raster_rows, *raster_cols;
+	int64_t raster_group;
+	Span raster_span;
 	/* passes/pipeline.c: the kernel (then its scalar kernel) last lowered from this fusion
 	 * alone with options lowered_with, when the lowering reported nothing: the automatic
 	 * scheduler lowers every schedule it keeps to see that it compiles, and the real

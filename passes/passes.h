@@ -115,6 +115,9 @@ bool pass_simplify(Kernel *k, Diag *d);
 /* passes/hoist.c: divisions of thread and block indices by sizes, computed once per thread
  * into kernel-scope locals at the top of the kernel. */
 bool pass_hoist(Kernel *k, Diag *d);
+/* passes/raster.c: the block order of t.raster(rows, cols, G): the two block indices
+ * computed at the top of the kernel from the hardware's, in grouped order (Fusion.raster_*). */
+bool pass_raster(Kernel *k, Diag *d);
 /* passes/index32.c: a copy of lowered kernel k (its own name `..._i32`, its own preconditions:
  * k's and PC_INDEX32) whose index arithmetic is 32-bit; NULL when k has no body or a constant
  * element count does not fit. lower_fusion puts it in front of k in the launch chain. When

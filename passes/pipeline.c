@@ -36,6 +36,7 @@ const Pass pass_list[] = {
 	{"arch", pass_arch, "minimum architecture from the features used"},
 	{"simplify", pass_simplify, "constant folding and dead branch removal"},
 	{"hoist", pass_hoist, "divisions of thread and block indices by sizes: once, at the top"},
+	{"raster", pass_raster, "block indices of a raster(rows, cols, G): grouped tile order"},
 };
 const int pass_count = countof(pass_list);
 

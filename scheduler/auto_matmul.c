@@ -60,6 +60,14 @@ enum {
 	FMA_AK = 4, /* k per vector of A's register fragment (a row-major f32 A) */
 };
 
+/* The block order of the tensor-core schedule: C.raster(bi, bj, FUSC_MMA_RASTER) when it is
+ * above 0 (groups of that many row tiles, docs/tensor_cores.md "Block order"), the hardware's
+ * order at 0. Unmeasured: 0 until the A/B on the H200 (bench/hg3/raster_ab.sh) picks a group;
+ * that script builds a second fusc with `make BUILD=build/r8 CC='cc -DFUSC_MMA_RASTER=8'`. */
+#ifndef FUSC_MMA_RASTER
+#define FUSC_MMA_RASTER 0
+#endif
+
 /* The bounds of the size variants of a symbolic M (tensor cores) */
 static const int64_t short_m[] = {32, 64};
 
@@ -412,6 +420,10 @@ static void schedule_mma(Plan *p, AutoMatmul *c)
 	bind_blocks(p, &x);
 	d_bind(p, t, wy, "threadIdx.z");
 	d_bind(p, t, wx, "threadIdx.y");
+	if (tuned && FUSC_MMA_RASTER > 0) {
+		const char *ras[] = {x.bi, x.bj, arena_printf(p->a, "%d", FUSC_MMA_RASTER)};
+		d_directive(p, NULL, t, "raster", 3, ras, 0, NULL);
+	}
 	const char *frag[] = {m16, n8};
 	d_directive(p, NULL, t, "fragment", 2, frag, 0, NULL);
 	/* each lane's two adjacent columns: one store (not when the rows of C may be odd: the

@@ -42,7 +42,8 @@
 	X(MMA, "mma", "n?n", "mma(m16n8k16) or mma(m16n8k16, ldmatrix)")                                                \
 	X(FRAGMENT, "fragment", "nn", "fragment(m, n)")                                   \
 	X(INDEX64, "index64", "", "index64()")                                             \
-	X(EVICT_FIRST, "evict_first", "", "evict_first()")
+	X(EVICT_FIRST, "evict_first", "", "evict_first()")                                 \
+	X(RASTER, "raster", "nni", "raster(rows, cols, group)")
 
 typedef enum Verb {
 #define X(e, n, k, u) V_##e,
@@ -1101,6 +1102,45 @@ static bool do_compute_at(Sched *s, Tensor *t, AstDirective *dir)
 	return sched_compute_at_pos(s, t, u, pos, dir->span);
 }
 
+/* `t.raster(rows, cols, G)`: the launch takes t's block tiles in groups of G values of rows
+ * for each value of cols (Fusion.raster_*; the kernel's order: passes/raster.c). */
+static bool do_raster(Sched *s, Tensor *t, AstDirective *dir)
+{
+	Axis *ax[2];
+	for (int q = 0; q < 2; q++) {
+		AstArg *g = &dir->args[q];
+		ax[q] = sched_arg_axis(s, t, g);
+		if (!ax[q] || !sched_axis_changeable(s, t, ax[q], g->span, false))
+			return false;
+		if (!par_is_block(ax[q]->par) || ax[q]->reduction) {
+			diag_error(s->d, g->span, "cannot raster '%s': %s", ax[q]->name,
+				   ax[q]->reduction ? "it is a reduction axis (raster orders the output tiles)"
+				   : "it is not bound to blockIdx.* (bind it before the raster)");
+			return false;
+		}
+	}
+	if (ax[0] == ax[1]) {
+		diag_error(s->d, dir->args[1].span, "axis '%s' is listed twice", ax[1]->name);
+		return false;
+	}
+	int64_t g = dir->args[2].value;
+	if (g < 1) {
+		diag_error(s->d, dir->args[2].span, "the group of a raster must be a positive integer, not %lld",
+			   (long long)g);
+		return false;
+	}
+	if (s->f->raster_rows) {
+		diag_error(s->d, dir->span, "the block order of '%s' is set already", s->f->name);
+		diag_note(s->d, s->f->raster_span, "raster here");
+		return false;
+	}
+	s->f->raster_rows = ax[0];
+	s->f->raster_cols = ax[1];
+	s->f->raster_group = g;
+	s->f->raster_span = dir->span;
+	return true;
+}
+
 /* ---- driver --------------------------------------------------------------------------- */
 
 static bool find_verb(const char *name, Verb *out)
@@ -1169,6 +1209,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_FRAGMENT: return sched_fragment(s, t, dir);
 	case V_INDEX64: return do_index64(s, dir);
 	case V_EVICT_FIRST: return do_evict_first(s, t, dir);
+	case V_RASTER: return do_raster(s, t, dir);
 	default: unreachable();
 	}
 }
@@ -1300,7 +1341,12 @@ static bool check_grid_reductions(Sched *s)
 				ax = t->domain[j];
 		if (!ax)
 			continue;
-		if (t->readers.len > 0) {
+		if (s->f->raster_rows) {
+			/* (the simulator samples a grid reduction's blocks by the hardware's index) */
+			diag_error(s->d, s->f->raster_span, "a raster is not supported in a kernel with a grid reduction ('%s' reduces '%s' over %s)",
+				   t->name, ax->name, par_name(ax->par));
+			ok = false;
+		} else if (t->readers.len > 0) {
 			Tensor *r = VEC_AT(t->readers, Tensor, 0);
 			diag_error(s->d, ax->par_span,
 				   "grid-reduced tensor '%s' is read by '%s' in the same kernel; that needs a grid-wide barrier, which fusc does not generate: compute '%s' in a fusion of its own and read it in a second one, or bind '%s' to threadIdx.* (a block reduction) or leave it serial",

@@ -52,7 +52,8 @@ done
 # Matrix products (scheduler/auto_matmul.c): the vector kernel (K and N multiples of 8; with a
 # transposed operand, its contiguous dimension instead: auto_hgemm_nt K, auto_hgemm_tn M and N),
 # both sides of the M <= 32 and M <= 64 variants, and empty extents; the files' own check-args
-# run the padded plan.
+# run the padded plan. Block order (raster, every block run): groups of rows shorter at the end
+# (9 row tiles in groups of 8; 7 in groups of 3), one tile column or row, an empty grid.
 for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.fus --dims M=3,N=1002" \
 	    "examples/reduce/col_sum_grid.fus --dims M=5000,N=40" \
 	    "bench/users/sum_last2.fus --dims B=3,M=7,N=36" \
@@ -120,7 +121,15 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=0,N=8,K=8" \
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=5,N=16,K=0" \
 	    "examples/gemm/hgemm_bf16.fus --dims M=67,N=24,K=40" \
-	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56"; do
+	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56" \
+	    "examples/gemm/hgemm_raster.fus --dims M=2100,N=136,K=24" \
+	    "examples/gemm/hgemm_raster.fus --dims M=300,N=264,K=72" \
+	    "examples/gemm/hgemm_raster.fus --dims M=513,N=8,K=16" \
+	    "examples/gemm/hgemm_raster.fus --dims M=70,N=40,K=48" \
+	    "tests/golden/sim/raster_tiles.fus --dims M=27,N=19" \
+	    "tests/golden/sim/raster_tiles.fus --dims M=27,N=3" \
+	    "tests/golden/sim/raster_tiles.fus --dims M=3,N=27" \
+	    "tests/golden/sim/raster_tiles.fus --dims M=13,N=0"; do
 	queue $args
 done
 # Size variants (docs/auto_schedule.md, "Size variants"): every row-length bucket's kernel and

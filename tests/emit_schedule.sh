@@ -97,5 +97,27 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus benc
 	fi
 	pass=$((pass + 1))
 done
+# A schedule block prints as the block the file has: the raster example and a raster trial
+# (`C.raster(bi, bj, G)`, docs/schedule.md), printed and pasted in place of the file's own
+# block, compile to the same kernels.
+for f in examples/gemm/hgemm_raster.fus bench/hg3/rtry_nt_g8.fus; do
+	b=$(basename "$f" .fus)
+	if ! "$FUSC" "$f" --emit=cuda -o "$T/own.cu" || ! "$FUSC" "$f" --emit=schedule -o "$T/$b.sched" ||
+	   ! grep -q '^  C\.raster(bi, bj, [0-9]*);$' "$T/$b.sched"; then
+		echo "FAIL $f: no schedule with its raster printed"; fail=$((fail + 1)); continue
+	fi
+	{ sed '/^schedule /,$d' "$f"; cat "$T/$b.sched"; } > "$T/$b.fus"
+	if ! "$FUSC" "$T/$b.fus" --emit=cuda -o "$T/pasted.cu" 2> "$T/err"; then
+		echo "FAIL $f: the printed schedule does not compile:"; head -5 "$T/err"
+		fail=$((fail + 1)); continue
+	fi
+	kernels "$T/own.cu" > "$T/a.k"
+	kernels "$T/pasted.cu" > "$T/p.k"
+	if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
+		echo "FAIL $f: the pasted schedule gives other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
+		fail=$((fail + 1)); continue
+	fi
+	pass=$((pass + 1))
+done
 echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable), $segmented segmented (their segments round trip as fusions of their own)"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

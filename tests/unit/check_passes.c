@@ -468,7 +468,7 @@ START_TEST(dump_and_time_options)
 	ck_assert(pass_exists("all"));
 	ck_assert(!pass_exists("nope"));
 	ck_assert_str_eq(pass_list[0].name, "loop_nest");
-	ck_assert_str_eq(pass_list[pass_count - 1].name, "hoist");
+	ck_assert_str_eq(pass_list[pass_count - 1].name, "raster");
 }
 END_TEST
 

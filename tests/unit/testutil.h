@@ -73,6 +73,8 @@ void expect_sim(Kernel *k, const char *dims);
 /* The same comparison, returned (a report still fails the test): a mutated kernel must not
  * agree. */
 bool sim_agrees(Kernel *k, const char *dims);
+/* The same without failing on reports: their number, and the first's kind when there is one. */
+bool sim_agrees_reporting(Kernel *k, const char *dims, int *nreports, SimFault *first);
 /* The kernel of chain k that the launcher runs at dims (kernel_pick, aligned pointers) passes
  * expect_sim; returns it. */
 Kernel *expect_sim_picked(Kernel *k, const char *dims);
