@@ -369,6 +369,18 @@ static bool shared_layout_ok(Sched *s, Tensor *c, AstDirective *dir, const char 
 	return true;
 }
 
+/* The optional row length of pad(n, e) and swizzle(S, e) (0 when absent); an error (message
+ * `bad`, with the value) when it is below 1. */
+static bool row_arg(Sched *s, AstDirective *dir, const char *bad, int64_t *out)
+{
+	*out = dir->nargs == 2 ? dir->args[1].value : 0;
+	if (dir->nargs == 2 && *out < 1) {
+		diag_error(s->d, dir->args[1].span, bad, (long long)*out);
+		return false;
+	}
+	return true;
+}
+
 bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 {
 	int64_t n = dir->args[0].value;
@@ -379,12 +391,9 @@ bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 	}
 	if (!shared_layout_ok(s, c, dir, "pad"))
 		return false;
-	int64_t every = dir->nargs == 2 ? dir->args[1].value : 0;
-	if (dir->nargs == 2 && every < 1) {
-		diag_error(s->d, dir->args[1].span, "a pad after every %lld elements: the run must be at least 1",
-			   (long long)every);
+	int64_t every;
+	if (!row_arg(s, dir, "a pad after every %lld elements: the run must be at least 1", &every))
 		return false;
-	}
 	c->sched.pad = (int)n;
 	c->sched.pad_every = every;
 	c->sched.pad_span = dir->span;
@@ -402,12 +411,9 @@ bool sched_swizzle(Sched *s, Tensor *c, AstDirective *dir)
 		diag_error(s->d, dir->args[0].span, "a swizzle is 32B, 64B or 128B, not '%s'", w);
 		return false;
 	}
-	int64_t row = dir->nargs == 2 ? dir->args[1].value : 0;
-	if (dir->nargs == 2 && row < 1) {
-		diag_error(s->d, dir->args[1].span, "swizzled rows of %lld elements: a row must be at least 1",
-			   (long long)row);
+	int64_t row;
+	if (!row_arg(s, dir, "swizzled rows of %lld elements: a row must be at least 1", &row))
 		return false;
-	}
 	if (!shared_layout_ok(s, c, dir, "swizzle"))
 		return false;
 	c->sched.swizzle = S;
