@@ -138,8 +138,12 @@ IrExpr *index_swizzle(Arena *a, const IrRange *rg, IrExpr *off, int64_t es, int6
 	 * above it stays a sum (a warp tile's row, an unrolled loop's step: immediate offsets) */
 	IrExpr *line = ix_div_rows(a, rg, lin, 8), *eight = ir_int(a, 8);
 	IrExpr *chunk = ix_xor(a, ix_mod(a, rg, lin, eight), ix_mod(a, rg, line, ir_int(a, sc)));
-	return ix_add(a, ix_mul(a, ix_add(a, ix_mul(a, line, eight), chunk), ir_int(a, c)),
-		      ix_mod(a, rg, off, ir_int(a, c)));
+	IrExpr *phys = ix_add(a, ix_mul(a, line, eight), chunk), *in = ix_mod(a, rg, off, ir_int(a, c));
+	/* off % c, or off - k * c when that does not fold (a vector of 8 bytes at 2 * j + v: its
+	 * lanes stay a sum, vectorize.c) */
+	if (in->kind == EX_OP && in->op == OP_MOD)
+		in = ix_sub(a, off, ix_mul(a, k, ir_int(a, c)));
+	return ix_add(a, ix_mul(a, phys, ir_int(a, c)), in);
 }
 
 /* Position along axis ax of the element with root values subs. */
