@@ -419,6 +419,7 @@ static Val val_arith(Buf *t, IrExpr *e)
 		return val_infix(t, x[0], x[1], ct, " % ", ir_op_prec(e->op), ct);
 	case OP_NEG: return val_prefix("-", val_conv(t, x[0], ct, true), ct);
 	case OP_CEILDIV: return val_ceildiv(t, x[0], x[1], ct);
+	case OP_XOR: return val_infix(t, x[0], x[1], ct, " ^ ", ir_op_prec(e->op), ct);
 	default: die("not an arithmetic op: %s", op_name(e->op));
 	}
 }

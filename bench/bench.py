@@ -290,13 +290,19 @@ class Program:
         self.header = os.path.join(outdir, self.stem + ".h")
         self.so = os.path.join(outdir, "lib" + self.stem + ".so")
         with open(path) as f:
-            self.fusions = parse_fusions(f.read())
+            text = f.read()
+        self.fusions = parse_fusions(text)
+        # a trial may ask for fusc options: `// bench-fusc-args: --arch=sm_90` (the 4-stage
+        # GEMM tiles need more shared memory than sm_80's 163 KiB)
+        m = re.search(r"^// bench-fusc-args: (.*)$", text, re.M)
+        self.fusc_args = m.group(1).split() if m else []
         self.error = None
         self.lib = None
 
     def generate(self):
         """fusc FILE -o X.cu (and X.h); returns False (with self.error) on failure."""
-        p = subprocess.run([FUSC, self.path, "-o", self.cu], capture_output=True, text=True)
+        p = subprocess.run([FUSC, self.path, *self.fusc_args, "-o", self.cu], capture_output=True,
+                           text=True)
         if p.returncode != 0:
             self.error = f"fusc {self.path} failed (exit {p.returncode}): {p.stderr.strip()}"
             return False

@@ -591,9 +591,26 @@ def rtry_cases():
     return cs
 
 
+def swz_cases():
+    """The pad/swizzle A/B of the f16 GEMM's operand tiles (issue 14 item 2; docs/tensor_cores.md,
+    "Swizzled operand tiles"): the automatic schedule pasted as a block with its padding
+    (bench/hg3/auto_pad3.fus, the baseline), with swizzle(128B) instead (auto_swz3.fus, the
+    same as examples/gemm/hgemm_swizzle.fus), and with 4 stages padded (auto_s4.fus) and
+    swizzled (auto_swz4.fus), each at 4096^3 and 8192^3, and the automatic kernel itself."""
+    h = "bench/hg3/"
+    cs = []
+    for n in (4096, 8192):
+        d = {"M": n, "N": n, "K": n}
+        cs.append(Case("swz", f"swz auto_hgemm {n}^3 (auto)", "examples/gemm/auto_hgemm.fus",
+                       d, mm, flops=2 * n ** 3, tol=1e-2))
+        cs += [Case("swz", f"swz {f} {n}^3", h + f + ".fus", d, mm, flops=2 * n ** 3, tol=1e-2)
+               for f in ("auto_pad3", "auto_swz3", "auto_s4", "auto_swz4")]
+    return cs
+
+
 SUITES = {"auto": auto_cases, "users": users_cases, "tpose": tpose_cases, "outer": outer_cases,
           "otry": otry_cases, "rtry": rtry_cases, "pointwise": pointwise_cases,
-          "reduce": reduce_cases, "gemm": gemm_cases}
+          "reduce": reduce_cases, "gemm": gemm_cases, "swz": swz_cases}
 # `make bench` (SUITE unset) runs these; auto is its own run (`make bench SUITE=auto`).
 DEFAULT_SUITES = ("pointwise", "reduce", "gemm")
 

@@ -111,6 +111,7 @@ static void fuserror(FusLoc *loc, yyscan_t scanner, ParseCtx *ctx, const char *m
 %token <str> IDENT "identifier"
 %token <ival> INT "integer literal"
 %token <str> FLOAT "floating-point literal"
+%token <str> BYTES "byte count"
 %token ARROW "->" OROR "||" ANDAND "&&" EQ "==" NE "!=" LE "<=" GE ">="
 
 %type <name> name
@@ -315,6 +316,7 @@ dargs1:
 darg:
 	  IDENT			{ $$ = ast_arg_name(A, SPAN(@$), $1); }
 	| INT			{ $$ = ast_arg_int(A, SPAN(@$), $1); }
+	| BYTES			{ $$ = ast_arg_name(A, SPAN(@$), $1); }
 	| IDENT '.' IDENT	{ $$ = ast_arg_dotted(A, SPAN(@$), $1, $3); }
 	;
 

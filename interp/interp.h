@@ -158,6 +158,11 @@ typedef struct SimResult {
 			      * none */
 	bool over_budget;    /* error is SimOptions' budget: the work was refused, not checked */
 	int64_t steps;       /* the steps taken (SimOptions.max_steps) */
+	/* The bank model of ldmatrix (docs/check.md, "Bank conflicts"): the phases run (8 rows of
+	 * 16 bytes each, one per matrix), the shared-memory wavefronts they took, the most one took
+	 * (1: conflict-free). */
+	int64_t ldm_phases, ldm_wavefronts;
+	int ldm_worst;
 } SimResult;
 
 /* Runs kernel k with the given sizes (by SizeSym.index), scalars (f->params order), inputs

@@ -153,6 +153,7 @@ InterpVal interp_arith(IrOp op, DType t, InterpVal a, InterpVal b)
 	case OP_SUB: r = (int64_t)(x - y); break;
 	case OP_MUL: r = (int64_t)(x * y); break;
 	case OP_NEG: r = (int64_t)(0 - x); break;
+	case OP_XOR: r = (int64_t)(x ^ y); break;
 	case OP_DIV:
 	case OP_MOD:
 	case OP_CEILDIV:

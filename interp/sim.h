@@ -136,4 +136,8 @@ void sim_report(Sim *S, SimFault kind, SimBuf *b, int64_t off, int64_t size, boo
  * buffer: then NULL, the earlier one counted). */
 SimReport *sim_report_new(Sim *S, SimFault kind, Stmt *s, const char *buffer);
 
+/* The shared-memory wavefronts of one ldmatrix phase (8 rows of 16 bytes at element offsets
+ * o of es-byte elements): 1 when its rows fall in 8 different 16-byte bank groups. */
+int sim_ldm_wavefronts(const int64_t o[8], int es);
+
 #endif

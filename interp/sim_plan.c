@@ -45,6 +45,10 @@ static void merge(Fusion *f, Segment *sg, SimResult *r, SimResult *s, const int6
 	r->blocks_total += s->blocks_total;
 	r->blocks_run += s->blocks_run;
 	r->steps += s->steps;
+	r->ldm_phases += s->ldm_phases;
+	r->ldm_wavefronts += s->ldm_wavefronts;
+	if (s->ldm_worst > r->ldm_worst)
+		r->ldm_worst = s->ldm_worst;
 	if (s->threads_per_block > r->threads_per_block)
 		r->threads_per_block = s->threads_per_block;
 	if (s->nreports) {

@@ -1108,6 +1108,27 @@ static void hw_frag(char op, int lane, int i, int *row, int *col)
 	}
 }
 
+/* The shared-memory wavefronts of one ldmatrix phase: 8 rows of 16 bytes at element offsets
+ * o[0..8) of a buffer of es-byte elements. The 32 banks of 4 bytes make 8 groups of 16 bytes;
+ * rows at one address are one access (a broadcast), distinct rows in one group are served one
+ * after the other. Offsets from the buffer's start: a base that is a multiple of 16 bytes
+ * moves every row by the same number of groups, which changes no count. */
+int sim_ldm_wavefronts(const int64_t o[8], int es)
+{
+	int worst = 0;
+	for (int i = 0; i < 8; i++) {
+		int n = 0;
+		for (int j = 0; j < 8; j++) {
+			bool first = true; /* the first row at its 16-byte address */
+			for (int p = 0; p < j; p++)
+				first &= o[p] * es / 16 != o[j] * es / 16;
+			n += first && (o[j] * es / 16 - o[i] * es / 16) % 8 == 0;
+		}
+		worst = n > worst ? n : worst;
+	}
+	return worst;
+}
+
 /* ldmatrix (.m8n8.b16, x4 or x2[.trans]) of one warp from the row addresses in load e of each
  * lane: lanes 0 .. 8 * nmat - 1 give the rows (lane 8i + j row j of matrix i), each reads its
  * 8 elements (checked as its own reads; the address 16-byte aligned). Register i (2 elements,
@@ -1116,6 +1137,7 @@ static void hw_frag(char op, int lane, int i, int *row, int *col)
 static void warp_ldmatrix(Sim *S, SimThread *w, IrExpr *e, int nmat, bool trans, double out[32][8])
 {
 	double rows[32][8] = {{0}};
+	int64_t offs[32];
 	SimBuf *b = buf_of(S, e->tensor);
 
 	if (!b)
@@ -1123,11 +1145,18 @@ static void warp_ldmatrix(Sim *S, SimThread *w, IrExpr *e, int nmat, bool trans,
 	for (int lane = 0; lane < 8 * nmat; lane++) {
 		SimThread *T = &w[lane];
 		S->cur = T;
-		int64_t o = eval_i64(S, T, e->args[0]);
+		int64_t o = offs[lane] = eval_i64(S, T, e->args[0]);
 		if (o % 8)
 			sim_report(S, SF_MISALIGNED, b, o, view(S, T, b).n, false);
 		for (int j = 0; j < 8; j++)
 			rows[lane][j] = asf(read_elem(S, T, b, o + j), b->dt);
+	}
+	for (int i = 0; i < nmat; i++) {
+		int n = sim_ldm_wavefronts(offs + 8 * i, dtype_size(b->dt));
+		S->res->ldm_phases++;
+		S->res->ldm_wavefronts += n;
+		if (n > S->res->ldm_worst)
+			S->res->ldm_worst = n;
 	}
 	for (int lane = 0; lane < 32; lane++)
 		for (int i = 0; i < nmat; i++)

@@ -484,6 +484,23 @@ IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r)
 	return ceildiv_as(a, rg, l, r, NULL);
 }
 
+static IrExpr *xor_as(Arena *a, IrExpr *l, IrExpr *r, IrExpr *same)
+{
+	int64_t x, y;
+	if (ir_is_const(l, &x) && ir_is_const(r, &y))
+		return ir_int(a, x ^ y);
+	if (is_val(r, 0))
+		return l;
+	if (is_val(l, 0))
+		return r;
+	return op_node(a, OP_XOR, l, r, same);
+}
+
+IrExpr *ix_xor(Arena *a, IrExpr *l, IrExpr *r)
+{
+	return xor_as(a, l, r, NULL);
+}
+
 IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e)
 {
 	IrExpr *l = e->args[0], *r = e->args[1];
@@ -494,6 +511,7 @@ IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e)
 	case OP_DIV: return div_as(a, rg, l, r, e);
 	case OP_MOD: return mod_as(a, rg, l, r, e);
 	case OP_CEILDIV: return ceildiv_as(a, rg, l, r, e);
+	case OP_XOR: return xor_as(a, l, r, e);
 	default: die("ix_rebuild: %s", op_name(e->op));
 	}
 }
@@ -622,6 +640,7 @@ int ir_op_prec(IrOp op)
 	case OP_LT: case OP_LE: case OP_GT: case OP_GE: return PREC_REL;
 	case OP_EQ: case OP_NE: return PREC_EQ;
 	case OP_AND: return PREC_AND;
+	case OP_XOR: return PREC_XOR;
 	case OP_OR: return PREC_OR;
 	case OP_NEG: case OP_NOT: return PREC_UNARY;
 	default: return PREC_PRIMARY; /* printed as a call: exp(x), max(a, b) */

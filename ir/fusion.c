@@ -340,6 +340,10 @@ static void print_tensor(Tensor *t, Buf *out)
 		buf_printf(out, " pad(%d, %lld)", t->sched.pad, (long long)t->sched.pad_every);
 	else if (t->sched.pad)
 		buf_printf(out, " pad(%d)", t->sched.pad);
+	if (t->sched.swizzle && t->sched.swizzle_row)
+		buf_printf(out, " swizzle(%dB, %lld)", t->sched.swizzle, (long long)t->sched.swizzle_row);
+	else if (t->sched.swizzle)
+		buf_printf(out, " swizzle(%dB)", t->sched.swizzle);
 	if (t->sched.welford_sum)
 		buf_printf(out, " welford(%s)", t->sched.welford_sum->name);
 	if (t->sched.online_max)

@@ -91,7 +91,8 @@ DType dtype_promote(DType a, DType b);
 	X(POW, "pow", 2, 'f')      \
 	X(MAX, "max", 2, 'm')      \
 	X(MIN, "min", 2, 'm')      \
-	X(CEILDIV, "ceildiv", 2, 'a') /* index arithmetic only: ceil(a / b), b > 0 */
+	X(CEILDIV, "ceildiv", 2, 'a') /* index arithmetic only: ceil(a / b), b > 0 */ \
+	X(XOR, "^", 2, 'a')       /* index arithmetic only: a swizzled shared layout (indexing.c) */
 
 typedef enum IrOp {
 #define X(e, n, a, k) OP_##e,
@@ -211,6 +212,7 @@ enum {
 	PREC_SELECT = 3,
 	PREC_OR = 4,
 	PREC_AND = 5,
+	PREC_XOR = 7,
 	PREC_EQ = 9,
 	PREC_REL = 10,
 	PREC_ADD = 12,
@@ -241,10 +243,12 @@ IrExpr *ix_mul(Arena *a, IrExpr *l, IrExpr *r);
 IrExpr *ix_div(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_mod(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
 IrExpr *ix_ceildiv(Arena *a, const IrRange *rg, IrExpr *l, IrExpr *r);
+/* l ^ r of non-negative values (swizzled shared layouts): folded on constants, l ^ 0 is l */
+IrExpr *ix_xor(Arena *a, IrExpr *l, IrExpr *r);
 /* l / f (f > 0) as ix_div, and also (q * c + r) / f = q / (f / c) for c dividing f and
  * 0 <= r < c (a padded row's `(threadIdx.x * 8 + v) / 128`: threadIdx.x / 16) */
 IrExpr *ix_div_rows(Arena *a, const IrRange *rg, IrExpr *l, int64_t f);
-/* e (an i64 +, -, *, /, %, ceildiv) built again by its ix_ helper from its operands: e itself,
+/* e (an i64 +, -, *, /, %, ceildiv, ^) built again by its ix_ helper from its operands: e itself,
  * not a copy, when the helper would build the same node (ir_simplify of a simplified
  * expression allocates nothing). */
 IrExpr *ix_rebuild(Arena *a, const IrRange *rg, IrExpr *e);
@@ -399,6 +403,11 @@ typedef struct TensorSched {
 	int64_t pad_every;  /* pad(n, e): n unused elements after every e elements of the layout
 			     * instead (0: after each run of the innermost axis) */
 	Span pad_span;
+	int swizzle;        /* swizzle(S): S = 32, 64 or 128 bytes; 0 none. A shared buffer whose
+			     * 16-byte chunks are XORed with the row (passes/indexing.c,
+			     * index_swizzle; docs/caching.md, "swizzle") */
+	int64_t swizzle_row; /* swizzle(S, e): rows of e elements (0: the innermost buffer axis) */
+	Span swizzle_span;
 	/* `s2.welford()` (scheduler/welford.c): s2 (welford_sum set) is the sum of squared
 	 * deviations from the mean of the sum s1 = welford_sum, and s1->welford_var = s2. s1's
 	 * loop nest computes both in one pass (count, mean, M2); s2 has no loops of its own. */

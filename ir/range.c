@@ -208,6 +208,19 @@ static Range mod_range(Range a, Range b)
 	return unknown();
 }
 
+/* x ^ y of x, y >= 0: below the next power of two of the larger bound */
+static Range xor_range(Range a, Range b)
+{
+	if (!a.has_lo || a.lo < 0 || !b.has_lo || b.lo < 0)
+		return unknown();
+	if (!a.has_hi || !b.has_hi)
+		return from(0);
+	int64_t m = a.hi > b.hi ? a.hi : b.hi, p = 1;
+	while (p <= m && p < INT64_MAX / 2)
+		p *= 2;
+	return between(0, p - 1);
+}
+
 static Range minmax_range(Range a, Range b, bool is_max)
 {
 	Range r = unknown();
@@ -292,6 +305,7 @@ static Range op_range(const IrRange *rg, IrExpr *e)
 		return unknown();
 	case OP_CEILDIV: return cpos ? ceildiv_range(a, c) : unknown();
 	case OP_MOD: return mod_range(a, b);
+	case OP_XOR: return xor_range(a, b);
 	case OP_MAX: return minmax_range(a, b, true);
 	case OP_MIN: return minmax_range(a, b, false);
 	case OP_ABS:
@@ -498,6 +512,7 @@ static IrExpr *simplify_index(Arena *a, const IrRange *rg, IrExpr *e)
 	case OP_DIV:
 	case OP_MOD:
 	case OP_CEILDIV:
+	case OP_XOR:
 		return ix_rebuild(a, rg, e);
 	case OP_MAX:
 	case OP_MIN: {

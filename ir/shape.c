@@ -62,6 +62,7 @@ bool ir_eval_i64(IrExpr *e, const int64_t *sizes, int64_t *out)
 			return false;
 		*out = a / b + (a % b > 0);
 		return true;
+	case OP_XOR: *out = a ^ b; return true;
 	case OP_NEG: return !__builtin_sub_overflow((int64_t)0, a, out);
 	case OP_MAX: *out = a > b ? a : b; return true;
 	case OP_MIN: *out = a < b ? a : b; return true;

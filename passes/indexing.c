@@ -13,7 +13,8 @@
  * by 32 of 128 threads is guarded by `threadIdx.x < 32`, so `(threadIdx.x * 4 + v) % 128` is
  * `threadIdx.x * 4 + v`.
  * A padded shared buffer (`pad(n)`) has rows of its innermost axis' extent + n elements;
- * with pad(n, e), offset o of the unpadded layout becomes o + o / e * n.
+ * with pad(n, e), offset o of the unpadded layout becomes o + o / e * n. A swizzled one
+ * (`swizzle(S)`) keeps its size and permutes the 16-byte chunks of each row (index_swizzle).
  *
  * After this pass no EX_ACCESS remains (EX_LOAD instead) and every store has an offset.
  */
@@ -73,6 +74,78 @@ bool index_padded_size(Diag *d, Tensor *t, int64_t *size)
 	return true;
 }
 
+/* swizzle(S): rows of W elements, W the innermost buffer axis' extent or swizzle(S, W)'s,
+ * R = the slot's size / W rows. False, with an error at the swizzle, when the layout cannot
+ * be swizzled: extents not constant, W * size not a multiple of S, W not dividing the slot. */
+static bool swizzle_rows(Diag *d, Arena *a, Tensor *t, int64_t *w, int64_t *r)
+{
+	Axis **axes;
+	int n = index_buffer_axes(a, t, &axes);
+	int64_t size = 1, e = 1, es = dtype_size(t->dtype), S = t->sched.swizzle;
+	for (int i = 0; i < n; i++) {
+		if (!ir_is_const(axes[i]->extent, &e)) {
+			if (d)
+				diag_error(d, t->sched.swizzle_span, "cannot swizzle '%s': its buffer axis %s has no constant extent",
+					   t->name, axes[i]->name);
+			return false;
+		}
+		size *= e;
+	}
+	*w = t->sched.swizzle_row ? t->sched.swizzle_row : e; /* e: the innermost extent */
+	if (*w * es % S) {
+		if (d)
+			diag_error(d, t->sched.swizzle_span, "cannot swizzle '%s' by %dB: its rows of %lld elements are %lld bytes, not a multiple of %d%s",
+				   t->name, (int)S, (long long)*w, (long long)(*w * es), (int)S,
+				   t->sched.swizzle_row ? "" : arena_printf(a, " (the innermost buffer axis; swizzle(%dB, e) takes rows of e elements)", (int)S));
+		return false;
+	}
+	if (size % *w) {
+		if (d)
+			diag_error(d, t->sched.swizzle_span, "cannot swizzle '%s' in rows of %lld elements: its buffer has %lld, not a multiple",
+				   t->name, (long long)*w, (long long)size);
+		return false;
+	}
+	*r = size / *w;
+	return true;
+}
+
+bool index_swizzle_check(Diag *d, Arena *a, Tensor *t)
+{
+	int64_t w, r;
+	return !t->sched.swizzle || swizzle_rows(d, a, t, &w, &r);
+}
+
+/* The S-byte swizzle of TENSOR_CORES.md (CUTLASS Swizzle<log2(S / 16), 4, 3>, TMA's
+ * SWIZZLE_{32,64,128}B), in elements of es bytes (es divides 16): rows of w elements (w * es a
+ * multiple of S) are cut into S-byte panels laid one after the other (panel p of all r rows,
+ * then panel p + 1: lin = p * r * S + row * S + byte; one panel, lin = off, when w * es is S),
+ * then phys = lin ^ (((lin >> 7) & (S / 16 - 1)) << 4) in bytes: the 16-byte chunk index is
+ * XORed with the 128-byte line's index mod S / 16. Whole chunks move, so an aligned vector of up
+ * to 16 bytes stays contiguous and a row of ldmatrix (16 bytes) stays one row; 8 rows of one
+ * chunk column fall in 8 different bank groups. A permutation of [0, r * w). */
+IrExpr *index_swizzle(Arena *a, const IrRange *rg, IrExpr *off, int64_t es, int64_t S, int64_t w,
+		      int64_t r)
+{
+	/* in chunks of c elements: w and S / es are multiples of c */
+	int64_t c = 16 / es, wc = w / c, sc = S / 16;
+	IrExpr *k = ix_div_rows(a, rg, off, c), *lin = k;
+	if (wc != sc) {
+		IrExpr *row = ix_div_rows(a, rg, k, wc), *col = ix_mod(a, rg, k, ir_int(a, wc));
+		lin = ix_add(a, ix_mul(a, ix_div_rows(a, rg, col, sc), ir_int(a, r * sc)),
+			     ix_add(a, ix_mul(a, row, ir_int(a, sc)), ix_mod(a, rg, col, ir_int(a, sc))));
+	}
+	/* 8 chunks a 128-byte line; the XOR on the chunk within its line only, so that what is
+	 * above it stays a sum (a warp tile's row, an unrolled loop's step: immediate offsets) */
+	IrExpr *line = ix_div_rows(a, rg, lin, 8), *eight = ir_int(a, 8);
+	IrExpr *chunk = ix_xor(a, ix_mod(a, rg, lin, eight), ix_mod(a, rg, line, ir_int(a, sc)));
+	IrExpr *phys = ix_add(a, ix_mul(a, line, eight), chunk), *in = ix_mod(a, rg, off, ir_int(a, c));
+	/* off % c, or off - k * c when that does not fold (a vector of 8 bytes at 2 * j + v: its
+	 * lanes stay a sum, vectorize.c) */
+	if (in->kind == EX_OP && in->op == OP_MOD)
+		in = ix_sub(a, off, ix_mul(a, k, ir_int(a, c)));
+	return ix_add(a, ix_mul(a, phys, ir_int(a, c)), in);
+}
+
 /* Position along axis ax of the element with root values subs. */
 IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n)
 {
@@ -109,6 +182,9 @@ IrExpr *index_offset(Arena *a, const IrRange *rg, Tensor *t, IrExpr **subs, int 
 		if (t->sched.pad_every)
 			off = ix_add(a, off, ix_mul(a, ix_div_rows(a, rg, off, t->sched.pad_every),
 						    ir_int(a, t->sched.pad)));
+		int64_t w, r;
+		if (t->sched.swizzle && swizzle_rows(NULL, a, t, &w, &r))
+			off = index_swizzle(a, rg, off, dtype_size(t->dtype), t->sched.swizzle, w, r);
 		return off;
 	}
 	for (int d = 0; d < n; d++) {
@@ -168,6 +244,11 @@ static void index_list(Kernel *k, const IrRange *rg, Stmt *s)
 
 bool pass_indexing(Kernel *k, Diag *d)
 {
+	bool ok = true;
+	for (int i = 0; i < k->fusion->ntensors; i++)
+		ok &= index_swizzle_check(d, k->arena, k->fusion->tensors[i]);
+	if (!ok)
+		return false;
 	IrRange rg = ir_range_in(k);
 	index_list(k, &rg, k->body);
 	return true;

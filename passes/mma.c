@@ -451,6 +451,7 @@ static int ev_op(Ldm *l, IrExpr *e, int64_t out[32])
 		for (int i = 0; i < n; i++)
 			out[i] = (int64_t)((uint64_t)out[i] * (uint64_t)y[i]);
 		return dep;
+	case OP_XOR: for (int i = 0; i < n; i++) out[i] ^= y[i]; return dep; /* swizzle(S) */
 	case OP_MIN: for (int i = 0; i < n; i++) out[i] = out[i] < y[i] ? out[i] : y[i]; return dep;
 	case OP_MAX: for (int i = 0; i < n; i++) out[i] = out[i] > y[i] ? out[i] : y[i]; return dep;
 	case OP_DIV:

@@ -57,6 +57,13 @@ bool index_buffer_extent(Tensor *t, Axis **axes, int n, int i, int64_t *e);
  * `size`, with pad(n, e): size / e * (e + n). False (an error at the pad) when e does not
  * divide size. */
 bool index_padded_size(Diag *d, Tensor *t, int64_t *size);
+/* swizzle(S) of tensor t lays out its buffer (false, with an error at the directive, when it
+ * cannot: docs/caching.md, "swizzle"). */
+bool index_swizzle_check(Diag *d, Arena *a, Tensor *t);
+/* Offset off (elements of es bytes) of a buffer of r rows of w elements in the S-byte swizzled
+ * layout: the shared layout's one address function, for every writer and reader (indexing.c). */
+IrExpr *index_swizzle(Arena *a, const IrRange *rg, IrExpr *off, int64_t es, int64_t S, int64_t w,
+		      int64_t r);
 /* The position along axis ax (of the tensor) of the element with root values subs: split
  * r / F and r % F, merge o * E_inner + i (indexing.c). */
 IrExpr *index_forward(Arena *a, const IrRange *rg, Axis *ax, IrExpr **subs, int n);

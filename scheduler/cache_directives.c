@@ -345,6 +345,42 @@ bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer)
 /* c.pad(n): c's shared buffer gets n unused elements after each run of its innermost buffer
  * axis (a 32 x 32 tile read by columns is laid out 32 x 33: no bank conflicts); pad(n, e):
  * after every e elements of the layout (rows of e elements, whatever the axes). */
+/* c can take a shared layout directive (pad, swizzle): a shared intermediate, laid out once
+ * (pad and swizzle are two layouts of one buffer). An error at dir otherwise. */
+static bool shared_layout_ok(Sched *s, Tensor *c, AstDirective *dir, const char *verb)
+{
+	if (c->kind != TK_INTERMEDIATE || c->sched.mem != MEM_SHARED) {
+		diag_error(s->d, dir->span, "cannot %s '%s': it is %s; %s lays out a buffer in shared memory (cache_after(shared) or memory(shared))",
+			   verb, c->name, c->kind == TK_INTERMEDIATE ? arena_printf(s->a, "in %s memory", mem_name(c->sched.mem))
+							       : arena_printf(s->a, "an %s", c->kind == TK_INPUT ? "input" : "output"), verb);
+		return false;
+	}
+	if (c->sched.pad || c->sched.swizzle) {
+		bool pad = c->sched.pad, again = !strcmp(verb, pad ? "pad" : "swizzle");
+		const char *done = pad ? "padded" : "swizzled";
+		if (again)
+			diag_error(s->d, dir->span, "'%s' is already %s", c->name, done);
+		else
+			diag_error(s->d, dir->span, "cannot %s '%s': it is %s, and a buffer is either padded or swizzled",
+				   verb, c->name, done);
+		diag_note(s->d, pad ? c->sched.pad_span : c->sched.swizzle_span, "first %s here", done);
+		return false;
+	}
+	return true;
+}
+
+/* The optional row length of pad(n, e) and swizzle(S, e) (0 when absent); an error (message
+ * `bad`, with the value) when it is below 1. */
+static bool row_arg(Sched *s, AstDirective *dir, const char *bad, int64_t *out)
+{
+	*out = dir->nargs == 2 ? dir->args[1].value : 0;
+	if (dir->nargs == 2 && *out < 1) {
+		diag_error(s->d, dir->args[1].span, bad, (long long)*out);
+		return false;
+	}
+	return true;
+}
+
 bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 {
 	int64_t n = dir->args[0].value;
@@ -353,26 +389,36 @@ bool sched_pad(Sched *s, Tensor *c, AstDirective *dir)
 			   (long long)n);
 		return false;
 	}
-	if (c->kind != TK_INTERMEDIATE || c->sched.mem != MEM_SHARED) {
-		diag_error(s->d, dir->span, "cannot pad '%s': it is %s; pad lays out a buffer in shared memory (cache_after(shared) or memory(shared))",
-			   c->name, c->kind == TK_INTERMEDIATE ? arena_printf(s->a, "in %s memory", mem_name(c->sched.mem))
-							       : arena_printf(s->a, "an %s", c->kind == TK_INPUT ? "input" : "output"));
+	if (!shared_layout_ok(s, c, dir, "pad"))
 		return false;
-	}
-	if (c->sched.pad) {
-		diag_error(s->d, dir->span, "'%s' is already padded", c->name);
-		diag_note(s->d, c->sched.pad_span, "first padded here");
+	int64_t every;
+	if (!row_arg(s, dir, "a pad after every %lld elements: the run must be at least 1", &every))
 		return false;
-	}
-	int64_t every = dir->nargs == 2 ? dir->args[1].value : 0;
-	if (dir->nargs == 2 && every < 1) {
-		diag_error(s->d, dir->args[1].span, "a pad after every %lld elements: the run must be at least 1",
-			   (long long)every);
-		return false;
-	}
 	c->sched.pad = (int)n;
 	c->sched.pad_every = every;
 	c->sched.pad_span = dir->span;
+	return true;
+}
+
+/* c.swizzle(S), S = 32B, 64B or 128B: c's shared buffer keeps its size and the 16-byte chunks
+ * of each S-byte row are XORed with the row (passes/indexing.c, index_swizzle); swizzle(S, e):
+ * rows of e elements of the layout, whatever the axes (as pad(n, e)). */
+bool sched_swizzle(Sched *s, Tensor *c, AstDirective *dir)
+{
+	const char *w = dir->args[0].name;
+	int S = !strcmp(w, "32B") ? 32 : !strcmp(w, "64B") ? 64 : !strcmp(w, "128B") ? 128 : 0;
+	if (!S) {
+		diag_error(s->d, dir->args[0].span, "a swizzle is 32B, 64B or 128B, not '%s'", w);
+		return false;
+	}
+	int64_t row;
+	if (!row_arg(s, dir, "swizzled rows of %lld elements: a row must be at least 1", &row))
+		return false;
+	if (!shared_layout_ok(s, c, dir, "swizzle"))
+		return false;
+	c->sched.swizzle = S;
+	c->sched.swizzle_row = row;
+	c->sched.swizzle_span = dir->span;
 	return true;
 }
 
@@ -897,9 +943,11 @@ bool sched_check_caches(Sched *s)
 			ok &= check_cp_async(s, c);
 		if (c->sched.stages)
 			ok &= check_stages(s, c);
-		if (c->sched.pad && c->sched.mem != MEM_SHARED) { /* a later memory(...) moved it */
-			diag_error(s->d, c->sched.pad_span, "cannot pad '%s': it is in %s memory; pad lays out a buffer in shared memory",
-				   c->name, mem_name(c->sched.mem));
+		if ((c->sched.pad || c->sched.swizzle) && c->sched.mem != MEM_SHARED) { /* a later memory(...) moved it */
+			const char *verb = c->sched.pad ? "pad" : "swizzle";
+			diag_error(s->d, c->sched.pad ? c->sched.pad_span : c->sched.swizzle_span,
+				   "cannot %s '%s': it is in %s memory; %s lays out a buffer in shared memory",
+				   verb, c->name, mem_name(c->sched.mem), verb);
 			diag_note(s->d, c->sched.mem_span, "'%s' is placed in %s memory here", c->name, mem_name(c->sched.mem));
 			ok = false;
 		}

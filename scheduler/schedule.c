@@ -36,6 +36,7 @@
 	X(DOUBLE_BUFFER, "double_buffer", "", "double_buffer()")                           \
 	X(STAGES, "stages", "i?i", "stages(n) or stages(n, prefetch)")                     \
 	X(PAD, "pad", "i?i", "pad(n) or pad(n, every)")                                   \
+	X(SWIZZLE, "swizzle", "n?i", "swizzle(128B), swizzle(64B) or swizzle(32B)[, row]")   \
 	X(RFACTOR, "rfactor", "*", "rfactor(axis, ...) -> name")                          \
 	X(WELFORD, "welford", "", "welford()")                                             \
 	X(ONLINE, "online", "", "online()")                                                \
@@ -1202,6 +1203,7 @@ static bool apply_directive(Sched *s, AstDirective *dir)
 	case V_DOUBLE_BUFFER: return sched_stages(s, t, dir, true);
 	case V_STAGES: return sched_stages(s, t, dir, false);
 	case V_PAD: return sched_pad(s, t, dir);
+	case V_SWIZZLE: return sched_swizzle(s, t, dir);
 	case V_RFACTOR: return sched_rfactor(s, t, dir);
 	case V_WELFORD: return sched_welford(s, t, dir);
 	case V_ONLINE: return sched_online(s, t, dir);

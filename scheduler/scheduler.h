@@ -105,6 +105,7 @@ bool sched_check_welford(Sched *s);
 bool sched_stages(Sched *s, Tensor *c, AstDirective *dir, bool double_buffer);
 enum { PAD_MAX = 32 }; /* the largest pad(n) */
 bool sched_pad(Sched *s, Tensor *c, AstDirective *dir);
+bool sched_swizzle(Sched *s, Tensor *c, AstDirective *dir);
 bool sched_finish_caches(Sched *s);
 void sched_insert_tensor(Arena *a, Fusion *f, Tensor *c, int at);
 bool sched_is_ancestor_of_shared(Axis *x, Tensor *u, int pos);

@@ -120,6 +120,10 @@ for args in "examples/gelu_auto.fus --dims N=1002" "tests/golden/ok/rowmax_bf16.
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=129,N=136,K=40 --max-blocks 4" \
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=0,N=8,K=8" \
 	    "examples/gemm/hgemm_ldmatrix.fus --dims M=5,N=16,K=0" \
+	    "examples/gemm/hgemm_swizzle.fus --dims M=1,N=8,K=8" \
+	    "examples/gemm/hgemm_swizzle.fus --dims M=70,N=40,K=56" \
+	    "examples/gemm/hgemm_swizzle.fus --dims M=257,N=136,K=72 --max-blocks 4" \
+	    "examples/gemm/hgemm_swizzle.fus --dims M=3,N=8,K=0" \
 	    "examples/gemm/hgemm_bf16.fus --dims M=67,N=24,K=40" \
 	    "examples/gemm/hgemm_mma.fus --dims M=70,N=40,K=56" \
 	    "examples/gemm/hgemm_raster.fus --dims M=2100,N=136,K=24" \

@@ -223,6 +223,10 @@ static void print_header(Job *j, const SimResult *r, double secs)
 	printf("%s simulated %lld of %lld blocks of %lld threads in %.3f s\n",
 	       f->nsizes || j->variants ? ";" : "", (long long)r->blocks_run, (long long)r->blocks_total,
 	       (long long)r->threads_per_block, secs);
+	if (r->ldm_phases) /* the bank model (docs/check.md, "Bank conflicts") */
+		printf("  ldmatrix: %.2f shared-memory wavefronts a phase over %lld phases, at most %d "
+		       "(1: no bank conflict)\n", (double)r->ldm_wavefronts / (double)r->ldm_phases,
+		       (long long)r->ldm_phases, r->ldm_worst);
 }
 
 static int over_budget(CheckOpts *o, Fusion *f, const char *who, const char *why)

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "interp/sim.h"
+#include "passes/passes.h"
 #include "tests/unit/testutil.h"
 
 static char *read_file(const char *path)
@@ -529,6 +530,165 @@ START_TEST(test_pad_dropped_by_the_reader_mismatch)
 }
 END_TEST
 
+/* ---- swizzle(S): the address function and hgemm_swizzle.fus ---------------------------- */
+
+/* index_swizzle on every offset of a buffer of r rows of w elements of es bytes: a
+ * permutation that keeps each 16-byte chunk whole and in place within it; with rows of S
+ * bytes, the hardware's formula (TMA's SWIZZLE_<S>B, CUTLASS Swizzle<log2(S/16), 4, 3>) on
+ * byte addresses; and, in every panel, the 8 rows of one chunk column that an ldmatrix matrix
+ * reads fall in 8 different 16-byte bank groups. */
+START_TEST(test_swizzle_address_function)
+{
+	Arena *a = arena_new();
+	static const int64_t es_list[] = {2, 4}, s_list[] = {32, 64, 128};
+	for (int ie = 0; ie < 2; ie++)
+		for (int is = 0; is < 3; is++)
+			for (int panels = 1; panels <= 2; panels++) {
+				int64_t es = es_list[ie], S = s_list[is], w = panels * S / es, r = 16;
+				int64_t n = r * w, c = 16 / es, *phys = malloc(sizeof(int64_t) * (size_t)n);
+				char *seen = calloc((size_t)n, 1);
+				for (int64_t o = 0; o < n; o++) {
+					int64_t v;
+					ck_assert(ir_is_const(index_swizzle(a, NULL, ir_int(a, o), es, S, w, r), &v));
+					ck_assert_msg(v >= 0 && v < n && !seen[v], "es %lld S %lld w %lld: %lld -> %lld",
+						      (long long)es, (long long)S, (long long)w, (long long)o, (long long)v);
+					seen[v] = 1;
+					phys[o] = v;
+					ck_assert_int_eq(v % c, o % c);
+					ck_assert_int_eq(v - o % c, phys[o - o % c]);
+					if (panels == 1) {
+						int64_t b = o * es, hw = b ^ (((b >> 7) & (S / 16 - 1)) << 4);
+						ck_assert_int_eq(v * es, hw);
+					}
+				}
+				/* row `row` of panel p, chunk cc: logical offset row * w + p * S / es + cc * c */
+				for (int64_t p = 0; p < panels; p++)
+					for (int64_t row0 = 0; row0 < r; row0 += 8)
+						for (int64_t cc = 0; cc < S / 16; cc++) {
+							unsigned groups = 0;
+							for (int64_t row = row0; row < row0 + 8; row++) {
+								int64_t o = row * w + p * S / es + cc * c;
+								groups |= 1u << (phys[o] * es % 128 / 16);
+							}
+							ck_assert_int_eq(__builtin_popcount(groups), 8);
+						}
+				free(phys);
+				free(seen);
+			}
+	arena_free(a);
+}
+END_TEST
+
+/* XOR nodes replaced by their first operand: the chunk left where the unswizzled layout has it */
+static IrExpr *drop_xor(Arena *a, IrExpr *e, void *ctx)
+{
+	(void)a;
+	(void)ctx;
+	return e->kind == EX_OP && e->op == OP_XOR ? e->args[0] : e;
+}
+
+static bool drop_xor_slot(IrExpr **slot, void *ctx)
+{
+	*slot = ir_rewrite(ctx, *slot, drop_xor, NULL);
+	return false; /* on to the next slot */
+}
+
+/* Every cp.async into tensor `name` in list s writes the unswizzled layout. */
+static int unswizzle_writes(Arena *a, Stmt *s, const char *name)
+{
+	int n = 0;
+	for (; s; s = s->next) {
+		if (s->kind == KS_CP_ASYNC && !strcmp(s->copy.tensor->name, name)) {
+			ir_stmt_exprs(s, drop_xor_slot, a);
+			n++;
+		}
+		Stmt **lists[3];
+		for (int i = 0, nl = ir_stmt_lists(s, lists); i < nl; i++)
+			n += unswizzle_writes(a, *lists[i], name);
+	}
+	return n;
+}
+
+/* hgemm_swizzle.fus swizzles both operand tiles (swizzle(128B, 64) and (128B, 128)): it
+ * matches the reference at sizes no tile divides, and the writers (cp.async) and the readers
+ * (ldmatrix, .trans for B) share the layout: an ldmatrix that reads the unswizzled one, or
+ * copies that write it, give wrong results. */
+START_TEST(test_swizzle_dropped_on_one_side_mismatch)
+{
+	static const int64_t sizes[][3] = {{33, 40, 24}, {70, 48, 136}};
+	SimResult r;
+	for (int i = 0; i < 2; i++) {
+		TestCompile *tc = compile_path("examples/gemm/hgemm_swizzle.fus");
+		ck_assert_int_eq(simulate_at(tc, &r, sizes[i]), 0);
+		tc_assert_no_reports(tc, &r);
+		sim_result_free(&r);
+		tc_free(tc);
+	}
+	for (int op = 0; op < 2; op++) { /* the reader of A, then of B */
+		TestCompile *tc = compile_path("examples/gemm/hgemm_swizzle.fus");
+		Stmt *l = frag_load(tc, op ? 'b' : 'a');
+		ck_assert_int_eq(l->mma.idx[0]->tensor->sched.swizzle, 128);
+		IrExpr *e = l->mma.idx[0];
+		l->mma.idx[0] = ir_rewrite(tc->kernels[0]->arena, e, drop_xor, NULL);
+		ck_assert_ptr_ne(l->mma.idx[0], e);
+		ck_assert_int_gt(simulate_at(tc, &r, sizes[0]), 0);
+		sim_result_free(&r);
+		tc_free(tc);
+	}
+	for (int op = 0; op < 2; op++) { /* the writers of A, then of B */
+		TestCompile *tc = compile_path("examples/gemm/hgemm_swizzle.fus");
+		Kernel *k = tc->kernels[0];
+		ck_assert_int_gt(unswizzle_writes(k->arena, k->body, op ? "B_smem" : "A_smem"), 0);
+		ck_assert_int_gt(simulate_at(tc, &r, sizes[0]), 0);
+		sim_result_free(&r);
+		tc_free(tc);
+	}
+}
+END_TEST
+
+/* The bank model (docs/check.md, "Bank conflicts"): rows of 128 bytes at one chunk column are
+ * 8 wavefronts, rows of 144 bytes (pad(8, 64)) 1, one address for all 8 rows 1 (a broadcast);
+ * hgemm_swizzle.fus's and hgemm_ldmatrix.fus's ldmatrix phases are all 1, and the swizzled
+ * GEMM with every XOR dropped (writers and readers: still the right result) takes 8. */
+START_TEST(test_ldmatrix_bank_wavefronts)
+{
+	int64_t o[8];
+	for (int i = 0; i < 8; i++)
+		o[i] = 64 * i;
+	ck_assert_int_eq(sim_ldm_wavefronts(o, 2), 8);
+	for (int i = 0; i < 8; i++)
+		o[i] = 72 * i;
+	ck_assert_int_eq(sim_ldm_wavefronts(o, 2), 1);
+	for (int i = 0; i < 8; i++)
+		o[i] = 64 * i + 8 * (i ^ 3);
+	ck_assert_int_eq(sim_ldm_wavefronts(o, 2), 1);
+	for (int i = 0; i < 8; i++)
+		o[i] = 128 + (i % 2) * 64; /* two rows 128 bytes apart: one bank group, 2 */
+	ck_assert_int_eq(sim_ldm_wavefronts(o, 2), 2);
+	for (int i = 0; i < 8; i++)
+		o[i] = 40;
+	ck_assert_int_eq(sim_ldm_wavefronts(o, 2), 1);
+
+	static const char *const files[] = {"examples/gemm/hgemm_swizzle.fus",
+					    "examples/gemm/hgemm_ldmatrix.fus"};
+	const int64_t sizes[3] = {33, 40, 24};
+	SimResult r;
+	for (int f = 0; f < 3; f++) {
+		TestCompile *tc = compile_path(files[f % 2]);
+		if (f == 2) { /* hgemm_swizzle, unswizzled everywhere */
+			Kernel *k = tc->kernels[0];
+			ir_stmts_rewrite(k->arena, k->body, drop_xor, NULL);
+		}
+		ck_assert_int_eq(simulate_at(tc, &r, sizes), 0);
+		ck_assert_int_gt(r.ldm_phases, 0);
+		ck_assert_int_eq(r.ldm_worst, f == 2 ? 8 : 1);
+		ck_assert_int_eq(r.ldm_wavefronts, (f == 2 ? 8 : 1) * r.ldm_phases);
+		tc_assert_no_reports(tc, &r); /* frees r */
+		tc_free(tc);
+	}
+}
+END_TEST
+
 /* ---- mma_pipeline: fragments one k step ahead (hgemm_ldmatrix.fus, 2 steps per ko) ---- */
 
 static bool is_kind(Stmt *s, void *kind)
@@ -687,6 +847,9 @@ Suite *mma_suite(void)
 	tcase_add_test(c, test_ldmatrix_wrong_transposition_mismatch);
 	tcase_add_test(c, test_transposed_lane_loads);
 	tcase_add_test(c, test_pad_dropped_by_the_reader_mismatch);
+	tcase_add_test(c, test_swizzle_address_function);
+	tcase_add_test(c, test_swizzle_dropped_on_one_side_mismatch);
+	tcase_add_test(c, test_ldmatrix_bank_wavefronts);
 	tcase_add_test(c, test_pipelined_fragments);
 	tcase_add_test(c, test_arch_below_sm80_is_an_error);
 	suite_add_tcase(s, c);
