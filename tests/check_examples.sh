@@ -21,6 +21,7 @@ out=$(mktemp)
 runs=$(mktemp)
 res=$(mktemp -d)
 trap 'rm -f "$out" "$runs"; rm -rf "$res"' EXIT
+. tests/run_queue.sh
 # queue ARGS...: one `fusc check ARGS` (no argument holds a space)
 queue() { printf '%s\n' "$*" >>"$runs"; }
 
@@ -161,28 +162,8 @@ for n in 0 1 7 63 65 128 129 256 257 1000 1024 1025 4096 4097 16384 16385 65536 
 		queue "$f" --dims "M=3,N=$n" --max-blocks 2
 	done
 done
-# The queued runs, JOBS at a time: run I leaves I.pass, or I.fail with the output.
-export FUSC res
-# shellcheck disable=SC2016
-awk '{ print NR, $0 }' "$runs" | xargs -P "$JOBS" -L 1 sh -c '
-	i=$1; shift
-	if "$FUSC" check "$@" >"$res/$i.out" 2>&1; then
-		touch "$res/$i.pass"
-	else
-		{ echo "FAIL: $FUSC check $*"; sed "s/^/  | /" "$res/$i.out" | head -40; } >"$res/$i.fail"
-	fi
-	rm -f "$res/$i.out"' _
-n=$(wc -l <"$runs")
-i=1
-while [ "$i" -le "$n" ]; do
-	if [ -f "$res/$i.pass" ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		if [ -f "$res/$i.fail" ]; then cat "$res/$i.fail"; else echo "FAIL: run $i did not finish: $(sed -n "${i}p" "$runs")"; fi
-	fi
-	i=$((i + 1))
-done
+# The queued runs, JOBS at a time (tests/run_queue.sh).
+run_queue
 # runs_kernel KERNEL ARGS...: `fusc check ARGS` passes and says it ran KERNEL (empty: any)
 runs_kernel() {
 	rk=$1

@@ -11,9 +11,12 @@
 FUSC=${FUSC:-build/fusc}
 SIZES=${SIZES:-"0 1 7 63 65 1000"}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+pass=0
+fail=0
 runs=$(mktemp)
 res=$(mktemp -d)
 trap 'rm -f "$runs"; rm -rf "$res"' EXIT
+. tests/run_queue.sh
 for f in bench/unseen/*.fus; do
 	args=$(sed -n 's|^// check-args: ||p' "$f" | head -n 1)
 	for s in $SIZES; do
@@ -52,27 +55,6 @@ bench/unseen/causal_softmax_f16.fus --dims B=1,T=129 --max-blocks 64
 bench/unseen/swiglu_halves_f16.fus --dims M=3,N=1029
 bench/unseen/layernorm_768.fus --dims M=67
 LIST
-export FUSC res
-# shellcheck disable=SC2016
-awk '{ print NR, $0 }' "$runs" | xargs -P "$JOBS" -L 1 sh -c '
-	i=$1; shift
-	if "$FUSC" check "$@" >"$res/$i.out" 2>&1; then
-		touch "$res/$i.pass"
-	else
-		{ echo "FAIL: $FUSC check $*"; sed "s/^/  | /" "$res/$i.out" | head -20; } >"$res/$i.fail"
-	fi' _
-pass=0
-fail=0
-n=$(wc -l <"$runs")
-i=1
-while [ "$i" -le "$n" ]; do
-	if [ -f "$res/$i.pass" ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		if [ -f "$res/$i.fail" ]; then cat "$res/$i.fail"; else echo "FAIL: run $i did not finish: $(sed -n "${i}p" "$runs")"; fi
-	fi
-	i=$((i + 1))
-done
+run_queue
 echo "check_unseen: $pass passed, $fail failed"
 [ "$fail" = 0 ]
