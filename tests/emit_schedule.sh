@@ -30,6 +30,16 @@ segments() {
 	     on && /^\/\/   / { sub(/^\/\/   /, ""); print; seen = 1; next }
 	     on && seen { on = 0; seen = 0 }' "$1"
 }
+# compiles F SRC OUT WHAT: `fusc SRC --emit=cuda -o OUT`, or a failure of F
+compiles() {
+	"$FUSC" "$2" --emit=cuda -o "$3" 2> "$T/err" && return 0
+	echo "FAIL $1: compiling $4 failed:"; head -5 "$T/err"; return 1
+}
+# same_kernels F WHAT: $T/a.k and $T/p.k hold the same kernels (none: a failure of F)
+same_kernels() {
+	[ -s "$T/a.k" ] && cmp -s "$T/a.k" "$T/p.k" && return 0
+	echo "FAIL $1: other kernels from $2:"; diff "$T/a.k" "$T/p.k" | head -10; return 1
+}
 for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus bench/unseen/*.fus \
 	 tests/golden/ok/*.fus tests/golden/sim/*.fus; do
 	grep -q '^schedule' "$f" && continue
@@ -51,19 +61,13 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus benc
 	   grep -q '^//   schedule .*_seg0 {' "$T/$b.sched" && ! grep -q '^schedule ' "$T/$b.sched"; then
 		# each segment, uncommented as a fusion of its own, compiles to its segment's kernel
 		segments "$T/$b.sched" > "$T/$b.segs.fus"
-		if ! "$FUSC" "$T/$b.segs.fus" --emit=cuda -o "$T/segs.cu" 2> "$T/err"; then
-			echo "FAIL $f: the printed segments do not compile:"; head -5 "$T/err"
-			fail=$((fail + 1)); continue
-		fi
+		if ! compiles "$f" "$T/$b.segs.fus" "$T/segs.cu" "the printed segments"; then fail=$((fail + 1)); continue; fi
 		# (a bounded plan's segments too, NAME_segK_N65536: the .cu has them in the chain's
 		# order, the printed text after the fusion's own; each kernel one line, sorted)
 		kernels "$T/auto.cu" | awk '/^extern "C" __global__/ { on = ($0 ~ /_seg[0-9]+(_[A-Za-z]+[0-9]+)?_kernel\(/) } on' |
 			one_per_line > "$T/a.k"
 		kernels "$T/segs.cu" | one_per_line > "$T/p.k"
-		if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
-			echo "FAIL $f: the printed segments give other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
-			fail=$((fail + 1)); continue
-		fi
+		if ! same_kernels "$f" "the printed segments"; then fail=$((fail + 1)); continue; fi
 		segmented=$((segmented + 1)); continue
 	fi
 	if ! grep -q '^schedule ' "$T/$b.sched"; then
@@ -79,10 +83,7 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus benc
 		copies=$((copies + 1)); continue
 	fi
 	cat "$f" "$T/$b.sched" > "$T/$b.fus"
-	if ! "$FUSC" "$T/$b.fus" --emit=cuda -o "$T/pasted.cu" 2> "$T/err"; then
-		echo "FAIL $f: the printed schedule does not compile:"; head -5 "$T/err"
-		fail=$((fail + 1)); continue
-	fi
+	if ! compiles "$f" "$T/$b.fus" "$T/pasted.cu" "the printed schedule"; then fail=$((fail + 1)); continue; fi
 	kernels "$T/auto.cu" > "$T/a.k"
 	# a padded plan (its kernels NAME_segK_kernel) comes with the automatic schedule only, which
 	# says so in its comment; the pasted block must give the other kernels
@@ -91,10 +92,7 @@ for f in examples/*.fus examples/*/*.fus bench/auto/*.fus bench/users/*.fus benc
 		mv "$T/a2.k" "$T/a.k"
 	fi
 	kernels "$T/pasted.cu" > "$T/p.k"
-	if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
-		echo "FAIL $f: the pasted schedule gives other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
-		fail=$((fail + 1)); continue
-	fi
+	if ! same_kernels "$f" "the pasted schedule"; then fail=$((fail + 1)); continue; fi
 	pass=$((pass + 1))
 done
 # A schedule block prints as the block the file has: the raster example and a raster trial
@@ -107,16 +105,10 @@ for f in examples/gemm/hgemm_raster.fus bench/hg3/rtry_nt_g8.fus; do
 		echo "FAIL $f: no schedule with its raster printed"; fail=$((fail + 1)); continue
 	fi
 	{ sed '/^schedule /,$d' "$f"; cat "$T/$b.sched"; } > "$T/$b.fus"
-	if ! "$FUSC" "$T/$b.fus" --emit=cuda -o "$T/pasted.cu" 2> "$T/err"; then
-		echo "FAIL $f: the printed schedule does not compile:"; head -5 "$T/err"
-		fail=$((fail + 1)); continue
-	fi
+	if ! compiles "$f" "$T/$b.fus" "$T/pasted.cu" "the printed schedule"; then fail=$((fail + 1)); continue; fi
 	kernels "$T/own.cu" > "$T/a.k"
 	kernels "$T/pasted.cu" > "$T/p.k"
-	if [ ! -s "$T/a.k" ] || ! cmp -s "$T/a.k" "$T/p.k"; then
-		echo "FAIL $f: the pasted schedule gives other kernels:"; diff "$T/a.k" "$T/p.k" | head -10
-		fail=$((fail + 1)); continue
-	fi
+	if ! same_kernels "$f" "the pasted schedule"; then fail=$((fail + 1)); continue; fi
 	pass=$((pass + 1))
 done
 echo "emit_schedule: $pass round trips passed, $fail failed, $copies with scheduler copies (not pasteable), $segmented segmented (their segments round trip as fusions of their own)"
