@@ -4,7 +4,8 @@
 # benchmarked programs (bench/auto, bench/users, bench/pointwise, bench/reduce) at
 # several sizes: empty (0: every output still written, e.g. a total is the identity), smaller
 # than one block (1, 5), not a multiple of any block or vector (67, 1025) and a few blocks (300).
-# Every size symbol takes the size (rounded up to a multiple a launcher precondition requires).
+# Every size symbol takes the size (rounded up to a multiple a launcher precondition requires);
+# a file whose every size its check-args set (or that has none) runs at the first size only.
 # A file may add options with a line `// check-args: --max-blocks 4` (large constant shapes:
 # simulate a sample of the blocks), or name its own sizes with `// check-sizes: 1 5 67` (a
 # program that reads a constant index of a size symbol's dimension has no size 0). The 1-D buffering family
@@ -24,6 +25,17 @@ trap 'rm -f "$out" "$runs"; rm -rf "$res"' EXIT
 . tests/run_queue.sh
 # queue ARGS...: one `fusc check ARGS` (no argument holds a space)
 queue() { printf '%s\n' "$*" >>"$runs"; }
+# sized FILE ARGS: --size can change a run of FILE with ARGS: a launcher of FILE takes a size
+# (an int64_t argument of its header) that the --dims of ARGS does not set, or the header
+# could not be made. Otherwise every size gives the same run, and one is enough.
+sized() {
+	hdr=$("$FUSC" "$1" --emit=header -o - 2>/dev/null) || return 0
+	dims=,$(printf '%s\n' "$2" | sed -n 's/.*--dims[= ]\([^ ]*\).*/\1/p'),
+	for y in $(printf '%s\n' "$hdr" | grep -o 'int64_t [A-Za-z_][A-Za-z0-9_]*' | cut -d' ' -f2 | sort -u); do
+		case $dims in *",$y="*) ;; *) return 0 ;; esac
+	done
+	return 1
+}
 
 for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/gemm/*.fus \
 	 tests/golden/ok/*.fus tests/golden/sim/*.fus bench/auto/*.fus bench/pointwise/*.fus \
@@ -34,6 +46,7 @@ for f in examples/*.fus examples/cp_async/*.fus examples/reduce/*.fus examples/g
 	sizes=${sizes:-$SIZES}
 	# nvFuser's 1-D buffering family ran at n = 1000, 199, 200, 100, 1001: so do their translations.
 	case $f in examples/cp_async/buf_*) sizes="$sizes 100 199 200 1000 1001" ;; esac
+	sized "$f" "$args" || sizes=${sizes%% *}
 	for s in $sizes; do
 		# shellcheck disable=SC2086
 		queue "$f" --size "$s" $args
