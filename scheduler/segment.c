@@ -1029,6 +1029,23 @@ static bool partial_row_len(Tensor *t, int64_t *n, SizeSym **z)
 	return true;
 }
 
+/* af with statement st replaced by the two statements part and rest. */
+static AstFusion *with_partials(Arena *a, AstFusion *af, AstStmt *st, AstStmt *part,
+				AstStmt *rest)
+{
+	Vec params = {0}, outs = {0}, stmts = {0};
+	for (int i = 0; i < af->nparams; i++)
+		vec_push(a, &params, af->params[i]);
+	for (int i = 0; i < af->nouts; i++)
+		vec_push(a, &outs, af->outs[i]);
+	for (int i = 0; i < af->nstmts; i++) {
+		if (af->stmts[i] == st)
+			vec_push(a, &stmts, part);
+		vec_push(a, &stmts, af->stmts[i] == st ? rest : af->stmts[i]);
+	}
+	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+}
+
 /* af with total t's statement written as the row partials' two statements (NULL when it is
  * not `t = red(i.., j: body)`); *rows: the partials' name. */
 static AstFusion *partial_ast(Arena *a, AstFusion *af, Tensor *t, const char **rows)
@@ -1056,17 +1073,7 @@ static AstFusion *partial_ast(Arena *a, AstFusion *af, Tensor *t, const char **r
 	*tot = *st;
 	tot->rhs = ast_reduce(a, at, (AstName){red->name, red->name_span}, &outer,
 			      ast_access(a, at, (AstName){*rows, at}, &sub));
-	Vec params = {0}, outs = {0}, stmts = {0};
-	for (int i = 0; i < af->nparams; i++)
-		vec_push(a, &params, af->params[i]);
-	for (int i = 0; i < af->nouts; i++)
-		vec_push(a, &outs, af->outs[i]);
-	for (int i = 0; i < af->nstmts; i++) {
-		if (af->stmts[i] == st)
-			vec_push(a, &stmts, part);
-		vec_push(a, &stmts, af->stmts[i] == st ? tot : af->stmts[i]);
-	}
-	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+	return with_partials(a, af, st, part, tot);
 }
 
 /* f's plan when total t (its one segment of its own, no boundary) takes row partials beside
@@ -1232,17 +1239,7 @@ static AstFusion *split_ast(Seg *s, Tensor *r, int from, const int *perm)
 	*top = *st;
 	top->rhs = replace_node(a, st->rhs, red,
 				ast_reduce(a, at, op, &outer, ast_access(a, at, part->lhs, &sub)));
-	Vec params = {0}, outs = {0}, stmts = {0};
-	for (int i = 0; i < af->nparams; i++)
-		vec_push(a, &params, af->params[i]);
-	for (int i = 0; i < af->nouts; i++)
-		vec_push(a, &outs, af->outs[i]);
-	for (int i = 0; i < af->nstmts; i++) {
-		if (af->stmts[i] == st)
-			vec_push(a, &stmts, part);
-		vec_push(a, &stmts, af->stmts[i] == st ? top : af->stmts[i]);
-	}
-	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+	return with_partials(a, af, st, part, top);
 }
 
 /* f with each reduction that split_point takes written as two (sema'd again), or NULL when
