@@ -1144,7 +1144,7 @@ static void row_partials(Seg *s, Diag *d, Tensor *t)
 }
 
 /* ---- a reduction over indices that do not collapse (docs/auto_schedule.md, "Reductions
- * over indices that do not collapse") -------------------------------------------------------
+ * read per row, and over indices that do not collapse") ------------------------------------
  * batch-norm statistics, mean[c] = sum(n, l: x[n, c, l]) / (N * L): n and l are not adjacent
  * in x (c is between them), so no class takes the reduction (general: a thread per channel,
  * N * L serial). Written as
