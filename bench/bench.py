@@ -579,7 +579,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default=",".join(C.DEFAULT_SUITES),
                     help="comma-separated: " + ", ".join(C.SUITES) + "; all: every suite")
-    ap.add_argument("--only", default="", help="only cases whose label contains this")
+    ap.add_argument("--only", default="",
+                    help="only cases whose label contains this (several: separated by '|')")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: generate every program, check launchers and cases")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
@@ -598,7 +599,8 @@ def main(argv=None):
     for n in names:
         if n not in C.SUITES:
             ap.error(f"unknown suite '{n}' (known: {', '.join(C.SUITES)}, all)")
-    cases = [c for n in names for c in C.SUITES[n]() if args.only in c.label]
+    only = args.only.split("|")
+    cases = [c for n in names for c in C.SUITES[n]() if any(o in c.label for o in only)]
 
     logf = None
     if args.out:

@@ -257,6 +257,10 @@ static OuterShape outer_shape(Plan *p, Tensor *o, int64_t vec, int64_t size)
 	if (r >= 0)
 		while (sh.ty > 1 && sh.ty / 2 >= r)
 			sh.ty /= 2;
+	/* no split larger than a constant reduced extent (15 rows: 15 threads, not 16 with one
+	 * idle): a written schedule may not (docs/design.md), and --emit=schedule prints this */
+	if (r >= 1 && sh.ty > r)
+		sh.ty = r;
 	/* blocks over the kept indices, when known (at most a bucket's bound), the rows over
 	 * blockIdx.y to fill the GPU: on the H200 a column sum ran at 3818 GB/s with 1024
 	 * blocks (16384x4096 on 64 x 16) against 3366 with 4096 (64 x 64), and 65536x1024 at
@@ -492,9 +496,11 @@ static AutoClass outer_analyze(Fusion *f, Tensor *o, Outer *a, bool alone)
 {
 	/* One output only: the outputs of a fusion share one launch, and another output's nest
 	 * would run (and recompute what it reads) in every block of the grid split (alone: the
-	 * class o would have as the one output of a segment, segment.c). */
-	if ((f->noutputs != 1 && !alone) || !tensor_is_reduction(o) || o->kind != TK_OUTPUT ||
-	    !o->def || o->nroot > AUTO_MAX_RANK || read_by_other(f, o))
+	 * class o would have as the one output of a segment of its own, segment.c, where nothing
+	 * reads it: it may be an intermediate or read here). */
+	if (!alone && (f->noutputs != 1 || o->kind != TK_OUTPUT || read_by_other(f, o)))
+		return AC_GENERAL;
+	if (!tensor_is_reduction(o) || !o->def || o->nroot > AUTO_MAX_RANK)
 		return AC_GENERAL;
 	*a = (Outer){.out = o, .contiguous = true, .identity = true};
 	int map[AUTO_MAX_RANK];

@@ -5,10 +5,11 @@
  *
  * The boundaries are the reductions that a grid reduction computes well and that another
  * tensor of the fusion reads (a grid-reduced tensor cannot be read in the kernel that reduces
- * it: docs/reductions.md): a whole-tensor (0-d) reduction, an outer reduction (every read's
- * last subscript is the last kept index: a column mean), and a row reduction over a size
- * symbol marked long (SizeSym.above: rows split over blocks). Each boundary is the one output
- * of its own segment, and so is an output that the outer, middle-axis or whole-tensor
+ * it: docs/reductions.md): a whole-tensor (0-d) reduction, an outer or middle-axis reduction
+ * (a column mean; reads without the column index too: v[k] in sum(k: v[k] * W[k, j])), a row
+ * reduction over a size symbol marked long (SizeSym.above: rows split over blocks), and a row
+ * reduction that a tensor reads outside its row group (row_boundary). Each boundary is the
+ * one output of its own segment, and so is an output that the outer, middle-axis or whole-tensor
  * schedule takes alone but not beside other outputs (split_output: row and column sums of
  * one x, two kernels); the fusion's other outputs go into one segment per level (the number
  * of boundaries on the longest chain of reads before them). A segment holds the statements
@@ -20,6 +21,8 @@
  * that sema lifted out of an expression (Tensor.lifted_from) and is a boundary becomes a
  * statement of its own (named as sema named it) and the expression reads it; a 0-d boundary
  * is an input `m: f32[1]` of a later segment, read as m[0] (0-d inputs are scalars).
+ * Before any of this, a reduction over indices that do not collapse (sum(n, l: x[n, c, l]))
+ * is written as its row partials and their reduction (split_reductions).
  */
 #include <string.h>
 
@@ -77,15 +80,108 @@ bool segment_long_row(Tensor *r)
 	return (m & 1u << (r->nroot - 1)) && !(m & 1u << 31);
 }
 
-/* Is r a reduction that its own segment computes well (a grid reduction) and that another
- * tensor reads? */
+/* How e reads r directly (not through recomputed tensors), as bits: 1 it does, 2 with a
+ * reduced root of u (a root past u->ndim) as a subscript. */
+static unsigned reads_directly(IrExpr *e, Tensor *r, Tensor *u)
+{
+	if (!e)
+		return 0;
+	unsigned m = 0;
+	if (e->kind == EX_ACCESS && e->tensor == r) {
+		m = 1;
+		for (int k = 0; k < e->nargs; k++)
+			if (e->args[k]->kind == EX_AXIS && e->args[k]->axis->root_index >= u->ndim)
+				m |= 2;
+	}
+	for (int i = 0; i < e->nargs; i++)
+		m |= reads_directly(e->args[i], r, u);
+	return m;
+}
+
+/* Is r a row reduction (its reduced indices collapse, the last is the last subscript of its
+ * reads) that a tensor reads outside r's row group: over a row of another length (y[b, h] =
+ * ... / sum(t: m[b, t]), H against T), or a reduction over one of r's kept indices (s[c] =
+ * sum(n: p[n, c]) with p[n, c] = sum(l: x[n, c, l]))? The general schedule would take one
+ * thread per row (or per column), the reader's row serial; as a segment of its own r is a
+ * row group, its reader a broadcast, an outer or middle-axis reduction, or rows of their own.
+ * Not when r reads a reduction (its segment would recompute it, the general schedule's
+ * again). */
+static bool row_boundary(Fusion *f, Tensor *r)
+{
+	if (r->ndim == 0 || r->nroot <= r->ndim || r->nroot > AUTO_MAX_RANK ||
+	    auto_reads_reductions(r->def, 0) || segment_read_roots(r) != 1u << (r->nroot - 1) ||
+	    !auto_collapsible(r, r->ndim, r->nroot))
+		return false;
+	int nred = r->nroot - r->ndim;
+	for (int i = 0; i < f->ntensors; i++) {
+		Tensor *u = f->tensors[i];
+		unsigned m = u != r ? reads_directly(u->def, r, u) : 0;
+		if (!m)
+			continue;
+		if ((m & 2) && tensor_is_reduction(u))
+			return true;
+		/* u's last indices are not a row of r's (a row group's reader walks the row) */
+		bool same = u->nroot >= nred;
+		for (int k = 0; k < nred && same; k++)
+			same = dims_equal(u->root[u->nroot - nred + k]->extent, r->root[r->ndim + k]->extent);
+		if (u->nroot > r->ndim && !same)
+			return true;
+	}
+	return false;
+}
+
+/* The roots' order in the first read with every root of the reduction among its subscripts
+ * (ctx: int[2 + AUTO_MAX_RANK]: its rank, 0 while there is none, then the number of roots,
+ * then the read's roots). */
+static bool full_read(void *ctx, Tensor *x, const int *pos)
+{
+	int *out = ctx;
+	unsigned m = 0;
+	for (int k = 0; k < x->ndim; k++)
+		m |= pos[k] >= 0 ? 1u << pos[k] : 0;
+	if (!out[0] && m == (1u << out[1]) - 1) {
+		out[0] = x->ndim;
+		memcpy(out + 2, pos, sizeof(int) * (size_t)x->ndim);
+	}
+	return true;
+}
+
+/* r's full_read (read[0] 0: none). */
+static bool first_full_read(Tensor *r, int *read)
+{
+	int map[AUTO_MAX_RANK];
+	read[0] = 0;
+	read[1] = r->nroot;
+	if (r->nroot > AUTO_MAX_RANK || !r->def || r->def->kind != EX_REDUCE)
+		return false;
+	for (int k = 0; k < r->nroot; k++)
+		map[k] = k;
+	return auto_walk_reads(r->def->args[0], map, full_read, read) && read[0];
+}
+
+/* Does r read a tensor with every root of r among its subscripts (x[b, t, h] in a middle-axis
+ * sum over t, W[k, j] in y[j] = sum(k: v[k] * W[k, j]); a matrix product has none: its
+ * segment would be the matmul class's alone, and its epilogue is its own)? */
+static bool reads_all_roots(Tensor *r)
+{
+	int read[2 + AUTO_MAX_RANK];
+	return first_full_read(r, read);
+}
+
+/* Is r a reduction that its own segment computes well (a grid reduction, a row group) and
+ * that another tensor reads? */
 static bool boundary(Fusion *f, Tensor *r)
 {
 	if (!tensor_is_reduction(r) || r->kind == TK_INPUT || !read_by_other(f, r))
 		return false;
 	if (r->ndim == 0 || segment_long_row(r))
 		return true;
-	return r->nroot == r->ndim + 1 && segment_read_roots(r) == 1u << (r->ndim - 1);
+	if (r->nroot == r->ndim + 1 && segment_read_roots(r) == 1u << (r->ndim - 1))
+		return true;
+	/* what the outer class takes as a segment's one output: reads without the column index
+	 * too (v[k] in y[j] = sum(k: v[k] * W[k, j]) + b[j]) */
+	AutoClass c = auto_outer_class_alone(f, r);
+	return ((c == AC_OUTER || c == AC_MIDDLE) && reads_all_roots(r)) || row_boundary(f, r);
 }
 
 /* Is output t of a fusion of several one that the outer, middle-axis or whole-tensor
@@ -145,6 +241,7 @@ struct Seg {
 	bool *out;          /* computed by it */
 	bool *need;         /* its statements (outputs included) */
 	bool *in;           /* boundaries of earlier segments it reads */
+	bool *lift;         /* lifted reductions it writes as statements of their own */
 };
 
 static int tensor_pos(Fusion *f, Tensor *t)
@@ -264,6 +361,21 @@ static AstStmt *stmt_of(AstFusion *af, const char *lhs)
 	return NULL;
 }
 
+/* Does lifted reduction t read an index of a reduction around it (not one of its
+ * statement's)? Then it cannot be a statement of its own. */
+static bool nested_lift(Fusion *f, Tensor *t)
+{
+	AstStmt *st = t->lifted_from ? stmt_of(f->ast, t->lifted_from->name) : NULL;
+	for (int k = 0; st && k < t->ndim; k++) {
+		bool lhs = false;
+		for (int q = 0; q < st->nidx; q++)
+			lhs |= strcmp(st->idx[q].name, t->root[k]->name) == 0;
+		if (!lhs)
+			return true;
+	}
+	return false;
+}
+
 /* The lifted boundary's AST reduction, or NULL. */
 static AstExpr *lifted_node(Seg *s, Tensor *t)
 {
@@ -284,19 +396,27 @@ static AstExpr *read_of(Seg *s, Tensor *t, Span at)
 	return ast_access(s->a, at, (AstName){t->name, at}, &args);
 }
 
+static AstExpr *rewrite_args(Seg *s, AstExpr *e);
+
 /* e with the segment's inputs read as inputs: a lifted boundary's reduction becomes a read
- * of it, a 0-d boundary's name a read of element 0. */
+ * of it, a 0-d boundary's name a read of element 0; and a lifted reduction written as a
+ * statement of its own (Seg.lift) a read of it too. */
 static AstExpr *rewrite(Seg *s, AstExpr *e)
 {
 	for (int i = 0; i < s->f->ntensors; i++) {
 		Tensor *t = s->f->tensors[i];
-		if (!s->in[i])
+		if (!s->in[i] && !s->lift[i])
 			continue;
 		if (t->lifted_from && lifted_node(s, t) == e)
 			return read_of(s, t, e->span);
-		if (!t->ndim && e->kind == AE_NAME && strcmp(e->name, t->name) == 0)
+		if (s->in[i] && !t->ndim && e->kind == AE_NAME && strcmp(e->name, t->name) == 0)
 			return read_of(s, t, e->span);
 	}
+	return rewrite_args(s, e);
+}
+
+static AstExpr *rewrite_args(Seg *s, AstExpr *e)
+{
 	if (!e->nargs)
 		return e;
 	AstExpr *c = NEW(s->a, AstExpr);
@@ -322,7 +442,7 @@ static AstStmt *stmt_new(Seg *s, AstStmt *like, const char *lhs, Tensor *t, AstE
 		for (int k = 0; k < t->ndim; k++)
 			st->idx[k] = (AstName){t->root[k]->name, like->lhs.span};
 	}
-	st->rhs = rewrite(s, rhs);
+	st->rhs = t ? rewrite_args(s, rhs) : rewrite(s, rhs); /* t's own reduction stays */
 	return st;
 }
 
@@ -403,6 +523,19 @@ static Segment *build_segment(Seg *s, Diag *d)
 	for (int i = n - 1; i >= 0; i--)
 		if (s->need[i])
 			mark_reads(s, f->tensors[i]->def);
+	/* A statement whose lifted boundary this segment reads would have its other lifted
+	 * reductions numbered anew by sema (y_sum1 becoming y_sum0, the input's name): each is
+	 * written as a statement of its own, under its name, first. */
+	if (!s->lift)
+		s->lift = arena_alloc(s->a, sizeof(bool) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
+		Tensor *t = f->tensors[i];
+		s->lift[i] = false;
+		if (!s->need[i] || s->out[i] || !t->lifted_from || nested_lift(f, t))
+			continue;
+		for (int k = 0; k < n && !s->lift[i]; k++)
+			s->lift[i] = s->in[k] && f->tensors[k]->lifted_from == t->lifted_from;
+	}
 	Vec params = {0}, outs = {0}, stmts = {0}, args = {0}, oargs = {0};
 	SegArg *sa;
 	/* the fusion's parameters: every scalar, the inputs it reads */
@@ -478,7 +611,8 @@ static Segment *build_segment(Seg *s, Diag *d)
 		AstStmt *st = s->af->stmts[j];
 		for (int i = 0; i < n; i++) {
 			Tensor *t = f->tensors[i];
-			if (s->out[i] && t->lifted_from && strcmp(t->lifted_from->name, st->lhs.name) == 0) {
+			if ((s->out[i] || s->lift[i]) && t->lifted_from &&
+			    strcmp(t->lifted_from->name, st->lhs.name) == 0) {
 				AstExpr *r = lifted_node(s, t);
 				if (!r)
 					return NULL;
@@ -492,11 +626,11 @@ static Segment *build_segment(Seg *s, Diag *d)
 	return make_segment(s->a, d, f, &params, &outs, &stmts, &args, s->arch, NULL, s->tag);
 }
 
-bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
+static Fusion *split_reductions(Arena *a, Diag *d, Fusion *f);
+
+/* f's segments (its plan), when it has a boundary or a split output. */
+static bool segment_plan(Arena *a, Diag *d, Fusion *f, int arch)
 {
-	if (f->segment_of || !f->ast || f->failed ||
-	    (f->ast_schedule && !f->ast_schedule->is_auto))
-		return false;
 	int n = f->ntensors, nown = 0, top = 0;
 	Seg s = {.a = a, .f = f, .af = f->ast, .arch = arch};
 	s.bnd = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
@@ -510,16 +644,7 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 	for (int i = 0; i < n; i++) {
 		Tensor *t = f->tensors[i];
 		s.buf[i] = -1;
-		s.bnd[i] = boundary(f, t);
-		/* a lifted reduction inside another reduction reads that one's index: not
-		 * a statement of its own */
-		for (int k = 0; s.bnd[i] && t->lifted_from && k < t->ndim; k++) {
-			AstStmt *st = stmt_of(f->ast, t->lifted_from->name);
-			bool lhs = false;
-			for (int q = 0; st && q < st->nidx; q++)
-				lhs |= strcmp(st->idx[q].name, t->root[k]->name) == 0;
-			s.bnd[i] = lhs;
-		}
+		s.bnd[i] = boundary(f, t) && !nested_lift(f, t);
 		s.level[i] = read_level(&s, t->def);
 		top = s.level[i] > top ? s.level[i] : top;
 		s.own[i] = s.bnd[i] || split_output(f, t);
@@ -570,6 +695,24 @@ bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
 			break;
 		}
 	return true;
+}
+
+bool segment_fusion(Arena *a, Diag *d, Fusion *f, int arch)
+{
+	if (f->segment_of || !f->ast || f->failed ||
+	    (f->ast_schedule && !f->ast_schedule->is_auto))
+		return false;
+	/* a reduction over indices that do not collapse, written as two: f's plan is the
+	 * rewritten fusion's when it segments */
+	Fusion *g = split_reductions(a, d, f);
+	if (g) {
+		Fusion keep = *f;
+		*f = *g;
+		if (segment_plan(a, d, f, arch))
+			return true;
+		*f = keep;
+	}
+	return segment_plan(a, d, f, arch);
 }
 
 /* ---- padded operands (docs/tensor_cores.md, "Rows that are not a multiple of 8") ------- */
@@ -886,6 +1029,23 @@ static bool partial_row_len(Tensor *t, int64_t *n, SizeSym **z)
 	return true;
 }
 
+/* af with statement st replaced by the two statements part and rest. */
+static AstFusion *with_partials(Arena *a, AstFusion *af, AstStmt *st, AstStmt *part,
+				AstStmt *rest)
+{
+	Vec params = {0}, outs = {0}, stmts = {0};
+	for (int i = 0; i < af->nparams; i++)
+		vec_push(a, &params, af->params[i]);
+	for (int i = 0; i < af->nouts; i++)
+		vec_push(a, &outs, af->outs[i]);
+	for (int i = 0; i < af->nstmts; i++) {
+		if (af->stmts[i] == st)
+			vec_push(a, &stmts, part);
+		vec_push(a, &stmts, af->stmts[i] == st ? rest : af->stmts[i]);
+	}
+	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+}
+
 /* af with total t's statement written as the row partials' two statements (NULL when it is
  * not `t = red(i.., j: body)`); *rows: the partials' name. */
 static AstFusion *partial_ast(Arena *a, AstFusion *af, Tensor *t, const char **rows)
@@ -913,17 +1073,7 @@ static AstFusion *partial_ast(Arena *a, AstFusion *af, Tensor *t, const char **r
 	*tot = *st;
 	tot->rhs = ast_reduce(a, at, (AstName){red->name, red->name_span}, &outer,
 			      ast_access(a, at, (AstName){*rows, at}, &sub));
-	Vec params = {0}, outs = {0}, stmts = {0};
-	for (int i = 0; i < af->nparams; i++)
-		vec_push(a, &params, af->params[i]);
-	for (int i = 0; i < af->nouts; i++)
-		vec_push(a, &outs, af->outs[i]);
-	for (int i = 0; i < af->nstmts; i++) {
-		if (af->stmts[i] == st)
-			vec_push(a, &stmts, part);
-		vec_push(a, &stmts, af->stmts[i] == st ? tot : af->stmts[i]);
-	}
-	return ast_fusion(a, af->span, af->name, &params, &outs, &stmts);
+	return with_partials(a, af, st, part, tot);
 }
 
 /* f's plan when total t (its one segment of its own, no boundary) takes row partials beside
@@ -991,4 +1141,130 @@ static void row_partials(Seg *s, Diag *d, Tensor *t)
 	}
 	g->sizes[z->index]->bound = ROW_PARTIAL_MAX;
 	vec_push(a, &f->variants, g);
+}
+
+/* ---- a reduction over indices that do not collapse (docs/auto_schedule.md, "Reductions
+ * read per row, and over indices that do not collapse") ------------------------------------
+ * batch-norm statistics, mean[c] = sum(n, l: x[n, c, l]) / (N * L): n and l are not adjacent
+ * in x (c is between them), so no class takes the reduction (general: a thread per channel,
+ * N * L serial). Written as
+ *   mean_sum0_rows[n, c] = sum(l: x[n, c, l]);     (rows of L: the rows class)
+ *   mean[c] = sum(n: mean_sum0_rows[n, c]) / (N * L);   (a column sum over [N, C]: outer)
+ * it is the plan of the two statements a user could write: the partials are a boundary (a
+ * reduction over one of their kept indices reads them, row_boundary). sum, max and min are
+ * associative and commutative, so the value is the same up to the order of the adds; what is
+ * around the reduction (the division) stays in its statement. */
+
+/* Does r reduce over indices that do not collapse, the trailing run [*from, nroot) of them
+ * collapsing and last in every read (so that red(run: ...) is a row reduction)? perm: r's roots
+ * before *from in the order of a read that has all of r's roots (the partials' indices). */
+static bool split_point(Fusion *f, Tensor *r, int *from, int *perm)
+{
+	if (!tensor_is_reduction(r) || r->kind == TK_INPUT || r->ndim == 0 ||
+	    r->nroot - r->ndim < 2 || r->nroot > AUTO_MAX_RANK || nested_lift(f, r) ||
+	    auto_reads_reductions(r->def, 0) || segment_read_roots(r) != 1u << (r->nroot - 1) ||
+	    auto_collapsible(r, r->ndim, r->nroot) || auto_outer_class_alone(f, r) != AC_GENERAL)
+		return false;
+	int q = r->ndim + 1;
+	while (q < r->nroot - 1 && !auto_collapsible(r, q, r->nroot))
+		q++;
+	int read[2 + AUTO_MAX_RANK];
+	if (!first_full_read(r, read))
+		return false;
+	int n = 0;
+	for (int k = 0; k < read[0]; k++)
+		if (read[2 + k] < q) {
+			for (int p = 0; p < n; p++)
+				if (perm[p] == read[2 + k])
+					return false;
+			perm[n++] = read[2 + k];
+		}
+	*from = q;
+	return n == q;
+}
+
+/* e with node from replaced by to (the nodes on the way copied). */
+static AstExpr *replace_node(Arena *a, AstExpr *e, AstExpr *from, AstExpr *to)
+{
+	if (e == from)
+		return to;
+	AstExpr *c = NULL;
+	for (int i = 0; i < e->nargs; i++) {
+		AstExpr *r = replace_node(a, e->args[i], from, to);
+		if (r == e->args[i])
+			continue;
+		if (!c) {
+			c = NEW(a, AstExpr);
+			*c = *e;
+			c->args = arena_alloc(a, sizeof(AstExpr *) * (size_t)e->nargs);
+			memcpy(c->args, e->args, sizeof(AstExpr *) * (size_t)e->nargs);
+		}
+		c->args[i] = r;
+		if (r->depth >= c->depth)
+			c->depth = r->depth + 1;
+	}
+	return c ? c : e;
+}
+
+/* f's AST with reduction r (split_point: from, perm) written as its partials over the
+ * trailing run and their reduction over the rest; NULL when r's node is not found. */
+static AstFusion *split_ast(Seg *s, Tensor *r, int from, const int *perm)
+{
+	Arena *a = s->a;
+	AstFusion *af = s->af;
+	AstStmt *st = stmt_of(af, r->lifted_from ? r->lifted_from->name : r->name);
+	AstExpr *red = r->lifted_from ? lifted_node(s, r) : st ? st->rhs : NULL;
+	int nk = from - r->ndim; /* the reduced indices left outside */
+	if (!st || !red || red->kind != AE_REDUCE || red->nidx != r->nroot - r->ndim)
+		return NULL;
+	Span at = red->span;
+	AstName op = {red->name, red->name_span};
+	AstStmt *part = NEW(a, AstStmt);
+	*part = *st;
+	part->lhs = (AstName){fresh_name(a, af, arena_printf(a, "%s_rows", r->name)), st->lhs.span};
+	part->is_scalar = false;
+	part->nidx = from;
+	part->idx = arena_alloc(a, sizeof(AstName) * (size_t)from);
+	Vec run = {0}, outer = {0}, sub = {0};
+	for (int k = 0; k < from; k++) {
+		part->idx[k] = (AstName){r->root[perm[k]]->name, at};
+		vec_push(a, &sub, ast_name(a, at, r->root[perm[k]]->name));
+	}
+	for (int k = nk; k < red->nidx; k++)
+		vec_push(a, &run, &red->idx[k]);
+	for (int k = 0; k < nk; k++)
+		vec_push(a, &outer, &red->idx[k]);
+	part->rhs = ast_reduce(a, at, op, &run, red->args[0]);
+	AstStmt *top = NEW(a, AstStmt);
+	*top = *st;
+	top->rhs = replace_node(a, st->rhs, red,
+				ast_reduce(a, at, op, &outer, ast_access(a, at, part->lhs, &sub)));
+	return with_partials(a, af, st, part, top);
+}
+
+/* f with each reduction that split_point takes written as two (sema'd again), or NULL when
+ * there is none. */
+static Fusion *split_reductions(Arena *a, Diag *d, Fusion *f)
+{
+	Fusion *g = NULL;
+	int left = f->ntensors; /* each rewrite takes one reduction that is not its own output */
+	for (int i = 0; i < f->ntensors && left > 0; i++) {
+		int from, perm[AUTO_MAX_RANK];
+		Tensor *r = f->tensors[i];
+		Seg s = {.a = a, .f = f, .af = f->ast};
+		AstFusion *af = split_point(f, r, &from, perm) ? split_ast(&s, r, from, perm) : NULL;
+		if (!af)
+			continue;
+		DiagMark m = diag_mark(d);
+		Fusion *h = sema_fusion(a, d, af);
+		bool ok = h && !h->failed && diag_error_count(d) == m.errors;
+		diag_rollback(d, m);
+		if (!ok)
+			continue;
+		h->ast_schedule = f->ast_schedule;
+		g = f = h; /* the next reduction in the rewritten fusion (its tensors in order) */
+		i = -1;
+		left--;
+	}
+	return g;
 }

@@ -178,11 +178,12 @@ START_TEST(test_classes)
 		   "middle");
 	expect_src("fusion f(x: f32[M, N]) -> (s: f32) { s = sum(i, j: x[i, j]); }", "whole");
 	/* a reduction over two adjacent indices with one kept: a row of i * N + j (collapsed
-	 * axes, check_auto_collapse.c); over two indices apart: not a row, outer or whole one */
+	 * axes, check_auto_collapse.c); over two indices apart: not a row, outer or whole one,
+	 * but its row partials over j and their column sum over i (segment.c, split_reductions) */
 	expect_src("fusion f(x: f32[B, M, N]) -> (s: f32[B]) { s[b] = sum(i, j: x[b, i, j]); }",
 		   "rows");
 	expect_src("fusion f(x: f32[M, B, N]) -> (s: f32[B]) { s[b] = sum(i, j: x[i, b, j]); }",
-		   "general");
+		   "segments: rows; outer");
 	/* a column normalization reads a column sum per element: two segments (segment.c) */
 	expect_src("fusion f(x: f32[M, N]) -> (y: f32[M, N]) {\n"
 		   "  c[j] = sum(i: x[i, j]);\n"

@@ -98,7 +98,9 @@ START_TEST(test_collapse_merges)
 END_TEST
 
 /* Indices read apart, out of order or over other extents are not collapsed: the general
- * schedule (correct, not tuned), as before. */
+ * schedule (correct, not tuned), as before; or, when the last reduced index is the last
+ * subscript of every read, the reduction is split into its row partials over that index and
+ * their reduction over the other (segment.c, split_reductions): two segments. */
 START_TEST(test_collapse_refused)
 {
 	const char *none[] = {"  s.split(b, "};
@@ -107,16 +109,19 @@ START_TEST(test_collapse_refused)
 			"  s[b] = sum(i, j: x[b, j, i]);\n"
 			"}\n",
 			"general", none, 1);
-	/* j alone in a read: w[j] */
+	/* j alone in a read: w[j]; rows of N (s_rows[b, i]), then rows of M */
+	const char *w_rows[] = {"s_rows.merge(b, i) -> row;", "s.bind(b, blockIdx.x);"};
 	expect_schedule("fusion f(x: f32[B, M, N], w: f32[N]) -> (s: f32[B]) {\n"
 			"  s[b] = sum(i, j: x[b, i, j] * w[j]);\n"
 			"}\n",
-			"general", none, 1);
-	/* not adjacent: x[b, i, b2, j]-like, the kept index between the reduced ones */
+			"segments: rows; rows", w_rows, countof(w_rows));
+	/* not adjacent: x[b, i, b2, j]-like, the kept index between the reduced ones; rows of
+	 * N (s_rows[i, b]), then a column sum over [M, B] (rfactor: the outer schedule) */
+	const char *apart[] = {"s_rows.merge(i, b) -> row;", "s.rfactor(rr, u) -> s_part;"};
 	expect_schedule("fusion f(x: f32[M, B, N]) -> (s: f32[B]) {\n"
 			"  s[b] = sum(i, j: x[i, b, j]);\n"
 			"}\n",
-			"general", none, 1);
+			"segments: rows; outer", apart, countof(apart));
 	/* the column of an outer sum read transposed by a second input */
 	const char *gen[] = {"  s.split(h, "};
 	expect_schedule("fusion f(x: f32[B, T, H], y: f32[T, B, H]) -> (s: f32[H]) {\n"

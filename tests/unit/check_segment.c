@@ -127,6 +127,154 @@ START_TEST(test_segment_split_outputs)
 }
 END_TEST
 
+/* Each segment's class (Fusion.auto_class), as "outer pointwise". */
+static char *classes_text(Fusion *f)
+{
+	Buf b = {0};
+	buf_puts(&b, "");
+	for (int i = 0; i < f->segments.len; i++)
+		buf_printf(&b, "%s%s", i ? " " : "", VEC_AT(f->segments, Segment, i)->fusion->auto_class);
+	return b.s;
+}
+
+/* src's plan is want (plan_text), its segments' classes classes, and every kernel agrees with
+ * the reference in the simulator at empty extents, one element and sizes no split divides. */
+static void expect_classes(const char *src, const char *want, const char *classes,
+			   const char **dims, int ndims)
+{
+	TestCompile *tc = expect_auto(src, dims, ndims);
+	Fusion *f = tc->prog->fusions[0];
+	char *got = plan_text(f), *cls = classes_text(f);
+	ck_assert_str_eq(got, want);
+	ck_assert_str_eq(cls, classes);
+	free(got);
+	free(cls);
+	tc_free(tc);
+}
+
+/* Reductions read by another tensor that a segment of their own schedules well
+ * (docs/auto_schedule.md, "Segmentation"): an outer or middle-axis sum with a read per row
+ * (v[k], m[b, t]: no column index), and a row sum read over a row of another length. Before,
+ * each fusion was one kernel of the general schedule (a thread per column, the rows serial). */
+START_TEST(test_segment_broadcast_reads)
+{
+	const char *d2[] = {"K=0,N=0", "K=0,N=5", "K=3,N=0", "K=1,N=1", "K=7,N=63", "K=65,N=1000",
+			    "K=1000,N=65"};
+	const char *d3[] = {"B=0,T=0,H=0", "B=2,T=0,H=5", "B=1,T=1,H=1", "B=3,T=7,H=63",
+			    "B=2,T=65,H=1000", "B=7,T=1000,H=65"};
+	/* vector-matrix + bias: the column sum (outer, v[k] loaded once per row) then the add */
+	expect_classes("fusion f(v: f32[K], W: f32[K, N], b: f32[N]) -> (y: f32[N]) {\n"
+		       "  y[j] = sum(k: v[k] * W[k, j]) + b[j];\n"
+		       "}\n", "f_seg0(y_sum0) f_seg1(y)", "outer pointwise", d2, countof(d2));
+	/* masked mean pooling: the masked middle-axis sum, the count per row (rows of T read
+	 * over rows of H), the quotient; the count keeps its lifted name y_sum1 in a segment
+	 * that reads y_sum0 */
+	expect_classes("fusion f(x: f32[B, T, H], m: bool[B, T]) -> (y: f32[B, H]) {\n"
+		       "  y[b, h] = sum(t: where(m[b, t], x[b, t, h], 0.0)) /\n"
+		       "            max(f32(sum(t: m[b, t])), 1.0);\n"
+		       "}\n", "f_seg0(y_sum0) f_seg1(y_sum1) f_seg2(y)", "middle rows broadcast",
+		       d3, countof(d3));
+	/* a row sum read over a row of another length */
+	expect_classes("fusion f(x: f32[B, H], w: f32[B, T]) -> (y: f32[B, H]) {\n"
+		       "  y[i, j] = x[i, j] * sum(k: w[i, k]);\n"
+		       "}\n", "f_seg0(y_sum0) f_seg1(y)", "rows broadcast", d3, countof(d3));
+	/* batch-norm statistics in two statements: rows of L, then a column sum over [N, C] */
+	const char *dn[] = {"N=0,C=0,L=0", "N=2,C=3,L=0", "N=1,C=1,L=1", "N=3,C=7,L=63",
+			    "N=2,C=65,L=1000", "N=7,C=1000,L=65"};
+	expect_classes("fusion f(x: f32[N, C, L]) -> (mean: f32[C]) {\n"
+		       "  p[n, c] = sum(l: x[n, c, l]);\n"
+		       "  mean[c] = sum(n: p[n, c]) / (N * L);\n"
+		       "}\n", "f_seg0(p) f_seg1(mean_sum0) f_seg2(mean)", "rows outer pointwise",
+		       dn, countof(dn));
+	/* not split: a matrix product with an epilogue (the matmul class), a row group whose
+	 * reader has the same row */
+	expect_plan("fusion f(A: f32[M, K], B: f32[K, N], c: f32[N]) -> (C: f32[M, N]) {\n"
+		    "  C[i, j] = sum(k: A[i, k] * B[k, j]) + c[j];\n"
+		    "}\n", "", 0);
+	expect_plan("fusion f(x: f32[M, 1024], w: f32[M, 1024]) -> (y: f32[M, 1024]) {\n"
+		    "  y[i, j] = x[i, j] * sum(k: w[i, k]);\n"
+		    "}\n", "", 0);
+}
+END_TEST
+
+/* batch-norm statistics in one statement, mean[c] = sum(n, l: x[n, c, l]) / (N * L), at
+ * N x C x L in the simulator (the kernel the launcher picks) against the mean computed here
+ * in double from the original statement (the reference interpreter runs the rewritten one). */
+static void expect_channel_mean(const char *src, int64_t n, int64_t c, int64_t l)
+{
+	TestCompile *tc = tc_lowered(src);
+	Fusion *f = tc->prog->fusions[0];
+	int64_t sizes[3] = {n, c, l};
+	HostTensor in = {0}, out = {0};
+	char *err = NULL;
+	ck_assert(host_tensor_init(&in, fusion_find_tensor(f, "x"), sizes, &err));
+	ck_assert(host_tensor_init(&out, f->outputs[0], sizes, &err));
+	float *x = in.data;
+	for (int64_t i = 0; i < n * c * l; i++)
+		x[i] = (float)((i * 7919) % 1000) / 250.0f - 2.0f;
+	memset(out.data, 0xff, host_tensor_bytes(&out));
+	void *ins[1] = {in.data}, *outs[1] = {out.data};
+	SimOptions o = {0};
+	SimResult r;
+	Kernel *k = kernel_pick(tc->kernels[0], sizes, NULL);
+	ck_assert(k != NULL);
+	ck_assert_msg(sim_run(k, sizes, NULL, ins, outs, &o, &r), "%s", r.error);
+	ck_assert_int_eq(r.nreports, 0);
+	for (int64_t j = 0; j < c; j++) {
+		double want = 0;
+		for (int64_t i = 0; i < n; i++)
+			for (int64_t q = 0; q < l; q++)
+				want += x[(i * c + j) * l + q];
+		want = n * l > 0 ? want / (double)(n * l) : NAN; /* 0 / 0 */
+		float got = ((float *)out.data)[j];
+		ck_assert_msg(r.written[0][j], "mean[%lld] not written", (long long)j);
+		ck_assert_msg(isnan(want) ? isnan(got) : fabs(got - want) <= 1e-4 + 1e-4 * fabs(want),
+			      "%lldx%lldx%lld: mean[%lld] = %g, want %g", (long long)n, (long long)c,
+			      (long long)l, (long long)j, got, want);
+	}
+	sim_result_free(&r);
+	host_tensor_free(&in);
+	host_tensor_free(&out);
+	tc_free(tc);
+}
+
+/* A reduction over indices that do not collapse (n and l of x[n, c, l]) is written as its row
+ * partials over the trailing run and their reduction over the rest (segment.c,
+ * split_reductions), the plan of the same two statements written by hand: rows, then outer.
+ * sum, max and min; what is around the reduction stays in its statement. */
+START_TEST(test_segment_split_reduction)
+{
+	static const char bn[] = "fusion f(x: f32[N, C, L]) -> (mean: f32[C]) {\n"
+				 "  mean[c] = sum(n, l: x[n, c, l]) / (N * L);\n"
+				 "}\n";
+	const char *dn[] = {"N=0,C=0,L=0", "N=2,C=3,L=0", "N=1,C=1,L=1", "N=3,C=7,L=63",
+			    "N=2,C=65,L=1000", "N=7,C=1000,L=65"};
+	expect_classes(bn, "f_seg0(mean_sum0_rows) f_seg1(mean_sum0) f_seg2(mean)",
+		       "rows outer pointwise", dn, countof(dn));
+	static const int64_t shapes[][3] = {{2, 3, 0}, {1, 1, 1}, {3, 7, 63}, {2, 65, 1000}, {7, 1000, 5}};
+	for (int i = 0; i < (int)countof(shapes); i++)
+		expect_channel_mean(bn, shapes[i][0], shapes[i][1], shapes[i][2]);
+	/* f16 NCHW: h and w collapse into the partials' row, b is left to the column sum */
+	const char *d4[] = {"B=0,C=0,H=0,W=0", "B=1,C=1,H=1,W=1", "B=3,C=7,H=5,W=13",
+			    "B=2,C=65,H=3,W=63"};
+	expect_classes("fusion f(x: f16[B, C, H, W]) -> (s: f32[C]) {\n"
+		       "  s[c] = sum(b, h, w: x[b, c, h, w]);\n"
+		       "}\n", "f_seg0(s_rows) f_seg1(s)", "rows outer", d4, countof(d4));
+	/* max, read by a broadcast: the partials, the column max, the output */
+	expect_classes("fusion f(x: f32[N, C, L]) -> (y: f32[N, C, L]) {\n"
+		       "  y[n, c, l] = x[n, c, l] - max(a, k: x[a, c, k]);\n"
+		       "}\n", "f_seg0(y_max0_rows) f_seg1(y_max0) f_seg2(y)", "rows outer broadcast",
+		       dn, countof(dn));
+	/* not split: indices that collapse (the rows class), a middle-axis sum (one index) */
+	expect_plan("fusion f(x: f32[N, C, L]) -> (s: f32[N]) {\n"
+		    "  s[n] = sum(c, l: x[n, c, l]);\n"
+		    "}\n", "", 0);
+	expect_plan("fusion f(x: f32[N, C, L]) -> (s: f32[N, L]) {\n"
+		    "  s[n, l] = sum(c: x[n, c, l]);\n"
+		    "}\n", "", 0);
+}
+END_TEST
+
 /* The variant plan of f (its only variant) as plan_text, with its workspace count. */
 static void expect_variant_plan(TestCompile *tc, const char *want, int nbuffers)
 {
@@ -354,6 +502,8 @@ Suite *segment_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_segment_decision);
 	tcase_add_test(tc, test_segment_split_outputs);
+	tcase_add_test(tc, test_segment_broadcast_reads);
+	tcase_add_test(tc, test_segment_split_reduction);
 	tcase_add_test(tc, test_segment_row_partials);
 	tcase_add_test(tc, test_segment_long_rows);
 	tcase_add_test(tc, test_segment_args);
