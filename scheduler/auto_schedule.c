@@ -299,8 +299,10 @@ static void schedule_output(Plan *p, Tensor *o)
 	if (!p->ok)
 		return;
 	Axis *xa = tensor_find_axis(o, x);
-	/* A collapsed axis is held to the last dimension as a merged one is: a constant one a
-	 * multiple of the width, so no vector straddles a row of a tensor read without it. */
+	/* A collapsed axis takes a width its extent allows, as a merged one does (a constant
+	 * product a multiple of it; else a constant last dimension a multiple of it, or a
+	 * symbolic one, whose multiple is the vectorize pass's precondition): then no vector
+	 * straddles two rows (`n, c`), whose `b[c]` differ. */
 	bool collapsed = !merged && from < o->ndim - 1;
 	int vec = acc.vec_ok && p->level == AUTO_TUNED
 			  ? vector_width(o, xa, merged || collapsed, AUTO_VECTOR_BYTES / acc.max_size) : 1;
