@@ -780,7 +780,8 @@ def unseen_cases():
         Case("unseen", "attention bias 4-D f16 8x16x1024x1024", u + "attn_bias4.fus",
              {"B": 8, "H": 16, "T": 1024, "S": 1024}, attn_bias4, scalars={"scale": 0.125},
              tol=2e-2),
-        # a symbolic last axis of 128: one block per row of 128 (docs: "Programs not yet fast")
+        # a symbolic last axis of 128: (h, t, k) collapse into the vector axis, [B, H * T * S]
+        # (docs/auto_schedule.md, "Pointwise outputs"; before session 13, a block per row)
         Case("unseen", "attention bias 4-D f16 256x16x128x128", u + "attn_bias4.fus",
              {"B": 256, "H": 16, "T": 128, "S": 128}, attn_bias4, scalars={"scale": 0.125},
              tol=2e-2),

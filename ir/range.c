@@ -559,6 +559,21 @@ static bool multiple_of(IrExpr *e, int64_t d)
 		(ir_is_const(e->args[0], &c) && c % d == 0));
 }
 
+/* A d that the size N (a size symbol, or a product of them and constants) is a multiple of
+ * by the launcher's preconditions: a product is a multiple of each factor's (H * W of W's,
+ * a collapsed row's length). */
+static int64_t size_multiple(const IrRange *rg, IrExpr *e)
+{
+	int64_t c;
+	if (e->kind == EX_SIZE)
+		return ir_size_multiple(rg, e->size);
+	if (e->kind == EX_OP && e->op == OP_MUL && e->dtype == DT_I64) {
+		int64_t m0 = size_multiple(rg, e->args[0]), m1 = size_multiple(rg, e->args[1]);
+		return m0 > m1 ? m0 : m1;
+	}
+	return ir_is_const(e, &c) && c > 0 && e->dtype == DT_I64 ? c : 1;
+}
+
 /* `a + r < N` with N a multiple of d (the launcher's precondition), a a multiple of d and
  * 0 <= r < d is `a < N`: the lanes of a vector of d elements are in bounds together. The
  * per-lane predicates of a bounded row (jr * 512 + tx * 4 + jv < N) become one per vector. */
@@ -567,8 +582,8 @@ static IrExpr *drop_lanes(Arena *a, const IrRange *rg, IrExpr *e)
 	IrExpr *l = e->args[0], *r = e->args[1], *v[16], *part = NULL, *rest = NULL;
 	int n = 0;
 	int64_t d;
-	if (e->op != OP_LT || r->kind != EX_SIZE || l->dtype != DT_I64 ||
-	    (d = ir_size_multiple(rg, r->size)) <= 1 || !ir_addends(l, DT_I64, v, &n))
+	if (e->op != OP_LT || (r->kind != EX_SIZE && r->kind != EX_OP) || l->dtype != DT_I64 ||
+	    (d = size_multiple(rg, r)) <= 1 || !ir_addends(l, DT_I64, v, &n))
 		return e;
 	for (int i = 0; i < n; i++) {
 		IrExpr **to = multiple_of(v[i], d) ? &part : &rest;

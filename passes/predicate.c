@@ -68,6 +68,21 @@ static bool merged_pair(IrExpr *s, IrExpr *s2, IrExpr *D)
 	       ir_equal(s2->args[1], D);
 }
 
+/* The divisor D of subscript s of dimension d when s is the row q / D of an index merged over
+ * dimensions d .. the last (three or more, innermost pair first: D is the product of the
+ * extents after d, as the merges build it; `h` of `bias[h, t, k]` in the broadcast schedule's
+ * collapsed run); else NULL. */
+static IrExpr *merged_row(Arena *a, Tensor *t, IrExpr *s, int d, int n)
+{
+	int last = n < t->ndim ? n : t->ndim;
+	if (s->kind != EX_OP || s->op != OP_DIV || last - d < 3)
+		return NULL;
+	IrExpr *D = t->shape[last - 1];
+	for (int j = last - 2; j > d; j--)
+		D = ix_mul(a, t->shape[j], D);
+	return ir_equal(s->args[1], D) ? D : NULL;
+}
+
 /* A merged index q over dimensions d, d + 1 (collapsed axes, docs/auto_schedule.md) is in
  * bounds where q < extent_d * extent_d+1: one comparison instead of a division per lane
  * (q / D < E holds exactly where q < E * D for q >= 0, D >= 1; with D = 0 neither holds), and
@@ -81,7 +96,9 @@ static void bounds(Conds *cs, Tensor *t, IrExpr **subs, int n)
 			d++;
 			continue;
 		}
-		add_cond(cs, ix_lt(cs->a, subs[d], t->shape[d]));
+		IrExpr *D = merged_row(cs->a, t, subs[d], d, n);
+		add_cond(cs, D ? ix_lt(cs->a, subs[d]->args[0], ix_mul(cs->a, t->shape[d], D))
+			       : ix_lt(cs->a, subs[d], t->shape[d]));
 	}
 }
 

@@ -284,17 +284,28 @@ static void schedule_output(Plan *p, Tensor *o)
 			  last < AUTO_THREADS;
 	bool merged = acc.identity || o->ndim == 1 || short_last;
 	const char *outer = NULL, *x;
+	int from = o->ndim - 1; /* the vector axis: o's roots [from, ndim) */
 	if (merged) {
 		x = merge_range(p, o, 0, o->ndim - 1);
 	} else {
-		outer = merge_range(p, o, 0, o->ndim - 2);
-		x = o->domain[1]->name;
+		/* The trailing indices every read uses together (`h, w` of `x[n, c, h, w] + b[c]`)
+		 * collapse into the vector axis ("Collapsed axes"): one contiguous run of each
+		 * tensor, so a block covers H * W elements, not a row of W. */
+		while (from > 1 && auto_collapsible(o, from - 1, o->ndim))
+			from--;
+		x = merge_range(p, o, from, o->ndim - 1);
+		outer = p->ok ? merge_range(p, o, 0, from - 1) : NULL;
 	}
 	if (!p->ok)
 		return;
 	Axis *xa = tensor_find_axis(o, x);
+	/* A collapsed axis takes a width its extent allows, as a merged one does (a constant
+	 * product a multiple of it; else a constant last dimension a multiple of it, or a
+	 * symbolic one, whose multiple is the vectorize pass's precondition): then no vector
+	 * straddles two rows (`n, c`), whose `b[c]` differ. */
+	bool collapsed = !merged && from < o->ndim - 1;
 	int vec = acc.vec_ok && p->level == AUTO_TUNED
-			  ? vector_width(o, xa, merged, AUTO_VECTOR_BYTES / acc.max_size) : 1;
+			  ? vector_width(o, xa, merged || collapsed, AUTO_VECTOR_BYTES / acc.max_size) : 1;
 	const char *v = NULL, *base = x;
 	if (vec > 1) {
 		const char *xo = fresh(p->a, o, arena_printf(p->a, "%so", base));

@@ -6,7 +6,9 @@
 # `// check-args:` line does not set takes the size), at most --max-blocks 8 blocks simulated
 # at the largest; then each class's boundaries at their own sizes: rows longer than 65536 (the
 # long-row segments), many rows per column block, a vector width that does not divide the
-# row (the scalar kernel), a huge 1-D total.
+# row (the scalar kernel), a huge 1-D total, a broadcast's collapsed vector axis (H * W) over
+# several blocks with a tail, and with H * W but not W a multiple of the vector (the scalar
+# kernel: the precondition is W's).
 # Prints "check_unseen: N passed, N failed" and exits 1 on any failure.
 FUSC=${FUSC:-build/fusc}
 SIZES=${SIZES:-"0 1 7 63 65 1000"}
@@ -49,6 +51,11 @@ bench/unseen/heads_permute_bf16.fus --dims B=2,T=5,H=3,D=63
 bench/unseen/heads_permute_d64.fus --dims B=2,T=33,H=3
 bench/unseen/attn_bias4.fus --dims B=2,H=3,T=7,S=1025
 bench/unseen/bias_nchw.fus --dims N=2,C=3,H=7,W=56
+bench/unseen/bias_nchw.fus --dims N=2,C=3,H=33,W=100
+bench/unseen/bias_nchw.fus --dims N=2,C=3,H=4,W=7
+bench/unseen/bias_nchw.fus --dims N=2,C=3,H=5,W=7
+bench/unseen/attn_bias4.fus --dims B=2,H=5,T=9,S=128
+bench/unseen/attn_bias4.fus --dims B=2,H=3,T=4,S=12
 bench/unseen/image_normalize.fus --dims B=2,H=7,W=9
 bench/unseen/rope_pairs.fus --dims T=5,H=3,D=7
 bench/unseen/causal_softmax_f16.fus --dims B=1,T=129 --max-blocks 64

@@ -365,6 +365,108 @@ START_TEST(test_collapse_simulated)
 }
 END_TEST
 
+/* src's first kernel IR (the 64-bit kernel, as --emit=ir prints it) with each from[i]
+ * replaced by to[i]. */
+static char *kernel_ir_as(const char *src, const char **from, const char **to, int n)
+{
+	TestCompile *tc = tc_compile(src, true);
+	ck_assert_msg(tc->kernels != NULL, "did not compile:\n%s\n%s", src, tc->diags);
+	Buf b = {0};
+	buf_puts(&b, tc_kernel_ir(tc, 0));
+	for (int i = 0; i < n; i++) {
+		Buf r = {0};
+		buf_puts(&r, "");
+		size_t len = strlen(from[i]);
+		for (const char *at = b.s, *hit; at; at = hit ? hit + len : NULL) {
+			hit = strstr(at, from[i]);
+			buf_printf(&r, "%.*s%s", (int)(hit ? hit - at : (ptrdiff_t)strlen(at)), at,
+				   hit ? to[i] : "");
+		}
+		buf_free(&b);
+		b = r;
+	}
+	tc_free(tc);
+	return b.s;
+}
+
+static const char bias_nchw[] =
+	"fusion f(x: f32[N, C, H, W], b: f32[C]) -> (y: f32[N, C, H, W]) {\n"
+	"  y[n, c, h, w] = max(x[n, c, h, w] + b[c], 0.0);\n"
+	"}\n";
+
+static const char attn_bias[] =
+	"fusion f(s: f16[B, H, T, S], bias: f16[H, T, S]) -> (y: f16[B, H, T, S]) {\n"
+	"  y[b, h, t, k] = s[b, h, t, k] * 2.0 + bias[h, t, k];\n"
+	"}\n";
+
+/* A broadcast output's trailing indices that every read uses together (or not at all) are its
+ * vector axis, merged (auto_schedule.c, schedule_output; docs/auto_schedule.md, "Pointwise
+ * outputs"): the kernel is the one of the same program written over the product extent, with
+ * the innermost extent's vector precondition and no per-lane tail; indices a read uses alone,
+ * apart or permuted stay apart. */
+START_TEST(test_collapse_broadcast)
+{
+	const char *nchw[] = {"  y.merge(h, w) -> hw;\n", "  y.merge(n, c) -> nc;\n",
+			      "  y.split(hw, 4) -> (hwo, v);\n", "  y.merge(nc, bx) -> ncbx;\n"};
+	expect_schedule(bias_nchw, "broadcast", nchw, countof(nchw));
+	const char *three[] = {"  y.merge(t, k) -> tk;\n", "  y.merge(h, tk) -> htk;\n",
+			       "  y.split(htk, 8) -> (htko, v);\n", "  y.merge(b, bx) -> bbx;\n"};
+	expect_schedule(attn_bias, "broadcast", three, countof(three));
+	/* (h, w) read by the bias too: collapsed; (c, h, w) not (b[h, w] has no c) */
+	const char *hw[] = {"  y.merge(h, w) -> hw;\n", "  y.merge(n, c) -> nc;\n"};
+	expect_schedule("fusion f(x: f32[N, C, H, W], b: f32[H, W]) -> (y: f32[N, C, H, W]) {\n"
+			"  y[n, c, h, w] = x[n, c, h, w] * b[h, w];\n"
+			"}\n",
+			"broadcast", hw, countof(hw));
+	/* not collapsed: w alone in b[w]; a permute (x[b, t, h, d]: t and d not adjacent) */
+	const char *alone[] = {"  y.merge(c, h) -> ch;\n", "  y.split(w, 4) -> (wo, v);\n"};
+	expect_schedule("fusion f(x: f32[N, C, H, W], b: f32[W]) -> (y: f32[N, C, H, W]) {\n"
+			"  y[n, c, h, w] = x[n, c, h, w] + b[w];\n"
+			"}\n",
+			"broadcast", alone, countof(alone));
+	const char *perm[] = {"  y.merge(h, t) -> ht;\n", "  y.split(d, 8) -> (do, v);\n"};
+	expect_schedule("fusion f(x: bf16[B, T, H, D]) -> (y: bf16[B, H, T, D]) {\n"
+			"  y[b, h, t, d] = x[b, t, h, d];\n"
+			"}\n",
+			"broadcast", perm, countof(perm));
+	/* the kernels, against the same programs written over [N, C, L] and [B, L] */
+	const char *from[] = {"H * W", "W % 4"}, *to[] = {"L", "L % 4"};
+	char *a = kernel_ir_as(bias_nchw, from, to, 2);
+	char *b = kernel_ir_as("fusion f(x: f32[N, C, L], b: f32[C]) -> (y: f32[N, C, L]) {\n"
+			       "  y[n, c, l] = max(x[n, c, l] + b[c], 0.0);\n"
+			       "}\n",
+			       NULL, NULL, 0);
+	ck_assert_str_eq(a, b);
+	ck_assert_contains(a, "kernel f_kernel grid(N * C * ceildiv(L, 2048)) block(128) {\n");
+	ck_assert_contains(a, "  require L % 4 == 0;\n");
+	free(a);
+	free(b);
+	const char *from3[] = {"H * (T * S)", "H * T * S", "S % 8"}, *to3[] = {"L", "L", "L % 8"};
+	a = kernel_ir_as(attn_bias, from3, to3, 3);
+	b = kernel_ir_as("fusion f(s: f16[B, L], bias: f16[L]) -> (y: f16[B, L]) {\n"
+			 "  y[b, l] = s[b, l] * 2.0 + bias[l];\n"
+			 "}\n",
+			 NULL, NULL, 0);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* The collapsed broadcasts in the simulator: vectors and the scalar kernel (W, or S, not a
+ * multiple of the vector, though H * W may be), several blocks a row with a tail, zeros. */
+START_TEST(test_collapse_broadcast_simulated)
+{
+	const char *d4[] = {"N=2,C=3,H=33,W=100", "N=2,C=3,H=4,W=7", "N=2,C=3,H=5,W=7",
+			    "N=1,C=1,H=1,W=1",    "N=0,C=3,H=3,W=4", "N=2,C=3,H=0,W=4",
+			    "N=2,C=3,H=3,W=0"};
+	tc_free(expect_chain(bias_nchw, d4, countof(d4)));
+	const char *d3[] = {"B=2,H=5,T=9,S=128", "B=2,H=3,T=4,S=12", "B=3,H=1,T=1,S=8",
+			    "B=2,H=3,T=0,S=8"};
+	tc_free(expect_chain(attn_bias, d3, countof(d3)));
+}
+END_TEST
+
 Suite *auto_collapse_suite(void)
 {
 	Suite *s = suite_create("auto_collapse");
@@ -377,6 +479,8 @@ Suite *auto_collapse_suite(void)
 	tcase_add_test(t, test_collapse_variants);
 	tcase_add_test(t, test_collapse_as_product);
 	tcase_add_test(t, test_collapse_simulated);
+	tcase_add_test(t, test_collapse_broadcast);
+	tcase_add_test(t, test_collapse_broadcast_simulated);
 	suite_add_tcase(s, t);
 	return s;
 }

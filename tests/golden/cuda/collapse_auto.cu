@@ -16,15 +16,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N128_i32(co
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)M * (int)N + 31) / 32) {
-      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B && jr * 32 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B && jr * 32 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B && jr * 32 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -33,7 +26,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N128_i32(co
     if (jr_1 < ((int)M * (int)N + 31) / 32) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B && jr_1 * 32 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B && jr_1 * 32 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -55,15 +48,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N128(const 
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (M * N + 31) / 32) {
-      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B && jr * 32 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B && jr * 32 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * M * N + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B && jr * 32 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * M * N + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -72,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N128(const 
     if (jr_1 < (M * N + 31) / 32) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B && jr_1 * 32 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B && jr_1 * 32 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -164,15 +150,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N256_i32(co
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)M * (int)N + 63) / 64) {
-      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B && jr * 64 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B && jr * 64 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B && jr * 64 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -181,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N256_i32(co
     if (jr_1 < ((int)M * (int)N + 63) / 64) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B && jr_1 * 64 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B && jr_1 * 64 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -203,15 +182,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N256(const 
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (M * N + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B && jr * 64 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B && jr * 64 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * M * N + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B && jr * 64 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * M * N + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -220,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N256(const 
     if (jr_1 < (M * N + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B && jr_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B && jr_1 * 64 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -312,15 +284,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N1024_i32(c
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)M * (int)N + 255) / 256) {
-      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B && jr * 256 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B && jr * 256 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 256 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B && jr * 256 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)M * (int)N + jr * 256 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -329,7 +294,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N1024_i32(c
     if (jr_1 < ((int)M * (int)N + 255) / 256) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B && jr_1 * 256 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B && jr_1 * 256 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -351,15 +316,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N1024(const
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (M * N + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B && jr * 256 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B && jr * 256 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * M * N + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B && jr * 256 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * M * N + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -368,7 +326,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N1024(const
     if (jr_1 < (M * N + 255) / 256) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B && jr_1 * 256 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B && jr_1 * 256 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -460,15 +418,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N4096_i32(c
   #pragma unroll
   for (int jr = 0; jr < 8; ++jr) {
     if (jr < ((int)M * (int)N + 511) / 512) {
-      if (((int)blockIdx.x) < (int)B && jr * 512 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) < (int)B && jr * 512 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B && jr * 512 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)M * (int)N + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -477,7 +428,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N4096_i32(c
     if (jr_1 < ((int)M * (int)N + 511) / 512) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B && jr_1 * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) < (int)B && jr_1 * 512 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -499,15 +450,8 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N4096(const
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (M * N + 511) / 512) {
-      if (((long long)blockIdx.x) < B && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) < B && jr * 512 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B && jr * 512 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * M * N + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -516,7 +460,7 @@ extern "C" __global__ void __launch_bounds__(128) sum_last2_kernel_M_N4096(const
     if (jr_1 < (M * N + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) < B && jr_1 * 512 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -608,15 +552,8 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N16384_i32(
   #pragma unroll
   for (int jr = 0; jr < 8; ++jr) {
     if (jr < ((int)M * (int)N + 2047) / 2048) {
-      if (((int)blockIdx.x) < (int)B && jr * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) < (int)B && jr * 2048 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B && jr * 2048 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)M * (int)N + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -625,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N16384_i32(
     if (jr_1 < ((int)M * (int)N + 2047) / 2048) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B && jr_1 * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) < (int)B && jr_1 * 2048 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -647,15 +584,8 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N16384(cons
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (M * N + 2047) / 2048) {
-      if (((long long)blockIdx.x) < B && jr * 2048 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) < B && jr * 2048 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * M * N + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -664,7 +594,7 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N16384(cons
     if (jr_1 < (M * N + 2047) / 2048) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B && jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) < B && jr_1 * 2048 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -772,19 +702,12 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N65536_i32(
     for (int ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at s.tx
-      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jv_1];
         }
       }
@@ -822,19 +745,12 @@ extern "C" __global__ void __launch_bounds__(512) sum_last2_kernel_M_N65536(cons
     for (long long ju = 0; ju < 8; ++ju) {
       __align__(16) float x_reg[4];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < B && M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) < B && M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B && M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * M * N + M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B && M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) < B && M * N / 16384 * 16384 + jq_1 * 16384 + ju * 2048 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jv_1];
         }
       }
@@ -970,19 +886,12 @@ extern "C" __global__ void __launch_bounds__(256) sum_last2_kernel_i32(const flo
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at s.tx
-      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + 3 < (int)M * (int)N) {
+      if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)M * (int)N) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)M * (int)N + (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)M * (int)N) {
+        if (((int)blockIdx.x) < (int)B && (int)M * (int)N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)M * (int)N) {
           s_acc = s_acc + x_reg[jv_1];
         }
       }
@@ -1022,19 +931,12 @@ extern "C" __global__ void __launch_bounds__(256) sum_last2_kernel(const float *
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at s.tx
-      if (((long long)blockIdx.x) < B && M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + 3 < M * N) {
+      if (((long long)blockIdx.x) < B && M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < M * N) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * M * N + M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B && M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < M * N) {
-            x_reg[jv] = x[((long long)blockIdx.x) * M * N + M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B && M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < M * N) {
+        if (((long long)blockIdx.x) < B && M * N / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < M * N) {
           s_acc = s_acc + x_reg[jv_1];
         }
       }
@@ -2532,15 +2434,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128_i32
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)N * (int)W + 31) / 32) {
-      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr * 32 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr * 32 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 32 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr * 32 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 32 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2552,7 +2447,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128_i32
     if (jr_1 < ((int)N * (int)W + 31) / 32) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 32 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 32 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -2571,7 +2466,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128_i32
     if (jr_2 < ((int)N * (int)W + 31) / 32) {
       #pragma unroll
       for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 32 + ((int)threadIdx.x) * 4 + jv_2 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 32 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -2585,7 +2480,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128_i32
   #pragma unroll
   for (int jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < ((int)N * (int)W + 31) / 32) {
-      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 32 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 32 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -2594,13 +2489,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128_i32
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 32 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 16 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 32 + ((int)threadIdx.x) * 4 + jv_3 < (int)N * (int)W) {
-            y[(((int)blockIdx.x) * 16 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 32 + ((int)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -2616,15 +2504,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128(con
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N * W + 31) / 32) {
-      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr * 32 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr * 32 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N * W + jr * 32 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr * 32 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N * W + jr * 32 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2636,7 +2517,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128(con
     if (jr_1 < (N * W + 31) / 32) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_1 * 32 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_1 * 32 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -2655,7 +2536,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128(con
     if (jr_2 < (N * W + 31) / 32) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_2 * 32 + ((long long)threadIdx.x) * 4 + jv_2 < N * W) {
+        if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_2 * 32 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -2669,7 +2550,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128(con
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < (N * W + 31) / 32) {
-      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_3 * 32 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_3 * 32 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -2678,13 +2559,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W128(con
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N * W + jr_3 * 32 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 16 + ((long long)threadIdx.y) < B * M && jr_3 * 32 + ((long long)threadIdx.x) * 4 + jv_3 < N * W) {
-            y[(((long long)blockIdx.x) * 16 + ((long long)threadIdx.y)) * N * W + jr_3 * 32 + ((long long)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -2838,15 +2712,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256_i32
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)N * (int)W + 63) / 64) {
-      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr * 64 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr * 64 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 64 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr * 64 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 64 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2858,7 +2725,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256_i32
     if (jr_1 < ((int)N * (int)W + 63) / 64) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 64 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 64 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -2877,7 +2744,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256_i32
     if (jr_2 < ((int)N * (int)W + 63) / 64) {
       #pragma unroll
       for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 64 + ((int)threadIdx.x) * 4 + jv_2 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 64 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -2891,7 +2758,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256_i32
   #pragma unroll
   for (int jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < ((int)N * (int)W + 63) / 64) {
-      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 64 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 64 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -2900,13 +2767,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256_i32
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 64 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 8 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 64 + ((int)threadIdx.x) * 4 + jv_3 < (int)N * (int)W) {
-            y[(((int)blockIdx.x) * 8 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 64 + ((int)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -2922,15 +2782,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256(con
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N * W + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr * 64 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr * 64 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N * W + jr * 64 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr * 64 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N * W + jr * 64 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -2942,7 +2795,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256(con
     if (jr_1 < (N * W + 63) / 64) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_1 * 64 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_1 * 64 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -2961,7 +2814,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256(con
     if (jr_2 < (N * W + 63) / 64) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_2 * 64 + ((long long)threadIdx.x) * 4 + jv_2 < N * W) {
+        if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_2 * 64 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -2975,7 +2828,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256(con
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < (N * W + 63) / 64) {
-      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_3 * 64 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_3 * 64 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -2984,13 +2837,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W256(con
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N * W + jr_3 * 64 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 8 + ((long long)threadIdx.y) < B * M && jr_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3 < N * W) {
-            y[(((long long)blockIdx.x) * 8 + ((long long)threadIdx.y)) * N * W + jr_3 * 64 + ((long long)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3144,15 +2990,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024_i3
   #pragma unroll
   for (int jr = 0; jr < 4; ++jr) {
     if (jr < ((int)N * (int)W + 255) / 256) {
-      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr * 256 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr * 256 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 256 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr * 256 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jr * 4 + jv] = x[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N * (int)W + jr * 256 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3164,7 +3003,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024_i3
     if (jr_1 < ((int)N * (int)W + 255) / 256) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 256 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_1 * 256 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3183,7 +3022,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024_i3
     if (jr_2 < ((int)N * (int)W + 255) / 256) {
       #pragma unroll
       for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 256 + ((int)threadIdx.x) * 4 + jv_2 < (int)N * (int)W) {
+        if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_2 * 256 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3197,7 +3036,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024_i3
   #pragma unroll
   for (int jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < ((int)N * (int)W + 255) / 256) {
-      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 256 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 256 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3206,13 +3045,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024_i3
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 256 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) * 2 + ((int)threadIdx.y) < (int)B * (int)M && jr_3 * 256 + ((int)threadIdx.x) * 4 + jv_3 < (int)N * (int)W) {
-            y[(((int)blockIdx.x) * 2 + ((int)threadIdx.y)) * (int)N * (int)W + jr_3 * 256 + ((int)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3228,15 +3060,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024(co
   #pragma unroll
   for (long long jr = 0; jr < 4; ++jr) {
     if (jr < (N * W + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr * 256 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr * 256 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N * W + jr * 256 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr * 256 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jr * 4 + jv] = x[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N * W + jr * 256 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3248,7 +3073,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024(co
     if (jr_1 < (N * W + 255) / 256) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_1 * 256 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_1 * 256 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3267,7 +3092,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024(co
     if (jr_2 < (N * W + 255) / 256) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_2 * 256 + ((long long)threadIdx.x) * 4 + jv_2 < N * W) {
+        if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_2 * 256 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3281,7 +3106,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024(co
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 4; ++jr_3) {
     if (jr_3 < (N * W + 255) / 256) {
-      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_3 * 256 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_3 * 256 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3290,13 +3115,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W1024(co
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N * W + jr_3 * 256 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) * 2 + ((long long)threadIdx.y) < B * M && jr_3 * 256 + ((long long)threadIdx.x) * 4 + jv_3 < N * W) {
-            y[(((long long)blockIdx.x) * 2 + ((long long)threadIdx.y)) * N * W + jr_3 * 256 + ((long long)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3450,15 +3268,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096_i3
   #pragma unroll
   for (int jr = 0; jr < 8; ++jr) {
     if (jr < ((int)N * (int)W + 511) / 512) {
-      if (((int)blockIdx.x) < (int)B * (int)M && jr * 512 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && jr * 512 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + jr * 512 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && jr * 512 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N * (int)W + jr * 512 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3470,7 +3281,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096_i3
     if (jr_1 < ((int)N * (int)W + 511) / 512) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 512 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 512 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3489,7 +3300,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096_i3
     if (jr_2 < ((int)N * (int)W + 511) / 512) {
       #pragma unroll
       for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 + jv_2 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 512 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3503,7 +3314,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096_i3
   #pragma unroll
   for (int jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < ((int)N * (int)W + 511) / 512) {
-      if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 512 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 512 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3512,13 +3323,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096_i3
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + jr_3 * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 512 + ((int)threadIdx.x) * 4 + jv_3 < (int)N * (int)W) {
-            y[((int)blockIdx.x) * (int)N * (int)W + jr_3 * 512 + ((int)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3534,15 +3338,8 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096(co
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N * W + 511) / 512) {
-      if (((long long)blockIdx.x) < B * M && jr * 512 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && jr * 512 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + jr * 512 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && jr * 512 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N * W + jr * 512 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3554,7 +3351,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096(co
     if (jr_1 < (N * W + 511) / 512) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B * M && jr_1 * 512 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) < B * M && jr_1 * 512 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3573,7 +3370,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096(co
     if (jr_2 < (N * W + 511) / 512) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < B * M && jr_2 * 512 + ((long long)threadIdx.x) * 4 + jv_2 < N * W) {
+        if (((long long)blockIdx.x) < B * M && jr_2 * 512 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3587,7 +3384,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096(co
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < (N * W + 511) / 512) {
-      if (((long long)blockIdx.x) < B * M && jr_3 * 512 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && jr_3 * 512 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3596,13 +3393,6 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_kernel_N_W4096(co
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + jr_3 * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < B * M && jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3 < N * W) {
-            y[((long long)blockIdx.x) * N * W + jr_3 * 512 + ((long long)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3756,15 +3546,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_i
   #pragma unroll
   for (int jr = 0; jr < 8; ++jr) {
     if (jr < ((int)N * (int)W + 2047) / 2048) {
-      if (((int)blockIdx.x) < (int)B * (int)M && jr * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && jr * 2048 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + jr * 2048 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && jr * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jr * 4 + jv] = x[((int)blockIdx.x) * (int)N * (int)W + jr * 2048 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3776,7 +3559,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_i
     if (jr_1 < ((int)N * (int)W + 2047) / 2048) {
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 2048 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && jr_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3795,7 +3578,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_i
     if (jr_2 < ((int)N * (int)W + 2047) / 2048) {
       #pragma unroll
       for (int jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 2048 + ((int)threadIdx.x) * 4 + jv_2 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && jr_2 * 2048 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3809,7 +3592,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_i
   #pragma unroll
   for (int jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < ((int)N * (int)W + 2047) / 2048) {
-      if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 2048 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3818,13 +3601,6 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384_i
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + jr_3 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (int jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((int)blockIdx.x) < (int)B * (int)M && jr_3 * 2048 + ((int)threadIdx.x) * 4 + jv_3 < (int)N * (int)W) {
-            y[((int)blockIdx.x) * (int)N * (int)W + jr_3 * 2048 + ((int)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -3840,15 +3616,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384(c
   #pragma unroll
   for (long long jr = 0; jr < 8; ++jr) {
     if (jr < (N * W + 2047) / 2048) {
-      if (((long long)blockIdx.x) < B * M && jr * 2048 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && jr * 2048 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[jr * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + jr * 2048 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && jr * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jr * 4 + jv] = x[((long long)blockIdx.x) * N * W + jr * 2048 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
     }
   }
@@ -3860,7 +3629,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384(c
     if (jr_1 < (N * W + 2047) / 2048) {
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B * M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) < B * M && jr_1 * 2048 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jr_1 * 4 + jv_1];
         }
       }
@@ -3879,7 +3648,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384(c
     if (jr_2 < (N * W + 2047) / 2048) {
       #pragma unroll
       for (long long jv_2 = 0; jv_2 < 4; ++jv_2) {
-        if (((long long)blockIdx.x) < B * M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 + jv_2 < N * W) {
+        if (((long long)blockIdx.x) < B * M && jr_2 * 2048 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jr_2 * 4 + jv_2] - mean[0]) * (x_reg[jr_2 * 4 + jv_2] - mean[0]);
         }
       }
@@ -3893,7 +3662,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384(c
   #pragma unroll
   for (long long jr_3 = 0; jr_3 < 8; ++jr_3) {
     if (jr_3 < (N * W + 2047) / 2048) {
-      if (((long long)blockIdx.x) < B * M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_reg_vec[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x_reg[jr_3 * 4]);
         __align__(16) float y_vec[4];
@@ -3902,13 +3671,6 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W16384(c
           y_vec[jv_3_1] = (x_reg_vec[jv_3_1] - mean[0]) * rstd[0];
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + jr_3 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
-      } else {
-        #pragma unroll
-        for (long long jv_3 = 0; jv_3 < 4; ++jv_3) {
-          if (((long long)blockIdx.x) < B * M && jr_3 * 2048 + ((long long)threadIdx.x) * 4 + jv_3 < N * W) {
-            y[((long long)blockIdx.x) * N * W + jr_3 * 2048 + ((long long)threadIdx.x) * 4 + jv_3] = (x_reg[jr_3 * 4 + jv_3] - mean[0]) * rstd[0];
-          }
-        }
       }
     }
   }
@@ -4130,7 +3892,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i
   for (int jq_1_1 = 0; jq_1_1 < ((int)N * (int)W + 16383) / 16384 - (int)N * (int)W / 16384; ++jq_1_1) {
     #pragma unroll
     for (int ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         __align__(16) float x_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]);
         __align__(16) float y_vec_1[4];
@@ -4139,13 +3901,6 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536_i
           y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            y[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] = (x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((int)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-          }
-        }
       }
     }
   }
@@ -4229,7 +3984,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536(c
   for (long long jq_1_1 = 0; jq_1_1 < (N * W + 16383) / 16384 - N * W / 16384; ++jq_1_1) {
     #pragma unroll
     for (long long ju_1 = 0; ju_1 < 8; ++ju_1) {
-      if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 < N * W) {
         __align__(16) float x_vec_1[4];
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec_1[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]);
         __align__(16) float y_vec_1[4];
@@ -4238,13 +3993,6 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_hw_kernel_N_W65536(c
           y_vec_1[jv_2] = (x_vec_1[jv_2] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
         }
         *reinterpret_cast<__fus_vec<float, 4> *>(&y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec_1[0]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            y[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] = (x[((long long)blockIdx.x) * N * W + N * W / 16384 * 16384 + jq_1_1 * 16384 + ju_1 * 2048 + ((long long)threadIdx.x) * 4 + jv] - mean[0]) * rsqrtf(__fus_fdiv(rstd_sum0[0], (float)(N * W)) + 1e-05f);
-          }
-        }
       }
     }
   }
@@ -4444,19 +4192,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_hw_seg0_kernel_i32(c
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -4496,19 +4237,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_hw_seg0_kernel(const
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at mean_sum0.tx
-      if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N * W + N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N * W) {
           mean_sum0_acc = mean_sum0_acc + x_reg[jv_1];
         }
       }
@@ -4650,19 +4384,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_hw_seg1_kernel_i32(c
     for (int u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at rstd_sum0.tx
-      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + 3 < (int)N * (int)W) {
+      if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (int jv = 0; jv < 4; ++jv) {
-          if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv < (int)N * (int)W) {
-            x_reg[jv] = x[((int)blockIdx.x) * (int)N * (int)W + (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (int jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 + jv_1 < (int)N * (int)W) {
+        if (((int)blockIdx.x) < (int)B * (int)M && (int)N * (int)W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((int)blockIdx.y) * 1024 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jv_1] - __fus_fdiv(mean_sum0[((int)blockIdx.x)], (float)(N * W))) * (x_reg[jv_1] - __fus_fdiv(mean_sum0[((int)blockIdx.x)], (float)(N * W)));
         }
       }
@@ -4702,19 +4429,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_hw_seg1_kernel(const
     for (long long u = 0; u < 4; ++u) {
       __align__(16) float x_reg[4];
       // x_reg computed at rstd_sum0.tx
-      if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + 3 < N * W) {
+      if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N * W) {
         *reinterpret_cast<__fus_vec<float, 4> *>(&x_reg[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[((long long)blockIdx.x) * N * W + N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4]);
-      } else {
-        #pragma unroll
-        for (long long jv = 0; jv < 4; ++jv) {
-          if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv < N * W) {
-            x_reg[jv] = x[((long long)blockIdx.x) * N * W + N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv];
-          }
-        }
       }
       #pragma unroll
       for (long long jv_1 = 0; jv_1 < 4; ++jv_1) {
-        if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 + jv_1 < N * W) {
+        if (((long long)blockIdx.x) < B * M && N * W / 65536 * 65536 + jr_1 * 65536 + u * 16384 + ((long long)blockIdx.y) * 1024 + ((long long)threadIdx.x) * 4 < N * W) {
           rstd_sum0_acc = rstd_sum0_acc + (x_reg[jv_1] - __fus_fdiv(mean_sum0[((long long)blockIdx.x)], (float)(N * W))) * (x_reg[jv_1] - __fus_fdiv(mean_sum0[((long long)blockIdx.x)], (float)(N * W)));
         }
       }
@@ -4834,24 +4554,20 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_seg2_kernel_i32(c
 {
   int quot;
   int rem;
-  int quot_1;
-  int quot_2;
-  quot = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1)) / (unsigned)__fus_max((int)M * (int)N, 1));
-  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)W + 2047) / 2048, 1));
-  quot_1 = (int)((unsigned)(int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1)) % (unsigned)__fus_max((int)M * (int)N, 1)) / (unsigned)__fus_max((int)N, 1));
-  quot_2 = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1));
+  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N * (int)W + 2047) / 2048, 1));
+  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)N * (int)W + 2047) / 2048, 1));
   // nest of y
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    if (quot < (int)B && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)W && quot_1 < (int)M) {
+    if (quot < (int)B * (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 < (int)N * (int)W) {
       __align__(16) float x_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot_2 * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * (int)N * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
       #pragma unroll
       for (int v_1 = 0; v_1 < 4; ++v_1) {
-        y_vec[v_1] = (x_vec[v_1] - __fus_fdiv(mean_sum0[quot * (int)M + quot_1], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot * (int)M + quot_1], (float)(N * W)) + 1e-05f);
+        y_vec[v_1] = (x_vec[v_1] - __fus_fdiv(mean_sum0[quot], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot], (float)(N * W)) + 1e-05f);
       }
-      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot_2 * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * (int)N * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     }
   }
 }
@@ -4860,24 +4576,20 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_seg2_kernel(const
 {
   long long quot;
   long long rem;
-  long long quot_1;
-  long long quot_2;
-  quot = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(M * N, (long long)1), 2147483648LL));
-  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL));
-  quot_1 = (long long)((unsigned)(long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL)) % (unsigned)min(__fus_max(M * N, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(N, (long long)1), 2147483648LL));
-  quot_2 = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL));
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N * W + 2047) / 2048, (long long)1), 2147483648LL));
+  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((N * W + 2047) / 2048, (long long)1), 2147483648LL));
   // nest of y
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
-    if (quot < B && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < W && quot_1 < M) {
+    if (quot < B * M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 < N * W) {
       __align__(16) float x_vec[4];
-      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot_2 * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&x_vec[0]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&x[quot * N * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]);
       __align__(16) float y_vec[4];
       #pragma unroll
       for (long long v_1 = 0; v_1 < 4; ++v_1) {
-        y_vec[v_1] = (x_vec[v_1] - __fus_fdiv(mean_sum0[quot * M + quot_1], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot * M + quot_1], (float)(N * W)) + 1e-05f);
+        y_vec[v_1] = (x_vec[v_1] - __fus_fdiv(mean_sum0[quot], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot], (float)(N * W)) + 1e-05f);
       }
-      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot_2 * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
+      *reinterpret_cast<__fus_vec<float, 4> *>(&y[quot * N * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4]) = *reinterpret_cast<const __fus_vec<float, 4> *>(&y_vec[0]);
     }
   }
 }
@@ -4886,19 +4598,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_seg2_kernel_i32_s
 {
   int quot;
   int rem;
-  int quot_1;
-  int quot_2;
-  quot = (int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1)) / (unsigned)__fus_max((int)M * (int)N, 1));
-  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)W + 2047) / 2048, 1));
-  quot_1 = (int)((unsigned)(int)((unsigned)(int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1)) % (unsigned)__fus_max((int)M * (int)N, 1)) / (unsigned)__fus_max((int)N, 1));
-  quot_2 = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)W + 2047) / 2048, 1));
+  quot = (int)((unsigned)((int)blockIdx.x) / (unsigned)__fus_max(((int)N * (int)W + 2047) / 2048, 1));
+  rem = (int)((unsigned)((int)blockIdx.x) % (unsigned)__fus_max(((int)N * (int)W + 2047) / 2048, 1));
   // nest of y
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
     #pragma unroll
     for (int v = 0; v < 4; ++v) {
-      if (quot < (int)B && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v < (int)W && quot_1 < (int)M) {
-        y[quot_2 * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = (x[quot_2 * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - __fus_fdiv(mean_sum0[quot * (int)M + quot_1], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot * (int)M + quot_1], (float)(N * W)) + 1e-05f);
+      if (quot < (int)B * (int)M && rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v < (int)N * (int)W) {
+        y[quot * (int)N * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] = (x[quot * (int)N * (int)W + rem * 2048 + u * 512 + ((int)threadIdx.x) * 4 + v] - __fus_fdiv(mean_sum0[quot], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot], (float)(N * W)) + 1e-05f);
       }
     }
   }
@@ -4908,19 +4616,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_hw_seg2_kernel_scala
 {
   long long quot;
   long long rem;
-  long long quot_1;
-  long long quot_2;
-  quot = (long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(M * N, (long long)1), 2147483648LL));
-  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL));
-  quot_1 = (long long)((unsigned)(long long)((unsigned)(long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL)) % (unsigned)min(__fus_max(M * N, (long long)1), 2147483648LL)) / (unsigned)min(__fus_max(N, (long long)1), 2147483648LL));
-  quot_2 = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((W + 2047) / 2048, (long long)1), 2147483648LL));
+  quot = (long long)((unsigned)((long long)blockIdx.x) / (unsigned)min(__fus_max((N * W + 2047) / 2048, (long long)1), 2147483648LL));
+  rem = (long long)((unsigned)((long long)blockIdx.x) % (unsigned)min(__fus_max((N * W + 2047) / 2048, (long long)1), 2147483648LL));
   // nest of y
   #pragma unroll
   for (long long u = 0; u < 4; ++u) {
     #pragma unroll
     for (long long v = 0; v < 4; ++v) {
-      if (quot < B && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < W && quot_1 < M) {
-        y[quot_2 * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = (x[quot_2 * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(mean_sum0[quot * M + quot_1], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot * M + quot_1], (float)(N * W)) + 1e-05f);
+      if (quot < B * M && rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v < N * W) {
+        y[quot * N * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] = (x[quot * N * W + rem * 2048 + u * 512 + ((long long)threadIdx.x) * 4 + v] - __fus_fdiv(mean_sum0[quot], (float)(N * W))) * rsqrtf(__fus_fdiv(rstd_sum0[quot], (float)(N * W)) + 1e-05f);
       }
     }
   }
@@ -6718,8 +6422,8 @@ static cudaError_t layernorm_hw_seg2(const float *x, const float *mean_sum0, con
   if (!y && fus_bytes_y != 0)
     return fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: y is a null pointer (%lld bytes)", fus_bytes_y);
   // layernorm_hw_seg2_kernel_i32 when x and y are 16-byte aligned, W is a multiple of 4 and every tensor and loop nest has at most 2130706431 elements
-  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && W % 4 == 0 && fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)M), (long long)N), (long long)W) <= 2130706431LL && fus_mul31((long long)B, (long long)M) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)B, fus_mul31((long long)M, (long long)N)) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, fus_mul31((long long)M, (long long)N)), fus_cdiv((long long)W, 2048, &fus_ovf)) <= 2130706431LL) {
-    const long long fus_grid_x = fus_mul(fus_mul((long long)B, fus_mul((long long)M, (long long)N, &fus_ovf), &fus_ovf), fus_cdiv((long long)W, 2048, &fus_ovf), &fus_ovf);
+  if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && W % 4 == 0 && fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)M), (long long)N), (long long)W) <= 2130706431LL && fus_mul31((long long)B, (long long)M) <= 2130706431LL && fus_mul31((long long)N, (long long)W) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, (long long)M), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf)) <= 2130706431LL) {
+    const long long fus_grid_x = fus_mul(fus_mul((long long)B, (long long)M, &fus_ovf), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -6734,7 +6438,7 @@ static cudaError_t layernorm_hw_seg2(const float *x, const float *mean_sum0, con
   }
   // layernorm_hw_seg2_kernel when x and y are 16-byte aligned and W is a multiple of 4
   if ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0 && W % 4 == 0) {
-    const long long fus_grid_x = fus_mul(fus_mul((long long)B, fus_mul((long long)M, (long long)N, &fus_ovf), &fus_ovf), fus_cdiv((long long)W, 2048, &fus_ovf), &fus_ovf);
+    const long long fus_grid_x = fus_mul(fus_mul((long long)B, (long long)M, &fus_ovf), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -6748,8 +6452,8 @@ static cudaError_t layernorm_hw_seg2(const float *x, const float *mean_sum0, con
     return fus_err;
   }
   // layernorm_hw_seg2_kernel_i32_scalar when every tensor and loop nest has at most 2130706431 elements
-  if (fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)M), (long long)N), (long long)W) <= 2130706431LL && fus_mul31((long long)B, (long long)M) <= 2130706431LL && fus_mul31((long long)M, (long long)N) <= 2130706431LL && fus_mul31((long long)B, fus_mul31((long long)M, (long long)N)) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, fus_mul31((long long)M, (long long)N)), fus_cdiv((long long)W, 2048, &fus_ovf)) <= 2130706431LL) {
-    const long long fus_grid_x = fus_mul(fus_mul((long long)B, fus_mul((long long)M, (long long)N, &fus_ovf), &fus_ovf), fus_cdiv((long long)W, 2048, &fus_ovf), &fus_ovf);
+  if (fus_mul31(fus_mul31(fus_mul31((long long)B, (long long)M), (long long)N), (long long)W) <= 2130706431LL && fus_mul31((long long)B, (long long)M) <= 2130706431LL && fus_mul31((long long)N, (long long)W) <= 2130706431LL && fus_mul31(fus_mul31((long long)B, (long long)M), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf)) <= 2130706431LL) {
+    const long long fus_grid_x = fus_mul(fus_mul((long long)B, (long long)M, &fus_ovf), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf), &fus_ovf);
     if (fus_ovf)
       return fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: sizes too large: grid dimension x does not fit in 64 bits");
     if (fus_grid_x > 2147483647)
@@ -6762,7 +6466,7 @@ static cudaError_t layernorm_hw_seg2(const float *x, const float *mean_sum0, con
       fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: launch failed: %s", cudaGetErrorString(fus_err));
     return fus_err;
   }
-  const long long fus_grid_x = fus_mul(fus_mul((long long)B, fus_mul((long long)M, (long long)N, &fus_ovf), &fus_ovf), fus_cdiv((long long)W, 2048, &fus_ovf), &fus_ovf);
+  const long long fus_grid_x = fus_mul(fus_mul((long long)B, (long long)M, &fus_ovf), fus_cdiv(fus_mul((long long)N, (long long)W, &fus_ovf), 2048, &fus_ovf), &fus_ovf);
   if (fus_ovf)
     return fus_fail(layernorm_hw_seg2_error_text, "layernorm_hw_seg2: sizes too large: grid dimension x does not fit in 64 bits");
   if (fus_grid_x > 2147483647)
